@@ -1,0 +1,340 @@
+"""A small probabilistic grammar of English-like sentences with labelled features.
+
+The grammar is the offline world's language: every zoo model is trained on it and every
+method is evaluated on it. Each sentence carries labels (subject/object number, tense,
+relative-clause type, attractor number, sentence type) and per-word labels (part of speech,
+syntactic role, position), so representations can be related to linguistic features.
+
+Sentence shape (square brackets are optional, one of RC / PP at most)::
+
+    [AUX] DET [ADJ] NOUN [ that VERB DET [ADJ] NOUN | that DET [ADJ] NOUN VERB | PREP DET [ADJ] NOUN ]
+          VERB [DET [ADJ] NOUN] ( . | ? )
+
+* Subject–verb agreement: in the present tense the main verb (declaratives) or the auxiliary
+  ``does``/``do`` (questions) agrees with the number of the subject's head noun, whatever
+  nouns of the other number stand in between (the PP "attractor" or the relative-clause noun).
+* Relative clauses: a subject RC ("the dog that sees the cats runs") has a verb that agrees
+  with the head noun; an object RC ("the dog that the cats see runs") has a verb that agrees
+  with the RC's own subject. A relative clause and a prepositional attractor are mutually
+  exclusive (this avoids attachment ambiguity); the attractor is drawn only when there is no RC.
+* Past tense: regular and irregular past forms carry no number; questions use ``did``.
+* Yes/no questions invert the auxiliary: "does the dog see the cats ?"; the main verb is then
+  in its base form (the plural present form).
+
+Generation is deterministic: the same seed and :class:`GrammarConfig` give the same table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+
+SINGULAR = "sg"
+PLURAL = "pl"
+NUMBERS: tuple[str, str] = (SINGULAR, PLURAL)
+PRESENT = "present"
+PAST = "past"
+NONE = "none"
+RELATIVE_PRONOUN = "that"
+VOWELS = frozenset("aeiou")
+
+
+@dataclass(frozen=True)
+class Noun:
+    """A noun with its singular and plural forms; only animate nouns head subjects."""
+
+    singular: str
+    plural: str
+    animate: bool = True
+
+    def form(self, number: str) -> str:
+        """The form of the noun for ``number`` ("sg" or "pl")."""
+        return self.singular if number == SINGULAR else self.plural
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A verb with its present 3rd-person singular, present plural (= base) and past forms."""
+
+    singular: str
+    plural: str
+    past: str
+
+    @property
+    def base(self) -> str:
+        """The bare infinitive, used after an inverted auxiliary."""
+        return self.plural
+
+    def form(self, number: str, tense: str) -> str:
+        """The finite form agreeing with a subject of ``number`` in ``tense``."""
+        if tense == PAST:
+            return self.past
+        return self.singular if number == SINGULAR else self.plural
+
+
+def _nouns(spec: str, animate: bool) -> tuple[Noun, ...]:
+    """Parse ``"dog/dogs cat/cats ..."`` into nouns."""
+    return tuple(Noun(*pair.split("/"), animate=animate) for pair in spec.split())
+
+
+def _verbs(spec: str) -> tuple[Verb, ...]:
+    """Parse ``"sees/see/saw ..."`` into verbs."""
+    return tuple(Verb(*triple.split("/")) for triple in spec.split())
+
+
+NOUNS: tuple[Noun, ...] = _nouns(
+    "dog/dogs cat/cats bird/birds horse/horses teacher/teachers student/students "
+    "doctor/doctors farmer/farmers child/children man/men woman/women king/kings "
+    "queen/queens pilot/pilots author/authors officer/officers baker/bakers singer/singers "
+    "neighbor/neighbors friend/friends boy/boys girl/girls",
+    animate=True,
+) + _nouns(
+    "key/keys cabinet/cabinets book/books table/tables garden/gardens house/houses "
+    "car/cars picture/pictures",
+    animate=False,
+)
+ANIMATE_NOUNS: tuple[Noun, ...] = tuple(n for n in NOUNS if n.animate)
+
+TRANSITIVE_VERBS: tuple[Verb, ...] = _verbs(
+    "sees/see/saw likes/like/liked knows/know/knew helps/help/helped "
+    "follows/follow/followed finds/find/found loves/love/loved watches/watch/watched "
+    "visits/visit/visited calls/call/called hears/hear/heard meets/meet/met "
+    "admires/admire/admired pushes/push/pushed chases/chase/chased "
+    "remembers/remember/remembered greets/greet/greeted thanks/thank/thanked "
+    "carries/carry/carried trusts/trust/trusted"
+)
+INTRANSITIVE_VERBS: tuple[Verb, ...] = _verbs(
+    "runs/run/ran sleeps/sleep/slept smiles/smile/smiled laughs/laugh/laughed "
+    "swims/swim/swam arrives/arrive/arrived waits/wait/waited falls/fall/fell "
+    "sings/sing/sang dances/dance/danced"
+)
+ADJECTIVES: tuple[str, ...] = (
+    "big", "small", "old", "young", "happy", "tall", "quiet", "clever", "brave", "angry",
+    "little", "kind",
+)
+#: Determiners other than "the", by number ("a" becomes "an" before a vowel).
+DETERMINERS: dict[str, tuple[str, ...]] = {
+    SINGULAR: ("a", "this", "every"),
+    PLURAL: ("some", "many", "these", "those"),
+}
+PREPOSITIONS: tuple[str, ...] = ("near", "behind", "beside", "with", "of", "from", "under", "above")
+#: Auxiliary for yes/no questions, by (tense, subject number).
+AUXILIARIES: dict[tuple[str, str], str] = {
+    (PRESENT, SINGULAR): "does",
+    (PRESENT, PLURAL): "do",
+    (PAST, SINGULAR): "did",
+    (PAST, PLURAL): "did",
+}
+PUNCTUATION: dict[str, str] = {"declarative": ".", "question": "?"}
+
+#: Categorical sentence features and every value they take.
+FEATURE_VALUES: dict[str, tuple[str, ...]] = {
+    "subject_number": NUMBERS,
+    "object_number": (SINGULAR, PLURAL, NONE),
+    "tense": (PRESENT, PAST),
+    "relative_clause": (NONE, "subject", "object"),
+    "attractor_number": (NONE, SINGULAR, PLURAL),
+    "rc_noun_number": (NONE, SINGULAR, PLURAL),
+    "sentence_type": ("declarative", "question"),
+}
+#: Per-word list columns.
+WORD_COLUMNS: tuple[str, ...] = ("words", "pos", "word_position", "word_role")
+#: Every column of a sentence table, in order.
+SENTENCE_COLUMNS: tuple[str, ...] = (
+    ("sentence_id", "text")
+    + WORD_COLUMNS
+    + tuple(FEATURE_VALUES)
+    + ("n_words", "main_verb_index", "subject_index", "source")
+)
+
+
+def lexicon_words() -> frozenset[str]:
+    """Every word form the grammar can produce (punctuation included)."""
+    words: set[str] = {RELATIVE_PRONOUN, "the", "an", *ADJECTIVES, *PREPOSITIONS}
+    words.update(PUNCTUATION.values(), AUXILIARIES.values())
+    for dets in DETERMINERS.values():
+        words.update(dets)
+    for noun in NOUNS:
+        words.update((noun.singular, noun.plural))
+    for verb in TRANSITIVE_VERBS + INTRANSITIVE_VERBS:
+        words.update((verb.singular, verb.plural, verb.past))
+    return frozenset(words)
+
+
+@dataclass(frozen=True)
+class GrammarConfig:
+    """Probabilities of the grammar's choices (all in [0, 1]).
+
+    ``p_attractor`` applies only to subjects without a relative clause; ``p_object_rc`` is the
+    share of relative clauses that are object RCs; ``p_the`` the chance of "the" as determiner.
+    """
+
+    p_question: float = 0.25
+    p_relative_clause: float = 0.3
+    p_object_rc: float = 0.5
+    p_attractor: float = 0.45
+    p_adjective: float = 0.25
+    p_transitive: float = 0.7
+    p_past: float = 0.3
+    p_plural: float = 0.5
+    p_the: float = 0.5
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"GrammarConfig.{field.name} must be in [0, 1], got {value!r}")
+
+
+class _Draws:
+    """Uniform draws from a seeded numpy Generator, buffered for speed."""
+
+    def __init__(self, seed: int, block: int = 8192) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._block = block
+        self._buffer = self._rng.random(block)
+        self._next = 0
+
+    def uniform(self) -> float:
+        if self._next == self._block:
+            self._buffer = self._rng.random(self._block)
+            self._next = 0
+        value = float(self._buffer[self._next])
+        self._next += 1
+        return value
+
+    def chance(self, p: float) -> bool:
+        return self.uniform() < p
+
+    def choice(self, options, exclude=None):
+        """A uniform choice from ``options``, never ``exclude`` (when given and present)."""
+        pool = options if exclude is None else [o for o in options if o != exclude]
+        return pool[int(self.uniform() * len(pool))]
+
+    def number(self, p_plural: float) -> str:
+        return PLURAL if self.chance(p_plural) else SINGULAR
+
+
+class _Sentence:
+    """Words with their part of speech and role, appended left to right."""
+
+    def __init__(self) -> None:
+        self.words: list[str] = []
+        self.pos: list[str] = []
+        self.roles: list[str] = []
+
+    def add(self, word: str, pos: str, role: str = "other") -> int:
+        self.words.append(word)
+        self.pos.append(pos)
+        self.roles.append(role)
+        return len(self.words) - 1
+
+
+def _noun_phrase(
+    s: _Sentence, draws: _Draws, config: GrammarConfig, noun: Noun, number: str, role: str
+) -> int:
+    """Append ``DET [ADJ] NOUN``; return the index of the head noun."""
+    adjective = draws.choice(ADJECTIVES) if draws.chance(config.p_adjective) else None
+    determiner = "the" if draws.chance(config.p_the) else draws.choice(DETERMINERS[number])
+    following = adjective if adjective is not None else noun.form(number)
+    if determiner == "a" and following[0] in VOWELS:
+        determiner = "an"
+    s.add(determiner, "DET")
+    if adjective is not None:
+        s.add(adjective, "ADJ")
+    return s.add(noun.form(number), "NOUN", role)
+
+
+def _generate_one(sentence_id: int, draws: _Draws, config: GrammarConfig) -> dict:
+    """Draw one sentence and its features."""
+    subject_number = draws.number(config.p_plural)
+    tense = PAST if draws.chance(config.p_past) else PRESENT
+    sentence_type = "question" if draws.chance(config.p_question) else "declarative"
+    transitive = draws.chance(config.p_transitive)
+    relative_clause = NONE
+    if draws.chance(config.p_relative_clause):
+        relative_clause = "object" if draws.chance(config.p_object_rc) else "subject"
+    has_attractor = relative_clause == NONE and draws.chance(config.p_attractor)
+
+    s = _Sentence()
+    main_verb_index = -1
+    if sentence_type == "question":
+        main_verb_index = s.add(AUXILIARIES[(tense, subject_number)], "AUX", "aux")
+    subject = draws.choice(ANIMATE_NOUNS)
+    subject_index = _noun_phrase(s, draws, config, subject, subject_number, "subject")
+
+    attractor_number = rc_noun_number = NONE
+    if relative_clause != NONE:
+        rc_noun_number = draws.number(config.p_plural)
+        rc_verb = draws.choice(TRANSITIVE_VERBS)
+        s.add(RELATIVE_PRONOUN, "REL")
+        if relative_clause == "subject":
+            s.add(rc_verb.form(subject_number, tense), "VERB", "rc_verb")
+            _noun_phrase(s, draws, config, draws.choice(NOUNS, subject), rc_noun_number, "rc_noun")
+        else:
+            rc_subject = draws.choice(ANIMATE_NOUNS, subject)
+            _noun_phrase(s, draws, config, rc_subject, rc_noun_number, "rc_noun")
+            s.add(rc_verb.form(rc_noun_number, tense), "VERB", "rc_verb")
+    elif has_attractor:
+        attractor_number = draws.number(config.p_plural)
+        s.add(draws.choice(PREPOSITIONS), "PREP")
+        _noun_phrase(s, draws, config, draws.choice(NOUNS, subject), attractor_number, "attractor")
+
+    verb = draws.choice(TRANSITIVE_VERBS if transitive else INTRANSITIVE_VERBS)
+    if sentence_type == "question":
+        s.add(verb.base, "VERB", "main_verb")
+    else:
+        main_verb_index = s.add(verb.form(subject_number, tense), "VERB", "main_verb")
+
+    object_number = NONE
+    if transitive:
+        object_number = draws.number(config.p_plural)
+        _noun_phrase(s, draws, config, draws.choice(NOUNS, subject), object_number, "object")
+    s.add(PUNCTUATION[sentence_type], "PUNCT")
+
+    return {
+        "sentence_id": sentence_id,
+        "text": " ".join(s.words),
+        "words": s.words,
+        "pos": s.pos,
+        "word_position": list(range(len(s.words))),
+        "word_role": s.roles,
+        "subject_number": subject_number,
+        "object_number": object_number,
+        "tense": tense,
+        "relative_clause": relative_clause,
+        "attractor_number": attractor_number,
+        "rc_noun_number": rc_noun_number,
+        "sentence_type": sentence_type,
+        "n_words": len(s.words),
+        "main_verb_index": main_verb_index,
+        "subject_index": subject_index,
+        "source": "grammar",
+    }
+
+
+def generate_sentences(
+    n_sentences: int, seed: int, config: GrammarConfig | None = None
+) -> pd.DataFrame:
+    """Generate ``n_sentences`` labelled sentences, deterministically from ``seed``.
+
+    Returns one row per sentence with the columns of :data:`SENTENCE_COLUMNS`:
+
+    * ``sentence_id`` (0..n-1), ``text`` (words joined by single spaces, ending with "." or "?");
+    * per word: ``words``, ``pos`` (DET, ADJ, NOUN, VERB, AUX, PREP, REL, PUNCT),
+      ``word_position`` (0..), ``word_role`` ("subject", "main_verb", "aux", "object",
+      "attractor", "rc_noun", "rc_verb", "other"; roles mark head nouns and verbs only);
+    * features (values in :data:`FEATURE_VALUES`): ``subject_number``, ``object_number``,
+      ``tense``, ``relative_clause``, ``attractor_number``, ``rc_noun_number`` (number of the
+      noun inside the relative clause), ``sentence_type``;
+    * ``n_words``; ``main_verb_index`` (the main verb in declaratives, the agreeing auxiliary
+      in questions); ``subject_index`` (the subject's head noun); ``source`` ("grammar").
+    """
+    if n_sentences < 1:
+        raise ValueError(f"n_sentences must be >= 1, got {n_sentences}")
+    config = GrammarConfig() if config is None else config
+    draws = _Draws(seed)
+    rows = [_generate_one(i, draws, config) for i in range(n_sentences)]
+    return pd.DataFrame(rows, columns=list(SENTENCE_COLUMNS))

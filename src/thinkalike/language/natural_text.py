@@ -1,0 +1,82 @@
+"""Reading natural text into the same sentence table shape as the grammar's.
+
+Natural text has no feature labels: its categorical features are "none", its per-word parts
+of speech "X" and roles "other", its verb/subject indices -1, and ``source`` is "natural".
+Tables can therefore be concatenated with grammar tables and packed by
+:func:`thinkalike.language.packing.pack_evaluation_sequences`; give ``first_id`` above the
+grammar's largest ``sentence_id`` so that ids do not collide.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from thinkalike.language.grammar import FEATURE_VALUES, NONE, SENTENCE_COLUMNS
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def read_natural_text(path: str | Path, mode: Literal["lines", "plain"] = "lines") -> list[str]:
+    """Read documents from a UTF-8 text file, whitespace-normalised.
+
+    ``mode="lines"``: one document per line, blank lines skipped. ``mode="plain"``: running
+    text, split into paragraphs at blank lines and each paragraph into sentences after
+    ``.``, ``!`` or ``?`` followed by whitespace; each sentence is a document.
+    Raises ``FileNotFoundError`` (naming the path and the ``natural_text_path`` parameter) for
+    a missing file and ``ValueError`` for an unknown mode or a file without text.
+    """
+    if mode not in ("lines", "plain"):
+        raise ValueError(f"mode must be 'lines' or 'plain', got {mode!r}")
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"natural text file not found: {str(path)!r} (set the parameter natural_text_path)"
+        )
+    content = path.read_text(encoding="utf-8")
+    if mode == "lines":
+        chunks = content.splitlines()
+    else:
+        chunks = [
+            sentence
+            for paragraph in _PARAGRAPH_BREAK.split(content)
+            for sentence in _SENTENCE_END.split(paragraph.strip())
+        ]
+    documents = [" ".join(chunk.split()) for chunk in chunks]
+    documents = [document for document in documents if document]
+    if not documents:
+        raise ValueError(f"natural text file {str(path)!r} contains no text (natural_text_path)")
+    return documents
+
+
+def natural_text_table(docs: list[str], first_id: int = 0) -> pd.DataFrame:
+    """A sentence table (columns of ``grammar.SENTENCE_COLUMNS``) for unlabelled documents.
+
+    ``sentence_id`` runs from ``first_id``; ``words`` are the whitespace words of each document.
+    """
+    rows = []
+    for offset, doc in enumerate(docs):
+        words = doc.split()
+        if not words:
+            raise ValueError(f"document {offset} is empty")
+        n = len(words)
+        rows.append(
+            {
+                "sentence_id": first_id + offset,
+                "text": " ".join(words),
+                "words": words,
+                "pos": ["X"] * n,
+                "word_position": list(range(n)),
+                "word_role": ["other"] * n,
+                **{feature: NONE for feature in FEATURE_VALUES},
+                "n_words": n,
+                "main_verb_index": -1,
+                "subject_index": -1,
+                "source": "natural",
+            }
+        )
+    return pd.DataFrame(rows, columns=list(SENTENCE_COLUMNS))

@@ -1,0 +1,109 @@
+"""The one interface every method uses to talk to a model, whatever its source.
+
+A :class:`ModelHandle` wraps a loaded model (Hugging Face, TransformerBridge, zoo) and
+exposes, in one convention:
+
+* ``residual_streams(input_ids, attention_mask)`` -> tensor ``(n_layers + 1, batch, seq, d_model)``;
+  index 0 is the embedding output (the residual stream entering block 0), index ``l`` the
+  residual stream after block ``l - 1`` (i.e. "after layer l", layer 0 = embeddings);
+* ``embedding_matrix()`` -> ``(d_vocab, d_model)``; ``unembedding_matrix()`` -> ``(d_model, d_vocab)``;
+* ``layer_parameters(block)`` -> per-block parameter groups in TransformerLens shapes:
+  ``W_Q, W_K, W_V``: ``(n_heads, d_model, d_head)``; ``W_O``: ``(n_heads, d_head, d_model)``;
+  ``FF_in``: ``(d_model, d_mlp)``; ``FF_out``: ``(d_mlp, d_model)``;
+* ``logits_from_layer(residual, layer, input_ids, attention_mask)`` -> logits
+  ``(batch, seq, d_vocab)`` of the model whose residual stream after ``layer`` (same indexing
+  as ``residual_streams``) is replaced by ``residual``; gradients flow into ``residual``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import torch
+
+PARAMETER_GROUPS: tuple[str, ...] = ("W_Q", "W_K", "W_V", "W_O", "FF_in", "FF_out")
+
+
+class ModelSourceError(ValueError):
+    """A model spec cannot be loaded (unknown source, missing path, unreachable hub...)."""
+
+
+class UnsupportedArchitectureError(ModelSourceError):
+    """The model loaded but the requested view (hooking, parameter group) is not available."""
+
+
+@dataclass(frozen=True)
+class ModelDimensions:
+    """Sizes of a model, in TransformerLens names."""
+
+    n_layers: int
+    d_model: int
+    d_vocab: int
+    n_heads: int
+    d_head: int
+    d_mlp: int
+
+
+class ModelHandle(ABC):
+    """A loaded model seen through ThinkAlike's single interface (see module docstring)."""
+
+    def __init__(self, name: str, spec: str, module: torch.nn.Module, tokenizer, dims: ModelDimensions,
+                 is_causal: bool) -> None:
+        self.name = name
+        self.spec = spec
+        self.module = module
+        self.tokenizer = tokenizer
+        self.dims = dims
+        self.is_causal = is_causal
+
+    @property
+    def n_layers(self) -> int:
+        return self.dims.n_layers
+
+    @property
+    def d_model(self) -> int:
+        return self.dims.d_model
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.module.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.module.parameters()).dtype
+
+    def to(self, device: str | torch.device | None = None, dtype: torch.dtype | None = None) -> "ModelHandle":
+        self.module.to(device=device, dtype=dtype)
+        return self
+
+    @abstractmethod
+    def residual_streams(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Residual stream after every block, ``(n_layers + 1, batch, seq, d_model)``; 0 = embeddings."""
+
+    @abstractmethod
+    def embedding_matrix(self) -> torch.Tensor:
+        """Token embedding ``E``, ``(d_vocab, d_model)``."""
+
+    @abstractmethod
+    def unembedding_matrix(self) -> torch.Tensor:
+        """Unembedding ``U``, ``(d_model, d_vocab)``; logits = final_norm(x) @ U (+ bias)."""
+
+    @abstractmethod
+    def layer_parameters(self, block: int) -> dict[str, torch.Tensor]:
+        """Parameter groups of block ``block`` (0-based), shapes as in the module docstring."""
+
+    @abstractmethod
+    def logits_from_layer(self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor,
+                          attention_mask: torch.Tensor) -> torch.Tensor:
+        """Logits when the residual stream after ``layer`` (0 = embeddings) is ``residual``."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, spec={self.spec!r}, dims={self.dims})"
+
+
+def default_device(device: str | torch.device | None = None) -> torch.device:
+    """``device`` if given, else CUDA when available, else CPU."""
+    if device is not None:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -1,0 +1,326 @@
+"""A :class:`~thinkalike.models.handle.ModelHandle` for Hugging Face ``transformers`` models.
+
+Supported (tested on tiny random checkpoints): GPT-2 (``GPT2LMHeadModel``), GPT-NeoX / Pythia
+(``GPTNeoXForCausalLM``), BERT (``BertForMaskedLM``), Llama and its relatives with
+``self_attn.{q,k,v,o}_proj`` (``LlamaForCausalLM``, GQA included) and Mamba
+(``MambaForCausalLM``). Any other model whose blocks form one ``nn.ModuleList`` of
+``num_hidden_layers`` entries can still be hooked (residual streams, ``logits_from_layer``);
+its parameter groups raise :class:`UnsupportedArchitectureError`.
+
+Conventions
+-----------
+* **Residual streams** are captured with hooks, never read from ``output_hidden_states``:
+  index 0 is the input of block 0 (a forward pre-hook: embeddings incl. position embeddings,
+  dropout, BERT's embedding LayerNorm), index ``l`` the output of block ``l - 1``. For pre-LN
+  models (GPT-2, NeoX, Llama, Mamba) Hugging Face's *last* hidden state has the final norm
+  applied; ours is the raw residual after the last block, so ``final_norm(residual[-1]) @ U
+  (+ bias)`` gives the logits. BERT is post-LN: block outputs are the hidden states; its MLM head
+  (dense + GELU + LayerNorm) comes before ``U``, so for BERT ``final_norm`` is ``None``.
+* **logits_from_layer** runs the whole model with a hook that substitutes the given residual
+  for the input of block 0 (``layer == 0``) or the output of block ``layer - 1``; the tuple
+  structure of the block output is kept. Gradients flow into ``residual``.
+* **Parameter groups** (TransformerLens shapes, biases omitted):
+
+  ========  ======================================  ==========================================
+  family    attention                               MLP (FF_in / FF_out)
+  ========  ======================================  ==========================================
+  GPT-2     ``attn.c_attn`` (Conv1D, (d, 3d):       ``mlp.c_fc`` / ``mlp.c_proj`` (Conv1D)
+            q | k | v blocks), ``attn.c_proj``
+  NeoX      ``attention.query_key_value`` rows       ``mlp.dense_h_to_4h`` / ``mlp.dense_4h_to_h``
+            laid out ``[head, (q, k, v), d_head]``,
+            ``attention.dense``
+  BERT      ``attention.self.{query,key,value}``,    ``intermediate.dense`` / ``output.dense``
+            ``attention.output.dense``
+  Llama     ``self_attn.{q,k,v,o}_proj``; with GQA   ``mlp.up_proj`` / ``mlp.down_proj``; the
+            K/V heads are repeated to ``n_heads``    gate (``gate_proj``) is omitted
+            (kv head j serves query heads
+            ``j*r .. j*r+r-1``, as ``repeat_kv``)
+  Mamba     none: ``params["W_Q"]`` etc. raise       ``mixer.in_proj`` x-half (the first
+            :class:`UnsupportedArchitectureError`    ``intermediate_size`` rows; the gate half
+                                                     is omitted) / ``mixer.out_proj``
+  ========  ======================================  ==========================================
+
+  ``layer_parameters`` returns a :class:`ParameterGroups` dict: a group the architecture lacks
+  is absent from it, and indexing it raises :class:`UnsupportedArchitectureError` naming the
+  model and the group.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+
+from thinkalike.models.handle import ModelDimensions, ModelHandle, UnsupportedArchitectureError
+
+# Attribute names, relative to ``module.base_model``.
+_BLOCK_LIST_PATHS: tuple[str, ...] = ("h", "layers", "layer", "encoder.layer", "blocks", "decoder.layers")
+_FINAL_NORM_NAMES: tuple[str, ...] = ("ln_f", "final_layer_norm", "norm", "norm_f", "final_layernorm")
+_MASKED_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra",
+                                 "deberta", "deberta-v2", "camembert", "modernbert", "megatron-bert"})
+
+
+def _get_attr_path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _first_tensor(output: Any) -> torch.Tensor:
+    if isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
+        return output[0]
+    raise UnsupportedArchitectureError(f"cannot read the hidden state from a block output of type {type(output)}")
+
+
+def _replace_first(output: Any, value: torch.Tensor) -> Any:
+    if isinstance(output, torch.Tensor):
+        return value
+    if isinstance(output, tuple):
+        return (value,) + tuple(output[1:])
+    if isinstance(output, list):
+        return [value] + list(output[1:])
+    raise UnsupportedArchitectureError(f"cannot replace the hidden state in a block output of type {type(output)}")
+
+
+def _like(residual: torch.Tensor, original: torch.Tensor) -> torch.Tensor:
+    if residual.shape != original.shape:
+        raise ValueError(f"residual of shape {tuple(residual.shape)} replaces one of shape {tuple(original.shape)}")
+    return residual.to(device=original.device, dtype=original.dtype)
+
+
+def _heads_in(weight_in_out: torch.Tensor, n_heads: int, d_head: int) -> torch.Tensor:
+    """``(d_model, n_heads * d_head)`` (x @ W convention) -> ``(n_heads, d_model, d_head)``."""
+    d_model = weight_in_out.shape[0]
+    return weight_in_out.reshape(d_model, n_heads, d_head).permute(1, 0, 2).contiguous()
+
+
+def _heads_out(weight_in_out: torch.Tensor, n_heads: int, d_head: int) -> torch.Tensor:
+    """``(n_heads * d_head, d_model)`` (z @ W convention) -> ``(n_heads, d_head, d_model)``."""
+    return weight_in_out.reshape(n_heads, d_head, weight_in_out.shape[-1]).contiguous()
+
+
+class ParameterGroups(dict):
+    """The groups of one block; asking for a group the architecture lacks raises
+    :class:`UnsupportedArchitectureError` naming the model and the group (not ``KeyError``)."""
+
+    def __init__(self, model: str, reason: str, groups: dict[str, torch.Tensor]) -> None:
+        super().__init__(groups)
+        self.model = model
+        self.reason = reason
+
+    def __missing__(self, group: str):
+        raise UnsupportedArchitectureError(f"{self.model}: no parameter group {group!r} ({self.reason})")
+
+
+class HFModelHandle(ModelHandle):
+    """A ``transformers`` ``PreTrainedModel`` with an LM head seen through :class:`ModelHandle`.
+
+    ``is_causal`` is inferred when ``None`` (masked-LM classes and BERT-like model types are not
+    causal). The module is put in eval mode.
+    """
+
+    def __init__(self, name: str, spec: str, module: torch.nn.Module, tokenizer=None,
+                 is_causal: bool | None = None) -> None:
+        config = getattr(module, "config", None)
+        if config is None:
+            raise UnsupportedArchitectureError(
+                f"model {name!r} ({spec}): {type(module).__name__} has no transformers config")
+        self.config = config
+        self.model_type = getattr(config, "model_type", "")
+        module.eval()
+        self._name_for_errors = f"model {name!r} ({spec}, {type(module).__name__})"
+        self.base = getattr(module, "base_model", module)
+        self.blocks = self._find_blocks(module)
+        self.final_norm = self._find_final_norm()
+        if is_causal is None:
+            is_causal = not ("MaskedLM" in type(module).__name__ or self.model_type in _MASKED_MODEL_TYPES)
+        dims = self._dimensions(module)
+        super().__init__(name, spec, module, tokenizer, dims, is_causal)
+
+    # ------------------------------------------------------------------ structure
+    def _find_blocks(self, module: torch.nn.Module) -> torch.nn.ModuleList:
+        n_layers = getattr(self.config, "num_hidden_layers", None)
+        for path in _BLOCK_LIST_PATHS:
+            blocks = _get_attr_path(self.base, path)
+            if isinstance(blocks, torch.nn.ModuleList) and (n_layers is None or len(blocks) == n_layers):
+                return blocks
+        candidates = [m for m in self.base.modules()
+                      if isinstance(m, torch.nn.ModuleList) and n_layers is not None and len(m) == n_layers]
+        if len(candidates) >= 1:
+            return candidates[0]
+        raise UnsupportedArchitectureError(
+            f"{self._name_for_errors}: cannot find its list of {n_layers} blocks to hook")
+
+    def _find_final_norm(self) -> torch.nn.Module | None:
+        if self.model_type in _MASKED_MODEL_TYPES:
+            return None
+        for attr in _FINAL_NORM_NAMES:
+            norm = getattr(self.base, attr, None)
+            if isinstance(norm, torch.nn.Module):
+                return norm
+        return None
+
+    def _dimensions(self, module: torch.nn.Module) -> ModelDimensions:
+        cfg = self.config
+        d_model = int(cfg.hidden_size)
+        n_heads = int(getattr(cfg, "num_attention_heads", 0) or 0)
+        d_head = getattr(cfg, "head_dim", None)
+        if not isinstance(d_head, int) or d_head <= 0:
+            d_head = d_model // n_heads if n_heads else 0
+        d_mlp = (getattr(cfg, "intermediate_size", None) or getattr(cfg, "n_inner", None)
+                 or getattr(cfg, "ffn_dim", None) or 4 * d_model)
+        out = module.get_output_embeddings()
+        d_vocab = int(out.weight.shape[0]) if out is not None else int(cfg.vocab_size)
+        return ModelDimensions(n_layers=len(self.blocks), d_model=d_model, d_vocab=d_vocab,
+                               n_heads=n_heads, d_head=int(d_head), d_mlp=int(d_mlp))
+
+    def _forward_kwargs(self, target: torch.nn.Module, attention_mask: torch.Tensor | None) -> dict:
+        params = inspect.signature(target.forward).parameters
+        kwargs: dict[str, Any] = {}
+        if attention_mask is not None:
+            kwargs["attention_mask"] = attention_mask
+        if "use_cache" in params:
+            kwargs["use_cache"] = False
+        return kwargs
+
+    def _check_layer(self, layer: int) -> None:
+        if not 0 <= layer <= self.n_layers:
+            raise IndexError(f"{self._name_for_errors}: layer {layer} outside 0..{self.n_layers}")
+
+    def _check_block(self, block: int) -> None:
+        if not 0 <= block < self.n_layers:
+            raise IndexError(f"{self._name_for_errors}: block {block} outside 0..{self.n_layers - 1}")
+
+    # ------------------------------------------------------------------ ModelHandle API
+    def residual_streams(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        captured: list[torch.Tensor | None] = [None] * (self.n_layers + 1)
+
+        def pre_hook(_mod, args, kwargs):
+            captured[0] = args[0] if args else kwargs["hidden_states"]
+
+        def make_hook(i: int):
+            def hook(_mod, _args, output):
+                captured[i + 1] = _first_tensor(output)
+            return hook
+
+        handles = [self.blocks[0].register_forward_pre_hook(pre_hook, with_kwargs=True)]
+        handles += [block.register_forward_hook(make_hook(i)) for i, block in enumerate(self.blocks)]
+        try:
+            self.base(input_ids=input_ids, **self._forward_kwargs(self.base, attention_mask))
+        finally:
+            for h in handles:
+                h.remove()
+        if any(c is None for c in captured):
+            raise UnsupportedArchitectureError(f"{self._name_for_errors}: not every block ran")
+        dtype = captured[0].dtype
+        for c in captured[1:]:
+            dtype = torch.promote_types(dtype, c.dtype)
+        return torch.stack([c.to(dtype) for c in captured])
+
+    def embedding_matrix(self) -> torch.Tensor:
+        return self.module.get_input_embeddings().weight.detach()
+
+    def unembedding_matrix(self) -> torch.Tensor:
+        return self.module.get_output_embeddings().weight.detach().T
+
+    def unembedding_bias(self) -> torch.Tensor | None:
+        """Bias added after ``U`` (BERT's decoder bias), or ``None``."""
+        bias = getattr(self.module.get_output_embeddings(), "bias", None)
+        return None if bias is None else bias.detach()
+
+    def logits_from_layer(self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor,
+                          attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        self._check_layer(layer)
+        if layer == 0:
+            def pre_hook(_mod, args, kwargs):
+                if args:
+                    return (_like(residual, args[0]),) + tuple(args[1:]), kwargs
+                return args, {**kwargs, "hidden_states": _like(residual, kwargs["hidden_states"])}
+            handle = self.blocks[0].register_forward_pre_hook(pre_hook, with_kwargs=True)
+        else:
+            def hook(_mod, _args, output):
+                return _replace_first(output, _like(residual, _first_tensor(output)))
+            handle = self.blocks[layer - 1].register_forward_hook(hook)
+        try:
+            out = self.module(input_ids=input_ids, **self._forward_kwargs(self.module, attention_mask))
+        finally:
+            handle.remove()
+        return out.logits
+
+    def layer_parameters(self, block: int) -> dict[str, torch.Tensor]:
+        self._check_block(block)
+        blk = self.blocks[block]
+        for attr, build in (("attn.c_attn", self._gpt2_parameters),
+                            ("attention.query_key_value", self._neox_parameters),
+                            ("attention.self.query", self._bert_parameters),
+                            ("self_attn.q_proj", self._llama_parameters),
+                            ("mixer.in_proj", self._mamba_parameters)):
+            if _get_attr_path(blk, attr) is not None:
+                with torch.no_grad():
+                    groups = build(blk)
+                if not isinstance(groups, ParameterGroups):
+                    groups = ParameterGroups(self._name_for_errors, "not provided", groups)
+                return groups
+        raise UnsupportedArchitectureError(
+            f"{self._name_for_errors}: parameter groups are not mapped for block type {type(blk).__name__}")
+
+    def _mamba_parameters(self, blk) -> "ParameterGroups":
+        mixer = blk.mixer
+        d_inner = mixer.out_proj.weight.shape[1]
+        return ParameterGroups(
+            self._name_for_errors, "Mamba has no attention",
+            {"FF_in": mixer.in_proj.weight.detach()[:d_inner].T.contiguous(),
+             "FF_out": mixer.out_proj.weight.detach().T.contiguous()})
+
+    def _gpt2_parameters(self, blk) -> dict[str, torch.Tensor]:
+        H, dh, d = self.dims.n_heads, self.dims.d_head, self.d_model
+        w = blk.attn.c_attn.weight.detach()  # Conv1D: (d, 3 d), y = x @ w
+        wq, wk, wv = w.split(d, dim=1)
+        return {"W_Q": _heads_in(wq, H, dh), "W_K": _heads_in(wk, H, dh), "W_V": _heads_in(wv, H, dh),
+                "W_O": _heads_out(blk.attn.c_proj.weight.detach(), H, dh),
+                "FF_in": blk.mlp.c_fc.weight.detach().clone(), "FF_out": blk.mlp.c_proj.weight.detach().clone()}
+
+    def _neox_parameters(self, blk) -> dict[str, torch.Tensor]:
+        H, dh, d = self.dims.n_heads, self.dims.d_head, self.d_model
+        # Linear (3 d, d); output viewed as (..., H, 3 * dh) then chunked into q, k, v per head.
+        w = blk.attention.query_key_value.weight.detach().T.reshape(d, H, 3, dh)
+        qkv = [w[:, :, i, :].permute(1, 0, 2).contiguous() for i in range(3)]
+        return {"W_Q": qkv[0], "W_K": qkv[1], "W_V": qkv[2],
+                "W_O": _heads_out(blk.attention.dense.weight.detach().T, H, dh),
+                "FF_in": blk.mlp.dense_h_to_4h.weight.detach().T.contiguous(),
+                "FF_out": blk.mlp.dense_4h_to_h.weight.detach().T.contiguous()}
+
+    def _bert_parameters(self, blk) -> dict[str, torch.Tensor]:
+        H, dh = self.dims.n_heads, self.dims.d_head
+        att = blk.attention.self
+        return {"W_Q": _heads_in(att.query.weight.detach().T, H, dh),
+                "W_K": _heads_in(att.key.weight.detach().T, H, dh),
+                "W_V": _heads_in(att.value.weight.detach().T, H, dh),
+                "W_O": _heads_out(blk.attention.output.dense.weight.detach().T, H, dh),
+                "FF_in": blk.intermediate.dense.weight.detach().T.contiguous(),
+                "FF_out": blk.output.dense.weight.detach().T.contiguous()}
+
+    def _llama_parameters(self, blk) -> dict[str, torch.Tensor]:
+        att = blk.self_attn
+        H = self.dims.n_heads
+        dh = int(getattr(att, "head_dim", self.dims.d_head))
+        n_kv = att.k_proj.weight.shape[0] // dh
+        rep = H // n_kv
+
+        def kv(weight: torch.Tensor) -> torch.Tensor:
+            return _heads_in(weight.detach().T, n_kv, dh).repeat_interleave(rep, dim=0)
+
+        mlp = blk.mlp
+        up = getattr(mlp, "up_proj", None) or getattr(mlp, "fc1", None)
+        down = getattr(mlp, "down_proj", None) or getattr(mlp, "fc2", None)
+        if up is None or down is None:
+            raise UnsupportedArchitectureError(f"{self._name_for_errors}: MLP {type(mlp).__name__} not mapped")
+        return {"W_Q": _heads_in(att.q_proj.weight.detach().T, H, dh),
+                "W_K": kv(att.k_proj.weight), "W_V": kv(att.v_proj.weight),
+                "W_O": _heads_out(att.o_proj.weight.detach().T, H, dh),
+                "FF_in": up.weight.detach().T.contiguous(), "FF_out": down.weight.detach().T.contiguous()}

@@ -1,0 +1,168 @@
+"""Deterministic CPU/GPU training of small zoo language models.
+
+Causal objective: mean next-token cross-entropy
+    loss = −(1/N) Σ_t log softmax(z_t)[x_{t+1}]   over all positions t < n_ctx − 1.
+Masked objective (BERT-style): a fraction ``mask_probability`` of non-special positions is
+selected; of those 80 % become ``<mask>``, 10 % a random token, 10 % stay; the loss is the
+cross-entropy at the selected positions only.
+
+Optimiser: AdamW with linear warm-up then cosine decay to 10 % of the peak rate.
+Everything is seeded from ``seed`` (initialisation, batch order, masking), so the same
+configuration gives the same weights on the same device.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+LogitsFn = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Optimisation settings of one zoo model."""
+
+    steps: int = 300
+    batch_size: int = 16
+    learning_rate: float = 3e-3
+    warmup_steps: int = 30
+    weight_decay: float = 0.01
+    eval_every: int = 50
+    eval_batches: int = 8
+    mask_probability: float = 0.15
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1:
+            raise ValueError(f"training needs steps >= 1 and batch_size >= 1, got {self.steps}, {self.batch_size}")
+        if not 0 <= self.warmup_steps < self.steps:
+            raise ValueError(f"warmup_steps must be in [0, steps), got {self.warmup_steps} with steps={self.steps}")
+
+
+@dataclass(frozen=True)
+class MaskingTokens:
+    """Token ids a masked-LM objective needs."""
+
+    mask_id: int
+    special_ids: tuple[int, ...]
+    vocab_size: int
+
+
+def learning_rate_factor(step: int, config: TrainingConfig) -> float:
+    """Warm-up factor (step+1)/warmup, then cosine from 1 to 0.1 over the remaining steps."""
+    if step < config.warmup_steps:
+        return (step + 1) / config.warmup_steps
+    progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
+    return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def causal_lm_loss(logits: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Next-token cross-entropy over positions whose target is a real (unmasked) token."""
+    targets = input_ids[:, 1:].masked_fill(attention_mask[:, 1:] == 0, -100)
+    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
+                           ignore_index=-100)
+
+
+def mask_tokens(input_ids: torch.Tensor, tokens: MaskingTokens, probability: float,
+                generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT masking: returns (corrupted ids, targets with −100 where no loss is taken)."""
+    special = torch.isin(input_ids, torch.tensor(tokens.special_ids, device=input_ids.device))
+    draw = torch.rand(input_ids.shape, generator=generator, device=input_ids.device)
+    selected = (draw < probability) & ~special
+    targets = input_ids.masked_fill(~selected, -100)
+    action = torch.rand(input_ids.shape, generator=generator, device=input_ids.device)
+    corrupted = input_ids.clone()
+    corrupted[selected & (action < 0.8)] = tokens.mask_id
+    random_positions = selected & (action >= 0.8) & (action < 0.9)
+    random_ids = torch.randint(0, tokens.vocab_size, input_ids.shape, generator=generator, device=input_ids.device)
+    corrupted[random_positions] = random_ids[random_positions]
+    return corrupted, targets
+
+
+def masked_lm_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy at the selected (target ≠ −100) positions."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=-100)
+
+
+class LanguageModelTrainer:
+    """Trains ``module`` (through ``logits_fn``) on packed token sequences.
+
+    ``objective`` is ``"causal"`` or ``"masked"``; the masked objective needs ``masking``.
+    """
+
+    def __init__(self, module: torch.nn.Module, logits_fn: LogitsFn, objective: str, config: TrainingConfig,
+                 masking: MaskingTokens | None = None, device: torch.device | None = None) -> None:
+        if objective not in ("causal", "masked"):
+            raise ValueError(f"objective must be 'causal' or 'masked', got {objective!r}")
+        if objective == "masked" and masking is None:
+            raise ValueError("the masked objective needs MaskingTokens (mask id, special ids)")
+        self.module = module
+        self.logits_fn = logits_fn
+        self.objective = objective
+        self.config = config
+        self.masking = masking
+        self.device = device or torch.device("cpu")
+
+    def _loss(self, batch: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        attention_mask = torch.ones_like(batch)
+        if self.objective == "causal":
+            return causal_lm_loss(self.logits_fn(self.module, batch, attention_mask), batch, attention_mask)
+        corrupted, targets = mask_tokens(batch, self.masking, self.config.mask_probability, generator)
+        return masked_lm_loss(self.logits_fn(self.module, corrupted, attention_mask), targets)
+
+    @torch.no_grad()
+    def evaluate(self, sequences: np.ndarray) -> float:
+        """Mean loss over up to ``eval_batches`` batches of ``sequences`` (fixed masking seed)."""
+        self.module.eval()
+        generator = torch.Generator(device=self.device).manual_seed(self.config.seed + 1)
+        data = torch.as_tensor(sequences, dtype=torch.long)
+        losses = []
+        for start in range(0, min(len(data), self.config.eval_batches * self.config.batch_size),
+                           self.config.batch_size):
+            batch = data[start:start + self.config.batch_size].to(self.device)
+            losses.append(float(self._loss(batch, generator)))
+        self.module.train()
+        return float(np.mean(losses))
+
+    def train(self, train_sequences: np.ndarray, heldout_sequences: np.ndarray,
+              on_eval: Callable[[int, float, float], None] | None = None) -> pd.DataFrame:
+        """Runs ``config.steps`` optimiser steps; returns the curve (step, train_loss, heldout_loss, seconds)."""
+        if len(train_sequences) < 1 or len(heldout_sequences) < 1:
+            raise ValueError("training needs at least one training and one held-out sequence")
+        config = self.config
+        torch.manual_seed(config.seed)
+        generator = torch.Generator(device=self.device).manual_seed(config.seed)
+        order_rng = np.random.default_rng(config.seed)
+        data = torch.as_tensor(train_sequences, dtype=torch.long)
+        self.module.to(self.device).train()
+        optimiser = torch.optim.AdamW(self.module.parameters(), lr=config.learning_rate,
+                                      weight_decay=config.weight_decay)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: learning_rate_factor(step, config))
+        rows, started, running = [], time.perf_counter(), []
+        for step in range(config.steps):
+            rows_idx = order_rng.integers(0, len(data), size=config.batch_size)
+            batch = data[rows_idx].to(self.device)
+            loss = self._loss(batch, generator)
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.module.parameters(), 1.0)
+            optimiser.step()
+            schedule.step()
+            running.append(float(loss.detach()))
+            if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
+                heldout = self.evaluate(heldout_sequences)
+                rows.append({"step": step + 1, "train_loss": float(np.mean(running)), "heldout_loss": heldout,
+                             "seconds": time.perf_counter() - started})
+                if on_eval is not None:
+                    on_eval(step + 1, rows[-1]["train_loss"], heldout)
+                running = []
+        self.module.eval()
+        return pd.DataFrame(rows)

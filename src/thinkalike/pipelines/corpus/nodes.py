@@ -1,0 +1,88 @@
+"""Thin nodes of the ``corpus`` pipeline: grammar → splits → tokenizer → packed sequences."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from thinkalike.language.grammar import GrammarConfig, generate_sentences
+from thinkalike.language.natural_text import natural_text_table, read_natural_text
+from thinkalike.language.packing import (
+    pack_evaluation_sequences,
+    pack_training_sequences,
+    split_sentences,
+    unigram_entropy_nats,
+)
+from thinkalike.language.tokenizer import train_tokenizer
+
+NATURAL_TEXT_USES = ("join", "replace")
+
+
+def generate_corpus(corpus: dict[str, Any]) -> pd.DataFrame:
+    """The labelled sentence table of the grammar language."""
+    return generate_sentences(int(corpus["n_sentences"]), int(corpus["seed"]),
+                              GrammarConfig(**(corpus.get("grammar") or {})))
+
+
+def split_corpus(sentences: pd.DataFrame, corpus: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Training and held-out sentences, disjoint."""
+    return split_sentences(sentences, float(corpus["heldout_fraction"]), int(corpus["seed"]))
+
+
+def build_evaluation_texts(heldout_sentences: pd.DataFrame, corpus: dict[str, Any]) -> pd.DataFrame:
+    """The texts whose activations are extracted: held-out grammar sentences and/or natural text.
+
+    ``corpus.natural_text``: ``path`` (null = grammar only), ``mode`` (``lines`` | ``plain``),
+    ``use`` (``join`` adds the documents to the grammar sentences, ``replace`` uses them alone).
+    """
+    natural = corpus.get("natural_text") or {}
+    grammar = heldout_sentences.head(int(corpus.get("n_evaluation_sentences", len(heldout_sentences))))
+    path = natural.get("path")
+    if not path:
+        return grammar.reset_index(drop=True)
+    use = natural.get("use", "join")
+    if use not in NATURAL_TEXT_USES:
+        raise ValueError(f"corpus.natural_text.use must be one of {NATURAL_TEXT_USES}, got {use!r}")
+    documents = natural_text_table(read_natural_text(path, natural.get("mode", "lines")),
+                                   first_id=int(heldout_sentences["sentence_id"].max()) + 1)
+    if use == "replace":
+        return documents
+    return pd.concat([grammar, documents], ignore_index=True)
+
+
+def fit_tokenizer(train_sentences: pd.DataFrame, corpus: dict[str, Any]):
+    """A tokenizer trained on the training sentences, shared by every zoo model."""
+    return train_tokenizer(train_sentences["text"].tolist(), int(corpus["vocab_size"]), int(corpus["seed"]))
+
+
+def pack_language_model_data(train_sentences: pd.DataFrame, heldout_sentences: pd.DataFrame, tokenizer,
+                             corpus: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Fixed-length token sequences (``input_ids``) for training and held-out loss."""
+    n_ctx = int(corpus["n_ctx"])
+    return ({"input_ids": pack_training_sequences(train_sentences["text"].tolist(), tokenizer, n_ctx)},
+            {"input_ids": pack_training_sequences(heldout_sentences["text"].tolist(), tokenizer, n_ctx)})
+
+
+def pack_evaluation_data(evaluation_texts: pd.DataFrame, tokenizer,
+                         corpus: dict[str, Any]) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
+    """Whole-sentence evaluation sequences with their token index table."""
+    return pack_evaluation_sequences(evaluation_texts, tokenizer, int(corpus["n_ctx"]))
+
+
+def describe_corpus(sentences: pd.DataFrame, train_sequences: dict[str, np.ndarray],
+                    heldout_sequences: dict[str, np.ndarray], evaluation_index: pd.DataFrame,
+                    tokenizer) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Sizes and the unigram-entropy baseline (nats/token) that zoo models must beat."""
+    baseline = unigram_entropy_nats(train_sequences["input_ids"], heldout_sequences["input_ids"], len(tokenizer))
+    statistics = {
+        "n_sentences": int(len(sentences)),
+        "vocab_size": int(len(tokenizer)),
+        "n_train_sequences": int(len(train_sequences["input_ids"])),
+        "n_heldout_sequences": int(len(heldout_sequences["input_ids"])),
+        "n_evaluation_tokens": int(len(evaluation_index)),
+        "unigram_entropy_nats": float(baseline),
+    }
+    metrics = {f"corpus.{key}": {"value": float(value), "step": 0} for key, value in statistics.items()}
+    return statistics, metrics
