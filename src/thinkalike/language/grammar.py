@@ -7,8 +7,8 @@ syntactic role, position), so representations can be related to linguistic featu
 
 Sentence shape (square brackets are optional, one of RC / PP at most)::
 
-    [AUX] DET [ADJ] NOUN [ that VERB DET [ADJ] NOUN | that DET [ADJ] NOUN VERB | PREP DET [ADJ] NOUN ]
-          VERB [DET [ADJ] NOUN] ( . | ? )
+    [AUX] NP [ that VERB NP | that NP VERB | PREP NP ] VERB [NP] ( . | ? )
+    NP = DET [ADJ] NOUN
 
 * Subject–verb agreement: in the present tense the main verb (declaratives) or the auxiliary
   ``does``/``do`` (questions) agrees with the number of the subject's head noun, whatever
@@ -26,7 +26,9 @@ Generation is deterministic: the same seed and :class:`GrammarConfig` give the s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -39,6 +41,7 @@ PAST = "past"
 NONE = "none"
 RELATIVE_PRONOUN = "that"
 VOWELS = frozenset("aeiou")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,7 @@ class _Draws:
         self._next = 0
 
     def uniform(self) -> float:
+        """The next uniform draw in [0, 1)."""
         if self._next == self._block:
             self._buffer = self._rng.random(self._block)
             self._next = 0
@@ -206,14 +210,16 @@ class _Draws:
         return value
 
     def chance(self, p: float) -> bool:
+        """True with probability ``p``."""
         return self.uniform() < p
 
-    def choice(self, options, exclude=None):
+    def choice(self, options: Sequence[T], exclude: T | None = None) -> T:
         """A uniform choice from ``options``, never ``exclude`` (when given and present)."""
         pool = options if exclude is None else [o for o in options if o != exclude]
         return pool[int(self.uniform() * len(pool))]
 
     def number(self, p_plural: float) -> str:
+        """"pl" with probability ``p_plural``, else "sg"."""
         return PLURAL if self.chance(p_plural) else SINGULAR
 
 
@@ -226,6 +232,7 @@ class _Sentence:
         self.roles: list[str] = []
 
     def add(self, word: str, pos: str, role: str = "other") -> int:
+        """Append a word; return its index."""
         self.words.append(word)
         self.pos.append(pos)
         self.roles.append(role)

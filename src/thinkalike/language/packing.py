@@ -28,8 +28,19 @@ import numpy as np
 import pandas as pd
 from transformers import PreTrainedTokenizerBase
 
+from thinkalike.language.baselines import unigram_entropy_nats
+
+__all__ = [
+    "INDEX_COLUMNS",
+    "pack_evaluation_sequences",
+    "pack_training_sequences",
+    "split_sentences",
+    "unigram_entropy_nats",  # re-exported from baselines: the loss that packed data must beat
+]
+
 INDEX_COLUMNS: tuple[str, ...] = (
-    "sequence", "position", "token_id", "token", "sentence_id", "word_index", "is_special", "source",
+    "sequence", "position", "token_id", "token",
+    "sentence_id", "word_index", "is_special", "source",
 )
 
 
@@ -167,7 +178,8 @@ def pack_evaluation_sequences(
     input_ids[columns["sequence"], columns["position"]] = columns["token_id"]
     attention_mask[columns["sequence"], columns["position"]] = 1
 
-    token_strings = np.array(tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))), dtype=object)
+    all_ids = list(range(len(tokenizer)))
+    token_strings = np.array(tokenizer.convert_ids_to_tokens(all_ids), dtype=object)
     index = pd.DataFrame(
         {
             "sequence": columns["sequence"],

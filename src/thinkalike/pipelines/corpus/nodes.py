@@ -84,5 +84,5 @@ def describe_corpus(sentences: pd.DataFrame, train_sequences: dict[str, np.ndarr
         "n_evaluation_tokens": int(len(evaluation_index)),
         "unigram_entropy_nats": float(baseline),
     }
-    metrics = {f"corpus.{key}": {"value": float(value), "step": 0} for key, value in statistics.items()}
+    metrics = {key: {"value": float(value), "step": 0} for key, value in statistics.items()}
     return statistics, metrics

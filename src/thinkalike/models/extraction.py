@@ -1,0 +1,64 @@
+"""Residual-stream extraction, one batch at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from thinkalike.models.handle import ModelHandle
+
+_NUMPY_DTYPES = {torch.float32: np.float32, torch.float16: np.float16, torch.float64: np.float64}
+
+
+def _as_tensor(values, dtype: torch.dtype) -> torch.Tensor:
+    if isinstance(values, torch.Tensor):
+        return values.to(dtype)
+    return torch.as_tensor(np.asarray(values), dtype=dtype)
+
+
+def _check_finite(residual: torch.Tensor, handle: ModelHandle, start: int, what: str) -> None:
+    finite = torch.isfinite(residual).flatten(1).all(dim=1)
+    if not bool(finite.all()):
+        layer = int((~finite).nonzero()[0, 0])
+        raise ValueError(
+            f"model {handle.name!r}: {what} in the residual stream at layer {layer} "
+            f"(layer 0 = embeddings; batch starting at sequence {start})")
+
+
+def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, batch_size: int = 32,
+                          dtype: torch.dtype = torch.float32, progress: bool = True
+                          ) -> Iterator[dict[str, np.ndarray | int]]:
+    """Yield ``{"residual": (n_layers + 1, b, seq, d_model) numpy array, "sequence_start": int}``
+    for consecutive batches of ``input_ids`` ``(n_sequences, seq)``.
+
+    Computed under ``torch.no_grad()`` on the handle's device; ``dtype`` is the output dtype
+    (``torch.float32``, ``torch.float16`` or ``torch.float64``). ``attention_mask`` ``None`` means
+    all ones. Raises ``ValueError`` naming the model and the first layer holding NaN/Inf (or
+    values that overflow ``dtype``).
+    """
+    if dtype not in _NUMPY_DTYPES:
+        raise ValueError(f"dtype must be one of {list(_NUMPY_DTYPES)}, got {dtype}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    ids = _as_tensor(input_ids, torch.long)
+    if ids.ndim != 2:
+        raise ValueError(f"input_ids must be (n_sequences, seq), got shape {tuple(ids.shape)}")
+    mask = torch.ones_like(ids) if attention_mask is None else _as_tensor(attention_mask, torch.long)
+    if mask.shape != ids.shape:
+        raise ValueError(f"attention_mask shape {tuple(mask.shape)} != input_ids shape {tuple(ids.shape)}")
+    device = handle.device
+    n = ids.shape[0]
+    starts = range(0, n, batch_size)
+    for start in tqdm(starts, total=len(starts), disable=not progress, desc=f"residuals {handle.name}",
+                      unit="batch"):
+        batch_ids = ids[start:start + batch_size].to(device)
+        batch_mask = mask[start:start + batch_size].to(device)
+        with torch.no_grad():
+            residual = handle.residual_streams(batch_ids, batch_mask)
+        _check_finite(residual, handle, start, "NaN/Inf")
+        residual = residual.to(device="cpu", dtype=dtype)
+        _check_finite(residual, handle, start, f"values that overflow {dtype}")
+        yield {"residual": residual.numpy(), "sequence_start": start}

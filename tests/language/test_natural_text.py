@@ -1,0 +1,52 @@
+"""Reading natural text and turning it into a sentence table."""
+
+from __future__ import annotations
+
+import pytest
+
+from thinkalike.language.grammar import SENTENCE_COLUMNS
+from thinkalike.language.natural_text import natural_text_table, read_natural_text
+
+
+def test_lines_mode(tmp_path):
+    path = tmp_path / "docs.txt"
+    path.write_text("First  document here.\n\n   \nSecond\tone!\n", encoding="utf-8")
+    assert read_natural_text(path, mode="lines") == ["First document here.", "Second one!"]
+    assert read_natural_text(str(path)) == ["First document here.", "Second one!"]
+
+
+def test_plain_mode_splits_paragraphs_and_sentences(tmp_path):
+    path = tmp_path / "book.txt"
+    path.write_text("The cat sat. It was\nhappy!\n\nA new paragraph? Yes.\n", encoding="utf-8")
+    assert read_natural_text(path, mode="plain") == [
+        "The cat sat.", "It was happy!", "A new paragraph?", "Yes.",
+    ]
+
+
+def test_missing_file_names_path_and_parameter(tmp_path):
+    missing = tmp_path / "nowhere.txt"
+    with pytest.raises(FileNotFoundError) as info:
+        read_natural_text(missing)
+    assert str(missing) in str(info.value) and "natural_text_path" in str(info.value)
+
+
+def test_empty_file_and_bad_mode(tmp_path):
+    path = tmp_path / "empty.txt"
+    path.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no text"):
+        read_natural_text(path)
+    with pytest.raises(ValueError, match="mode"):
+        read_natural_text(path, mode="csv")  # type: ignore[arg-type]
+
+
+def test_table(tmp_path):
+    table = natural_text_table(["Hello,  world!", "one two three"], first_id=1000)
+    assert list(table.columns) == list(SENTENCE_COLUMNS)
+    assert table["sentence_id"].tolist() == [1000, 1001]
+    assert table["text"].tolist() == ["Hello, world!", "one two three"]
+    assert table["words"][0] == ["Hello,", "world!"]
+    assert table["n_words"].tolist() == [2, 3]
+    assert set(table["source"]) == {"natural"}
+    assert set(table["tense"]) == {"none"} and set(table["main_verb_index"]) == {-1}
+    with pytest.raises(ValueError, match="document 1"):
+        natural_text_table(["fine", "   "])
