@@ -1,13 +1,21 @@
 """Project hooks."""
 
 from kedro.framework.hooks import hook_impl
+from kedro.framework.project import pipelines
 
 from thinkalike.pipelines.parameters import remember_parameters
 
+PIPELINE_REGISTRY = "thinkalike.pipeline_registry"
+
 
 class ParameterHooks:
-    """Hands the run's parameters to the pipeline builders (namespaced per-model pipelines)."""
+    """Hands the run's parameters (with ``--env`` and ``--params``) to the pipeline builders.
+
+    Per-model pipelines are namespaced from the model lists in config; if the CLI built the
+    pipelines before the context existed, they are rebuilt from the run's parameters.
+    """
 
     @hook_impl
     def after_context_created(self, context) -> None:
         remember_parameters(context.params)
+        pipelines.configure(PIPELINE_REGISTRY)

@@ -58,16 +58,16 @@ def test_residuals_match_hidden_states_and_final_one_is_pre_norm(loaded_handles,
         hs = (res[0],) + tuple(hs[:-2]) + (hs[-1],)  # re-index like the other models
     for layer in range(handle.n_layers):
         torch.testing.assert_close(res[layer], hs[layer], rtol=1e-5, atol=1e-5)
+    with torch.no_grad():
+        normed = handle.final_norm(res[-1])
+        bias = handle.unembedding_bias()
+        logits = normed @ handle.unembedding_matrix() + (0 if bias is None else bias)
+    torch.testing.assert_close(logits, out.logits, rtol=1e-4, atol=1e-4)
     if mt in PRE_LN:
         # HF's last hidden state is final_norm(residual); ours is the raw residual.
         assert not torch.allclose(res[-1], hs[-1], atol=1e-3)
-        with torch.no_grad():
-            normed = handle.final_norm(res[-1])
-            torch.testing.assert_close(normed, hs[-1], rtol=1e-5, atol=1e-5)
-            logits = normed @ handle.unembedding_matrix()
-        torch.testing.assert_close(logits, out.logits, rtol=1e-4, atol=1e-4)
-    else:  # BERT is post-LN: the block outputs are the hidden states
-        assert handle.final_norm is None
+        torch.testing.assert_close(normed, hs[-1], rtol=1e-5, atol=1e-5)
+    else:  # BERT is post-LN: the block outputs are the hidden states; final_norm is the MLM head transform
         torch.testing.assert_close(res[-1], hs[-1], rtol=1e-5, atol=1e-5)
 
 
@@ -112,14 +112,10 @@ def test_logits_from_layer_identity_modification_and_grad(loaded_handles, batch,
 def test_residual_streams_follow_the_callers_grad_mode(loaded_handles, batch):
     handle = loaded_handles["llama"]
     ids, mask = batch
-    emb = handle.module.get_input_embeddings().weight
-    emb.requires_grad_(True)
-    try:
-        assert handle.residual_streams(ids, mask).requires_grad
-        with torch.no_grad():
-            assert not handle.residual_streams(ids, mask).requires_grad
-    finally:
-        emb.requires_grad_(True)
+    assert handle.module.get_input_embeddings().weight.requires_grad
+    assert handle.residual_streams(ids, mask).requires_grad
+    with torch.no_grad():
+        assert not handle.residual_streams(ids, mask).requires_grad
 
 
 # ---------------------------------------------------------------------- parameter groups
@@ -224,3 +220,10 @@ def test_embedding_and_unembedding(loaded_handles):
     torch.testing.assert_close(llama.unembedding_matrix(), llama.module.lm_head.weight.T)
     assert not torch.allclose(llama.unembedding_matrix(), llama.embedding_matrix().T)
     assert loaded_handles["bert"].unembedding_bias().shape == (100,)
+
+
+def test_unhookable_model_is_an_unsupported_architecture(build_tiny):
+    module = build_tiny("gpt2")
+    module.config.num_hidden_layers = 5  # no list of 5 blocks anywhere
+    with pytest.raises(UnsupportedArchitectureError, match=r"'odd'.*hf:/some/dir.*5 blocks"):
+        HFModelHandle("odd", "hf:/some/dir", module)

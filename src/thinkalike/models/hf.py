@@ -15,7 +15,7 @@ Conventions
   models (GPT-2, NeoX, Llama, Mamba) Hugging Face's *last* hidden state has the final norm
   applied; ours is the raw residual after the last block, so ``final_norm(residual[-1]) @ U
   (+ bias)`` gives the logits. BERT is post-LN: block outputs are the hidden states; its MLM head
-  (dense + GELU + LayerNorm) comes before ``U``, so for BERT ``final_norm`` is ``None``.
+  (dense + GELU + LayerNorm) comes before ``U`` and is what ``final_norm`` applies for BERT.
 * **logits_from_layer** runs the whole model with a hook that substitutes the given residual
   for the input of block 0 (``layer == 0``) or the output of block ``layer - 1``; the tuple
   structure of the block output is kept. Gradients flow into ``residual``.
@@ -136,7 +136,7 @@ class HFModelHandle(ModelHandle):
         self._name_for_errors = f"model {name!r} ({spec}, {type(module).__name__})"
         self.base = getattr(module, "base_model", module)
         self.blocks = self._find_blocks(module)
-        self.final_norm = self._find_final_norm()
+        self.final_norm_module = self._find_final_norm(module)
         if is_causal is None:
             is_causal = not ("MaskedLM" in type(module).__name__ or self.model_type in _MASKED_MODEL_TYPES)
         dims = self._dimensions(module)
@@ -156,7 +156,10 @@ class HFModelHandle(ModelHandle):
         raise UnsupportedArchitectureError(
             f"{self._name_for_errors}: cannot find its list of {n_layers} blocks to hook")
 
-    def _find_final_norm(self) -> torch.nn.Module | None:
+    def _find_final_norm(self, module: torch.nn.Module) -> torch.nn.Module | None:
+        head_transform = _get_attr_path(module, "cls.predictions.transform")  # BERT's MLM head
+        if isinstance(head_transform, torch.nn.Module):
+            return head_transform
         if self.model_type in _MASKED_MODEL_TYPES:
             return None
         for attr in _FINAL_NORM_NAMES:
@@ -227,6 +230,12 @@ class HFModelHandle(ModelHandle):
 
     def unembedding_matrix(self) -> torch.Tensor:
         return self.module.get_output_embeddings().weight.detach().T
+
+    def final_norm(self, residual: torch.Tensor) -> torch.Tensor:
+        """What the model applies between the last residual stream and ``U`` (pre-LN models: the
+        final norm; BERT: its MLM head transform dense + GELU + LayerNorm), so that
+        ``logits = final_norm(x) @ U + unembedding_bias()``; identity if there is none."""
+        return residual if self.final_norm_module is None else self.final_norm_module(residual)
 
     def unembedding_bias(self) -> torch.Tensor | None:
         """Bias added after ``U`` (BERT's decoder bias), or ``None``."""

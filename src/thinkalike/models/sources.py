@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from thinkalike.models.handle import ModelHandle, ModelSourceError, UnsupportedArchitectureError
+from thinkalike.models.handle import ModelHandle, ModelSourceError, UnsupportedArchitectureError, default_device
 
 SOURCES: tuple[str, ...] = ("zoo", "hf", "gguf", "tl")
 _OPTIONS: dict[str, frozenset[str]] = {
@@ -249,12 +249,6 @@ def check_model_spec(spec: str, zoo_names: Iterable[str] | None = None, *, trust
 
 
 # ---------------------------------------------------------------------- loading
-def _device(device: str | torch.device | None) -> torch.device:
-    if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
 def _dtype(spec: str, dtype: torch.dtype | str | None) -> torch.dtype | None:
     if dtype is None or isinstance(dtype, torch.dtype):
         return dtype
@@ -286,10 +280,16 @@ def _load_tokenizer(spec: str, path_or_id: str, **kwargs) -> Any:
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(path_or_id, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(path_or_id, **kwargs)
     except Exception as exc:  # noqa: BLE001 - transformers raises many types here
         raise ModelSourceError(f"model spec {spec!r}: cannot load its tokenizer ({type(exc).__name__}: {exc}); "
                                "pass tokenizer=... to load_model") from exc
+    # transformers 5 silently builds an *empty* tokenizer class from model_type when no tokenizer
+    # files exist; a vocabulary of nothing but special tokens means there was no tokenizer.
+    if len(tokenizer) <= len(set(tokenizer.all_special_tokens)):
+        raise ModelSourceError(f"model spec {spec!r}: has no tokenizer files (the tokenizer transformers built "
+                               f"has {len(tokenizer)} token(s)); pass tokenizer=... to load_model")
+    return tokenizer
 
 
 def _wrap_hf(spec: str, name: str, module: torch.nn.Module, tokenizer, is_causal: bool | None = None) -> ModelHandle:
@@ -336,11 +336,8 @@ def _load_hf(spec, target, options, name, tokenizer, device, dtype, trusted) -> 
     try:
         config = AutoConfig.from_pretrained(path_or_id, **common)
         auto = _causal_or_masked(spec, config)
-        if dtype is not None:
-            common["dtype"] = dtype
         module = auto.from_pretrained(path_or_id, config=config, use_safetensors=info["safetensors"],
-                                      weights_only=True, **common)
-        common.pop("dtype", None)
+                                      weights_only=True, **common, **({"dtype": dtype} if dtype else {}))
     except ModelSourceError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -386,7 +383,7 @@ def load_model(spec: str, *, name: str | None = None,
     """
     source, target, options = _split(spec)
     name = name or target
-    device_ = _device(device)
+    device_ = default_device(device)
     dtype_ = _dtype(spec, dtype)
     if source == "zoo":
         return _load_zoo(spec, target, name, zoo_artifacts, tokenizer, device_, dtype_)

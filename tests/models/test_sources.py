@@ -1,0 +1,241 @@
+"""Model specs, their cheap checks, and the single loader (hf local dirs, zoo, GGUF) with the hub offline."""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from thinkalike.models.architectures import build_zoo_module, hf_zoo_config, zoo_logits  # noqa: E402
+from thinkalike.models.handle import ModelSourceError, UnsupportedArchitectureError  # noqa: E402
+from thinkalike.models.hf import HFModelHandle  # noqa: E402
+from thinkalike.models.sources import check_model_spec, load_model, parse_model_spec, spec_options  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _hub_offline(monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
+# ---------------------------------------------------------------------- parsing
+@pytest.mark.parametrize("spec, expected", [
+    ("zoo:gelu-2l", ("zoo", "gelu-2l")),
+    ("hf:EleutherAI/pythia-70m", ("hf", "EleutherAI/pythia-70m")),
+    ("hf:EleutherAI/pythia-70m?revision=step1000", ("hf", "EleutherAI/pythia-70m")),
+    ("hf:/data/models/my-model", ("hf", "/data/models/my-model")),
+    ("gguf:/models/tiny.gguf", ("gguf", "/models/tiny.gguf")),
+    ("gguf:/models::tiny.gguf", ("gguf", "/models::tiny.gguf")),
+    ("tl:gelu-2l?weights=/w/model.safetensors", ("tl", "gelu-2l")),
+])
+def test_parse_model_spec(spec, expected):
+    assert parse_model_spec(spec) == expected
+
+
+def test_spec_options():
+    assert spec_options("hf:org/m?revision=step1&trust_remote_code=true") == {
+        "revision": "step1", "trust_remote_code": "true"}
+    assert spec_options("zoo:x") == {}
+
+
+@pytest.mark.parametrize("spec", ["foo:x", "no-colon", "hf:", "zoo:x?revision=1", "hf:org/m?weights=/x",
+                                  "hf:org/m?novalue"])
+def test_bad_specs_are_named(spec):
+    with pytest.raises(ModelSourceError) as info:
+        parse_model_spec(spec)
+    assert spec in str(info.value)
+    with pytest.raises(ModelSourceError):
+        check_model_spec(spec)
+
+
+# ---------------------------------------------------------------------- cheap checks
+def test_check_accepts_good_specs(tiny_checkpoints, tiny_llama_gguf):
+    check_model_spec(f"hf:{tiny_checkpoints['gpt2']}")
+    path, _ = tiny_llama_gguf
+    check_model_spec(f"gguf:{path}")
+    check_model_spec(f"gguf:{path.parent}::{path.name}")
+    check_model_spec("zoo:a", zoo_names=["a", "b"])
+    check_model_spec("zoo:anything")  # names unknown: not checked
+    check_model_spec("tl:gelu-2l")
+
+
+def _raises(spec, match, exc=ModelSourceError, **kwargs):
+    with pytest.raises(exc, match=match) as info:
+        check_model_spec(spec, **kwargs)
+    assert spec in str(info.value)
+
+
+def test_check_errors(tmp_path):
+    _raises(f"hf:{tmp_path / 'missing'}", "no such directory")
+    _raises("hf:./not/here/either", "no such directory")
+    (tmp_path / "empty").mkdir()
+    _raises(f"hf:{tmp_path / 'empty'}", "no config.json")
+    _raises("zoo:nope", "unknown zoo model", zoo_names=["a"])
+    _raises(f"gguf:{tmp_path / 'x.gguf'}", "no such GGUF file")
+    (tmp_path / "bad.gguf").write_bytes(b"not a gguf file at all")
+    _raises(f"gguf:{tmp_path / 'bad.gguf'}", "not a readable GGUF")
+    _raises(f"tl:gelu-2l?weights={tmp_path / 'w.safetensors'}", "no such weights path")
+
+
+def test_hub_id_offline_and_not_cached_is_a_clear_error():
+    _raises("hf:thinkalike-tests/definitely-not-cached-model", "not in the local Hugging Face cache")
+    with pytest.raises(ModelSourceError, match="offline"):
+        load_model("hf:thinkalike-tests/definitely-not-cached-model")
+    _raises("gguf:thinkalike-tests/not-cached::m.gguf", "not in the local cache")
+
+
+def _custom_code_dir(tmp_path, auto_map: bool):
+    d = tmp_path / ("custom" if auto_map else "unknown")
+    d.mkdir()
+    config = {"model_type": "thinkalike_custom_lm", "architectures": ["CustomLM"]}
+    if auto_map:
+        config["auto_map"] = {"AutoConfig": "modeling_custom.CustomConfig",
+                              "AutoModelForCausalLM": "modeling_custom.CustomLM"}
+    (d / "config.json").write_text(json.dumps(config))
+    (d / "model.safetensors").write_bytes(b"")
+    return d
+
+
+def test_remote_code_is_refused_unless_requested(tmp_path):
+    d = _custom_code_dir(tmp_path, auto_map=True)
+    _raises(f"hf:{d}", "trust_remote_code")
+    with pytest.raises(ModelSourceError, match="trust_remote_code"):
+        load_model(f"hf:{d}")
+    check_model_spec(f"hf:{d}?trust_remote_code=true")  # cheap check passes once asked for
+    check_model_spec(f"hf:{d}", trust_remote_code=True)
+    _raises(f"hf:{_custom_code_dir(tmp_path, auto_map=False)}", "does not know model_type",
+            exc=UnsupportedArchitectureError)
+
+
+# ---------------------------------------------------------------------- loading
+@pytest.mark.parametrize("mt", ["gpt2", "gpt_neox", "bert", "llama", "mamba"])
+def test_hf_local_directory_round_trip(loaded_handles, build_tiny, batch, mt):
+    handle = loaded_handles[mt]
+    ids, mask = batch
+    assert isinstance(handle, HFModelHandle) and handle.name == f"tiny-{mt}"
+    assert handle.spec.startswith("hf:") and handle.device.type == "cpu"
+    assert not handle.module.training
+    assert handle.tokenizer is not None and handle.tokenizer("w1 w2")["input_ids"] == [6, 7]
+    with torch.no_grad():
+        expected = build_tiny(mt)(input_ids=ids, attention_mask=mask).logits
+        got = handle.module(input_ids=ids, attention_mask=mask).logits
+    torch.testing.assert_close(got, expected)
+
+
+def test_default_device_is_cuda_when_available(tiny_checkpoints, batch):
+    handle = load_model(f"hf:{tiny_checkpoints['gpt_neox']}")
+    assert handle.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    ids, mask = (t.to(handle.device) for t in batch)
+    with torch.no_grad():
+        res = handle.residual_streams(ids, mask)
+        logits = handle.logits_from_layer(res[1], 1, ids, mask)
+        torch.testing.assert_close(logits, handle.module(input_ids=ids, attention_mask=mask).logits,
+                                   rtol=1e-4, atol=1e-4)
+    assert res.device.type == handle.device.type
+
+
+def test_load_model_dtype_and_explicit_tokenizer(tiny_checkpoints):
+    handle = load_model(f"hf:{tiny_checkpoints['gpt2']}", dtype="float64", device="cpu", tokenizer="given")
+    assert handle.dtype == torch.float64 and handle.tokenizer == "given" and handle.name == str(
+        tiny_checkpoints["gpt2"])
+    with pytest.raises(ModelSourceError, match="unknown dtype"):
+        load_model(f"hf:{tiny_checkpoints['gpt2']}", dtype="float17")
+
+
+def test_missing_tokenizer_is_named(tmp_path, build_tiny):
+    build_tiny("gpt2").save_pretrained(tmp_path / "m", safe_serialization=True)
+    with pytest.raises(ModelSourceError, match="tokenizer"):
+        load_model(f"hf:{tmp_path / 'm'}", device="cpu")
+    assert load_model(f"hf:{tmp_path / 'm'}", device="cpu", tokenizer="t").tokenizer == "t"
+
+
+def test_zoo_round_trip_and_errors(batch):
+    config = hf_zoo_config("neox-zoo", "gpt_neox", "causal", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                           num_attention_heads=4, intermediate_size=64, max_position_embeddings=32)
+    config = json.loads(json.dumps(config))  # zoo configs are JSON
+    trained = build_zoo_module(config, seed=7).eval()
+    state = {k: v.clone() for k, v in trained.state_dict().items()}
+    handle = load_model("zoo:neox-zoo", zoo_artifacts={"neox-zoo": (config, state)}, device="cpu")
+    assert isinstance(handle, HFModelHandle) and handle.name == "neox-zoo" and handle.is_causal
+    ids, mask = batch
+    with torch.no_grad():
+        torch.testing.assert_close(handle.module(input_ids=ids, attention_mask=mask).logits,
+                                   zoo_logits(trained, config, ids, mask))
+    masked = hf_zoo_config("bert-zoo", "bert", "masked", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                           num_attention_heads=4, intermediate_size=48, max_position_embeddings=32)
+    bert = load_model("zoo:bert-zoo", device="cpu",
+                      zoo_artifacts={"bert-zoo": (masked, build_zoo_module(masked, seed=1).state_dict())})
+    assert not bert.is_causal
+    with pytest.raises(ModelSourceError, match="unknown zoo model") as info:
+        load_model("zoo:other", zoo_artifacts={"neox-zoo": (config, state)})
+    assert "zoo:other" in str(info.value)
+    bad_state = dict(state)
+    bad_state.pop(next(iter(bad_state)))
+    with pytest.raises(ModelSourceError, match="zoo:neox-zoo"):
+        load_model("zoo:neox-zoo", zoo_artifacts={"neox-zoo": (config, bad_state)})
+    bad_config = dict(config, hf_config=dict(config["hf_config"], model_type="no_such_type"))
+    with pytest.raises(ModelSourceError, match="no_such_type"):
+        load_model("zoo:neox-zoo", zoo_artifacts={"neox-zoo": (bad_config, state)})
+
+
+def test_build_zoo_module_is_seeded_and_validates():
+    config = hf_zoo_config("g", "gpt2", "causal", vocab_size=50, n_embd=16, n_layer=1, n_head=2, n_positions=16)
+    assert config["hf_config"]["architectures"] == ["GPT2LMHeadModel"]
+    state = torch.get_rng_state()
+    a, b = build_zoo_module(config, seed=3), build_zoo_module(config, seed=3)
+    assert torch.equal(torch.get_rng_state(), state)  # the global RNG is left alone
+    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert ka == kb and torch.equal(va, vb)
+    with pytest.raises(ModelSourceError, match="unknown family"):
+        build_zoo_module({"name": "x", "family": "keras"})
+    with pytest.raises(ModelSourceError, match="objective"):
+        build_zoo_module(dict(config, objective="seq2seq"))
+    with pytest.raises(ModelSourceError, match="unknown transformers model_type"):
+        hf_zoo_config("x", "no_such_type", "causal")
+
+
+def test_gguf_llama_round_trip(tiny_llama_gguf, batch):
+    path, source = tiny_llama_gguf
+    ids, mask = batch
+    with torch.no_grad():
+        expected = source(input_ids=ids, attention_mask=mask).logits
+    for spec in (f"gguf:{path}", f"gguf:{path.parent}::{path.name}"):
+        handle = load_model(spec, name="tiny-gguf", device="cpu")
+        assert isinstance(handle, HFModelHandle) and handle.spec == spec
+        assert handle.dims.n_heads == 4 and handle.module.config.num_key_value_heads == 2
+        with torch.no_grad():
+            torch.testing.assert_close(handle.module(input_ids=ids, attention_mask=mask).logits, expected,
+                                       rtol=1e-5, atol=1e-5)
+        # the vocabulary stored in the GGUF metadata became a tokenizer
+        assert handle.tokenizer.convert_ids_to_tokens([1, 4]) == ["<s>", "a"]
+        assert handle.tokenizer("ab")["input_ids"][0] == 1  # BOS added, as llama.cpp does
+
+
+def test_hub_id_from_the_local_cache_offline(tiny_checkpoints, monkeypatch, tmp_path, batch):
+    """A hub id already in the cache loads with HF_HUB_OFFLINE=1 (a hand-made cache with one snapshot)."""
+    import shutil
+
+    import huggingface_hub.constants
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--thinkalike-tests--tiny-llama"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    shutil.copytree(tiny_checkpoints["llama"], repo / "snapshots" / commit)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    spec = "hf:thinkalike-tests/tiny-llama"
+    check_model_spec(spec)
+    handle = load_model(spec, device="cpu")
+    assert handle.name == "thinkalike-tests/tiny-llama" and handle.tokenizer is not None
+    reference = load_model(f"hf:{tiny_checkpoints['llama']}", device="cpu", tokenizer="t")
+    ids, mask = batch
+    with torch.no_grad():
+        torch.testing.assert_close(handle.module(input_ids=ids, attention_mask=mask).logits,
+                                   reference.module(input_ids=ids, attention_mask=mask).logits)
+    _raises("hf:thinkalike-tests/tiny-llama?revision=other-branch", "not in the local Hugging Face cache")
