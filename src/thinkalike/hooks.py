@@ -3,7 +3,8 @@
 from kedro.framework.hooks import hook_impl
 from kedro.framework.project import pipelines
 
-from thinkalike.pipelines.parameters import remember_parameters
+from thinkalike.pipelines.parameters import project_parameters, remember_parameters
+from thinkalike.pipelines.validation import validate_parameters
 
 PIPELINE_REGISTRY = "thinkalike.pipeline_registry"
 
@@ -19,3 +20,8 @@ class ParameterHooks:
     def after_context_created(self, context) -> None:
         remember_parameters(context.params)
         pipelines.configure(PIPELINE_REGISTRY)
+
+    @hook_impl
+    def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
+        """Bad configuration fails here, before any compute."""
+        validate_parameters(project_parameters())

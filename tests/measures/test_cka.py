@@ -1,0 +1,280 @@
+"""CKA against an independent float64 numpy reference written from the formulas."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from thinkalike.measures.cka import (
+    CKAAccumulator,
+    choose_form,
+    cka,
+    cka_matrix,
+    hsic_terms,
+)
+from thinkalike.measures.significance import aggregate, bootstrap_ci
+
+# --------------------------------------------------------------------------- reference
+
+
+def ref_hsic(x: np.ndarray, y: np.ndarray, estimator: str) -> float:
+    """HSIC of the linear Grams of column-centred x, y, straight from the definitions."""
+    x = x - x.mean(axis=0)
+    y = y - y.mean(axis=0)
+    k, l = x @ x.T, y @ y.T
+    n = k.shape[0]
+    if estimator == "biased":
+        h = np.eye(n) - np.ones((n, n)) / n
+        return float(np.trace(k @ h @ l @ h)) / (n - 1) ** 2
+    np.fill_diagonal(k, 0.0)
+    np.fill_diagonal(l, 0.0)
+    ones = np.ones(n)
+    value = (
+        np.trace(k @ l)
+        + (ones @ k @ ones) * (ones @ l @ ones) / ((n - 1) * (n - 2))
+        - 2.0 / (n - 2) * (ones @ k @ l @ ones)
+    )
+    return float(value) / (n * (n - 3))
+
+
+def ref_cka(x: np.ndarray, y: np.ndarray, estimator: str) -> float:
+    return ref_hsic(x, y, estimator) / np.sqrt(ref_hsic(x, x, estimator) * ref_hsic(y, y, estimator))
+
+
+def ref_grid(a: np.ndarray, b: np.ndarray, estimator: str) -> np.ndarray:
+    return np.array([[ref_cka(x, y, estimator) for y in b] for x in a])
+
+
+def ref_aggregate(batches: list[tuple[np.ndarray, np.ndarray]], estimator: str, aggregation: str) -> np.ndarray:
+    if aggregation == "mean_of_ratios":
+        return np.mean([ref_grid(a, b, estimator) for a, b in batches], axis=0)
+    cross = sum(np.array([[ref_hsic(x, y, estimator) for y in b] for x in a]) for a, b in batches)
+    self_a = sum(np.array([ref_hsic(x, x, estimator) for x in a]) for a, _ in batches)
+    self_b = sum(np.array([ref_hsic(y, y, estimator) for y in b]) for _, b in batches)
+    return cross / np.sqrt(np.outer(self_a, self_b))
+
+
+def related_pair(rng: np.random.Generator, n: int, la: int = 3, lb: int = 2, da: int = 6, db: int = 5):
+    """Two models' activations sharing a latent signal (so CKA is far from 0 and 1)."""
+    latent = rng.standard_normal((n, 4))
+    a = np.stack([latent @ rng.standard_normal((4, da)) + s * rng.standard_normal((n, da)) for s in (0.5, 1, 2)[:la]])
+    b = np.stack([latent @ rng.standard_normal((4, db)) + s * rng.standard_normal((n, db)) for s in (1, 3)[:lb]])
+    return a + 3.0, b - 1.0
+
+
+ESTIMATORS = ("unbiased", "biased")
+
+
+# --------------------------------------------------------------------------- single batch
+
+
+def test_kornblith_demo_values():
+    np.random.seed(1337)
+    x = np.random.randn(100, 10)
+    y = np.random.randn(100, 10) + x
+    assert cka(x, y, estimator="biased") == pytest.approx(0.55761, abs=1e-5)
+    assert cka(x, y, estimator="unbiased") == pytest.approx(0.51346, abs=1e-5)
+    assert cka(x, y) == pytest.approx(0.51346, abs=1e-5)  # unbiased is the default
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize("form", ["auto", "gram", "feature"])
+@pytest.mark.parametrize("n,da,db", [(4, 3, 2), (5, 3, 7), (6, 9, 12), (23, 4, 5), (40, 50, 3)])
+def test_grid_matches_reference(estimator, form, n, da, db):
+    rng = np.random.default_rng(n * 100 + da)
+    a, b = related_pair(rng, n, da=da, db=db)
+    got = cka_matrix(a, b, estimator=estimator, form=form)
+    np.testing.assert_allclose(got, ref_grid(a, b, estimator), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_grid_equals_per_pair_loop_and_forms_agree(estimator):
+    rng = np.random.default_rng(1)
+    a, b = related_pair(rng, 30, da=8, db=5)
+    grid = cka_matrix(a, b, estimator=estimator)
+    loop = np.array([[cka(x, y, estimator=estimator) for y in b] for x in a])
+    np.testing.assert_allclose(grid, loop, atol=1e-12)
+    gram = hsic_terms(a, b, estimator=estimator, form="gram", block_rows=7)  # several blocks, ragged last
+    feature = hsic_terms(a, b, estimator=estimator, form="feature")
+    assert (gram.form, feature.form) == ("gram", "feature")
+    for name in ("cross", "self_a", "self_b"):
+        np.testing.assert_allclose(getattr(gram, name), getattr(feature, name), rtol=1e-11)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_self_similarity_is_one_and_intra_model_grid(estimator):
+    rng = np.random.default_rng(2)
+    a, _ = related_pair(rng, 12)
+    assert cka(a[0], a[0], estimator=estimator) == pytest.approx(1.0, abs=1e-12)
+    intra = cka_matrix(a, estimator=estimator, form="gram")
+    np.testing.assert_allclose(np.diag(intra), 1.0, atol=1e-12)
+    np.testing.assert_allclose(intra, intra.T, atol=1e-12)
+    np.testing.assert_allclose(intra, cka_matrix(a, a.copy(), estimator=estimator), atol=1e-12)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_invariant_to_orthogonal_transform_and_isotropic_scaling(estimator):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((25, 6))
+    y = x @ rng.standard_normal((6, 8)) + rng.standard_normal((25, 8))
+    q, _ = np.linalg.qr(rng.standard_normal((8, 8)))
+    base = cka(x, y, estimator=estimator)
+    assert cka(x, 3.7 * y @ q, estimator=estimator) == pytest.approx(base, abs=1e-12)
+    assert cka(0.01 * x, y, estimator=estimator) == pytest.approx(base, abs=1e-12)
+
+
+@pytest.mark.parametrize("form", ["gram", "feature"])
+def test_float32_input_accumulates_in_float64(form):
+    rng = np.random.default_rng(4)
+    a, b = related_pair(rng, 64, da=40, db=30)
+    a, b = 100.0 + a.astype(np.float32), b.astype(np.float32)  # a large offset is harmless
+    expected = ref_grid(a.astype(np.float64), b.astype(np.float64), "unbiased")
+    got = cka_matrix(torch.from_numpy(a), torch.from_numpy(b), form=form)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+def test_choose_form_cost_model():
+    assert choose_form(1024, 12, 768, 12, 768) == "gram"
+    assert choose_form(10_000, 2, 16, 2, 16) == "feature"
+    assert choose_form(100, 1, 10, 1, 10) == "feature"
+    assert hsic_terms(np.ones((1, 8, 300)) + np.eye(8, 300)).form == "gram"
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize("aggregation", ["mean_of_ratios", "ratio_of_means"])
+@pytest.mark.parametrize("form", ["gram", "feature"])
+def test_accumulator_matches_reference(estimator, aggregation, form):
+    rng = np.random.default_rng(5)
+    batches = [related_pair(rng, n) for n in (9, 14, 6)]
+    acc = CKAAccumulator(3, 2, estimator=estimator, aggregation=aggregation, form=form, block_rows=4)
+    for i, (a, b) in enumerate(batches):
+        acc.update(torch.from_numpy(a) if i % 2 else a, b)
+    result = acc.result()
+    np.testing.assert_allclose(result.cka, ref_aggregate(batches, estimator, aggregation), atol=1e-10)
+    assert (result.n_batches, result.n_tokens) == (3, 29)
+    assert result.cross.shape == (3, 3, 2) and result.self_a.shape == (3, 3) and result.self_b.shape == (3, 2)
+    assert result.cross.dtype == np.float64
+    np.testing.assert_allclose(aggregate(result.cross, result.self_a, result.self_b, aggregation), result.cka)
+    np.testing.assert_allclose(result.self_a[0], [ref_hsic(x, x, estimator) for x in batches[0][0]], rtol=1e-10)
+
+
+def test_accumulator_intra_model_and_store_batches_off():
+    rng = np.random.default_rng(6)
+    acts = [related_pair(rng, 10)[0] for _ in range(2)]
+    intra = CKAAccumulator(3, 3, store_batches=False)
+    paired = CKAAccumulator(3, 3)
+    for a in acts:
+        intra.update(a)
+        paired.update(a, a.copy())
+    r_intra, r_paired = intra.result(), paired.result()
+    np.testing.assert_allclose(r_intra.cka, r_paired.cka, atol=1e-12)
+    np.testing.assert_allclose(np.diag(r_intra.cka), 1.0, atol=1e-12)
+    assert r_intra.cross is None
+    with pytest.raises(ValueError, match="not stored"):
+        r_intra.bootstrap_ci()
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_too_few_tokens_names_minimum():
+    with pytest.raises(ValueError, match="at least 4 tokens"):
+        cka(np.random.randn(3, 5), np.random.randn(3, 5))
+    cka(np.random.randn(4, 5), np.random.randn(4, 5))  # 4 is enough
+
+
+def test_mismatched_token_counts_name_both():
+    acc = CKAAccumulator(1, 1, model_a="gpt", model_b="bert")
+    with pytest.raises(ValueError, match=r"'gpt' has 10 tokens.*'bert' has 12"):
+        acc.update(np.random.randn(1, 10, 4), np.random.randn(1, 12, 4))
+    with pytest.raises(ValueError, match="declared with 1 layers; got 2"):
+        acc.update(np.random.randn(2, 10, 4), np.random.randn(1, 10, 4))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_activations_name_model_and_layer(bad):
+    a = np.random.randn(3, 8, 4)
+    b = np.random.randn(2, 8, 5)
+    b[1, 3, 2] = bad
+    acc = CKAAccumulator(3, 2, model_a="gpt", model_b="bert")
+    with pytest.raises(ValueError, match=r"model 'bert' contain NaN or Inf at layer\(s\) \[1\]"):
+        acc.update(a, b)
+    assert acc.n_batches == 0
+
+
+@pytest.mark.parametrize("form", ["gram", "feature"])
+def test_constant_layer_gives_nan_and_warning(form):
+    rng = np.random.default_rng(7)
+    a, b = related_pair(rng, 12)
+    b[1] = 0.37  # constant layer (not exactly representable: centring must still be exact)
+    acc = CKAAccumulator(3, 2, model_a="gpt", model_b="bert", form=form)
+    with pytest.warns(RuntimeWarning, match=r"layer 1 of model 'bert' is constant"):
+        acc.update(a, b)
+    got = acc.result().cka
+    assert np.isnan(got[:, 1]).all()
+    np.testing.assert_allclose(got[:, 0], ref_grid(a, b[:1], "unbiased")[:, 0], atol=1e-10)
+
+
+# --------------------------------------------------------------------------- significance
+
+
+def _accumulate(n_batches: int, noise: float, data_seed: int, **kwargs) -> CKAAccumulator:
+    rng = np.random.default_rng(data_seed)
+    acc = CKAAccumulator(1, 1, **kwargs)
+    for _ in range(n_batches):
+        x = rng.standard_normal((20, 5))
+        acc.update(x[None], (x @ rng.standard_normal((5, 5)) + noise * rng.standard_normal((20, 5)))[None])
+    return acc
+
+
+@pytest.mark.parametrize("aggregation", ["mean_of_ratios", "ratio_of_means"])
+def test_bootstrap_ci_contains_estimate_and_narrows(aggregation):
+    widths = []
+    for n_batches in (5, 40):
+        result = _accumulate(n_batches, 2.0, 8, aggregation=aggregation).result()
+        low, high = result.bootstrap_ci(n_bootstrap=300, seed=1)
+        assert low[0, 0] <= result.cka[0, 0] <= high[0, 0]
+        widths.append(high[0, 0] - low[0, 0])
+        same = bootstrap_ci(result.cross, result.self_a, result.self_b, aggregation=aggregation, n_bootstrap=300, seed=1)
+        np.testing.assert_array_equal(same.ci_low, low)
+    assert widths[1] < widths[0]
+
+
+def test_permutation_p_values():
+    related = _accumulate(3, 1.0, 9, n_permutations=50, seed=3).result()
+    assert related.p_values[0, 0] == pytest.approx(1 / 51)
+    assert related.null.shape == (50, 1, 1)
+    rng = np.random.default_rng(10)
+    independent = CKAAccumulator(1, 1, n_permutations=50, seed=3)
+    for _ in range(3):
+        independent.update(rng.standard_normal((1, 20, 5)), rng.standard_normal((1, 20, 5)))
+    assert independent.result().p_values[0, 0] > 0.05
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_permutation_null_same_in_both_forms_and_matches_reference(estimator):
+    rng = np.random.default_rng(11)
+    a, b = related_pair(rng, 10)
+    results = {}
+    for form in ("gram", "feature"):
+        acc = CKAAccumulator(3, 2, estimator=estimator, n_permutations=4, seed=5, form=form, block_rows=3)
+        acc.update(a, b)
+        results[form] = acc.result()
+    np.testing.assert_allclose(results["gram"].null, results["feature"].null, atol=1e-10)
+    perm = torch.randperm(10, generator=torch.Generator().manual_seed(5)).numpy()
+    np.testing.assert_allclose(results["gram"].null[0], ref_grid(a, b[:, perm], estimator), atol=1e-10)
+
+
+def test_no_warnings_on_clean_input():
+    rng = np.random.default_rng(12)
+    a, b = related_pair(rng, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cka_matrix(a, b)

@@ -1,0 +1,46 @@
+"""A throw-away copy of the project (conf + pyproject) in which real `kedro run`s happen."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_project_copy(destination: Path) -> Path:
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", destination / "pyproject.toml")
+    shutil.copy(PROJECT_ROOT / ".telemetry", destination / ".telemetry")
+    shutil.copytree(PROJECT_ROOT / "conf", destination / "conf", ignore=shutil.ignore_patterns("local"))
+    (destination / "conf" / "local").mkdir()
+    (destination / "src").mkdir()  # the package itself is installed (pip install -e .)
+    return destination
+
+
+def run_project(project: Path, env: str = "test", **run_kwargs):
+    """One `kedro run` of the project copy; returns the session's catalog (for loading outputs)."""
+    from kedro.framework.session import KedroSession
+    from kedro.framework.startup import bootstrap_project
+
+    bootstrap_project(project)
+    with KedroSession.create(project_path=project, env=env,
+                             runtime_params=run_kwargs.pop("runtime_params", None)) as session:
+        session.run(**run_kwargs)
+        return session.load_context().catalog
+
+
+@pytest.fixture(scope="session")
+def tiny_project(tmp_path_factory):
+    """The project copy after one full default run (corpus -> zoo -> activations) with conf/test."""
+    project = make_project_copy(tmp_path_factory.mktemp("project"))
+    previous = Path.cwd()
+    os.chdir(project)
+    try:
+        catalog = run_project(project)
+    finally:
+        os.chdir(previous)
+    return project, catalog
