@@ -1,6 +1,5 @@
 """corpus -> zoo -> activations end to end on conf/test, through a real Kedro session."""
 
-import os
 import sqlite3
 
 import numpy as np

@@ -25,7 +25,17 @@ Only tr(K̃L̃) is expensive; it has two forms, chosen per batch by :func:`choos
   is cast to float64 before its contribution F_blk F_blkᵀ is added.
 - ``"feature"``: tr(K̃L̃) = ‖XcᵀYc‖²_F − k·l, computed in float64 (cheap when d < n).
 
-All reductions (products of flattened Grams, vectors, HSIC formulas) are float64.
+Precision: columns are centred in the Gram dtype (first token subtracted first, so constant
+columns become exactly 0); Grams are formed in ``gram_dtype`` (float32 for ≤32-bit input,
+about twice as fast as float64 on CPU) and cast to float64 block by block, before anything
+is summed, so the only float32 rounding left is that of individual Gram entries. All
+reductions (products of flattened Grams, vectors, HSIC formulas, aggregation) are float64.
+Measured on float32 input (n = 1024, d = 768, 12×12 layers): |CKA − CKA of the same values
+in float64| ≤ 6e-10.
+
+Degenerate input: n < 4 raises; NaN/Inf raises naming model and layer; a constant layer
+(zero variance in a batch) gives NaN in its row/column with a ``RuntimeWarning``.
+Minibatch aggregation and significance: see :mod:`thinkalike.measures.significance`.
 
 Cost model (multiply-adds per batch; float64 work counted twice when Grams are float32), for
 La layers of width da, Lb of width db, Lt = La + Lb stacked layers (La when a model is
@@ -64,7 +74,7 @@ Form = Literal["auto", "gram", "feature"]
 ESTIMATORS: tuple[str, ...] = get_args(Estimator)
 FORMS: tuple[str, ...] = get_args(Form)
 MIN_TOKENS = 4
-DEFAULT_BLOCK_ROWS = 128
+DEFAULT_BLOCK_ROWS = 256  # 4 blocks at n = 1024: within 3% of the best on 2 CPU cores, fewer ops
 _FEATURE_CHUNK_BYTES = 64 * 2**20
 _F64 = torch.float64
 

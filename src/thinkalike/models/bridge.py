@@ -367,10 +367,9 @@ def load_bridge_handle(architecture: str, weights_path: str | None, tokenizer, n
     """
     supported = _supported_architectures()
     path = _local_checkpoint_dir(architecture, weights_path)
-    from transformers import AutoConfig
-
     from transformer_lens.model_bridge.sources._hf_format import determine_architecture_from_hf_config
     from transformer_lens.model_bridge.sources.transformers.helpers import get_hf_model_class_for_architecture
+    from transformers import AutoConfig
 
     try:
         hf_config = AutoConfig.from_pretrained(str(path), local_files_only=True)

@@ -266,8 +266,10 @@ def _causal_or_masked(spec: str, config) -> Any:
         return AutoModelForMaskedLM
     if any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures):
         return AutoModelForCausalLM
-    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
     if config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or getattr(config, "auto_map", None):
         return AutoModelForCausalLM
     if config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:

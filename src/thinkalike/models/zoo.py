@@ -34,10 +34,11 @@ def zoo_config(name: str, entry: dict[str, Any], tokenizer, n_ctx: int) -> dict[
     architecture = dict(entry.get("architecture") or {})
     seed = int(entry.get("seed", 0))
     if family == "bridge":
-        if objective != "causal":
-            raise ModelSourceError(f"zoo model {name!r}: bridge models are causal only")
+        direction = "causal" if objective == "causal" else "bidirectional"
+        if architecture.setdefault("attention_dir", direction) != direction:
+            raise ModelSourceError(f"zoo model {name!r}: a {objective} objective needs attention_dir={direction!r}")
         bridge = {**architecture, "d_vocab": len(tokenizer), "n_ctx": n_ctx, "seed": seed}
-        return {"name": name, "family": "bridge", "objective": "causal", "seed": seed, "bridge_config": bridge}
+        return {"name": name, "family": "bridge", "objective": objective, "seed": seed, "bridge_config": bridge}
     model_type = architecture.pop("model_type", None)
     if model_type is None:
         raise ModelSourceError(f"zoo model {name!r}: an hf model needs architecture.model_type")

@@ -7,12 +7,12 @@ Models: every zoo model when ``activations.include_zoo`` is true, plus ``activat
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations import nodes
+from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.parameters import section
 
 OUTPUTS = ["activations", "activation_index"]
@@ -32,13 +32,13 @@ def model_pipeline(name: str, spec: str, n_ctx: int) -> Pipeline:
     """Extraction for one model in namespace ``name``."""
     if spec.startswith("zoo:"):
         zoo_name = spec.removeprefix("zoo:")
-        node = Node(partial(nodes.extract_zoo_activations, model_name=name),
+        node = Node(bind(nodes.extract_zoo_activations, model_name=name),
                     ["evaluation_sequences", "evaluation_index", "tokenizer", f"{zoo_name}.model_weights",
                      f"{zoo_name}.model_config", "params:activations"], OUTPUTS, name="extract_activations")
         inputs = {"evaluation_sequences", "evaluation_index", "tokenizer", f"{zoo_name}.model_weights",
                   f"{zoo_name}.model_config"}
     else:
-        node = Node(partial(nodes.extract_external_activations, model_name=name, spec=spec, n_ctx=n_ctx),
+        node = Node(bind(nodes.extract_external_activations, model_name=name, spec=spec, n_ctx=n_ctx),
                     ["evaluation_texts", "params:activations"], OUTPUTS, name="extract_activations")
         inputs = {"evaluation_texts"}
     return Pipeline([node], namespace=name, inputs=inputs, parameters={"params:activations": "params:activations"})

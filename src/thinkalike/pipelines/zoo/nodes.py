@@ -9,7 +9,12 @@ import numpy as np
 import pandas as pd
 
 from thinkalike.models.handle import default_device
-from thinkalike.models.zoo import state_dict_for_saving, train_zoo_model, training_config, zoo_config
+from thinkalike.models.zoo import (
+    state_dict_for_saving,
+    train_zoo_model,
+    training_config,
+    zoo_config,
+)
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

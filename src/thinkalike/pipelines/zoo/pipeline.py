@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
+from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.zoo import nodes
 
@@ -19,7 +19,7 @@ SHARED_INPUTS = {"train_sequences", "heldout_sequences", "tokenizer"}
 def model_pipeline(name: str) -> Pipeline:
     """Training of zoo model ``name`` in namespace ``name``."""
     return Pipeline(
-        [Node(partial(nodes.train_model, model_name=name),
+        [Node(bind(nodes.train_model, model_name=name),
               ["train_sequences", "heldout_sequences", "tokenizer", "params:model", "params:zoo", "params:corpus"],
               ["model_weights", "model_config", "training_curve", "training_metrics"], name="train_model")],
         namespace=name,
