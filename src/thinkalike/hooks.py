@@ -1,7 +1,10 @@
 """Project hooks."""
 
+import matplotlib.pyplot as plt
+import mlflow
 from kedro.framework.hooks import hook_impl
 from kedro.framework.project import pipelines
+from matplotlib.figure import Figure
 
 from thinkalike.pipelines.parameters import project_parameters, remember_parameters
 from thinkalike.pipelines.validation import validate_parameters
@@ -25,3 +28,14 @@ class ParameterHooks:
     def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
         """Bad configuration fails here, before any compute."""
         validate_parameters(project_parameters())
+
+
+class FigureHooks:
+    """Logs every saved matplotlib figure to the active MLflow run (``figures/<dataset>.png``), then closes it."""
+
+    @hook_impl
+    def after_dataset_saved(self, dataset_name: str, data, node) -> None:
+        if isinstance(data, Figure):
+            if mlflow.active_run() is not None:
+                mlflow.log_figure(data, f"figures/{dataset_name}.png")
+            plt.close(data)

@@ -1,0 +1,147 @@
+"""Aligned minibatches of two models' activations, streamed from their activation stores.
+
+Pooling (``pooling``):
+
+* ``token`` — every real token (``<bos>``/``<eos>`` included). Requires identical token
+  streams: both index tables must list the same token ids for the same sentences.
+* ``word`` — mean of the residual vectors of each word's tokens, keyed by
+  ``(sentence_id, word_index)``; special tokens are left out. Works across tokenizers.
+* ``sequence`` — mean over each evaluation text's (sentence's) non-special tokens, keyed by
+  ``sentence_id``. Works across tokenizers.
+
+Rows are grouped into minibatches of ``batch_tokens`` rows; a ragged remainder joins the last
+full minibatch (so every minibatch has between ``batch_tokens`` and ``2·batch_tokens − 1``
+rows, or all rows when there are fewer than ``batch_tokens``). Memory: one shard of each store
+plus one minibatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+from thinkalike.models.activation_store import ActivationStore
+
+POOLINGS = ("token", "word", "sequence")
+
+
+class AlignmentError(ValueError):
+    """Two models' activations cannot be put row against row."""
+
+
+def check_pooling(pooling: str) -> None:
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+
+
+def check_token_streams_match(index_a: pd.DataFrame, index_b: pd.DataFrame, model_a: str, model_b: str) -> None:
+    """Token-level comparison needs the same tokens in the same order; otherwise say how to pool."""
+    same = len(index_a) == len(index_b) and np.array_equal(index_a["token_id"].to_numpy(),
+                                                           index_b["token_id"].to_numpy()) \
+        and np.array_equal(index_a["sentence_id"].to_numpy(), index_b["sentence_id"].to_numpy())
+    if not same:
+        raise AlignmentError(
+            f"{model_a!r} and {model_b!r} do not share a token stream ({len(index_a)} vs {len(index_b)} tokens, "
+            f"different tokenizers?): token-level comparison is impossible; set pooling to 'word' or 'sequence'")
+
+
+def _shard_rows(index: pd.DataFrame, sequence_start: int, n_sequences: int) -> pd.DataFrame:
+    sequences = index["sequence"].to_numpy()
+    lo = np.searchsorted(sequences, sequence_start, side="left")
+    hi = np.searchsorted(sequences, sequence_start + n_sequences, side="left")
+    return index.iloc[lo:hi]
+
+
+def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Per shard: (keys ``(n, 2)`` int64, activations ``(n_layers + 1, n, d_model)``) after pooling."""
+    check_pooling(pooling)
+    index = index.sort_values(["sequence", "position"], kind="stable")
+    for batch in store:
+        tokens = batch.tokens()
+        rows = _shard_rows(index, batch.sequence_start, batch.attention_mask.shape[0])
+        if len(rows) != tokens.shape[1]:
+            raise AlignmentError(f"activations of {store.model!r} (shard at sequence {batch.sequence_start}) hold "
+                                 f"{tokens.shape[1]} tokens but the index table lists {len(rows)}")
+        if pooling == "token":
+            keys = np.stack([rows["sentence_id"].to_numpy(), rows["token_id"].to_numpy()], axis=1)
+            yield keys.astype(np.int64), tokens
+            continue
+        keep = ~rows["is_special"].to_numpy(bool)
+        if pooling == "word":
+            keep &= rows["word_index"].to_numpy() >= 0
+            group_keys = np.stack([rows["sentence_id"].to_numpy(), rows["word_index"].to_numpy()], axis=1)[keep]
+        else:
+            sentence = rows["sentence_id"].to_numpy()[keep]
+            group_keys = np.stack([sentence, np.zeros_like(sentence)], axis=1)
+        if not keep.any():
+            continue
+        keys, first, inverse = np.unique(group_keys, axis=0, return_index=True, return_inverse=True)
+        order = np.argsort(first)  # keep the stream's order, not sorted key order
+        inverse = np.argsort(order)[inverse.reshape(-1)]
+        counts = np.bincount(inverse, minlength=len(keys)).astype(tokens.dtype)
+        sums = np.zeros((tokens.shape[0], len(keys), tokens.shape[2]), dtype=np.float64)
+        np.add.at(sums, (slice(None), inverse), tokens[:, keep].astype(np.float64))
+        yield keys[order].astype(np.int64), (sums / counts[None, :, None]).astype(tokens.dtype)
+
+
+def aligned_minibatches(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore,
+                        index_b: pd.DataFrame, *, pooling: str, batch_tokens: int,
+                        ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Minibatches ``(acts_a (La, n, da), acts_b (Lb, n, db))`` whose rows are the same tokens/words/texts."""
+    check_pooling(pooling)
+    if batch_tokens < 4:
+        raise ValueError(f"batch_tokens must be at least 4 (the unbiased HSIC needs n >= 4), got {batch_tokens}")
+    if pooling == "token":
+        check_token_streams_match(index_a, index_b, store_a.model, store_b.model)
+    stream_a, stream_b = pooled_rows(store_a, index_a, pooling), pooled_rows(store_b, index_b, pooling)
+    buffer_a: list[tuple[np.ndarray, np.ndarray]] = []
+    buffer_b: list[tuple[np.ndarray, np.ndarray]] = []
+    pending: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
+    held: tuple[np.ndarray, np.ndarray] | None = None
+    pending_rows = 0
+
+    def take(buffer, stream, need) -> tuple[np.ndarray, np.ndarray] | None:
+        while not buffer:
+            try:
+                buffer.append(next(stream))
+            except StopIteration:
+                return None
+        keys, acts = buffer.pop(0)
+        if len(keys) > need:
+            buffer.insert(0, (keys[need:], acts[:, need:]))
+            keys, acts = keys[:need], acts[:, :need]
+        return keys, acts
+
+    while True:
+        need = batch_tokens - pending_rows
+        part_a = take(buffer_a, stream_a, need)
+        part_b = take(buffer_b, stream_b, need if part_a is None else len(part_a[0]))
+        if part_a is None or part_b is None:
+            if (part_a is None) != (part_b is None):
+                longer = store_a.model if part_a is not None else store_b.model
+                raise AlignmentError(f"{longer!r} has more {pooling}s than the other model: the evaluation texts differ")
+            break
+        if len(part_b[0]) < len(part_a[0]):  # b's shard ended first: give back a's surplus
+            surplus = len(part_a[0]) - len(part_b[0])
+            buffer_a.insert(0, (part_a[0][-surplus:], part_a[1][:, -surplus:]))
+            part_a = (part_a[0][:-surplus], part_a[1][:, :-surplus])
+        if not np.array_equal(part_a[0], part_b[0]):
+            row = int(np.argmax(np.any(part_a[0] != part_b[0], axis=1)))
+            raise AlignmentError(f"{store_a.model!r} and {store_b.model!r} disagree at {pooling} key "
+                                 f"{tuple(part_a[0][row])} vs {tuple(part_b[0][row])}")
+        pending[0].append(part_a[1])
+        pending[1].append(part_b[1])
+        pending_rows += len(part_a[0])
+        if pending_rows == batch_tokens:
+            if held is not None:
+                yield held
+            held = (np.concatenate(pending[0], axis=1), np.concatenate(pending[1], axis=1))
+            pending, pending_rows = ([], []), 0
+    if pending_rows:
+        rest = (np.concatenate(pending[0], axis=1), np.concatenate(pending[1], axis=1))
+        held = rest if held is None else (np.concatenate([held[0], rest[0]], axis=1),
+                                          np.concatenate([held[1], rest[1]], axis=1))
+    if held is not None:
+        yield held

@@ -1,0 +1,5 @@
+"""The ``cka`` pipeline."""
+
+from .pipeline import create_pipeline
+
+__all__ = ["create_pipeline"]

@@ -1,0 +1,48 @@
+"""Thin nodes of the ``cka`` pipeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from thinkalike.measures.distances import group_distance_table, layer_cka_curves
+from thinkalike.models.activation_store import ActivationStore
+from thinkalike.reports.cka import (
+    CKASettings,
+    cka_long_table,
+    cka_matrix_from_table,
+    compute_cka,
+    distance_table,
+    group_curves_figure,
+    heatmap_figure,
+    heatmap_plotly,
+    pair_summary,
+)
+
+
+def compare_pair(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame,
+                 cka: dict[str, Any], *, model_a: str, model_b: str):
+    """CKA of every layer pair of two models: long table, heatmaps and MLflow metrics."""
+    settings = CKASettings.from_parameters(cka)
+    result = compute_cka(store_a, index_a, store_b, index_b, settings, model_a=model_a, model_b=model_b,
+                         device=cka.get("device"))
+    table = cka_long_table(result, settings)
+    metrics = {key: {"value": value, "step": 0} for key, value in pair_summary(table).items()}
+    return table, heatmap_figure(table), heatmap_plotly(table), metrics
+
+
+def summarise_cka(cka: dict[str, Any], *tables: pd.DataFrame):
+    """Distances of every compared pair; within/between-group distances and CKA curves."""
+    distances = distance_table(tables)
+    groups = {str(model): str(group) for model, group in (cka.get("groups") or {}).items()}
+    labelled = distances[distances["model_a"].isin(groups) & distances["model_b"].isin(groups)
+                         & (distances["model_a"] != distances["model_b"])]
+    group_distances = (group_distance_table(labelled.rename(columns={"arccos_distance": "distance"}), groups)
+                       if len(labelled) else pd.DataFrame(columns=["group_a", "group_b", "kind", "mean", "std", "n"]))
+    matrices = {(t["model_a"].iloc[0], t["model_b"].iloc[0]): cka_matrix_from_table(t) for t in tables
+                if t["model_a"].iloc[0] in groups and t["model_b"].iloc[0] in groups}
+    curves = (layer_cka_curves(matrices, groups, confidence=float(cka.get("confidence", 0.95)), n_points=5)
+              if any(a != b for a, b in matrices) else
+              pd.DataFrame(columns=["group_a", "group_b", "relative_depth", "mean", "ci_low", "ci_high", "n"]))
+    return distances, group_distances, curves, group_curves_figure(curves)

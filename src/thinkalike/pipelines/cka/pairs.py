@@ -1,0 +1,53 @@
+"""Which model pairs the ``cka`` pipeline compares, from ``cka.pairs`` in config.
+
+``cka.pairs`` keys (all optional, combined, duplicates dropped, order kept):
+
+* ``intra: true`` — every model with itself;
+* ``explicit: [[a, b], ...]`` — given pairs;
+* ``all_pairs_of: [m1, m2, ...]`` — every unordered pair of the list;
+* ``against: {reference: [m1, m2, ...]}`` — each listed model against the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import combinations
+from typing import Any
+
+PAIR_KEYS = ("intra", "explicit", "all_pairs_of", "against")
+
+
+def pair_namespace(model_a: str, model_b: str) -> str:
+    """Namespace of a pair's nodes and datasets (``kedro run --namespaces cka_a__b``)."""
+    return f"cka_{model_a}__{model_b}"
+
+
+def configured_pairs(pairs: dict[str, Any], models: Iterable[str]) -> list[tuple[str, str]]:
+    """The ordered, de-duplicated list of pairs; unknown models and an empty list are errors."""
+    models = list(models)
+    unknown_keys = sorted(set(pairs) - set(PAIR_KEYS))
+    if unknown_keys:
+        raise ValueError(f"unknown key(s) {unknown_keys} in cka.pairs; known: {list(PAIR_KEYS)}")
+    result: list[tuple[str, str]] = []
+    if pairs.get("intra"):
+        result += [(model, model) for model in models]
+    for pair in pairs.get("explicit") or []:
+        if len(pair) != 2:
+            raise ValueError(f"cka.pairs.explicit entries must be [model_a, model_b], got {pair!r}")
+        result.append((str(pair[0]), str(pair[1])))
+    result += list(combinations([str(m) for m in pairs.get("all_pairs_of") or []], 2))
+    for reference, others in (pairs.get("against") or {}).items():
+        result += [(str(other), str(reference)) for other in others if other != reference]
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for pair in result:
+        if pair not in seen and pair[::-1] not in seen:
+            seen.add(pair)
+            unique.append(pair)
+    missing = sorted({m for pair in unique for m in pair} - set(models))
+    if missing:
+        raise ValueError(f"cka.pairs names model(s) {missing} that have no activations; configured models: "
+                         f"{sorted(models)}")
+    if not unique:
+        raise ValueError("cka.pairs gives no model pair to compare (set intra, explicit, all_pairs_of or against)")
+    return unique

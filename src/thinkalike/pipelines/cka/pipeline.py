@@ -1,0 +1,42 @@
+"""``cka``: one namespaced node per model pair (``cka_<a>__<b>``), then distances and groups.
+
+``kedro run --pipeline cka --namespaces cka_solu_2l__gelu_2l`` compares one pair.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kedro.pipeline import Node, Pipeline
+
+from thinkalike.pipelines.activations.pipeline import configured_models
+from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.cka import nodes
+from thinkalike.pipelines.cka.pairs import configured_pairs, pair_namespace
+from thinkalike.pipelines.parameters import project_parameters, section
+
+PAIR_OUTPUTS = ["cka_table", "cka_heatmap", "cka_heatmap_plotly", "cka_metrics"]
+
+
+def pair_pipeline(model_a: str, model_b: str) -> Pipeline:
+    """CKA of one pair in its own namespace."""
+    inputs = [f"{model_a}.activations", f"{model_a}.activation_index", f"{model_b}.activations",
+              f"{model_b}.activation_index"]
+    node = Node(bind(nodes.compare_pair, model_a=model_a, model_b=model_b), [*inputs, "params:cka"], PAIR_OUTPUTS,
+                name="compare_pair")
+    return Pipeline([node], namespace=pair_namespace(model_a, model_b), inputs=set(inputs),
+                    parameters={"params:cka": "params:cka"})
+
+
+def create_pipeline(parameters: dict[str, Any] | None = None, **kwargs) -> Pipeline:
+    parameters = project_parameters() if parameters is None else parameters
+    cka = section(parameters, "cka")
+    if not cka:
+        return Pipeline([])
+    pairs = configured_pairs(cka.get("pairs") or {}, configured_models(parameters))
+    per_pair = sum((pair_pipeline(a, b) for a, b in pairs), Pipeline([]))
+    tables = [f"{pair_namespace(a, b)}.cka_table" for a, b in pairs]
+    summary = Node(nodes.summarise_cka, ["params:cka", *tables],
+                   ["cka_distances", "cka_group_distances", "cka_group_curves", "cka_group_curves_figure"],
+                   name="summarise_cka")
+    return per_pair + Pipeline([summary])

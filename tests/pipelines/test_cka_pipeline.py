@@ -1,0 +1,83 @@
+"""The cka pipeline: config of pairs, and its outputs on the tiny project run."""
+
+import numpy as np
+import pytest
+
+from tests.reference_cka import ref_grid
+from thinkalike.pipelines.cka.pairs import configured_pairs
+from thinkalike.reports.cka import TABLE_COLUMNS, CKASettings
+
+MODELS = ["a", "b", "c", "d"]
+
+
+def test_pairs_combine_deduplicate_and_keep_order():
+    pairs = configured_pairs({"intra": True, "explicit": [["a", "b"], ["b", "a"]], "all_pairs_of": ["a", "b", "c"],
+                              "against": {"d": ["a", "d"]}}, MODELS)
+    assert pairs == [("a", "a"), ("b", "b"), ("c", "c"), ("d", "d"), ("a", "b"), ("a", "c"), ("b", "c"), ("a", "d")]
+
+
+@pytest.mark.parametrize(("pairs", "message"), [
+    ({}, "no model pair"),
+    ({"explicit": [["a", "ghost"]]}, "ghost"),
+    ({"explicit": [["a"]]}, "explicit entries"),
+    ({"everything": True}, "unknown key"),
+])
+def test_bad_pair_config_is_named(pairs, message):
+    with pytest.raises(ValueError, match=message):
+        configured_pairs(pairs, MODELS)
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"estimator": "rbf"}, "cka.estimator"),
+    ({"aggregation": "median"}, "cka.aggregation"),
+    ({"batch_tokens": 3}, "at least 4"),
+    ({"pooling": "char"}, "pooling"),
+    ({"n_bootstrap": -1}, "n_bootstrap"),
+    ({"confidence": 1.5}, "confidence"),
+    ({"bath_tokens": 8}, "unknown cka parameter"),
+])
+def test_bad_cka_settings_are_named(settings, message):
+    with pytest.raises(ValueError, match=message):
+        CKASettings.from_parameters(settings)
+
+
+def _tokens(store):
+    return np.concatenate([batch.tokens() for batch in store], axis=1).astype(np.float64)
+
+
+def test_pair_table_matches_an_independent_reference(tiny_project):
+    _, catalog = tiny_project
+    table = catalog.load("cka_gelu_1l__neox_xs.cka_table")
+    assert list(table.columns) == TABLE_COLUMNS
+    a, b = _tokens(catalog.load("gelu_1l.activations")), _tokens(catalog.load("neox_xs.activations"))
+    n = a.shape[1]
+    batch = 64
+    starts = list(range(0, n - n % batch, batch))
+    bounds = [(s, s + batch) for s in starts[:-1]] + [(starts[-1], n)]  # the remainder joins the last batch
+    expected = np.mean([ref_grid(a[:, lo:hi], b[:, lo:hi], "unbiased") for lo, hi in bounds], axis=0)
+    matrix = table.pivot(index="layer_a", columns="layer_b", values="cka").to_numpy()
+    np.testing.assert_allclose(matrix, expected, atol=1e-6)
+    assert (table["n_batches"] == len(bounds)).all() and (table["n_tokens"] == n).all()
+    assert (table["ci_low"] <= table["cka"] + 1e-12).all() and (table["cka"] <= table["ci_high"] + 1e-12).all()
+    assert table["p_value"].between(1 / 11, 1).all()
+
+
+def test_intra_model_diagonal_is_one_and_distance_zero(tiny_project):
+    _, catalog = tiny_project
+    table = catalog.load("cka_neox_xs__neox_xs.cka_table")
+    diagonal = table[table["layer_a"] == table["layer_b"]]["cka"]
+    np.testing.assert_allclose(diagonal, 1.0, atol=1e-9)
+    distances = catalog.load("cka_distances").set_index(["model_a", "model_b"])
+    assert distances.loc[("neox_xs", "neox_xs"), "arccos_distance"] == pytest.approx(0.0, abs=1e-4)
+    assert distances.loc[("gelu_1l", "neox_xs"), "arccos_distance"] > 0.05
+    groups = catalog.load("cka_group_distances")
+    assert list(groups["kind"]) == ["between"]
+
+
+def test_figures_are_saved_and_logged_to_mlflow(tiny_project):
+    project, catalog = tiny_project
+    assert list((project / "data/08_reporting/cka/cka_gelu_1l__neox_xs/heatmap.png").glob("*/heatmap.png"))
+    figure = catalog.load("cka_gelu_1l__neox_xs.cka_heatmap_plotly")
+    assert figure.data[0].z is not None
+    artifacts = {path.name for path in project.rglob("figures/*.png")}
+    assert "cka_gelu_1l__neox_xs.cka_heatmap.png" in artifacts and "zoo_training_curves_figure.png" in artifacts
