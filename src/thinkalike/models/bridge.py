@@ -182,6 +182,10 @@ def _first_tensor(value: Any) -> torch.Tensor:
     raise UnsupportedArchitectureError(f"hook fired with a {type(value).__name__}, not a tensor")
 
 
+class _ResidualsCaptured(Exception):
+    """Stops a forward pass once every residual stream has been captured."""
+
+
 class BridgeHandle(ModelHandle):
     """:class:`ModelHandle` over a ``TransformerBridge`` (native or wrapping a HF model).
 
@@ -215,16 +219,22 @@ class BridgeHandle(ModelHandle):
         names = [_residual_hook_name(layer) for layer in range(self.n_layers + 1)]
         captured: dict[str, torch.Tensor] = {}
 
-        def capture(value, hook):
-            captured[hook.name] = _first_tensor(value)
-            return value
-
         # Hook points may be registered under a canonical name (e.g. blocks.0.hook_in); map back.
         hook_dict = self.module.hook_dict
         canonical = {name: (hook_dict[name].name or name) for name in names}
+
+        def capture(value, hook):
+            captured[hook.name] = _first_tensor(value)
+            if len(captured) == len(names):
+                raise _ResidualsCaptured  # the final norm and unembedding are not needed
+            return value
+
         fwd_hooks = [(name, capture) for name in names]
         with self.module.hooks(fwd_hooks=fwd_hooks):
-            bridge_logits(self.module, input_ids.to(self.device), attention_mask)
+            try:
+                bridge_logits(self.module, input_ids.to(self.device), attention_mask)
+            except _ResidualsCaptured:
+                pass
         try:
             streams = [captured[canonical[name]] for name in names]
         except KeyError as err:  # pragma: no cover - adapter-specific

@@ -20,6 +20,14 @@ def _as_tensor(values, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _check_finite(residual: torch.Tensor, handle: ModelHandle, start: int, what: str) -> None:
+    """Raises naming the first layer with a NaN/Inf.
+
+    Fast path: one float64 sum per layer (NaN and ±Inf propagate into the sum; a float64 sum of
+    finite float16/32 values cannot overflow); only a non-finite sum triggers the element-wise scan.
+    """
+    sums = residual.flatten(1).sum(dim=1, dtype=torch.float64)
+    if bool(torch.isfinite(sums).all()):
+        return
     finite = torch.isfinite(residual).flatten(1).all(dim=1)
     if not bool(finite.all()):
         layer = int((~finite).nonzero()[0, 0])
@@ -59,6 +67,8 @@ def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, b
         with torch.no_grad():
             residual = handle.residual_streams(batch_ids, batch_mask)
         _check_finite(residual, handle, start, "NaN/Inf")
+        narrowed = residual.dtype != dtype
         residual = residual.to(device="cpu", dtype=dtype)
-        _check_finite(residual, handle, start, f"values that overflow {dtype}")
+        if narrowed:
+            _check_finite(residual, handle, start, f"values that overflow {dtype}")
         yield {"residual": residual.numpy(), "sequence_start": start}
