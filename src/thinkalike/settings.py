@@ -8,6 +8,6 @@ CONFIG_LOADER_ARGS = {
     "default_run_env": "local",
 }
 
-from thinkalike.hooks import FigureHooks, ParameterHooks  # noqa: E402
+from thinkalike.hooks import FigureHooks, MlflowRunClosingHooks, ParameterHooks  # noqa: E402
 
-HOOKS = (ParameterHooks(), FigureHooks())
+HOOKS = (ParameterHooks(), FigureHooks(), MlflowRunClosingHooks())

@@ -66,9 +66,14 @@ def test_run_is_recorded_in_mlflow(tiny_project):
     with sqlite3.connect(project / "mlflow.db") as db:
         keys = {row[0] for row in db.execute("select distinct key from metrics")}
         params = {row[0] for row in db.execute("select distinct key from params")}
+        statuses = {row[0] for row in db.execute("select status from runs")}
     assert any(key == "gelu_1l.heldout_loss" for key in keys), keys
     assert any("unigram_entropy_nats" in key for key in keys)
     assert "corpus.n_ctx" in params
+    assert statuses == {"FINISHED"}  # the run is closed, not left open in the process
+    import mlflow
+
+    assert mlflow.active_run() is None
 
 
 def test_one_namespace_runs_alone_and_keeps_earlier_versions(tiny_project, monkeypatch):

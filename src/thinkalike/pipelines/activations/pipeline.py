@@ -45,6 +45,6 @@ def model_pipeline(name: str, spec: str, n_ctx: int) -> Pipeline:
 
 
 def create_pipeline(parameters: dict[str, Any] | None = None, **kwargs) -> Pipeline:
-    n_ctx = int(section(parameters, "corpus").get("n_ctx", 64))
+    n_ctx = int(section(parameters, "activations").get("n_ctx") or section(parameters, "corpus").get("n_ctx", 64))
     return sum((model_pipeline(name, spec, n_ctx) for name, spec in configured_models(parameters).items()),
                Pipeline([]))

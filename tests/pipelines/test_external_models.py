@@ -1,0 +1,46 @@
+"""A local Hugging Face checkpoint with its own tokenizer, compared with a zoo model through word pooling."""
+
+import numpy as np
+import pytest
+
+from tests.pipelines.conftest import make_project_copy, run_project
+from thinkalike.language.grammar import generate_sentences
+from thinkalike.language.tokenizer import train_tokenizer
+
+
+@pytest.fixture(scope="module")
+def gpt2_checkpoint(tmp_path_factory):
+    """A tiny random GPT-2 with a different (smaller-vocabulary) tokenizer, saved locally."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    directory = tmp_path_factory.mktemp("gpt2")
+    tokenizer = train_tokenizer(generate_sentences(300, seed=7)["text"].tolist(), vocab_size=90)
+    tokenizer.save_pretrained(directory)
+    config = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=len(tokenizer), n_positions=64,
+                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    GPT2LMHeadModel(config).save_pretrained(directory, safe_serialization=True)
+    return directory
+
+
+def test_word_pooling_compares_models_with_different_tokenizers(tmp_path, monkeypatch, gpt2_checkpoint):
+    project = make_project_copy(tmp_path)
+    monkeypatch.chdir(project)
+    overrides = {"activations": {"models": {"gpt2_local": f"hf:{gpt2_checkpoint}"}, "n_ctx": 64},
+                 "cka": {"pooling": "word", "pairs": {"intra": False, "explicit": [["gelu_1l", "gpt2_local"]]}}}
+    catalog = run_project(project, runtime_params=overrides)
+    zoo_index = catalog.load("gelu_1l.activation_index")
+    gpt2_index = catalog.load("gpt2_local.activation_index")
+    assert len(gpt2_index) > len(zoo_index)  # the smaller vocabulary splits words into more tokens
+    table = catalog.load("cka_gelu_1l__gpt2_local.cka_table")
+    assert (table["pooling"] == "word").all() and np.isfinite(table["cka"]).all()
+    n_words = len(zoo_index[zoo_index["word_index"] >= 0].groupby(["sentence_id", "word_index"]))
+    assert (table["n_tokens"] == n_words).all()
+
+
+def test_token_level_comparison_across_tokenizers_says_to_pool(tmp_path, monkeypatch, gpt2_checkpoint):
+    project = make_project_copy(tmp_path)
+    monkeypatch.chdir(project)
+    overrides = {"activations": {"models": {"gpt2_local": f"hf:{gpt2_checkpoint}"}, "n_ctx": 64},
+                 "cka": {"pooling": "token", "pairs": {"intra": False, "explicit": [["gelu_1l", "gpt2_local"]]}}}
+    with pytest.raises(Exception, match="pooling to 'word' or 'sequence'|set pooling"):
+        run_project(project, runtime_params=overrides)
