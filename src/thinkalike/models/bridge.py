@@ -34,6 +34,7 @@ from thinkalike.models.handle import (
     ModelHandle,
     ModelSourceError,
     UnsupportedArchitectureError,
+    first_tensor,
 )
 
 __all__ = [
@@ -174,14 +175,6 @@ def _residual_hook_name(layer: int) -> str:
     return "blocks.0.hook_resid_pre" if layer == 0 else f"blocks.{layer - 1}.hook_resid_post"
 
 
-def _first_tensor(value: Any) -> torch.Tensor:
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
-        return value[0]
-    raise UnsupportedArchitectureError(f"hook fired with a {type(value).__name__}, not a tensor")
-
-
 class _ResidualsCaptured(Exception):
     """Stops a forward pass once every residual stream has been captured."""
 
@@ -224,7 +217,7 @@ class BridgeHandle(ModelHandle):
         canonical = {name: (hook_dict[name].name or name) for name in names}
 
         def capture(value, hook):
-            captured[hook.name] = _first_tensor(value)
+            captured[hook.name] = first_tensor(value)
             if len(captured) == len(names):
                 raise _ResidualsCaptured  # the final norm and unembedding are not needed
             return value
@@ -249,7 +242,7 @@ class BridgeHandle(ModelHandle):
 
         def replace(value, hook):
             fired.append(True)
-            original = _first_tensor(value)
+            original = first_tensor(value)
             if residual.shape != original.shape:
                 raise ValueError(f"residual has shape {tuple(residual.shape)}, the stream after layer {layer} "
                                  f"has {tuple(original.shape)}")
@@ -319,7 +312,9 @@ class BridgeHandle(ModelHandle):
 
 
 def _supported_architectures() -> dict[str, Any]:
-    from transformer_lens.factories.architecture_adapter_factory import SUPPORTED_ARCHITECTURES
+    from transformer_lens.factories.architecture_adapter_factory import (
+        SUPPORTED_ARCHITECTURES,
+    )
 
     return SUPPORTED_ARCHITECTURES
 
@@ -377,8 +372,12 @@ def load_bridge_handle(architecture: str, weights_path: str | None, tokenizer, n
     """
     supported = _supported_architectures()
     path = _local_checkpoint_dir(architecture, weights_path)
-    from transformer_lens.model_bridge.sources._hf_format import determine_architecture_from_hf_config
-    from transformer_lens.model_bridge.sources.transformers.helpers import get_hf_model_class_for_architecture
+    from transformer_lens.model_bridge.sources._hf_format import (
+        determine_architecture_from_hf_config,
+    )
+    from transformer_lens.model_bridge.sources.transformers.helpers import (
+        get_hf_model_class_for_architecture,
+    )
     from transformers import AutoConfig
 
     try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -107,3 +108,12 @@ def default_device(device: str | torch.device | None = None) -> torch.device:
     if device is not None:
         return torch.device(device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def first_tensor(output: Any) -> torch.Tensor:
+    """The hidden state in a module's or hook's output: the tensor itself or the first of a tuple."""
+    if isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
+        return output[0]
+    raise UnsupportedArchitectureError(f"cannot read a hidden state from an output of type {type(output).__name__}")

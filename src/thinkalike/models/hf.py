@@ -52,7 +52,12 @@ from typing import Any
 
 import torch
 
-from thinkalike.models.handle import ModelDimensions, ModelHandle, UnsupportedArchitectureError
+from thinkalike.models.handle import (
+    ModelDimensions,
+    ModelHandle,
+    UnsupportedArchitectureError,
+    first_tensor,
+)
 
 # Attribute names, relative to ``module.base_model``.
 _BLOCK_LIST_PATHS: tuple[str, ...] = ("h", "layers", "layer", "encoder.layer", "blocks", "decoder.layers")
@@ -67,14 +72,6 @@ def _get_attr_path(obj: Any, path: str) -> Any:
         if obj is None:
             return None
     return obj
-
-
-def _first_tensor(output: Any) -> torch.Tensor:
-    if isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
-        return output[0]
-    raise UnsupportedArchitectureError(f"cannot read the hidden state from a block output of type {type(output)}")
 
 
 def _replace_first(output: Any, value: torch.Tensor) -> Any:
@@ -208,7 +205,7 @@ class HFModelHandle(ModelHandle):
 
         def make_hook(i: int):
             def hook(_mod, _args, output):
-                captured[i + 1] = _first_tensor(output)
+                captured[i + 1] = first_tensor(output)
             return hook
 
         handles = [self.blocks[0].register_forward_pre_hook(pre_hook, with_kwargs=True)]
@@ -253,7 +250,7 @@ class HFModelHandle(ModelHandle):
             handle = self.blocks[0].register_forward_pre_hook(pre_hook, with_kwargs=True)
         else:
             def hook(_mod, _args, output):
-                return _replace_first(output, _like(residual, _first_tensor(output)))
+                return _replace_first(output, _like(residual, first_tensor(output)))
             handle = self.blocks[layer - 1].register_forward_hook(hook)
         try:
             out = self.module(input_ids=input_ids, **self._forward_kwargs(self.module, attention_mask))

@@ -36,7 +36,12 @@ from typing import Any
 
 import torch
 
-from thinkalike.models.handle import ModelHandle, ModelSourceError, UnsupportedArchitectureError, default_device
+from thinkalike.models.handle import (
+    ModelHandle,
+    ModelSourceError,
+    UnsupportedArchitectureError,
+    default_device,
+)
 
 SOURCES: tuple[str, ...] = ("zoo", "hf", "gguf", "tl")
 _OPTIONS: dict[str, frozenset[str]] = {
@@ -211,7 +216,9 @@ def _check_gguf(spec: str, target: str, options: Mapping[str, str]) -> tuple[str
     if architecture is None:
         raise ModelSourceError(f"model spec {spec!r}: GGUF file has no general.architecture")
     try:
-        from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+        from transformers.modeling_gguf_pytorch_utils import (
+            GGUF_SUPPORTED_ARCHITECTURES,
+        )
     except ImportError:  # pragma: no cover - layout of transformers changed; let loading decide
         GGUF_SUPPORTED_ARCHITECTURES = None
     if GGUF_SUPPORTED_ARCHITECTURES is not None and architecture not in GGUF_SUPPORTED_ARCHITECTURES:
@@ -328,48 +335,41 @@ def _load_zoo(spec, target, name, zoo_artifacts, tokenizer, device, dtype) -> Mo
 
 
 def _load_hf(spec, target, options, name, tokenizer, device, dtype, trusted) -> ModelHandle:
-    from transformers import AutoConfig
-
     info = _check_hf(spec, target, options, trusted)
     path_or_id = info["path_or_id"]
     common: dict[str, Any] = {"trust_remote_code": trusted}
     if options.get("revision"):
         common["revision"] = options["revision"]
-    try:
-        config = AutoConfig.from_pretrained(path_or_id, **common)
-        auto = _causal_or_masked(spec, config)
-        module = auto.from_pretrained(path_or_id, config=config, use_safetensors=info["safetensors"],
-                                      weights_only=True, **common, **({"dtype": dtype} if dtype else {}))
-    except ModelSourceError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise ModelSourceError(f"model spec {spec!r}: loading failed ({type(exc).__name__}: {exc})") from exc
-    module.to(device).eval()
-    if tokenizer is None:
-        tokenizer = _load_tokenizer(spec, path_or_id, **common)
-    return _wrap_hf(spec, name, module, tokenizer)
+    return _from_pretrained(spec, path_or_id, common, name, tokenizer, device, dtype, "loading failed",
+                            use_safetensors=info["safetensors"], weights_only=True)
 
 
-def _load_gguf(spec, target, options, name, tokenizer, device, dtype) -> ModelHandle:
+def _from_pretrained(spec, where, common: dict[str, Any], name, tokenizer, device, dtype, failure: str,
+                     **weights_options: Any) -> ModelHandle:
+    """Config, then causal/masked weights, then tokenizer from ``where``; any failure names the spec."""
     from transformers import AutoConfig
 
-    where, filename = _check_gguf(spec, target, options)
-    common: dict[str, Any] = {"gguf_file": filename}
-    if options.get("revision"):
-        common["revision"] = options["revision"]
     try:
         config = AutoConfig.from_pretrained(where, **common)
         auto = _causal_or_masked(spec, config)
-        module = auto.from_pretrained(where, config=config, **common, **({"dtype": dtype} if dtype else {}))
+        module = auto.from_pretrained(where, config=config, **weights_options, **common,
+                                      **({"dtype": dtype} if dtype else {}))
     except ModelSourceError:
         raise
     except Exception as exc:  # noqa: BLE001
-        raise ModelSourceError(f"model spec {spec!r}: loading the GGUF file failed "
-                               f"({type(exc).__name__}: {exc})") from exc
+        raise ModelSourceError(f"model spec {spec!r}: {failure} ({type(exc).__name__}: {exc})") from exc
     module.to(device).eval()
     if tokenizer is None:
         tokenizer = _load_tokenizer(spec, where, **common)
     return _wrap_hf(spec, name, module, tokenizer)
+
+
+def _load_gguf(spec, target, options, name, tokenizer, device, dtype) -> ModelHandle:
+    where, filename = _check_gguf(spec, target, options)
+    common: dict[str, Any] = {"gguf_file": filename}
+    if options.get("revision"):
+        common["revision"] = options["revision"]
+    return _from_pretrained(spec, where, common, name, tokenizer, device, dtype, "loading the GGUF file failed")
 
 
 def load_model(spec: str, *, name: str | None = None,

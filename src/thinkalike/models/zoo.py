@@ -17,7 +17,11 @@ import torch
 
 from thinkalike.models.architectures import build_zoo_module, hf_zoo_config, zoo_logits
 from thinkalike.models.handle import ModelSourceError
-from thinkalike.models.training import LanguageModelTrainer, MaskingTokens, TrainingConfig
+from thinkalike.models.training import (
+    LanguageModelTrainer,
+    MaskingTokens,
+    TrainingConfig,
+)
 
 FAMILIES = ("bridge", "hf")
 OBJECTIVES = ("causal", "masked")
