@@ -81,3 +81,18 @@ def test_figures_are_saved_and_logged_to_mlflow(tiny_project):
     assert figure.data[0].z is not None
     artifacts = {path.name for path in project.rglob("figures/*.png")}
     assert "cka_gelu_1l__neox_xs.cka_heatmap.png" in artifacts and "zoo_training_curves_figure.png" in artifacts
+
+
+def test_the_pythia_environment_builds_its_pipelines_without_the_hub():
+    from kedro.config import OmegaConfigLoader
+
+    from tests.pipelines.conftest import PROJECT_ROOT
+    from thinkalike.pipelines.activations.pipeline import create_pipeline as activations_pipeline
+    from thinkalike.pipelines.cka.pipeline import create_pipeline as cka_pipeline
+
+    parameters = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), env="pythia", base_env="base",
+                                   default_run_env="local")["parameters"]
+    activations = activations_pipeline(parameters)
+    assert {node.namespace for node in activations.nodes} == {"pythia_70m", "pythia_160m", "pythia_410m"}
+    namespaces = {node.namespace for node in cka_pipeline(parameters).nodes}
+    assert "cka_pythia_70m__pythia_410m" in namespaces and "cka_pythia_410m__pythia_410m" in namespaces
