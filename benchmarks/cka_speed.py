@@ -114,7 +114,8 @@ def main() -> None:
         t_ckatorch = sum(row_times)
         same_window = t_ckatorch / (sum(ours_batch_times) / 2)
         best = len(row_times) * min(row_times) / (args.batches * min(ours_batch_times))
-        print(f"ckatorch  {t_ckatorch:8.3f} s   ({len(row_times)} rows of {args.layers} pairs, min row {min(row_times):.3f} s)")
+        print(f"ckatorch  {t_ckatorch:8.3f} s   ({len(row_times)} rows of {args.layers} pairs, "
+              f"min row {min(row_times):.3f} s)")
         print(f"ckatorch/ours   = {t_ckatorch / t_ours:6.1f}x  total vs ours' best run (target >= 25x)")
         print(f"ckatorch/ours   = {same_window:6.1f}x  each batch vs ours on it, interleaved (same load)")
         print(f"ckatorch/ours   = {best:6.1f}x  best ckatorch row vs best ours batch (least load)")

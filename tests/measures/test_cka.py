@@ -204,7 +204,8 @@ def test_bootstrap_ci_contains_estimate_and_narrows(aggregation):
         low, high = result.bootstrap_ci(n_bootstrap=300, seed=1)
         assert low[0, 0] <= result.cka[0, 0] <= high[0, 0]
         widths.append(high[0, 0] - low[0, 0])
-        same = bootstrap_ci(result.cross, result.self_a, result.self_b, aggregation=aggregation, n_bootstrap=300, seed=1)
+        same = bootstrap_ci(result.cross, result.self_a, result.self_b, aggregation=aggregation, n_bootstrap=300,
+                            seed=1)
         np.testing.assert_array_equal(same.ci_low, low)
     assert widths[1] < widths[0]
 

@@ -93,7 +93,8 @@ def test_layer_cka_curves_t_and_percentile():
     assert within.loc[0.5, "ci_low"] == pytest.approx(0.7 - half)
     between = curves[curves.group_b == "B"]
     assert len(between) == 3 and between["n"].eq(1).all() and between["ci_low"].isna().all()
-    pct = layer_cka_curves(mats, GROUPS, interval="percentile", confidence=0.5).set_index(["group_a", "group_b", "relative_depth"])
+    pct = layer_cka_curves(mats, GROUPS, interval="percentile", confidence=0.5)
+    pct = pct.set_index(["group_a", "group_b", "relative_depth"])
     assert pct.loc[("A", "A", 1.0), "ci_low"] == pytest.approx(0.45)
     grid = layer_cka_curves(mats, GROUPS, n_points=5)
     assert len(grid[grid.group_b == "A"]) == 5

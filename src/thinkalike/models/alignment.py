@@ -121,7 +121,8 @@ def aligned_minibatches(store_a: ActivationStore, index_a: pd.DataFrame, store_b
         if part_a is None or part_b is None:
             if (part_a is None) != (part_b is None):
                 longer = store_a.model if part_a is not None else store_b.model
-                raise AlignmentError(f"{longer!r} has more {pooling}s than the other model: the evaluation texts differ")
+                raise AlignmentError(f"{longer!r} has more {pooling}s than the other model: "
+                                     "the evaluation texts differ")
             break
         if len(part_b[0]) < len(part_a[0]):  # b's shard ended first: give back a's surplus
             surplus = len(part_a[0]) - len(part_b[0])

@@ -51,7 +51,8 @@ class CKASettings:
             raise ValueError(f"cka.aggregation must be one of {AGGREGATIONS}, got {self.aggregation!r}")
         check_pooling(self.pooling)
         if self.batch_tokens < 4:
-            raise ValueError(f"cka.batch_tokens must be at least 4 (unbiased HSIC needs n >= 4), got {self.batch_tokens}")
+            raise ValueError(f"cka.batch_tokens must be at least 4 (unbiased HSIC needs n >= 4), "
+                             f"got {self.batch_tokens}")
         if self.n_bootstrap < 0 or self.n_permutations < 0:
             raise ValueError("cka.n_bootstrap and cka.n_permutations must be >= 0")
         if not 0 < self.confidence < 1:
