@@ -9,7 +9,7 @@ def ref_hsic(x: np.ndarray, y: np.ndarray, estimator: str) -> float:
     """HSIC of the linear Grams of column-centred x, y, straight from the definitions."""
     x = x - x.mean(axis=0)
     y = y - y.mean(axis=0)
-    k, l = x @ x.T, y @ y.T
+    k, l = x @ x.T, y @ y.T  # noqa: E741 (the formula's K and L)
     n = k.shape[0]
     if estimator == "biased":
         h = np.eye(n) - np.ones((n, n)) / n

@@ -81,6 +81,7 @@ def test_figures_are_saved_and_logged_to_mlflow(tiny_project):
     assert figure.data[0].z is not None
     artifacts = {path.name for path in project.rglob("figures/*.png")}
     assert "cka_gelu_1l__neox_xs.cka_heatmap.png" in artifacts and "zoo_training_curves_figure.png" in artifacts
+    assert "cka_distance_figure.png" in artifacts
 
 
 def test_the_pythia_environment_builds_its_pipelines_without_the_hub():

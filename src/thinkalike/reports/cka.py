@@ -173,3 +173,22 @@ def group_curves_figure(curves: pd.DataFrame):
         axis.legend(fontsize=8)
     figure.tight_layout()
     return figure
+
+
+def distance_matrix_figure(distances: pd.DataFrame):
+    """Models × models arccos distances (symmetric; blank where a pair was not compared)."""
+    models = list(dict.fromkeys([*distances["model_a"], *distances["model_b"]]))
+    position = {model: i for i, model in enumerate(models)}
+    matrix = np.full((len(models), len(models)), np.nan)
+    for row in distances.itertuples():
+        matrix[position[row.model_a], position[row.model_b]] = row.arccos_distance
+        matrix[position[row.model_b], position[row.model_a]] = row.arccos_distance
+    size = 2.5 + 0.5 * len(models)
+    figure, axis = plt.subplots(figsize=(size + 1.2, size))
+    image = axis.imshow(np.ma.masked_invalid(matrix), cmap="viridis_r", vmin=0.0)
+    axis.set(xticks=range(len(models)), yticks=range(len(models)), title="arccos-CKA distance between models")
+    axis.set_xticklabels(models, rotation=60, ha="right", fontsize=8)
+    axis.set_yticklabels(models, fontsize=8)
+    figure.colorbar(image, ax=axis, label="sqrt(Σ arccos(CKA)²) over matched layers")
+    figure.tight_layout()
+    return figure

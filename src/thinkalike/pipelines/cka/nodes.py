@@ -13,6 +13,7 @@ from thinkalike.reports.cka import (
     cka_long_table,
     cka_matrix_from_table,
     compute_cka,
+    distance_matrix_figure,
     distance_table,
     group_curves_figure,
     heatmap_figure,
@@ -33,7 +34,7 @@ def compare_pair(store_a: ActivationStore, index_a: pd.DataFrame, store_b: Activ
 
 
 def summarise_cka(cka: dict[str, Any], *tables: pd.DataFrame):
-    """Distances of every compared pair; within/between-group distances and CKA curves."""
+    """Distances of every compared pair (table and figure); within/between-group distances and CKA curves."""
     distances = distance_table(tables)
     groups = {str(model): str(group) for model, group in (cka.get("groups") or {}).items()}
     labelled = distances[distances["model_a"].isin(groups) & distances["model_b"].isin(groups)
@@ -45,4 +46,4 @@ def summarise_cka(cka: dict[str, Any], *tables: pd.DataFrame):
     curves = (layer_cka_curves(matrices, groups, confidence=float(cka.get("confidence", 0.95)), n_points=5)
               if any(a != b for a, b in matrices) else
               pd.DataFrame(columns=["group_a", "group_b", "relative_depth", "mean", "ci_low", "ci_high", "n"]))
-    return distances, group_distances, curves, group_curves_figure(curves)
+    return distances, distance_matrix_figure(distances), group_distances, curves, group_curves_figure(curves)

@@ -37,6 +37,7 @@ def create_pipeline(parameters: dict[str, Any] | None = None, **kwargs) -> Pipel
     per_pair = sum((pair_pipeline(a, b) for a, b in pairs), Pipeline([]))
     tables = [f"{pair_namespace(a, b)}.cka_table" for a, b in pairs]
     summary = Node(nodes.summarise_cka, ["params:cka", *tables],
-                   ["cka_distances", "cka_group_distances", "cka_group_curves", "cka_group_curves_figure"],
+                   ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
+                    "cka_group_curves_figure"],
                    name="summarise_cka")
     return per_pair + Pipeline([summary])
