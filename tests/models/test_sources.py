@@ -239,3 +239,14 @@ def test_hub_id_from_the_local_cache_offline(tiny_checkpoints, monkeypatch, tmp_
         torch.testing.assert_close(handle.module(input_ids=ids, attention_mask=mask).logits,
                                    reference.module(input_ids=ids, attention_mask=mask).logits)
     _raises("hf:thinkalike-tests/tiny-llama?revision=other-branch", "not in the local Hugging Face cache")
+
+
+def test_tl_source_takes_the_tokenizer_beside_its_weights(tiny_checkpoints):
+    from transformers import AutoTokenizer
+
+    from thinkalike.models.sources import load_model
+
+    directory = tiny_checkpoints["gpt2"]
+    handle = load_model(f"tl:GPT2LMHeadModel?weights={directory}", device="cpu")
+    assert handle.tokenizer is not None
+    assert handle.tokenizer.get_vocab() == AutoTokenizer.from_pretrained(directory).get_vocab()

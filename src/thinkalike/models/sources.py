@@ -285,6 +285,9 @@ def _causal_or_masked(spec: str, config) -> Any:
         f"model spec {spec!r}: model_type {config.model_type!r} has no causal or masked LM head in transformers")
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
 def _load_tokenizer(spec: str, path_or_id: str, **kwargs) -> Any:
     from transformers import AutoTokenizer
 
@@ -379,7 +382,8 @@ def load_model(spec: str, *, name: str | None = None,
     """Load the model a spec names and wrap it in a :class:`ModelHandle` (eval mode).
 
     ``name`` defaults to the spec's target. ``tokenizer``: used as given; when ``None`` it is
-    loaded from the hf / gguf source (zoo and tl sources keep ``None`` unless given). ``device``:
+    loaded from the hf / gguf source, and for tl from tokenizer files beside local weights (zoo
+    sources, and tl without such files, keep ``None`` unless given). ``device``:
     CUDA when available if ``None``. ``dtype``: a torch dtype or its name; ``None`` keeps the
     checkpoint's.
     """
@@ -397,6 +401,9 @@ def load_model(spec: str, *, name: str | None = None,
     # source == "tl"
     weights = _check_tl(spec, options)
     from thinkalike.models.bridge import load_bridge_handle
+
+    if tokenizer is None and weights and any(Path(weights, f).is_file() for f in TOKENIZER_FILES):
+        tokenizer = _load_tokenizer(spec, weights)
 
     try:
         handle = load_bridge_handle(target, weights, tokenizer, name)

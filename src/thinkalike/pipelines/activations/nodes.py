@@ -13,7 +13,7 @@ import torch
 from thinkalike.language.packing import pack_evaluation_sequences
 from thinkalike.models.activation_store import ActivationBatch, ActivationStream
 from thinkalike.models.extraction import iter_residual_batches
-from thinkalike.models.handle import ModelHandle, default_device
+from thinkalike.models.handle import ModelHandle, ModelSourceError, default_device
 from thinkalike.models.sources import load_model
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
@@ -63,6 +63,9 @@ def extract_external_activations(evaluation_texts: pd.DataFrame, activations: di
     to its sentence and word so methods can compare models whose tokenizers differ.
     """
     handle = load_model(spec, name=model_name, device=default_device(activations.get("device")))
+    if handle.tokenizer is None:
+        raise ModelSourceError(f"model spec {spec!r} ({model_name}) came without a tokenizer: put its tokenizer "
+                               "files beside the weights")
     sequences, index = pack_evaluation_sequences(evaluation_texts, handle.tokenizer, n_ctx)
     batches = ResidualBatches(handle, sequences, int(activations["batch_size"]), activation_dtype(activations))
     return ActivationStream(model_name, batches), index
