@@ -83,3 +83,16 @@ def test_non_finite_values_name_the_model_and_layer(build_tiny, corpus):
     assert next(iter_residual_batches(handle, ids, mask, batch_size=2, progress=False))["residual"].shape[0] == 3
     with pytest.raises(ValueError, match=r"'broken-gpt2'.*overflow.*layer 1"):
         next(iter_residual_batches(handle, ids, mask, batch_size=2, dtype=torch.float16, progress=False))
+
+
+def test_activation_batches_carry_their_attention_mask(loaded_handles):
+    from thinkalike.models.extraction import iter_activation_batches
+
+    handle = loaded_handles["gpt2"]
+    ids = torch.randint(5, 60, (5, 7), generator=torch.Generator().manual_seed(0))
+    mask = np.ones((5, 7), dtype=np.int64)
+    mask[3, 4:] = 0
+    batches = list(iter_activation_batches(handle, ids, mask, batch_size=2, progress=False))
+    assert [b.sequence_start for b in batches] == [0, 2, 4]
+    np.testing.assert_array_equal(np.concatenate([b.attention_mask for b in batches]), mask)
+    assert sum(b.tokens().shape[1] for b in batches) == mask.sum()

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from thinkalike.models.activation_store import ActivationBatch
 from thinkalike.models.handle import ModelHandle
 
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float16: np.float16, torch.float64: np.float64}
@@ -72,3 +73,14 @@ def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, b
         if narrowed:
             _check_finite(residual, handle, start, f"values that overflow {dtype}")
         yield {"residual": residual.numpy(), "sequence_start": start}
+
+
+def iter_activation_batches(handle: ModelHandle, input_ids, attention_mask, batch_size: int = 32,
+                            dtype: torch.dtype = torch.float32, progress: bool = True) -> Iterator[ActivationBatch]:
+    """:func:`iter_residual_batches` as :class:`ActivationBatch` es (residuals with their attention mask),
+    ready for :func:`thinkalike.models.activation_store.write_activation_store`."""
+    mask = np.asarray(attention_mask)
+    for batch in iter_residual_batches(handle, input_ids, mask, batch_size, dtype=dtype, progress=progress):
+        start = int(batch["sequence_start"])
+        residual = batch["residual"]
+        yield ActivationBatch(residual, mask[start:start + residual.shape[1]], start)

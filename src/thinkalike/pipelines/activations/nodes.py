@@ -12,7 +12,7 @@ import torch
 
 from thinkalike.language.packing import pack_evaluation_sequences
 from thinkalike.models.activation_store import ActivationBatch, ActivationStream
-from thinkalike.models.extraction import iter_residual_batches
+from thinkalike.models.extraction import iter_activation_batches
 from thinkalike.models.handle import ModelHandle, ModelSourceError, default_device
 from thinkalike.models.sources import load_model
 
@@ -36,13 +36,8 @@ class ResidualBatches:
     dtype: torch.dtype
 
     def __iter__(self) -> Iterator[ActivationBatch]:
-        mask = self.sequences["attention_mask"]
-        for batch in iter_residual_batches(self.handle, self.sequences["input_ids"], mask, self.batch_size,
-                                           dtype=self.dtype, progress=True):
-            start = int(batch["sequence_start"])
-            residual = np.asarray(batch["residual"])
-            yield ActivationBatch(residual, mask[start:start + residual.shape[1]], start)
-
+        return iter_activation_batches(self.handle, self.sequences["input_ids"], self.sequences["attention_mask"],
+                                       self.batch_size, dtype=self.dtype, progress=True)
 
 def extract_zoo_activations(evaluation_sequences: dict[str, np.ndarray], evaluation_index: pd.DataFrame, tokenizer,
                             weights: dict[str, torch.Tensor], config: dict[str, Any], activations: dict[str, Any],
