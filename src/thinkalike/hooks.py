@@ -1,19 +1,29 @@
-"""Project hooks."""
+"""Project hooks: parameters for the pipeline builders, validation, resume, MLflow records."""
 
-import matplotlib.pyplot as plt
-import mlflow
+from __future__ import annotations
+
+import logging
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
 from kedro.framework.hooks import hook_impl
 from kedro.framework.project import pipelines
-from matplotlib.figure import Figure
 
 from thinkalike.pipelines.parameters import project_parameters, remember_parameters
+from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
 from thinkalike.pipelines.validation import validate_parameters
+from thinkalike.tracking import RunRecorder, TrackingSettings, git_commit, runner_name
 
 PIPELINE_REGISTRY = "thinkalike.pipeline_registry"
+REPORTING_FOLDER = "08_reporting"
+logger = logging.getLogger(__name__)
 
 
 class ParameterHooks:
-    """Hands the run's parameters (with ``--env`` and ``--params``) to the pipeline builders.
+    """Hands the run's parameters (with ``--env`` and ``--params``) to the pipeline builders,
+    validates them before any node runs, and prepares ``--only-missing-outputs`` resumes.
 
     Per-model pipelines are namespaced from the model lists in config; if the CLI built the
     pipelines before the context existed, they are rebuilt from the run's parameters.
@@ -26,53 +36,142 @@ class ParameterHooks:
 
     @hook_impl(tryfirst=True)
     def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
-        """Bad configuration fails here, before any compute (and before kedro-mlflow opens a run)."""
+        """Bad configuration fails here, before any compute and before an MLflow run is opened."""
         validate_parameters(project_parameters())
+        if run_params.get("only_missing_outputs"):
+            rerun = nodes_to_rerun(pipeline, catalog)
+            mark_for_rerun(rerun, catalog)
+            logger.info("Resume: %d of %d nodes to run%s", len(rerun), len(pipeline.nodes),
+                        f" ({', '.join(node.name for node in rerun[:6])}{' …' if len(rerun) > 6 else ''})"
+                        if rerun else "")
 
 
-class FigureHooks:
-    """Logs every saved matplotlib figure to the active MLflow run (``figures/<dataset>.png``), then closes it."""
+class MlflowTrackingHooks:
+    """One MLflow run per ``kedro run`` (see :mod:`thinkalike.tracking` for the failure policy).
 
-    @hook_impl
-    def after_dataset_saved(self, dataset_name: str, data, node) -> None:
-        if isinstance(data, Figure):
-            if mlflow.active_run() is not None:
-                mlflow.log_figure(data, f"figures/{dataset_name}.png")
-            plt.close(data)
-
-
-class MlflowRunClosingHooks:
-    """Closes the MLflow run of a ``kedro run`` completely.
-
-    kedro-mlflow 2.0.3 re-enters its run (``start_run(run_id, nested=True)``) before every node,
-    and MLflow 3 stacks each re-entry, so its single ``end_run()`` leaves the run open in the
-    process (a notebook, a test, a second session). A run that was open before ``kedro run`` is
-    left alone, as kedro-mlflow does.
+    Parameters, a descriptive run name and tags (git commit, the kedro command, env, runner)
+    at the start; metrics, tables and figures from each *saved* output, so what MLflow shows is
+    what the catalog holds and resuming never depends on MLflow.
     """
 
     def __init__(self) -> None:
-        self._preexisting_run_id: str | None = None
-        self._run_id: str | None = None
+        self._recorder: RunRecorder | None = None
+        self._settings: TrackingSettings | None = None
+        self._project_root: Path | None = None
 
-    @hook_impl(tryfirst=True)
+    @hook_impl
     def after_context_created(self, context) -> None:
-        active = mlflow.active_run()
-        self._preexisting_run_id = active.info.run_id if active else None
+        self._recorder = None
+        self._project_root = Path(context.project_path)
+        try:
+            config = context.config_loader["mlflow"]
+        except KeyError:
+            config = {}
+        self._settings = TrackingSettings.from_config(config)
 
     @hook_impl(trylast=True)
     def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
-        active = mlflow.active_run()
-        self._run_id = active.info.run_id if active else None
+        if self._settings is None or self._project_root is None:
+            return
+        self._recorder = RunRecorder(self._settings, self._project_root)
+        self._recorder.check()
+        self._recorder.start(run_name(run_params), project_parameters(), run_tags(run_params, self._project_root))
 
-    def _close(self, status: str) -> None:
-        while (active := mlflow.active_run()) is not None and active.info.run_id == self._run_id \
-                and self._run_id != self._preexisting_run_id:
-            mlflow.end_run(status)
+    @hook_impl
+    def after_dataset_saved(self, dataset_name: str, data: Any, node) -> None:
+        if self._recorder is not None:
+            record_saved_output(self._recorder, dataset_name, data)
 
     @hook_impl(trylast=True)
     def after_pipeline_run(self, run_params, run_result, pipeline, catalog) -> None:
-        self._close("FINISHED")
+        self._end("FINISHED")
 
     @hook_impl(trylast=True)
     def on_pipeline_error(self, error, run_params, pipeline, catalog) -> None:
-        self._close("FAILED")
+        self._end("FAILED")
+
+    def _end(self, status: str) -> None:
+        if self._recorder is not None:
+            self._recorder.end(status)
+            self._recorder = None
+
+
+def run_name(run_params: dict[str, Any]) -> str:
+    """``cka · test · cka_a__b`` — pipelines, environment and namespaces of a run."""
+    pipelines_ = run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"]
+    parts = ["+".join(pipelines_), run_params.get("env") or "local"]
+    namespaces = run_params.get("namespaces") or ([run_params["namespace"]] if run_params.get("namespace") else [])
+    if namespaces:
+        parts.append("+".join(namespaces))
+    if run_params.get("only_missing_outputs"):
+        parts.append("resume")
+    return " · ".join(parts)
+
+
+def kedro_command(run_params: dict[str, Any]) -> str:
+    """The command line when launched by the ``kedro`` CLI, else the equivalent ``kedro run``."""
+    if sys.argv and Path(sys.argv[0]).name == "kedro":
+        return shlex.join(["kedro", *sys.argv[1:]])
+    words = ["kedro", "run"]
+    if run_params.get("env"):
+        words += ["--env", run_params["env"]]
+    if run_params.get("pipeline_names"):
+        words += ["--pipelines", ",".join(run_params["pipeline_names"])]
+    if run_params.get("namespaces"):
+        words += ["--namespaces", ",".join(run_params["namespaces"])]
+    if run_params.get("node_names"):
+        words += ["--nodes", ",".join(run_params["node_names"])]
+    if run_params.get("only_missing_outputs"):
+        words.append("--only-missing-outputs")
+    if run_params.get("extra_params"):
+        words += ["--params", repr(run_params["extra_params"])]
+    return shlex.join(words)
+
+
+def run_tags(run_params: dict[str, Any], project_root: Path) -> dict[str, str]:
+    return {"git_commit": git_commit(project_root), "kedro_command": kedro_command(run_params),
+            "kedro_env": str(run_params.get("env") or "local"), "runner": runner_name(run_params.get("runner", "")),
+            "kedro_session": str(run_params.get("session_id", ""))}
+
+
+def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
+    """What MLflow gets from one saved output: figures, loss curves, corpus statistics, CKA summaries, tables."""
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    short = name.rsplit(".", 1)[-1]
+    namespace = name.rsplit(".", 1)[0] if "." in name else ""
+    if isinstance(data, Figure):
+        recorder.log_figure(data, f"figures/{name}.png")
+    elif name == "corpus_statistics":
+        recorder.log_metrics({f"corpus.{key}": float(value) for key, value in data.items()
+                              if isinstance(value, (int, float))}, what=name)
+    elif short == "training_curve":
+        recorder.log_metric_history(_curve_histories(namespace, data), what=name)
+        recorder.log_table(data, f"tables/{name}.csv")
+    elif short == "cka_table":
+        _record_cka_table(recorder, namespace, data)
+    elif isinstance(data, pd.DataFrame) and name in REPORT_TABLES:
+        recorder.log_table(data, f"tables/{name}.csv")
+
+
+REPORT_TABLES = frozenset({"zoo_summary", "cka_distances", "cka_group_distances", "cka_group_curves"})
+
+
+def _curve_histories(model: str, curve) -> dict[str, tuple[list[float], list[int]]]:
+    histories = {}
+    for column in ("train_loss", "heldout_loss"):
+        if column in curve:
+            rows = curve[["step", column]].dropna()
+            histories[f"{model}.{column}"] = (rows[column].tolist(), rows["step"].astype(int).tolist())
+    return histories
+
+
+def _record_cka_table(recorder: RunRecorder, pair: str, table) -> None:
+    """Summary metrics of a model pair (not for a model with itself: CKA 1 and distance 0 by construction)."""
+    from thinkalike.reports.cka import pair_summary
+
+    recorder.log_table(table, f"tables/{pair}.cka_table.csv")
+    if table["model_a"].iloc[0] != table["model_b"].iloc[0]:
+        recorder.log_metrics({f"{pair}.{key}": value for key, value in pair_summary(table).items()},
+                             what=f"{pair} summary")

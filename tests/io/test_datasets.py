@@ -19,8 +19,8 @@ def batches(n_batches=3, layers=3, batch=2, n_ctx=5, width=4, seed=0):
     for index in range(n_batches):
         mask = np.ones((batch, n_ctx), dtype=np.int64)
         mask[-1, -2:] = 0
-        out.append(ActivationBatch(rng.standard_normal((layers, batch, n_ctx, width)).astype(np.float32), mask,
-                                   index * batch))
+        residual = rng.standard_normal((layers, batch, n_ctx, width)).astype(np.float32)
+        out.append(ActivationBatch.from_padded(residual, mask, index * batch))
     return out
 
 

@@ -17,9 +17,6 @@ def make_project_copy(destination: Path) -> Path:
     shutil.copy(PROJECT_ROOT / ".telemetry", destination / ".telemetry")
     shutil.copytree(PROJECT_ROOT / "conf", destination / "conf", ignore=shutil.ignore_patterns("local"))
     (destination / "conf" / "local").mkdir()
-    # MLflow caches tracking stores by URI: a relative sqlite URI would reuse the first copy's file.
-    (destination / "conf" / "test" / "mlflow.yml").write_text(
-        f"server:\n  mlflow_tracking_uri: sqlite:///{destination / 'mlflow.db'}\n")
     (destination / "src").mkdir()  # the package itself is installed (pip install -e .)
     return destination
 

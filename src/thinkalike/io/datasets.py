@@ -3,31 +3,49 @@
 * ``ActivationStoreDataset`` — a versioned directory of residual-stream shards
   (:mod:`thinkalike.models.activation_store`); saving streams one batch at a time.
 * ``HFTokenizerDataset`` — a versioned Hugging Face tokenizer directory (``save_pretrained``).
+
+Both write atomically: into a ``<name>.partial`` sibling renamed into place when complete, and
+a version counts as existing (for loading, ``--only-missing-outputs`` and "latest version")
+only when it is complete, so a killed run never leaves a half-written latest version.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kedro.io.core import AbstractVersionedDataset, DatasetError, Version
 
-from thinkalike.models.activation_store import ActivationStore, ActivationStream, write_activation_store
+from thinkalike.models.activation_store import (
+    ActivationStore,
+    ActivationStream,
+    check_free_space,
+    is_complete_store,
+    partial_path,
+    write_activation_store,
+)
 
 
 class _LocalDirectoryDataset(AbstractVersionedDataset):
     """A versioned dataset stored as a directory on the local filesystem."""
 
     def __init__(self, *, filepath: str, version: Version | None = None, metadata: dict[str, Any] | None = None):
-        super().__init__(filepath=PurePosixPath(filepath), version=version)
+        super().__init__(filepath=PurePosixPath(filepath), version=version, exists_function=self._is_complete)
         self.metadata = metadata
+
+    @staticmethod
+    def _is_complete(path: str) -> bool:
+        """Whether the directory at ``path`` holds a complete output (overridden per format)."""
+        return os.path.isdir(path)
 
     def _describe(self) -> dict[str, Any]:
         return {"filepath": str(self._filepath), "version": self._version}
 
     def _exists(self) -> bool:
         try:
-            return Path(self._get_load_path()).exists()
+            return self._is_complete(str(self._get_load_path()))
         except DatasetError:
             return False
 
@@ -35,17 +53,39 @@ class _LocalDirectoryDataset(AbstractVersionedDataset):
 class ActivationStoreDataset(_LocalDirectoryDataset):
     """Saves an :class:`ActivationStream` shard by shard; loads an :class:`ActivationStore`."""
 
+    @staticmethod
+    def _is_complete(path: str) -> bool:
+        return is_complete_store(path)
+
     def load(self) -> ActivationStore:
         return ActivationStore(Path(self._get_load_path()))
 
     def save(self, data: ActivationStream) -> None:
         if not isinstance(data, ActivationStream):
             raise DatasetError(f"ActivationStoreDataset saves an ActivationStream, got {type(data).__name__}")
-        write_activation_store(Path(self._get_save_path()), data.batches, data.model)
+        path = Path(self._get_save_path())
+        check_free_space(path, data.estimated_bytes, f"the activation store of {data.model!r} ({path})")
+        write_activation_store(path, data.batches, data.model, dtype=data.dtype, n_layers=data.n_layers,
+                               layers=data.layers)
+
+    def preview(self) -> dict[str, Any]:
+        """For kedro-viz: the latest store's model, layers, width, dtype and shard count."""
+        store = self.load()
+        return {"model": store.model, "layers (0 = embeddings)": store.layers, "d_model": store.d_model,
+                "dtype": store.dtype, "n_sequences": store.meta.get("n_sequences"),
+                "n_tokens": store.meta.get("n_tokens"),
+                "n_ctx": store.meta.get("n_ctx"), "shards": store.n_shards, "path": str(store.path)}
+
+
+TOKENIZER_MARKER = "tokenizer_config.json"
 
 
 class HFTokenizerDataset(_LocalDirectoryDataset):
     """A Hugging Face fast tokenizer saved with ``save_pretrained`` (tokenizer.json + configs)."""
+
+    @staticmethod
+    def _is_complete(path: str) -> bool:
+        return os.path.isfile(os.path.join(path, TOKENIZER_MARKER))
 
     def load(self):
         from transformers import PreTrainedTokenizerFast
@@ -56,4 +96,20 @@ class HFTokenizerDataset(_LocalDirectoryDataset):
         path = Path(self._get_save_path())
         if path.exists():
             raise DatasetError(f"tokenizer directory {path} already exists; refusing to overwrite it")
-        data.save_pretrained(str(path))
+        staging = partial_path(path)
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            data.save_pretrained(str(staging))
+            if not self._is_complete(str(staging)):
+                raise DatasetError(f"save_pretrained wrote no {TOKENIZER_MARKER} in {staging}")
+            staging.rename(path)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def preview(self) -> dict[str, Any]:
+        """For kedro-viz: vocabulary size, special tokens and a few tokens."""
+        tokenizer = self.load()
+        vocabulary = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+        return {"vocab_size": len(tokenizer), "special_tokens": tokenizer.all_special_tokens,
+                "first_tokens": [token for token, _ in vocabulary[:20]]}

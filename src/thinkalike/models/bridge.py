@@ -23,6 +23,7 @@ imported lazily (set ``HF_HUB_OFFLINE=1`` first on air-gapped machines).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -153,6 +154,24 @@ def build_bridge_module(bridge_config: Mapping[str, Any]) -> torch.nn.Module:
     tl_cfg = TransformerBridgeConfig(device="cpu", dtype=torch.float32, model_name="thinkalike-native", **cfg)
     module = TransformerBridge.boot_native(tl_cfg, device="cpu", model_name="thinkalike-native")
     module.train()
+    return quiet_device_moves(module)
+
+
+def _to_quietly(module: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
+    kwargs.setdefault("print_details", False)
+    return type(module).to(module, *args, **kwargs)
+
+
+def quiet_device_moves(module: torch.nn.Module) -> torch.nn.Module:
+    """Silences "Moving model to device: …" on this TransformerBridge's ``to``/``cpu``/``cuda``.
+
+    ``TransformerBridge.to`` prints that line (``print``, not logging) on every device move
+    unless called with ``print_details=False``, TransformerLens's own switch. Generic code (the
+    trainer, the model loaders) moves modules with a plain ``.to(device)``, which cannot pass a
+    TransformerLens-only keyword, so this instance's ``to`` passes it by default; an explicit
+    ``print_details=True`` still prints. Returns ``module``.
+    """
+    module.to = functools.partial(_to_quietly, module)
     return module
 
 
@@ -357,26 +376,17 @@ def _architecture_matches(requested: str, resolved: str, hf_config) -> bool:
     return req in names
 
 
-def load_bridge_handle(architecture: str, weights_path: str | None, tokenizer, name: str) -> BridgeHandle:
-    """Handle for the ``tl:<architecture>`` source: a TransformerBridge over a local HF checkpoint.
+def resolve_bridge_checkpoint(architecture: str, weights_path: str | None) -> tuple[Path, str]:
+    """The local checkpoint directory of a ``tl:`` source and the TransformerLens architecture it holds.
 
-    ``architecture`` is a TransformerLens-supported HF architecture (``GPT2LMHeadModel``), a model
-    type (``gpt2``) or a hub id (``EleutherAI/pythia-70m``). The weights come from ``weights_path``
-    (a local HF directory) or, without it, from the local HF cache for a hub id; nothing is
-    downloaded. The HF model is loaded here (eager attention, float32, eval mode) and handed to
-    ``TransformerBridge.boot_transformers(..., hf_model=...)``: raw HF weights, no LayerNorm folding,
-    so residual streams equal HF's ``hidden_states[:-1]`` and the last one is pre-final-norm.
-    ``tokenizer`` is stored on the handle (and never handed to TransformerLens, which would
-    mutate or re-load it); ``None`` keeps the tokenizer TL finds in the checkpoint directory.
-    Raises :class:`ModelSourceError` naming the architecture when this cannot be done offline.
+    Reads only ``config.json`` (cheap: used to validate a run's configuration before any
+    weights are loaded). Raises :class:`ModelSourceError` naming ``architecture`` when it is not
+    available offline, not supported by TransformerLens, or not what the checkpoint holds.
     """
     supported = _supported_architectures()
     path = _local_checkpoint_dir(architecture, weights_path)
     from transformer_lens.model_bridge.sources._hf_format import (
         determine_architecture_from_hf_config,
-    )
-    from transformer_lens.model_bridge.sources.transformers.helpers import (
-        get_hf_model_class_for_architecture,
     )
     from transformers import AutoConfig
 
@@ -393,6 +403,27 @@ def load_bridge_handle(architecture: str, weights_path: str | None, tokenizer, n
     if _is_architecture_name(architecture, supported) and not _architecture_matches(architecture, resolved, hf_config):
         raise ModelSourceError(f"tl:{architecture}: the checkpoint in {str(path)!r} is a {resolved} "
                                f"(model_type {hf_config.model_type!r}), not a {architecture}")
+    return path, resolved
+
+
+def load_bridge_handle(architecture: str, weights_path: str | None, tokenizer, name: str) -> BridgeHandle:
+    """Handle for the ``tl:<architecture>`` source: a TransformerBridge over a local HF checkpoint.
+
+    ``architecture`` is a TransformerLens-supported HF architecture (``GPT2LMHeadModel``), a model
+    type (``gpt2``) or a hub id (``EleutherAI/pythia-70m``). The weights come from ``weights_path``
+    (a local HF directory) or, without it, from the local HF cache for a hub id; nothing is
+    downloaded. The HF model is loaded here (eager attention, float32, eval mode) and handed to
+    ``TransformerBridge.boot_transformers(..., hf_model=...)``: raw HF weights, no LayerNorm folding,
+    so residual streams equal HF's ``hidden_states[:-1]`` and the last one is pre-final-norm.
+    ``tokenizer`` is stored on the handle (and never handed to TransformerLens, which would
+    mutate or re-load it); ``None`` keeps the tokenizer TL finds in the checkpoint directory.
+    Raises :class:`ModelSourceError` naming the architecture when this cannot be done offline.
+    """
+    path, resolved = resolve_bridge_checkpoint(architecture, weights_path)
+    from transformer_lens.model_bridge.sources.transformers.helpers import (
+        get_hf_model_class_for_architecture,
+    )
+
     model_class = get_hf_model_class_for_architecture(resolved)
     try:
         hf_model = model_class.from_pretrained(str(path), local_files_only=True, attn_implementation="eager",
@@ -404,6 +435,7 @@ def load_bridge_handle(architecture: str, weights_path: str | None, tokenizer, n
     try:
         module = TransformerBridge.boot_transformers(str(path), hf_model=hf_model, device="cpu",
                                                      dtype=torch.float32)
+        quiet_device_moves(module)
     except Exception as err:  # noqa: BLE001
         raise ModelSourceError(f"tl:{architecture}: TransformerBridge cannot wrap {resolved}: {err}") from err
     module.eval()

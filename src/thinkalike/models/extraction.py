@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -76,11 +76,29 @@ def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, b
 
 
 def iter_activation_batches(handle: ModelHandle, input_ids, attention_mask, batch_size: int = 32,
-                            dtype: torch.dtype = torch.float32, progress: bool = True) -> Iterator[ActivationBatch]:
-    """:func:`iter_residual_batches` as :class:`ActivationBatch` es (residuals with their attention mask),
-    ready for :func:`thinkalike.models.activation_store.write_activation_store`."""
+                            dtype: torch.dtype = torch.float32, progress: bool = True,
+                            layers: Sequence[int] | None = None) -> Iterator[ActivationBatch]:
+    """:func:`iter_residual_batches` as :class:`ActivationBatch` es (real tokens only, with their attention
+    mask), ready for :func:`thinkalike.models.activation_store.write_activation_store`.
+
+    ``layers``: keep only these residual streams (0 = embeddings … ``handle.n_layers``); all by default.
+    """
     mask = np.asarray(attention_mask)
+    keep = check_layers(layers, handle.n_layers, handle.name)
     for batch in iter_residual_batches(handle, input_ids, mask, batch_size, dtype=dtype, progress=progress):
         start = int(batch["sequence_start"])
         residual = batch["residual"]
-        yield ActivationBatch(residual, mask[start:start + residual.shape[1]], start)
+        if keep is not None:
+            residual = residual[keep]
+        yield ActivationBatch.from_padded(residual, mask[start:start + residual.shape[1]], start)
+
+
+def check_layers(layers: Sequence[int] | None, n_layers: int, model: str) -> list[int] | None:
+    """``layers`` as a sorted list of distinct residual-stream indices in ``0 … n_layers``; ``None`` for all."""
+    if layers is None:
+        return None
+    chosen = sorted({int(layer) for layer in layers})
+    if not chosen or chosen[0] < 0 or chosen[-1] > n_layers:
+        raise ValueError(f"activations.layers: {list(layers)} is not a non-empty subset of 0 … {n_layers} "
+                         f"(the residual streams of {model!r}; 0 = embeddings)")
+    return chosen

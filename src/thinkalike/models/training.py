@@ -9,19 +9,28 @@ cross-entropy at the selected positions only.
 Optimiser: AdamW with linear warm-up then cosine decay to 10 % of the peak rate.
 Everything is seeded from ``seed`` (initialisation, batch order, masking), so the same
 configuration gives the same weights on the same device.
+
+Progress: one tqdm bar per model on stderr, showing the step, the current training loss and
+the latest held-out loss; it refreshes every 0.5 s on a terminal and every
+30 s otherwise (logs), and stays as one line when training ends. It is named by the trainer's
+``description``, else by the enclosing :func:`progress_label` (the zoo node names its model).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 LogitsFn = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -45,6 +54,34 @@ class TrainingConfig:
             raise ValueError(f"training needs steps >= 1 and batch_size >= 1, got {self.steps}, {self.batch_size}")
         if not 0 <= self.warmup_steps < self.steps:
             raise ValueError(f"warmup_steps must be in [0, steps), got {self.warmup_steps} with steps={self.steps}")
+        if self.eval_every < 1 or self.eval_batches < 1:
+            raise ValueError(f"eval_every and eval_batches must be >= 1, got {self.eval_every}, {self.eval_batches}")
+        if self.learning_rate <= 0 or self.weight_decay < 0:
+            raise ValueError(f"learning_rate must be > 0 and weight_decay >= 0, got {self.learning_rate}, "
+                             f"{self.weight_decay}")
+        if not 0 < self.mask_probability < 1:
+            raise ValueError(f"mask_probability must be in (0, 1), got {self.mask_probability}")
+
+
+_PROGRESS_LABEL: ContextVar[str] = ContextVar("thinkalike_training_label", default="training")
+_BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar:20}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]"
+
+
+@contextmanager
+def progress_label(label: str) -> Iterator[None]:
+    """Names the progress bars of trainers built without a ``description`` inside the block."""
+    token = _PROGRESS_LABEL.set(label)
+    try:
+        yield
+    finally:
+        _PROGRESS_LABEL.reset(token)
+
+
+def progress_bar(total: int, description: str, enabled: bool = True) -> tqdm:
+    """A short one-line bar on stderr (0.5 s refresh on a terminal, 30 s in logs)."""
+    interactive = sys.stderr.isatty()
+    return tqdm(total=total, desc=description, unit="step", leave=True, disable=not enabled, file=sys.stderr,
+                mininterval=0.5 if interactive else 30.0, bar_format=_BAR_FORMAT, dynamic_ncols=interactive)
 
 
 @dataclass(frozen=True)
@@ -96,10 +133,12 @@ class LanguageModelTrainer:
     """Trains ``module`` (through ``logits_fn``) on packed token sequences.
 
     ``objective`` is ``"causal"`` or ``"masked"``; the masked objective needs ``masking``.
+    ``progress`` shows a progress bar named ``description`` (module docstring).
     """
 
     def __init__(self, module: torch.nn.Module, logits_fn: LogitsFn, objective: str, config: TrainingConfig,
-                 masking: MaskingTokens | None = None, device: torch.device | None = None) -> None:
+                 masking: MaskingTokens | None = None, device: torch.device | None = None, *,
+                 progress: bool = True, description: str | None = None) -> None:
         if objective not in ("causal", "masked"):
             raise ValueError(f"objective must be 'causal' or 'masked', got {objective!r}")
         if objective == "masked" and masking is None:
@@ -110,6 +149,8 @@ class LanguageModelTrainer:
         self.config = config
         self.masking = masking
         self.device = device or torch.device("cpu")
+        self.progress = progress
+        self.description = description if description is not None else _PROGRESS_LABEL.get()
 
     def _loss(self, batch: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         attention_mask = torch.ones_like(batch)
@@ -147,22 +188,27 @@ class LanguageModelTrainer:
                                       weight_decay=config.weight_decay)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: learning_rate_factor(step, config))
         rows, started, running = [], time.perf_counter(), []
-        for step in range(config.steps):
-            rows_idx = order_rng.integers(0, len(data), size=config.batch_size)
-            batch = data[rows_idx].to(self.device)
-            loss = self._loss(batch, generator)
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.module.parameters(), 1.0)
-            optimiser.step()
-            schedule.step()
-            running.append(float(loss.detach()))
-            if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
-                heldout = self.evaluate(heldout_sequences)
-                rows.append({"step": step + 1, "train_loss": float(np.mean(running)), "heldout_loss": heldout,
-                             "seconds": time.perf_counter() - started})
-                if on_eval is not None:
-                    on_eval(step + 1, rows[-1]["train_loss"], heldout)
-                running = []
+        with progress_bar(config.steps, self.description, self.progress) as bar:
+            for step in range(config.steps):
+                rows_idx = order_rng.integers(0, len(data), size=config.batch_size)
+                batch = data[rows_idx].to(self.device)
+                loss = self._loss(batch, generator)
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.module.parameters(), 1.0)
+                optimiser.step()
+                schedule.step()
+                current = float(loss.detach())
+                running.append(current)
+                if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
+                    heldout = self.evaluate(heldout_sequences)
+                    rows.append({"step": step + 1, "train_loss": float(np.mean(running)), "heldout_loss": heldout,
+                                 "seconds": time.perf_counter() - started})
+                    if on_eval is not None:
+                        on_eval(step + 1, rows[-1]["train_loss"], heldout)
+                    running = []
+                held = f", held-out {rows[-1]['heldout_loss']:.3f}" if rows else ""
+                bar.set_postfix_str(f"loss {current:.3f}{held}", refresh=False)
+                bar.update(1)
         self.module.eval()
         return pd.DataFrame(rows)

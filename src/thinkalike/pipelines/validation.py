@@ -1,24 +1,68 @@
-"""Checks of the run's configuration made before any node runs (cheap: no weights are loaded)."""
+"""Checks of the run's whole configuration, made before any node runs (cheap: no weights are loaded).
+
+Every section is validated from its schema (:mod:`thinkalike.pipelines.schema`) whether or not
+its pipeline is in the run, so a bad setting never surfaces after earlier models trained.
+Errors are :class:`~thinkalike.pipelines.schema.ParameterError` s naming the full key.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from thinkalike.language.natural_text import read_natural_text
-from thinkalike.models.sources import check_model_spec
+from thinkalike.models.bridge import resolve_bridge_checkpoint
+from thinkalike.models.sources import check_model_spec, parse_model_spec, spec_options
 from thinkalike.pipelines.activations.pipeline import configured_models
+from thinkalike.pipelines.cka.pairs import configured_pairs
+from thinkalike.pipelines.schema import (
+    ParameterError,
+    check_device,
+    validate_activations,
+    validate_corpus,
+    validate_dataclass,
+    validate_zoo,
+)
 from thinkalike.reports.cka import CKASettings
+
+CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device"})
 
 
 def validate_parameters(parameters: dict[str, Any]) -> None:
-    """Raises a clear error for an unknown model spec, a missing path or an unreadable natural-text file."""
+    """Raises a :class:`ParameterError` (or ``FileNotFoundError`` for a missing file) for any bad setting."""
+    corpus = validate_corpus(parameters.get("corpus"))
+    validate_zoo(parameters.get("zoo"), corpus)
+    validate_activations(parameters.get("activations"))
     zoo_names = list((parameters.get("zoo") or {}).get("models") or {})
-    for name, spec in configured_models(parameters).items():
-        if not isinstance(spec, str):
-            raise ValueError(f"activations.models.{name}: a model spec must be a string like 'hf:<dir>', got {spec!r}")
-        check_model_spec(spec, zoo_names=zoo_names)
+    models = configured_models(parameters)
+    for name, spec in models.items():
+        try:
+            check_model_spec(spec, zoo_names=zoo_names)
+            if parse_model_spec(spec)[0] == "tl":
+                weights = spec_options(spec).get("weights")
+                resolve_bridge_checkpoint(parse_model_spec(spec)[1], os.path.expanduser(weights) if weights else None)
+        except ValueError as error:
+            raise ParameterError(f"activations.models.{name}: {error}") from None
     if parameters.get("cka"):
-        CKASettings.from_parameters(parameters["cka"])
-    natural = (parameters.get("corpus") or {}).get("natural_text") or {}
-    if natural.get("path"):
-        read_natural_text(natural["path"], natural.get("mode", "lines"))
+        _validate_cka(parameters["cka"], models)
+    if corpus.natural_text.path:
+        read_natural_text(corpus.natural_text.path, corpus.natural_text.mode)
+
+
+def _validate_cka(cka: Any, models: dict[str, str]) -> None:
+    validate_dataclass(CKASettings, cka, "cka", ignore=CKA_STRUCTURE_KEYS)
+    if cka.get("device") is not None:
+        try:
+            check_device(cka["device"])
+        except ValueError as error:
+            raise ParameterError(f"cka.device: {error}") from None
+    try:
+        configured_pairs(cka.get("pairs") or {}, models)
+    except ValueError as error:
+        raise ParameterError(f"cka.pairs: {error}") from None
+    groups = cka.get("groups") or {}
+    if not isinstance(groups, dict):
+        raise ParameterError(f"cka.groups: must map model names to group labels, got {groups!r}")
+    unknown = sorted(set(groups) - set(models))
+    if unknown:
+        raise ParameterError(f"cka.groups: unknown model(s) {unknown}; known: {sorted(models)}")

@@ -10,20 +10,32 @@ import numpy as np
 import pandas as pd
 import torch
 
-from thinkalike.language.packing import pack_evaluation_sequences
-from thinkalike.models.activation_store import ActivationBatch, ActivationStream
-from thinkalike.models.extraction import iter_activation_batches
+from thinkalike.language.packing import check_packable, pack_evaluation_sequences
+from thinkalike.models.activation_store import ActivationBatch, ActivationStream, store_size_bytes
+from thinkalike.models.extraction import check_layers, iter_activation_batches
 from thinkalike.models.handle import ModelHandle, ModelSourceError, default_device
 from thinkalike.models.sources import load_model
 
-DTYPES = {"float32": torch.float32, "float16": torch.float16}
+COMPUTE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-def activation_dtype(activations: dict[str, Any]) -> torch.dtype:
+def compute_dtype(activations: dict[str, Any]) -> torch.dtype:
+    """The dtype models run in (``activations.dtype``; validated before the run)."""
     name = activations.get("dtype", "float32")
-    if name not in DTYPES:
-        raise ValueError(f"activations.dtype must be one of {sorted(DTYPES)}, got {name!r}")
-    return DTYPES[name]
+    if name not in COMPUTE_DTYPES:
+        raise ValueError(f"activations.dtype must be one of {sorted(COMPUTE_DTYPES)}, got {name!r}")
+    return COMPUTE_DTYPES[name]
+
+
+def output_dtype(activations: dict[str, Any]) -> torch.dtype:
+    """The dtype extraction hands to the store: the compute dtype; bfloat16 (numpy has none) exactly as float32."""
+    dtype = compute_dtype(activations)
+    return torch.float32 if dtype == torch.bfloat16 else dtype
+
+
+def store_dtype(activations: dict[str, Any]) -> str:
+    """``activations.store_dtype``, or the compute dtype when it is null."""
+    return activations.get("store_dtype") or activations.get("dtype", "float32")
 
 
 @dataclass(frozen=True)
@@ -34,33 +46,51 @@ class ResidualBatches:
     sequences: dict[str, np.ndarray]
     batch_size: int
     dtype: torch.dtype
+    layers: list[int] | None = None
 
     def __iter__(self) -> Iterator[ActivationBatch]:
         return iter_activation_batches(self.handle, self.sequences["input_ids"], self.sequences["attention_mask"],
-                                       self.batch_size, dtype=self.dtype, progress=True)
+                                       self.batch_size, dtype=self.dtype, progress=True, layers=self.layers)
+
+
+def activation_stream(handle: ModelHandle, sequences: dict[str, np.ndarray], activations: dict[str, Any],
+                      model_name: str) -> ActivationStream:
+    """The lazy extraction of ``handle`` on ``sequences`` with its store settings and size estimate."""
+    layers = check_layers(activations.get("layers"), handle.n_layers, model_name)
+    n_stored = len(layers) if layers is not None else handle.n_layers + 1
+    dtype = store_dtype(activations)
+    size = store_size_bytes(int(np.asarray(sequences["attention_mask"]).sum()), n_stored, handle.d_model, dtype)
+    batches = ResidualBatches(handle, sequences, int(activations["batch_size"]), output_dtype(activations), layers)
+    return ActivationStream(model_name, batches, dtype=dtype, n_layers=handle.n_layers, layers=layers,
+                            estimated_bytes=size)
+
 
 def extract_zoo_activations(evaluation_sequences: dict[str, np.ndarray], evaluation_index: pd.DataFrame, tokenizer,
                             weights: dict[str, torch.Tensor], config: dict[str, Any], activations: dict[str, Any],
                             *, model_name: str) -> tuple[ActivationStream, pd.DataFrame]:
     """Residual streams of a zoo model on the evaluation sequences (corpus tokenizer)."""
     handle = load_model(f"zoo:{config['name']}", name=model_name, zoo_artifacts={config["name"]: (config, weights)},
-                        tokenizer=tokenizer, device=default_device(activations.get("device")))
-    batches = ResidualBatches(handle, evaluation_sequences, int(activations["batch_size"]),
-                              activation_dtype(activations))
-    return ActivationStream(model_name, batches), evaluation_index
+                        tokenizer=tokenizer, device=default_device(activations.get("device")),
+                        dtype=compute_dtype(activations))
+    return activation_stream(handle, evaluation_sequences, activations, model_name), evaluation_index
 
 
 def extract_external_activations(evaluation_texts: pd.DataFrame, activations: dict[str, Any], *, model_name: str,
                                  spec: str, n_ctx: int) -> tuple[ActivationStream, pd.DataFrame]:
     """Residual streams of a hub / local / GGUF / TransformerLens model, with its own tokenizer.
 
-    The evaluation texts are packed with the model's tokenizer; the index table maps each token
-    to its sentence and word so methods can compare models whose tokenizers differ.
+    The evaluation texts are packed with the model's tokenizer and its own special-token
+    convention into rows of ``n_ctx`` (``activations.n_ctx``, else ``corpus.n_ctx``) tokens;
+    longer texts are split at words (counted in the log). The index table maps each token to its
+    sentence and word so methods can compare models whose tokenizers differ. The model is loaded
+    for the ``residual_streams`` view: a checkpoint without LM head (a sentence encoder) is
+    fine, one lacking embedding or block weights raises ``MissingWeightsError`` naming them.
     """
-    handle = load_model(spec, name=model_name, device=default_device(activations.get("device")))
+    handle = load_model(spec, name=model_name, device=default_device(activations.get("device")),
+                        dtype=compute_dtype(activations), view="residual_streams")
     if handle.tokenizer is None:
         raise ModelSourceError(f"model spec {spec!r} ({model_name}) came without a tokenizer: put its tokenizer "
                                "files beside the weights")
+    check_packable(handle.tokenizer, n_ctx, what=f"activations.models.{model_name} ({spec})")
     sequences, index = pack_evaluation_sequences(evaluation_texts, handle.tokenizer, n_ctx)
-    batches = ResidualBatches(handle, sequences, int(activations["batch_size"]), activation_dtype(activations))
-    return ActivationStream(model_name, batches), index
+    return activation_stream(handle, sequences, activations, model_name), index

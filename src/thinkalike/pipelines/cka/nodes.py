@@ -9,6 +9,7 @@ import pandas as pd
 from thinkalike.measures.distances import group_distance_table, layer_cka_curves
 from thinkalike.models.activation_store import ActivationStore
 from thinkalike.reports.cka import (
+    CKA_RANGES,
     CKASettings,
     cka_long_table,
     cka_matrix_from_table,
@@ -18,32 +19,43 @@ from thinkalike.reports.cka import (
     group_curves_figure,
     heatmap_figure,
     heatmap_plotly,
-    pair_summary,
 )
+
+GROUP_DISTANCE_COLUMNS = ["group_a", "group_b", "kind", "mean", "std", "n", "n_finite"]
+CURVE_COLUMNS = ["group_a", "group_b", "relative_depth", "mean", "ci_low", "ci_high", "n"]
 
 
 def compare_pair(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame,
                  cka: dict[str, Any], *, model_a: str, model_b: str):
-    """CKA of every layer pair of two models: long table, heatmaps and MLflow metrics."""
+    """CKA of every layer pair of two models: long table and heatmaps (MLflow metrics come from the table)."""
     settings = CKASettings.from_parameters(cka)
     result = compute_cka(store_a, index_a, store_b, index_b, settings, model_a=model_a, model_b=model_b,
                          device=cka.get("device"))
     table = cka_long_table(result, settings)
-    metrics = {key: {"value": value, "step": 0} for key, value in pair_summary(table).items()}
-    return table, heatmap_figure(table), heatmap_plotly(table), metrics
+    return table, heatmap_figure(table), heatmap_plotly(table)
 
 
 def summarise_cka(cka: dict[str, Any], *tables: pd.DataFrame):
-    """Distances of every compared pair (table and figure); within/between-group distances and CKA curves."""
-    distances = distance_table(tables)
+    """Distances of every compared pair (table and figure); within/between-group distances and CKA curves.
+
+    Means are reported with their counts (``n_finite_layers`` of ``n_matched_layers`` per pair,
+    ``n_finite`` of ``n`` pairs per group); ``cka.skip_constant_layers`` decides whether NaN
+    layers/pairs make a mean NaN or are left out. Curve intervals are clipped to the
+    estimator's CKA range.
+    """
+    settings = CKASettings.from_parameters(cka)
+    skip = settings.skip_constant_layers
+    distances = distance_table(tables, skip)
     groups = {str(model): str(group) for model, group in (cka.get("groups") or {}).items()}
     labelled = distances[distances["model_a"].isin(groups) & distances["model_b"].isin(groups)
                          & (distances["model_a"] != distances["model_b"])]
-    group_distances = (group_distance_table(labelled.rename(columns={"arccos_distance": "distance"}), groups)
-                       if len(labelled) else pd.DataFrame(columns=["group_a", "group_b", "kind", "mean", "std", "n"]))
+    group_distances = (group_distance_table(labelled.rename(columns={"arccos_distance": "distance"}), groups,
+                                            skip_undefined=skip)
+                       if len(labelled) else pd.DataFrame(columns=GROUP_DISTANCE_COLUMNS))
     matrices = {(t["model_a"].iloc[0], t["model_b"].iloc[0]): cka_matrix_from_table(t) for t in tables
                 if t["model_a"].iloc[0] in groups and t["model_b"].iloc[0] in groups}
-    curves = (layer_cka_curves(matrices, groups, confidence=float(cka.get("confidence", 0.95)), n_points=5)
-              if any(a != b for a, b in matrices) else
-              pd.DataFrame(columns=["group_a", "group_b", "relative_depth", "mean", "ci_low", "ci_high", "n"]))
-    return distances, distance_matrix_figure(distances), group_distances, curves, group_curves_figure(curves)
+    value_range = CKA_RANGES[settings.estimator]
+    curves = (layer_cka_curves(matrices, groups, confidence=settings.confidence, n_points=5, value_range=value_range)
+              if any(a != b for a, b in matrices) else pd.DataFrame(columns=CURVE_COLUMNS))
+    return (distances, distance_matrix_figure(distances), group_distances, curves,
+            group_curves_figure(curves, value_range))

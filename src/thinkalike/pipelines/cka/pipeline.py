@@ -15,7 +15,7 @@ from thinkalike.pipelines.cka import nodes
 from thinkalike.pipelines.cka.pairs import configured_pairs, pair_namespace
 from thinkalike.pipelines.parameters import project_parameters, section
 
-PAIR_OUTPUTS = ["cka_table", "cka_heatmap", "cka_heatmap_plotly", "cka_metrics"]
+PAIR_OUTPUTS = ["cka_table", "cka_heatmap", "cka_heatmap_plotly"]
 
 
 def pair_pipeline(model_a: str, model_b: str) -> Pipeline:

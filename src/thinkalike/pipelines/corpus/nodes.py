@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,8 @@ from thinkalike.language.packing import (
 from thinkalike.language.tokenizer import train_tokenizer
 
 NATURAL_TEXT_USES = ("join", "replace")
+
+logger = logging.getLogger(__name__)
 
 
 def generate_corpus(corpus: dict[str, Any]) -> pd.DataFrame:
@@ -36,20 +39,27 @@ def build_evaluation_texts(heldout_sentences: pd.DataFrame, corpus: dict[str, An
 
     ``corpus.natural_text``: ``path`` (null = grammar only), ``mode`` (``lines`` | ``plain``),
     ``use`` (``join`` adds the documents to the grammar sentences, ``replace`` uses them alone).
+    ``corpus.n_evaluation_sentences`` limits each source: the first that many held-out
+    sentences, and the first that many natural-text documents (a cut is logged).
     """
     natural = corpus.get("natural_text") or {}
-    grammar = heldout_sentences.head(int(corpus.get("n_evaluation_sentences", len(heldout_sentences))))
+    limit = int(corpus.get("n_evaluation_sentences", len(heldout_sentences)))
+    grammar = heldout_sentences.head(limit)
     path = natural.get("path")
     if not path:
         return grammar.reset_index(drop=True)
     use = natural.get("use", "join")
     if use not in NATURAL_TEXT_USES:
         raise ValueError(f"corpus.natural_text.use must be one of {NATURAL_TEXT_USES}, got {use!r}")
-    documents = natural_text_table(read_natural_text(path, natural.get("mode", "lines")),
-                                   first_id=int(heldout_sentences["sentence_id"].max()) + 1)
+    documents = read_natural_text(path, natural.get("mode", "lines"))
+    if len(documents) > limit:
+        logger.info("natural text %s: using the first %d of its %d documents (corpus.n_evaluation_sentences)",
+                    path, limit, len(documents))
+        documents = documents[:limit]
+    table = natural_text_table(documents, first_id=int(heldout_sentences["sentence_id"].max()) + 1)
     if use == "replace":
-        return documents
-    return pd.concat([grammar, documents], ignore_index=True)
+        return table
+    return pd.concat([grammar, table], ignore_index=True)
 
 
 def fit_tokenizer(train_sentences: pd.DataFrame, corpus: dict[str, Any]):
@@ -67,22 +77,31 @@ def pack_language_model_data(train_sentences: pd.DataFrame, heldout_sentences: p
 
 def pack_evaluation_data(evaluation_texts: pd.DataFrame, tokenizer,
                          corpus: dict[str, Any]) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
-    """Whole-sentence evaluation sequences with their token index table."""
+    """Evaluation sequences of the zoo models (corpus tokenizer, ``corpus.n_ctx``) with their token index table.
+
+    Only in the pipeline when a zoo model's activations are extracted; texts longer than a row
+    are split at words (counted in the log).
+    """
     return pack_evaluation_sequences(evaluation_texts, tokenizer, int(corpus["n_ctx"]))
 
 
 def describe_corpus(sentences: pd.DataFrame, train_sequences: dict[str, np.ndarray],
-                    heldout_sequences: dict[str, np.ndarray], evaluation_index: pd.DataFrame,
-                    tokenizer) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Sizes and the unigram-entropy baseline (nats/token) that zoo models must beat."""
+                    heldout_sequences: dict[str, np.ndarray], tokenizer, evaluation_texts: pd.DataFrame,
+                    evaluation_index: pd.DataFrame | None = None) -> dict[str, Any]:
+    """Sizes and the unigram-entropy baseline (nats/token) that zoo models must beat.
+
+    ``n_evaluation_tokens`` (corpus tokenizer) is reported only when the zoo's evaluation data
+    is packed (``evaluation_index`` given).
+    """
     baseline = unigram_entropy_nats(train_sequences["input_ids"], heldout_sequences["input_ids"], len(tokenizer))
     statistics = {
         "n_sentences": int(len(sentences)),
         "vocab_size": int(len(tokenizer)),
         "n_train_sequences": int(len(train_sequences["input_ids"])),
         "n_heldout_sequences": int(len(heldout_sequences["input_ids"])),
-        "n_evaluation_tokens": int(len(evaluation_index)),
+        "n_evaluation_texts": int(len(evaluation_texts)),
         "unigram_entropy_nats": float(baseline),
     }
-    metrics = {key: {"value": float(value), "step": 0} for key, value in statistics.items()}
-    return statistics, metrics
+    if evaluation_index is not None:
+        statistics["n_evaluation_tokens"] = int(len(evaluation_index))
+    return statistics

@@ -1,12 +1,31 @@
-"""``corpus``: the offline language, its tokenizer and packed token sequences."""
+"""``corpus``: the offline language, its tokenizer and packed token sequences.
+
+The zoo's evaluation sequences (``evaluation_sequences``, ``evaluation_index``: the
+evaluation texts packed with the corpus tokenizer) are built only when some zoo model's
+activations are extracted (``activations.include_zoo`` with zoo models, or a ``zoo:`` spec in
+``activations.models``); other models pack ``evaluation_texts`` with their own tokenizers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
+from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.corpus import nodes
 
 
-def create_pipeline(**kwargs) -> Pipeline:
-    return Pipeline([
+def packs_for_zoo(parameters: dict[str, Any] | None = None) -> bool:
+    """Whether any model whose activations are extracted is a zoo model (uses the corpus tokenizer)."""
+    return any(spec.startswith("zoo:") for spec in configured_models(parameters).values()
+               if isinstance(spec, str))
+
+
+def create_pipeline(parameters: dict[str, Any] | None = None, **kwargs) -> Pipeline:
+    """The corpus nodes; the zoo's evaluation packing only when :func:`packs_for_zoo`."""
+    describe_inputs = ["sentences", "train_sequences", "heldout_sequences", "tokenizer", "evaluation_texts"]
+    nodes_ = [
         Node(nodes.generate_corpus, "params:corpus", "sentences", name="generate_corpus"),
         Node(nodes.split_corpus, ["sentences", "params:corpus"], ["train_sentences", "heldout_sentences"],
              name="split_corpus"),
@@ -15,8 +34,10 @@ def create_pipeline(**kwargs) -> Pipeline:
         Node(nodes.fit_tokenizer, ["train_sentences", "params:corpus"], "tokenizer", name="fit_tokenizer"),
         Node(nodes.pack_language_model_data, ["train_sentences", "heldout_sentences", "tokenizer", "params:corpus"],
              ["train_sequences", "heldout_sequences"], name="pack_language_model_data"),
-        Node(nodes.pack_evaluation_data, ["evaluation_texts", "tokenizer", "params:corpus"],
-             ["evaluation_sequences", "evaluation_index"], name="pack_evaluation_data"),
-        Node(nodes.describe_corpus, ["sentences", "train_sequences", "heldout_sequences", "evaluation_index",
-                                     "tokenizer"], ["corpus_statistics", "corpus_metrics"], name="describe_corpus"),
-    ])
+    ]
+    if packs_for_zoo(parameters):
+        nodes_.append(Node(nodes.pack_evaluation_data, ["evaluation_texts", "tokenizer", "params:corpus"],
+                           ["evaluation_sequences", "evaluation_index"], name="pack_evaluation_data"))
+        describe_inputs.append("evaluation_index")
+    nodes_.append(Node(nodes.describe_corpus, describe_inputs, "corpus_statistics", name="describe_corpus"))
+    return Pipeline(nodes_)

@@ -21,7 +21,7 @@ def model_pipeline(name: str) -> Pipeline:
     return Pipeline(
         [Node(bind(nodes.train_model, model_name=name),
               ["train_sequences", "heldout_sequences", "tokenizer", "params:model", "params:zoo", "params:corpus"],
-              ["model_weights", "model_config", "training_curve", "training_metrics"], name="train_model")],
+              ["model_weights", "model_config", "training_curve"], name="train_model")],
         namespace=name,
         inputs=SHARED_INPUTS,
         parameters={"params:model": f"params:zoo.models.{name}", "params:zoo": "params:zoo",

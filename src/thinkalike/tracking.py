@@ -1,0 +1,349 @@
+"""MLflow as a record of each run, never a single point of failure (no Kedro import).
+
+Policy (``conf/base/mlflow.yml``):
+
+* ``strict: false`` (default): the store is probed before the run in seconds (a SQLite file
+  must be a writable file in an existing directory; a tracking server must accept a TCP
+  connection within ``probe_timeout_s``). If it is unusable — or fails later — the run goes on
+  and saves every catalog output; one warning names the store and, at the end, what was not
+  logged.
+* ``strict: true``: the same probe, but an unusable store stops the run before any node.
+
+Relative ``sqlite:///`` paths are anchored at the project root, so ``kedro run`` from a
+sub-folder uses the same database. Creating the database and the experiment is serialised
+with a file lock (two runs started at once on a fresh project otherwise race in MLflow's
+schema migration). Each run is tagged with its host and process id; a run left RUNNING by a
+killed process on this host is marked FAILED when the next run starts.
+
+Written here rather than with kedro-mlflow because kedro-mlflow's metric datasets make every
+``--only-missing-outputs`` run retrain (their existence is the *new* run's), its store set-up
+retries for minutes without naming the store, and it cannot degrade to a warning.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import subprocess
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+logger = logging.getLogger(__name__)
+
+MAX_PARAM_LENGTH = 6000
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"  # the UI opens on the runs table, not GenAI traces
+HOST_TAG = "thinkalike.host"
+PID_TAG = "thinkalike.pid"
+ARTIFACT_FOLDER = "mlartifacts"
+
+
+class TrackingStoreError(RuntimeError):
+    """The MLflow store cannot be used; the message names it."""
+
+
+@dataclass(frozen=True)
+class TrackingSettings:
+    """The ``mlflow`` block of ``conf/<env>/mlflow.yml``."""
+
+    tracking_uri: str = "sqlite:///mlflow.db"
+    experiment: str = "thinkalike"
+    enabled: bool = True
+    strict: bool = False
+    probe_timeout_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tracking_uri, str) or not self.tracking_uri:
+            raise ValueError(f"mlflow.tracking_uri must be a non-empty string, got {self.tracking_uri!r}")
+        if not isinstance(self.experiment, str) or not self.experiment:
+            raise ValueError(f"mlflow.experiment must be a non-empty string, got {self.experiment!r}")
+        if not isinstance(self.probe_timeout_s, (int, float)) or self.probe_timeout_s <= 0:
+            raise ValueError(f"mlflow.probe_timeout_s must be a positive number, got {self.probe_timeout_s!r}")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | None) -> TrackingSettings:
+        """From the loaded ``mlflow`` config (``{"mlflow": {...}}`` or the block itself)."""
+        block = dict((config or {}).get("mlflow", config or {}))
+        unknown = sorted(set(block) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown key(s) {['mlflow.' + k for k in unknown]} in mlflow.yml; "
+                             f"known: {sorted(cls.__dataclass_fields__)}")
+        for key in ("enabled", "strict"):
+            if key in block and not isinstance(block[key], bool):
+                raise ValueError(f"mlflow.{key} must be true or false, got {block[key]!r}")
+        return cls(**block)
+
+
+def anchored_tracking_uri(uri: str, project_root: str | Path) -> str:
+    """``uri`` with a relative ``sqlite:///`` path made absolute against ``project_root``."""
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        relative = uri.removeprefix("sqlite:///")
+        if relative and relative != ":memory:":
+            return f"sqlite:///{(Path(project_root) / relative).resolve()}"
+    return uri
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI, else ``None``."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(uri.removeprefix("sqlite:///").split("?")[0])
+
+
+def probe_store(uri: str, timeout_s: float) -> None:
+    """Raises :class:`TrackingStoreError` naming ``uri`` when the store is unusable (seconds, no retries)."""
+    database = sqlite_path(uri)
+    if database is not None:
+        if database.is_dir():
+            raise TrackingStoreError(f"MLflow store {uri}: {database} is a directory, not a SQLite database file")
+        if not database.parent.is_dir():
+            raise TrackingStoreError(f"MLflow store {uri}: folder {database.parent} does not exist")
+        if database.exists() and not os.access(database, os.R_OK | os.W_OK):
+            raise TrackingStoreError(f"MLflow store {uri}: {database} is not readable and writable")
+        if not database.exists() and not os.access(database.parent, os.W_OK):
+            raise TrackingStoreError(f"MLflow store {uri}: cannot create {database} (folder not writable)")
+        _probe_sqlite(uri, database)
+        return
+    parsed = urlparse(uri)
+    if parsed.scheme in ("http", "https"):
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        try:
+            with socket.create_connection((parsed.hostname, port), timeout=timeout_s):
+                pass
+        except OSError as error:
+            raise TrackingStoreError(f"MLflow tracking server {uri} is unreachable ({error})") from error
+
+
+def _probe_sqlite(uri: str, database: Path) -> None:
+    """Opens an existing database and takes (then releases) its write lock."""
+    if not database.exists():
+        return
+    import sqlite3
+
+    try:
+        with sqlite3.connect(database, timeout=5) as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("ROLLBACK")
+    except sqlite3.Error as error:
+        raise TrackingStoreError(f"MLflow store {uri}: {database} is not a usable SQLite database ({error})") \
+            from error
+
+
+def flatten_parameters(parameters: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """``{"a": {"b": 1}}`` → ``{"a.b": "1"}``, values truncated to MLflow's parameter length."""
+    flat: dict[str, str] = {}
+    for key, value in parameters.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten_parameters(value, f"{name}."))
+        else:
+            flat[name] = str(value)[:MAX_PARAM_LENGTH]
+    return flat
+
+
+def runner_name(runner: Any) -> str:
+    """``SequentialRunner`` from a runner, its class, or its repr (``<kedro...SequentialRunner object at …>``)."""
+    if runner is None or runner == "None":
+        return "SequentialRunner"  # what a Kedro session runs when no runner is given
+    if isinstance(runner, str):
+        match = re.search(r"([A-Za-z_][A-Za-z0-9_]*)(?: object at 0x[0-9a-f]+)?>?$", runner.strip())
+        return match.group(1) if match else runner
+    return runner.__name__ if isinstance(runner, type) else type(runner).__name__
+
+
+def git_commit(root: str | Path) -> str:
+    """The commit checked out at ``root`` (``+dirty`` when tracked files changed), or ``unknown``."""
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{commit}+dirty" if dirty else commit
+
+
+def process_is_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class RunRecorder:
+    """One MLflow run of a ``kedro run``; after a store failure every call is a recorded no-op.
+
+    ``not_logged`` lists what could not be logged (reported once at :meth:`end`).
+    """
+
+    settings: TrackingSettings
+    project_root: Path
+    run_id: str | None = None
+    failure: str | None = None
+    not_logged: list[str] = field(default_factory=list)
+
+    @property
+    def tracking_uri(self) -> str:
+        return anchored_tracking_uri(self.settings.tracking_uri, self.project_root)
+
+    @property
+    def active(self) -> bool:
+        return self.run_id is not None and self.failure is None
+
+    def check(self) -> None:
+        """Probes the store: raises in strict mode, else warns once and disables logging."""
+        if not self.settings.enabled:
+            return
+        try:
+            probe_store(self.tracking_uri, self.settings.probe_timeout_s)
+        except TrackingStoreError as error:
+            self._fail(error, "the whole run")
+
+    def start(self, run_name: str, parameters: Mapping[str, Any], tags: Mapping[str, str]) -> None:
+        """Opens the run (experiment created if needed), marks stale runs failed, logs params and tags."""
+        if not self.settings.enabled or self.failure is not None:
+            return
+        with self._guard("the run itself"):
+            from mlflow.entities import Param
+
+            with self._creation_lock():  # creating the client creates (migrates) the database
+                client = self._client()
+                experiment_id = self._experiment_id(client)
+            self._fail_stale_runs(client, experiment_id)
+            all_tags = {**tags, HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+            run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
+            self.run_id = run.info.run_id
+            params = [Param(key, value) for key, value in flatten_parameters(parameters).items()]
+            for start in range(0, len(params), 100):
+                client.log_batch(self.run_id, params=params[start:start + 100])
+        if self.run_id is not None:
+            logger.info("MLflow run %s (%s) in %s", run_name, self.run_id, self.tracking_uri)
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int = 0, what: str = "metrics") -> None:
+        """Logs ``{name: value}`` at ``step``."""
+        self.log_metric_history({name: ([value], [step]) for name, value in metrics.items()}, what)
+
+    def log_metric_history(self, histories: Mapping[str, tuple[list[float], list[int]]], what: str) -> None:
+        """Logs each metric's values at their steps (e.g. a loss curve)."""
+        if histories:
+            self._when_active(what, lambda client: self._log_metric_batches(client, histories))
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None:
+        """A matplotlib figure as a PNG artifact."""
+        self._when_active(artifact_file, lambda client: client.log_figure(self.run_id, figure, artifact_file))
+
+    def log_table(self, table: Any, artifact_file: str) -> None:
+        """A pandas table as a CSV artifact."""
+        self._when_active(artifact_file,
+                          lambda client: client.log_text(self.run_id, table.to_csv(index=False), artifact_file))
+
+    def end(self, status: str) -> None:
+        """Closes the run with ``status`` (FINISHED / FAILED); warns once about anything not logged."""
+        if self.active:
+            with self._guard("the run's end"):
+                self._client().set_terminated(self.run_id, status)
+        if self.failure is not None and self.not_logged:
+            shown = ", ".join(self.not_logged[:8]) + (" …" if len(self.not_logged) > 8 else "")
+            logger.info("Not logged to MLflow (%d items): %s. Every catalog output was saved.",
+                        len(self.not_logged), shown)
+
+    # ------------------------------------------------------------------ internals
+    def _client(self):
+        from mlflow import MlflowClient
+
+        return MlflowClient(tracking_uri=self.tracking_uri)
+
+    def _experiment_id(self, client) -> str:
+        """The experiment's id, created (runs-table kind, local artifacts) or restored when needed."""
+        experiment = client.get_experiment_by_name(self.settings.experiment)
+        if experiment is None:
+            return client.create_experiment(self.settings.experiment, artifact_location=self._artifact_location(),
+                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+        if experiment.lifecycle_stage == "deleted":
+            client.restore_experiment(experiment.experiment_id)
+        if experiment.tags.get(EXPERIMENT_KIND_TAG) is None:
+            client.set_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+        return experiment.experiment_id
+
+    def _artifact_location(self) -> str | None:
+        """``<project root>/mlartifacts`` beside a local SQLite store; the server's default otherwise."""
+        if sqlite_path(self.tracking_uri) is None:
+            return None
+        return (Path(self.project_root).resolve() / ARTIFACT_FOLDER).as_uri()
+
+    @contextmanager
+    def _creation_lock(self) -> Iterator[None]:
+        database = sqlite_path(self.tracking_uri)
+        if database is None:
+            yield
+            return
+        from filelock import FileLock
+
+        with FileLock(str(database) + ".lock", timeout=120):
+            yield
+
+    def _fail_stale_runs(self, client, experiment_id: str) -> None:
+        host = socket.gethostname()
+        for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'",
+                                      max_results=1000):
+            tags = run.data.tags
+            if tags.get(HOST_TAG) == host and tags.get(PID_TAG, "").isdigit() \
+                    and not process_is_alive(int(tags[PID_TAG])):
+                client.set_terminated(run.info.run_id, "FAILED")
+                logger.warning("MLflow run %s was left RUNNING by a process that no longer exists; "
+                               "marked FAILED", run.info.run_id)
+
+    def _fail(self, error: BaseException, what: str) -> None:
+        if self.settings.strict:
+            raise TrackingStoreError(f"{error} (mlflow.strict is true, so the run stops; set it to false to "
+                                     "run without MLflow)") from error
+        if self.failure is None:
+            self.failure = str(error)
+            unlogged = ("nothing of this run (parameters, metrics, tables, figures) is logged"
+                        if what == "the whole run" else f"from {what} on, nothing more is logged")
+            warnings.warn(f"MLflow store {self.tracking_uri} is unusable: {error}. The run goes on and saves every "
+                          f"catalog output, but {unlogged} to MLflow (set mlflow.strict: true to stop instead).",
+                          RuntimeWarning, stacklevel=3)
+        self.not_logged.append(what)
+
+    @contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except TrackingStoreError:
+            raise
+        except Exception as error:  # noqa: BLE001 - any store failure degrades to a warning (or strict error)
+            self._fail(error, what)
+
+    def _when_active(self, what: str, log: Callable[[Any], None]) -> None:
+        """Calls ``log(client)`` when the run is open; records ``what`` as not logged after a failure."""
+        if not self.settings.enabled:
+            return
+        if not self.active:
+            if self.failure is not None:
+                self.not_logged.append(what)
+            return
+        with self._guard(what):
+            log(self._client())
+
+    def _log_metric_batches(self, client, histories: Mapping[str, tuple[list[float], list[int]]]) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        metrics = [Metric(name, float(value), now, int(step)) for name, (values, steps) in histories.items()
+                   for value, step in zip(values, steps)]
+        for start in range(0, len(metrics), 1000):
+            client.log_batch(self.run_id, metrics=metrics[start:start + 1000])
