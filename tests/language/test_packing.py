@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,9 +12,11 @@ from thinkalike.language.grammar import generate_sentences
 from thinkalike.language.natural_text import natural_text_table
 from thinkalike.language.packing import (
     INDEX_COLUMNS,
+    check_packable,
     pack_evaluation_sequences,
     pack_training_sequences,
     split_sentences,
+    text_wrapping,
 )
 from thinkalike.language.tokenizer import train_tokenizer
 
@@ -127,11 +131,85 @@ def test_sources_and_ids(packed):
 
 
 def test_evaluation_errors(table, tokenizer):
-    long_id = int(table.loc[table["n_words"].idxmax(), "sentence_id"])
-    with pytest.raises(ValueError, match=rf"sentence {long_id} .*n_ctx=8"):
-        pack_evaluation_sequences(table.loc[[long_id]], tokenizer, 8)
     duplicated = pd.concat([table.head(2), table.head(1)])
     with pytest.raises(ValueError, match="unique"):
         pack_evaluation_sequences(duplicated, tokenizer, N_CTX)
     with pytest.raises(ValueError, match="empty"):
         pack_evaluation_sequences(table.head(0), tokenizer, N_CTX)
+
+
+def test_long_texts_are_split_at_words_with_a_count(table, tokenizer, caplog):
+    long_rows = table.nlargest(3, "n_words")
+    with caplog.at_level(logging.WARNING, logger="thinkalike.language.packing"):
+        arrays, index = pack_evaluation_sequences(long_rows, tokenizer, 12)
+    assert "3 text(s) longer than a row (n_ctx=12" in caplog.text
+    assert arrays["input_ids"].shape[1] == 12 and len(index) == arrays["attention_mask"].sum()
+    for sentence_id, text in zip(long_rows["sentence_id"], long_rows["text"]):
+        rows = index[index["sentence_id"] == sentence_id]
+        real = rows[~rows["is_special"]]
+        # every word is there, once, in order, and no word is cut between two rows
+        assert real["word_index"].drop_duplicates().tolist() == list(range(len(text.split())))
+        assert (real.groupby("word_index")["sequence"].nunique() == 1).all()
+        pieces = rows.groupby("sequence")
+        assert pieces.ngroups > 1
+        for _, piece in pieces:  # each piece is wrapped <bos> ... <eos>
+            assert piece["token"].iloc[0] == "<bos>" and piece["token"].iloc[-1] == "<eos>"
+
+
+def test_a_word_longer_than_a_row_skips_its_text_with_a_count(tokenizer, caplog):
+    texts = natural_text_table(["short one", "a " + "x" * 40 + " b", "another short"], first_id=0)
+    with caplog.at_level(logging.WARNING, logger="thinkalike.language.packing"):
+        _, index = pack_evaluation_sequences(texts, tokenizer, 8)
+    assert "1 text(s) skipped" in caplog.text and "[1]" in caplog.text
+    assert sorted(index["sentence_id"].unique()) == [0, 2]
+    with pytest.raises(ValueError, match="no text of the 1 could be packed"):
+        pack_evaluation_sequences(texts.iloc[[1]], tokenizer, 8)
+
+
+def _encoder_tokenizer(template: str | None, bos_eos: bool):
+    """A fast word-level tokenizer whose post-processor is ``template`` (None: none)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "<s>", "</s>", "the", "cat", "sat", "."]
+    vocab = {w: i for i, w in enumerate(words)}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    if template is not None:
+        backend.post_processor = processors.TemplateProcessing(
+            single=template, special_tokens=[(t, vocab[t]) for t in ("[CLS]", "[SEP]", "<s>") if t in template])
+    extra = {"bos_token": "<s>", "eos_token": "</s>"} if bos_eos else {}
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", **extra)
+
+
+@pytest.mark.parametrize(("template", "bos_eos", "prefix", "suffix", "convention"), [
+    ("[CLS] $A [SEP]", False, ["[CLS]"], ["[SEP]"], "tokenizer"),  # BERT-style, no bos/eos
+    ("<s> $A", True, ["<s>"], [], "tokenizer"),  # Llama-style: bos only, though eos exists
+    (None, True, ["<s>"], ["</s>"], "bos/eos"),  # adds nothing: bos/eos separate texts
+    (None, False, [], [], "none"),  # nothing marks a boundary: one text per row
+])
+def test_each_tokenizer_wraps_texts_its_own_way(template, bos_eos, prefix, suffix, convention):
+    tok = _encoder_tokenizer(template, bos_eos)
+    wrapping = text_wrapping(tok)
+    assert wrapping.convention == convention
+    assert tok.convert_ids_to_tokens(list(wrapping.prefix)) == prefix
+    assert tok.convert_ids_to_tokens(list(wrapping.suffix)) == suffix
+    texts = natural_text_table(["the cat sat .", "the cat", "sat ."], first_id=0)
+    arrays, index = pack_evaluation_sequences(texts, tok, 16)
+    for sentence_id, text in zip(texts["sentence_id"], texts["text"]):
+        rows = index[index["sentence_id"] == sentence_id]
+        assert rows["token"].tolist() == prefix + text.split() + suffix
+        assert rows["is_special"].tolist() == [True] * len(prefix) + [False] * len(text.split()) + [True] * len(suffix)
+    assert arrays["input_ids"].shape[0] == (3 if convention == "none" else 1)
+    assert (arrays["input_ids"][arrays["attention_mask"] == 0] == tok.pad_token_id).all()
+    if convention == "none":
+        with pytest.raises(ValueError, match="no special tokens"):
+            pack_training_sequences(texts["text"].tolist(), tok, 4)
+
+
+def test_check_packable_names_the_tokenizer_and_n_ctx():
+    tok = _encoder_tokenizer("[CLS] $A [SEP]", False)
+    assert check_packable(tok, 3, what="activations.models.enc").n_special == 2
+    with pytest.raises(ValueError, match=r"activations.models.enc: n_ctx=2 cannot hold"):
+        check_packable(tok, 2, what="activations.models.enc")

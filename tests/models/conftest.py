@@ -159,3 +159,71 @@ def tiny_llama_gguf(tmp_path_factory) -> tuple[Path, torch.nn.Module]:
     path = tmp_path_factory.mktemp("gguf") / "tiny-llama.gguf"
     write_llama_gguf(path, module)
     return path, module
+
+
+# ---------------------------------------------------------------------- sentence encoders
+ENCODER_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+ENCODER_WORDS = ("the a an of to and in on is was it that this with for as at by from cat dog sat ran "
+                 "mat house tree river long sentence word words text here there one two three four five six "
+                 "seven eight nine ten quick brown fox jumps over lazy , . ! ?").split()
+
+
+def make_encoder_tokenizer():
+    """A BERT-style fast tokenizer as sentence-transformers ship it: lower-casing BERT normaliser (it
+    deletes zero-width spaces), BERT pre-tokenizer, ``[CLS] $A [SEP]`` post-processor, no bos/eos."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(ENCODER_SPECIALS + ENCODER_WORDS)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]")
+
+
+def encoder_config(vocab_size: int):
+    from transformers import BertConfig
+
+    return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                      intermediate_size=48, max_position_embeddings=64)
+
+
+def _save_bert(directory: Path, class_name: str, seed: int, drop: tuple[str, ...]) -> Path:
+    """Save a tiny random ``transformers.<class_name>`` and the BERT-style tokenizer; ``drop``: state-dict keys
+    removed from the saved safetensors file (to simulate checkpoints that lack them)."""
+    import transformers
+    from safetensors.torch import load_file, save_file
+
+    tokenizer = make_encoder_tokenizer()
+    torch.manual_seed(seed)
+    getattr(transformers, class_name)(encoder_config(len(tokenizer))).save_pretrained(directory,
+                                                                                       safe_serialization=True)
+    tokenizer.save_pretrained(directory)
+    if drop:
+        weights = load_file(directory / "model.safetensors")
+        unknown = set(drop) - set(weights)
+        assert not unknown, f"not in the checkpoint: {unknown}"
+        save_file({k: v for k, v in weights.items() if k not in drop}, directory / "model.safetensors",
+                  metadata={"format": "pt"})
+    return directory
+
+
+def save_sentence_encoder(directory: Path, seed: int = 0, drop: tuple[str, ...] = ()) -> Path:
+    """A sentence-encoder directory: ``BertModel`` weights only (no LM head, ``architectures:
+    ["BertModel"]``, as sentence-transformers ship), with the BERT-style tokenizer."""
+    return _save_bert(directory, "BertModel", seed, drop)
+
+
+def save_masked_lm(directory: Path, seed: int = 0, drop: tuple[str, ...] = ()) -> Path:
+    """A ``BertForMaskedLM`` directory (with its MLM head) and the BERT-style tokenizer."""
+    return _save_bert(directory, "BertForMaskedLM", seed, drop)
+
+
+@pytest.fixture(scope="session")
+def sentence_encoder_dir(tmp_path_factory) -> Path:
+    """A BERT sentence encoder saved as sentence-transformers do: BertModel weights, [CLS]/[SEP], no bos/eos."""
+    return save_sentence_encoder(tmp_path_factory.mktemp("sentence_encoder"))

@@ -1,14 +1,27 @@
 """Splitting sentence tables and packing them into fixed-length token sequences.
 
-Two packings, one convention: every sentence (or natural-text document) is wrapped as
-``<bos> tokens <eos>``.
+Every text (a grammar sentence or a natural-text document) is wrapped in its tokenizer's own
+special tokens, :func:`text_wrapping`:
+
+1. what ``tokenizer(text)`` adds around the text (``[CLS] … [SEP]`` for BERT-style encoders,
+   ``<s> …`` for Llama), when it adds anything;
+2. otherwise ``<bos> … <eos>`` when the tokenizer defines both (the project's grammar
+   tokenizer, GPT-2's ``<|endoftext|>``), the separators such models are trained with;
+3. otherwise nothing: each text then gets a row of its own, so that texts never run together.
+
+:func:`check_packable` makes the checks packing needs without packing anything (a pipeline's
+validation calls it with each model's tokenizer).
 
 * Training (:func:`pack_training_sequences`): the wrapped texts are concatenated into one
   stream and cut into rows of ``n_ctx`` tokens; sentences may straddle rows.
-* Evaluation (:func:`pack_evaluation_sequences`): whole sentences are packed greedily, in table
-  order, into rows of ``n_ctx`` tokens and never split; the rest of a row is ``<pad>`` with
-  attention mask 0. Every row therefore starts with ``<bos>``. The returned index table has one
-  row per real token, so activations can be pooled by word or sentence without re-tokenizing.
+* Evaluation (:func:`pack_evaluation_sequences`): whole texts are packed greedily, in table
+  order, into rows of ``n_ctx`` tokens; the rest of a row is padding with attention mask 0. A
+  text longer than a row is split at word boundaries into pieces that each fit a row (each
+  piece wrapped like a text; the pieces are consecutive in the stream and share the text's
+  ``sentence_id``, with ``word_index`` running on); a text with a single word longer than a
+  row, or without any token, is skipped. Both are counted in the log, never an error. The
+  returned index table has one row per real token, so activations can be pooled by word or
+  sentence without re-tokenizing.
 
 Words are whitespace words (``text.split()``): a token's ``word_index`` is found from its
 character offsets, so any fast tokenizer works, not only the one of
@@ -22,7 +35,9 @@ them apart.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -32,16 +47,24 @@ from thinkalike.language.baselines import unigram_entropy_nats
 
 __all__ = [
     "INDEX_COLUMNS",
+    "TextWrapping",
+    "check_packable",
     "pack_evaluation_sequences",
     "pack_training_sequences",
     "split_sentences",
+    "text_wrapping",
     "unigram_entropy_nats",  # re-exported from baselines: the loss that packed data must beat
 ]
+
+logger = logging.getLogger(__name__)
 
 INDEX_COLUMNS: tuple[str, ...] = (
     "sequence", "position", "token_id", "token",
     "sentence_id", "word_index", "is_special", "source",
 )
+
+#: Texts used to find which special tokens ``tokenizer(text)`` adds around a text.
+_PROBE_TEXTS: tuple[str, ...] = ("hello world", "a", "x y z")
 
 
 def split_sentences(
@@ -71,28 +94,125 @@ def split_sentences(
     return train, heldout
 
 
-def _special_ids(tokenizer: PreTrainedTokenizerBase) -> tuple[int, int, int]:
-    """(bos, eos, pad) ids; pad falls back to eos for tokenizers without a pad token."""
-    bos, eos, pad = tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id
-    if bos is None or eos is None:
-        raise ValueError("the tokenizer needs a bos_token and an eos_token to pack sentences")
-    return int(bos), int(eos), int(eos if pad is None else pad)
+@dataclass(frozen=True)
+class TextWrapping:
+    """The special tokens put around every packed text and the id that fills a row's padding.
+
+    ``convention``: ``"tokenizer"`` (what ``tokenizer(text)`` adds), ``"bos/eos"`` (the
+    tokenizer adds nothing but defines both) or ``"none"`` (no boundary tokens at all: one
+    text per row).
+    """
+
+    prefix: tuple[int, ...]
+    suffix: tuple[int, ...]
+    pad: int
+    convention: str
+
+    @property
+    def n_special(self) -> int:
+        """Number of special tokens around each text."""
+        return len(self.prefix) + len(self.suffix)
+
+    @property
+    def one_text_per_row(self) -> bool:
+        """True when nothing marks where a text ends, so texts must not share a row."""
+        return self.n_special == 0
+
+
+def _find(haystack: list[int], needle: list[int]) -> int:
+    """Start of the first occurrence of ``needle`` in ``haystack``, -1 when absent."""
+    for start in range(len(haystack) - len(needle) + 1):
+        if haystack[start:start + len(needle)] == needle:
+            return start
+    return -1
+
+
+def added_special_tokens(tokenizer: PreTrainedTokenizerBase) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(prefix, suffix)``: the ids ``tokenizer(text)`` adds before and after a text's own tokens.
+
+    Found by encoding probe texts with and without special tokens. Raises ``ValueError`` when
+    the tokens of the text are not a contiguous part of the encoding with special tokens, or
+    when different texts get different tokens added.
+    """
+    found: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
+    for probe in _PROBE_TEXTS:
+        plain = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
+        wrapped = list(tokenizer(probe, add_special_tokens=True)["input_ids"])
+        if not plain:
+            continue
+        start = _find(wrapped, plain)
+        if start < 0:
+            raise ValueError(f"{type(tokenizer).__name__}: cannot tell which special tokens tokenizer(text) adds "
+                             f"(the tokens of {probe!r}, {plain}, are not inside its encoding {wrapped})")
+        found.add((tuple(wrapped[:start]), tuple(wrapped[start + len(plain):])))
+    if len(found) > 1:
+        raise ValueError(f"{type(tokenizer).__name__}: tokenizer(text) adds different special tokens to different "
+                         f"texts ({sorted(found)}); cannot pack texts with it")
+    if not found:
+        raise ValueError(f"{type(tokenizer).__name__}: encodes none of the probe texts {_PROBE_TEXTS} to any token")
+    return found.pop()
+
+
+def _pad_id(tokenizer: PreTrainedTokenizerBase) -> int:
+    """The id that fills padding (masked out): pad, else eos, else unk, else 0."""
+    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id):
+        if candidate is not None:
+            return int(candidate)
+    return 0
+
+
+def text_wrapping(tokenizer: PreTrainedTokenizerBase) -> TextWrapping:
+    """The tokenizer's own way of marking a text's boundaries (see the module docstring)."""
+    prefix, suffix = added_special_tokens(tokenizer)
+    pad = _pad_id(tokenizer)
+    if prefix or suffix:
+        return TextWrapping(prefix, suffix, pad, "tokenizer")
+    bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
+    if bos is not None and eos is not None:
+        return TextWrapping((int(bos),), (int(eos),), pad, "bos/eos")
+    return TextWrapping((), (), pad, "none")
+
+
+def check_packable(tokenizer: PreTrainedTokenizerBase, n_ctx: int, what: str = "the tokenizer") -> TextWrapping:
+    """Everything :func:`pack_evaluation_sequences` needs of ``tokenizer``, checked without packing.
+
+    A fast tokenizer (character offsets map tokens to words), a consistent special-token
+    convention (:func:`text_wrapping`) and ``n_ctx`` room for the special tokens plus at least
+    one token. ``what`` names the tokenizer in errors (e.g. ``"activations.models.enc (hf:/m)"``).
+    Returns the wrapping; raises ``ValueError``.
+    """
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"{what}: packing needs a fast tokenizer (character offsets map tokens to words); "
+                         f"got {type(tokenizer).__name__}")
+    try:
+        wrapping = text_wrapping(tokenizer)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from exc
+    if n_ctx < wrapping.n_special + 1:
+        raise ValueError(f"{what}: n_ctx={n_ctx} cannot hold the {wrapping.n_special} special token(s) put around "
+                         "every text plus one token of text; raise n_ctx")
+    return wrapping
 
 
 def pack_training_sequences(
     texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, n_ctx: int
 ) -> np.ndarray:
-    """Concatenate ``<bos> text <eos>`` for every text and cut the stream into ``n_ctx`` rows.
+    """Concatenate every wrapped text (:func:`text_wrapping`; ``<bos> text <eos>`` for the
+    grammar tokenizer) and cut the stream into ``n_ctx`` rows.
 
     Returns int64 ``(n_sequences, n_ctx)``; the ragged tail is dropped. Raises ``ValueError``
-    (naming ``n_ctx``) when there are fewer than ``n_ctx`` tokens.
+    (naming ``n_ctx``) when there are fewer than ``n_ctx`` tokens, and when the tokenizer marks
+    no text boundary (the stream would run texts together).
     """
     if n_ctx < 1:
         raise ValueError(f"n_ctx must be >= 1, got {n_ctx}")
-    bos, eos, _ = _special_ids(tokenizer)
+    wrapping = text_wrapping(tokenizer)
+    if wrapping.one_text_per_row:
+        raise ValueError(f"{type(tokenizer).__name__} adds no special tokens and has no bos/eos: a training "
+                         "stream needs a token between texts")
     encoded = tokenizer(list(texts), add_special_tokens=False)["input_ids"] if len(texts) else []
     stream = np.fromiter(
-        (token for ids in encoded for token in (bos, *ids, eos)), dtype=np.int64
+        (token for ids in encoded for token in (*wrapping.prefix, *ids, *wrapping.suffix)), dtype=np.int64
     )
     n_sequences = stream.size // n_ctx
     if n_sequences == 0:
@@ -116,28 +236,110 @@ def _word_indices(text: str, offsets: Sequence[tuple[int, int]]) -> np.ndarray:
     return np.where(ends > starts, char_word[np.maximum(ends - 1, 0)], -1)
 
 
+def split_at_words(words: np.ndarray, budget: int) -> list[tuple[int, int]] | None:
+    """``[(start, end), ...]`` token ranges of at most ``budget`` tokens covering a text, cut only
+    between words (``words``: each token's word index, -1 for a token of no word).
+
+    Greedy: each piece takes as many whole words as fit. ``None`` when one word alone has more
+    than ``budget`` tokens (the text cannot be split at words).
+    """
+    pieces: list[tuple[int, int]] = []
+    start, n = 0, len(words)
+    while n - start > budget:
+        end = start + budget
+        while end > start and words[end] >= 0 and words[end] == words[end - 1]:
+            end -= 1  # would cut inside a word
+        if end == start:
+            return None
+        pieces.append((start, end))
+        start = end
+    pieces.append((start, n))
+    return pieces
+
+
+@dataclass
+class _Packer:
+    """Places wrapped pieces greedily into rows of ``n_ctx`` tokens and records the index columns."""
+
+    wrapping: TextWrapping
+    n_ctx: int
+    sequence: int = 0
+    used: int = 0
+
+    def __post_init__(self) -> None:
+        self.columns: dict[str, list[np.ndarray]] = {
+            name: [] for name in ("sequence", "position", "token_id", "word_index", "is_special", "row")
+        }
+
+    def add(self, ids: np.ndarray, words: np.ndarray, row: int) -> None:
+        """Add one piece (``ids`` with their word indices) of table row ``row``."""
+        prefix, suffix = self.wrapping.prefix, self.wrapping.suffix
+        length = ids.size + self.wrapping.n_special
+        starts_row = self.used == 0
+        if not starts_row and (self.used + length > self.n_ctx or self.wrapping.one_text_per_row):
+            self.sequence, self.used = self.sequence + 1, 0
+        self.columns["sequence"].append(np.full(length, self.sequence, dtype=np.int64))
+        self.columns["position"].append(np.arange(self.used, self.used + length, dtype=np.int64))
+        self.columns["token_id"].append(np.concatenate((prefix, ids, suffix)).astype(np.int64))
+        self.columns["word_index"].append(
+            np.concatenate((np.full(len(prefix), -1), words, np.full(len(suffix), -1))).astype(np.int64))
+        special = np.zeros(length, dtype=bool)
+        special[:len(prefix)] = True
+        special[length - len(suffix):] = True
+        self.columns["is_special"].append(special)
+        self.columns["row"].append(np.full(length, row, dtype=np.int64))
+        self.used += length
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The concatenated columns."""
+        return {name: np.concatenate(parts) for name, parts in self.columns.items()}
+
+
+def _log_packing(n_ctx: int, wrapping: TextWrapping, split: list[int], n_pieces: int, too_long: list[int],
+                 empty: list[int]) -> None:
+    """Counts of split and skipped texts, in the log (first ids named)."""
+    if split:
+        logger.warning("packing: %d text(s) longer than a row (n_ctx=%d, %d special token(s) each) were split at "
+                       "word boundaries into %d pieces (sentence ids %s%s)", len(split), n_ctx, wrapping.n_special,
+                       n_pieces, split[:5], "…" if len(split) > 5 else "")
+    if too_long:
+        logger.warning("packing: %d text(s) skipped because one of their words alone needs more than a row "
+                       "(n_ctx=%d) (sentence ids %s%s)", len(too_long), n_ctx, too_long[:5],
+                       "…" if len(too_long) > 5 else "")
+    if empty:
+        logger.warning("packing: %d text(s) skipped because the tokenizer gives them no token (sentence ids %s%s)",
+                       len(empty), empty[:5], "…" if len(empty) > 5 else "")
+
+
+def _token_strings(tokenizer: PreTrainedTokenizerBase, token_ids: np.ndarray) -> np.ndarray:
+    """The token string of every id (each distinct id converted once)."""
+    unique, inverse = np.unique(token_ids, return_inverse=True)
+    strings = np.array(tokenizer.convert_ids_to_tokens(unique.tolist()), dtype=object)
+    return strings[inverse.reshape(-1)]
+
+
 def pack_evaluation_sequences(
     table: pd.DataFrame, tokenizer: PreTrainedTokenizerBase, n_ctx: int
 ) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
-    """Pack whole sentences of ``table`` (columns ``sentence_id``, ``text``) into ``n_ctx`` rows.
+    """Pack the texts of ``table`` (columns ``sentence_id``, ``text``) into ``n_ctx`` rows.
 
     Returns ``({"input_ids", "attention_mask"}, index)``: two int64 ``(n_sequences, n_ctx)``
     arrays, and an index table with one row per real token (columns :data:`INDEX_COLUMNS`):
-    ``sequence``, ``position``, ``token_id``, ``token``, ``sentence_id`` (``<bos>``/``<eos>``
-    belong to their sentence, so no row has -1), ``word_index`` (index into ``text.split()``,
-    -1 for the ``<bos>``/``<eos>`` added here), ``is_special`` (true exactly for those added
-    tokens; an ``<unk>`` inside a word is not special), ``source``. Raises ``ValueError`` when
-    a wrapped sentence is longer than ``n_ctx`` (naming the sentence id and ``n_ctx``), when
-    ``sentence_id`` is not unique, or when the table is empty. Requires a fast tokenizer
-    (character offsets).
+    ``sequence``, ``position``, ``token_id``, ``token``, ``sentence_id`` (the special tokens
+    around a text belong to it, so no row has -1), ``word_index`` (index into ``text.split()``,
+    -1 for the special tokens added here), ``is_special`` (true exactly for those added
+    tokens; an ``<unk>`` inside a word is not special), ``source``. Texts longer than a row
+    are split at word boundaries; texts that cannot be split so, or have no token, are skipped;
+    both are counted in the log (see the module docstring). Raises ``ValueError`` when
+    ``sentence_id`` is not unique, the table is empty, every text is skipped, or
+    :func:`check_packable` fails. Requires a fast tokenizer (character offsets).
     """
-    if n_ctx < 2:
-        raise ValueError(f"n_ctx must be >= 2 to hold <bos> and <eos>, got {n_ctx}")
     if len(table) == 0:
         raise ValueError("cannot pack an empty table")
     if not table["sentence_id"].is_unique:
         raise ValueError("sentence_id must be unique within the table to index tokens")
-    bos, eos, pad = _special_ids(tokenizer)
+    wrapping = check_packable(tokenizer, n_ctx, what=type(tokenizer).__name__)
+    budget = n_ctx - wrapping.n_special
     texts = [str(text) for text in table["text"]]
     sentence_ids = table["sentence_id"].to_numpy(dtype=np.int64)
     if "source" in table:
@@ -146,50 +348,45 @@ def pack_evaluation_sequences(
         sources = np.full(len(table), "grammar")
     encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
 
-    pieces: dict[str, list[np.ndarray]] = {
-        name: [] for name in ("sequence", "position", "token_id", "word_index", "is_special")
-    }
-    n_tokens = np.empty(len(texts), dtype=np.int64)
-    sequence, used = 0, 0
+    packer = _Packer(wrapping, n_ctx)
+    split, too_long, empty, n_pieces = [], [], [], 0
     for i, text in enumerate(texts):
         ids = np.asarray(encoded["input_ids"][i], dtype=np.int64)
-        length = ids.size + 2
-        if length > n_ctx:
-            raise ValueError(
-                f"sentence {sentence_ids[i]} needs {length} tokens with <bos>/<eos>, "
-                f"more than n_ctx={n_ctx}"
-            )
-        if used + length > n_ctx:
-            sequence, used = sequence + 1, 0
+        if ids.size == 0:
+            empty.append(int(sentence_ids[i]))
+            continue
         words = _word_indices(text, encoded["offset_mapping"][i])
-        pieces["sequence"].append(np.full(length, sequence, dtype=np.int64))
-        pieces["position"].append(np.arange(used, used + length, dtype=np.int64))
-        pieces["token_id"].append(np.concatenate(([bos], ids, [eos])))
-        pieces["word_index"].append(np.concatenate(([-1], words, [-1])))
-        added = np.zeros(length, dtype=bool)
-        added[[0, -1]] = True
-        pieces["is_special"].append(added)
-        n_tokens[i] = length
-        used += length
+        pieces = split_at_words(words, budget)
+        if pieces is None:
+            too_long.append(int(sentence_ids[i]))
+            continue
+        if len(pieces) > 1:
+            split.append(int(sentence_ids[i]))
+            n_pieces += len(pieces)
+        for start, end in pieces:
+            packer.add(ids[start:end], words[start:end], i)
+    _log_packing(n_ctx, wrapping, split, n_pieces, too_long, empty)
+    if packer.used == 0:
+        raise ValueError(f"no text of the {len(texts)} could be packed into rows of n_ctx={n_ctx} "
+                         f"({len(too_long)} have a word longer than a row, {len(empty)} have no token)")
 
-    columns = {name: np.concatenate(parts) for name, parts in pieces.items()}
-    input_ids = np.full((sequence + 1, n_ctx), pad, dtype=np.int64)
-    attention_mask = np.zeros((sequence + 1, n_ctx), dtype=np.int64)
+    columns = packer.arrays()
+    n_sequences = packer.sequence + 1
+    input_ids = np.full((n_sequences, n_ctx), wrapping.pad, dtype=np.int64)
+    attention_mask = np.zeros((n_sequences, n_ctx), dtype=np.int64)
     input_ids[columns["sequence"], columns["position"]] = columns["token_id"]
     attention_mask[columns["sequence"], columns["position"]] = 1
 
-    all_ids = list(range(len(tokenizer)))
-    token_strings = np.array(tokenizer.convert_ids_to_tokens(all_ids), dtype=object)
     index = pd.DataFrame(
         {
             "sequence": columns["sequence"],
             "position": columns["position"],
             "token_id": columns["token_id"],
-            "token": token_strings[columns["token_id"]],
-            "sentence_id": np.repeat(sentence_ids, n_tokens),
+            "token": _token_strings(tokenizer, columns["token_id"]),
+            "sentence_id": sentence_ids[columns["row"]],
             "word_index": columns["word_index"],
             "is_special": columns["is_special"],
-            "source": np.repeat(sources, n_tokens),
+            "source": sources[columns["row"]],
         },
         columns=list(INDEX_COLUMNS),
     )

@@ -9,6 +9,12 @@ Pooling (``pooling``):
 * ``sequence`` — mean over each evaluation text's (sentence's) non-special tokens, keyed by
   ``sentence_id``. Works across tokenizers.
 
+For ``word`` and ``sequence`` pooling only the keys present in *both* index tables are
+compared: a word that one tokenizer drops entirely (a lone zero-width space, which BERT's
+normaliser deletes) or a text one model skipped while packing is left out of both sides, and
+the counts are logged. A word or text whose tokens continue into the next shard (a text split
+across rows) is pooled over all its tokens.
+
 Rows are grouped into minibatches of ``batch_tokens`` rows; a ragged remainder joins the last
 full minibatch (so every minibatch has between ``batch_tokens`` and ``2·batch_tokens − 1``
 rows, or all rows when there are fewer than ``batch_tokens``). Memory: one shard of each store
@@ -17,6 +23,7 @@ plus one minibatch.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import numpy as np
@@ -25,6 +32,8 @@ import pandas as pd
 from thinkalike.models.activation_store import ActivationStore
 
 POOLINGS = ("token", "word", "sequence")
+
+logger = logging.getLogger(__name__)
 
 
 class AlignmentError(ValueError):
@@ -47,55 +56,123 @@ def check_token_streams_match(index_a: pd.DataFrame, index_b: pd.DataFrame, mode
             f"different tokenizers?): token-level comparison is impossible; set pooling to 'word' or 'sequence'")
 
 
-def _shard_rows(index: pd.DataFrame, sequence_start: int, n_sequences: int) -> pd.DataFrame:
+def _shard_bounds(index: pd.DataFrame, sequence_start: int, n_sequences: int) -> tuple[int, int]:
+    """Row range of an index table (sorted by sequence) that covers a shard's sequences."""
     sequences = index["sequence"].to_numpy()
     lo = np.searchsorted(sequences, sequence_start, side="left")
     hi = np.searchsorted(sequences, sequence_start + n_sequences, side="left")
-    return index.iloc[lo:hi]
+    return int(lo), int(hi)
 
 
-def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Per shard: (keys ``(n, 2)`` int64, activations ``(n_layers + 1, n, d_model)``) after pooling."""
+def pooling_keys(index: pd.DataFrame, pooling: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(keep, keys)`` of an index table for ``word`` / ``sequence`` pooling: which rows are pooled
+    (non-special; for words, inside a word) and each row's ``(sentence_id, word_index or 0)`` key."""
+    keep = ~index["is_special"].to_numpy(bool)
+    sentence = index["sentence_id"].to_numpy(np.int64)
+    if pooling == "word":
+        word = index["word_index"].to_numpy(np.int64)
+        keep &= word >= 0
+    else:
+        word = np.zeros_like(sentence)
+    return keep, np.stack([sentence, word], axis=1)
+
+
+def _key_set(index: pd.DataFrame, pooling: str) -> pd.MultiIndex:
+    keep, keys = pooling_keys(index, pooling)
+    return pd.MultiIndex.from_arrays([keys[keep, 0], keys[keep, 1]]).unique()
+
+
+def shared_keys(index_a: pd.DataFrame, index_b: pd.DataFrame, pooling: str, model_a: str = "a",
+                model_b: str = "b") -> pd.MultiIndex:
+    """The ``word`` / ``sequence`` keys both index tables have; the others are logged with counts.
+
+    Raises :class:`AlignmentError` when the two share none.
+    """
+    keys_a, keys_b = _key_set(index_a, pooling), _key_set(index_b, pooling)
+    common = keys_a.intersection(keys_b)
+    only_a, only_b = len(keys_a) - len(common), len(keys_b) - len(common)
+    if only_a or only_b:
+        examples = list(keys_a.difference(common)[:3]) + list(keys_b.difference(common)[:3])
+        logger.warning("%s pooling of %r and %r: left out of both sides %d %s(s) that only %r has and %d that only "
+                       "%r has (a tokenizer gave them no token, e.g. a zero-width space, or packing skipped the "
+                       "text); e.g. keys %s", pooling, model_a, model_b, only_a, pooling, model_a, only_b, model_b,
+                       [tuple(int(v) for v in key) for key in examples])
+    if len(common) == 0:
+        raise AlignmentError(f"{model_a!r} and {model_b!r} share no {pooling}: the evaluation texts differ")
+    return common
+
+
+def _group_sums(keys: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unique ``keys`` in stream order with the float64 sums ``(layers, n, d)`` and counts of their rows."""
+    unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # keep the stream's order, not sorted key order
+    inverse = np.argsort(order)[inverse.reshape(-1)]
+    counts = np.bincount(inverse, minlength=len(unique))
+    sums = np.zeros((tokens.shape[0], len(unique), tokens.shape[2]), dtype=np.float64)
+    np.add.at(sums, (slice(None), inverse), tokens.astype(np.float64))
+    return unique[order].astype(np.int64), sums, counts
+
+
+def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
+                keys: pd.MultiIndex | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Per shard: (keys ``(n, 2)`` int64, activations ``(n_layers + 1, n, d_model)``) after pooling.
+
+    ``keys`` (``word`` / ``sequence`` pooling): pool only these keys (see :func:`shared_keys`).
+    The last group of a shard is held back until the next shard shows whether it continues
+    there, so a group is pooled over all its tokens and yielded once.
+    """
     check_pooling(pooling)
     index = index.sort_values(["sequence", "position"], kind="stable")
+    if pooling != "token":
+        keep_all, keys_all = pooling_keys(index, pooling)
+        if keys is not None:
+            keep_all &= pd.MultiIndex.from_arrays([keys_all[:, 0], keys_all[:, 1]]).isin(keys)
+    held: tuple[np.ndarray, np.ndarray, int] | None = None  # key, sums (layers, d), count
+    dtype = np.dtype(np.float32)
     for batch in store:
         tokens = batch.tokens()
-        rows = _shard_rows(index, batch.sequence_start, batch.attention_mask.shape[0])
+        dtype = tokens.dtype
+        lo, hi = _shard_bounds(index, batch.sequence_start, batch.attention_mask.shape[0])
+        rows = index.iloc[lo:hi]
         if len(rows) != tokens.shape[1]:
             raise AlignmentError(f"activations of {store.model!r} (shard at sequence {batch.sequence_start}) hold "
                                  f"{tokens.shape[1]} tokens but the index table lists {len(rows)}")
         if pooling == "token":
-            keys = np.stack([rows["sentence_id"].to_numpy(), rows["token_id"].to_numpy()], axis=1)
-            yield keys.astype(np.int64), tokens
+            keys_ = np.stack([rows["sentence_id"].to_numpy(), rows["token_id"].to_numpy()], axis=1)
+            yield keys_.astype(np.int64), tokens
             continue
-        keep = ~rows["is_special"].to_numpy(bool)
-        if pooling == "word":
-            keep &= rows["word_index"].to_numpy() >= 0
-            group_keys = np.stack([rows["sentence_id"].to_numpy(), rows["word_index"].to_numpy()], axis=1)[keep]
-        else:
-            sentence = rows["sentence_id"].to_numpy()[keep]
-            group_keys = np.stack([sentence, np.zeros_like(sentence)], axis=1)
+        keep = keep_all[lo:hi]
         if not keep.any():
             continue
-        keys, first, inverse = np.unique(group_keys, axis=0, return_index=True, return_inverse=True)
-        order = np.argsort(first)  # keep the stream's order, not sorted key order
-        inverse = np.argsort(order)[inverse.reshape(-1)]
-        counts = np.bincount(inverse, minlength=len(keys)).astype(tokens.dtype)
-        sums = np.zeros((tokens.shape[0], len(keys), tokens.shape[2]), dtype=np.float64)
-        np.add.at(sums, (slice(None), inverse), tokens[:, keep].astype(np.float64))
-        yield keys[order].astype(np.int64), (sums / counts[None, :, None]).astype(tokens.dtype)
+        group_keys, sums, counts = _group_sums(keys_all[lo:hi][keep], tokens[:, keep])
+        if held is not None and np.array_equal(group_keys[0], held[0]):
+            sums[:, 0] += held[1]
+            counts[0] += held[2]
+        elif held is not None:
+            yield held[0][None], (held[1] / held[2])[:, None].astype(dtype)
+        held = (group_keys[-1], sums[:, -1], int(counts[-1]))
+        if len(group_keys) > 1:
+            yield group_keys[:-1], (sums[:, :-1] / counts[None, :-1, None]).astype(dtype)
+    if held is not None:
+        yield held[0][None], (held[1] / held[2])[:, None].astype(dtype)
 
 
 def aligned_minibatches(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore,
                         index_b: pd.DataFrame, *, pooling: str, batch_tokens: int,
                         ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Minibatches ``(acts_a (La, n, da), acts_b (Lb, n, db))`` whose rows are the same tokens/words/texts."""
+    """Minibatches ``(acts_a (La, n, da), acts_b (Lb, n, db))`` whose rows are the same tokens/words/texts.
+
+    ``word`` / ``sequence``: only the keys both models have (:func:`shared_keys`, counts logged).
+    """
     check_pooling(pooling)
     if batch_tokens < 4:
         raise ValueError(f"batch_tokens must be at least 4 (the unbiased HSIC needs n >= 4), got {batch_tokens}")
     if pooling == "token":
         check_token_streams_match(index_a, index_b, store_a.model, store_b.model)
-    stream_a, stream_b = pooled_rows(store_a, index_a, pooling), pooled_rows(store_b, index_b, pooling)
+        keys = None
+    else:
+        keys = shared_keys(index_a, index_b, pooling, store_a.model, store_b.model)
+    stream_a, stream_b = pooled_rows(store_a, index_a, pooling, keys), pooled_rows(store_b, index_b, pooling, keys)
     buffer_a: list[tuple[np.ndarray, np.ndarray]] = []
     buffer_b: list[tuple[np.ndarray, np.ndarray]] = []
     pending: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])

@@ -13,6 +13,18 @@ exposes, in one convention:
 * ``logits_from_layer(residual, layer, input_ids, attention_mask)`` -> logits
   ``(batch, seq, d_vocab)`` of the model whose residual stream after ``layer`` (same indexing
   as ``residual_streams``) is replaced by ``residual``; gradients flow into ``residual``.
+
+Weights are never silently random. A checkpoint without an LM head (a sentence encoder saved
+as ``BertModel``) is loaded as its base model: ``has_unembedding`` is false and
+``unembedding_matrix()``, ``unembedding_bias()`` and ``logits_from_layer()`` raise
+:class:`NoUnembeddingError`. Weights the model defines but the checkpoint lacks are listed in
+``missing_weights``; every method that would compute with one raises
+:class:`MissingWeightsError` naming them, and :meth:`ModelHandle.check_view` says up front
+whether a *view* (:data:`VIEWS`) is usable.
+
+Embedding-space methods that need the vocabulary matrix ``E`` call
+:meth:`ModelHandle.vocabulary_matrix`; it falls back to the input embedding only when asked
+to and only where that is exact (see there).
 """
 
 from __future__ import annotations
@@ -25,6 +37,12 @@ import torch
 
 PARAMETER_GROUPS: tuple[str, ...] = ("W_Q", "W_K", "W_V", "W_O", "FF_in", "FF_out")
 
+#: What a caller intends to compute -> the weights it touches (checked by ``check_view``).
+VIEWS: dict[str, str] = {
+    "residual_streams": "residual streams (the input embeddings and every block)",
+    "all": "every method (embeddings, blocks, final norm and LM head)",
+}
+
 
 class ModelSourceError(ValueError):
     """A model spec cannot be loaded (unknown source, missing path, unreachable hub...)."""
@@ -32,6 +50,28 @@ class ModelSourceError(ValueError):
 
 class UnsupportedArchitectureError(ModelSourceError):
     """The model loaded but the requested view (hooking, parameter group) is not available."""
+
+
+class NoUnembeddingError(UnsupportedArchitectureError):
+    """The checkpoint has no LM head, so there is no unembedding (and no logits)."""
+
+
+class MissingWeightsError(ModelSourceError):
+    """Weights that a computation needs are not in the checkpoint (they would be random)."""
+
+
+def check_view_name(view: str) -> None:
+    """Raises ``ValueError`` for a view that is not one of :data:`VIEWS`."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r} (known: {sorted(VIEWS)})")
+
+
+def missing_weights_message(model: str, missing: list[str], what: str) -> str:
+    """The error text for weights ``what`` needs that the checkpoint of ``model`` lacks."""
+    shown = ", ".join(missing[:8]) + (f", … ({len(missing)} in all)" if len(missing) > 8 else "")
+    return (f"{model}: the checkpoint lacks {len(missing)} weight(s) that {what} need(s): {shown}; transformers "
+            "would initialise them randomly, so nothing is computed with them (use a checkpoint that has them, "
+            "or a view that does not touch them)")
 
 
 @dataclass(frozen=True)
@@ -50,13 +90,53 @@ class ModelHandle(ABC):
     """A loaded model seen through ThinkAlike's single interface (see module docstring)."""
 
     def __init__(self, name: str, spec: str, module: torch.nn.Module, tokenizer, dims: ModelDimensions,
-                 is_causal: bool) -> None:
+                 is_causal: bool, missing_weights: tuple[str, ...] = ()) -> None:
         self.name = name
         self.spec = spec
         self.module = module
         self.tokenizer = tokenizer
         self.dims = dims
         self.is_causal = is_causal
+        self.missing_weights = tuple(sorted(missing_weights))
+
+    @property
+    def has_unembedding(self) -> bool:
+        """Whether the model has an LM head (``unembedding_matrix()`` works)."""
+        return True
+
+    @property
+    def ties_input_embedding(self) -> bool:
+        """Whether the model family's LM head uses the input embedding as its unembedding (``U = W_Eᵀ``)."""
+        return False
+
+    def missing_weights_for(self, view: str) -> list[str]:
+        """Names of the weights ``view`` (one of :data:`VIEWS`) needs that the checkpoint lacks."""
+        check_view_name(view)
+        return list(self.missing_weights)
+
+    def check_view(self, view: str) -> None:
+        """Raises :class:`MissingWeightsError` naming the weights ``view`` needs that the checkpoint lacks."""
+        missing = self.missing_weights_for(view)
+        if missing:
+            raise MissingWeightsError(missing_weights_message(f"model {self.name!r} ({self.spec})", missing,
+                                                              VIEWS[view]))
+
+    def vocabulary_matrix(self, *, allow_input_embedding: bool = False) -> torch.Tensor:
+        """``E`` ``(d_model, d_vocab)`` of the embedding-space methods: the unembedding ``U``.
+
+        Without an LM head, and only with ``allow_input_embedding=True``, the input embedding
+        ``W_Eᵀ`` — valid only where the family's head *ties* its decoder to the input embedding
+        (``ties_input_embedding``: BERT, GPT-2…), so the absent head would have used exactly this
+        matrix (its bias and, for BERT, the dense + LayerNorm transform before it are not
+        reproduced). Otherwise raises :class:`NoUnembeddingError`.
+        """
+        if self.has_unembedding:
+            return self.unembedding_matrix()
+        if allow_input_embedding and self.ties_input_embedding:
+            return self.embedding_matrix().T
+        reason = ("its head is not tied to the input embedding" if allow_input_embedding
+                  else "pass allow_input_embedding=True where W_E is a valid stand-in")
+        raise NoUnembeddingError(f"model {self.name!r} ({self.spec}) has no LM head, so no unembedding; {reason}")
 
     @property
     def n_layers(self) -> int:

@@ -1,7 +1,8 @@
 """A :class:`~thinkalike.models.handle.ModelHandle` for Hugging Face ``transformers`` models.
 
 Supported (tested on tiny random checkpoints): GPT-2 (``GPT2LMHeadModel``), GPT-NeoX / Pythia
-(``GPTNeoXForCausalLM``), BERT (``BertForMaskedLM``), Llama and its relatives with
+(``GPTNeoXForCausalLM``), BERT (``BertForMaskedLM``, and ``BertModel`` sentence encoders
+without an LM head), Llama and its relatives with
 ``self_attn.{q,k,v,o}_proj`` (``LlamaForCausalLM``, GQA included) and Mamba
 (``MambaForCausalLM``). Any other model whose blocks form one ``nn.ModuleList`` of
 ``num_hidden_layers`` entries can still be hooked (residual streams, ``logits_from_layer``);
@@ -43,11 +44,23 @@ Conventions
   ``layer_parameters`` returns a :class:`ParameterGroups` dict: a group the architecture lacks
   is absent from it, and indexing it raises :class:`UnsupportedArchitectureError` naming the
   model and the group.
+* **Models without an LM head** (a base model such as ``BertModel``): residual streams, the
+  input embedding and parameter groups work; ``unembedding_matrix``, ``unembedding_bias`` and
+  ``logits_from_layer`` raise :class:`NoUnembeddingError`, and so does ``final_norm`` for the
+  post-LN masked families (BERT…), whose "final norm" is the head's transform. A pre-LN base
+  model keeps its final norm (it belongs to the base model).
+* **Missing weights** (``missing_weights``: the keys transformers reported as newly
+  initialised) are sorted into parts — ``embeddings`` (anything of the base model before the
+  blocks), ``block i``, ``final_norm``, ``head``, ``unused`` (a pooler) — and every method
+  raises :class:`MissingWeightsError` naming the missing weights of the parts it computes
+  with; ``check_view("residual_streams")`` needs ``embeddings`` and the blocks,
+  ``check_view("all")`` every part but ``unused``.
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -55,8 +68,12 @@ import torch
 from thinkalike.models.handle import (
     ModelDimensions,
     ModelHandle,
+    MissingWeightsError,
+    NoUnembeddingError,
     UnsupportedArchitectureError,
+    check_view_name,
     first_tensor,
+    missing_weights_message,
 )
 
 # Attribute names, relative to ``module.base_model``.
@@ -115,14 +132,16 @@ class ParameterGroups(dict):
 
 
 class HFModelHandle(ModelHandle):
-    """A ``transformers`` ``PreTrainedModel`` with an LM head seen through :class:`ModelHandle`.
+    """A ``transformers`` ``PreTrainedModel`` (with an LM head, or a base model without one) seen
+    through :class:`ModelHandle`.
 
     ``is_causal`` is inferred when ``None`` (masked-LM classes and BERT-like model types are not
-    causal). The module is put in eval mode.
+    causal). ``missing_weights``: state-dict keys the checkpoint lacked (transformers'
+    ``missing_keys``); methods that would use one raise. The module is put in eval mode.
     """
 
     def __init__(self, name: str, spec: str, module: torch.nn.Module, tokenizer=None,
-                 is_causal: bool | None = None) -> None:
+                 is_causal: bool | None = None, missing_weights: Iterable[str] = ()) -> None:
         config = getattr(module, "config", None)
         if config is None:
             raise UnsupportedArchitectureError(
@@ -133,11 +152,76 @@ class HFModelHandle(ModelHandle):
         self._name_for_errors = f"model {name!r} ({spec}, {type(module).__name__})"
         self.base = getattr(module, "base_model", module)
         self.blocks = self._find_blocks(module)
+        self.output_embeddings = module.get_output_embeddings()
         self.final_norm_module = self._find_final_norm(module)
         if is_causal is None:
             is_causal = not ("MaskedLM" in type(module).__name__ or self.model_type in _MASKED_MODEL_TYPES)
         dims = self._dimensions(module)
-        super().__init__(name, spec, module, tokenizer, dims, is_causal)
+        super().__init__(name, spec, module, tokenizer, dims, is_causal, tuple(missing_weights))
+        self._names = {id(m): n for n, m in module.named_modules()}
+        self._missing_by_part: dict[str, list[str]] = {}
+        for key in self.missing_weights:
+            self._missing_by_part.setdefault(self.weight_part(key), []).append(key)
+
+    # ------------------------------------------------------------------ heads and missing weights
+    @property
+    def has_unembedding(self) -> bool:
+        return self.output_embeddings is not None
+
+    @property
+    def ties_input_embedding(self) -> bool:
+        return bool(getattr(self.config, "tie_word_embeddings", False))
+
+    def _qualified_name(self, target: torch.nn.Module | None) -> str | None:
+        """``target``'s dotted name inside the module (``""`` for the module itself)."""
+        return None if target is None else self._names.get(id(target))
+
+    @staticmethod
+    def _under(key: str, prefix: str | None) -> bool:
+        return prefix is not None and (prefix == "" or key == prefix or key.startswith(prefix + "."))
+
+    def weight_part(self, key: str) -> str:
+        """Which part of the model a state-dict key belongs to: ``final_norm``, ``block i``,
+        ``head`` (outside the base model), ``unused`` (a pooler) or ``embeddings`` (the rest of the
+        base model: whatever runs before the first block)."""
+        if self.final_norm_module is not None and self._under(key, self._qualified_name(self.final_norm_module)):
+            return "final_norm"
+        blocks = self._qualified_name(self.blocks)
+        if self._under(key, blocks):
+            return f"block {key[len(blocks) + 1:].split('.', 1)[0]}" if blocks else "block ?"
+        base = self._qualified_name(self.base)
+        if base and not self._under(key, base):
+            return "head"
+        if any(part == "pooler" for part in key.split(".")[:-1]):
+            return "unused"
+        return "embeddings"
+
+    def missing_weights_for(self, view: str) -> list[str]:
+        check_view_name(view)
+        if view == "residual_streams":
+            return [k for part, keys in self._missing_by_part.items() for k in keys
+                    if part == "embeddings" or part.startswith("block ")]
+        return [k for part, keys in self._missing_by_part.items() for k in keys if part != "unused"]
+
+    def _require(self, keys: list[str], what: str) -> None:
+        if keys:
+            raise MissingWeightsError(missing_weights_message(self._name_for_errors, sorted(keys), what))
+
+    def _missing_parts(self, *parts: str) -> list[str]:
+        return [k for part in parts for k in self._missing_by_part.get(part, [])]
+
+    def _missing_under(self, target: torch.nn.Module | None, *names: str) -> list[str]:
+        prefix = self._qualified_name(target)
+        if prefix is None:
+            return []
+        wanted = {f"{prefix}.{n}" if prefix else n for n in names}
+        return [k for k in self.missing_weights if k in wanted]
+
+    def _require_head(self, what: str) -> None:
+        if self.output_embeddings is None:
+            raise NoUnembeddingError(
+                f"{self._name_for_errors} has no LM head (the checkpoint has none; it was loaded as its base model), "
+                f"so there is no {what}")
 
     # ------------------------------------------------------------------ structure
     def _find_blocks(self, module: torch.nn.Module) -> torch.nn.ModuleList:
@@ -154,6 +238,7 @@ class HFModelHandle(ModelHandle):
             f"{self._name_for_errors}: cannot find its list of {n_layers} blocks to hook")
 
     def _find_final_norm(self, module: torch.nn.Module) -> torch.nn.Module | None:
+        """BERT's MLM head transform; ``None`` for a masked family without head; else the base's final norm."""
         head_transform = _get_attr_path(module, "cls.predictions.transform")  # BERT's MLM head
         if isinstance(head_transform, torch.nn.Module):
             return head_transform
@@ -198,6 +283,7 @@ class HFModelHandle(ModelHandle):
 
     # ------------------------------------------------------------------ ModelHandle API
     def residual_streams(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        self._require(self.missing_weights_for("residual_streams"), "residual streams")
         captured: list[torch.Tensor | None] = [None] * (self.n_layers + 1)
 
         def pre_hook(_mod, args, kwargs):
@@ -223,25 +309,40 @@ class HFModelHandle(ModelHandle):
         return torch.stack([c.to(dtype) for c in captured])
 
     def embedding_matrix(self) -> torch.Tensor:
-        return self.module.get_input_embeddings().weight.detach()
+        embeddings = self.module.get_input_embeddings()
+        self._require(self._missing_under(embeddings, "weight"), "the input embedding")
+        return embeddings.weight.detach()
 
     def unembedding_matrix(self) -> torch.Tensor:
-        return self.module.get_output_embeddings().weight.detach().T
+        """``U`` ``(d_model, d_vocab)``; raises :class:`NoUnembeddingError` for a model without LM head
+        (see :meth:`ModelHandle.vocabulary_matrix` for the documented input-embedding fallback)."""
+        self._require_head("unembedding matrix")
+        self._require(self._missing_under(self.output_embeddings, "weight"), "the unembedding")
+        return self.output_embeddings.weight.detach().T
 
     def final_norm(self, residual: torch.Tensor) -> torch.Tensor:
         """What the model applies between the last residual stream and ``U`` (pre-LN models: the
         final norm; BERT: its MLM head transform dense + GELU + LayerNorm), so that
-        ``logits = final_norm(x) @ U + unembedding_bias()``; identity if there is none."""
+        ``logits = final_norm(x) @ U + unembedding_bias()``; identity if there is none. Raises
+        :class:`NoUnembeddingError` for a masked family without head (its transform is absent)."""
+        if self.final_norm_module is None and self.output_embeddings is None \
+                and self.model_type in _MASKED_MODEL_TYPES:
+            self._require_head("final transform (for BERT-like models it is part of the MLM head)")
+        self._require(self._missing_parts("final_norm"), "the final norm")
         return residual if self.final_norm_module is None else self.final_norm_module(residual)
 
     def unembedding_bias(self) -> torch.Tensor | None:
-        """Bias added after ``U`` (BERT's decoder bias), or ``None``."""
-        bias = getattr(self.module.get_output_embeddings(), "bias", None)
+        """Bias added after ``U`` (BERT's decoder bias), or ``None``; raises without LM head."""
+        self._require_head("unembedding bias")
+        self._require(self._missing_under(self.output_embeddings, "bias"), "the unembedding bias")
+        bias = getattr(self.output_embeddings, "bias", None)
         return None if bias is None else bias.detach()
 
     def logits_from_layer(self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor,
                           attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         self._check_layer(layer)
+        self._require_head("logits")
+        self._require(self.missing_weights_for("all"), "logits")
         if layer == 0:
             def pre_hook(_mod, args, kwargs):
                 if args:
@@ -260,6 +361,7 @@ class HFModelHandle(ModelHandle):
 
     def layer_parameters(self, block: int) -> dict[str, torch.Tensor]:
         self._check_block(block)
+        self._require(self._missing_parts(f"block {block}"), f"the parameters of block {block}")
         blk = self.blocks[block]
         for attr, build in (("attn.c_attn", self._gpt2_parameters),
                             ("attention.query_key_value", self._neox_parameters),

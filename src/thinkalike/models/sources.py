@@ -23,11 +23,24 @@ starts with ``/``, ``.``, ``~`` or contains more than one ``/``; other targets a
 Only safe formats are loaded: safetensors where the checkpoint has them, otherwise
 ``torch.load(weights_only=True)`` (transformers' ``weights_only=True``); remote code only on
 request. Every error is a :class:`ModelSourceError` whose message contains the spec.
+
+Heads (hf, gguf): the class comes from the checkpoint's ``config.architectures`` — a masked-LM
+or causal-LM class loads with its LM head; any other architecture (``BertModel`` as
+sentence-transformers save it, a classifier) loads as the *base model* (``AutoModel``), without
+a head. Without ``architectures`` the model type decides (causal, else masked). When the LM
+head's own weights are all absent from the checkpoint, the base model is loaded instead, so a
+random head is never used. Weights still missing are handed to the handle
+(``ModelHandle.missing_weights``) and ``load_model(view=...)`` raises
+:class:`~thinkalike.models.handle.MissingWeightsError` naming those the view needs
+(``"all"``: everything; ``"residual_streams"``: the embeddings and blocks).
+
+:func:`load_spec_tokenizer` loads a spec's tokenizer alone (no weights), for validation.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -40,8 +53,11 @@ from thinkalike.models.handle import (
     ModelHandle,
     ModelSourceError,
     UnsupportedArchitectureError,
+    check_view_name,
     default_device,
 )
+
+logger = logging.getLogger(__name__)
 
 SOURCES: tuple[str, ...] = ("zoo", "hf", "gguf", "tl")
 _OPTIONS: dict[str, frozenset[str]] = {
@@ -265,14 +281,21 @@ def _dtype(spec: str, dtype: torch.dtype | str | None) -> torch.dtype | None:
     return resolved
 
 
-def _causal_or_masked(spec: str, config) -> Any:
-    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+def _lm_head_class(spec: str, config) -> Any:
+    """The auto class to load: causal / masked LM with its head, or the base model (``AutoModel``).
+
+    From ``config.architectures`` when present (an architecture that is neither a masked nor a
+    causal LM has no LM head: base model); otherwise from the model type (causal, else masked).
+    """
+    from transformers import AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM
 
     architectures = list(getattr(config, "architectures", None) or [])
     if any("MaskedLM" in a for a in architectures):
         return AutoModelForMaskedLM
     if any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures):
         return AutoModelForCausalLM
+    if architectures:
+        return AutoModel
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,
@@ -283,6 +306,21 @@ def _causal_or_masked(spec: str, config) -> Any:
         return AutoModelForMaskedLM
     raise UnsupportedArchitectureError(
         f"model spec {spec!r}: model_type {config.model_type!r} has no causal or masked LM head in transformers")
+
+
+def head_weight_names(module: torch.nn.Module) -> list[str]:
+    """Names of the parameters a model has outside its base model (its head's own weights; weights
+    tied to the base model, such as a tied decoder, are the base model's and not listed)."""
+    prefix = getattr(module, "base_model_prefix", "")
+    if not prefix or getattr(module, prefix, None) is not getattr(module, "base_model", None):
+        return []
+    return [name for name, _ in module.named_parameters() if not name.startswith(prefix + ".")]
+
+
+def _missing_keys(info: Mapping[str, Any]) -> set[str]:
+    """Keys transformers initialised randomly: missing ones and those of mismatched shape."""
+    mismatched = {entry[0] if isinstance(entry, tuple) else entry for entry in info.get("mismatched_keys") or ()}
+    return set(info.get("missing_keys") or ()) | mismatched
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
@@ -304,11 +342,12 @@ def _load_tokenizer(spec: str, path_or_id: str, **kwargs) -> Any:
     return tokenizer
 
 
-def _wrap_hf(spec: str, name: str, module: torch.nn.Module, tokenizer, is_causal: bool | None = None) -> ModelHandle:
+def _wrap_hf(spec: str, name: str, module: torch.nn.Module, tokenizer, is_causal: bool | None = None,
+             missing_weights: Iterable[str] = ()) -> ModelHandle:
     from thinkalike.models.hf import HFModelHandle
 
     try:
-        return HFModelHandle(name, spec, module, tokenizer, is_causal=is_causal)
+        return HFModelHandle(name, spec, module, tokenizer, is_causal=is_causal, missing_weights=missing_weights)
     except UnsupportedArchitectureError as exc:
         message = str(exc)
         raise UnsupportedArchitectureError(message if spec in message else f"model spec {spec!r}: {message}") from exc
@@ -337,26 +376,57 @@ def _load_zoo(spec, target, name, zoo_artifacts, tokenizer, device, dtype) -> Mo
     return _wrap_hf(spec, name, module, tokenizer, is_causal=config.get("objective", "causal") == "causal")
 
 
-def _load_hf(spec, target, options, name, tokenizer, device, dtype, trusted) -> ModelHandle:
-    info = _check_hf(spec, target, options, trusted)
-    path_or_id = info["path_or_id"]
+def _hf_common(options: Mapping[str, str], trusted: bool) -> dict[str, Any]:
+    """``from_pretrained`` keyword arguments shared by config, weights and tokenizer of an hf spec."""
     common: dict[str, Any] = {"trust_remote_code": trusted}
     if options.get("revision"):
         common["revision"] = options["revision"]
-    return _from_pretrained(spec, path_or_id, common, name, tokenizer, device, dtype, "loading failed",
-                            use_safetensors=info["safetensors"], weights_only=True)
+    return common
+
+
+def _gguf_common(options: Mapping[str, str], filename: str) -> dict[str, Any]:
+    """``from_pretrained`` keyword arguments of a GGUF file (config, weights and tokenizer)."""
+    common: dict[str, Any] = {"gguf_file": filename}
+    if options.get("revision"):
+        common["revision"] = options["revision"]
+    return common
+
+
+def _load_hf(spec, target, options, name, tokenizer, device, dtype, trusted, view) -> ModelHandle:
+    info = _check_hf(spec, target, options, trusted)
+    return _from_pretrained(spec, info["path_or_id"], _hf_common(options, trusted), name, tokenizer, device, dtype,
+                            "loading failed", view, use_safetensors=info["safetensors"], weights_only=True)
+
+
+def _load_weights(spec: str, auto, where, config, options: dict[str, Any]) -> tuple[torch.nn.Module, set[str]]:
+    """``auto.from_pretrained`` with its loading report: ``(module, keys initialised randomly)``.
+
+    When the LM head's own weights are all absent, loads the base model (``AutoModel``) instead.
+    """
+    from transformers import AutoModel
+
+    module, info = auto.from_pretrained(where, config=config, output_loading_info=True, **options)
+    missing = _missing_keys(info)
+    head = head_weight_names(module)
+    if auto is not AutoModel and head and set(head) <= missing:
+        logger.warning("model spec %r: the checkpoint has no weights for the LM head of %s (%s); loading the base "
+                       "model without a head instead", spec, type(module).__name__, ", ".join(sorted(head)))
+        module, info = AutoModel.from_pretrained(where, config=config, output_loading_info=True, **options)
+        missing = _missing_keys(info)
+    return module, missing
 
 
 def _from_pretrained(spec, where, common: dict[str, Any], name, tokenizer, device, dtype, failure: str,
-                     **weights_options: Any) -> ModelHandle:
-    """Config, then causal/masked weights, then tokenizer from ``where``; any failure names the spec."""
+                     view: str, **weights_options: Any) -> ModelHandle:
+    """Config, then weights (LM head or base model), then tokenizer from ``where``; any failure
+    names the spec; weights that ``view`` needs but the checkpoint lacks raise."""
     from transformers import AutoConfig
 
     try:
         config = AutoConfig.from_pretrained(where, **common)
-        auto = _causal_or_masked(spec, config)
-        module = auto.from_pretrained(where, config=config, **weights_options, **common,
-                                      **({"dtype": dtype} if dtype else {}))
+        auto = _lm_head_class(spec, config)
+        module, missing = _load_weights(spec, auto, where, config,
+                                        {**weights_options, **common, **({"dtype": dtype} if dtype else {})})
     except ModelSourceError:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -364,29 +434,59 @@ def _from_pretrained(spec, where, common: dict[str, Any], name, tokenizer, devic
     module.to(device).eval()
     if tokenizer is None:
         tokenizer = _load_tokenizer(spec, where, **common)
-    return _wrap_hf(spec, name, module, tokenizer)
+    handle = _wrap_hf(spec, name, module, tokenizer, missing_weights=missing)
+    handle.check_view(view)
+    if handle.missing_weights:
+        logger.warning("model spec %r: the checkpoint lacks %d weight(s) that %s does not use (%s); methods that "
+                       "need them raise", spec, len(handle.missing_weights), view,
+                       ", ".join(handle.missing_weights[:8]))
+    return handle
 
 
-def _load_gguf(spec, target, options, name, tokenizer, device, dtype) -> ModelHandle:
+def _load_gguf(spec, target, options, name, tokenizer, device, dtype, view) -> ModelHandle:
     where, filename = _check_gguf(spec, target, options)
-    common: dict[str, Any] = {"gguf_file": filename}
-    if options.get("revision"):
-        common["revision"] = options["revision"]
-    return _from_pretrained(spec, where, common, name, tokenizer, device, dtype, "loading the GGUF file failed")
+    return _from_pretrained(spec, where, _gguf_common(options, filename), name, tokenizer, device, dtype,
+                            "loading the GGUF file failed", view)
+
+
+def load_spec_tokenizer(spec: str, *, trust_remote_code: bool = False) -> Any | None:
+    """The tokenizer a spec's model would use, loaded without any weights (for validation).
+
+    hf: from the directory or the hub cache; gguf: from the GGUF file's metadata; tl: from
+    tokenizer files beside ``weights``. ``None`` where it is not known before the run: zoo
+    models (the corpus tokenizer is trained by the run) and tl without local tokenizer files.
+    Raises :class:`ModelSourceError` naming the spec.
+    """
+    source, target, options = _split(spec)
+    if source == "hf":
+        trusted = _trusts_remote_code(options, trust_remote_code)
+        info = _check_hf(spec, target, options, trusted)
+        return _load_tokenizer(spec, info["path_or_id"], **_hf_common(options, trusted))
+    if source == "gguf":
+        where, filename = _check_gguf(spec, target, options)
+        return _load_tokenizer(spec, where, **_gguf_common(options, filename))
+    if source == "tl":
+        weights = _check_tl(spec, options)
+        if weights and any(Path(weights, f).is_file() for f in TOKENIZER_FILES):
+            return _load_tokenizer(spec, weights)
+    return None
 
 
 def load_model(spec: str, *, name: str | None = None,
                zoo_artifacts: Mapping[str, tuple[dict, dict]] | None = None, tokenizer=None,
                device: str | torch.device | None = None, dtype: torch.dtype | str | None = None,
-               trust_remote_code: bool = False) -> ModelHandle:
+               trust_remote_code: bool = False, view: str = "all") -> ModelHandle:
     """Load the model a spec names and wrap it in a :class:`ModelHandle` (eval mode).
 
     ``name`` defaults to the spec's target. ``tokenizer``: used as given; when ``None`` it is
     loaded from the hf / gguf source, and for tl from tokenizer files beside local weights (zoo
     sources, and tl without such files, keep ``None`` unless given). ``device``:
     CUDA when available if ``None``. ``dtype``: a torch dtype or its name; ``None`` keeps the
-    checkpoint's.
+    checkpoint's. ``view`` (one of ``handle.VIEWS``): what the caller will compute; an hf / gguf
+    checkpoint lacking weights the view needs raises :class:`MissingWeightsError` naming them
+    (zoo state dicts are loaded strictly; tl checkpoints are TransformerLens' own business).
     """
+    check_view_name(view)
     source, target, options = _split(spec)
     name = name or target
     device_ = default_device(device)
@@ -395,9 +495,9 @@ def load_model(spec: str, *, name: str | None = None,
         return _load_zoo(spec, target, name, zoo_artifacts, tokenizer, device_, dtype_)
     if source == "hf":
         return _load_hf(spec, target, options, name, tokenizer, device_, dtype_,
-                        _trusts_remote_code(options, trust_remote_code))
+                        _trusts_remote_code(options, trust_remote_code), view)
     if source == "gguf":
-        return _load_gguf(spec, target, options, name, tokenizer, device_, dtype_)
+        return _load_gguf(spec, target, options, name, tokenizer, device_, dtype_, view)
     # source == "tl"
     weights = _check_tl(spec, options)
     from thinkalike.models.bridge import load_bridge_handle
