@@ -66,7 +66,7 @@ class ActivationStoreDataset(_LocalDirectoryDataset):
         path = Path(self._get_save_path())
         check_free_space(path, data.estimated_bytes, f"the activation store of {data.model!r} ({path})")
         write_activation_store(path, data.batches, data.model, dtype=data.dtype, n_layers=data.n_layers,
-                               layers=data.layers)
+                               layers=data.layer_subset, spec=data.spec)
 
     def preview(self) -> dict[str, Any]:
         """For kedro-viz: the latest store's model, layers, width, dtype and shard count."""

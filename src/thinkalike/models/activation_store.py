@@ -113,6 +113,16 @@ class ActivationStore:
         return str(self.meta["dtype"])
 
     @property
+    def spec(self) -> str:
+        """The spec of the model the activations came from (empty for stores written before it was recorded)."""
+        return str(self.meta.get("spec", ""))
+
+    @property
+    def version(self) -> str:
+        """The store's version: its Kedro version folder's name (a timestamp) for catalog stores."""
+        return self.path.parent.name
+
+    @property
     def n_shards(self) -> int:
         return len(self.meta["shards"])
 
@@ -155,11 +165,12 @@ def partial_path(path: str | Path) -> Path:
 
 def write_activation_store(path: str | Path, batches: Iterable[ActivationBatch], model: str, *,
                            dtype: str = "float32", n_layers: int | None = None,
-                           layers: Sequence[int] | None = None) -> ActivationStore:
+                           layers: Sequence[int] | None = None, spec: str = "") -> ActivationStore:
     """Writes ``batches`` as shards of real tokens in ``dtype``, atomically, to ``path``; returns the store.
 
     ``layers``: the residual-stream indices the batches hold (default ``0 … rows − 1``);
-    ``n_layers``: the model's number of blocks (default ``max(layers)``). Refuses to write where
+    ``n_layers``: the model's number of blocks (default ``max(layers)``); ``spec``: the model spec
+    (``zoo:…``, ``hf:…``), recorded for provenance. Refuses to write where
     a store already exists, so nothing saved is overwritten. The shards are written under
     :func:`partial_path` and renamed into place when ``meta.json`` is written.
     """
@@ -175,6 +186,7 @@ def write_activation_store(path: str | Path, batches: Iterable[ActivationBatch],
     try:
         meta = _write_shards(staging, batches, model, STORE_DTYPES[dtype])
         meta["dtype"] = dtype
+        meta["spec"] = spec
         meta["layers"] = [int(layer) for layer in layers] if layers is not None \
             else list(range(meta["n_stored_layers"]))
         if len(meta["layers"]) != meta["n_stored_layers"]:
@@ -238,14 +250,35 @@ def check_free_space(path: str | Path, needed_bytes: int, what: str) -> None:
 
 @dataclass(frozen=True)
 class ActivationStream:
-    """What an extraction node returns: the model's name and a lazy iterable of batches.
+    """What an extraction node returns: the model's name, a lazy re-iterable of batches and how to store them.
 
     It is not a generator, so Kedro hands it whole to the dataset, which writes it shard by shard.
+    It reads like an :class:`ActivationStore` (``model``, ``n_layers``, ``layers``, iteration), so
+    CKA can also consume it directly, without writing anything (streaming CKA).
     """
 
     model: str
     batches: Iterable[ActivationBatch]
     dtype: str = "float32"
     n_layers: int | None = None
-    layers: Sequence[int] | None = None
+    layer_subset: Sequence[int] | None = None
     estimated_bytes: int = 0
+    spec: str = ""
+
+    @property
+    def layers(self) -> list[int]:
+        """The residual streams the batches hold (all ``0 … n_layers`` unless a subset was asked for)."""
+        if self.layer_subset is not None:
+            return [int(layer) for layer in self.layer_subset]
+        if self.n_layers is None:
+            raise ValueError(f"the activation stream of {self.model!r} does not know its model's depth")
+        return list(range(self.n_layers + 1))
+
+    def __iter__(self) -> Iterator[ActivationBatch]:
+        return iter(self.batches)
+
+
+def provenance(source: ActivationStore | ActivationStream) -> dict[str, str]:
+    """Where a method's activations came from: ``{"activations_version", "spec"}`` (``streamed`` when not stored)."""
+    version = source.version if isinstance(source, ActivationStore) else "streamed"
+    return {"activations_version": version, "spec": source.spec}

@@ -11,8 +11,9 @@ import os
 from typing import Any
 
 from thinkalike.language.natural_text import read_natural_text
+from thinkalike.language.packing import check_packable
 from thinkalike.models.bridge import resolve_bridge_checkpoint
-from thinkalike.models.sources import check_model_spec, parse_model_spec, spec_options
+from thinkalike.models.sources import check_model_spec, load_spec_tokenizer, parse_model_spec, spec_options
 from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.cka.pairs import configured_pairs
 from thinkalike.pipelines.schema import (
@@ -25,23 +26,22 @@ from thinkalike.pipelines.schema import (
 )
 from thinkalike.reports.cka import CKASettings
 
-CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device"})
+CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device", "mode"})
+CKA_MODES = ("stored", "streaming")
 
 
 def validate_parameters(parameters: dict[str, Any]) -> None:
     """Raises a :class:`ParameterError` (or ``FileNotFoundError`` for a missing file) for any bad setting."""
     corpus = validate_corpus(parameters.get("corpus"))
     validate_zoo(parameters.get("zoo"), corpus)
-    validate_activations(parameters.get("activations"))
+    activations = validate_activations(parameters.get("activations"))
     zoo_names = list((parameters.get("zoo") or {}).get("models") or {})
     models = configured_models(parameters)
+    n_ctx = activations.n_ctx or corpus.n_ctx
     for name, spec in models.items():
         try:
-            check_model_spec(spec, zoo_names=zoo_names)
-            if parse_model_spec(spec)[0] == "tl":
-                weights = spec_options(spec).get("weights")
-                resolve_bridge_checkpoint(parse_model_spec(spec)[1], os.path.expanduser(weights) if weights else None)
-        except ValueError as error:
+            _check_model(name, spec, zoo_names, n_ctx)
+        except ValueError as error:  # ModelSourceError is a ValueError
             raise ParameterError(f"activations.models.{name}: {error}") from None
     if parameters.get("cka"):
         _validate_cka(parameters["cka"], models)
@@ -49,8 +49,22 @@ def validate_parameters(parameters: dict[str, Any]) -> None:
         read_natural_text(corpus.natural_text.path, corpus.natural_text.mode)
 
 
+def _check_model(name: str, spec: str, zoo_names: list[str], n_ctx: int) -> None:
+    """The spec, a ``tl:`` architecture, and what packing needs of the model's tokenizer (no weights loaded)."""
+    check_model_spec(spec, zoo_names=zoo_names)
+    source, target = parse_model_spec(spec)
+    if source == "tl":
+        weights = spec_options(spec).get("weights")
+        resolve_bridge_checkpoint(target, os.path.expanduser(weights) if weights else None)
+    tokenizer = load_spec_tokenizer(spec)  # None for zoo: and tl: without tokenizer files
+    if tokenizer is not None:
+        check_packable(tokenizer, n_ctx, what=f"activations.models.{name} ({spec})")
+
+
 def _validate_cka(cka: Any, models: dict[str, str]) -> None:
     validate_dataclass(CKASettings, cka, "cka", ignore=CKA_STRUCTURE_KEYS)
+    if cka.get("mode", "stored") not in CKA_MODES:
+        raise ParameterError(f"cka.mode: must be one of {CKA_MODES}, got {cka['mode']!r}")
     if cka.get("device") is not None:
         try:
             check_device(cka["device"])

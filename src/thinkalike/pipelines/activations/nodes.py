@@ -61,8 +61,8 @@ def activation_stream(handle: ModelHandle, sequences: dict[str, np.ndarray], act
     dtype = store_dtype(activations)
     size = store_size_bytes(int(np.asarray(sequences["attention_mask"]).sum()), n_stored, handle.d_model, dtype)
     batches = ResidualBatches(handle, sequences, int(activations["batch_size"]), output_dtype(activations), layers)
-    return ActivationStream(model_name, batches, dtype=dtype, n_layers=handle.n_layers, layers=layers,
-                            estimated_bytes=size)
+    return ActivationStream(model_name, batches, dtype=dtype, n_layers=handle.n_layers, layer_subset=layers,
+                            estimated_bytes=size, spec=handle.spec)
 
 
 def extract_zoo_activations(evaluation_sequences: dict[str, np.ndarray], evaluation_index: pd.DataFrame, tokenizer,

@@ -7,6 +7,8 @@ Models: every zoo model when ``activations.include_zoo`` is true, plus ``activat
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kedro.pipeline import Node, Pipeline
@@ -28,23 +30,39 @@ def configured_models(parameters: dict[str, Any] | None = None) -> dict[str, str
     return models
 
 
-def model_pipeline(name: str, spec: str, n_ctx: int) -> Pipeline:
-    """Extraction for one model in namespace ``name``."""
+@dataclass(frozen=True)
+class ExtractionSource:
+    """How to extract one model: ``function(*inputs' data, activations) -> (ActivationStream, index)``."""
+
+    function: Callable[..., Any]
+    inputs: tuple[str, ...]
+
+
+def extraction_source(name: str, spec: str, n_ctx: int) -> ExtractionSource:
+    """The extraction function of model ``name`` (``spec``) and the catalog datasets it reads."""
     if spec.startswith("zoo:"):
         zoo_name = spec.removeprefix("zoo:")
-        node = Node(bind(nodes.extract_zoo_activations, model_name=name),
-                    ["evaluation_sequences", "evaluation_index", "tokenizer", f"{zoo_name}.model_weights",
-                     f"{zoo_name}.model_config", "params:activations"], OUTPUTS, name="extract_activations")
-        inputs = {"evaluation_sequences", "evaluation_index", "tokenizer", f"{zoo_name}.model_weights",
-                  f"{zoo_name}.model_config"}
-    else:
-        node = Node(bind(nodes.extract_external_activations, model_name=name, spec=spec, n_ctx=n_ctx),
-                    ["evaluation_texts", "params:activations"], OUTPUTS, name="extract_activations")
-        inputs = {"evaluation_texts"}
-    return Pipeline([node], namespace=name, inputs=inputs, parameters={"params:activations": "params:activations"})
+        return ExtractionSource(bind(nodes.extract_zoo_activations, model_name=name),
+                                ("evaluation_sequences", "evaluation_index", "tokenizer", f"{zoo_name}.model_weights",
+                                 f"{zoo_name}.model_config"))
+    return ExtractionSource(bind(nodes.extract_external_activations, model_name=name, spec=spec, n_ctx=n_ctx),
+                            ("evaluation_texts",))
+
+
+def external_n_ctx(parameters: dict[str, Any] | None) -> int:
+    """Row length for models with their own tokenizer: ``activations.n_ctx``, else ``corpus.n_ctx``."""
+    return int(section(parameters, "activations").get("n_ctx") or section(parameters, "corpus").get("n_ctx", 64))
+
+
+def model_pipeline(name: str, spec: str, n_ctx: int) -> Pipeline:
+    """Extraction for one model in namespace ``name``."""
+    source = extraction_source(name, spec, n_ctx)
+    node = Node(source.function, [*source.inputs, "params:activations"], OUTPUTS, name="extract_activations")
+    return Pipeline([node], namespace=name, inputs=set(source.inputs),
+                    parameters={"params:activations": "params:activations"})
 
 
 def create_pipeline(parameters: dict[str, Any] | None = None, **kwargs) -> Pipeline:
-    n_ctx = int(section(parameters, "activations").get("n_ctx") or section(parameters, "corpus").get("n_ctx", 64))
+    n_ctx = external_n_ctx(parameters)
     return sum((model_pipeline(name, spec, n_ctx) for name, spec in configured_models(parameters).items()),
                Pipeline([]))

@@ -1,6 +1,10 @@
 """``cka``: one namespaced node per model pair (``cka_<a>__<b>``), then distances and groups.
 
 ``kedro run --pipeline cka --namespaces cka_solu_2l__gelu_2l`` compares one pair.
+
+``cka.mode: stored`` (default) reads the ``activations`` pipeline's stores; ``streaming`` runs
+both models batch by batch inside the pair's node and writes nothing but the CKA results
+(memory: one batch of each model), for models whose activations would not fit on disk.
 """
 
 from __future__ import annotations
@@ -9,7 +13,12 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.activations.pipeline import configured_models
+from thinkalike.pipelines.activations.pipeline import (
+    ExtractionSource,
+    configured_models,
+    external_n_ctx,
+    extraction_source,
+)
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.cka import nodes
 from thinkalike.pipelines.cka.pairs import configured_pairs, pair_namespace
@@ -19,7 +28,7 @@ PAIR_OUTPUTS = ["cka_table", "cka_heatmap", "cka_heatmap_plotly"]
 
 
 def pair_pipeline(model_a: str, model_b: str) -> Pipeline:
-    """CKA of one pair in its own namespace."""
+    """CKA of one pair in its own namespace, from the two models' activation stores."""
     inputs = [f"{model_a}.activations", f"{model_a}.activation_index", f"{model_b}.activations",
               f"{model_b}.activation_index"]
     node = Node(bind(nodes.compare_pair, model_a=model_a, model_b=model_b), [*inputs, "params:cka"], PAIR_OUTPUTS,
@@ -28,13 +37,31 @@ def pair_pipeline(model_a: str, model_b: str) -> Pipeline:
                     parameters={"params:cka": "params:cka"})
 
 
+def streaming_pair_pipeline(model_a: str, model_b: str, source_a: ExtractionSource,
+                            source_b: ExtractionSource) -> Pipeline:
+    """CKA of one pair straight from the two models' forward passes (``cka.mode: streaming``): nothing is stored."""
+    inputs = list(dict.fromkeys([*source_a.inputs, *source_b.inputs]))
+    node = Node(bind(nodes.compare_streamed_pair, model_a=model_a, model_b=model_b, extract_a=source_a.function,
+                     inputs_a=[inputs.index(name) for name in source_a.inputs], extract_b=source_b.function,
+                     inputs_b=[inputs.index(name) for name in source_b.inputs]),
+                [*inputs, "params:activations", "params:cka"], PAIR_OUTPUTS, name="compare_pair")
+    return Pipeline([node], namespace=pair_namespace(model_a, model_b), inputs=set(inputs),
+                    parameters={"params:cka": "params:cka", "params:activations": "params:activations"})
+
+
 def create_pipeline(parameters: dict[str, Any] | None = None, **kwargs) -> Pipeline:
     parameters = project_parameters() if parameters is None else parameters
     cka = section(parameters, "cka")
     if not cka:
         return Pipeline([])
-    pairs = configured_pairs(cka.get("pairs") or {}, configured_models(parameters))
-    per_pair = sum((pair_pipeline(a, b) for a, b in pairs), Pipeline([]))
+    models = configured_models(parameters)
+    pairs = configured_pairs(cka.get("pairs") or {}, models)
+    if cka.get("mode", "stored") == "streaming":
+        n_ctx = external_n_ctx(parameters)
+        sources = {name: extraction_source(name, spec, n_ctx) for name, spec in models.items()}
+        per_pair = sum((streaming_pair_pipeline(a, b, sources[a], sources[b]) for a, b in pairs), Pipeline([]))
+    else:
+        per_pair = sum((pair_pipeline(a, b) for a, b in pairs), Pipeline([]))
     tables = [f"{pair_namespace(a, b)}.cka_table" for a, b in pairs]
     summary = Node(nodes.summarise_cka, ["params:cka", *tables],
                    ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
