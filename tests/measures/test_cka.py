@@ -10,10 +10,12 @@ import torch
 
 from tests.reference_cka import ref_aggregate, ref_grid, ref_hsic  # noqa: E402
 from thinkalike.measures.cka import (
+    FLOAT32_GRAMS_FROM,
     CKAAccumulator,
     choose_form,
     cka,
     cka_matrix,
+    default_gram_dtype,
     hsic_terms,
 )
 from thinkalike.measures.significance import aggregate, bootstrap_ci
@@ -241,3 +243,105 @@ def test_no_warnings_on_clean_input():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         cka_matrix(a, b)
+
+
+# --------------------------------------------------------------------------- precision at every n
+
+
+def _float32_pair(n: int, seed: int, d: int = 48) -> tuple[np.ndarray, np.ndarray]:
+    """One layer per model, float32, shared latent + noise + column offsets (residual-stream-like)."""
+    rng = np.random.default_rng(seed)
+    latent = rng.standard_normal((n, 8))
+    x = latent @ rng.standard_normal((8, d)) + 0.5 * rng.standard_normal((n, d)) + 5.0 * rng.standard_normal(d)
+    y = latent @ rng.standard_normal((8, d)) + 2.0 * rng.standard_normal((n, d)) - 5.0
+    return x[None].astype(np.float32), y[None].astype(np.float32)
+
+
+@pytest.mark.parametrize("form", ["gram", "auto"])
+@pytest.mark.parametrize("n", [4, 5, 8, 64, 255, 256, 1024])
+def test_float32_input_is_within_1e8_of_the_float64_reference_at_every_n(n, form):
+    """The docstring's claim: float64 Grams below FLOAT32_GRAMS_FROM tokens, float32 from there on."""
+    worst = 0.0
+    for seed in range(3 if n < 1024 else 1):
+        a, b = _float32_pair(n, seed)
+        expected = ref_grid(a.astype(np.float64), b.astype(np.float64), "unbiased")
+        got = hsic_terms(torch.from_numpy(a), torch.from_numpy(b), form=form).cka
+        worst = max(worst, float(np.abs(got - expected).max()))
+    assert worst <= 1e-8
+
+
+def test_gram_dtype_is_float64_below_the_threshold_only():
+    cpu = torch.device("cpu")
+    assert default_gram_dtype(torch.float32, cpu, FLOAT32_GRAMS_FROM - 1) == torch.float64
+    assert default_gram_dtype(torch.float32, cpu, FLOAT32_GRAMS_FROM) == torch.float32  # the fast path stays
+    assert default_gram_dtype(torch.float32, cpu) == torch.float32
+    assert default_gram_dtype(torch.float16, cpu, 4) == torch.float64
+    assert default_gram_dtype(torch.float64, cpu, 4096) == torch.float64
+
+
+# --------------------------------------------------------------------------- constant layers
+
+
+def _batches_with_constant(n_batches: int = 4, constant_in: tuple[int, ...] = (1,), seed: int = 20):
+    """Batches of related_pair(3, 2 layers); layer 1 of b is constant in the batches ``constant_in``."""
+    rng = np.random.default_rng(seed)
+    batches = [related_pair(rng, n) for n in (9, 12, 10, 11, 8)[:n_batches]]
+    for index in constant_in:
+        batches[index][1][1] = 0.37
+    return batches
+
+
+def _run(batches, **kwargs):
+    acc = CKAAccumulator(3, 2, model_a="gpt", model_b="bert", **kwargs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for a, b in batches:
+            acc.update(a, b)
+    return acc.result(), [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("aggregation", ["mean_of_ratios", "ratio_of_means"])
+def test_one_constant_batch_makes_the_layer_nan_and_the_warning_says_so(aggregation):
+    result, messages = _run(_batches_with_constant(), aggregation=aggregation, n_permutations=5)
+    assert np.isnan(result.cka[:, 1]).all()  # ratio_of_means used to give a biased finite value
+    assert np.isfinite(result.cka[:, 0]).all()
+    assert len(messages) == 1
+    assert "layer 1 of model 'bert' is constant (zero variance) in batch 1" in messages[0]
+    assert "NaN for the whole run" in messages[0] and "skip_constant_layers=True" in messages[0]
+    low, high = result.bootstrap_ci(n_bootstrap=50)
+    assert np.isnan(low[:, 1]).all() and np.isnan(high[:, 1]).all() and np.isfinite(low[:, 0]).all()
+    assert np.isnan(result.p_values[:, 1]).all()
+    assert (result.n_batches_per_cell[:, 1] == 3).all() and (result.n_batches_per_cell[:, 0] == 4).all()
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+@pytest.mark.parametrize("aggregation", ["mean_of_ratios", "ratio_of_means"])
+def test_skip_constant_layers_leaves_out_only_that_batch_for_that_layer(estimator, aggregation):
+    batches = _batches_with_constant(constant_in=(1, 3))
+    result, messages = _run(batches, estimator=estimator, aggregation=aggregation, skip_constant_layers=True)
+    kept = [batches[i] for i in (0, 2)]
+    with np.errstate(invalid="ignore", divide="ignore"):  # the reference's own NaN for the constant layer
+        all_batches = ref_aggregate(batches, estimator, aggregation)
+    np.testing.assert_allclose(result.cka[:, 0], all_batches[:, 0], atol=1e-10)
+    np.testing.assert_allclose(result.cka[:, 1], ref_aggregate(kept, estimator, aggregation)[:, 1], atol=1e-10)
+    assert result.n_batches_per_cell.tolist() == [[4, 2]] * 3
+    assert [m.split(";")[0] for m in messages] == [
+        "layer 1 of model 'bert' is constant (zero variance) in batch 1",
+        "layer 1 of model 'bert' is constant (zero variance) in batch 3"]
+    assert all("left out" in m for m in messages)
+    valid = result.valid_batches()
+    np.testing.assert_allclose(aggregate(result.cross, result.self_a, result.self_b, aggregation, valid=valid),
+                               result.cka, atol=1e-12)
+    low, high = result.bootstrap_ci(n_bootstrap=100, seed=2)
+    assert np.isfinite(low).all() and np.isfinite(high).all() and (low <= high).all()
+
+
+def test_skip_constant_layers_keeps_nan_for_a_layer_constant_in_every_batch():
+    result, _ = _run(_batches_with_constant(n_batches=2, constant_in=(0, 1)), skip_constant_layers=True)
+    assert np.isnan(result.cka[:, 1]).all() and np.isfinite(result.cka[:, 0]).all()
+    assert (result.n_batches_per_cell[:, 1] == 0).all()
+
+
+def test_skip_constant_layers_must_be_a_bool():
+    with pytest.raises(ValueError, match="skip_constant_layers must be true or false"):
+        CKAAccumulator(1, 1, skip_constant_layers="yes")

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from thinkalike.measures.distances import (
     arccos_cka,
     group_distance_table,
     layer_cka_curves,
     match_layers_by_relative_depth,
+    matched_summary,
+    mean_interval,
     model_distance,
     product_distance,
 )
@@ -98,3 +102,65 @@ def test_layer_cka_curves_t_and_percentile():
     assert pct.loc[("A", "A", 1.0), "ci_low"] == pytest.approx(0.45)
     grid = layer_cka_curves(mats, GROUPS, n_points=5)
     assert len(grid[grid.group_b == "A"]) == 5
+
+
+# --------------------------------------------------------------------------- no quiet partial numbers
+
+
+def test_a_nan_matched_layer_makes_mean_and_distance_nan_with_counts_and_warning():
+    matrix = np.array([[0.9, 0.1], [0.2, np.nan]])
+    with pytest.warns(RuntimeWarning, match=r"of 'x' vs 'y' is NaN at matched layer pair\(s\).*\[\(1, 1\)\]: 1 of 2"):
+        summary = matched_summary(matrix, label="'x' vs 'y'")
+    assert math.isnan(summary.mean_cka) and math.isnan(summary.distance)
+    assert (summary.n_matched_layers, summary.n_finite_layers) == (2, 1)
+    skipped = matched_summary(matrix, skip_undefined=True)
+    assert skipped.mean_cka == pytest.approx(0.9) and skipped.distance == pytest.approx(math.acos(0.9))
+    assert (skipped.n_matched_layers, skipped.n_finite_layers) == (2, 1)
+    assert model_distance(matrix, skip_undefined=True) == pytest.approx(math.acos(0.9))
+    assert math.isnan(matched_summary(np.full((2, 2), np.nan), skip_undefined=True).mean_cka)
+
+
+def test_finite_matrix_summary_has_all_layers_and_no_warning():
+    matrix = np.diag([1.0, 0.8, 0.6])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = matched_summary(matrix)
+    assert summary.mean_cka == pytest.approx(0.8) and summary.n_finite_layers == summary.n_matched_layers == 3
+    assert summary.distance == pytest.approx(model_distance(matrix))
+
+
+def test_group_distance_mean_is_nan_when_a_pair_is_nan_unless_skipped():
+    long = pd.DataFrame([("a1", "a2", 0.5), ("a1", "a3", np.nan), ("a2", "a3", 0.7)],
+                        columns=["model_a", "model_b", "distance"])
+    table = group_distance_table(long, GROUPS).iloc[0]
+    assert math.isnan(table["mean"]) and (table["n"], table["n_finite"]) == (3, 2)
+    skipped = group_distance_table(long, GROUPS, skip_undefined=True).iloc[0]
+    assert skipped["mean"] == pytest.approx(0.6) and skipped["std"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
+
+
+# --------------------------------------------------------------------------- intervals of the curves
+
+
+def test_t_interval_is_scipys_and_is_clipped_to_the_cka_range():
+    mats = {("a1", "a2"): np.diag([0.98, 0.5]), ("a1", "a3"): np.diag([0.999, 0.7])}
+    curves = layer_cka_curves(mats, GROUPS).set_index("relative_depth")
+    values = np.array([0.98, 0.999])
+    low, high = stats.t.interval(0.95, 1, loc=values.mean(), scale=values.std(ddof=1) / np.sqrt(2))
+    assert high > 1.0  # what a t interval over 2 pairs gives (the old curves reported it)
+    assert curves.loc[0.0, "ci_low"] == pytest.approx(low) and curves.loc[0.0, "ci_high"] == 1.0
+    last = np.array([0.5, 0.7])
+    expected = stats.t.interval(0.95, 1, loc=0.6, scale=last.std(ddof=1) / np.sqrt(2))
+    assert expected[0] < -0.5 and curves.loc[1.0, "ci_low"] == pytest.approx(expected[0])
+    assert curves.loc[1.0, "ci_high"] == 1.0  # expected[1] = 1.87
+    biased = layer_cka_curves(mats, GROUPS, value_range=(0.0, 1.0)).set_index("relative_depth")
+    assert biased.loc[1.0, "ci_low"] == 0.0
+    assert ((curves["ci_low"] >= -1) & (curves["ci_high"] <= 1)).all()
+
+
+def test_mean_interval_edge_cases():
+    assert mean_interval(np.array([0.4, 0.4, 0.4]), 0.95, "t") == pytest.approx((0.4, 0.4, 0.4))
+    mean, low, high = mean_interval(np.array([0.3]), 0.95, "t")
+    assert mean == 0.3 and math.isnan(low) and math.isnan(high)
+    assert all(math.isnan(v) for v in mean_interval(np.array([0.3, np.nan]), 0.95, "t"))
+    with pytest.raises(ValueError, match="value_range"):
+        layer_cka_curves({}, GROUPS, value_range=(1.0, 0.0))

@@ -44,3 +44,23 @@ def tiny_project(tmp_path_factory):
     finally:
         os.chdir(previous)
     return project, catalog
+
+
+@pytest.fixture(scope="session")
+def grammar_gpt2_dir(tmp_path_factory):
+    """A tiny random GPT-2 saved locally, with its own tokenizer trained on the grammar (vocabulary 90):
+    a different tokenizer from the zoo's, which keeps the zero-width space as <unk>."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from thinkalike.language.grammar import generate_sentences
+    from thinkalike.language.tokenizer import train_tokenizer
+
+    directory = tmp_path_factory.mktemp("gpt2")
+    tokenizer = train_tokenizer(generate_sentences(300, seed=7)["text"].tolist(), vocab_size=90)
+    tokenizer.save_pretrained(directory)
+    config = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=len(tokenizer), n_positions=64,
+                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    torch.manual_seed(0)
+    GPT2LMHeadModel(config).save_pretrained(directory, safe_serialization=True)
+    return directory

@@ -35,6 +35,7 @@ def test_bad_pair_config_is_named(pairs, message):
     ({"n_bootstrap": -1}, "n_bootstrap"),
     ({"confidence": 1.5}, "confidence"),
     ({"bath_tokens": 8}, "unknown cka parameter"),
+    ({"skip_constant_layers": "no"}, "cka.skip_constant_layers"),
 ])
 def test_bad_cka_settings_are_named(settings, message):
     with pytest.raises(ValueError, match=message):
@@ -50,6 +51,12 @@ def test_pair_table_matches_an_independent_reference(tiny_project):
     table = catalog.load("cka_gelu_1l__neox_xs.cka_table")
     assert list(table.columns) == TABLE_COLUMNS
     a, b = _tokens(catalog.load("gelu_1l.activations")), _tokens(catalog.load("neox_xs.activations"))
+    if table["exclude_special_tokens"].iloc[0]:
+        # rows are the tokens neither model's index marks special (bos, eos, pad, ...)
+        special = (catalog.load("gelu_1l.activation_index")["is_special"].to_numpy()
+                   | catalog.load("neox_xs.activation_index")["is_special"].to_numpy())
+        assert special.any() and len(special) == a.shape[1]
+        a, b = a[:, ~special], b[:, ~special]
     n = a.shape[1]
     batch = 64
     starts = list(range(0, n - n % batch, batch))
@@ -97,3 +104,29 @@ def test_the_pythia_environment_builds_its_pipelines_without_the_hub():
     assert {node.namespace for node in activations.nodes} == {"pythia_70m", "pythia_160m", "pythia_410m"}
     namespaces = {node.namespace for node in cka_pipeline(parameters).nodes}
     assert "cka_pythia_70m__pythia_410m" in namespaces and "cka_pythia_410m__pythia_410m" in namespaces
+
+
+def test_tables_report_counts_beside_every_mean(tiny_project):
+    _, catalog = tiny_project
+    table = catalog.load("cka_gelu_1l__neox_xs.cka_table")
+    assert not table["skip_constant_layers"].any()
+    distances = catalog.load("cka_distances")
+    assert {"n_matched_layers", "n_finite_layers"} <= set(distances.columns)
+    assert (distances["n_finite_layers"] == distances["n_matched_layers"]).all()
+    assert distances.set_index(["model_a", "model_b"]).loc[("gelu_1l", "neox_xs"), "n_matched_layers"] == 2
+    assert catalog.load("cka_group_distances")[["n", "n_finite"]].values.tolist() == [[1, 1]]
+
+
+def test_saved_figures_are_paper_sized(tiny_project):
+    from PIL import Image
+
+    project, catalog = tiny_project
+    for pattern in ("cka/cka_gelu_1l__neox_xs/heatmap.png/*/heatmap.png", "cka_distances.png/*/cka_distances.png",
+                    "cka_group_curves.png/*/cka_group_curves.png",
+                    "zoo_training_curves.png/*/zoo_training_curves.png"):
+        (path,) = (project / "data/08_reporting").glob(pattern)
+        assert Image.open(path).size[0] >= 1000, path
+    curves = catalog.load("cka_group_curves")
+    assert ((curves["ci_low"].dropna() >= -1) & (curves["ci_high"].dropna() <= 1)).all()
+    figure = catalog.load("cka_gelu_1l__neox_xs.cka_heatmap_plotly")
+    assert list(figure.layout.xaxis.tickvals) == [0, 1, 2] and list(figure.layout.yaxis.tickvals) == [0, 1]

@@ -14,7 +14,6 @@ from tests.pipelines.conftest import make_project_copy, run_project
 from thinkalike.language.grammar import generate_sentences
 from thinkalike.language.natural_text import natural_text_table
 from thinkalike.language.packing import pack_evaluation_sequences
-from thinkalike.language.tokenizer import train_tokenizer
 from thinkalike.models.activation_store import write_activation_store
 from thinkalike.models.handle import MissingWeightsError
 from thinkalike.pipelines.activations.nodes import extract_external_activations
@@ -39,18 +38,8 @@ def encoder_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def gpt2_dir(tmp_path_factory):
-    """A tiny GPT-2 whose tokenizer (trained on the grammar) keeps the zero-width space as <unk>."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    directory = tmp_path_factory.mktemp("gpt2")
-    tokenizer = train_tokenizer(generate_sentences(300, seed=7)["text"].tolist(), vocab_size=90)
-    tokenizer.save_pretrained(directory)
-    config = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=len(tokenizer), n_positions=64,
-                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
-    torch.manual_seed(0)
-    GPT2LMHeadModel(config).save_pretrained(directory, safe_serialization=True)
-    return directory
+def gpt2_dir(grammar_gpt2_dir):
+    return grammar_gpt2_dir
 
 
 def test_extraction_node_on_a_sentence_encoder(tmp_path, encoder_dir):

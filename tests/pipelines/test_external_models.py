@@ -4,22 +4,12 @@ import numpy as np
 import pytest
 
 from tests.pipelines.conftest import make_project_copy, run_project
-from thinkalike.language.grammar import generate_sentences
-from thinkalike.language.tokenizer import train_tokenizer
 
 
 @pytest.fixture(scope="module")
-def gpt2_checkpoint(tmp_path_factory):
+def gpt2_checkpoint(grammar_gpt2_dir):
     """A tiny random GPT-2 with a different (smaller-vocabulary) tokenizer, saved locally."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    directory = tmp_path_factory.mktemp("gpt2")
-    tokenizer = train_tokenizer(generate_sentences(300, seed=7)["text"].tolist(), vocab_size=90)
-    tokenizer.save_pretrained(directory)
-    config = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=len(tokenizer), n_positions=64,
-                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
-    GPT2LMHeadModel(config).save_pretrained(directory, safe_serialization=True)
-    return directory
+    return grammar_gpt2_dir
 
 
 def test_word_pooling_compares_models_with_different_tokenizers(tmp_path, monkeypatch, gpt2_checkpoint):

@@ -330,10 +330,9 @@ def test_runs_are_named_and_tagged(tiny_project):
 
 
 # ---------------------------------------------------------------- 6. nothing is sent anywhere
-def test_a_run_opens_no_connection_outside_loopback(tmp_path, monkeypatch):
-    project = make_project_copy(tmp_path)
-    monkeypatch.chdir(project)
-    outside: list[str] = []
+GUARDED_RUN = textwrap.dedent("""
+    import socket, sys, time
+    outside = []
     real_getaddrinfo, real_connect = socket.getaddrinfo, socket.socket.connect
 
     def guarded_getaddrinfo(host, *args, **kwargs):
@@ -348,8 +347,33 @@ def test_a_run_opens_no_connection_outside_loopback(tmp_path, monkeypatch):
             raise OSError(f"blocked connection to {address}")
         return real_connect(sock, address)
 
-    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
-    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
-    _corpus_run(project)
-    time.sleep(1.0)  # telemetry threads run in the background
-    assert outside == []
+    socket.getaddrinfo, socket.socket.connect = guarded_getaddrinfo, guarded_connect
+    sys.path.insert(0, sys.argv[2])
+    from tests.pipelines.conftest import run_project
+    run_project(__import__("pathlib").Path(sys.argv[1]), pipeline_names=["corpus"])
+    time.sleep(2.0)  # telemetry runs in background threads
+    print("OUTSIDE", outside)
+""")
+# MLflow switches its telemetry off by itself under pytest and in CI; the guarded run is a
+# plain process without those markers, as a user's `kedro run` is.
+TESTING_MARKERS = ("PYTEST_CURRENT_TEST", "CI", "GITHUB_ACTIONS", "MLFLOW_DISABLE_TELEMETRY", "DO_NOT_TRACK")
+
+
+def _guarded_run(project: Path, **environment: str) -> list[str]:
+    env = {key: value for key, value in os.environ.items() if key not in TESTING_MARKERS} | environment
+    done = subprocess.run([sys.executable, "-c", GUARDED_RUN, str(project), str(Path(__file__).parents[2])],
+                          env=env, cwd=project, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return eval(done.stdout.strip().splitlines()[-1].removeprefix("OUTSIDE "))  # a printed list of strings
+
+
+def test_a_run_opens_no_connection_outside_loopback(tmp_path):
+    project = make_project_copy(tmp_path)
+    assert _guarded_run(project) == []
+
+
+@pytest.mark.slow
+def test_the_guard_sees_mlflow_telemetry_when_it_is_switched_on(tmp_path):
+    """The guard can fail: with telemetry explicitly on, the same run tries to reach MLflow's host."""
+    project = make_project_copy(tmp_path)
+    assert _guarded_run(project, MLFLOW_DISABLE_TELEMETRY="false") != []

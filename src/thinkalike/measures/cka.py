@@ -21,21 +21,41 @@ Only tr(K̃L̃) is expensive; it has two forms, chosen per batch by :func:`choos
   product of flattened Grams, F Fᵀ. The Grams are symmetric, so only their strict upper
   triangle is formed and the product doubled: row blocks of ``block_rows`` tokens against the
   tokens from the block's first row on, the diagonal square cut to its strict upper part.
-  The Grams (in ``gram_dtype``: float32 for ≤32-bit input) are never held whole; each block
+  The Grams (in ``gram_dtype``; see Precision) are never held whole; each block
   is cast to float64 before its contribution F_blk F_blkᵀ is added.
 - ``"feature"``: tr(K̃L̃) = ‖XcᵀYc‖²_F − k·l, computed in float64 (cheap when d < n).
 
-Precision: columns are centred in the Gram dtype (first token subtracted first, so constant
-columns become exactly 0); Grams are formed in ``gram_dtype`` (float32 for ≤32-bit input,
-about twice as fast as float64 on CPU) and cast to float64 block by block, before anything
-is summed, so the only float32 rounding left is that of individual Gram entries. All
-reductions (products of flattened Grams, vectors, HSIC formulas, aggregation) are float64.
-Measured on float32 input (n = 1024, d = 768, 12×12 layers): |CKA − CKA of the same values
-in float64| ≤ 6e-10.
+Precision. The float64 reference is CKA computed in float64 from the same input values
+(``tests/reference_cka.py``). Columns are centred in the Gram dtype (first token subtracted
+first, so constant columns become exactly 0); Grams are formed in ``gram_dtype`` and cast to
+float64 block by block, before anything is summed; all reductions (products of flattened
+Grams, vectors, HSIC formulas, aggregation) are float64. The Gram dtype decides the error:
 
-Degenerate input: n < 4 raises; NaN/Inf raises naming model and layer; a constant layer
-(zero variance in a batch) gives NaN in its row/column with a ``RuntimeWarning``.
-Minibatch aggregation and significance: see :mod:`thinkalike.measures.significance`.
+- float64 Grams — float64 input, CUDA with TF32 matmuls allowed, or batches of fewer than
+  :data:`FLOAT32_GRAMS_FROM` (256) tokens, whatever the input dtype: |ΔCKA| ≤ 1e-12 (largest
+  measured 2e-13, at n = 4). Small batches need this: the unbiased HSIC is a difference of
+  terms of similar size, and at n = 4 it amplifies float32 Gram rounding (relative 6e-8 per
+  entry) to |ΔCKA| ≈ 1e-5 (n = 8: 8e-8, n = 64: 1e-8). Centring in float64 does not help:
+  the error is the Grams' own rounding. Gram work per token grows with n, so float64 below
+  256 tokens costs about what float32 costs at n = 1024 (measured per token, 12×12 layers,
+  d = 768: 0.15 ms at n = 255 in float64, 0.17 ms at n = 1024 in float32; 1.7–2.1× the
+  float32 time at the same small n).
+- float32 Grams — ≤32-bit input on CPU (or CUDA without TF32) and n ≥ 256, about twice as
+  fast as float64 on CPU: the only float32 rounding is that of individual Gram entries.
+  |ΔCKA| < 1e-8 on Gaussian-like features: largest 8e-9 over 576 random cases (shared latent
+  + noise of 0.3–3σ, column offsets up to 100σ, n = 256…2048, d = 8…768), 4e-10 on the
+  benchmark's 12×12-layer data (n = 1024, d = 768). Rows of very unequal norm raise it: one
+  attention-sink row of 50× norm, or Student-t₂ features, gave up to 3e-7. Pass
+  ``gram_dtype=torch.float64`` (about 2× the Gram cost) when such data needs better than 1e-6.
+
+Degenerate input: n < 4 raises; NaN/Inf raises naming model and layer. A layer that is
+constant in a batch (zero variance: its Gram is exactly 0, so all its HSIC terms are 0) makes
+that batch's CKA undefined for its row (model a) or column (model b); a ``RuntimeWarning``
+names the model, the layer and the batch. :class:`CKAAccumulator` then either leaves the whole
+row/column NaN in the aggregate (default: one constant batch undefines the layer's CKA for the
+run, in both aggregations) or, with ``skip_constant_layers=True``, leaves out only that batch
+for that layer's cells (each cell's batch count is reported). Minibatch aggregation and
+significance: see :mod:`thinkalike.measures.significance`.
 
 Cost model (multiply-adds per batch; float64 work counted twice when Grams are float32), for
 La layers of width da, Lb of width db, Lt = La + Lb stacked layers (La when a model is
@@ -62,7 +82,7 @@ from torch import Tensor
 from thinkalike.measures.significance import (
     Aggregation,
     ConfidenceInterval,
-    aggregate_sums,
+    aggregate_cell_sums,
     bootstrap_ci,
     check_aggregation,
     cka_from_hsic,
@@ -74,6 +94,7 @@ Form = Literal["auto", "gram", "feature"]
 ESTIMATORS: tuple[str, ...] = get_args(Estimator)
 FORMS: tuple[str, ...] = get_args(Form)
 MIN_TOKENS = 4
+FLOAT32_GRAMS_FROM = 256  # batches with fewer tokens get float64 Grams (precision: module docstring)
 DEFAULT_BLOCK_ROWS = 256  # 4 blocks at n = 1024: within 3% of the best on 2 CPU cores, fewer ops
 _FEATURE_CHUNK_BYTES = 64 * 2**20
 _F64 = torch.float64
@@ -120,12 +141,16 @@ def _check_token_counts(n_a: int, n_b: int, model_a: str, model_b: str) -> None:
         )
 
 
-def default_gram_dtype(input_dtype: torch.dtype, device: torch.device) -> torch.dtype:
-    """float32 Grams for ≤32-bit input, float64 for float64 input.
+def default_gram_dtype(input_dtype: torch.dtype, device: torch.device, n_tokens: int | None = None) -> torch.dtype:
+    """The Gram dtype used unless ``gram_dtype`` is given (precision: module docstring).
 
-    On CUDA with TF32 matmuls allowed float32 Grams would lose ~3 digits, so float64 is used.
+    float64 for float64 input, for batches of fewer than :data:`FLOAT32_GRAMS_FROM` tokens
+    (``n_tokens``; None means a large batch), and on CUDA with TF32 matmuls allowed (float32
+    Grams would lose ~3 digits there); float32 otherwise.
     """
     if input_dtype == _F64:
+        return _F64
+    if n_tokens is not None and n_tokens < FLOAT32_GRAMS_FROM:
         return _F64
     if device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32:
         return _F64
@@ -353,7 +378,7 @@ def _batch_terms(
     la, n, da = acts_a.shape
     lb, n_b, db = (la, n, da) if same else acts_b.shape
     _check_token_counts(n, n_b, model_a, model_b)
-    dtype = gram_dtype or default_gram_dtype(acts_a.dtype, acts_a.device)
+    dtype = gram_dtype or default_gram_dtype(acts_a.dtype, acts_a.device, n)
     if form == "auto":
         form = choose_form(n, la, da, lb, db, same_model=same, n_permutations=n_permutations, gram_dtype=dtype)
     if form == "feature":
@@ -405,24 +430,39 @@ def _feature_cross_self(x: Tensor) -> Tensor:
     return torch.bmm(x.mT, x).square_().sum(dim=(1, 2))
 
 
-def _warn_degenerate(terms: _BatchTerms, model_a: str, model_b: str, context: str) -> None:
+def _constant_warning(layer: int, model: str, side: str, batch: int | None, skip: bool | None) -> str:
+    """The message for a layer that is constant in a batch (``batch=None``: a single batch).
+
+    ``skip`` None: single-batch functions; False/True: an accumulator without/with
+    ``skip_constant_layers``.
+    """
+    where = "" if batch is None else f" in batch {batch}"
+    head = f"layer {layer} of model {model!r} is constant (zero variance){where}"
+    if skip is None:
+        return f"{head}; its CKA {side} is NaN"
+    if skip:
+        return f"{head}; that batch is left out of this layer's CKA {side} (skip_constant_layers=True)"
+    return (f"{head}, so its aggregated CKA {side} is NaN for the whole run (one constant batch "
+            "undefines the layer's CKA); pass skip_constant_layers=True (cka.skip_constant_layers in "
+            "the pipeline) to leave out only this batch for this layer")
+
+
+def _warn_degenerate(terms: _BatchTerms, model_a: str, model_b: str, batch: int | None,
+                     skip: bool | None = None) -> None:
     """Warn about constant layers and non-positive self-HSIC (their CKA cells become NaN)."""
-    sides = [(model_a, terms.constant_a, terms.self_a)]
+    context = "" if batch is None else f" in batch {batch}"
+    sides = [(model_a, "row", terms.constant_a, terms.self_a)]
     if not terms.same_model:
-        sides.append((model_b, terms.constant_b, terms.self_b))
-    for model, constant, selves in sides:
+        sides.append((model_b, "column", terms.constant_b, terms.self_b))
+    for model, side, constant, selves in sides:
+        side = "row and column" if terms.same_model else side
         for layer in constant.nonzero().flatten().tolist():
-            warnings.warn(
-                f"layer {layer} of model {model!r} is constant (zero variance){context}; "
-                "its CKA row/column is NaN",
-                RuntimeWarning,
-                stacklevel=3,
-            )
+            warnings.warn(_constant_warning(layer, model, side, batch, skip), RuntimeWarning, stacklevel=3)
         degenerate = ((selves <= 0) & ~constant).nonzero().flatten().tolist()
         for layer in degenerate:
             warnings.warn(
                 f"layer {layer} of model {model!r} has a non-positive self-HSIC{context} "
-                "(too few tokens for the unbiased estimator?); its CKA row/column is NaN",
+                f"(too few tokens for the unbiased estimator?); its CKA {side} is NaN",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -469,7 +509,7 @@ def hsic_terms(
         n_permutations=0, generator=None, ws=_Workspace(), model_a=model_a,
         model_b=model_a if same else model_b,
     )
-    _warn_degenerate(terms, model_a, model_a if same else model_b, "")
+    _warn_degenerate(terms, model_a, model_a if same else model_b, None)
     return HSICTerms(
         terms.cross.cpu().numpy(), terms.self_a.cpu().numpy(), terms.self_b.cpu().numpy(), terms.form
     )
@@ -502,9 +542,12 @@ def cka(x: ActivationsLike, y: ActivationsLike, *, estimator: Estimator = "unbia
 class CKAResult:
     """Aggregated CKA of a stream of batches, plus what significance needs.
 
-    ``cross``/``self_a``/``self_b`` are the per-batch HSIC terms (None if not stored);
-    ``null`` is the aggregated CKA under shuffled token correspondence (n_permutations, La, Lb)
-    and ``p_values`` the one-sided permutation p-values (None without permutations).
+    ``cross``/``self_a``/``self_b`` are the per-batch HSIC terms and ``constant_a`` (B, La) /
+    ``constant_b`` (B, Lb) the per-batch constant-layer flags (None if not stored);
+    ``n_batches_per_cell`` (La, Lb) counts the batches that entered each cell (fewer than
+    ``n_batches`` only with ``skip_constant_layers``); ``null`` is the aggregated CKA under
+    shuffled token correspondence (n_permutations, La, Lb) and ``p_values`` the one-sided
+    permutation p-values (None without permutations).
     """
 
     cka: np.ndarray
@@ -520,15 +563,33 @@ class CKAResult:
     null: np.ndarray | None = None
     p_values: np.ndarray | None = None
     forms: tuple[str, ...] = field(default=())
+    n_batches_per_cell: np.ndarray | None = None
+    constant_a: np.ndarray | None = None
+    constant_b: np.ndarray | None = None
+    skip_constant_layers: bool = False
+
+    def valid_batches(self) -> np.ndarray | None:
+        """(B, La, Lb) bool: batch b enters cell (i, j) unless layer i of a or j of b was constant in it."""
+        if self.constant_a is None or self.constant_b is None:
+            return None
+        return ~self.constant_a[:, :, None] & ~self.constant_b[:, None, :]
 
     def bootstrap_ci(self, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0) -> ConfidenceInterval:
-        """Percentile bootstrap CI per cell from the stored per-batch terms (same aggregation)."""
+        """Percentile bootstrap CI per cell from the stored per-batch terms (same aggregation).
+
+        Each cell resamples among its own batches (see ``skip_constant_layers``); a cell whose
+        CKA is NaN has a NaN interval.
+        """
         if self.cross is None or self.self_a is None or self.self_b is None:
             raise ValueError("per-batch terms were not stored (store_batches=False)")
-        return bootstrap_ci(
+        valid = self.valid_batches()
+        low, high = bootstrap_ci(
             self.cross, self.self_a, self.self_b, aggregation=self.aggregation,  # type: ignore[arg-type]
             n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
+            valid=None if valid is None or valid.all() else valid,
         )
+        undefined = np.isnan(self.cka)
+        return ConfidenceInterval(np.where(undefined, np.nan, low), np.where(undefined, np.nan, high))
 
 
 class CKAAccumulator:
@@ -539,6 +600,15 @@ class CKAAccumulator:
     model with itself. Memory is bounded by one batch plus O(n_batches·La·Lb) stored terms.
     With ``n_permutations > 0`` each batch is also scored under that many random shufflings of
     B's tokens (the same shuffle for every layer pair, seeded by ``seed``) to give p-values.
+
+    Constant layers: if layer i of a (or j of b) is constant in batch b, that batch has no CKA
+    for cell (i, j) and a ``RuntimeWarning`` names the layer and the batch. With
+    ``skip_constant_layers=False`` (default) such a cell is NaN in the result — one constant
+    batch undefines the layer's whole row (column). With ``skip_constant_layers=True`` only
+    that batch is left out of that layer's cells: every sum of the aggregation runs over the
+    cell's own batches (see :mod:`thinkalike.measures.significance`), the bootstrap resamples
+    them and :attr:`CKAResult.n_batches_per_cell` counts them; a layer constant in every batch
+    stays NaN.
     """
 
     def __init__(
@@ -556,6 +626,7 @@ class CKAAccumulator:
         form: Form = "auto",
         gram_dtype: torch.dtype | None = None,
         block_rows: int = DEFAULT_BLOCK_ROWS,
+        skip_constant_layers: bool = False,
     ) -> None:
         _check_estimator(estimator)
         check_aggregation(aggregation)
@@ -563,22 +634,28 @@ class CKAAccumulator:
             raise ValueError(f"form must be one of {FORMS}; got {form!r}")
         if n_permutations < 0:
             raise ValueError(f"n_permutations must be >= 0; got {n_permutations}")
+        if not isinstance(skip_constant_layers, bool):
+            raise ValueError(f"skip_constant_layers must be true or false; got {skip_constant_layers!r}")
         self.layers_a, self.layers_b = layers_a, layers_b
         self.estimator, self.aggregation = estimator, aggregation
         self.model_a, self.model_b = model_a, model_b
         self.store_batches, self.n_permutations = store_batches, n_permutations
         self.form, self.gram_dtype, self.block_rows = form, gram_dtype, block_rows
+        self.skip_constant_layers = skip_constant_layers
         self._generator = torch.Generator().manual_seed(seed)
         self._workspace = _Workspace()
         self.n_batches = 0
         self.n_tokens = 0
-        self._sum_cross = np.zeros((layers_a, layers_b))
-        self._sum_self_a = np.zeros(layers_a)
-        self._sum_self_b = np.zeros(layers_b)
-        self._sum_ratios = np.zeros((layers_a, layers_b))
-        self._null_cross = np.zeros((n_permutations, layers_a, layers_b))
-        self._null_ratios = np.zeros((n_permutations, layers_a, layers_b))
-        self._batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        shape = (layers_a, layers_b)
+        # per-cell sums over the batches that enter each cell (all of them without constant layers)
+        self._sum_cross = np.zeros(shape)
+        self._sum_self_a = np.zeros(shape)
+        self._sum_self_b = np.zeros(shape)
+        self._sum_ratios = np.zeros(shape)
+        self._cell_batches = np.zeros(shape, dtype=np.int64)
+        self._null_cross = np.zeros((n_permutations, *shape))
+        self._null_ratios = np.zeros((n_permutations, *shape))
+        self._batches: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         self._forms: list[str] = []
 
     def _checked(self, acts: ActivationsLike, layers: int, model: str, device: torch.device | None) -> Tensor:
@@ -601,41 +678,49 @@ class CKAAccumulator:
             block_rows=self.block_rows, n_permutations=self.n_permutations,
             generator=self._generator, ws=self._workspace, model_a=self.model_a, model_b=self.model_b,
         )
-        _warn_degenerate(terms, self.model_a, self.model_b, f" in batch {self.n_batches}")
+        _warn_degenerate(terms, self.model_a, self.model_b, self.n_batches, self.skip_constant_layers)
         cross, self_a, self_b = (t.cpu().numpy() for t in (terms.cross, terms.self_a, terms.self_b))
-        self._sum_cross += cross
-        self._sum_self_a += self_a
-        self._sum_self_b += self_b
-        self._sum_ratios += cka_from_hsic(cross, self_a, self_b)
+        constant_a, constant_b = terms.constant_a.cpu().numpy(), terms.constant_b.cpu().numpy()
+        valid = ~constant_a[:, None] & ~constant_b[None, :]
+        self._sum_cross += np.where(valid, cross, 0.0)
+        self._sum_self_a += np.where(valid, self_a[:, None], 0.0)
+        self._sum_self_b += np.where(valid, self_b[None, :], 0.0)
+        self._sum_ratios += np.where(valid, cka_from_hsic(cross, self_a, self_b), 0.0)
+        self._cell_batches += valid
         if terms.null_cross is not None:
             null = terms.null_cross.cpu().numpy()
-            self._null_cross += null
-            self._null_ratios += cka_from_hsic(null, self_a[None], self_b[None])
+            self._null_cross += np.where(valid, null, 0.0)
+            self._null_ratios += np.where(valid, cka_from_hsic(null, self_a[None], self_b[None]), 0.0)
         if self.store_batches:
-            self._batches.append((cross, self_a, self_b))
+            self._batches.append((cross, self_a, self_b, constant_a, constant_b))
         self._forms.append(terms.form)
         self.n_batches += 1
         self.n_tokens += a.shape[1]
+
+    def _finish(self, sum_cross: np.ndarray, sum_ratios: np.ndarray) -> np.ndarray:
+        """Aggregate per-cell sums; without ``skip_constant_layers`` a cell that lost a batch is NaN."""
+        value = aggregate_cell_sums(
+            sum_cross, self._sum_self_a, self._sum_self_b, sum_ratios, self._cell_batches,
+            self.aggregation,  # type: ignore[arg-type]
+        )
+        if not self.skip_constant_layers:
+            value = np.where(self._cell_batches < self.n_batches, np.nan, value)
+        return value
 
     def result(self) -> CKAResult:
         """Aggregate what has been seen so far (``self.aggregation``)."""
         if self.n_batches == 0:
             raise ValueError("no batches were added; call update() first")
-        value = aggregate_sums(
-            self._sum_cross, self._sum_self_a, self._sum_self_b, self._sum_ratios,
-            self.n_batches, self.aggregation,  # type: ignore[arg-type]
-        )
+        value = self._finish(self._sum_cross, self._sum_ratios)
         null = p_values = None
         if self.n_permutations > 0:
-            null = aggregate_sums(
-                self._null_cross, self._sum_self_a[None], self._sum_self_b[None], self._null_ratios,
-                np.full(self.n_permutations, float(self.n_batches)), self.aggregation,  # type: ignore[arg-type]
-            )
+            null = self._finish(self._null_cross, self._null_ratios)
             p_values = permutation_p_values(value, null)
-        stored = [np.stack(parts) for parts in zip(*self._batches)] if self.store_batches else [None] * 3
+        stored = [np.stack(parts) for parts in zip(*self._batches)] if self.store_batches else [None] * 5
         return CKAResult(
             cka=value, estimator=self.estimator, aggregation=self.aggregation,
             model_a=self.model_a, model_b=self.model_b, n_batches=self.n_batches, n_tokens=self.n_tokens,
             cross=stored[0], self_a=stored[1], self_b=stored[2], null=null, p_values=p_values,
-            forms=tuple(self._forms),
+            forms=tuple(self._forms), n_batches_per_cell=self._cell_batches.copy(),
+            constant_a=stored[3], constant_b=stored[4], skip_constant_layers=self.skip_constant_layers,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -31,7 +32,7 @@ def compare_pair(store_a: ActivationStore, index_a: pd.DataFrame, store_b: Activ
     settings = CKASettings.from_parameters(cka)
     result = compute_cka(store_a, index_a, store_b, index_b, settings, model_a=model_a, model_b=model_b,
                          device=cka.get("device"))
-    table = cka_long_table(result, settings)
+    table = cka_long_table(result, settings, store_a.layers, store_b.layers)
     return table, heatmap_figure(table), heatmap_plotly(table)
 
 
@@ -59,3 +60,18 @@ def summarise_cka(cka: dict[str, Any], *tables: pd.DataFrame):
               if any(a != b for a, b in matrices) else pd.DataFrame(columns=CURVE_COLUMNS))
     return (distances, distance_matrix_figure(distances), group_distances, curves,
             group_curves_figure(curves, value_range))
+
+
+def compare_streamed_pair(*data: Any, model_a: str, model_b: str, extract_a: Callable[..., Any], inputs_a: list[int],
+                          extract_b: Callable[..., Any], inputs_b: list[int]):
+    """:func:`compare_pair` on the two models' lazy extraction streams (``cka.mode: streaming``).
+
+    ``data`` is the catalog inputs, then ``params:activations`` and ``params:cka``; ``inputs_a`` /
+    ``inputs_b`` pick each model's extraction inputs from them. Each stream runs its model batch
+    by batch as CKA consumes it, so nothing but one batch of each model is held.
+    """
+    *catalog_data, activations, cka = data
+    stream_a, index_a = extract_a(*[catalog_data[i] for i in inputs_a], activations)
+    stream_b, index_b = ((stream_a, index_a) if model_a == model_b
+                         else extract_b(*[catalog_data[i] for i in inputs_b], activations))
+    return compare_pair(stream_a, index_a, stream_b, index_b, cka, model_a=model_a, model_b=model_b)
