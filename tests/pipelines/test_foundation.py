@@ -9,6 +9,7 @@ import torch
 
 from tests.pipelines.conftest import make_project_copy, run_project
 from thinkalike.models.sources import load_model
+from thinkalike.pipelines.schema import ParameterError
 
 ZOO_MODELS = ("gelu_1l", "neox_xs")
 
@@ -99,7 +100,7 @@ def test_bad_model_spec_fails_before_any_node_runs(tmp_path, monkeypatch):
 def test_missing_natural_text_is_named(tmp_path, monkeypatch):
     project = make_project_copy(tmp_path)
     monkeypatch.chdir(project)
-    with pytest.raises(FileNotFoundError, match="missing.txt"):
+    with pytest.raises(ParameterError, match="corpus.natural_text.path: .*missing.txt"):
         run_project(project, runtime_params={"corpus": {"natural_text": {"path": str(tmp_path / "missing.txt")}}})
 
 

@@ -31,7 +31,7 @@ CKA_MODES = ("stored", "streaming")
 
 
 def validate_parameters(parameters: dict[str, Any]) -> None:
-    """Raises a :class:`ParameterError` (or ``FileNotFoundError`` for a missing file) for any bad setting."""
+    """Raises a :class:`ParameterError` naming the parameter for any bad setting (a missing file included)."""
     corpus = validate_corpus(parameters.get("corpus"))
     validate_zoo(parameters.get("zoo"), corpus)
     activations = validate_activations(parameters.get("activations"))
@@ -46,7 +46,10 @@ def validate_parameters(parameters: dict[str, Any]) -> None:
     if parameters.get("cka"):
         _validate_cka(parameters["cka"], models)
     if corpus.natural_text.path:
-        read_natural_text(corpus.natural_text.path, corpus.natural_text.mode)
+        try:
+            read_natural_text(corpus.natural_text.path, corpus.natural_text.mode)
+        except (OSError, ValueError) as error:
+            raise ParameterError(f"corpus.natural_text.path: {error}") from None
 
 
 def _check_model(name: str, spec: str, zoo_names: list[str], n_ctx: int) -> None:

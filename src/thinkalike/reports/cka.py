@@ -17,6 +17,7 @@ They are sized to be read in a paper: at least :data:`MIN_FIGURE_WIDTH_IN` inche
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,7 @@ LAYER_LABEL = "layer (0 = embeddings)"
 CKA_RANGES = {"unbiased": (-1.0, 1.0), "biased": (0.0, 1.0)}
 _MAX_ANNOTATED_LAYERS = 16
 
+AUTO_POOLING = "auto"  # token when the two tokenizers agree, else word (resolved per pair)
 
 @dataclass(frozen=True)
 class CKASettings:
@@ -73,7 +75,8 @@ class CKASettings:
             raise ValueError(f"cka.estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"cka.aggregation must be one of {AGGREGATIONS}, got {self.aggregation!r}")
-        check_pooling(self.pooling)
+        if self.pooling != AUTO_POOLING:
+            check_pooling(self.pooling)
         if self.batch_tokens < 4:
             raise ValueError(f"cka.batch_tokens must be at least 4 (unbiased HSIC needs n >= 4), "
                              f"got {self.batch_tokens}")
@@ -324,3 +327,14 @@ def distance_matrix_figure(distances: pd.DataFrame) -> Figure:
     axis.set_yticklabels(models, fontsize=8)
     figure.colorbar(image, ax=axis, label="sqrt(Σ arccos(CKA)²) over matched layers (diagonal: grey)")
     return figure
+
+
+def resolve_pooling(settings: CKASettings, index_a: pd.DataFrame, index_b: pd.DataFrame) -> CKASettings:
+    """``pooling: auto`` made concrete for one pair: ``token`` when the two index tables list the same
+    token ids in the same order (same tokenizer on the same texts, e.g. a model with itself or two zoo
+    models), else ``word``. Other poolings are returned unchanged."""
+    if settings.pooling != AUTO_POOLING:
+        return settings
+    same_tokens = len(index_a) == len(index_b) and np.array_equal(index_a["token_id"].to_numpy(),
+                                                                  index_b["token_id"].to_numpy())
+    return dataclasses.replace(settings, pooling="token" if same_tokens else "word")

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from thinkalike.measures.distances import group_distance_table, layer_cka_curves
-from thinkalike.models.activation_store import ActivationStore
+from thinkalike.models.activation_store import ActivationStore, provenance
 from thinkalike.reports.cka import (
     CKA_RANGES,
     CKASettings,
@@ -20,6 +20,7 @@ from thinkalike.reports.cka import (
     group_curves_figure,
     heatmap_figure,
     heatmap_plotly,
+    resolve_pooling,
 )
 
 GROUP_DISTANCE_COLUMNS = ["group_a", "group_b", "kind", "mean", "std", "n", "n_finite"]
@@ -28,11 +29,17 @@ CURVE_COLUMNS = ["group_a", "group_b", "relative_depth", "mean", "ci_low", "ci_h
 
 def compare_pair(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame,
                  cka: dict[str, Any], *, model_a: str, model_b: str):
-    """CKA of every layer pair of two models: long table and heatmaps (MLflow metrics come from the table)."""
-    settings = CKASettings.from_parameters(cka)
+    """CKA of every layer pair of two models: long table and heatmaps (MLflow metrics come from the table).
+
+    The table records where the activations came from: ``activations_version_a/_b`` (the store
+    versions, ``streamed`` in streaming mode) and ``spec_a/_b`` (the model specs).
+    ``cka.pooling: auto`` is resolved per pair (see :func:`resolve_pooling`)."""
+    settings = resolve_pooling(CKASettings.from_parameters(cka), index_a, index_b)
     result = compute_cka(store_a, index_a, store_b, index_b, settings, model_a=model_a, model_b=model_b,
                          device=cka.get("device"))
     table = cka_long_table(result, settings, store_a.layers, store_b.layers)
+    table = table.assign(**{f"{key}_a": value for key, value in provenance(store_a).items()},
+                         **{f"{key}_b": value for key, value in provenance(store_b).items()})
     return table, heatmap_figure(table), heatmap_plotly(table)
 
 
