@@ -39,7 +39,8 @@ def test_token_minibatches_rebatch_across_different_shard_sizes(tmp_path):
     index = make_corpus(LENGTHS)
     store_a, res_a, mask = make_store(tmp_path / "a", LENGTHS, batch_size=2, seed=1, model="a")
     store_b, res_b, _ = make_store(tmp_path / "b", LENGTHS, batch_size=3, width=5, seed=2, model="b")
-    batches = list(aligned_minibatches(store_a, index, store_b, index, pooling="token", batch_tokens=10))
+    batches = list(aligned_minibatches(store_a, index, store_b, index, pooling="token", batch_tokens=10,
+                                       exclude_special_tokens=False))
     flat_a = res_a.reshape(2, -1, 3)[:, mask.reshape(-1).astype(bool)]
     flat_b = res_b.reshape(2, -1, 5)[:, mask.reshape(-1).astype(bool)]
     assert [b[0].shape[1] for b in batches] == [10, 10, 10, 13]  # the remainder (3) joins the last batch
@@ -50,7 +51,8 @@ def test_token_minibatches_rebatch_across_different_shard_sizes(tmp_path):
 def test_fewer_rows_than_a_batch_give_one_batch(tmp_path):
     index = make_corpus(LENGTHS)
     store, _, _ = make_store(tmp_path / "a", LENGTHS, batch_size=4)
-    batches = list(aligned_minibatches(store, index, store, index, pooling="token", batch_tokens=1000))
+    batches = list(aligned_minibatches(store, index, store, index, pooling="token", batch_tokens=1000,
+                                       exclude_special_tokens=False))
     assert len(batches) == 1 and batches[0][0].shape[1] == sum(LENGTHS)
 
 

@@ -49,7 +49,8 @@ def _tokens(store):
 def test_pair_table_matches_an_independent_reference(tiny_project):
     _, catalog = tiny_project
     table = catalog.load("cka_gelu_1l__neox_xs.cka_table")
-    assert list(table.columns) == TABLE_COLUMNS
+    assert list(table.columns) == [*TABLE_COLUMNS, "activations_version_a", "spec_a", "activations_version_b",
+                                   "spec_b"]
     a, b = _tokens(catalog.load("gelu_1l.activations")), _tokens(catalog.load("neox_xs.activations"))
     if table["exclude_special_tokens"].iloc[0]:
         # rows are the tokens neither model's index marks special (bos, eos, pad, ...)

@@ -81,7 +81,8 @@ def test_sigkill_mid_extraction_leaves_the_last_complete_version_in_use(project_
     table = catalog.load("cka_neox_xs__neox_xs.cka_table")
     assert len(table) == 9 and np.allclose(np.diag(table.pivot(index="layer_a", columns="layer_b",
                                                                  values="cka").to_numpy()), 1.0)
-    assert int(table["n_tokens"].iloc[0]) == len(catalog.load("neox_xs.activation_index"))
+    index = catalog.load("neox_xs.activation_index")
+    assert int(table["n_tokens"].iloc[0]) == int((~index["is_special"]).sum())  # special tokens left out
 
 
 def test_a_failed_file_save_leaves_no_version(tmp_path):
@@ -327,6 +328,10 @@ def test_runs_are_named_and_tagged(tiny_project):
     assert len(tags["git_commit"]) >= 7
     assert "cka_gelu_1l__neox_xs.arccos_distance" in metrics
     assert not any(key.startswith("cka_gelu_1l__gelu_1l.") for key in metrics)  # self-pairs: constants
+    root = project / "mlartifacts" / run_uuid / "artifacts"  # beside the database, at the project root
+    artifacts = {path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()}
+    assert {"tables/zoo_summary.csv", "tables/cka_distances.csv", "tables/cka_gelu_1l__neox_xs.cka_table.csv",
+            "figures/cka_distance_figure.png", "figures/cka_gelu_1l__neox_xs.cka_heatmap.png"} <= artifacts, artifacts
 
 
 # ---------------------------------------------------------------- 6. nothing is sent anywhere

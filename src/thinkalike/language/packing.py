@@ -14,14 +14,42 @@ validation calls it with each model's tokenizer).
 
 * Training (:func:`pack_training_sequences`): the wrapped texts are concatenated into one
   stream and cut into rows of ``n_ctx`` tokens; sentences may straddle rows.
-* Evaluation (:func:`pack_evaluation_sequences`): whole texts are packed greedily, in table
-  order, into rows of ``n_ctx`` tokens; the rest of a row is padding with attention mask 0. A
-  text longer than a row is split at word boundaries into pieces that each fit a row (each
-  piece wrapped like a text; the pieces are consecutive in the stream and share the text's
-  ``sentence_id``, with ``word_index`` running on); a text with a single word longer than a
-  row, or without any token, is skipped. Both are counted in the log, never an error. The
-  returned index table has one row per real token, so activations can be pooled by word or
-  sentence without re-tokenizing.
+* Evaluation (:func:`pack_evaluation_sequences`): whole texts are laid out in rows in one of
+  two layouts (:data:`PACKINGS`, the ``activations.packing`` parameter); the rest of a row is
+  padding with attention mask 0. A text longer than a row is split at word boundaries into
+  pieces that each fit a row (each piece wrapped like a text; the pieces are consecutive in
+  the stream and share the text's ``sentence_id``, with ``word_index`` running on); a text
+  with a single word longer than a row, or without any token, is skipped. Both are counted in
+  the log, never an error. The returned index table has one row per real token, so
+  activations can be pooled by word or sentence without re-tokenizing.
+
+Layouts, and what each token attends to (no block-diagonal mask is ever built: a row is one
+forward pass with a 0/1 padding mask):
+
+* ``packed`` (default): texts are packed greedily, in table order, into rows of ``n_ctx``
+  tokens, so a row holds several consecutive texts of the table, each with its own special
+  tokens (``<bos> s₁ <eos> <bos> s₂ <eos> …``). In a causal model every token attends to all
+  earlier tokens of its row: the earlier texts of the row and their special tokens included.
+  The row's first token (its first text's ``<bos>`` / ``[CLS]``) is visible to every later
+  token and is the attention sink of most LMs (a residual norm orders of magnitude above the
+  median), which is why CKA leaves special tokens out by default
+  (``cka.exclude_special_tokens``). In a bidirectional encoder every token attends to every
+  real token of its row, later texts included. Cheapest: rows are full.
+* ``sentence``: one text (or one piece of a split text) per row, right-padded to the longest
+  row of the table (at most ``n_ctx``). A text's tokens attend only to the text itself and its
+  own special tokens: in a causal model (right padding, positions from 0) its residual streams
+  are those of the text run alone; in an encoder the padding is masked out. Each row's first
+  token is its own text's ``<bos>`` (special, so left out of CKA by default) — with a
+  tokenizer that marks no boundary (convention ``none``, always one text per row) it is the
+  text's first word, which is not special. Costs one forward row per text.
+
+:func:`one_text_per_row` turns a ``packed`` layout into the ``sentence`` one from its index
+table alone (the zoo's evaluation data is packed once, by the corpus pipeline).
+
+Special tokens (``is_special``): the tokens put around each text, and any token of a text
+whose id is one of the tokenizer's special ids (:func:`special_token_ids`: ``bos``, ``eos``,
+``pad``, ``cls``, ``sep``, ``mask`` and additional special tokens — a literal ``<bos>`` in a
+text encodes to the special id and is marked), but never ``<unk>``, which stands for real text.
 
 Words are whitespace words (``text.split()``): a token's ``word_index`` is found from its
 character offsets, so any fast tokenizer works, not only the one of
@@ -47,10 +75,14 @@ from thinkalike.language.baselines import unigram_entropy_nats
 
 __all__ = [
     "INDEX_COLUMNS",
+    "PACKINGS",
     "TextWrapping",
     "check_packable",
+    "check_packing",
+    "one_text_per_row",
     "pack_evaluation_sequences",
     "pack_training_sequences",
+    "special_token_ids",
     "split_sentences",
     "text_wrapping",
     "unigram_entropy_nats",  # re-exported from baselines: the loss that packed data must beat
@@ -62,6 +94,9 @@ INDEX_COLUMNS: tuple[str, ...] = (
     "sequence", "position", "token_id", "token",
     "sentence_id", "word_index", "is_special", "source",
 )
+
+#: Evaluation layouts (module docstring): several texts per row, or one text per row.
+PACKINGS: tuple[str, ...] = ("packed", "sentence")
 
 #: Texts used to find which special tokens ``tokenizer(text)`` adds around a text.
 _PROBE_TEXTS: tuple[str, ...] = ("hello world", "a", "x y z")
@@ -100,13 +135,15 @@ class TextWrapping:
 
     ``convention``: ``"tokenizer"`` (what ``tokenizer(text)`` adds), ``"bos/eos"`` (the
     tokenizer adds nothing but defines both) or ``"none"`` (no boundary tokens at all: one
-    text per row).
+    text per row). ``special_ids``: the ids marked ``is_special`` wherever they occur
+    (:func:`special_token_ids`).
     """
 
     prefix: tuple[int, ...]
     suffix: tuple[int, ...]
     pad: int
     convention: str
+    special_ids: frozenset[int] = frozenset()
 
     @property
     def n_special(self) -> int:
@@ -161,16 +198,33 @@ def _pad_id(tokenizer: PreTrainedTokenizerBase) -> int:
     return 0
 
 
+def special_token_ids(tokenizer: PreTrainedTokenizerBase) -> frozenset[int]:
+    """The ids that are special tokens of ``tokenizer``: its ``all_special_ids`` (``bos``, ``eos``,
+    ``pad``, ``cls``, ``sep``, ``mask`` and any additional special tokens) without ``<unk>``,
+    which stands for real text — unless ``<unk>`` is also one of those roles (GPT-2's
+    ``<|endoftext|>`` is unk, bos and eos at once)."""
+    roles = {getattr(tokenizer, f"{role}_token_id", None) for role in ("bos", "eos", "pad", "cls", "sep", "mask")}
+    unk = tokenizer.unk_token_id
+    return frozenset(int(i) for i in tokenizer.all_special_ids if i is not None and (i != unk or i in roles))
+
+
 def text_wrapping(tokenizer: PreTrainedTokenizerBase) -> TextWrapping:
     """The tokenizer's own way of marking a text's boundaries (see the module docstring)."""
     prefix, suffix = added_special_tokens(tokenizer)
     pad = _pad_id(tokenizer)
+    special = special_token_ids(tokenizer)
     if prefix or suffix:
-        return TextWrapping(prefix, suffix, pad, "tokenizer")
+        return TextWrapping(prefix, suffix, pad, "tokenizer", special)
     bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
     if bos is not None and eos is not None:
-        return TextWrapping((int(bos),), (int(eos),), pad, "bos/eos")
-    return TextWrapping((), (), pad, "none")
+        return TextWrapping((int(bos),), (int(eos),), pad, "bos/eos", special)
+    return TextWrapping((), (), pad, "none", special)
+
+
+def check_packing(packing: str) -> None:
+    """Raises ``ValueError`` naming ``activations.packing`` for a layout not in :data:`PACKINGS`."""
+    if packing not in PACKINGS:
+        raise ValueError(f"activations.packing must be one of {PACKINGS}, got {packing!r}")
 
 
 def check_packable(tokenizer: PreTrainedTokenizerBase, n_ctx: int, what: str = "the tokenizer") -> TextWrapping:
@@ -259,10 +313,12 @@ def split_at_words(words: np.ndarray, budget: int) -> list[tuple[int, int]] | No
 
 @dataclass
 class _Packer:
-    """Places wrapped pieces greedily into rows of ``n_ctx`` tokens and records the index columns."""
+    """Places wrapped pieces greedily into rows of ``n_ctx`` tokens (one piece per row when
+    ``one_per_row``) and records the index columns."""
 
     wrapping: TextWrapping
     n_ctx: int
+    one_per_row: bool = False
     sequence: int = 0
     used: int = 0
 
@@ -276,14 +332,15 @@ class _Packer:
         prefix, suffix = self.wrapping.prefix, self.wrapping.suffix
         length = ids.size + self.wrapping.n_special
         starts_row = self.used == 0
-        if not starts_row and (self.used + length > self.n_ctx or self.wrapping.one_text_per_row):
+        if not starts_row and (self.used + length > self.n_ctx or self.one_per_row):
             self.sequence, self.used = self.sequence + 1, 0
+        token_ids = np.concatenate((prefix, ids, suffix)).astype(np.int64)
         self.columns["sequence"].append(np.full(length, self.sequence, dtype=np.int64))
         self.columns["position"].append(np.arange(self.used, self.used + length, dtype=np.int64))
-        self.columns["token_id"].append(np.concatenate((prefix, ids, suffix)).astype(np.int64))
+        self.columns["token_id"].append(token_ids)
         self.columns["word_index"].append(
             np.concatenate((np.full(len(prefix), -1), words, np.full(len(suffix), -1))).astype(np.int64))
-        special = np.zeros(length, dtype=bool)
+        special = np.isin(token_ids, np.fromiter(self.wrapping.special_ids, dtype=np.int64))
         special[:len(prefix)] = True
         special[length - len(suffix):] = True
         self.columns["is_special"].append(special)
@@ -318,22 +375,41 @@ def _token_strings(tokenizer: PreTrainedTokenizerBase, token_ids: np.ndarray) ->
     return strings[inverse.reshape(-1)]
 
 
-def pack_evaluation_sequences(
-    table: pd.DataFrame, tokenizer: PreTrainedTokenizerBase, n_ctx: int
-) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
-    """Pack the texts of ``table`` (columns ``sentence_id``, ``text``) into ``n_ctx`` rows.
+def _rows_from_index(index: pd.DataFrame, pad: int, width: int) -> dict[str, np.ndarray]:
+    """``{"input_ids", "attention_mask"}`` int64 ``(n_sequences, width)`` holding the index's tokens at
+    their ``(sequence, position)``; the rest is ``pad`` with mask 0."""
+    sequence = index["sequence"].to_numpy(np.int64)
+    position = index["position"].to_numpy(np.int64)
+    n_sequences = int(sequence.max()) + 1
+    input_ids = np.full((n_sequences, width), pad, dtype=np.int64)
+    attention_mask = np.zeros((n_sequences, width), dtype=np.int64)
+    input_ids[sequence, position] = index["token_id"].to_numpy(np.int64)
+    attention_mask[sequence, position] = 1
+    return {"input_ids": input_ids, "attention_mask": attention_mask}
 
-    Returns ``({"input_ids", "attention_mask"}, index)``: two int64 ``(n_sequences, n_ctx)``
+
+def pack_evaluation_sequences(
+    table: pd.DataFrame, tokenizer: PreTrainedTokenizerBase, n_ctx: int, packing: str = "packed"
+) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
+    """Lay the texts of ``table`` (columns ``sentence_id``, ``text``) out in rows of at most ``n_ctx`` tokens.
+
+    ``packing`` (:data:`PACKINGS`, see the module docstring): ``"packed"``, several texts per
+    row, rows of ``n_ctx``; ``"sentence"``, one text (or piece of a split text) per row, rows as
+    long as the longest one.
+
+    Returns ``({"input_ids", "attention_mask"}, index)``: two int64 ``(n_sequences, width)``
     arrays, and an index table with one row per real token (columns :data:`INDEX_COLUMNS`):
     ``sequence``, ``position``, ``token_id``, ``token``, ``sentence_id`` (the special tokens
     around a text belong to it, so no row has -1), ``word_index`` (index into ``text.split()``,
-    -1 for the special tokens added here), ``is_special`` (true exactly for those added
-    tokens; an ``<unk>`` inside a word is not special), ``source``. Texts longer than a row
-    are split at word boundaries; texts that cannot be split so, or have no token, are skipped;
-    both are counted in the log (see the module docstring). Raises ``ValueError`` when
-    ``sentence_id`` is not unique, the table is empty, every text is skipped, or
-    :func:`check_packable` fails. Requires a fast tokenizer (character offsets).
+    -1 for the special tokens added here), ``is_special`` (the tokens added around each text,
+    and tokens of the text with a special id, :func:`special_token_ids`; an ``<unk>`` inside a
+    word is not special), ``source``. Texts longer than a row are split at word boundaries;
+    texts that cannot be split so, or have no token, are skipped; both are counted in the log
+    (see the module docstring). Raises ``ValueError`` when ``sentence_id`` is not unique, the
+    table is empty, every text is skipped, ``packing`` is unknown, or :func:`check_packable`
+    fails. Requires a fast tokenizer (character offsets).
     """
+    check_packing(packing)
     if len(table) == 0:
         raise ValueError("cannot pack an empty table")
     if not table["sentence_id"].is_unique:
@@ -348,7 +424,7 @@ def pack_evaluation_sequences(
         sources = np.full(len(table), "grammar")
     encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
 
-    packer = _Packer(wrapping, n_ctx)
+    packer = _Packer(wrapping, n_ctx, one_per_row=wrapping.one_text_per_row or packing == "sentence")
     split, too_long, empty, n_pieces = [], [], [], 0
     for i, text in enumerate(texts):
         ids = np.asarray(encoded["input_ids"][i], dtype=np.int64)
@@ -371,12 +447,6 @@ def pack_evaluation_sequences(
                          f"({len(too_long)} have a word longer than a row, {len(empty)} have no token)")
 
     columns = packer.arrays()
-    n_sequences = packer.sequence + 1
-    input_ids = np.full((n_sequences, n_ctx), wrapping.pad, dtype=np.int64)
-    attention_mask = np.zeros((n_sequences, n_ctx), dtype=np.int64)
-    input_ids[columns["sequence"], columns["position"]] = columns["token_id"]
-    attention_mask[columns["sequence"], columns["position"]] = 1
-
     index = pd.DataFrame(
         {
             "sequence": columns["sequence"],
@@ -390,4 +460,31 @@ def pack_evaluation_sequences(
         },
         columns=list(INDEX_COLUMNS),
     )
-    return {"input_ids": input_ids, "attention_mask": attention_mask}, index
+    width = n_ctx if packing == "packed" else int(index["position"].max()) + 1
+    return _rows_from_index(index, wrapping.pad, width), index
+
+
+def one_text_per_row(index: pd.DataFrame, pad: int) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
+    """The ``sentence`` layout of a ``packed`` index table: each wrapped text (or piece) in a row of its own.
+
+    A wrapped piece is a run of consecutive index rows with the same ``(sequence,
+    sentence_id)`` (two pieces of one split text never share a row: consecutive pieces hold
+    more tokens together than a row has room for, see :func:`split_at_words`). Returns the
+    arrays (rows as long as the longest piece, padded with ``pad``) and a copy of ``index``
+    with ``sequence`` and ``position`` renumbered; every other column, and the order of the
+    tokens, is unchanged — so this equals :func:`pack_evaluation_sequences` with
+    ``packing="sentence"`` on the same texts and tokenizer.
+    """
+    ordered = index.sort_values(["sequence", "position"], kind="stable").reset_index(drop=True)
+    if ordered.empty:
+        raise ValueError("cannot lay out an empty index table")
+    sequence = ordered["sequence"].to_numpy(np.int64)
+    sentence = ordered["sentence_id"].to_numpy(np.int64)
+    starts = np.ones(len(ordered), dtype=bool)
+    starts[1:] = (sequence[1:] != sequence[:-1]) | (sentence[1:] != sentence[:-1])
+    piece = np.cumsum(starts) - 1
+    first = np.flatnonzero(starts)
+    relaid = ordered.copy()
+    relaid["sequence"] = piece.astype(np.int64)
+    relaid["position"] = (np.arange(len(ordered)) - first[piece]).astype(np.int64)
+    return _rows_from_index(relaid, pad, int(relaid["position"].max()) + 1), relaid

@@ -10,9 +10,12 @@ Layout of a store directory::
 
 Only real tokens are stored (no padding), row-major in (sequence, position) order, in
 ``dtype`` (float32, float16 or bfloat16), and only the residual streams listed in ``layers``
-(0 = embeddings; all ``n_layers + 1`` by default). Reading gives float32 for bfloat16 stores
-(numpy has no bfloat16; the conversion is exact). ``format`` 1 stores (padded ``residual``
-arrays, written before format 2) are still read.
+(0 = embeddings; all ``n_layers + 1`` by default). Layer ``n_layers`` is the last block's
+output *before* the final norm (not transformers' ``hidden_states[-1]``); only when the
+activations were extracted with ``activations.final_norm: true`` is there a layer
+``n_layers + 1``, the final norm's output (``n_layers`` still counts the blocks). Reading
+gives float32 for bfloat16 stores (numpy has no bfloat16; the conversion is exact).
+``format`` 1 stores (padded ``residual`` arrays, written before format 2) are still read.
 
 Writing consumes an iterable of batches and keeps one batch in memory; reading maps one shard
 at a time (``safetensors.safe_open``), so consumers (CKA, MLEM…) stream the corpus in bounded

@@ -1,13 +1,30 @@
 """Aligned minibatches of two models' activations, streamed from their activation stores.
 
+Which tokens are rows (``exclude_special_tokens``, default true; ``cka.exclude_special_tokens``):
+special tokens — the ``is_special`` rows of the index tables (bos, eos, pad, cls, sep, mask;
+never ``<unk>``: see :mod:`thinkalike.language.packing`) — are left out before pooling. They
+are few but can decide CKA: a packed row's first token is ``<bos>``, an attention sink whose
+residual norm is orders of magnitude above the median (25,102 vs a median of 140 at layer 12
+of a Llama), and a handful of such shared outliers make any two layers look alike. With
+``exclude_special_tokens=False`` they are kept (the behaviour of ``token`` pooling before the
+option existed). Index tables have always had the ``is_special`` column; one without it is an
+error (:class:`AlignmentError`), not a silent "no special tokens". Tables packed before
+special ids inside a text were marked flag only the tokens put around texts (the ones that
+matter: a literal ``<bos>`` in a text is rare), and are used as they are.
+
 Pooling (``pooling``):
 
-* ``token`` — every real token (``<bos>``/``<eos>`` included). Requires identical token
-  streams: both index tables must list the same token ids for the same sentences.
+* ``token`` — every real token. Requires identical token streams: both index tables must list
+  the same token ids for the same sentences. A token is left out when either table marks it
+  special, so the two sides keep exactly the same rows.
 * ``word`` — mean of the residual vectors of each word's tokens, keyed by
-  ``(sentence_id, word_index)``; special tokens are left out. Works across tokenizers.
-* ``sequence`` — mean over each evaluation text's (sentence's) non-special tokens, keyed by
-  ``sentence_id``. Works across tokenizers.
+  ``(sentence_id, word_index)``. The special tokens put around texts belong to no word
+  (``word_index`` -1), so they are never pooled; a special id inside a word (a literal
+  ``<bos>`` in a text) is left out of its word unless ``exclude_special_tokens=False``.
+  Works across tokenizers.
+* ``sequence`` — mean over each evaluation text's (sentence's) tokens, keyed by
+  ``sentence_id``; its special tokens are included only with ``exclude_special_tokens=False``.
+  Works across tokenizers.
 
 For ``word`` and ``sequence`` pooling only the keys present in *both* index tables are
 compared: a word that one tokenizer drops entirely (a lone zero-width space, which BERT's
@@ -64,10 +81,20 @@ def _shard_bounds(index: pd.DataFrame, sequence_start: int, n_sequences: int) ->
     return int(lo), int(hi)
 
 
-def pooling_keys(index: pd.DataFrame, pooling: str) -> tuple[np.ndarray, np.ndarray]:
+def special_rows(index: pd.DataFrame, model: str = "the model") -> np.ndarray:
+    """The ``is_special`` column of an index table as booleans; :class:`AlignmentError` when it has none."""
+    if "is_special" not in index:
+        raise AlignmentError(f"the index table of {model!r} has no is_special column, so its special tokens cannot "
+                             "be told apart; extract its activations again")
+    return index["is_special"].to_numpy(bool)
+
+
+def pooling_keys(index: pd.DataFrame, pooling: str, exclude_special_tokens: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """``(keep, keys)`` of an index table for ``word`` / ``sequence`` pooling: which rows are pooled
-    (non-special; for words, inside a word) and each row's ``(sentence_id, word_index or 0)`` key."""
-    keep = ~index["is_special"].to_numpy(bool)
+    (non-special unless ``exclude_special_tokens`` is false; for words, inside a word) and each
+    row's ``(sentence_id, word_index or 0)`` key."""
+    keep = ~special_rows(index) if exclude_special_tokens else np.ones(len(index), dtype=bool)
     sentence = index["sentence_id"].to_numpy(np.int64)
     if pooling == "word":
         word = index["word_index"].to_numpy(np.int64)
@@ -77,18 +104,19 @@ def pooling_keys(index: pd.DataFrame, pooling: str) -> tuple[np.ndarray, np.ndar
     return keep, np.stack([sentence, word], axis=1)
 
 
-def _key_set(index: pd.DataFrame, pooling: str) -> pd.MultiIndex:
-    keep, keys = pooling_keys(index, pooling)
+def _key_set(index: pd.DataFrame, pooling: str, exclude_special_tokens: bool) -> pd.MultiIndex:
+    keep, keys = pooling_keys(index, pooling, exclude_special_tokens)
     return pd.MultiIndex.from_arrays([keys[keep, 0], keys[keep, 1]]).unique()
 
 
 def shared_keys(index_a: pd.DataFrame, index_b: pd.DataFrame, pooling: str, model_a: str = "a",
-                model_b: str = "b") -> pd.MultiIndex:
+                model_b: str = "b", exclude_special_tokens: bool = True) -> pd.MultiIndex:
     """The ``word`` / ``sequence`` keys both index tables have; the others are logged with counts.
 
     Raises :class:`AlignmentError` when the two share none.
     """
-    keys_a, keys_b = _key_set(index_a, pooling), _key_set(index_b, pooling)
+    keys_a = _key_set(index_a, pooling, exclude_special_tokens)
+    keys_b = _key_set(index_b, pooling, exclude_special_tokens)
     common = keys_a.intersection(keys_b)
     only_a, only_b = len(keys_a) - len(common), len(keys_b) - len(common)
     if only_a or only_b:
@@ -114,17 +142,23 @@ def _group_sums(keys: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
-                keys: pd.MultiIndex | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Per shard: (keys ``(n, 2)`` int64, activations ``(n_layers + 1, n, d_model)``) after pooling.
+                keys: pd.MultiIndex | None = None, exclude_special_tokens: bool = True,
+                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Per shard: (keys ``(n, 2)`` int64, activations ``(stored layers, n, d_model)``) after pooling.
 
-    ``keys`` (``word`` / ``sequence`` pooling): pool only these keys (see :func:`shared_keys`).
-    The last group of a shard is held back until the next shard shows whether it continues
-    there, so a group is pooled over all its tokens and yielded once.
+    ``token`` pooling: keys are ``(sentence_id, token_id)``, one row per token, the
+    ``is_special`` ones left out when ``exclude_special_tokens``. ``keys`` (``word`` /
+    ``sequence`` pooling): pool only these keys (see :func:`shared_keys`). The last group of a
+    shard is held back until the next shard shows whether it continues there, so a group is
+    pooled over all its tokens and yielded once. Shards left without rows yield nothing.
     """
     check_pooling(pooling)
     index = index.sort_values(["sequence", "position"], kind="stable")
-    if pooling != "token":
-        keep_all, keys_all = pooling_keys(index, pooling)
+    if pooling == "token":
+        keep_all = (~special_rows(index, store.model) if exclude_special_tokens
+                    else np.ones(len(index), dtype=bool))
+    else:
+        keep_all, keys_all = pooling_keys(index, pooling, exclude_special_tokens)
         if keys is not None:
             keep_all &= pd.MultiIndex.from_arrays([keys_all[:, 0], keys_all[:, 1]]).isin(keys)
     held: tuple[np.ndarray, np.ndarray, int] | None = None  # key, sums (layers, d), count
@@ -137,11 +171,14 @@ def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
         if len(rows) != tokens.shape[1]:
             raise AlignmentError(f"activations of {store.model!r} (shard at sequence {batch.sequence_start}) hold "
                                  f"{tokens.shape[1]} tokens but the index table lists {len(rows)}")
+        keep = keep_all[lo:hi]
         if pooling == "token":
             keys_ = np.stack([rows["sentence_id"].to_numpy(), rows["token_id"].to_numpy()], axis=1)
-            yield keys_.astype(np.int64), tokens
+            if keep.all():
+                yield keys_.astype(np.int64), tokens
+            elif keep.any():
+                yield keys_[keep].astype(np.int64), tokens[:, keep]
             continue
-        keep = keep_all[lo:hi]
         if not keep.any():
             continue
         group_keys, sums, counts = _group_sums(keys_all[lo:hi][keep], tokens[:, keep])
@@ -157,11 +194,20 @@ def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
         yield held[0][None], (held[1] / held[2])[:, None].astype(dtype)
 
 
+def _union_of_special_tokens(index_a: pd.DataFrame, index_b: pd.DataFrame, model_a: str, model_b: str
+                             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both (matching) token streams with ``is_special`` set where either table marks the token special."""
+    either = special_rows(index_a, model_a) | special_rows(index_b, model_b)
+    return index_a.assign(is_special=either), index_b.assign(is_special=either)
+
+
 def aligned_minibatches(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore,
                         index_b: pd.DataFrame, *, pooling: str, batch_tokens: int,
-                        ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                        exclude_special_tokens: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Minibatches ``(acts_a (La, n, da), acts_b (Lb, n, db))`` whose rows are the same tokens/words/texts.
 
+    ``exclude_special_tokens``: leave special tokens out of the rows (module docstring); for
+    ``token`` pooling a token either table marks special is left out of both.
     ``word`` / ``sequence``: only the keys both models have (:func:`shared_keys`, counts logged).
     """
     check_pooling(pooling)
@@ -169,10 +215,13 @@ def aligned_minibatches(store_a: ActivationStore, index_a: pd.DataFrame, store_b
         raise ValueError(f"batch_tokens must be at least 4 (the unbiased HSIC needs n >= 4), got {batch_tokens}")
     if pooling == "token":
         check_token_streams_match(index_a, index_b, store_a.model, store_b.model)
+        if exclude_special_tokens:
+            index_a, index_b = _union_of_special_tokens(index_a, index_b, store_a.model, store_b.model)
         keys = None
     else:
-        keys = shared_keys(index_a, index_b, pooling, store_a.model, store_b.model)
-    stream_a, stream_b = pooled_rows(store_a, index_a, pooling, keys), pooled_rows(store_b, index_b, pooling, keys)
+        keys = shared_keys(index_a, index_b, pooling, store_a.model, store_b.model, exclude_special_tokens)
+    stream_a = pooled_rows(store_a, index_a, pooling, keys, exclude_special_tokens)
+    stream_b = pooled_rows(store_b, index_b, pooling, keys, exclude_special_tokens)
     buffer_a: list[tuple[np.ndarray, np.ndarray]] = []
     buffer_b: list[tuple[np.ndarray, np.ndarray]] = []
     pending: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])

@@ -17,8 +17,14 @@ TransformerLens 4 removed ``HookedTransformer``; its replacement is
 
 Hook points used (verified on transformer-lens 4.3, native and GPT-2 adapters):
 ``blocks.0.hook_resid_pre`` (= ``hook_embed`` + ``hook_pos_embed``) and
-``blocks.{i}.hook_resid_post``. Importing this module does not import transformer_lens; it is
-imported lazily (set ``HF_HUB_OFFLINE=1`` first on air-gapped machines).
+``blocks.{i}.hook_resid_post``. The last residual stream (``blocks.{n-1}.hook_resid_post``) is
+the last block's output before ``ln_final``; with ``final_norm=True``
+(``ModelHandle.layer_streams``, ``activations.final_norm``) ``ln_final``'s output is added as
+one more layer (``ln_final.hook_normalized`` / ``hook_out``; for a ``tl:`` source, transformers'
+``hidden_states[-1]``). A model built with ``normalization_type: null`` has no final norm and
+raises :class:`~thinkalike.models.handle.NoFinalNormError`. Importing this module does not
+import transformer_lens; it is imported lazily (set ``HF_HUB_OFFLINE=1`` first on air-gapped
+machines).
 """
 
 from __future__ import annotations
@@ -202,7 +208,8 @@ class BridgeHandle(ModelHandle):
     """:class:`ModelHandle` over a ``TransformerBridge`` (native or wrapping a HF model).
 
     Residual streams are read (and replaced) at ``blocks.0.hook_resid_pre`` and
-    ``blocks.{i}.hook_resid_post``. Parameter accessors return detached tensors in
+    ``blocks.{i}.hook_resid_post``; the last one is pre-``ln_final`` unless ``final_norm`` is asked
+    for (:meth:`final_norm_output`). Parameter accessors return detached tensors in
     TransformerLens shapes, as the bridge currently holds them (raw HF weights unless
     ``enable_compatibility_mode()`` was called on the bridge).
     """
@@ -293,6 +300,18 @@ class BridgeHandle(ModelHandle):
 
     def final_norm(self, residual: torch.Tensor) -> torch.Tensor:
         """The model's final normalisation applied to a residual stream ``(..., d_model)``."""
+        return self.module.ln_final(residual)
+
+    def final_norm_absence(self) -> str | None:
+        """``None`` when the bridge normalises before its unembedding (``cfg.normalization_type`` set)."""
+        if getattr(self.module.cfg, "normalization_type", None) is None or not hasattr(self.module, "ln_final"):
+            return "normalization_type is null: ln_final is the identity"
+        return None
+
+    def final_norm_output(self, residual: torch.Tensor) -> torch.Tensor:
+        """``ln_final`` of the last residual stream (what the unembedding reads); raises
+        :class:`~thinkalike.models.handle.NoFinalNormError` without a final norm."""
+        self.check_final_norm()
         return self.module.ln_final(residual)
 
     def layer_parameters(self, block: int) -> dict[str, torch.Tensor]:

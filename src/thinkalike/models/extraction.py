@@ -1,4 +1,9 @@
-"""Residual-stream extraction, one batch at a time."""
+"""Residual-stream extraction, one batch at a time.
+
+Layers are the handle's (:mod:`thinkalike.models.handle`): 0 = embeddings, ``l`` = after block
+``l - 1``, ``n_layers`` = the last block's output *before* the final norm; with ``final_norm``
+the final norm's output is one more layer, ``n_layers + 1`` (transformers' ``hidden_states[-1]``).
+"""
 
 from __future__ import annotations
 
@@ -38,10 +43,14 @@ def _check_finite(residual: torch.Tensor, handle: ModelHandle, start: int, what:
 
 
 def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, batch_size: int = 32,
-                          dtype: torch.dtype = torch.float32, progress: bool = True
+                          dtype: torch.dtype = torch.float32, progress: bool = True, final_norm: bool = False
                           ) -> Iterator[dict[str, np.ndarray | int]]:
-    """Yield ``{"residual": (n_layers + 1, b, seq, d_model) numpy array, "sequence_start": int}``
+    """Yield ``{"residual": (n_layers + 1 + final_norm, b, seq, d_model) numpy array, "sequence_start": int}``
     for consecutive batches of ``input_ids`` ``(n_sequences, seq)``.
+
+    ``final_norm``: add the final norm's output as layer ``n_layers + 1``
+    (:meth:`ModelHandle.layer_streams`; raises ``NoFinalNormError`` before any forward pass for
+    a model without one).
 
     Computed under ``torch.no_grad()`` on the handle's device; ``dtype`` is the output dtype
     (``torch.float32``, ``torch.float16`` or ``torch.float64``). ``attention_mask`` ``None`` means
@@ -52,6 +61,8 @@ def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, b
         raise ValueError(f"dtype must be one of {list(_NUMPY_DTYPES)}, got {dtype}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if final_norm:
+        handle.check_final_norm()
     ids = _as_tensor(input_ids, torch.long)
     if ids.ndim != 2:
         raise ValueError(f"input_ids must be (n_sequences, seq), got shape {tuple(ids.shape)}")
@@ -66,7 +77,7 @@ def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, b
         batch_ids = ids[start:start + batch_size].to(device)
         batch_mask = mask[start:start + batch_size].to(device)
         with torch.no_grad():
-            residual = handle.residual_streams(batch_ids, batch_mask)
+            residual = handle.layer_streams(batch_ids, batch_mask, final_norm=final_norm)
         _check_finite(residual, handle, start, "NaN/Inf")
         narrowed = residual.dtype != dtype
         residual = residual.to(device="cpu", dtype=dtype)
@@ -77,15 +88,18 @@ def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, b
 
 def iter_activation_batches(handle: ModelHandle, input_ids, attention_mask, batch_size: int = 32,
                             dtype: torch.dtype = torch.float32, progress: bool = True,
-                            layers: Sequence[int] | None = None) -> Iterator[ActivationBatch]:
+                            layers: Sequence[int] | None = None, final_norm: bool = False
+                            ) -> Iterator[ActivationBatch]:
     """:func:`iter_residual_batches` as :class:`ActivationBatch` es (real tokens only, with their attention
     mask), ready for :func:`thinkalike.models.activation_store.write_activation_store`.
 
-    ``layers``: keep only these residual streams (0 = embeddings … ``handle.n_layers``); all by default.
+    ``layers``: keep only these residual streams (0 = embeddings … ``handle.n_layers``, and
+    ``n_layers + 1`` = the final norm's output when ``final_norm``); all by default.
     """
     mask = np.asarray(attention_mask)
-    keep = check_layers(layers, handle.n_layers, handle.name)
-    for batch in iter_residual_batches(handle, input_ids, mask, batch_size, dtype=dtype, progress=progress):
+    keep = check_layers(layers, handle.n_layers, handle.name, final_norm)
+    for batch in iter_residual_batches(handle, input_ids, mask, batch_size, dtype=dtype, progress=progress,
+                                       final_norm=final_norm):
         start = int(batch["sequence_start"])
         residual = batch["residual"]
         if keep is not None:
@@ -93,12 +107,16 @@ def iter_activation_batches(handle: ModelHandle, input_ids, attention_mask, batc
         yield ActivationBatch.from_padded(residual, mask[start:start + residual.shape[1]], start)
 
 
-def check_layers(layers: Sequence[int] | None, n_layers: int, model: str) -> list[int] | None:
-    """``layers`` as a sorted list of distinct residual-stream indices in ``0 … n_layers``; ``None`` for all."""
+def check_layers(layers: Sequence[int] | None, n_layers: int, model: str, final_norm: bool = False
+                 ) -> list[int] | None:
+    """``layers`` as a sorted list of distinct residual-stream indices in ``0 … n_layers`` (``… n_layers + 1``
+    with ``final_norm``, the final norm's output); ``None`` for all."""
     if layers is None:
         return None
+    top = n_layers + int(final_norm)
     chosen = sorted({int(layer) for layer in layers})
-    if not chosen or chosen[0] < 0 or chosen[-1] > n_layers:
-        raise ValueError(f"activations.layers: {list(layers)} is not a non-empty subset of 0 … {n_layers} "
-                         f"(the residual streams of {model!r}; 0 = embeddings)")
+    if not chosen or chosen[0] < 0 or chosen[-1] > top:
+        what = f"; {top} = the final norm's output" if final_norm else " (before the final norm)"
+        raise ValueError(f"activations.layers: {list(layers)} is not a non-empty subset of 0 … {top} "
+                         f"(the residual streams of {model!r}; 0 = embeddings, {n_layers} = the last block{what})")
     return chosen

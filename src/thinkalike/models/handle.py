@@ -5,7 +5,16 @@ exposes, in one convention:
 
 * ``residual_streams(input_ids, attention_mask)`` -> tensor ``(n_layers + 1, batch, seq, d_model)``;
   index 0 is the embedding output (the residual stream entering block 0), index ``l`` the
-  residual stream after block ``l - 1`` (i.e. "after layer l", layer 0 = embeddings);
+  residual stream after block ``l - 1`` (i.e. "after layer l", layer 0 = embeddings). The last
+  one, ``n_layers``, is the last block's output *before* the final norm (pre-LN models:
+  GPT-2's ``ln_f``, Llama's ``norm``, TransformerLens' ``ln_final``), so it is not what
+  transformers' ``hidden_states[-1]`` holds;
+* ``layer_streams(input_ids, attention_mask, final_norm=True)`` adds the final norm's output as
+  one more layer, index ``n_layers + 1`` (= transformers' ``hidden_states[-1]``; the
+  ``activations.final_norm`` parameter). Models without a final norm (``has_final_norm`` false:
+  post-LN encoders such as BERT, whose blocks end in a LayerNorm and whose ``hidden_states[-1]``
+  is the last block's output itself; TL models with ``normalization_type: null``) raise
+  :class:`NoFinalNormError`;
 * ``embedding_matrix()`` -> ``(d_vocab, d_model)``; ``unembedding_matrix()`` -> ``(d_model, d_vocab)``;
 * ``layer_parameters(block)`` -> per-block parameter groups in TransformerLens shapes:
   ``W_Q, W_K, W_V``: ``(n_heads, d_model, d_head)``; ``W_O``: ``(n_heads, d_head, d_model)``;
@@ -54,6 +63,10 @@ class UnsupportedArchitectureError(ModelSourceError):
 
 class NoUnembeddingError(UnsupportedArchitectureError):
     """The checkpoint has no LM head, so there is no unembedding (and no logits)."""
+
+
+class NoFinalNormError(UnsupportedArchitectureError):
+    """The model has no final norm between its last block and its head (``activations.final_norm``)."""
 
 
 class MissingWeightsError(ModelSourceError):
@@ -160,7 +173,43 @@ class ModelHandle(ABC):
 
     @abstractmethod
     def residual_streams(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Residual stream after every block, ``(n_layers + 1, batch, seq, d_model)``; 0 = embeddings."""
+        """Residual stream after every block, ``(n_layers + 1, batch, seq, d_model)``; 0 = embeddings,
+        ``n_layers`` = the last block's output before the final norm."""
+
+    def final_norm_absence(self) -> str | None:
+        """Why the model has no final norm between its last block and its head; ``None`` when it has one."""
+        return f"{type(self).__name__} exposes no final norm"
+
+    @property
+    def has_final_norm(self) -> bool:
+        """Whether the model applies a norm between its last block and its head (:meth:`final_norm_output`)."""
+        return self.final_norm_absence() is None
+
+    def check_final_norm(self) -> None:
+        """Raises :class:`NoFinalNormError` saying why, where the model has no final norm."""
+        reason = self.final_norm_absence()
+        if reason is not None:
+            raise NoFinalNormError(f"activations.final_norm: model {self.name!r} ({self.spec}) has no final norm "
+                                   f"({reason}); its last stored layer is already its final hidden state, so set "
+                                   "activations.final_norm: false")
+
+    def final_norm_output(self, residual: torch.Tensor) -> torch.Tensor:
+        """The model's final norm applied to the last residual stream ``(..., d_model)`` (transformers'
+        ``hidden_states[-1]``); raises :class:`NoFinalNormError` where there is none."""
+        self.check_final_norm()
+        raise NotImplementedError(f"{type(self).__name__} does not apply its final norm")
+
+    def layer_streams(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, *,
+                      final_norm: bool = False) -> torch.Tensor:
+        """:meth:`residual_streams`, and with ``final_norm`` the final norm's output as layer ``n_layers + 1``:
+        ``(n_layers + 1 + final_norm, batch, seq, d_model)``. Checks for a final norm before running."""
+        if final_norm:
+            self.check_final_norm()
+        streams = self.residual_streams(input_ids, attention_mask)
+        if not final_norm:
+            return streams
+        normed = self.final_norm_output(streams[-1])
+        return torch.cat([streams, normed.to(streams.dtype)[None]], dim=0)
 
     @abstractmethod
     def embedding_matrix(self) -> torch.Tensor:

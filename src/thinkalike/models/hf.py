@@ -13,10 +13,17 @@ Conventions
 * **Residual streams** are captured with hooks, never read from ``output_hidden_states``:
   index 0 is the input of block 0 (a forward pre-hook: embeddings incl. position embeddings,
   dropout, BERT's embedding LayerNorm), index ``l`` the output of block ``l - 1``. For pre-LN
-  models (GPT-2, NeoX, Llama, Mamba) Hugging Face's *last* hidden state has the final norm
-  applied; ours is the raw residual after the last block, so ``final_norm(residual[-1]) @ U
-  (+ bias)`` gives the logits. BERT is post-LN: block outputs are the hidden states; its MLM head
-  (dense + GELU + LayerNorm) comes before ``U`` and is what ``final_norm`` applies for BERT.
+  models (GPT-2, NeoX, Llama, Mamba; GGUF files, loaded as these) Hugging Face's *last* hidden
+  state has the final norm applied; ours is the raw residual after the last block (the last
+  stored layer is pre-final-norm), so ``final_norm(residual[-1]) @ U (+ bias)`` gives the
+  logits. BERT is post-LN: block outputs are the hidden states; its MLM head (dense + GELU +
+  LayerNorm) comes before ``U`` and is what ``final_norm`` applies for BERT.
+* **Final norm as one more layer** (``layer_streams(..., final_norm=True)``,
+  ``activations.final_norm``): ``final_norm_output`` applies the base model's final norm
+  (``ln_f``, ``final_layer_norm``, ``norm``, ``norm_f``…) to the last residual stream; it equals
+  transformers' ``hidden_states[-1]``. Post-LN masked families (BERT…) have no final norm —
+  their ``hidden_states[-1]`` is the last block's output, already stored — and raise
+  :class:`~thinkalike.models.handle.NoFinalNormError`, as does any model whose base has no final norm.
 * **logits_from_layer** runs the whole model with a hook that substitutes the given residual
   for the input of block 0 (``layer == 0``) or the output of block ``layer - 1``; the tuple
   structure of the block output is kept. Gradients flow into ``residual``.
@@ -138,6 +145,9 @@ class HFModelHandle(ModelHandle):
     ``is_causal`` is inferred when ``None`` (masked-LM classes and BERT-like model types are not
     causal). ``missing_weights``: state-dict keys the checkpoint lacked (transformers'
     ``missing_keys``); methods that would use one raise. The module is put in eval mode.
+    ``residual_streams`` ends with the last block's output before the final norm; the final
+    norm's output (``hidden_states[-1]``) is layer ``n_layers + 1`` of
+    ``layer_streams(..., final_norm=True)`` only.
     """
 
     def __init__(self, name: str, spec: str, module: torch.nn.Module, tokenizer=None,
@@ -330,6 +340,25 @@ class HFModelHandle(ModelHandle):
             self._require_head("final transform (for BERT-like models it is part of the MLM head)")
         self._require(self._missing_parts("final_norm"), "the final norm")
         return residual if self.final_norm_module is None else self.final_norm_module(residual)
+
+    def final_norm_absence(self) -> str | None:
+        """Why there is no final norm to add as a layer (post-LN masked family, or none on the base); else None."""
+        if self.model_type in _MASKED_MODEL_TYPES:
+            return (f"{self.model_type} is post-LN: each block ends in a LayerNorm, transformers' hidden_states[-1] "
+                    "is the last block's output, and what precedes its LM head is the head's transform")
+        if self.final_norm_module is None:
+            return f"{type(self.base).__name__} has none of the final norms {list(_FINAL_NORM_NAMES)}"
+        return None
+
+    def final_norm_output(self, residual: torch.Tensor) -> torch.Tensor:
+        """The base model's final norm of the last residual stream: transformers' ``hidden_states[-1]``.
+
+        Raises :class:`~thinkalike.models.handle.NoFinalNormError` (post-LN masked families, bases without a final norm)
+        and :class:`MissingWeightsError` when the checkpoint lacks the norm's weights.
+        """
+        self.check_final_norm()
+        self._require(self._missing_parts("final_norm"), "the final norm")
+        return self.final_norm_module(residual)
 
     def unembedding_bias(self) -> torch.Tensor | None:
         """Bias added after ``U`` (BERT's decoder bias), or ``None``; raises without LM head."""

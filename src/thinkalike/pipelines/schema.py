@@ -71,6 +71,8 @@ class ActivationParameters(_Section):
     layers: list[typing.Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1)
     device: str | None = None
     n_ctx: int | None = Field(None, ge=4)
+    packing: Literal["packed", "sentence"] = "packed"
+    final_norm: bool = False
 
     @field_validator("device")
     @classmethod

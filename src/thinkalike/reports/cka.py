@@ -2,7 +2,8 @@
 
 The long table has one row per (layer of a, layer of b): ``model_a, layer_a, model_b,
 layer_b, cka, ci_low, ci_high, p_value, n_batches, n_tokens, estimator, aggregation, pooling,
-skip_constant_layers``. ``ci_low``/``ci_high`` are percentile-bootstrap limits over
+skip_constant_layers, exclude_special_tokens`` (the ``cka`` pipeline adds the provenance columns
+``activations_version_a/_b`` and ``spec_a/_b``). ``ci_low``/``ci_high`` are percentile-bootstrap limits over
 minibatches; ``p_value`` is the permutation p-value (1 + #{null ≥ observed}) / (1 +
 n_permutations) for "more similar than chance" (NaN when no permutations were asked for);
 ``n_batches`` counts the minibatches that entered the cell (fewer than the run's batches only

@@ -1,4 +1,12 @@
-"""Thin nodes of the ``activations`` pipeline: residual streams of every configured model."""
+"""Thin nodes of the ``activations`` pipeline: residual streams of every configured model.
+
+``activations.packing`` (``packed`` | ``sentence``; :mod:`thinkalike.language.packing`) lays the
+evaluation texts out for every model: hub/local models pack them with their own tokenizer
+here; zoo models get the corpus pipeline's packed layout, re-laid one text per row here for
+``sentence``. ``activations.final_norm`` adds the final norm's output as one more stored layer
+(``n_layers + 1``); without it the last stored layer is the last block's output, before the
+final norm.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +18,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from thinkalike.language.packing import check_packable, pack_evaluation_sequences
+from thinkalike.language.packing import (
+    check_packable,
+    check_packing,
+    one_text_per_row,
+    pack_evaluation_sequences,
+    text_wrapping,
+)
 from thinkalike.models.activation_store import ActivationBatch, ActivationStream, store_size_bytes
 from thinkalike.models.extraction import check_layers, iter_activation_batches
 from thinkalike.models.handle import ModelHandle, ModelSourceError, default_device
@@ -47,20 +61,39 @@ class ResidualBatches:
     batch_size: int
     dtype: torch.dtype
     layers: list[int] | None = None
+    final_norm: bool = False
 
     def __iter__(self) -> Iterator[ActivationBatch]:
         return iter_activation_batches(self.handle, self.sequences["input_ids"], self.sequences["attention_mask"],
-                                       self.batch_size, dtype=self.dtype, progress=True, layers=self.layers)
+                                       self.batch_size, dtype=self.dtype, progress=True, layers=self.layers,
+                                       final_norm=self.final_norm)
+
+
+def packing_of(activations: dict[str, Any]) -> str:
+    """``activations.packing`` (``packed`` when unset; validated before the run)."""
+    packing = activations.get("packing", "packed")
+    check_packing(packing)
+    return packing
 
 
 def activation_stream(handle: ModelHandle, sequences: dict[str, np.ndarray], activations: dict[str, Any],
                       model_name: str) -> ActivationStream:
-    """The lazy extraction of ``handle`` on ``sequences`` with its store settings and size estimate."""
-    layers = check_layers(activations.get("layers"), handle.n_layers, model_name)
+    """The lazy extraction of ``handle`` on ``sequences`` with its store settings and size estimate.
+
+    ``activations.final_norm``: the stored layers run to ``n_layers + 1``, the final norm's output
+    (checked here, before any forward pass: a model without one raises ``NoFinalNormError``).
+    """
+    final_norm = bool(activations.get("final_norm", False))
+    if final_norm:
+        handle.check_final_norm()
+    layers = check_layers(activations.get("layers"), handle.n_layers, model_name, final_norm)
+    if layers is None and final_norm:
+        layers = list(range(handle.n_layers + 2))
     n_stored = len(layers) if layers is not None else handle.n_layers + 1
     dtype = store_dtype(activations)
     size = store_size_bytes(int(np.asarray(sequences["attention_mask"]).sum()), n_stored, handle.d_model, dtype)
-    batches = ResidualBatches(handle, sequences, int(activations["batch_size"]), output_dtype(activations), layers)
+    batches = ResidualBatches(handle, sequences, int(activations["batch_size"]), output_dtype(activations), layers,
+                              final_norm)
     return ActivationStream(model_name, batches, dtype=dtype, n_layers=handle.n_layers, layer_subset=layers,
                             estimated_bytes=size, spec=handle.spec)
 
@@ -68,7 +101,14 @@ def activation_stream(handle: ModelHandle, sequences: dict[str, np.ndarray], act
 def extract_zoo_activations(evaluation_sequences: dict[str, np.ndarray], evaluation_index: pd.DataFrame, tokenizer,
                             weights: dict[str, torch.Tensor], config: dict[str, Any], activations: dict[str, Any],
                             *, model_name: str) -> tuple[ActivationStream, pd.DataFrame]:
-    """Residual streams of a zoo model on the evaluation sequences (corpus tokenizer)."""
+    """Residual streams of a zoo model on the evaluation sequences (corpus tokenizer).
+
+    The corpus pipeline packs them (``packed`` layout); with ``activations.packing: sentence``
+    they are re-laid one text per row (:func:`one_text_per_row`, the same rows as packing the
+    texts with ``packing="sentence"``) and the returned index table is that layout's.
+    """
+    if packing_of(activations) == "sentence":
+        evaluation_sequences, evaluation_index = one_text_per_row(evaluation_index, text_wrapping(tokenizer).pad)
     handle = load_model(f"zoo:{config['name']}", name=model_name, zoo_artifacts={config["name"]: (config, weights)},
                         tokenizer=tokenizer, device=default_device(activations.get("device")),
                         dtype=compute_dtype(activations))
@@ -80,11 +120,12 @@ def extract_external_activations(evaluation_texts: pd.DataFrame, activations: di
     """Residual streams of a hub / local / GGUF / TransformerLens model, with its own tokenizer.
 
     The evaluation texts are packed with the model's tokenizer and its own special-token
-    convention into rows of ``n_ctx`` (``activations.n_ctx``, else ``corpus.n_ctx``) tokens;
-    longer texts are split at words (counted in the log). The index table maps each token to its
-    sentence and word so methods can compare models whose tokenizers differ. The model is loaded
-    for the ``residual_streams`` view: a checkpoint without LM head (a sentence encoder) is
-    fine, one lacking embedding or block weights raises ``MissingWeightsError`` naming them.
+    convention into rows of ``n_ctx`` (``activations.n_ctx``, else ``corpus.n_ctx``) tokens, in
+    the ``activations.packing`` layout; longer texts are split at words (counted in the log).
+    The index table maps each token to its sentence and word so methods can compare models
+    whose tokenizers differ. The model is loaded for the ``residual_streams`` view: a
+    checkpoint without LM head (a sentence encoder) is fine, one lacking embedding or block
+    weights raises ``MissingWeightsError`` naming them.
     """
     handle = load_model(spec, name=model_name, device=default_device(activations.get("device")),
                         dtype=compute_dtype(activations), view="residual_streams")
@@ -92,5 +133,5 @@ def extract_external_activations(evaluation_texts: pd.DataFrame, activations: di
         raise ModelSourceError(f"model spec {spec!r} ({model_name}) came without a tokenizer: put its tokenizer "
                                "files beside the weights")
     check_packable(handle.tokenizer, n_ctx, what=f"activations.models.{model_name} ({spec})")
-    sequences, index = pack_evaluation_sequences(evaluation_texts, handle.tokenizer, n_ctx)
+    sequences, index = pack_evaluation_sequences(evaluation_texts, handle.tokenizer, n_ctx, packing_of(activations))
     return activation_stream(handle, sequences, activations, model_name), index

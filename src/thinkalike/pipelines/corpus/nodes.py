@@ -80,7 +80,10 @@ def pack_evaluation_data(evaluation_texts: pd.DataFrame, tokenizer,
     """Evaluation sequences of the zoo models (corpus tokenizer, ``corpus.n_ctx``) with their token index table.
 
     Only in the pipeline when a zoo model's activations are extracted; texts longer than a row
-    are split at words (counted in the log).
+    are split at words (counted in the log). Always the ``packed`` layout (several texts per
+    row); with ``activations.packing: sentence`` the zoo extraction re-lays these rows one text
+    per row (:func:`thinkalike.language.packing.one_text_per_row`), so one parameter decides the
+    layout of every model.
     """
     return pack_evaluation_sequences(evaluation_texts, tokenizer, int(corpus["n_ctx"]))
 
