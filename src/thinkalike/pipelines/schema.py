@@ -70,6 +70,7 @@ class ActivationParameters(_Section):
     store_dtype: Literal["float32", "float16", "bfloat16"] | None = None
     layers: list[typing.Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1)
     device: str | None = None
+    devices: dict[str, str] = Field(default_factory=dict)  # per model, overriding device
     n_ctx: int | None = Field(None, ge=4)
     packing: Literal["packed", "sentence"] = "packed"
     final_norm: bool = False
@@ -80,6 +81,16 @@ class ActivationParameters(_Section):
         if device is not None:
             check_device(device)
         return device
+
+    @field_validator("devices")
+    @classmethod
+    def _devices_are_usable(cls, devices: dict[str, str]) -> dict[str, str]:
+        for model, device in devices.items():
+            try:
+                check_device(device)
+            except ValueError as error:
+                raise ValueError(f"{model}: {error}") from None
+        return devices
 
 
 def check_device(device: str) -> None:

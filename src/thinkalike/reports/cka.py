@@ -29,6 +29,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from cycler import cycler
 from matplotlib.figure import Figure
+from tqdm.auto import tqdm
 
 from thinkalike.measures.cka import ESTIMATORS, CKAAccumulator, CKAResult
 from thinkalike.measures.distances import matched_summary
@@ -108,9 +109,10 @@ def compute_cka(store_a: ActivationStore, index_a: pd.DataFrame, store_b: Activa
                                  n_permutations=0 if same_model else settings.n_permutations, seed=settings.seed,
                                  skip_constant_layers=settings.skip_constant_layers)
     target = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    for acts_a, acts_b in aligned_minibatches(store_a, index_a, store_b, index_b, pooling=settings.pooling,
-                                              batch_tokens=settings.batch_tokens,
-                                              exclude_special_tokens=settings.exclude_special_tokens):
+    minibatches = aligned_minibatches(store_a, index_a, store_b, index_b, pooling=settings.pooling,
+                                      batch_tokens=settings.batch_tokens,
+                                      exclude_special_tokens=settings.exclude_special_tokens)
+    for acts_a, acts_b in tqdm(minibatches, desc=f"CKA {model_a} vs {model_b}", unit="minibatch", leave=False):
         tensor_a = torch.from_numpy(acts_a).to(target)
         accumulator.update(tensor_a, None if same_model else torch.from_numpy(acts_b).to(target))
     if accumulator.n_batches == 0:

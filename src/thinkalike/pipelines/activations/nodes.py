@@ -41,6 +41,14 @@ def compute_dtype(activations: dict[str, Any]) -> torch.dtype:
     return COMPUTE_DTYPES[name]
 
 
+def model_device(activations: dict[str, Any], model_name: str):
+    """``activations.devices.<model>``, else ``activations.device``, else CUDA when present, else CPU.
+
+    Per-model devices let two large models of a streaming CKA pair run each on its own GPU.
+    """
+    return default_device((activations.get("devices") or {}).get(model_name) or activations.get("device"))
+
+
 def output_dtype(activations: dict[str, Any]) -> torch.dtype:
     """The dtype extraction hands to the store: the compute dtype; bfloat16 (numpy has none) exactly as float32."""
     dtype = compute_dtype(activations)
@@ -110,7 +118,7 @@ def extract_zoo_activations(evaluation_sequences: dict[str, np.ndarray], evaluat
     if packing_of(activations) == "sentence":
         evaluation_sequences, evaluation_index = one_text_per_row(evaluation_index, text_wrapping(tokenizer).pad)
     handle = load_model(f"zoo:{config['name']}", name=model_name, zoo_artifacts={config["name"]: (config, weights)},
-                        tokenizer=tokenizer, device=default_device(activations.get("device")),
+                        tokenizer=tokenizer, device=model_device(activations, model_name),
                         dtype=compute_dtype(activations))
     return activation_stream(handle, evaluation_sequences, activations, model_name), evaluation_index
 
@@ -127,7 +135,7 @@ def extract_external_activations(evaluation_texts: pd.DataFrame, activations: di
     checkpoint without LM head (a sentence encoder) is fine, one lacking embedding or block
     weights raises ``MissingWeightsError`` naming them.
     """
-    handle = load_model(spec, name=model_name, device=default_device(activations.get("device")),
+    handle = load_model(spec, name=model_name, device=model_device(activations, model_name),
                         dtype=compute_dtype(activations), view="residual_streams")
     if handle.tokenizer is None:
         raise ModelSourceError(f"model spec {spec!r} ({model_name}) came without a tokenizer: put its tokenizer "
