@@ -1,4 +1,4 @@
-"""Project hooks: parameters for the pipeline builders, validation, resume, MLflow records."""
+"""Project hooks: parameter validation, resume, MLflow records (the pipelines are built by the context class)."""
 
 from __future__ import annotations
 
@@ -8,36 +8,48 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from click import ClickException
 from kedro.framework.hooks import hook_impl
-from kedro.framework.project import pipelines
 
-from thinkalike.pipelines.parameters import project_parameters, remember_parameters
+from thinkalike.pipelines.parameters import run_parameters
 from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
+from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.validation import validate_parameters
-from thinkalike.tracking import RunRecorder, TrackingSettings, git_commit, runner_name
+from thinkalike.tracking import RunRecorder, TrackingSettings, TrackingStoreError, git_commit, runner_name
 
-PIPELINE_REGISTRY = "thinkalike.pipeline_registry"
 REPORTING_FOLDER = "08_reporting"
 logger = logging.getLogger(__name__)
 
 
+class BadParameter(ParameterError, ClickException):
+    """A :class:`ParameterError` that the ``kedro`` command line shows as one line (``Error: …``), not a traceback."""
+
+    def __init__(self, message: str) -> None:
+        ClickException.__init__(self, message)
+
+
+class UnusableTrackingStore(TrackingStoreError, ClickException):
+    """A :class:`TrackingStoreError` (``mlflow.strict: true``) shown as one line by the ``kedro`` command line."""
+
+    def __init__(self, message: str) -> None:
+        ClickException.__init__(self, message)
+
+
 class ParameterHooks:
-    """Hands the run's parameters (with ``--env`` and ``--params``) to the pipeline builders,
-    validates them before any node runs, and prepares ``--only-missing-outputs`` resumes.
+    """Validates the run's parameters (with ``--env`` and ``--params``) before any node runs, and
+    prepares ``--only-missing-outputs`` resumes.
 
-    Per-model pipelines are namespaced from the model lists in config; if the CLI built the
-    pipelines before the context existed, they are rebuilt from the run's parameters.
+    The pipelines themselves are built from the same parameters by the project's context class
+    (:class:`thinkalike.pipeline_registry.ProjectContext`), without hooks.
     """
-
-    @hook_impl
-    def after_context_created(self, context) -> None:
-        remember_parameters(context.params)
-        pipelines.configure(PIPELINE_REGISTRY)
 
     @hook_impl(tryfirst=True)
     def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
         """Bad configuration fails here, before any compute and before an MLflow run is opened."""
-        validate_parameters(project_parameters())
+        try:
+            validate_parameters(run_parameters(catalog))
+        except ParameterError as error:
+            raise BadParameter(str(error)) from None
         if run_params.get("only_missing_outputs"):
             rerun = nodes_to_rerun(pipeline, catalog)
             mark_for_rerun(rerun, catalog)
@@ -74,8 +86,12 @@ class MlflowTrackingHooks:
         if self._settings is None or self._project_root is None:
             return
         self._recorder = RunRecorder(self._settings, self._project_root)
-        self._recorder.check()
-        self._recorder.start(run_name(run_params), project_parameters(), run_tags(run_params, self._project_root))
+        try:
+            self._recorder.check()
+        except TrackingStoreError as error:  # strict mode: stop before any node, in one line
+            self._recorder = None
+            raise UnusableTrackingStore(str(error)) from None
+        self._recorder.start(run_name(run_params), run_parameters(catalog), run_tags(run_params, self._project_root))
 
     @hook_impl
     def after_dataset_saved(self, dataset_name: str, data: Any, node) -> None:

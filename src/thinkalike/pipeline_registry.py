@@ -1,13 +1,86 @@
-"""Project pipelines: every folder of ``thinkalike.pipelines`` with a ``create_pipeline``."""
+"""Project pipelines, built from the parameters of the configuration in use.
+
+The zoo, activations and cka pipelines have one namespace per configured model or pair, so what
+they contain depends on the environment (``--env``) and ``--params``. Kedro calls
+``register_pipelines()`` without arguments, lazily, whenever something first reads
+``kedro.framework.project.pipelines``; it cannot know the session's environment. Hence:
+
+* :class:`ProjectContext` (``CONTEXT_CLASS`` in ``settings.py``) builds the pipelines from its own
+  configuration as soon as it is created and installs them in Kedro's ``pipelines``. Every
+  session creates one — ``kedro run``, ``kedro viz run --env``, ``kedro viz build``, notebooks —
+  and project hooks are not involved (kedro-viz does not run them).
+* :func:`register_pipelines` serves the lazy loading when no context was created (``kedro
+  registry``): it reads ``conf/`` with ``KEDRO_ENV``, as ``KedroSession.create`` would.
+"""
 
 from __future__ import annotations
 
-from kedro.framework.project import find_pipelines
+import os
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kedro.framework.context import KedroContext
+from kedro.framework.project import pipelines
 from kedro.pipeline import Pipeline
+from kedro.utils import find_kedro_project
+
+from thinkalike.pipelines.activations.pipeline import create_pipeline as activations_pipeline
+from thinkalike.pipelines.cka.pipeline import create_pipeline as cka_pipeline
+from thinkalike.pipelines.corpus.pipeline import create_pipeline as corpus_pipeline
+from thinkalike.pipelines.parameters import configured_parameters, loader_parameters
+from thinkalike.pipelines.zoo.pipeline import create_pipeline as zoo_pipeline
+
+PIPELINE_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
+    "corpus": corpus_pipeline,
+    "zoo": zoo_pipeline,
+    "activations": activations_pipeline,
+    "cka": cka_pipeline,
+}
+
+# Kedro warns (kedro.pipeline.node) when a node reads a dataset whose name has a dot and whose
+# prefix is not the node's own top-level namespace. Here every dotted name is a namespaced output
+# ("<model>.training_curve", "<model>.activations", "<pair>.cka_table") read on purpose outside its
+# namespace: by the summaries, by the CKA pairs, by extraction of a zoo model under another name.
+DOTTED_NAME_WARNING = r"One or more dataset names contain '\.' characters"
+
+
+def build_pipelines(parameters: Mapping[str, Any]) -> dict[str, Pipeline]:
+    """Every project pipeline for ``parameters``; ``__default__`` is their sum (corpus → zoo → activations → cka)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=DOTTED_NAME_WARNING, category=UserWarning)
+        built = {name: build(parameters) for name, build in PIPELINE_BUILDERS.items()}
+    built["__default__"] = sum(built.values(), Pipeline([]))
+    return built
 
 
 def register_pipelines() -> dict[str, Pipeline]:
-    """``__default__`` is the offline foundation: corpus → zoo → activations (→ cka when present)."""
-    pipelines = find_pipelines(raise_errors=True)
-    pipelines["__default__"] = sum(pipelines.values(), Pipeline([]))
-    return pipelines
+    """Kedro's entry point when no context exists: the pipelines of ``conf/`` in ``KEDRO_ENV`` (default ``local``)."""
+    project_path = find_kedro_project(Path.cwd())
+    if project_path is None:
+        raise RuntimeError(f"no Kedro project at or above {Path.cwd()}: cannot read the parameters that the "
+                           "thinkalike pipelines are built from")
+    return build_pipelines(configured_parameters(project_path, os.environ.get("KEDRO_ENV")))
+
+
+def install_pipelines(built: Mapping[str, Pipeline]) -> None:
+    """Make ``built`` the content of Kedro's ``pipelines``, replacing any registry loaded before.
+
+    ``configure(None)`` drops the lazy registry (without a module, Kedro's ``pipelines`` loads
+    nothing and keeps what it is given); the next ``configure_project`` restores it.
+    """
+    pipelines.configure(None)
+    pipelines.update(built)
+
+
+class ProjectContext(KedroContext):
+    """A ``KedroContext`` whose creation builds the project's pipelines from its own parameters.
+
+    The parameters are the session's: its environment and runtime ``--params``, read raw from
+    the config loader (Kedro's validated ``params`` would need the pipelines first).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        install_pipelines(build_pipelines(loader_parameters(self.config_loader)))

@@ -1,8 +1,15 @@
 """Kedro project settings. MLflow tracking: :mod:`thinkalike.tracking` via the project hooks (conf/<env>/mlflow.yml)."""
 
+import warnings
+
 from kedro.config import OmegaConfigLoader
 
 from thinkalike.hooks import MlflowTrackingHooks, ParameterHooks
+from thinkalike.pipeline_registry import ProjectContext
+
+# Builds the pipelines from the session's own parameters (--env, --params) when it is created,
+# for kedro run, kedro viz and notebooks alike (see thinkalike.pipeline_registry).
+CONTEXT_CLASS = ProjectContext
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {
@@ -12,6 +19,10 @@ CONFIG_LOADER_ARGS = {
 }
 
 HOOKS = (ParameterHooks(), MlflowTrackingHooks())
+
+# Kedro 1.7's own config loader calls an OmegaConf function that OmegaConf has deprecated; the
+# warning says nothing about this project and would open every run (3 × 5 lines).
+warnings.filterwarnings("ignore", message=r"register_new_resolver\(\) is deprecated", category=UserWarning)
 
 # The project records runs itself (thinkalike.tracking); kedro-mlflow, if installed, must not
 # open a second run.

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from click import ClickException
 
 from tests.pipelines.conftest import make_project_copy, run_project
 from thinkalike.pipelines.schema import ParameterError
@@ -201,6 +202,7 @@ def test_bad_setting_is_named_before_any_node_runs(tmp_path, monkeypatch, overri
     with pytest.raises(ParameterError) as raised:
         run_project(project, runtime_params=override)
     assert str(raised.value).startswith(key), str(raised.value)
+    assert isinstance(raised.value, ClickException)  # the kedro CLI prints "Error: <message>", no traceback
     assert not (project / "data").exists() or not any(p.is_file() for p in (project / "data").rglob("*"))
 
 

@@ -7,19 +7,41 @@ write finished (``os.replace``, atomic on one filesystem). Kedro finds versions 
 file that is never taken for the latest version, nor for an existing output by
 ``kedro run --only-missing-outputs``. Saved files get the process's default permissions
 (0644 under the usual umask), whatever the writer used for its temporary file.
+
+Each class also has a kedro-viz ``preview()`` (:mod:`thinkalike.io.previews`) that never fails:
+tables with list columns preview as text cells, JSON without NaN, safetensors files as a table
+of their tensors, and a dataset not saved yet previews as a message saying so.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from kedro.io.core import get_filepath_str
 from kedro_datasets.json import JSONDataset as _JSONDataset
 from kedro_datasets.matplotlib import MatplotlibDataset as _MatplotlibDataset
 from kedro_datasets.pandas import ParquetDataset as _ParquetDataset
 from kedro_datasets.plotly import JSONDataset as _PlotlyJSONDataset
 from kedro_datasets_experimental.safetensors import SafetensorsDataset as _SafetensorsDataset
+
+from thinkalike.io.previews import (
+    ImagePreview,
+    JSONPreview,
+    PlotlyPreview,
+    TablePreview,
+    cell_text,
+    jsonable,
+    jsonable_table,
+    message_image,
+    message_json,
+    message_plotly,
+    message_table,
+    preview_or_message,
+)
 
 PARTIAL_SUFFIX = ".partial"
 
@@ -55,21 +77,75 @@ class AtomicSaveMixin:
             raise
 
 
+def natural_order(name: str) -> list[tuple[int, int | str]]:
+    """Sort key putting ``blocks.2`` before ``blocks.10``."""
+    return [(0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name)]
+
+
 class ParquetDataset(AtomicSaveMixin, _ParquetDataset):
     """``pandas.ParquetDataset``, saved atomically."""
+
+    def preview(self, nrows: int = 5) -> TablePreview:
+        """The first ``nrows`` rows; list columns (``words``, ``pos`` …) as text cells."""
+        first_rows = super().preview
+        return preview_or_message(self, lambda: jsonable_table(first_rows(nrows=nrows)), message_table)
 
 
 class JSONDataset(AtomicSaveMixin, _JSONDataset):
     """``json.JSONDataset``, saved atomically."""
 
+    def preview(self) -> JSONPreview:
+        """The saved JSON, with NaN and infinities as ``null`` (the browser's JSON parser rejects them)."""
+        saved = super().preview
+        return preview_or_message(self, lambda: JSONPreview(json.dumps(jsonable(json.loads(saved())), allow_nan=False)),
+                                  message_json)
+
 
 class MatplotlibDataset(AtomicSaveMixin, _MatplotlibDataset):
     """``matplotlib.MatplotlibDataset`` (one figure per file), saved atomically."""
+
+    def preview(self) -> ImagePreview:
+        """The saved PNG."""
+        return preview_or_message(self, super().preview, message_image)
 
 
 class PlotlyJSONDataset(AtomicSaveMixin, _PlotlyJSONDataset):
     """``plotly.JSONDataset``, saved atomically."""
 
+    def preview(self) -> PlotlyPreview:
+        """The saved figure, drawn by kedro-viz."""
+        return preview_or_message(self, super().preview, message_plotly)
+
 
 class SafetensorsDataset(AtomicSaveMixin, _SafetensorsDataset):
     """``safetensors.SafetensorsDataset`` (kedro-datasets experimental), saved atomically."""
+
+    def preview(self, nrows: int = 12, nvalues: int = 8) -> TablePreview:
+        """One row per tensor (the first ``nrows``): name, dtype, shape and its first ``nvalues`` values."""
+        return preview_or_message(self, lambda: self._tensor_table(nrows, nvalues), message_table)
+
+    def _tensor_table(self, nrows: int, nvalues: int) -> TablePreview:
+        """The tensor table of the latest saved file, read lazily (one row of each tensor at most)."""
+        from safetensors import safe_open
+
+        path = get_filepath_str(self._get_load_path(), self._protocol)
+        if self._protocol != "file":
+            raise NotImplementedError(f"previews read local safetensors files only, not {self._protocol}://{path}")
+        rows = []
+        with safe_open(path, framework="pt") as handle:
+            names = sorted(handle.keys(), key=natural_order)
+            for name in names[:nrows]:
+                tensor = handle.get_slice(name)
+                shape = list(tensor.get_shape())
+                values = leading_values(tensor, shape, nvalues) if shape else [handle.get_tensor(name).item()]
+                rows.append([name, tensor.get_dtype(), cell_text(shape), cell_text([f"{value:.4g}" for value in values])])
+        if len(names) > nrows:
+            rows.append([f"… {len(names) - nrows} more tensors", "", "", ""])
+        return TablePreview({"columns": ["tensor", "dtype", "shape", f"first {nvalues} values"],
+                             "index": list(range(len(rows))), "data": rows})
+
+
+def leading_values(tensor, shape: list[int], count: int) -> list[float]:
+    """The first ``count`` values of a safetensors slice: of its first row when it has several dimensions."""
+    head = tensor[:1] if len(shape) > 1 else tensor[:count]
+    return head.float().flatten()[:count].tolist()

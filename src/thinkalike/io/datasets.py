@@ -7,10 +7,14 @@
 Both write atomically: into a ``<name>.partial`` sibling renamed into place when complete, and
 a version counts as existing (for loading, ``--only-missing-outputs`` and "latest version")
 only when it is complete, so a killed run never leaves a half-written latest version.
+
+Both have a kedro-viz ``preview()`` (JSON: model, layers, shape, dtype and a few rows of a store;
+vocabulary and special tokens of a tokenizer), or a message saying why there is none.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path, PurePosixPath
@@ -18,6 +22,7 @@ from typing import Any
 
 from kedro.io.core import AbstractVersionedDataset, DatasetError, Version
 
+from thinkalike.io.previews import JSONPreview, jsonable, message_json, preview_or_message, rounded
 from thinkalike.models.activation_store import (
     ActivationStore,
     ActivationStream,
@@ -68,13 +73,25 @@ class ActivationStoreDataset(_LocalDirectoryDataset):
         write_activation_store(path, data.batches, data.model, dtype=data.dtype, n_layers=data.n_layers,
                                layers=data.layer_subset, spec=data.spec)
 
-    def preview(self) -> dict[str, Any]:
-        """For kedro-viz: the latest store's model, layers, width, dtype and shard count."""
-        store = self.load()
-        return {"model": store.model, "layers (0 = embeddings)": store.layers, "d_model": store.d_model,
-                "dtype": store.dtype, "n_sequences": store.meta.get("n_sequences"),
-                "n_tokens": store.meta.get("n_tokens"),
-                "n_ctx": store.meta.get("n_ctx"), "shards": store.n_shards, "path": str(store.path)}
+    def preview(self, nrows: int = 4, nvalues: int = 6) -> JSONPreview:
+        """For kedro-viz: model, layers, shape, dtype, and the first ``nvalues`` dimensions of the first
+        ``nrows`` token rows of every stored layer."""
+        return preview_or_message(self, lambda: store_preview(self.load(), nrows, nvalues), message_json)
+
+
+def store_preview(store: ActivationStore, nrows: int, nvalues: int) -> JSONPreview:
+    """The JSON preview of an activation store (see :meth:`ActivationStoreDataset.preview`)."""
+    first = store.batch(0).tokens()[:, :nrows, :nvalues] if store.n_shards else None
+    n_tokens = store.meta.get("n_tokens")
+    summary = {
+        "model": store.model, "spec": store.spec, "version": store.version, "dtype": store.dtype,
+        "layers (0 = embeddings)": store.layers, "d_model": store.d_model,
+        "shape (layers, tokens, d_model)": [len(store.layers), n_tokens, store.d_model],
+        "n_sequences": store.meta.get("n_sequences"), "n_ctx": store.meta.get("n_ctx"), "shards": store.n_shards,
+        f"first {nrows} tokens, first {nvalues} dimensions": (
+            {f"layer {layer}": rounded(rows) for layer, rows in zip(store.layers, first)} if first is not None else {}),
+    }
+    return JSONPreview(json.dumps(jsonable(summary), allow_nan=False))
 
 
 TOKENIZER_MARKER = "tokenizer_config.json"
@@ -107,9 +124,14 @@ class HFTokenizerDataset(_LocalDirectoryDataset):
             shutil.rmtree(staging, ignore_errors=True)
             raise
 
-    def preview(self) -> dict[str, Any]:
-        """For kedro-viz: vocabulary size, special tokens and a few tokens."""
-        tokenizer = self.load()
-        vocabulary = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
-        return {"vocab_size": len(tokenizer), "special_tokens": tokenizer.all_special_tokens,
-                "first_tokens": [token for token, _ in vocabulary[:20]]}
+    def preview(self, ntokens: int = 20) -> JSONPreview:
+        """For kedro-viz: class, vocabulary size, special tokens and the first ``ntokens`` tokens by id."""
+        return preview_or_message(self, lambda: tokenizer_preview(self.load(), ntokens), message_json)
+
+
+def tokenizer_preview(tokenizer, ntokens: int) -> JSONPreview:
+    """The JSON preview of a tokenizer (see :meth:`HFTokenizerDataset.preview`)."""
+    vocabulary = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    return JSONPreview(json.dumps({"class": type(tokenizer).__name__, "vocab_size": len(tokenizer),
+                                   "special_tokens": tokenizer.all_special_tokens,
+                                   f"first {ntokens} tokens (by id)": [token for token, _ in vocabulary[:ntokens]]}))

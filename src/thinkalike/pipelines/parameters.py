@@ -1,42 +1,58 @@
 """The project's parameters as seen when pipelines are *built* (not run).
 
-Per-model pipelines are namespaced from the model lists in config, so the registry must read
-parameters before the run. The project hook stores the run's parameters (with ``--env`` and
-``--params`` applied) here after the context is created; elsewhere (``kedro viz``, a notebook)
-they are read from ``conf/`` with the environment in ``KEDRO_ENV`` (default ``local``).
+Per-model pipelines are namespaced from the model lists in config, so pipelines are built from
+parameters, always passed explicitly. Who passes them:
+
+* :class:`thinkalike.pipeline_registry.ProjectContext` (the project's ``CONTEXT_CLASS``) builds
+  the pipelines from its own configuration — the ``--env`` and ``--params`` of the session in use —
+  whenever a context is created: ``kedro run``, ``kedro viz``, notebooks, tests.
+* ``register_pipelines()``, for Kedro's lazy loading when no context exists (``kedro registry``),
+  reads :func:`configured_parameters` of ``KEDRO_ENV`` like ``KedroSession.create`` does.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-_parameters: dict[str, Any] | None = None
+from kedro.config import AbstractConfigLoader, MissingConfigException
 
 
-def remember_parameters(parameters: dict[str, Any]) -> None:
-    """Called by the project hook with the context's parameters."""
-    global _parameters
-    _parameters = dict(parameters)
+def section(parameters: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """``parameters[name]`` as a dict, ``{}`` when absent or empty."""
+    return dict(parameters.get(name) or {})
 
 
-def project_parameters() -> dict[str, Any]:
-    """The parameters remembered for this run, or those of ``conf/`` under the current directory."""
-    if _parameters is not None:
-        return _parameters
-    from kedro.config import OmegaConfigLoader
-    from kedro.framework.project import settings
+def loader_parameters(config_loader: AbstractConfigLoader) -> dict[str, Any]:
+    """The ``parameters`` of a config loader (runtime ``--params`` included); ``{}`` when there are none.
 
-    loader = OmegaConfigLoader(conf_source=str(Path.cwd() / settings.CONF_SOURCE),
-                               env=os.environ.get("KEDRO_ENV"), base_env="base", default_run_env="local")
+    Raw, as in the YAML files: Kedro's own validation of ``context.params`` looks at the built
+    pipelines, so it cannot be used to build them.
+    """
     try:
-        return dict(loader["parameters"])
-    except Exception:  # noqa: BLE001 - no conf/ here (e.g. an import from elsewhere): build with no models
+        return dict(config_loader["parameters"])
+    except MissingConfigException:
         return {}
 
 
-def section(parameters: dict[str, Any] | None, name: str) -> dict[str, Any]:
-    """``parameters[name]`` from the given dict or the project's, ``{}`` when absent."""
-    source = project_parameters() if parameters is None else parameters
-    return dict(source.get(name) or {})
+def configured_parameters(project_path: Path, env: str | None) -> dict[str, Any]:
+    """The parameters of ``<project_path>/conf`` in environment ``env`` (``None``: the default, ``local``).
+
+    Read with the project's ``CONFIG_LOADER_CLASS`` and ``CONFIG_LOADER_ARGS`` from ``settings.py``,
+    as a session would.
+    """
+    from kedro.framework.project import settings
+
+    loader = settings.CONFIG_LOADER_CLASS(conf_source=str(Path(project_path) / settings.CONF_SOURCE), env=env,
+                                          **settings.CONFIG_LOADER_ARGS)
+    return loader_parameters(loader)
+
+
+def run_parameters(catalog) -> dict[str, Any]:
+    """The parameters of a run (``--env`` and ``--params`` applied), from the run's catalog.
+
+    For hooks: Kedro adds them to every catalog a context builds as the ``parameters`` dataset
+    (read from the dataset directly, so the catalog does not log a load).
+    """
+    return dict(catalog["parameters"].load())

@@ -7,7 +7,7 @@ Models: every zoo model when ``activations.include_zoo`` is true, plus ``activat
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from thinkalike.pipelines.parameters import section
 OUTPUTS = ["activations", "activation_index"]
 
 
-def configured_models(parameters: dict[str, Any] | None = None) -> dict[str, str]:
+def configured_models(parameters: Mapping[str, Any]) -> dict[str, str]:
     """``{namespace: spec}`` of the models whose activations are extracted."""
     activations = section(parameters, "activations")
     models: dict[str, str] = {}
@@ -49,7 +49,7 @@ def extraction_source(name: str, spec: str, n_ctx: int) -> ExtractionSource:
                             ("evaluation_texts",))
 
 
-def external_n_ctx(parameters: dict[str, Any] | None) -> int:
+def external_n_ctx(parameters: Mapping[str, Any]) -> int:
     """Row length for models with their own tokenizer: ``activations.n_ctx``, else ``corpus.n_ctx``."""
     return int(section(parameters, "activations").get("n_ctx") or section(parameters, "corpus").get("n_ctx", 64))
 
@@ -62,7 +62,8 @@ def model_pipeline(name: str, spec: str, n_ctx: int) -> Pipeline:
                     parameters={"params:activations": "params:activations"})
 
 
-def create_pipeline(parameters: dict[str, Any] | None = None, **kwargs) -> Pipeline:
+def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+    """One extraction pipeline per :func:`configured_models` entry (namespace = model name)."""
     n_ctx = external_n_ctx(parameters)
     return sum((model_pipeline(name, spec, n_ctx) for name, spec in configured_models(parameters).items()),
                Pipeline([]))

@@ -9,6 +9,7 @@ both models batch by batch inside the pair's node and writes nothing but the CKA
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kedro.pipeline import Node, Pipeline
@@ -22,7 +23,7 @@ from thinkalike.pipelines.activations.pipeline import (
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.cka import nodes
 from thinkalike.pipelines.cka.pairs import configured_pairs, pair_namespace
-from thinkalike.pipelines.parameters import project_parameters, section
+from thinkalike.pipelines.parameters import section
 
 PAIR_OUTPUTS = ["cka_table", "cka_heatmap", "cka_heatmap_plotly"]
 
@@ -49,8 +50,8 @@ def streaming_pair_pipeline(model_a: str, model_b: str, source_a: ExtractionSour
                     parameters={"params:cka": "params:cka", "params:activations": "params:activations"})
 
 
-def create_pipeline(parameters: dict[str, Any] | None = None, **kwargs) -> Pipeline:
-    parameters = project_parameters() if parameters is None else parameters
+def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+    """One namespace per configured pair (stored or streaming, per ``cka.mode``), then ``summarise_cka``."""
     cka = section(parameters, "cka")
     if not cka:
         return Pipeline([])

@@ -8,6 +8,7 @@ activations are extracted (``activations.include_zoo`` with zoo models, or a ``z
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kedro.pipeline import Node, Pipeline
@@ -16,13 +17,13 @@ from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.corpus import nodes
 
 
-def packs_for_zoo(parameters: dict[str, Any] | None = None) -> bool:
+def packs_for_zoo(parameters: Mapping[str, Any]) -> bool:
     """Whether any model whose activations are extracted is a zoo model (uses the corpus tokenizer)."""
     return any(spec.startswith("zoo:") for spec in configured_models(parameters).values()
                if isinstance(spec, str))
 
 
-def create_pipeline(parameters: dict[str, Any] | None = None, **kwargs) -> Pipeline:
+def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     """The corpus nodes; the zoo's evaluation packing only when :func:`packs_for_zoo`."""
     describe_inputs = ["sentences", "train_sequences", "heldout_sequences", "tokenizer", "evaluation_texts"]
     nodes_ = [

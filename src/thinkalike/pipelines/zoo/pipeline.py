@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kedro.pipeline import Node, Pipeline
@@ -29,7 +30,8 @@ def model_pipeline(name: str) -> Pipeline:
     )
 
 
-def create_pipeline(parameters: dict[str, Any] | None = None, **kwargs) -> Pipeline:
+def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+    """One training pipeline per ``zoo.models`` entry (namespace = model name), then ``summarise_zoo``."""
     models = list((section(parameters, "zoo").get("models") or {}))
     if not models:
         return Pipeline([])
