@@ -54,7 +54,7 @@ class LazyBatches:
 def token_index(mask: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
     sequence, position = np.nonzero(mask)
     return pd.DataFrame({"sequence": sequence, "position": position, "token_id": ids[sequence, position],
-                         "sentence_id": sequence, "word_index": position})
+                         "sentence_id": sequence, "word_index": position, "is_special": False})
 
 
 def child(mode: str, args) -> None:
