@@ -11,7 +11,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 import warnings
 from pathlib import Path
 

@@ -29,6 +29,7 @@ machines).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,6 +43,8 @@ from thinkalike.models.handle import (
     ModelSourceError,
     UnsupportedArchitectureError,
     first_tensor,
+    running_only_blocks_from,
+    substitute_input,
 )
 
 __all__ = [
@@ -262,26 +265,58 @@ class BridgeHandle(ModelHandle):
 
     def logits_from_layer(self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor,
                           attention_mask: torch.Tensor | None) -> torch.Tensor:
+        """Logits with ``residual`` as the stream after ``layer``, running only blocks ``layer …``: the
+        bridge's block list is cut to the tail for the call (:func:`running_only_blocks_from`; the
+        bridge's ``blocks`` is the list its model loops over) and ``residual`` is substituted for the
+        input of block ``layer`` — for ``layer == n_layers``, of ``ln_final`` (or of the unembedding
+        where there is none). Gradients flow into ``residual``."""
         if not 0 <= layer <= self.n_layers:
             raise IndexError(f"layer {layer} out of range 0..{self.n_layers}")
+        lists = self._block_lists()
+        blocks = lists[0]
+        if layer < self.n_layers:
+            entry = blocks[layer]
+        else:
+            entry = getattr(self.module, "ln_final", None)
+            if entry is None:
+                entry = self.module.unembed
         fired = []
-
-        def replace(value, hook):
-            fired.append(True)
-            original = first_tensor(value)
-            if residual.shape != original.shape:
-                raise ValueError(f"residual has shape {tuple(residual.shape)}, the stream after layer {layer} "
-                                 f"has {tuple(original.shape)}")
-            new = residual.to(device=original.device, dtype=original.dtype)
-            if isinstance(value, tuple):
-                return (new, *value[1:])
-            return new
-
-        with self.module.hooks(fwd_hooks=[(_residual_hook_name(layer), replace)]):
-            logits = bridge_logits(self.module, input_ids.to(self.device), attention_mask)
+        counter = entry.register_forward_pre_hook(lambda _mod, _args: fired.append(True))
+        handle = substitute_input(entry, residual)
+        try:
+            with contextlib.ExitStack() as stack:
+                for block_list in lists:
+                    stack.enter_context(running_only_blocks_from(block_list, layer))
+                logits = bridge_logits(self.module, input_ids.to(self.device), attention_mask)
+        finally:
+            handle.remove()
+            counter.remove()
         if not fired:  # pragma: no cover - adapter-specific
-            raise UnsupportedArchitectureError(f"{self.name}: hook {_residual_hook_name(layer)} did not fire")
+            raise UnsupportedArchitectureError(f"{self.name}: the residual stream after layer {layer} was not "
+                                               f"substituted ({type(entry).__name__} did not run)")
         return logits
+
+    def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The plain forward pass's logits ``(batch, seq, d_vocab)``."""
+        return bridge_logits(self.module, input_ids.to(self.device), attention_mask)
+
+    def _block_lists(self) -> list[torch.nn.ModuleList]:
+        """Every module list holding the bridge's blocks in order: the bridge's ``blocks`` and the list its
+        wrapped model loops over (the same object for native models and the adapters tried; cut together)."""
+        if getattr(self, "_cached_block_lists", None) is None:
+            blocks = self.module.blocks
+            if not isinstance(blocks, torch.nn.ModuleList) or len(blocks) != self.n_layers:
+                raise UnsupportedArchitectureError(f"{self.name}: the bridge's blocks are not a list of "
+                                                   f"{self.n_layers} modules")
+            members = [id(block) for block in blocks]
+            found = {id(blocks): blocks}
+            roots = [self.module, getattr(self.module, "original_model", None)]
+            for root in (r for r in roots if isinstance(r, torch.nn.Module)):
+                for module in root.modules():
+                    if isinstance(module, torch.nn.ModuleList) and [id(m) for m in module] == members:
+                        found.setdefault(id(module), module)
+            self._cached_block_lists = list(found.values())
+        return self._cached_block_lists
 
     # -- parameters
 

@@ -21,7 +21,11 @@ exposes, in one convention:
   ``FF_in``: ``(d_model, d_mlp)``; ``FF_out``: ``(d_mlp, d_model)``;
 * ``logits_from_layer(residual, layer, input_ids, attention_mask)`` -> logits
   ``(batch, seq, d_vocab)`` of the model whose residual stream after ``layer`` (same indexing
-  as ``residual_streams``) is replaced by ``residual``; gradients flow into ``residual``.
+  as ``residual_streams``) is replaced by ``residual``; gradients flow into ``residual``. Only
+  the *tail* runs: blocks ``layer … n_layers - 1``, the final norm and the head (plus the
+  model's own input preparation — embedding lookup, masks, positions — whose output is
+  replaced); blocks before ``layer`` are not executed (:func:`running_only_blocks_from`);
+* ``logits(input_ids, attention_mask)`` -> the plain forward pass's logits.
 
 Weights are never silently random. A checkpoint without an LM head (a sentence encoder saved
 as ``BertModel``) is loaded as its base model: ``has_unembedding`` is false and
@@ -39,6 +43,9 @@ to and only where that is exact (see there).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,7 +233,14 @@ class ModelHandle(ABC):
     @abstractmethod
     def logits_from_layer(self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor,
                           attention_mask: torch.Tensor) -> torch.Tensor:
-        """Logits when the residual stream after ``layer`` (0 = embeddings) is ``residual``."""
+        """Logits when the residual stream after ``layer`` (0 = embeddings) is ``residual``; runs only the
+        blocks after ``layer`` (module docstring)."""
+
+    def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The model's logits from a plain forward pass (no substitution). This default re-enters at the
+        embeddings; the model families override it with their own forward."""
+        streams = self.residual_streams(input_ids, attention_mask)
+        return self.logits_from_layer(streams[0], 0, input_ids, attention_mask)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, spec={self.spec!r}, dims={self.dims})"
@@ -237,6 +251,49 @@ def default_device(device: str | torch.device | None = None) -> torch.device:
     if device is not None:
         return torch.device(device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@contextmanager
+def running_only_blocks_from(blocks: torch.nn.ModuleList, start: int) -> Iterator[None]:
+    """Within the ``with`` block, ``blocks`` holds only ``blocks[start:]`` (re-indexed from 0).
+
+    A model whose forward loops over its block list (transformers' and TransformerLens' models do)
+    then runs the tail blocks only: blocks ``0 … start - 1`` are not executed at all (no compute, no autograd
+    graph), while the model still prepares its inputs (embedding lookup, attention mask,
+    positions) and applies its final norm and head exactly as in a full forward pass. The list
+    is restored on exit, also after an exception. Not thread-safe (the module is shared).
+    """
+    if not 0 <= start <= len(blocks):
+        raise IndexError(f"start block {start} outside 0..{len(blocks)}")
+    saved = blocks._modules
+    kept = list(saved.values())[start:]
+    object.__setattr__(blocks, "_modules", OrderedDict((str(i), block) for i, block in enumerate(kept)))
+    try:
+        yield
+    finally:
+        object.__setattr__(blocks, "_modules", saved)
+
+
+def substitute_input(module: torch.nn.Module, residual: torch.Tensor, argument: str = "hidden_states"):
+    """Registers a forward pre-hook making ``residual`` the first input of ``module`` (positional, or the
+    keyword ``argument``), cast to the original's device and dtype (differentiably); returns the hook handle.
+    Raises ``ValueError`` when the shapes differ."""
+
+    def like(original: torch.Tensor) -> torch.Tensor:
+        if residual.shape != original.shape:
+            raise ValueError(f"residual of shape {tuple(residual.shape)} replaces one of shape "
+                             f"{tuple(original.shape)}")
+        return residual.to(device=original.device, dtype=original.dtype)
+
+    def pre_hook(_mod, args, kwargs):
+        if args:
+            return (like(first_tensor(args[0])),) + tuple(args[1:]), kwargs
+        if argument not in kwargs:
+            raise UnsupportedArchitectureError(f"{type(module).__name__} was called without a positional input "
+                                               f"or {argument!r}; cannot substitute the residual stream")
+        return args, {**kwargs, argument: like(kwargs[argument])}
+
+    return module.register_forward_pre_hook(pre_hook, with_kwargs=True)
 
 
 def first_tensor(output: Any) -> torch.Tensor:

@@ -24,9 +24,12 @@ Conventions
   transformers' ``hidden_states[-1]``. Post-LN masked families (BERT…) have no final norm —
   their ``hidden_states[-1]`` is the last block's output, already stored — and raise
   :class:`~thinkalike.models.handle.NoFinalNormError`, as does any model whose base has no final norm.
-* **logits_from_layer** runs the whole model with a hook that substitutes the given residual
-  for the input of block 0 (``layer == 0``) or the output of block ``layer - 1``; the tuple
-  structure of the block output is kept. Gradients flow into ``residual``.
+* **logits_from_layer** runs the tail only: the model's own forward with its block list
+  temporarily cut to blocks ``layer …`` (:func:`~thinkalike.models.handle.running_only_blocks_from`)
+  and a pre-hook that substitutes the given residual for the input of block ``layer`` — or, for
+  ``layer == n_layers``, of the final norm (else the LM head). The embedding lookup, masks and
+  positions are prepared as usual (their output is replaced); blocks before ``layer`` do not
+  run. Gradients flow into ``residual``. ``logits`` is the plain forward pass.
 * **Parameter groups** (TransformerLens shapes, biases omitted):
 
   ========  ======================================  ==========================================
@@ -81,6 +84,8 @@ from thinkalike.models.handle import (
     check_view_name,
     first_tensor,
     missing_weights_message,
+    running_only_blocks_from,
+    substitute_input,
 )
 
 # Attribute names, relative to ``module.base_model``.
@@ -96,22 +101,6 @@ def _get_attr_path(obj: Any, path: str) -> Any:
         if obj is None:
             return None
     return obj
-
-
-def _replace_first(output: Any, value: torch.Tensor) -> Any:
-    if isinstance(output, torch.Tensor):
-        return value
-    if isinstance(output, tuple):
-        return (value,) + tuple(output[1:])
-    if isinstance(output, list):
-        return [value] + list(output[1:])
-    raise UnsupportedArchitectureError(f"cannot replace the hidden state in a block output of type {type(output)}")
-
-
-def _like(residual: torch.Tensor, original: torch.Tensor) -> torch.Tensor:
-    if residual.shape != original.shape:
-        raise ValueError(f"residual of shape {tuple(residual.shape)} replaces one of shape {tuple(original.shape)}")
-    return residual.to(device=original.device, dtype=original.dtype)
 
 
 def _heads_in(weight_in_out: torch.Tensor, n_heads: int, d_head: int) -> torch.Tensor:
@@ -372,21 +361,23 @@ class HFModelHandle(ModelHandle):
         self._check_layer(layer)
         self._require_head("logits")
         self._require(self.missing_weights_for("all"), "logits")
-        if layer == 0:
-            def pre_hook(_mod, args, kwargs):
-                if args:
-                    return (_like(residual, args[0]),) + tuple(args[1:]), kwargs
-                return args, {**kwargs, "hidden_states": _like(residual, kwargs["hidden_states"])}
-            handle = self.blocks[0].register_forward_pre_hook(pre_hook, with_kwargs=True)
-        else:
-            def hook(_mod, _args, output):
-                return _replace_first(output, _like(residual, first_tensor(output)))
-            handle = self.blocks[layer - 1].register_forward_hook(hook)
+        if layer < self.n_layers:
+            entry = self.blocks[layer]
+        else:  # no block left: the residual enters the final norm (or, without one, the head)
+            entry = self.final_norm_module if self.final_norm_module is not None else self.output_embeddings
+        handle = substitute_input(entry, residual)
         try:
-            out = self.module(input_ids=input_ids, **self._forward_kwargs(self.module, attention_mask))
+            with running_only_blocks_from(self.blocks, layer):
+                out = self.module(input_ids=input_ids, **self._forward_kwargs(self.module, attention_mask))
         finally:
             handle.remove()
         return out.logits
+
+    def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The plain forward pass's logits ``(batch, seq, d_vocab)``; raises without an LM head."""
+        self._require_head("logits")
+        self._require(self.missing_weights_for("all"), "logits")
+        return self.module(input_ids=input_ids, **self._forward_kwargs(self.module, attention_mask)).logits
 
     def layer_parameters(self, block: int) -> dict[str, torch.Tensor]:
         self._check_block(block)

@@ -1,0 +1,55 @@
+"""Model stitching (Bansal et al. 2021; Brown et al. 2023 §3, appendix C.1): can g's later layers use f's
+early features? No Kedro import; a pipeline node calls :func:`stitch` and saves :meth:`StitchResult.row`,
+``StitchResult.curve`` and the trained φ (``phi_config``, ``phi_state``).
+
+Modules: :mod:`~thinkalike.stitching.layers` (φ kinds, initialisation), :mod:`~thinkalike.stitching.data`
+(splits, objectives, f's features), :mod:`~thinkalike.stitching.train` (settings, schedule, trainer),
+:mod:`~thinkalike.stitching.evaluate` (losses, penalty, bootstrap CI), :mod:`~thinkalike.stitching.stitcher`
+(the whole stitch).
+"""
+
+from thinkalike.stitching.data import (
+    OBJECTIVES,
+    TokenSplit,
+    features_from_store,
+    split_tokens,
+    token_stream_mismatch,
+)
+from thinkalike.stitching.evaluate import (
+    StitchEvaluation,
+    evaluate_stitch,
+    paired_bootstrap_ci,
+)
+from thinkalike.stitching.layers import (
+    INITS,
+    KINDS,
+    AffineStitch,
+    IdentityStitch,
+    StitchConfigError,
+    StitchLayer,
+    build_stitch_layer,
+    least_squares_map,
+    load_stitch_layer,
+)
+from thinkalike.stitching.stitcher import (
+    ROW_FIELDS,
+    StitchResult,
+    check_stitch,
+    evaluate_saved,
+    stitch,
+)
+from thinkalike.stitching.train import (
+    StitchDivergedError,
+    StitchSettings,
+    StitchTrainer,
+    learning_rate_factor,
+)
+
+__all__ = [
+    "INITS", "KINDS", "OBJECTIVES", "ROW_FIELDS",
+    "AffineStitch", "IdentityStitch", "StitchConfigError", "StitchDivergedError", "StitchEvaluation",
+    "StitchLayer", "StitchResult", "StitchSettings", "StitchTrainer", "TokenSplit",
+    "build_stitch_layer", "check_stitch", "evaluate_saved", "evaluate_stitch", "features_from_store",
+    "learning_rate_factor", "least_squares_map", "load_stitch_layer", "paired_bootstrap_ci", "split_tokens",
+    "stitch", "token_stream_mismatch",
+]
