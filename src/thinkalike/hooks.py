@@ -167,6 +167,10 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
         recorder.log_table(data, f"tables/{name}.csv")
     elif short == "cka_table":
         _record_cka_table(recorder, namespace, data)
+    elif short == "stitch_table":
+        recorder.log_table(data, f"tables/{name}.csv")
+        recorder.log_metrics({f"{namespace}.{row.stitch}.penalty_{row.layer_f}_{row.layer_g}": float(row.penalty)
+                              for row in data.itertuples()}, what=f"{namespace} penalties")
     elif isinstance(data, pd.DataFrame) and name in REPORT_TABLES:
         recorder.log_table(data, f"tables/{name}.csv")
 

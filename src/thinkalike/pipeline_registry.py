@@ -30,6 +30,7 @@ from thinkalike.pipelines.activations.pipeline import create_pipeline as activat
 from thinkalike.pipelines.cka.pipeline import create_pipeline as cka_pipeline
 from thinkalike.pipelines.corpus.pipeline import create_pipeline as corpus_pipeline
 from thinkalike.pipelines.parameters import configured_parameters, loader_parameters
+from thinkalike.pipelines.stitching.pipeline import create_pipeline as stitching_pipeline
 from thinkalike.pipelines.zoo.pipeline import create_pipeline as zoo_pipeline
 
 PIPELINE_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
@@ -37,6 +38,7 @@ PIPELINE_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
     "zoo": zoo_pipeline,
     "activations": activations_pipeline,
     "cka": cka_pipeline,
+    "stitching": stitching_pipeline,
 }
 
 # Kedro warns (kedro.pipeline.node) when a node reads a dataset whose name has a dot and whose
@@ -47,7 +49,7 @@ DOTTED_NAME_WARNING = r"One or more dataset names contain '\.' characters"
 
 
 def build_pipelines(parameters: Mapping[str, Any]) -> dict[str, Pipeline]:
-    """Every project pipeline for ``parameters``; ``__default__`` is their sum (corpus → zoo → activations → cka)."""
+    """Every project pipeline for ``parameters``; ``__default__`` is their sum (corpus → … → cka, stitching)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=DOTTED_NAME_WARNING, category=UserWarning)
         built = {name: build(parameters) for name, build in PIPELINE_BUILDERS.items()}

@@ -73,8 +73,8 @@ def test_default_is_the_sum_and_dotted_names_do_not_warn(project, monkeypatch):
         warnings.simplefilter("always")
         built = build_pipelines(parameters)
     assert not [warning for warning in caught if "contain '.'" in str(warning.message)]
-    assert set(built) == {"corpus", "zoo", "activations", "cka", "__default__"}
-    assert set(built["__default__"].nodes) == {node for name in ("corpus", "zoo", "activations", "cka")
+    assert set(built) == {"corpus", "zoo", "activations", "cka", "stitching", "__default__"}
+    assert set(built["__default__"].nodes) == {node for name in ("corpus", "zoo", "activations", "cka", "stitching")
                                                 for node in built[name].nodes}
 
     monkeypatch.setattr(Node, "__dotted_dataset_name_warned__", False, raising=False)

@@ -37,7 +37,8 @@ from thinkalike.io.previews import cell_text
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 TEST_MODELS = {"gelu_1l", "neox_xs"}  # conf/test/parameters_zoo.yml
 BASE_ONLY_MODELS = {"solu_2l", "gelu_2l", "neox_l"}  # conf/base/parameters_zoo.yml only
-LAYERS_SHOWN = ["raw", "intermediate", "feature", "model_input", "model_output", "reporting"]
+# "models": the zoo weights, read by the stitching pairs outside the models' boxes
+LAYERS_SHOWN = ["raw", "intermediate", "feature", "model_input", "models", "model_output", "reporting"]
 DOTTED_NAME_WARNING = "dataset names contain '.'"
 SERVER_START_LIMIT_S = 240  # how long a kedro-viz server may take to answer before the test gives up
 PREVIEW_SELECTORS = {  # what each preview kind renders in the side panel
@@ -211,9 +212,9 @@ def first_words(project: Path, dataset: str) -> str:
 def test_viz_run_draws_the_environment_in_use_with_layers_and_previews(browser, corpus_project):
     with viz_server(corpus_project, "--env", "test") as (url, log):
         page = open_graph(browser, url)
-        for model in TEST_MODELS:  # each model's training and extraction: one box, its weights inside
+        for model in TEST_MODELS:  # each model's training and extraction: one box
             expect(graph_node(page, model)).to_have_attribute("data-node-type", "modularPipeline")
-            expect(graph_node(page, f"{model}.model_weights")).to_have_count(0)
+            expect(graph_node(page, f"{model}.model_weights")).to_have_count(1)  # read by the stitching pairs
             expect(graph_node(page, f"{model}.activations")).to_have_count(1)  # read by the CKA pairs
         for model in BASE_ONLY_MODELS:
             expect(graph_node(page, model)).to_have_count(0)

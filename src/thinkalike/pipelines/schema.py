@@ -93,6 +93,31 @@ class ActivationParameters(_Section):
         return devices
 
 
+class StitchingParameters(_Section):
+    """``stitching``: which ordered zoo-model pairs, layers and stitch kinds; ``settings`` are
+    :class:`~thinkalike.stitching.StitchSettings` (validated by building it)."""
+
+    pairs: dict[str, Any] = Field(default_factory=dict)  # the syntax of cka.pairs
+    directions: Literal["forward", "both"] = "both"
+    self_baselines: bool = True
+    layers: Literal["diagonal", "relative", "all"] = "diagonal"
+    kinds: list[Literal["identity", "affine", "affine_ln"]] = Field(default_factory=lambda: ["affine_ln"],
+                                                                      min_length=1)
+    eval_fraction: float = Field(0.2, gt=0, lt=1)
+    split_seed: int = 0
+    max_sequences: int | None = Field(None, ge=2)
+    device: str | None = None
+    progress: bool = False
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("device")
+    @classmethod
+    def _device_is_usable(cls, device: str | None) -> str | None:
+        if device is not None:
+            check_device(device)
+        return device
+
+
 def check_device(device: str) -> None:
     """Raises ``ValueError`` for a device string torch cannot parse or a device this machine lacks."""
     import torch
@@ -218,3 +243,17 @@ def validate_activations(values: Any) -> ActivationParameters:
         if not spec.strip():
             raise ParameterError(f"activations.models.{name}: empty model spec")
     return activations
+
+
+def validate_stitching(values: Any, zoo_models: list[str]) -> StitchingParameters:
+    """The stitching section: its keys, the stitch settings and the pairs (zoo models only, for now)."""
+    from thinkalike.pipelines.stitching.plan import stitching_pairs
+    from thinkalike.stitching import StitchSettings
+
+    stitching = validate_section(StitchingParameters, values, "stitching")
+    validate_dataclass(StitchSettings, stitching.settings, "stitching.settings")
+    try:
+        stitching_pairs({"pairs": stitching.pairs}, zoo_models)
+    except ValueError as error:
+        raise ParameterError(f"stitching.pairs: {error}") from None
+    return stitching

@@ -22,6 +22,7 @@ from thinkalike.pipelines.schema import (
     validate_activations,
     validate_corpus,
     validate_dataclass,
+    validate_stitching,
     validate_zoo,
 )
 from thinkalike.reports.cka import CKASettings
@@ -45,6 +46,8 @@ def validate_parameters(parameters: dict[str, Any]) -> None:
             raise ParameterError(f"activations.models.{name}: {error}") from None
     if parameters.get("cka"):
         _validate_cka(parameters["cka"], models)
+    if parameters.get("stitching") and zoo_names:  # without zoo models the stitching pipeline is empty
+        validate_stitching(parameters["stitching"], zoo_names)
     if corpus.natural_text.path:
         try:
             read_natural_text(corpus.natural_text.path, corpus.natural_text.mode)
