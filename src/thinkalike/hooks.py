@@ -17,7 +17,6 @@ from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.validation import validate_parameters
 from thinkalike.tracking import RunRecorder, TrackingSettings, TrackingStoreError, git_commit, runner_name
 
-REPORTING_FOLDER = "08_reporting"
 logger = logging.getLogger(__name__)
 
 

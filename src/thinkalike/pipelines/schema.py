@@ -15,7 +15,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from thinkalike.language.grammar import GrammarConfig
 from thinkalike.models.training import TrainingConfig
@@ -62,6 +62,29 @@ class ZooParameters(_Section):
     models: dict[str, ZooModelParameters] = Field(default_factory=dict)
 
 
+def check_device(device: str) -> str:
+    """``device`` unchanged; ``ValueError`` for a device string torch cannot parse or a device this machine lacks."""
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"{device!r} is not a torch device (e.g. 'cpu', 'cuda', 'cuda:1')") from error
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"{device!r} was asked for but this machine has no CUDA device; use null (CUDA when "
+                             "present, else CPU) or 'cpu'")
+        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
+            raise ValueError(f"{device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    elif parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"{device!r} was asked for but MPS is not available here")
+    return device
+
+
+Device = typing.Annotated[str, AfterValidator(check_device)]
+"""A torch device string this machine has (``cpu``, ``cuda``, ``cuda:1``…)."""
+
+
 class ActivationParameters(_Section):
     include_zoo: bool = True
     models: dict[str, str] = Field(default_factory=dict)
@@ -69,28 +92,12 @@ class ActivationParameters(_Section):
     dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     store_dtype: Literal["float32", "float16", "bfloat16"] | None = None
     layers: list[typing.Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1)
-    device: str | None = None
-    devices: dict[str, str] = Field(default_factory=dict)  # per model, overriding device
+    device: Device | None = None
+    devices: dict[str, Device] = Field(default_factory=dict)  # per model, overriding device
     n_ctx: int | None = Field(None, ge=4)
     packing: Literal["packed", "sentence"] = "packed"
     final_norm: bool = False
 
-    @field_validator("device")
-    @classmethod
-    def _device_is_usable(cls, device: str | None) -> str | None:
-        if device is not None:
-            check_device(device)
-        return device
-
-    @field_validator("devices")
-    @classmethod
-    def _devices_are_usable(cls, devices: dict[str, str]) -> dict[str, str]:
-        for model, device in devices.items():
-            try:
-                check_device(device)
-            except ValueError as error:
-                raise ValueError(f"{model}: {error}") from None
-        return devices
 
 
 class StitchingParameters(_Section):
@@ -106,34 +113,9 @@ class StitchingParameters(_Section):
     eval_fraction: float = Field(0.2, gt=0, lt=1)
     split_seed: int = 0
     max_sequences: int | None = Field(None, ge=2)
-    device: str | None = None
+    device: Device | None = None
     progress: bool = False
     settings: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("device")
-    @classmethod
-    def _device_is_usable(cls, device: str | None) -> str | None:
-        if device is not None:
-            check_device(device)
-        return device
-
-
-def check_device(device: str) -> None:
-    """Raises ``ValueError`` for a device string torch cannot parse or a device this machine lacks."""
-    import torch
-
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise ValueError(f"{device!r} is not a torch device (e.g. 'cpu', 'cuda', 'cuda:1')") from error
-    if parsed.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"{device!r} was asked for but this machine has no CUDA device; use null (CUDA when "
-                             "present, else CPU) or 'cpu'")
-        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
-            raise ValueError(f"{device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
-    elif parsed.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"{device!r} was asked for but MPS is not available here")
 
 
 def _key(prefix: str, location: tuple[Any, ...]) -> str:
