@@ -22,8 +22,8 @@ from thinkalike.models.activation_store import ActivationStream
 VERSION = Version(None, "2026-01-01T00.00.00.000Z")
 SENTENCES = pd.DataFrame({
     "text": ["did every pilot greet the brave tables ?", "the girls sing ."],
-    "words": [np.array("did every pilot greet the brave tables ?".split(), dtype=object),
-              np.array("the girls sing .".split(), dtype=object)],
+    "words": [np.array(["did", "every", "pilot", "greet", "the", "brave", "tables", "?"], dtype=object),
+              np.array(["the", "girls", "sing", "."], dtype=object)],
     "word_position": [np.arange(8), np.arange(4)],
     "p_value": [np.nan, 0.5],
 })
@@ -115,7 +115,7 @@ def test_activation_store_preview_shows_shape_layers_dtype_and_rows(tmp_path):
     written = batches(2, layers=3, width=8)
     dataset.save(ActivationStream("gelu_1l", written, dtype="float16", n_layers=4, layer_subset=[0, 2, 4],
                                   spec="zoo:gelu_1l"))
-    answer = viz_metadata("gelu_1l.activations", dataset)
+    answer = viz_metadata("models.gelu_1l.activations", dataset)
     assert answer["preview_type"] == "JSONPreview"
     preview = json.loads(answer["preview"])
     assert preview["model"] == "gelu_1l" and preview["spec"] == "zoo:gelu_1l"

@@ -48,14 +48,14 @@ def _tokens(store):
 
 def test_pair_table_matches_an_independent_reference(tiny_project):
     _, catalog = tiny_project
-    table = catalog.load("cka_gelu_1l__neox_xs.cka_table")
+    table = catalog.load("models.cka.gelu_1l__neox_xs.cka_table")
     assert list(table.columns) == [*TABLE_COLUMNS, "activations_version_a", "spec_a", "activations_version_b",
                                    "spec_b"]
-    a, b = _tokens(catalog.load("gelu_1l.activations")), _tokens(catalog.load("neox_xs.activations"))
+    a, b = _tokens(catalog.load("models.gelu_1l.activations")), _tokens(catalog.load("models.neox_xs.activations"))
     if table["exclude_special_tokens"].iloc[0]:
         # rows are the tokens neither model's index marks special (bos, eos, pad, ...)
-        special = (catalog.load("gelu_1l.activation_index")["is_special"].to_numpy()
-                   | catalog.load("neox_xs.activation_index")["is_special"].to_numpy())
+        special = (catalog.load("models.gelu_1l.activation_index")["is_special"].to_numpy()
+                   | catalog.load("models.neox_xs.activation_index")["is_special"].to_numpy())
         assert special.any() and len(special) == a.shape[1]
         a, b = a[:, ~special], b[:, ~special]
     n = a.shape[1]
@@ -72,7 +72,7 @@ def test_pair_table_matches_an_independent_reference(tiny_project):
 
 def test_intra_model_diagonal_is_one_and_distance_zero(tiny_project):
     _, catalog = tiny_project
-    table = catalog.load("cka_neox_xs__neox_xs.cka_table")
+    table = catalog.load("models.cka.neox_xs__neox_xs.cka_table")
     diagonal = table[table["layer_a"] == table["layer_b"]]["cka"]
     np.testing.assert_allclose(diagonal, 1.0, atol=1e-9)
     distances = catalog.load("cka_distances").set_index(["model_a", "model_b"])
@@ -84,11 +84,11 @@ def test_intra_model_diagonal_is_one_and_distance_zero(tiny_project):
 
 def test_figures_are_saved_and_logged_to_mlflow(tiny_project):
     project, catalog = tiny_project
-    assert list((project / "data/08_reporting/cka/cka_gelu_1l__neox_xs/heatmap.png").glob("*/heatmap.png"))
-    figure = catalog.load("cka_gelu_1l__neox_xs.cka_heatmap_plotly")
+    assert list((project / "data/08_reporting/cka/gelu_1l__neox_xs/heatmap.png").glob("*/heatmap.png"))
+    figure = catalog.load("models.cka.gelu_1l__neox_xs.cka_heatmap_plotly")
     assert figure.data[0].z is not None
     artifacts = {path.name for path in project.rglob("figures/*.png")}
-    assert "cka_gelu_1l__neox_xs.cka_heatmap.png" in artifacts and "zoo_training_curves_figure.png" in artifacts
+    assert "cka.gelu_1l__neox_xs.cka_heatmap.png" in artifacts and "zoo_training_curves_figure.png" in artifacts
     assert "cka_distance_figure.png" in artifacts
 
 
@@ -96,20 +96,23 @@ def test_the_pythia_environment_builds_its_pipelines_without_the_hub():
     from kedro.config import OmegaConfigLoader
 
     from tests.pipelines.conftest import PROJECT_ROOT
-    from thinkalike.pipelines.activations.pipeline import create_pipeline as activations_pipeline
+    from thinkalike.pipelines.activations.pipeline import (
+        create_pipeline as activations_pipeline,
+    )
     from thinkalike.pipelines.cka.pipeline import create_pipeline as cka_pipeline
 
     parameters = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), env="pythia", base_env="base",
                                    default_run_env="local")["parameters"]
     activations = activations_pipeline(parameters)
-    assert {node.namespace for node in activations.nodes} == {"pythia_70m", "pythia_160m", "pythia_410m"}
+    assert {node.namespace for node in activations.nodes} == {f"models.{name}" for name in
+                                                              ("pythia_70m", "pythia_160m", "pythia_410m")}
     namespaces = {node.namespace for node in cka_pipeline(parameters).nodes}
-    assert "cka_pythia_70m__pythia_410m" in namespaces and "cka_pythia_410m__pythia_410m" in namespaces
+    assert "models.cka.pythia_70m__pythia_410m" in namespaces and "models.cka.pythia_410m__pythia_410m" in namespaces
 
 
 def test_tables_report_counts_beside_every_mean(tiny_project):
     _, catalog = tiny_project
-    table = catalog.load("cka_gelu_1l__neox_xs.cka_table")
+    table = catalog.load("models.cka.gelu_1l__neox_xs.cka_table")
     assert not table["skip_constant_layers"].any()
     distances = catalog.load("cka_distances")
     assert {"n_matched_layers", "n_finite_layers"} <= set(distances.columns)
@@ -122,12 +125,12 @@ def test_saved_figures_are_paper_sized(tiny_project):
     from PIL import Image
 
     project, catalog = tiny_project
-    for pattern in ("cka/cka_gelu_1l__neox_xs/heatmap.png/*/heatmap.png", "cka_distances.png/*/cka_distances.png",
+    for pattern in ("cka/gelu_1l__neox_xs/heatmap.png/*/heatmap.png", "cka_distances.png/*/cka_distances.png",
                     "cka_group_curves.png/*/cka_group_curves.png",
                     "zoo_training_curves.png/*/zoo_training_curves.png"):
         (path,) = (project / "data/08_reporting").glob(pattern)
         assert Image.open(path).size[0] >= 1000, path
     curves = catalog.load("cka_group_curves")
     assert ((curves["ci_low"].dropna() >= -1) & (curves["ci_high"].dropna() <= 1)).all()
-    figure = catalog.load("cka_gelu_1l__neox_xs.cka_heatmap_plotly")
+    figure = catalog.load("models.cka.gelu_1l__neox_xs.cka_heatmap_plotly")
     assert list(figure.layout.xaxis.tickvals) == [0, 1, 2] and list(figure.layout.yaxis.tickvals) == [0, 1]

@@ -115,7 +115,7 @@ def test_natural_text_alone_with_hub_models_only(tmp_path, monkeypatch, encoder_
     assert not (project / "data/05_model_input/evaluation_sequences.safetensors").exists()
     assert "n_evaluation_tokens" not in catalog.load("corpus_statistics")
 
-    enc, gpt2 = catalog.load("enc.activation_index"), catalog.load("gpt2.activation_index")
+    enc, gpt2 = catalog.load("models.enc.activation_index"), catalog.load("models.gpt2.activation_index")
     assert set(enc.loc[enc["is_special"], "token"]) == {"[CLS]", "[SEP]"}
     assert set(gpt2.loc[gpt2["is_special"], "token"]) == {"<bos>", "<eos>"}
     long_id = int(texts["sentence_id"].iloc[1])
@@ -132,7 +132,7 @@ def test_natural_text_alone_with_hub_models_only(tmp_path, monkeypatch, encoder_
 
     shared = words(enc) & words(gpt2)
     assert len(words(gpt2) - shared) == 1 and not words(enc) - shared  # only the zero-width space is left out
-    table = catalog.load("cka_enc__gpt2.cka_table")
+    table = catalog.load("models.cka.enc__gpt2.cka_table")
     assert (table["pooling"] == "word").all() and np.isfinite(table["cka"]).all()
     assert (table["n_tokens"] == len(shared)).all()
 

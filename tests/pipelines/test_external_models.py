@@ -18,16 +18,16 @@ def test_word_pooling_compares_models_with_different_tokenizers(tmp_path, monkey
     overrides = {"activations": {"models": {"gpt2_local": f"hf:{gpt2_checkpoint}"}, "n_ctx": 64},
                  "cka": {"pooling": "auto", "pairs": {"intra": True, "explicit": [["gelu_1l", "gpt2_local"]]}}}
     catalog = run_project(project, runtime_params=overrides)
-    zoo_index = catalog.load("gelu_1l.activation_index")
-    gpt2_index = catalog.load("gpt2_local.activation_index")
+    zoo_index = catalog.load("models.gelu_1l.activation_index")
+    gpt2_index = catalog.load("models.gpt2_local.activation_index")
     assert len(gpt2_index) > len(zoo_index)  # the smaller vocabulary splits words into more tokens
-    table = catalog.load("cka_gelu_1l__gpt2_local.cka_table")
+    table = catalog.load("models.cka.gelu_1l__gpt2_local.cka_table")
     # pooling: auto is word across tokenizers, token within one model and between zoo models
     assert (table["pooling"] == "word").all() and np.isfinite(table["cka"]).all()
     for model in ("gelu_1l", "gpt2_local"):
-        assert (catalog.load(f"cka_{model}__{model}.cka_table")["pooling"] == "token").all()
+        assert (catalog.load(f"models.cka.{model}__{model}.cka_table")["pooling"] == "token").all()
     # provenance: the model specs and the activation store versions the numbers came from
-    store_version = catalog.load("gpt2_local.activations").path.parent.name
+    store_version = catalog.load("models.gpt2_local.activations").path.parent.name
     assert set(table["spec_a"]) == {"zoo:gelu_1l"} and set(table["spec_b"]) == {f"hf:{gpt2_checkpoint}"}
     assert set(table["activations_version_b"]) == {store_version} and store_version[:4].isdigit()
     n_words = len(zoo_index[zoo_index["word_index"] >= 0].groupby(["sentence_id", "word_index"]))

@@ -39,20 +39,20 @@ def test_every_zoo_model_learned_the_language(tiny_project):
     assert set(summary.index) == set(ZOO_MODELS)
     assert summary["beats_baseline"].all(), summary
     assert (summary["improvement"] >= 0.30).all()
-    curve = catalog.load("gelu_1l.training_curve")
+    curve = catalog.load("models.gelu_1l.training_curve")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
 
 
 @pytest.mark.parametrize("model", ZOO_MODELS)
 def test_activations_match_the_models_own_residual_stream(tiny_project, model):
     _, catalog = tiny_project
-    store = catalog.load(f"{model}.activations")
-    index = catalog.load(f"{model}.activation_index")
-    config = catalog.load(f"{model}.model_config")
+    store = catalog.load(f"models.{model}.activations")
+    index = catalog.load(f"models.{model}.activation_index")
+    config = catalog.load(f"models.{model}.model_config")
     assert store.n_layers == int(config.get("bridge_config", {}).get("n_layers", 0)
                                  or config.get("hf_config", {}).get("num_hidden_layers"))
     assert sum(len(batch.tokens()[0]) for batch in store) == len(index)
-    handle = load_model(f"zoo:{model}", zoo_artifacts={model: (config, catalog.load(f"{model}.model_weights"))},
+    handle = load_model(f"zoo:{model}", zoo_artifacts={model: (config, catalog.load(f"models.{model}.model_weights"))},
                         tokenizer=catalog.load("tokenizer"), device="cpu")
     sequences = catalog.load("evaluation_sequences")
     first = store.batch(0)
@@ -83,7 +83,7 @@ def test_one_namespace_runs_alone_and_keeps_earlier_versions(tiny_project, monke
     project, catalog = tiny_project
     monkeypatch.chdir(project)
     before = sorted((project / "data/07_model_output/activations/neox_xs").iterdir())
-    run_project(project, pipeline_names=["activations"], namespaces=["neox_xs"])
+    run_project(project, pipeline_names=["activations"], namespaces=["models.neox_xs"])
     after = sorted((project / "data/07_model_output/activations/neox_xs").iterdir())
     assert len(after) == len(before) + 1 and set(before) < set(after)
     assert len(list((project / "data/07_model_output/activations/gelu_1l").iterdir())) == 1

@@ -9,15 +9,22 @@ from kedro.framework.startup import bootstrap_project
 from kedro.pipeline import Node
 
 from tests.pipelines.conftest import make_project_copy
-from thinkalike.pipeline_registry import build_pipelines, register_pipelines
+from thinkalike.pipeline_registry import (
+    PIPELINE_BUILDERS,
+    build_pipelines,
+    register_pipelines,
+)
+from thinkalike.pipelines.cka.pairs import pair_namespace
+from thinkalike.pipelines.namespaces import model_dataset
 from thinkalike.pipelines.parameters import configured_parameters
-from thinkalike.pipelines.zoo.pipeline import create_pipeline as zoo_pipeline
+from thinkalike.pipelines.schema import ParameterError
 
 TEST_MODELS = {"gelu_1l", "neox_xs"}
 
 
 def zoo_models(built) -> set[str]:
-    return {node.namespace for node in built["zoo"].nodes if node.namespace}
+    """The models trained: ``train_model`` runs in namespace ``models.<model>``."""
+    return {node.namespace.removeprefix("models.") for node in built["zoo"].nodes if node.name.endswith(".train_model")}
 
 
 @pytest.fixture
@@ -45,11 +52,11 @@ def test_the_context_builds_the_pipelines_of_its_environment_and_params(project)
     assert zoo_models(context_pipelines(project, "test")) == TEST_MODELS
     assert zoo_models(context_pipelines(project, None)) == base_models  # nothing kept from the previous session
     streamed = context_pipelines(project, "test", {"cka": {"mode": "streaming"}})
-    pair = next(node for node in streamed["cka"].nodes if node.namespace == "cka_gelu_1l__neox_xs")
-    assert "gelu_1l.activations" not in pair.inputs and "evaluation_sequences" in pair.inputs
+    pair = next(node for node in streamed["cka"].nodes if node.namespace == pair_namespace("gelu_1l", "neox_xs"))
+    assert model_dataset("gelu_1l", "activations") not in pair.inputs and "evaluation_sequences" in pair.inputs
     stored = context_pipelines(project, "test", include_hooks=True)
-    assert "gelu_1l.activations" in next(node for node in stored["cka"].nodes
-                                         if node.namespace == "cka_gelu_1l__neox_xs").inputs
+    assert "models.gelu_1l.activations" in next(node for node in stored["cka"].nodes
+                                                if node.namespace == "models.cka.gelu_1l__neox_xs").inputs
 
 
 def test_without_a_context_kedro_env_is_read(project, monkeypatch):
@@ -73,10 +80,21 @@ def test_default_is_the_sum_and_dotted_names_do_not_warn(project, monkeypatch):
         warnings.simplefilter("always")
         built = build_pipelines(parameters)
     assert not [warning for warning in caught if "contain '.'" in str(warning.message)]
-    assert set(built) == {"corpus", "zoo", "activations", "cka", "stitching", "__default__"}
-    assert set(built["__default__"].nodes) == {node for name in ("corpus", "zoo", "activations", "cka", "stitching")
-                                                for node in built[name].nodes}
+    assert set(built) == {"corpus", "zoo", "activations", "cka", "stitching", "__default__"} | set(PIPELINE_BUILDERS)
+    assert set(built["__default__"].nodes) == {node for name in PIPELINE_BUILDERS for node in built[name].nodes}
 
-    monkeypatch.setattr(Node, "__dotted_dataset_name_warned__", False, raising=False)
-    with pytest.warns(UserWarning, match="contain '.'"):  # what building the summaries alone would print
-        zoo_pipeline(parameters)
+    for name, build in PIPELINE_BUILDERS.items():  # each alone too (the warning is printed once a process)
+        monkeypatch.setattr(Node, "__dotted_dataset_name_warned__", False, raising=False)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            build(parameters)
+        assert not [warning for warning in caught if "contain '.'" in str(warning.message)], name
+
+
+@pytest.mark.parametrize(("section", "name"), [("zoo", "cka"), ("zoo", "a.b"), ("activations", "stitching")])
+def test_a_model_name_that_cannot_be_a_namespace_is_refused(project, section, name):
+    parameters = configured_parameters(project, "test")
+    model = parameters["zoo"]["models"]["gelu_1l"] if section == "zoo" else "zoo:gelu_1l"
+    parameters[section]["models"] = {**parameters[section]["models"], name: model}
+    with pytest.raises(ParameterError, match=rf"^{section}\.models\.{name.replace('.', '[.]')}: a model name"):
+        build_pipelines(parameters)

@@ -4,7 +4,7 @@ import numpy as np
 
 from tests.pipelines.conftest import run_project
 
-PAIRS = ("cka_gelu_1l__neox_xs", "cka_gelu_1l__gelu_1l")
+PAIRS = ("models.cka.gelu_1l__neox_xs", "models.cka.gelu_1l__gelu_1l")
 
 
 def test_streaming_cka_equals_the_stored_path_and_writes_no_activations(tiny_project, monkeypatch):

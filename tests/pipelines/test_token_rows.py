@@ -19,8 +19,8 @@ def test_default_cka_excludes_special_tokens_and_records_it(tiny_project):
         parameters = yaml.safe_load((PROJECT_ROOT / "conf" / env / "parameters_cka.yml").read_text())
         assert parameters["cka"]["exclude_special_tokens"] is True
     _, catalog = tiny_project
-    table = catalog.load("cka_gelu_1l__neox_xs.cka_table")
-    index = catalog.load("gelu_1l.activation_index")
+    table = catalog.load("models.cka.gelu_1l__neox_xs.cka_table")
+    index = catalog.load("models.gelu_1l.activation_index")
     assert index["is_special"].sum() > 0
     assert table["exclude_special_tokens"].all()
     assert (table["n_tokens"] == int((~index["is_special"]).sum())).all()
@@ -35,7 +35,8 @@ def test_zoo_extraction_in_the_sentence_layout_with_the_final_norm_layer(tiny_pr
     for name in ("gelu_1l", "neox_xs"):
         stream, index = extract_zoo_activations(
             catalog.load("evaluation_sequences"), packed_index, catalog.load("tokenizer"),
-            catalog.load(f"{name}.model_weights"), catalog.load(f"{name}.model_config"), settings, model_name=name)
+            catalog.load(f"models.{name}.model_weights"), catalog.load(f"models.{name}.model_config"), settings,
+            model_name=name)
         assert (index.groupby("sequence")["sentence_id"].nunique() == 1).all()
         assert index["sequence"].nunique() >= packed_index["sentence_id"].nunique() > packed_index["sequence"].nunique()
         np.testing.assert_array_equal(index["token_id"], packed_index["token_id"])

@@ -1,5 +1,7 @@
-"""kedro-viz, checked in a real headless browser (Chromium driven by Playwright).
+"""kedro-viz: its graph of the project, and the site checked in a real headless browser (Chromium, Playwright).
 
+* kedro-viz's own data builder (no browser): the top-level graph is small — the corpus, one
+  ``models`` box and the datasets no node reads — and each model's datasets sit in that box.
 * ``kedro viz run --env test`` draws the test environment's pipelines (not the base ones), in
   the catalog's layers, and previews tables with list columns (the API answered HTTP 500).
 * ``kedro viz build --include-previews`` succeeds (it aborted on list columns) and the built
@@ -23,23 +25,30 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from kedro.pipeline import Node
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.pipelines.conftest import make_project_copy, run_project
 from thinkalike.io.previews import cell_text
+from thinkalike.pipelines.cka.pairs import pair_dataset
+from thinkalike.pipelines.namespaces import MODELS, model_dataset, model_namespace
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 TEST_MODELS = {"gelu_1l", "neox_xs"}  # conf/test/parameters_zoo.yml
 BASE_ONLY_MODELS = {"solu_2l", "gelu_2l", "neox_l"}  # conf/base/parameters_zoo.yml only
-# "models": the zoo weights, read by the stitching pairs outside the models' boxes
-LAYERS_SHOWN = ["raw", "intermediate", "feature", "model_input", "models", "model_output", "reporting"]
+MODEL_DATASETS = ("model_weights", "model_config", "training_curve", "activations", "activation_index")
+LAYERS = ["raw", "intermediate", "feature", "model_input", "models", "model_output", "reporting"]
 DOTTED_NAME_WARNING = "dataset names contain '.'"
+# kedro-viz's top level in conf/test, parameters hidden (kedro-viz's default): 63 elements with MLEM (51 without),
+# 83 when every model and pair was its own top-level namespace (conf/base without MLEM: 117, was 258)
+TOP_LEVEL_LIMIT = 70
 SERVER_START_LIMIT_S = 240  # how long a kedro-viz server may take to answer before the test gives up
 PREVIEW_SELECTORS = {  # what each preview kind renders in the side panel
     "TablePreview": ".pipeline-metadata .preview-table",
@@ -154,8 +163,73 @@ def static_server(directory: Path) -> Iterator[str]:
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args) -> None:  # noqa: A002 - the base class's signature
+    def log_message(self, format, *args) -> None:
         pass
+
+
+def viz_graph(project: Path, env: str):
+    """kedro-viz's graph of ``__default__`` built by its own loader and repositories (what its API serves).
+
+    Returns ``(top_level, tree, names, layers)``: the names of the elements drawn with every box
+    collapsed (the root's children but parameters, which kedro-viz hides by default), the
+    modular-pipeline tree by id, the name of every node id, and the layers in kedro-viz's order
+    (none when they make a cycle through the boxes).
+    """
+    from kedro_viz.data_access.managers import DataAccessManager
+    from kedro_viz.integrations.kedro.data_loader import load_data
+    from kedro_viz.server import populate_data
+
+    catalog, pipelines, extras = load_data(project, env)
+    manager = DataAccessManager()
+    populate_data(manager, catalog, pipelines, extras)
+    tree = manager.create_modular_pipelines_tree_for_registered_pipeline("__default__")
+    nodes = {node.id: node for node in manager.get_nodes_for_registered_pipeline("__default__")}
+    names = {node_id: node.kedro_obj.name if isinstance(node.kedro_obj, Node) else node.name  # tasks: full name
+             for node_id, node in nodes.items()} | {box: box for box in tree}
+    top_level = {names[child.id] for child in tree["__root__"].children if child.type != "parameters"}
+    return top_level, tree, names, manager.get_sorted_layers_for_registered_pipeline("__default__")
+
+
+def test_the_top_level_graph_is_small_and_each_model_is_one_box(tmp_path, monkeypatch):
+    project = make_project_copy(tmp_path)
+    monkeypatch.setattr(Node, "__dotted_dataset_name_warned__", False, raising=False)  # Kedro warns once a process
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        top_level, tree, names, layers = viz_graph(project, "test")
+    assert not [warning for warning in caught if DOTTED_NAME_WARNING in str(warning.message)]
+    assert layers == LAYERS
+
+    assert len(top_level) <= TOP_LEVEL_LIMIT, sorted(top_level)
+    # exactly: the corpus's nodes and datasets, one box, and what the boxed nodes write and no node reads
+    pipeline = run_pipelines(project, "test")["__default__"]
+    corpus = [node for node in pipeline.nodes if not node.namespace]
+    read = {name for node in pipeline.nodes for name in node.inputs}
+    unread = {name for node in pipeline.nodes if node.namespace for name in node.outputs} - read
+    assert {name for name in unread if name.startswith(f"{MODELS}.")}  # the pairs' figures, for one
+    assert top_level == ({node.name for node in corpus} | {MODELS} | unread
+                         | {name for node in corpus for name in node.inputs + node.outputs
+                            if not name.startswith("params:")})
+
+    def children(box: str) -> set[str]:
+        return {names[child.id] for child in tree[box].children}
+
+    for model in TEST_MODELS:
+        box = model_namespace(model)
+        assert {f"{box}.train_model", f"{box}.extract_activations"} <= children(box)
+        for dataset in MODEL_DATASETS:  # in the model's box, or beside it in models when another box reads it
+            assert model_dataset(model, dataset) in children(box) | children(MODELS)
+        assert model_dataset(model, "activations") not in top_level
+    assert pair_dataset("gelu_1l", "neox_xs", "cka_table") in children(f"{MODELS}.cka")  # read by the summary
+
+
+def run_pipelines(project: Path, env: str):
+    """The project's pipelines as a session of ``env`` builds them (the context installs them)."""
+    from kedro.framework.project import pipelines
+    from kedro.framework.session import KedroSession
+
+    with KedroSession.create(project_path=project, env=env) as session:
+        session.load_context()
+        return dict(pipelines)
 
 
 @pytest.fixture(scope="module")
@@ -211,14 +285,17 @@ def first_words(project: Path, dataset: str) -> str:
 
 def test_viz_run_draws_the_environment_in_use_with_layers_and_previews(browser, corpus_project):
     with viz_server(corpus_project, "--env", "test") as (url, log):
-        page = open_graph(browser, url)
-        for model in TEST_MODELS:  # each model's training and extraction: one box
-            expect(graph_node(page, model)).to_have_attribute("data-node-type", "modularPipeline")
-            expect(graph_node(page, f"{model}.model_weights")).to_have_count(1)  # read by the stitching pairs
-            expect(graph_node(page, f"{model}.activations")).to_have_count(1)  # read by the CKA pairs
+        page = open_graph(browser, url)  # collapsed: the models' work is one box
+        expect(graph_node(page, MODELS)).to_have_attribute("data-node-type", "modularPipeline")
+        for model in TEST_MODELS:
+            expect(graph_node(page, model_dataset(model, "activations"))).to_have_count(0)
+        expect(page.locator(".pipeline-layer-name")).to_have_text(LAYERS)  # those of the top-level datasets
+        page = open_graph(browser, url, expand_all=True)  # kedro-viz draws no layer bands around open boxes
+        for model in TEST_MODELS:
+            expect(graph_node(page, model_dataset(model, "model_weights"))).to_have_count(1)
+            expect(graph_node(page, model_dataset(model, "activations"))).to_have_count(1)
         for model in BASE_ONLY_MODELS:
-            expect(graph_node(page, model)).to_have_count(0)
-        expect(page.locator(".pipeline-layer-name")).to_have_text(LAYERS_SHOWN)
+            expect(graph_node(page, model_dataset(model, "model_weights"))).to_have_count(0)
 
         open_dataset(page, "train_sentences")  # list columns: HTTP 500 before
         table = page.locator(PREVIEW_SELECTORS["TablePreview"])
@@ -227,7 +304,7 @@ def test_viz_run_draws_the_environment_in_use_with_layers_and_previews(browser, 
                                                                                         "train_sentences"))
         open_dataset(page, "tokenizer")
         expect(page.locator(PREVIEW_SELECTORS["JSONPreview"])).to_contain_text('"vocab_size":200')
-        open_dataset(page, "gelu_1l.activations")  # the zoo has not run
+        open_dataset(page, model_dataset("gelu_1l", "activations"))  # the zoo has not run
         expect(page.locator(PREVIEW_SELECTORS["JSONPreview"])).to_contain_text("Not saved yet")
     assert DOTTED_NAME_WARNING not in log.read_text()
 
@@ -236,8 +313,7 @@ def test_viz_build_with_previews_serves_them(browser, corpus_project):
     build_viz(corpus_project, "test")
     with static_server(corpus_project / "build") as url:
         page = open_graph(browser, url)
-        for model in TEST_MODELS:
-            expect(graph_node(page, model)).to_have_attribute("data-node-type", "modularPipeline")
+        expect(graph_node(page, MODELS)).to_have_attribute("data-node-type", "modularPipeline")
         open_dataset(page, "heldout_sentences")
         expect(page.locator(PREVIEW_SELECTORS["TablePreview"]).locator(".preview-table__row").first).to_contain_text(
             first_words(corpus_project, "heldout_sentences"))
@@ -253,8 +329,9 @@ def test_every_dataset_previews_after_a_full_run(browser, tiny_project):
     build_viz(project, "test")
     main = json.loads((project / "build" / "api" / "main").read_text())
     datasets = sorted(node["name"] for node in main["nodes"] if node["type"] == "data")
-    assert {"sentences", "tokenizer", "gelu_1l.activations", "neox_xs.model_weights",
-            "cka_gelu_1l__neox_xs.cka_heatmap_plotly", "cka_distance_figure"} <= set(datasets)
+    assert {"sentences", "tokenizer", model_dataset("gelu_1l", "activations"),
+            model_dataset("neox_xs", "model_weights"),
+            pair_dataset("gelu_1l", "neox_xs", "cka_heatmap_plotly"), "cka_distance_figure"} <= set(datasets)
     with static_server(project / "build") as url:
         page = open_graph(browser, url, expand_all=True)
         for name in datasets:

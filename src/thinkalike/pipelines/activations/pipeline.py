@@ -2,7 +2,9 @@
 
 Models: every zoo model when ``activations.include_zoo`` is true, plus ``activations.models``
 (``name: spec`` with spec ``zoo:<name>``, ``hf:<id or dir>``, ``gguf:<file>``, ``tl:<arch>``).
-``kedro run --pipeline activations --namespaces gelu_2l`` extracts one model.
+A model's extraction is in namespace ``models.<name>``, with its training when it is a zoo model
+(:mod:`thinkalike.pipelines.namespaces`): ``kedro run --pipelines activations --namespaces
+models.gelu_2l`` extracts one model.
 """
 
 from __future__ import annotations
@@ -11,10 +13,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kedro.pipeline import Node, Pipeline
+from kedro.pipeline import Pipeline
 
 from thinkalike.pipelines.activations import nodes
 from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.namespaces import (
+    check_model_names,
+    model_dataset,
+    model_namespace,
+    namespaced_node,
+)
 from thinkalike.pipelines.parameters import section
 
 OUTPUTS = ["activations", "activation_index"]
@@ -25,14 +33,18 @@ def configured_models(parameters: Mapping[str, Any]) -> dict[str, str]:
     activations = section(parameters, "activations")
     models: dict[str, str] = {}
     if activations.get("include_zoo", True):
-        models.update({name: f"zoo:{name}" for name in section(parameters, "zoo").get("models") or {}})
+        zoo_models = section(parameters, "zoo").get("models") or {}
+        check_model_names(zoo_models, "zoo.models")
+        models.update({name: f"zoo:{name}" for name in zoo_models})
+    check_model_names(activations.get("models") or {}, "activations.models")
     models.update(activations.get("models") or {})
     return models
 
 
 @dataclass(frozen=True)
 class ExtractionSource:
-    """How to extract one model: ``function(*inputs' data, activations) -> (ActivationStream, index)``."""
+    """How to extract one model: ``function(*inputs' data, activations) -> (ActivationStream, index)``;
+    ``inputs`` are catalog names."""
 
     function: Callable[..., Any]
     inputs: tuple[str, ...]
@@ -43,8 +55,8 @@ def extraction_source(name: str, spec: str, n_ctx: int) -> ExtractionSource:
     if spec.startswith("zoo:"):
         zoo_name = spec.removeprefix("zoo:")
         return ExtractionSource(bind(nodes.extract_zoo_activations, model_name=name),
-                                ("evaluation_sequences", "evaluation_index", "tokenizer", f"{zoo_name}.model_weights",
-                                 f"{zoo_name}.model_config"))
+                                ("evaluation_sequences", "evaluation_index", "tokenizer",
+                                 model_dataset(zoo_name, "model_weights"), model_dataset(zoo_name, "model_config")))
     return ExtractionSource(bind(nodes.extract_external_activations, model_name=name, spec=spec, n_ctx=n_ctx),
                             ("evaluation_texts",))
 
@@ -55,15 +67,14 @@ def external_n_ctx(parameters: Mapping[str, Any]) -> int:
 
 
 def model_pipeline(name: str, spec: str, n_ctx: int) -> Pipeline:
-    """Extraction for one model in namespace ``name``."""
+    """Extraction for one model in namespace ``models.<name>``."""
     source = extraction_source(name, spec, n_ctx)
-    node = Node(source.function, [*source.inputs, "params:activations"], OUTPUTS, name="extract_activations")
-    return Pipeline([node], namespace=name, inputs=set(source.inputs),
-                    parameters={"params:activations": "params:activations"})
+    return Pipeline([namespaced_node(source.function, [*source.inputs, "params:activations"], OUTPUTS,
+                                     name="extract_activations", namespace=model_namespace(name))])
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
-    """One extraction pipeline per :func:`configured_models` entry (namespace = model name)."""
+    """One extraction node per :func:`configured_models` entry (namespace ``models.<name>``)."""
     n_ctx = external_n_ctx(parameters)
     return sum((model_pipeline(name, spec, n_ctx) for name, spec in configured_models(parameters).items()),
                Pipeline([]))

@@ -14,12 +14,19 @@ from collections.abc import Iterable
 from itertools import combinations
 from typing import Any
 
+from thinkalike.pipelines import namespaces
+
 PAIR_KEYS = ("intra", "explicit", "all_pairs_of", "against")
 
 
 def pair_namespace(model_a: str, model_b: str) -> str:
-    """Namespace of a pair's nodes and datasets (``kedro run --namespaces cka_a__b``)."""
-    return f"cka_{model_a}__{model_b}"
+    """Namespace of a pair's node and datasets, ``models.cka.<a>__<b>`` (``kedro run --namespaces models.cka.a__b``)."""
+    return namespaces.pair_namespace("cka", model_a, model_b)
+
+
+def pair_dataset(model_a: str, model_b: str, dataset: str) -> str:
+    """Catalog name of one of a pair's datasets, e.g. ``models.cka.gelu_2l__solu_2l.cka_table``."""
+    return f"{pair_namespace(model_a, model_b)}.{dataset}"
 
 
 def configured_pairs(pairs: dict[str, Any], models: Iterable[str]) -> list[tuple[str, str]]:

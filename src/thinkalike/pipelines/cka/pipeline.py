@@ -1,6 +1,8 @@
-"""``cka``: one namespaced node per model pair (``cka_<a>__<b>``), then distances and groups.
+"""``cka``: one node per model pair (namespace ``models.cka.<a>__<b>``), then distances and groups.
 
-``kedro run --pipeline cka --namespaces cka_solu_2l__gelu_2l`` compares one pair.
+``kedro run --pipelines cka --namespaces models.cka.solu_2l__gelu_2l`` compares one pair;
+``--namespaces models.cka`` every pair and the summary (its node is in ``models.cka``). Naming:
+:mod:`thinkalike.pipelines.namespaces`.
 
 ``cka.mode: stored`` (default) reads the ``activations`` pipeline's stores; ``streaming`` runs
 both models batch by batch inside the pair's node and writes nothing but the CKA results
@@ -22,7 +24,16 @@ from thinkalike.pipelines.activations.pipeline import (
 )
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.cka import nodes
-from thinkalike.pipelines.cka.pairs import configured_pairs, pair_namespace
+from thinkalike.pipelines.cka.pairs import (
+    configured_pairs,
+    pair_dataset,
+    pair_namespace,
+)
+from thinkalike.pipelines.namespaces import (
+    group_namespace,
+    model_dataset,
+    namespaced_node,
+)
 from thinkalike.pipelines.parameters import section
 
 PAIR_OUTPUTS = ["cka_table", "cka_heatmap", "cka_heatmap_plotly"]
@@ -30,28 +41,27 @@ PAIR_OUTPUTS = ["cka_table", "cka_heatmap", "cka_heatmap_plotly"]
 
 def pair_pipeline(model_a: str, model_b: str) -> Pipeline:
     """CKA of one pair in its own namespace, from the two models' activation stores."""
-    inputs = [f"{model_a}.activations", f"{model_a}.activation_index", f"{model_b}.activations",
-              f"{model_b}.activation_index"]
-    node = Node(bind(nodes.compare_pair, model_a=model_a, model_b=model_b), [*inputs, "params:cka"], PAIR_OUTPUTS,
-                name="compare_pair")
-    return Pipeline([node], namespace=pair_namespace(model_a, model_b), inputs=set(inputs),
-                    parameters={"params:cka": "params:cka"})
+    inputs = [model_dataset(model, dataset) for model in (model_a, model_b)
+              for dataset in ("activations", "activation_index")]
+    return Pipeline([namespaced_node(bind(nodes.compare_pair, model_a=model_a, model_b=model_b),
+                                     [*inputs, "params:cka"], PAIR_OUTPUTS, name="compare_pair",
+                                     namespace=pair_namespace(model_a, model_b))])
 
 
 def streaming_pair_pipeline(model_a: str, model_b: str, source_a: ExtractionSource,
                             source_b: ExtractionSource) -> Pipeline:
     """CKA of one pair straight from the two models' forward passes (``cka.mode: streaming``): nothing is stored."""
     inputs = list(dict.fromkeys([*source_a.inputs, *source_b.inputs]))
-    node = Node(bind(nodes.compare_streamed_pair, model_a=model_a, model_b=model_b, extract_a=source_a.function,
-                     inputs_a=[inputs.index(name) for name in source_a.inputs], extract_b=source_b.function,
-                     inputs_b=[inputs.index(name) for name in source_b.inputs]),
-                [*inputs, "params:activations", "params:cka"], PAIR_OUTPUTS, name="compare_pair")
-    return Pipeline([node], namespace=pair_namespace(model_a, model_b), inputs=set(inputs),
-                    parameters={"params:cka": "params:cka", "params:activations": "params:activations"})
+    function = bind(nodes.compare_streamed_pair, model_a=model_a, model_b=model_b, extract_a=source_a.function,
+                    inputs_a=[inputs.index(name) for name in source_a.inputs], extract_b=source_b.function,
+                    inputs_b=[inputs.index(name) for name in source_b.inputs])
+    return Pipeline([namespaced_node(function, [*inputs, "params:activations", "params:cka"], PAIR_OUTPUTS,
+                                     name="compare_pair", namespace=pair_namespace(model_a, model_b))])
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
-    """One namespace per configured pair (stored or streaming, per ``cka.mode``), then ``summarise_cka``."""
+    """One namespace per configured pair (stored or streaming, per ``cka.mode``), then ``summarise_cka``
+    (namespace ``models.cka``)."""
     cka = section(parameters, "cka")
     if not cka:
         return Pipeline([])
@@ -63,9 +73,9 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         per_pair = sum((streaming_pair_pipeline(a, b, sources[a], sources[b]) for a, b in pairs), Pipeline([]))
     else:
         per_pair = sum((pair_pipeline(a, b) for a, b in pairs), Pipeline([]))
-    tables = [f"{pair_namespace(a, b)}.cka_table" for a, b in pairs]
+    tables = [pair_dataset(a, b, "cka_table") for a, b in pairs]
     summary = Node(nodes.summarise_cka, ["params:cka", *tables],
                    ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
                     "cka_group_curves_figure"],
-                   name="summarise_cka")
+                   name="summarise_cka", namespace=group_namespace("cka"))
     return per_pair + Pipeline([summary])

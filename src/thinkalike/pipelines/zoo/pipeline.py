@@ -1,6 +1,8 @@
-"""``zoo``: one namespaced training pipeline per model in ``zoo.models``, then a summary.
+"""``zoo``: one training node per model in ``zoo.models`` (namespace ``models.<model>``), then a summary.
 
-``kedro run --pipeline zoo --namespaces gelu_2l`` trains one model.
+``kedro run --pipelines zoo --namespaces models.gelu_2l`` trains one model; ``--namespaces models``
+trains them all and summarises (the summary node is in ``models``). Naming:
+:mod:`thinkalike.pipelines.namespaces`.
 """
 
 from __future__ import annotations
@@ -11,31 +13,36 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.namespaces import (
+    MODELS,
+    check_model_names,
+    model_dataset,
+    model_namespace,
+    namespaced_node,
+)
 from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.zoo import nodes
 
-SHARED_INPUTS = {"train_sequences", "heldout_sequences", "tokenizer"}
+OUTPUTS = ["model_weights", "model_config", "training_curve"]
 
 
 def model_pipeline(name: str) -> Pipeline:
-    """Training of zoo model ``name`` in namespace ``name``."""
-    return Pipeline(
-        [Node(bind(nodes.train_model, model_name=name),
-              ["train_sequences", "heldout_sequences", "tokenizer", "params:model", "params:zoo", "params:corpus"],
-              ["model_weights", "model_config", "training_curve"], name="train_model")],
-        namespace=name,
-        inputs=SHARED_INPUTS,
-        parameters={"params:model": f"params:zoo.models.{name}", "params:zoo": "params:zoo",
-                    "params:corpus": "params:corpus"},
-    )
+    """Training of zoo model ``name`` in namespace ``models.<name>``."""
+    return Pipeline([namespaced_node(
+        bind(nodes.train_model, model_name=name),
+        ["train_sequences", "heldout_sequences", "tokenizer", f"params:zoo.models.{name}", "params:zoo",
+         "params:corpus"],
+        OUTPUTS, name="train_model", namespace=model_namespace(name))])
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
-    """One training pipeline per ``zoo.models`` entry (namespace = model name), then ``summarise_zoo``."""
-    models = list((section(parameters, "zoo").get("models") or {}))
+    """One training node per ``zoo.models`` entry, then ``summarise_zoo`` (namespace ``models``)."""
+    models = list(section(parameters, "zoo").get("models") or {})
     if not models:
         return Pipeline([])
+    check_model_names(models, "zoo.models")
     per_model = sum((model_pipeline(name) for name in models), Pipeline([]))
-    summary = Node(nodes.summarise_zoo, ["corpus_statistics", "params:zoo", *[f"{m}.training_curve" for m in models]],
-                   ["zoo_summary", "zoo_training_curves_figure"], name="summarise_zoo")
+    summary = Node(nodes.summarise_zoo,
+                   ["corpus_statistics", "params:zoo", *[model_dataset(m, "training_curve") for m in models]],
+                   ["zoo_summary", "zoo_training_curves_figure"], name="summarise_zoo", namespace=MODELS)
     return per_model + Pipeline([summary])
