@@ -1,13 +1,25 @@
-"""The stitching pipeline: its plan (pairs, directions, layer grids) and its outputs on the tiny project."""
+"""The stitching pipeline: its plan (pairs, directions, layer grids), figures, MLflow histories, the GPU
+environment, and its outputs on the tiny project (the saved φ's re-evaluate to the table's losses)."""
+
+import sqlite3
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from tests.pipelines.conftest import make_project_copy, run_project
+from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
 from thinkalike.pipelines.schema import ParameterError, validate_stitching
+from thinkalike.pipelines.stitching.figure import (
+    curves_figure,
+    penalty_heatmap,
+    penalty_heatmap_plotly,
+    penalty_matrix,
+    penalty_plotly,
+)
 from thinkalike.pipelines.stitching.plan import layer_grid, ordered_pairs
 
 PAIR = ("gelu_1l", "neox_xs")
+NAMESPACE = f"models.stitching.{PAIR[0]}__{PAIR[1]}"
 
 
 def test_ordered_pairs_add_reverse_and_self_baselines_once():
@@ -29,6 +41,8 @@ def test_layer_grids():
     ({"kinds": ["rotation"]}, r"stitching\.kinds\.0"),
     ({"layers": "diag"}, r"stitching\.layers"),
     ({"directions": "back"}, r"stitching\.directions"),
+    ({"train_source": "corpus"}, r"stitching\.train_source"),
+    ({"max_train_sequences": 0}, r"stitching\.max_train_sequences"),
     ({"settings": {"stepz": 3}}, r"stitching\.settings\.stepz: unknown parameter"),
     ({"pairs": {"explicit": [["a", "ghost"]]}}, r"stitching\.pairs: .*\['ghost'\] that are not zoo models"),
 ])
@@ -56,7 +70,7 @@ def test_penalty_table_has_both_directions_and_self_baselines(stitched):
     assert list(table.columns[:14]) == ["model_f", "layer_f", "model_g", "layer_g", "stitch", "loss", "ci_low",
                                         "ci_high", "g_loss", "f_loss", "penalty", "steps", "train_tokens",
                                         "eval_tokens"]
-    own = stitched.load(f"stitch_{PAIR[0]}__{PAIR[1]}.stitch_table")
+    own = stitched.load(f"models.stitching.{PAIR[0]}__{PAIR[1]}.stitch_table")
     assert set(own["model_f"]) == {PAIR[0]} and set(own["model_g"]) == {PAIR[1]}
 
 
@@ -88,3 +102,206 @@ def test_bad_stitch_setting_is_named(tmp_path, monkeypatch):
     monkeypatch.chdir(project)
     with pytest.raises(ParameterError, match=r"stitching\.settings"):
         run_project(project, runtime_params={"stitching": {"settings": {"warmup_steps": 10, "steps": 5}}})
+
+
+# ---------------------------------------------------------------- figures, metrics, options (no run)
+def _grid_table() -> pd.DataFrame:
+    """An ``all``-grid table of f (2 layers) → g (3 layers), two kinds, penalty = 10·l + m (+ 100 for affine)."""
+    rows = [{"model_f": "a", "model_g": "b", "layer_f": lf, "layer_g": lg, "stitch": kind,
+             "penalty": 10.0 * lf + lg + (100.0 if kind == "affine" else 0.0)}
+            for kind in ("affine_ln", "affine") for lf in range(3) for lg in range(4)]
+    table = pd.DataFrame(rows)
+    return table.assign(ci_low=table["penalty"] - 1, ci_high=table["penalty"] + 1)
+
+
+def _curves() -> pd.DataFrame:
+    """Learning curves of a → b: 6 steps, held-out every 3 (and at 0), two layer pairs, two kinds."""
+    frames = []
+    for kind in ("affine", "affine_ln"):
+        for layer in (0, 1):
+            steps = np.arange(7)
+            held = np.where(steps % 3 == 0, 3.0 - 0.1 * steps, np.nan)
+            frames.append(pd.DataFrame({"f": "a", "layer_f": layer, "g": "b", "layer_g": layer, "kind": kind,
+                                        "step": steps, "train_loss": np.r_[np.nan, 3.0 - 0.1 * steps[1:]],
+                                        "lr": 0.1, "heldout_loss": held, "heldout_penalty": held - 2.5}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _pixels_wide(figure) -> float:
+    return figure.get_size_inches()[0] * figure.dpi
+
+
+def test_penalty_heatmap_puts_each_penalty_at_its_layers():
+    table = _grid_table()
+    layers_f, layers_g, matrix = penalty_matrix(table, "affine")
+    assert (layers_f, layers_g) == ([0, 1, 2], [0, 1, 2, 3])
+    assert matrix[2, 3] == 123.0 and matrix[1, 0] == 110.0
+    figure = penalty_heatmap(table)
+    assert _pixels_wide(figure) >= 1000 and len(figure.axes) == 4  # two panels and their colour bars
+    assert np.array_equal(figure.axes[0].images[0].get_array(), penalty_matrix(table, "affine_ln")[2])
+    plotly = penalty_heatmap_plotly(table)
+    assert [trace.name for trace in plotly.data] == [None, None] and plotly.layout.width >= 1000
+    np.testing.assert_array_equal(np.asarray(plotly.data[1].z), matrix)
+    assert list(plotly.data[1].x) == [0, 1, 2, 3] and list(plotly.data[1].y) == [0, 1, 2]
+    np.testing.assert_array_equal(np.asarray(plotly.data[1].customdata)[..., 1], matrix + 1)
+
+
+def test_learning_curves_figure_draws_training_and_heldout_per_layer_pair():
+    figure = curves_figure(_curves())
+    assert _pixels_wide(figure) >= 1000 and len(figure.axes) == 2
+    axis = figure.axes[0]
+    lines = [line for line in axis.get_lines() if line.get_label().startswith("l")]
+    assert [line.get_label() for line in lines] == ["l0 → m0", "l1 → m1"]
+    np.testing.assert_array_equal(lines[0].get_xdata(), [0, 3, 6])  # held-out every 3 steps, and at init
+    assert len(axis.get_lines()) == 2 * 2 + 1  # training + held-out per layer pair, g's own loss
+    assert any(line.get_label() == "b's own held-out loss" and line.get_ydata()[0] == 2.5
+               for line in axis.get_lines())
+    assert curves_figure(_curves().iloc[:0]).axes  # identity-only pairs: an empty, labelled figure
+
+
+def test_penalty_plotly_has_the_lines_of_the_penalty_figure():
+    table = _grid_table()
+    table = table[table["layer_f"] == table["layer_g"]]
+    both = pd.concat([table, table.assign(model_f="b", model_g="a"), table.assign(model_g="a")])
+    figure = penalty_plotly(both, [("a", "b")])
+    names = {trace.name for trace in figure.data}
+    assert names == {f"{line} ({kind})" for line in ("a → b", "b → a", "a → a (self)")
+                     for kind in ("affine_ln", "affine")}
+    trace = next(trace for trace in figure.data if trace.name == "a → b (affine)")
+    np.testing.assert_array_equal(trace.y, [100.0, 111.0, 122.0])
+    np.testing.assert_array_equal(trace.error_y.array, [1.0, 1.0, 1.0])
+    assert figure.layout.width >= 1000
+
+
+class _Recorder:
+    """Collects what :func:`record_saved_output` logs."""
+
+    def __init__(self):
+        self.histories, self.metrics = {}, {}
+
+    def log_metric_history(self, histories, what):
+        self.histories.update(histories)
+
+    def log_metrics(self, metrics, step=0, what="metrics"):
+        self.metrics.update(metrics)
+
+    def log_table(self, table, artifact_file):
+        pass
+
+
+def test_learning_curves_become_step_indexed_metric_histories():
+    from thinkalike.hooks import record_saved_output
+
+    recorder = _Recorder()
+    record_saved_output(recorder, "stitch_a__b.stitch_curves", _curves())
+    assert len(recorder.histories) == 2 * 2 * 3  # kinds × layer pairs × (train, held-out loss and penalty)
+    values, steps = recorder.histories["stitch_a__b.affine_ln.train_loss_1_1"]
+    assert steps == [1, 2, 3, 4, 5, 6] and values == pytest.approx(3.0 - 0.1 * np.arange(1, 7))
+    values, steps = recorder.histories["stitch_a__b.affine.heldout_penalty_0_0"]
+    assert steps == [0, 3, 6] and values == pytest.approx([0.5, 0.2, -0.1])
+    record_saved_output(recorder, "stitch_a__b.stitch_curves", _curves().iloc[:0])  # identity only: nothing
+
+
+def test_pipeline_options_add_heatmaps_and_training_sequences():
+    from thinkalike.pipelines.stitching.pipeline import create_pipeline
+
+    parameters = {"zoo": {"models": {"a": {}, "b": {}}},
+                  "stitching": {"pairs": {"explicit": [["a", "b"]]}, "self_baselines": False}}
+    plain = create_pipeline(parameters)
+    assert "train_sequences" not in plain.inputs() and not any("heatmap" in d for d in plain.all_outputs())
+    parameters["stitching"].update(layers="all", train_source="train_sequences")
+    options = create_pipeline(parameters)
+    assert "train_sequences" in options.inputs()
+    assert {"models.stitching.a__b.stitch_heatmap",
+            "models.stitching.b__a.stitch_heatmap_plotly"} <= options.all_outputs()
+    assert {f"models.stitching.a__b.{name}" for name in ("stitch_phi", "stitch_phi_config", "stitch_eval_split",
+                                                                "stitch_curves_figure")} <= options.all_outputs()
+
+
+def test_training_on_train_sequences_keeps_the_evaluation_split():
+    from thinkalike.pipelines.stitching.nodes import token_splits
+
+    rng = np.random.default_rng(0)
+    held = {"input_ids": rng.integers(0, 50, (40, 8)), "attention_mask": np.ones((40, 8), dtype=np.int64)}
+    training = {"input_ids": rng.integers(50, 99, (100, 8)), "attention_mask": np.ones((100, 8), dtype=np.int64)}
+    options = {"eval_fraction": 0.25, "split_seed": 3}
+    own = token_splits(held, options)
+    corpus = token_splits(held, {**options, "train_source": "train_sequences", "max_train_sequences": 60},
+                          training)
+    assert np.array_equal(own.eval_ids, corpus.eval_ids) and len(own.train) == 30 and len(corpus.train) == 60
+    assert np.array_equal(corpus.train.input_ids.numpy(), training["input_ids"][:60])
+    saved = corpus.eval_arrays()
+    assert np.array_equal(saved["input_ids"], held["input_ids"][saved["sequence_ids"]])
+    with pytest.raises(ValueError, match="stitching.train_source"):
+        token_splits(held, {"train_source": "everything"})
+
+
+def test_the_gpu_environment_validates_with_the_papers_schedule():
+    from kedro.config import OmegaConfigLoader
+
+    from thinkalike.pipelines.stitching.pipeline import create_pipeline
+    from thinkalike.pipelines.validation import validate_parameters
+
+    parameters = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), env="gpu", base_env="base",
+                                   default_run_env="local")["parameters"]
+    validate_parameters(parameters)
+    settings = parameters["stitching"]["settings"]
+    assert (settings["steps"], settings["warmup_steps"]) == (2000, 200)
+    assert settings["tokens_per_step"] > 2048 and parameters["stitching"]["train_source"] == "train_sequences"
+    base = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), base_env="base", default_run_env="local")["parameters"]
+    assert {key: value for key, value in parameters.items() if key != "stitching"} == \
+        {key: value for key, value in base.items() if key != "stitching"}  # stitching is all it changes
+    assert "train_sequences" in create_pipeline(parameters).inputs()
+
+
+# ---------------------------------------------------------------- the run's saved φ's, figures and MLflow
+def test_saved_phis_reevaluate_to_the_tables_losses(stitched):
+    import torch
+
+    from thinkalike.pipelines.stitching.nodes import zoo_handle
+    from thinkalike.pipelines.stitching.pipeline import model_inputs
+    from thinkalike.stitching import StitchSettings, evaluate_saved, unpack_stitch
+
+    table = stitched.load(f"{NAMESPACE}.stitch_table")
+    state = stitched.load(f"{NAMESPACE}.stitch_phi")
+    config = stitched.load(f"{NAMESPACE}.stitch_phi_config")
+    split = stitched.load(f"{NAMESPACE}.stitch_eval_split")
+    held = stitched.load("heldout_sequences")
+    assert np.array_equal(split["input_ids"], np.asarray(held["input_ids"])[split["sequence_ids"]])
+    assert list(split["train_sequence_ids"]) == list(range(24))  # conf/test: the first 24 train_sequences
+    assert (table["train_source"] == "train_sequences").all()
+    assert int(split["attention_mask"].sum()) == table["eval_tokens"].iloc[0]
+    assert all(isinstance(value, torch.Tensor) for value in state.values())
+    parameters = stitched.load("parameters")["stitching"]
+    tokenizer = stitched.load("tokenizer")
+    f, g = (zoo_handle(model, *[stitched.load(name) for name in model_inputs(model)], tokenizer, parameters)
+            for model in PAIR)
+    settings = StitchSettings.from_dict(config["settings"])
+    assert len(table) == len(config["stitches"]) == 4  # identity and affine_ln at layers (0, 0) and (1, 1)
+    assert set(config["stitches"]) == {f"l{layer}_m{layer}.{kind}" for layer in (0, 1)
+                                       for kind in ("identity", "affine_ln")}
+    for row in table.itertuples():
+        phi_config, phi_state = unpack_stitch(state, config, row.layer_f, row.layer_g, row.stitch)
+        again = evaluate_saved(phi_config, phi_state, f, g, row.layer_f, row.layer_g, split["input_ids"], settings,
+                               eval_mask=split["attention_mask"])
+        # measured: equal to the last bit on CPU (same batches in the same order)
+        assert again.stitched_loss == pytest.approx(row.loss, abs=1e-6)
+        assert again.g_loss == pytest.approx(row.g_loss, abs=1e-6)
+        assert again.penalty == pytest.approx(row.penalty, abs=1e-6)
+        assert (again.penalty_ci_low, again.penalty_ci_high) == pytest.approx((row.ci_low, row.ci_high), abs=1e-6)
+
+
+def test_learning_curves_and_plotly_figures_are_saved_and_curves_logged(stitched, tiny_project):
+    project, _ = tiny_project
+    assert list((project / "data/08_reporting/stitching").glob(f"{PAIR[0]}__{PAIR[1]}/curves.png/*/curves.png"))
+    figure = stitched.load("stitching_figure_plotly")
+    assert {trace.name for trace in figure.data} >= {f"{PAIR[0]} → {PAIR[1]} (affine_ln)"}
+    with sqlite3.connect(project / "mlflow.db") as db:
+        run = db.execute("select run_uuid from runs order by start_time desc limit 1").fetchone()[0]
+        steps = [row[0] for row in db.execute(
+            "select step from metrics where run_uuid = ? and key = ? order by step",
+            (run, f"{NAMESPACE}.affine_ln.train_loss_1_1"))]
+        heldout = [row[0] for row in db.execute(
+            "select step from metrics where run_uuid = ? and key = ? order by step",
+            (run, f"{NAMESPACE}.affine_ln.heldout_loss_1_1"))]
+    assert steps == [1, 2, 3, 4] and heldout == [0, 2, 4]  # conf/test: 4 steps, held-out every 2

@@ -5,13 +5,14 @@ early features? No Kedro import; a pipeline node calls :func:`stitch` and saves 
 Modules: :mod:`~thinkalike.stitching.layers` (φ kinds, initialisation), :mod:`~thinkalike.stitching.data`
 (splits, objectives, f's features), :mod:`~thinkalike.stitching.train` (settings, schedule, trainer),
 :mod:`~thinkalike.stitching.evaluate` (losses, penalty, bootstrap CI), :mod:`~thinkalike.stitching.stitcher`
-(the whole stitch).
+(the whole stitch), :mod:`~thinkalike.stitching.saved` (the trained φ's of a pair as tensors + JSON).
 """
 
 from thinkalike.stitching.data import (
     OBJECTIVES,
     TokenSplit,
     features_from_store,
+    split_indices,
     split_tokens,
     token_stream_mismatch,
 )
@@ -31,6 +32,7 @@ from thinkalike.stitching.layers import (
     least_squares_map,
     load_stitch_layer,
 )
+from thinkalike.stitching.saved import pack_stitches, stitch_key, unpack_stitch
 from thinkalike.stitching.stitcher import (
     ROW_FIELDS,
     StitchResult,
@@ -50,6 +52,6 @@ __all__ = [
     "AffineStitch", "IdentityStitch", "StitchConfigError", "StitchDivergedError", "StitchEvaluation",
     "StitchLayer", "StitchResult", "StitchSettings", "StitchTrainer", "TokenSplit",
     "build_stitch_layer", "check_stitch", "evaluate_saved", "evaluate_stitch", "features_from_store",
-    "learning_rate_factor", "least_squares_map", "load_stitch_layer", "paired_bootstrap_ci", "split_tokens",
-    "stitch", "token_stream_mismatch",
+    "learning_rate_factor", "least_squares_map", "load_stitch_layer", "pack_stitches", "paired_bootstrap_ci",
+    "split_indices", "split_tokens", "stitch", "stitch_key", "token_stream_mismatch", "unpack_stitch",
 ]

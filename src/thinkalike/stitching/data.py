@@ -99,13 +99,11 @@ class TokenSplit:
                 for i in range(len(self))]
 
 
-def split_tokens(tokens, attention_mask=None, labels=None, *, eval_fraction: float = 0.2,
-                 seed: int = 0) -> tuple[TokenSplit, TokenSplit]:
-    """Disjoint ``(train, eval)`` splits of a corpus: distinct sequences (padding ignored) are shuffled with
-    ``seed`` and about ``eval_fraction`` of them, with every copy of each, go to evaluation."""
+def split_indices(split: TokenSplit, *, eval_fraction: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Row numbers ``(train, eval)`` of disjoint splits of ``split``: distinct sequences (padding ignored) are
+    shuffled with ``seed`` and about ``eval_fraction`` of them, with every copy of each, go to evaluation."""
     if not 0 < eval_fraction < 1:
         raise StitchConfigError(f"eval_fraction must be in (0, 1), got {eval_fraction}")
-    split = TokenSplit.of(tokens, attention_mask, labels)
     keys = split.row_keys()
     distinct = sorted(set(keys))
     if len(distinct) < 2:
@@ -115,7 +113,15 @@ def split_tokens(tokens, attention_mask=None, labels=None, *, eval_fraction: flo
     n_eval = min(len(distinct) - 1, max(1, round(eval_fraction * len(distinct))))
     held = {distinct[i] for i in order[:n_eval]}
     is_eval = np.array([key in held for key in keys])
-    return split.subset(np.flatnonzero(~is_eval)), split.subset(np.flatnonzero(is_eval))
+    return np.flatnonzero(~is_eval), np.flatnonzero(is_eval)
+
+
+def split_tokens(tokens, attention_mask=None, labels=None, *, eval_fraction: float = 0.2,
+                 seed: int = 0) -> tuple[TokenSplit, TokenSplit]:
+    """Disjoint ``(train, eval)`` splits of a corpus (:func:`split_indices`)."""
+    split = TokenSplit.of(tokens, attention_mask, labels)
+    train, evaluation = split_indices(split, eval_fraction=eval_fraction, seed=seed)
+    return split.subset(train), split.subset(evaluation)
 
 
 def check_disjoint(train: TokenSplit, evaluation: TokenSplit) -> None:

@@ -173,18 +173,20 @@ class StitchResult:
 
 def prepare_split(f: ModelHandle, layer_f: int, split: TokenSplit, objective: str, settings: StitchSettings, *,
                   device: torch.device, masking: MaskingTokens | None, seed: int,
-                  features: torch.Tensor | None = None, what: str = "tokens") -> PreparedSplit:
-    """Model inputs, targets and f's features after ``layer_f`` for ``split``, on ``device``. ``features``
-    (precomputed, e.g. :func:`~thinkalike.stitching.data.features_from_store`) are used as given — not for the
-    masked objective, whose features must be those of the corrupted inputs."""
+                  features: torch.Tensor | None = None, what: str = "tokens",
+                  batch_size: int | None = None) -> PreparedSplit:
+    """Model inputs, targets and f's features after ``layer_f`` for ``split``, on ``device``, computed in batches
+    of ``batch_size`` sequences (default ``settings.eval_batch_size``). ``features`` (precomputed, e.g.
+    :func:`~thinkalike.stitching.data.features_from_store`) are used as given — not for the masked objective,
+    whose features must be those of the corrupted inputs."""
     input_ids, targets = targets_for(split, objective, masking=masking, mask_probability=settings.mask_probability,
                                      seed=seed)
     if int(target_count(targets, objective)) == 0:
         raise StitchConfigError(f"the {what} have no scored targets for the {objective} objective")
     dtype = FEATURE_DTYPES[settings.feature_dtype]
     if features is None:
-        features = layer_features(f, layer_f, input_ids, split.attention_mask, batch_size=settings.eval_batch_size,
-                                  device=device, dtype=dtype)
+        features = layer_features(f, layer_f, input_ids, split.attention_mask,
+                                  batch_size=batch_size or settings.eval_batch_size, device=device, dtype=dtype)
     else:
         if objective == "masked":
             raise StitchConfigError("precomputed features cannot be used with the masked objective: f must see the "
@@ -248,12 +250,15 @@ def stitch(f: ModelHandle, g: ModelHandle, layer_f: int, layer_g: int, kind: str
         curve = pd.DataFrame({"step": pd.Series(dtype="int64"),
                               **{c: pd.Series(dtype="float64") for c in CURVE_VALUES}})
         if kind != "identity":
+            # no-grad forward passes over the training tokens: batches as large as training's or evaluation's
+            forward_batch = max(settings.batch_size, settings.eval_batch_size)
             prepared_train = prepare_split(f, layer_f, train, objective, settings, device=device, masking=masking,
-                                           seed=settings.seed, features=train_features, what="training tokens")
+                                           seed=settings.seed, features=train_features, what="training tokens",
+                                           batch_size=forward_batch)
             if init == "lstsq":
                 assert isinstance(phi, AffineStitch)
                 initialise_least_squares(phi, _init_pairs(prepared_train, g, layer_g, settings.init_max_tokens,
-                                                          settings.eval_batch_size))
+                                                          forward_batch))
             curve_batches = settings.curve_eval_batches
             g_curve = BatchLosses(g_own.sums[:curve_batches], g_own.counts[:curve_batches]).mean
 

@@ -1,15 +1,24 @@
-"""The stitching penalty figure in the style of Brown et al. (2023) fig. 1: penalty per layer, f → g, g → f
-and both self baselines side by side (one column per configured pair, one row per stitch kind).
+"""Stitching figures: the penalty per layer in the style of Brown et al. (2023) fig. 1 (f → g, g → f and both
+self baselines side by side, one column per configured pair, one row per stitch kind), learning curves in
+the style of their fig. 6, and a penalty heatmap over (layer of f, layer of g) for the ``all`` grid; plotly
+versions of the penalty figure and the heatmap for kedro-viz.
 
-Made without pyplot (a :class:`matplotlib.figure.Figure`), like :mod:`thinkalike.reports.cka`'s figures.
+Made without pyplot (a :class:`matplotlib.figure.Figure`), at least ``MIN_FIGURE_WIDTH_IN`` × ``FIGURE_DPI``
+(1050 px) wide, like :mod:`thinkalike.reports.cka`'s figures; plotly figures :data:`PLOTLY_WIDTH` px wide.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+from matplotlib import colormaps
 from matplotlib.figure import Figure
+from plotly.subplots import make_subplots
 
 from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN
+
+PLOTLY_WIDTH = 1050
 
 
 def direction_lines(a: str, b: str) -> list[tuple[str, str, str, str]]:
@@ -45,4 +54,130 @@ def penalty_figure(penalties: pd.DataFrame, pairs: list[tuple[str, str]]) -> Fig
                      ylabel="stitching penalty (nats/token)")
             axis.xaxis.get_major_locator().set_params(integer=True)
             axis.legend(fontsize=7)
+    return figure
+
+
+def penalty_plotly(penalties: pd.DataFrame, pairs: list[tuple[str, str]]) -> go.Figure:
+    """:func:`penalty_figure` for kedro-viz: the same lines (penalty against f's layer, CI as error bars), one
+    subplot per (kind, configured pair)."""
+    kinds = list(dict.fromkeys(penalties["stitch"])) if len(penalties) else ["none"]
+    columns = max(1, len(pairs))
+    figure = make_subplots(rows=len(kinds), cols=columns, shared_yaxes=True,
+                           subplot_titles=[f"{a} vs {b} — {kind}" for kind in kinds for a, b in pairs] or None)
+    for row, kind in enumerate(kinds, start=1):
+        for column, (a, b) in enumerate(pairs, start=1):
+            for f, g, label, style in direction_lines(a, b):
+                if (f, g) == (b, a) and a == b:
+                    continue
+                rows = penalties[(penalties["model_f"] == f) & (penalties["model_g"] == g)
+                                 & (penalties["stitch"] == kind)].sort_values("layer_f")
+                if rows.empty:
+                    continue
+                figure.add_trace(go.Scatter(
+                    x=rows["layer_f"], y=rows["penalty"], name=f"{label} ({kind})", mode="lines+markers",
+                    line={"dash": "solid" if style == "-" else "dot"},
+                    error_y={"type": "data", "symmetric": False, "array": rows["ci_high"] - rows["penalty"],
+                             "arrayminus": rows["penalty"] - rows["ci_low"]},
+                    customdata=rows[["layer_g", "ci_low", "ci_high"]].to_numpy(),
+                    hovertemplate="layer of f %{x} → layer of g %{customdata[0]}<br>penalty %{y:.4f} "
+                                  "[%{customdata[1]:.4f}, %{customdata[2]:.4f}]<extra>" + label + "</extra>"),
+                    row=row, col=column)
+            figure.update_xaxes(title_text="layer of f (0 = embeddings)", dtick=1, row=row, col=column)
+        figure.update_yaxes(title_text="penalty (nats/token)", row=row, col=1)
+    figure.update_layout(title="Stitching penalty (stitched loss − g's own loss)", width=PLOTLY_WIDTH,
+                         height=320 * len(kinds) + 80)
+    return figure
+
+
+def curves_figure(curves: pd.DataFrame) -> Figure:
+    """Learning curves of one ordered pair in the style of Brown et al. (2023) fig. 6: one panel per kind; per
+    layer pair (one colour) the training loss at every step (thin line) and the held-out loss every
+    ``eval_every`` steps (dots, dashed), with g's own loss on the same held-out batches (grey)."""
+    kinds = list(dict.fromkeys(curves["kind"])) if len(curves) else []
+    figure = Figure(figsize=(max(MIN_FIGURE_WIDTH_IN, 4.5 * max(1, len(kinds))), 4.2), dpi=FIGURE_DPI,
+                    layout="constrained")
+    axes = figure.subplots(1, max(1, len(kinds)), squeeze=False)[0]
+    if not kinds:
+        axes[0].text(0.5, 0.5, "no trained stitch (identity stitching only)", ha="center", va="center")
+        axes[0].set_axis_off()
+        return figure
+    f, g = curves["f"].iloc[0], curves["g"].iloc[0]
+    layer_pairs = list(dict.fromkeys(zip(curves["layer_f"], curves["layer_g"])))
+    colours = colormaps["viridis"](np.linspace(0.0, 0.9, len(layer_pairs)))
+    for axis, kind in zip(axes, kinds):
+        of_kind = curves[curves["kind"] == kind]
+        for colour, (layer_f, layer_g) in zip(colours, layer_pairs):
+            rows = of_kind[(of_kind["layer_f"] == layer_f) & (of_kind["layer_g"] == layer_g)].sort_values("step")
+            if rows.empty:
+                continue
+            trained = rows[rows["step"] > 0]
+            axis.plot(trained["step"], trained["train_loss"], color=colour, linewidth=0.8, alpha=0.6)
+            held = rows.dropna(subset=["heldout_loss"])
+            axis.plot(held["step"], held["heldout_loss"], "--o", color=colour, markersize=3,
+                      label=f"l{layer_f} → m{layer_g}")
+        reference = (of_kind["heldout_loss"] - of_kind["heldout_penalty"]).dropna()
+        if len(reference):
+            axis.axhline(float(reference.iloc[0]), color="0.5", linestyle=":", label=f"{g}'s own held-out loss")
+        axis.set(title=f"{f} → {g} — {kind}", xlabel="step", ylabel="loss (nats/token)")
+        axis.xaxis.get_major_locator().set_params(integer=True)
+        axis.legend(fontsize=7, title="line: training, dots: held-out", title_fontsize=7)
+    return figure
+
+
+def penalty_matrix(table: pd.DataFrame, kind: str) -> tuple[list[int], list[int], np.ndarray]:
+    """``(layers of f, layers of g, penalties (len f, len g))`` of one kind; NaN where the grid has no stitch."""
+    rows = table[table["stitch"] == kind]
+    matrix = rows.pivot_table(index="layer_f", columns="layer_g", values="penalty", aggfunc="first")
+    return [int(v) for v in matrix.index], [int(v) for v in matrix.columns], matrix.to_numpy(dtype=float)
+
+
+def penalty_heatmap(table: pd.DataFrame) -> Figure:
+    """Stitching penalty over (layer of g across, layer of f up the side), one panel per kind (``layers: all``);
+    values printed in the cells up to 16 layers a side."""
+    kinds = list(dict.fromkeys(table["stitch"])) if len(table) else []
+    figure = Figure(figsize=(max(MIN_FIGURE_WIDTH_IN, 4.6 * max(1, len(kinds))), 4.4), dpi=FIGURE_DPI,
+                    layout="constrained")
+    axes = figure.subplots(1, max(1, len(kinds)), squeeze=False)[0]
+    if not kinds:
+        axes[0].text(0.5, 0.5, "no stitches", ha="center", va="center")
+        axes[0].set_axis_off()
+        return figure
+    f, g = table["model_f"].iloc[0], table["model_g"].iloc[0]
+    for axis, kind in zip(axes, kinds):
+        layers_f, layers_g, matrix = penalty_matrix(table, kind)
+        image = axis.imshow(matrix, origin="lower", cmap="viridis", aspect="auto",
+                            vmin=min(0.0, float(np.nanmin(matrix))))
+        if max(matrix.shape) <= 16:
+            for (i, j), value in np.ndenumerate(matrix):
+                if np.isfinite(value):
+                    axis.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                              color="black" if image.norm(value) > 0.6 else "white")
+        axis.set(title=f"{f} → {g} — {kind}", xlabel=f"layer of g = {g} (0 = embeddings)",
+                 ylabel=f"layer of f = {f}", xticks=range(len(layers_g)), yticks=range(len(layers_f)))
+        axis.set_xticklabels([str(v) for v in layers_g])
+        axis.set_yticklabels([str(v) for v in layers_f])
+        figure.colorbar(image, ax=axis, label="penalty (nats/token)")
+    return figure
+
+
+def penalty_heatmap_plotly(table: pd.DataFrame) -> go.Figure:
+    """:func:`penalty_heatmap` for kedro-viz, with the CI on hover."""
+    kinds = list(dict.fromkeys(table["stitch"])) if len(table) else []
+    figure = make_subplots(rows=1, cols=max(1, len(kinds)), subplot_titles=kinds or None)
+    for column, kind in enumerate(kinds, start=1):
+        layers_f, layers_g, matrix = penalty_matrix(table, kind)
+        rows = table[table["stitch"] == kind]
+        low = rows.pivot_table(index="layer_f", columns="layer_g", values="ci_low", aggfunc="first").to_numpy(float)
+        high = rows.pivot_table(index="layer_f", columns="layer_g", values="ci_high",
+                                aggfunc="first").to_numpy(float)
+        figure.add_trace(go.Heatmap(
+            z=matrix, x=layers_g, y=layers_f, colorscale="Viridis", customdata=np.dstack([low, high]),
+            colorbar={"x": column / max(1, len(kinds)) - 0.02, "len": 0.9},
+            hovertemplate="layer of f %{y} → layer of g %{x}<br>penalty %{z:.4f}<br>CI [%{customdata[0]:.4f}, "
+                          "%{customdata[1]:.4f}]<extra>" + kind + "</extra>"), row=1, col=column)
+        figure.update_xaxes(title_text="layer of g", dtick=1, row=1, col=column)
+        figure.update_yaxes(title_text="layer of f", dtick=1, row=1, col=column)
+    if kinds:
+        figure.update_layout(title=f"Stitching penalty: {table['model_f'].iloc[0]} → {table['model_g'].iloc[0]}")
+    figure.update_layout(width=max(PLOTLY_WIDTH, 520 * len(kinds)), height=480)
     return figure

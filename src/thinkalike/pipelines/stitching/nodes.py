@@ -1,28 +1,47 @@
 """Thin nodes of the ``stitching`` pipeline: every configured stitch of one ordered model pair, then a summary.
 
-One node per ordered pair ``f → g`` (namespace ``stitch_<f>__<g>``) loads both zoo models, splits
+One node per ordered pair ``f → g`` (namespace ``models.stitching.<f>__<g>``) loads both zoo models, splits
 the held-out token sequences into disjoint training and evaluation sets
-(:func:`~thinkalike.stitching.split_tokens`) and runs :func:`~thinkalike.stitching.stitch` for
-every layer pair of the grid and every kind. Identity stitching needs equal widths: it is left
-out (logged) for pairs whose widths differ. ``summarise_stitching`` concatenates the pairs' tables
-and curves and draws the penalty figure.
+(:func:`~thinkalike.stitching.split_indices`) and runs :func:`~thinkalike.stitching.stitch` for
+every layer pair of the grid and every kind. With ``stitching.train_source: train_sequences`` φ
+trains on the corpus's training sequences (the zoo's training data, many more tokens) instead of
+the held-out training part; the evaluation split is the same either way. Identity stitching needs
+equal widths: it is left out (logged) for pairs whose widths differ. The node saves the trained
+φ's (:func:`~thinkalike.stitching.pack_stitches`) and the evaluation split beside its table and
+curves. ``summarise_stitching`` concatenates the pairs' tables and curves and draws the penalty figure.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import torch
 from matplotlib.figure import Figure
 
 from thinkalike.models.handle import ModelHandle, default_device
 from thinkalike.models.sources import load_model
-from thinkalike.pipelines.stitching.figure import penalty_figure
+from thinkalike.pipelines.stitching.figure import (
+    curves_figure,
+    penalty_figure,
+    penalty_heatmap,
+    penalty_heatmap_plotly,
+    penalty_plotly,
+)
 from thinkalike.pipelines.stitching.plan import layer_grid
-from thinkalike.stitching import ROW_FIELDS, StitchSettings, TokenSplit, split_tokens, stitch
+from thinkalike.stitching import (
+    ROW_FIELDS,
+    StitchResult,
+    StitchSettings,
+    TokenSplit,
+    pack_stitches,
+    split_indices,
+    stitch,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +53,10 @@ RENAMED = {"f": "model_f", "g": "model_g", "kind": "stitch", "stitched_loss": "l
 TABLE_LEAD = ["model_f", "layer_f", "model_g", "layer_g", "stitch", "loss", "ci_low", "ci_high", "g_loss", "f_loss",
               "penalty", "steps", "train_tokens", "eval_tokens"]
 TABLE_COLUMNS = TABLE_LEAD + [RENAMED.get(field, field) for field in ROW_FIELDS
-                              if RENAMED.get(field, field) not in TABLE_LEAD]
+                              if RENAMED.get(field, field) not in TABLE_LEAD] + ["train_source"]
+
+#: Where φ's training sequences come from (``stitching.train_source``).
+TRAIN_SOURCES = ("heldout", "train_sequences")
 
 
 def zoo_handle(model_name: str, weights: dict[str, torch.Tensor], config: dict[str, Any], tokenizer,
@@ -44,47 +66,97 @@ def zoo_handle(model_name: str, weights: dict[str, torch.Tensor], config: dict[s
                       tokenizer=tokenizer, device=default_device(stitching.get("device")))
 
 
-def token_splits(sequences: dict[str, np.ndarray], stitching: dict[str, Any]) -> tuple[TokenSplit, TokenSplit]:
-    """Disjoint (train, eval) splits of the first ``stitching.max_sequences`` sequences (all when null):
-    ``stitching.eval_fraction`` of the distinct sequences, drawn with ``stitching.split_seed``, for evaluation."""
+@dataclass(frozen=True)
+class PairSplit:
+    """φ's training and evaluation sequences: ``train`` from ``train_source`` (row numbers ``train_ids`` in that
+    dataset), ``evaluation`` from the held-out sequences (row numbers ``eval_ids``)."""
+
+    train: TokenSplit
+    evaluation: TokenSplit
+    train_ids: np.ndarray
+    eval_ids: np.ndarray
+    train_source: str
+
+    def eval_arrays(self) -> dict[str, np.ndarray]:
+        """The saved evaluation split: its token ids and mask, its rows in ``heldout_sequences`` and the training
+        rows (in ``train_source``)."""
+        return {"input_ids": self.evaluation.input_ids.numpy(),
+                "attention_mask": self.evaluation.attention_mask.numpy(),
+                "sequence_ids": self.eval_ids.astype(np.int64), "train_sequence_ids": self.train_ids.astype(np.int64)}
+
+
+def _first(sequences: dict[str, np.ndarray], limit: int | None, what: str) -> TokenSplit:
     input_ids = np.asarray(sequences["input_ids"])
     mask = sequences.get("attention_mask")
-    limit = stitching.get("max_sequences")
     if limit is not None:
         input_ids = input_ids[:int(limit)]
         mask = None if mask is None else np.asarray(mask)[:int(limit)]
-    return split_tokens(input_ids, mask, eval_fraction=float(stitching.get("eval_fraction", 0.2)),
-                        seed=int(stitching.get("split_seed", 0)))
+    return TokenSplit.of(input_ids, mask, what=what)
 
 
-def table_row(row: dict[str, Any], train: TokenSplit, evaluation: TokenSplit) -> dict[str, Any]:
+def token_splits(sequences: dict[str, np.ndarray], stitching: dict[str, Any],
+                 training_sequences: dict[str, np.ndarray] | None = None) -> PairSplit:
+    """The evaluation split: ``stitching.eval_fraction`` of the distinct sequences among the first
+    ``stitching.max_sequences`` held-out ones (all when null), drawn with ``stitching.split_seed``. φ trains on
+    the rest of them (``train_source: heldout``) or on the first ``stitching.max_train_sequences`` of
+    ``training_sequences`` (``train_source: train_sequences``)."""
+    source = stitching.get("train_source", "heldout")
+    if source not in TRAIN_SOURCES:
+        raise ValueError(f"stitching.train_source must be one of {TRAIN_SOURCES}, got {source!r}")
+    held = _first(sequences, stitching.get("max_sequences"), "held-out sequences")
+    train_ids, eval_ids = split_indices(held, eval_fraction=float(stitching.get("eval_fraction", 0.2)),
+                                        seed=int(stitching.get("split_seed", 0)))
+    if source == "heldout":
+        train = held.subset(train_ids)
+    else:
+        if training_sequences is None:
+            raise ValueError("stitching.train_source is train_sequences but the node got no training sequences")
+        train = _first(training_sequences, stitching.get("max_train_sequences"), "training sequences")
+        train_ids = np.arange(len(train))
+    return PairSplit(train, held.subset(eval_ids), train_ids, eval_ids, source)
+
+
+def table_row(row: dict[str, Any], split: PairSplit) -> dict[str, Any]:
     """A :meth:`StitchResult.row` in the penalty table's columns, with the real-token counts of both splits."""
     renamed = {RENAMED.get(key, key): value for key, value in row.items()}
-    renamed["train_tokens"] = int(train.attention_mask.sum())
-    renamed["eval_tokens"] = int(evaluation.attention_mask.sum())
+    renamed["train_tokens"] = int(split.train.attention_mask.sum())
+    renamed["eval_tokens"] = int(split.evaluation.attention_mask.sum())
+    renamed["train_source"] = split.train_source
     return {column: renamed[column] for column in TABLE_COLUMNS}
 
 
-def stitch_models(f: ModelHandle, g: ModelHandle, train: TokenSplit, evaluation: TokenSplit,
-                  stitching: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every (layer pair, kind) of the grid for f → g: the penalty table and the learning curves."""
+def stitch_models(f: ModelHandle, g: ModelHandle, split: PairSplit, stitching: dict[str, Any]
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, list[StitchResult]]:
+    """Every (layer pair, kind) of the grid for f → g: the penalty table, the learning curves and the results."""
     settings = StitchSettings.from_dict(stitching.get("settings"))
     kinds = list(stitching.get("kinds") or ["affine_ln"])
     if "identity" in kinds and f.d_model != g.d_model:
         logger.info("stitching %s -> %s: no identity stitch (d_model %d vs %d)", f.name, g.name, f.d_model, g.d_model)
         kinds.remove("identity")
-    rows, curves = [], []
+    rows, curves, results = [], [], []
     for layer_f, layer_g in layer_grid(stitching.get("layers", "diagonal"), f.n_layers, g.n_layers):
         for kind in kinds:
-            result = stitch(f, g, layer_f, layer_g, kind, train, evaluation, settings,
+            result = stitch(f, g, layer_f, layer_g, kind, split.train, split.evaluation, settings,
                             progress=bool(stitching.get("progress", False)))
             logger.info("stitch %s@%d -> %s@%d (%s): penalty %.4f [%.4f, %.4f] in %.1f s", f.name, layer_f, g.name,
                         layer_g, kind, result.penalty, result.evaluation.penalty_ci_low,
                         result.evaluation.penalty_ci_high, result.seconds)
-            rows.append(table_row(result.row(), train, evaluation))
+            rows.append(table_row(result.row(), split))
+            results.append(result)
             if len(result.curve):
                 curves.append(result.curve)
-    return pd.DataFrame(rows, columns=TABLE_COLUMNS), _concat_curves(curves)
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS), _concat_curves(curves), results
+
+
+PairOutputs = tuple[pd.DataFrame, pd.DataFrame, dict[str, torch.Tensor], dict[str, Any], dict[str, np.ndarray]]
+
+
+def _pair_outputs(f: ModelHandle, g: ModelHandle, split: PairSplit, stitching: dict[str, Any]) -> PairOutputs:
+    """The table, curves, trained φ's (state, config) and evaluation split of f → g."""
+    table, curves, results = stitch_models(f, g, split, stitching)
+    phi_state, phi_config = pack_stitches(results, f.name, g.name)
+    phi_config.update(train_source=split.train_source, eval_source="heldout_sequences")
+    return table, curves, phi_state, phi_config, split.eval_arrays()
 
 
 def _concat_curves(curves: list[pd.DataFrame]) -> pd.DataFrame:
@@ -97,28 +169,39 @@ def _concat_curves(curves: list[pd.DataFrame]) -> pd.DataFrame:
 
 def stitch_pair(sequences: dict[str, np.ndarray], tokenizer, weights_f: dict[str, torch.Tensor],
                 config_f: dict[str, Any], weights_g: dict[str, torch.Tensor], config_g: dict[str, Any],
-                stitching: dict[str, Any], *, model_f: str, model_g: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+                stitching: dict[str, Any], training_sequences: dict[str, np.ndarray] | None = None, *, model_f: str,
+                model_g: str) -> PairOutputs:
     """Stitches zoo model ``model_f`` into ``model_g`` at every configured layer pair and kind."""
     f = zoo_handle(model_f, weights_f, config_f, tokenizer, stitching)
     g = zoo_handle(model_g, weights_g, config_g, tokenizer, stitching)
-    train, evaluation = token_splits(sequences, stitching)
-    return stitch_models(f, g, train, evaluation, stitching)
+    return _pair_outputs(f, g, token_splits(sequences, stitching, training_sequences), stitching)
 
 
 def stitch_self(sequences: dict[str, np.ndarray], tokenizer, weights: dict[str, torch.Tensor],
-                config: dict[str, Any], stitching: dict[str, Any], *, model: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+                config: dict[str, Any], stitching: dict[str, Any],
+                training_sequences: dict[str, np.ndarray] | None = None, *, model: str) -> PairOutputs:
     """The self baseline of zoo model ``model``: f = g = the model (identity penalties are 0 by construction)."""
     handle = zoo_handle(model, weights, config, tokenizer, stitching)
-    train, evaluation = token_splits(sequences, stitching)
-    return stitch_models(handle, handle, train, evaluation, stitching)
+    return _pair_outputs(handle, handle, token_splits(sequences, stitching, training_sequences), stitching)
+
+
+def draw_curves(curves: pd.DataFrame) -> Figure:
+    """The learning curves of one ordered pair (Brown et al. fig. 6 style, :func:`curves_figure`)."""
+    return curves_figure(curves)
+
+
+def draw_heatmaps(table: pd.DataFrame) -> tuple[Figure, go.Figure]:
+    """The penalty over (layer of f, layer of g) of one ordered pair, per kind (``layers: all``)."""
+    return penalty_heatmap(table), penalty_heatmap_plotly(table)
 
 
 def summarise_stitching(*tables_then_curves: pd.DataFrame, pairs: list[tuple[str, str]]
-                        ) -> tuple[pd.DataFrame, pd.DataFrame, Figure]:
+                        ) -> tuple[pd.DataFrame, pd.DataFrame, Figure, go.Figure]:
     """All ordered pairs' penalty tables and learning curves in one each, and the penalty figure per configured
-    pair (f → g, g → f and both self baselines). Inputs: the tables, then the curves, in the same order."""
+    pair (f → g, g → f and both self baselines; matplotlib and plotly). Inputs: the tables, then the curves, in
+    the same order."""
     half = len(tables_then_curves) // 2
     tables, curves = tables_then_curves[:half], tables_then_curves[half:]
     penalties = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=TABLE_COLUMNS)
     all_curves = _concat_curves([curve for curve in curves if len(curve)])
-    return penalties, all_curves, penalty_figure(penalties, pairs)
+    return penalties, all_curves, penalty_figure(penalties, pairs), penalty_plotly(penalties, pairs)

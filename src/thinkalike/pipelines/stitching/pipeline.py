@@ -1,8 +1,10 @@
-"""``stitching``: one namespaced node per ordered zoo-model pair (``stitch_<f>__<g>``), then a summary.
+"""``stitching``: one namespace per ordered zoo-model pair (``models.stitching.<f>__<g>``), then a summary.
 
 Pairs, directions, self baselines and the layer grid come from ``stitching`` in config
 (:mod:`thinkalike.pipelines.stitching.plan`). ``kedro run --pipeline stitching --namespaces
-stitch_solu_2l__gelu_2l`` runs one ordered pair. Only zoo models are stitched for now: with no
+models.stitching.solu_2l__gelu_2l`` runs one ordered pair. Per pair: the penalty table, learning curves, the
+trained φ's and the evaluation split (to re-evaluate them), a learning-curve figure and, for the
+``all`` grid, penalty heatmaps. Only zoo models are stitched for now: with no
 ``zoo.models`` (a run of hub models only) the pipeline is empty and says so in the log.
 """
 
@@ -15,33 +17,51 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.namespaces import group_namespace, model_dataset
 from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.stitching import nodes
-from thinkalike.pipelines.stitching.plan import ordered_pairs, stitch_namespace, stitching_pairs
+from thinkalike.pipelines.stitching.plan import (
+    ordered_pairs,
+    stitch_namespace,
+    stitching_pairs,
+)
 
-PAIR_OUTPUTS = ["stitch_table", "stitch_curves"]
-SUMMARY_OUTPUTS = ["stitching_penalties", "stitching_curves", "stitching_figure"]
+PAIR_OUTPUTS = ["stitch_table", "stitch_curves", "stitch_phi", "stitch_phi_config", "stitch_eval_split"]
+SUMMARY_OUTPUTS = ["stitching_penalties", "stitching_curves", "stitching_figure", "stitching_figure_plotly"]
 SEQUENCES = "heldout_sequences"
+TRAINING_SEQUENCES = "train_sequences"
 
 logger = logging.getLogger(__name__)
 
 
 def model_inputs(model: str) -> list[str]:
     """The catalog datasets of one zoo model."""
-    return [f"{model}.model_weights", f"{model}.model_config"]
+    return [model_dataset(model, "model_weights"), model_dataset(model, "model_config")]
 
 
-def ordered_pair_pipeline(model_f: str, model_g: str) -> Pipeline:
-    """Every configured stitch of f → g in namespace ``stitch_<f>__<g>`` (a self baseline when f = g)."""
+def ordered_pair_pipeline(model_f: str, model_g: str, *, train_source: str = "heldout",
+                          heatmaps: bool = False) -> Pipeline:
+    """Every configured stitch of f → g in namespace ``models.stitching.<f>__<g>`` (a self baseline when f = g), its
+    learning-curve figure and, with ``heatmaps`` (``layers: all``), its penalty heatmaps."""
+    inputs = {"sequences": SEQUENCES, "tokenizer": "tokenizer"}
     if model_f == model_g:
         function = bind(nodes.stitch_self, model=model_f)
-        models = model_inputs(model_f)
+        inputs.update(zip(["weights", "config"], model_inputs(model_f)))
     else:
         function = bind(nodes.stitch_pair, model_f=model_f, model_g=model_g)
-        models = model_inputs(model_f) + model_inputs(model_g)
-    inputs = [SEQUENCES, "tokenizer", *models]
-    node = Node(function, [*inputs, "params:stitching"], PAIR_OUTPUTS, name="stitch_pair")
-    return Pipeline([node], namespace=stitch_namespace(model_f, model_g), inputs=set(inputs),
+        inputs.update(zip(["weights_f", "config_f", "weights_g", "config_g"],
+                          model_inputs(model_f) + model_inputs(model_g)))
+    if train_source == "train_sequences":
+        inputs["training_sequences"] = TRAINING_SEQUENCES
+    # the node reads its arguments' own (undotted) names, mapped to the catalog names by ``inputs=``:
+    # a node created outside a namespace with a dotted input would trigger Kedro's dotted-name warning
+    built = [Node(function, {**{argument: argument for argument in inputs}, "stitching": "params:stitching"},
+                  PAIR_OUTPUTS, name="stitch_pair"),
+             Node(nodes.draw_curves, "stitch_curves", "stitch_curves_figure", name="draw_stitch_curves")]
+    if heatmaps:
+        built.append(Node(nodes.draw_heatmaps, "stitch_table", ["stitch_heatmap", "stitch_heatmap_plotly"],
+                          name="draw_stitch_heatmaps"))
+    return Pipeline(built, namespace=stitch_namespace(model_f, model_g), inputs=inputs,
                     parameters={"params:stitching": "params:stitching"})
 
 
@@ -56,10 +76,12 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         return Pipeline([])
     pairs = stitching_pairs(stitching, zoo_models)
     ordered = ordered_pairs(pairs, stitching.get("directions", "both"), bool(stitching.get("self_baselines", True)))
-    per_pair = sum((ordered_pair_pipeline(f, g) for f, g in ordered), Pipeline([]))
+    options = {"train_source": stitching.get("train_source", "heldout"),
+               "heatmaps": stitching.get("layers", "diagonal") == "all"}
+    per_pair = sum((ordered_pair_pipeline(f, g, **options) for f, g in ordered), Pipeline([]))
     namespaces = [stitch_namespace(f, g) for f, g in ordered]
     tables = [f"{name}.stitch_table" for name in namespaces]
     curves = [f"{name}.stitch_curves" for name in namespaces]
     summary = Node(bind(nodes.summarise_stitching, pairs=pairs), [*tables, *curves], SUMMARY_OUTPUTS,
-                   name="summarise_stitching")
+                   name="summarise_stitching", namespace=group_namespace("stitching"))
     return per_pair + Pipeline([summary])

@@ -16,14 +16,16 @@ from typing import Any
 
 from thinkalike.measures.distances import match_layers_by_relative_depth
 from thinkalike.pipelines.cka.pairs import configured_pairs
+from thinkalike.pipelines.namespaces import pair_namespace
 
 DIRECTIONS = ("forward", "both")
 LAYER_GRIDS = ("diagonal", "relative", "all")
 
 
 def stitch_namespace(model_f: str, model_g: str) -> str:
-    """Namespace of one ordered pair's node and datasets (``kedro run --namespaces stitch_f__g``)."""
-    return f"stitch_{model_f}__{model_g}"
+    """Namespace of one ordered pair's nodes and datasets, ``models.stitching.<f>__<g>``
+    (``kedro run --namespaces models.stitching.f__g``)."""
+    return pair_namespace("stitching", model_f, model_g)
 
 
 def stitching_pairs(stitching: Mapping[str, Any], models: Iterable[str]) -> list[tuple[str, str]]:

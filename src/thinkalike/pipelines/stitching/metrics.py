@@ -1,0 +1,28 @@
+"""MLflow metric names of the stitching outputs (logged by :func:`thinkalike.hooks.record_saved_output`).
+
+Beside the penalties (``<pair>.<kind>.penalty_<layer_f>_<layer_g>``), each learned stitch's learning
+curve becomes step-indexed metric histories ``<pair>.<kind>.<value>_<layer_f>_<layer_g>`` for the
+values of :data:`CURVE_METRICS`: the training loss at every step, the held-out loss and penalty at
+step 0 (initialisation) and every ``eval_every`` steps.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+CURVE_METRICS: tuple[str, ...] = ("train_loss", "heldout_loss", "heldout_penalty")
+
+
+def curve_histories(pair: str, curves: pd.DataFrame) -> dict[str, tuple[list[float], list[int]]]:
+    """``{metric name: (values, steps)}`` of one ordered pair's learning curves (NaN entries left out)."""
+    histories: dict[str, tuple[list[float], list[int]]] = {}
+    if curves.empty:
+        return histories
+    for (kind, layer_f, layer_g), rows in curves.groupby(["kind", "layer_f", "layer_g"], sort=False):
+        rows = rows.sort_values("step")
+        for column in CURVE_METRICS:
+            present = rows[["step", column]].dropna()
+            if len(present):
+                histories[f"{pair}.{kind}.{column}_{layer_f}_{layer_g}"] = (
+                    present[column].astype(float).tolist(), present["step"].astype(int).tolist())
+    return histories

@@ -1,0 +1,56 @@
+"""The trained φ's of one ordered pair f → g as one flat tensor dict (a safetensors file) and one JSON config,
+and one φ read back from them (for :func:`~thinkalike.stitching.stitcher.evaluate_saved`).
+
+A stitch is named ``l<layer_f>_m<layer_g>.<kind>`` (:func:`stitch_key`, e.g. ``l1_m1.affine_ln``). Its
+tensors (``StitchLayer.state_dict()``: the initial map, the trained deltas, the LayerNorm's gain and bias)
+are stored under ``<stitch key>.<state key>`` (e.g. ``l1_m1.affine_ln.delta_weight``); identity stitches
+have none. The config holds ``f``, ``g``, ``settings`` (:meth:`StitchSettings.to_dict`: evaluation batches,
+masking seed, bootstrap — what a re-evaluation needs to repeat the evaluation exactly) and, per stitch key,
+``layer_f``, ``layer_g``, ``kind``, ``init``, ``objective`` and ``phi`` (:meth:`StitchLayer.config`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import torch
+
+from thinkalike.stitching.layers import StitchConfigError
+from thinkalike.stitching.stitcher import StitchResult
+
+
+def stitch_key(layer_f: int, layer_g: int, kind: str) -> str:
+    """``l<layer_f>_m<layer_g>.<kind>``: the name of one stitch in a saved pair."""
+    return f"l{int(layer_f)}_m{int(layer_g)}.{kind}"
+
+
+def pack_stitches(results: Iterable[StitchResult], f: str, g: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """``(state, config)`` of the stitches of f → g (module docstring). All results must share one settings."""
+    state: dict[str, torch.Tensor] = {}
+    stitches: dict[str, dict[str, Any]] = {}
+    settings: dict[str, Any] | None = None
+    for result in results:
+        if (result.f, result.g) != (f, g):
+            raise ValueError(f"a stitch of {result.f!r} -> {result.g!r} among the stitches of {f!r} -> {g!r}")
+        if settings is not None and result.settings.to_dict() != settings:
+            raise ValueError(f"the stitches of {f!r} -> {g!r} were trained with different settings")
+        settings = result.settings.to_dict()
+        key = stitch_key(result.layer_f, result.layer_g, result.kind)
+        stitches[key] = {"layer_f": result.layer_f, "layer_g": result.layer_g, "kind": result.kind,
+                         "init": result.init, "objective": result.objective, "phi": dict(result.phi_config)}
+        state.update({f"{key}.{name}": tensor.detach().cpu().contiguous() for name, tensor in result.phi_state.items()})
+    return state, {"f": f, "g": g, "settings": settings or {}, "stitches": stitches}
+
+
+def unpack_stitch(state: Mapping[str, torch.Tensor], config: Mapping[str, Any], layer_f: int, layer_g: int,
+                  kind: str) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """``(phi_config, phi_state)`` of one saved stitch; :class:`StitchConfigError` listing the saved ones if absent."""
+    key = stitch_key(layer_f, layer_g, kind)
+    stitches = config.get("stitches", {})
+    if key not in stitches:
+        raise StitchConfigError(f"no saved stitch {key!r} of {config.get('f')!r} -> {config.get('g')!r}; saved: "
+                                f"{sorted(stitches)}")
+    prefix = f"{key}."
+    phi_state = {name[len(prefix):]: tensor for name, tensor in state.items() if name.startswith(prefix)}
+    return dict(stitches[key]["phi"]), phi_state
