@@ -1,0 +1,71 @@
+"""``mlem``: one node per model (namespace ``models.mlem.<model>``), then ``summarise_mlem``.
+
+Models are the ``activations`` pipeline's (:func:`configured_models`): every zoo model and any
+``hf:`` / ``gguf:`` / ``tl:`` model, whose words are pooled from their own tokens.
+``kedro run --pipelines mlem --namespaces models.mlem.gelu_2l`` fits one model's layers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kedro.pipeline import Node, Pipeline
+
+from thinkalike.pipelines.activations.pipeline import configured_models
+from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.mlem import nodes
+from thinkalike.pipelines.namespaces import MODELS, model_dataset
+from thinkalike.pipelines.parameters import section
+
+MLEM = "mlem"
+MODEL_OUTPUTS = ["mlem_profile", "mlem_rsa_distances", "mlem_profile_figure", "mlem_profile_plotly"]
+SUMMARY_OUTPUTS = ["mlem_profiles", "mlem_feature_similarity", "mlem_rsa_similarity", "mlem_mds",
+                   "mlem_similarity_figure", "mlem_similarity_plotly", "mlem_mds_figure", "mlem_mds_plotly"]
+FEATURE_TABLE = "evaluation_texts"  # the grammar sentences (with their labels) whose activations were extracted
+
+logger = logging.getLogger(__name__)
+
+
+def grammar_sentences_replaced(parameters: Mapping[str, Any]) -> bool:
+    """True when ``corpus.natural_text.use: replace`` leaves no grammar sentence (no linguistic labels) to fit."""
+    natural_text = section(parameters, "corpus").get("natural_text") or {}
+    return bool(natural_text.get("path")) and natural_text.get("use") == "replace"
+
+
+def activation_datasets(model: str) -> list[str]:
+    """The catalog names of ``model``'s activation store and token index (the ``activations`` pipeline's outputs)."""
+    return [model_dataset(model, "activations"), model_dataset(model, "activation_index")]
+
+
+def mlem_namespace(model: str | None = None) -> str:
+    """``models.mlem`` (the summary's namespace), or ``models.mlem.<model>`` (one model's fits)."""
+    return f"{MODELS}.{MLEM}" if model is None else f"{MODELS}.{MLEM}.{model}"
+
+
+def model_pipeline(model: str) -> Pipeline:
+    """MLEM of every layer of ``model`` in namespace ``models.mlem.<model>``."""
+    namespace = mlem_namespace(model)
+    node = Node(bind(nodes.fit_model, model=model), [*activation_datasets(model), FEATURE_TABLE, "params:mlem"],
+                [f"{namespace}.{output}" for output in MODEL_OUTPUTS], name="fit_mlem", namespace=namespace)
+    return Pipeline([node])
+
+
+def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+    """One :func:`model_pipeline` per configured model, then ``summarise_mlem`` (namespace ``models.mlem``)."""
+    if not section(parameters, MLEM):
+        return Pipeline([])
+    models = list(configured_models(parameters))
+    if not models:
+        return Pipeline([])
+    if grammar_sentences_replaced(parameters):
+        logger.warning("mlem: corpus.natural_text.use is 'replace', so the evaluation texts carry no grammar "
+                       "features to fit; the mlem pipeline is empty")
+        return Pipeline([])
+    per_model = sum((model_pipeline(model) for model in models), Pipeline([]))
+    tables = ([f"{mlem_namespace(model)}.mlem_profile" for model in models]
+              + [f"{mlem_namespace(model)}.mlem_rsa_distances" for model in models])
+    summary = Node(nodes.summarise_mlem, ["params:mlem", *tables], SUMMARY_OUTPUTS, name="summarise_mlem",
+                   namespace=mlem_namespace())
+    return per_model + Pipeline([summary])
