@@ -1,0 +1,264 @@
+"""Thin nodes of the ``embedding`` pipeline: per model readings and keep-k, per pair alignment, fine-tune diffs
+and zero-shot stitching, then a summary (the maths is in :mod:`thinkalike.embedding`)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from thinkalike.embedding import (
+    align_layers,
+    check_k,
+    check_same_vocabulary,
+    extract_parameters,
+    ff_value_pool,
+    keep_k_scores,
+    knowledge_lookup,
+    read_head_interactions,
+    read_vectors,
+    readings_report,
+    residual_pool,
+    vocabulary_embedding,
+)
+from thinkalike.embedding.finetune_diff import (
+    TASK_WORDS,
+    ZERO_SHOT_COLUMNS,
+    diff_readings,
+    encode_sentences,
+    feature_token_ids,
+    finetune_top_layers,
+    finetuned_layers,
+    task_labels,
+    torch_threads,
+    zero_shot_accuracy,
+)
+from thinkalike.language.grammar import lexicon_words
+from thinkalike.models.activation_store import ActivationStore
+from thinkalike.models.finetune import FinetuneConfig, load_classifier, predict_labels
+from thinkalike.models.handle import ModelHandle, default_device
+from thinkalike.models.sources import load_model
+from thinkalike.pipelines.embedding import figures
+
+logger = logging.getLogger(__name__)
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def model_handle(embedding: dict[str, Any], model: str, spec: str, *sources: Any) -> ModelHandle:
+    """The handle of ``model``: a zoo model from ``(weights, config, tokenizer)``, any other spec loaded itself."""
+    device = default_device(embedding.get("device"))
+    if spec.startswith("zoo:"):
+        weights, config, tokenizer = sources
+        return load_model(f"zoo:{config['name']}", name=model, zoo_artifacts={config["name"]: (config, weights)},
+                          tokenizer=tokenizer, device=device)
+    return load_model(spec, name=model, device=device)
+
+
+def _embedding_of(handle: ModelHandle, embedding: dict[str, Any]) -> torch.Tensor:
+    return vocabulary_embedding(handle, allow_input_embedding=bool(embedding.get("allow_input_embedding", False)))
+
+
+def _check_ks(embedding: dict[str, Any], vocabulary: int, model: str) -> None:
+    """Every configured k against this model's V, before any compute (the message names the key)."""
+    readings, lookup, keep = (embedding.get(key) or {} for key in ("readings", "lookup", "keep_k"))
+    for key, k in (("readings.k", readings.get("k", 20)), ("readings.pair_k", readings.get("pair_k", 30)),
+                   ("lookup.k_tokens", lookup.get("k_tokens", 10)), ("keep_k.ks", keep.get("ks") or [1])):
+        check_k(k, vocabulary, f"embedding.{key} ({model}, V={vocabulary})")
+
+
+def lookup_tokens(tokenizer: Any, words: list[str], key: str) -> list[int]:
+    """Token ids of a knowledge-lookup set: a word that is one vocabulary token gives its id, any other word the
+    ids of its pieces (``tokenizer(word)``); a word with no token is an error naming ``key``."""
+    if tokenizer is None:
+        raise ValueError(f"{key}: the model has no tokenizer to look the words up in")
+    vocabulary, ids = tokenizer.get_vocab(), []
+    for word in words:
+        pieces = [vocabulary[word]] if word in vocabulary else tokenizer(word, add_special_tokens=False)["input_ids"]
+        if not pieces:
+            raise ValueError(f"{key}: {word!r} has no token in the model's vocabulary")
+        ids.extend(int(piece) for piece in pieces)
+    return list(dict.fromkeys(ids))
+
+
+def report_selection(parameters, readings: dict[str, Any]) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Neurons (per layer, the ``report_neurons`` FF neurons of largest ‖value‖) and heads (the first
+    ``report_heads``) shown in the markdown report."""
+    neurons, heads = {}, {}
+    for position, layer in enumerate(parameters.layers):
+        if parameters.has("FF_value"):
+            norms = parameters.vectors("FF_value", position).norm(dim=1)
+            neurons[layer] = norms.topk(min(int(readings.get("report_neurons", 3)), len(norms))).indices.tolist()
+        if parameters.has("W_VO"):
+            n_heads = parameters.interaction_factors("W_VO", position)[0].shape[0]
+            heads[layer] = list(range(min(int(readings.get("report_heads", 2)), n_heads)))
+    return neurons, heads
+
+
+def read_model(embedding: dict[str, Any], *sources: Any, model: str, spec: str):
+    """Readings of every FF key/value and head, the knowledge lookup of each token set, a markdown report."""
+    handle = model_handle(embedding, model, spec, *sources)
+    matrix = _embedding_of(handle, embedding)
+    _check_ks(embedding, matrix.shape[1], model)
+    readings, lookup = embedding.get("readings") or {}, embedding.get("lookup") or {}
+    token_sets = {name: lookup_tokens(handle.tokenizer, list(words), f"embedding.lookup.token_sets.{name}")
+                  for name, words in (lookup.get("token_sets") or {}).items()}
+    dtype = DTYPES[embedding.get("dtype", "float32")]
+    with torch_threads(embedding.get("threads")):
+        parameters = extract_parameters(handle)
+        vectors = read_vectors(parameters, matrix, k=int(readings.get("k", 20)), tokenizer=handle.tokenizer,
+                               groups=readings.get("groups", ["FF_key", "FF_value"]), dtype=dtype)
+        pairs = read_head_interactions(parameters, matrix, k=int(readings.get("pair_k", 30)),
+                                       e_prime=readings.get("e_prime", "transpose"),
+                                       groups=readings.get("interactions", ["W_VO", "W_QK"]),
+                                       tokenizer=handle.tokenizer, dtype=dtype,
+                                       exclude_same_token=bool(readings.get("exclude_same_token", False)),
+                                       progress=bool(embedding.get("progress", True)))
+        lookups = [knowledge_lookup(parameters, matrix, tokens, group=lookup.get("group", "FF_value"),
+                                    top=int(lookup.get("top", 10)), k_tokens=int(lookup.get("k_tokens", 10)),
+                                    tokenizer=handle.tokenizer, dtype=dtype).assign(token_set=name)
+                   for name, tokens in token_sets.items()]
+    table = pd.concat(lookups, ignore_index=True) if lookups else pd.DataFrame(
+        columns=["model", "layer", "group", "neuron", "rank", "score", "top_tokens", "token_set"])
+    neurons, heads = report_selection(parameters, readings)
+    chosen_vectors = vectors[[n in neurons.get(layer, ()) for layer, n in zip(vectors["layer"], vectors["neuron"])]]
+    chosen_pairs = pairs[[h in heads.get(layer, ()) for layer, h in zip(pairs["layer"], pairs["head"])]]
+    notes = [f"> {reason}" for group in ("W_VO", "FF_value") if (reason := parameters.missing_reason(group))]
+    report = readings_report(chosen_vectors, chosen_pairs, lookup=None, max_rows=int(readings.get("report_rows", 15)),
+                             title=f"{model} ({spec}) in embedding space (E′ = {readings.get('e_prime', 'transpose')})")
+    for name, part in table.groupby("token_set", sort=False):
+        report += "\n" + readings_report(lookup=part, title=f"Knowledge lookup: {name}").split("\n", 1)[1]
+    return vectors, pairs, table, "\n".join([*notes, "", report]) if notes else report
+
+
+def residual_rows(store: ActivationStore, limit: int) -> torch.Tensor:
+    """Residual states of the store's block outputs (stored layers ≥ 1), up to ``limit`` rows, shard by shard."""
+    keep = [i for i, layer in enumerate(store.layers) if layer >= 1]
+    rows, count = [], 0
+    for batch in store:
+        chunk = residual_pool(batch.tokens()[keep])
+        rows.append(chunk)
+        count += len(chunk)
+        if count >= limit:
+            break
+    return torch.cat(rows)[:limit]
+
+
+def measure_keep_k(embedding: dict[str, Any], store: ActivationStore | None, *sources: Any, model: str, spec: str):
+    """keep-k scores (``distribution, variant, e_prime, k, n, score, condition_number``) and their figure."""
+    handle = model_handle(embedding, model, spec, *sources)
+    matrix = _embedding_of(handle, embedding)
+    _check_ks(embedding, matrix.shape[1], model)
+    keep = embedding.get("keep_k") or {}
+    distributions = keep.get("distributions", ["normal", "ff_values", "residual"])
+    parameters = extract_parameters(handle)
+    pools: dict[str, torch.Tensor | None] = {}
+    for distribution in distributions:
+        if distribution == "normal":
+            pools["normal"] = None
+        elif distribution == "ff_values" and parameters.has("FF_value"):
+            pools["ff_values"] = ff_value_pool([parameters.vectors("FF_value", p) for p in range(parameters.n_layers)])
+        elif distribution == "residual" and store is not None:
+            pools["residual"] = residual_rows(store, int(keep.get("residual_rows", 20000)))
+    with torch_threads(embedding.get("threads")):
+        scores = keep_k_scores(matrix, pools, ks=keep.get("ks"), e_primes=keep.get("e_primes", ["transpose", "pinv"]),
+                               n=int(keep.get("n", 1000)), seed=int(keep.get("seed", 0)),
+                               dtype=DTYPES[embedding.get("dtype", "float32")])
+    scores.insert(0, "model", model)
+    return scores, figures.keep_k_figure(scores, model)
+
+
+def align_pair(embedding: dict[str, Any], *sources: Any, model_a: str, spec_a: str, model_b: str, spec_b: str,
+               n_sources_a: int):
+    """Similarity (long table) and matching of every group and space, and the heatmap figure."""
+    handle_a = model_handle(embedding, model_a, spec_a, *sources[:n_sources_a])
+    handle_b = model_handle(embedding, model_b, spec_b, *sources[n_sources_a:])
+    matrix_a, matrix_b = _embedding_of(handle_a, embedding), _embedding_of(handle_b, embedding)
+    check_same_vocabulary(handle_a, handle_b, matrix_a, matrix_b)
+    alignment = embedding.get("alignment") or {}
+    with torch_threads(embedding.get("threads")):
+        similarity, matches = align_layers(extract_parameters(handle_a), extract_parameters(handle_b), matrix_a,
+                                           matrix_b, groups=alignment.get("groups", ["FF_key", "FF_value", "W_Q",
+                                                                                      "W_K", "W_V", "W_O"]),
+                                           spaces=alignment.get("spaces", ["projected", "raw"]))
+    return similarity, matches, figures.alignment_figure(similarity, model_a, model_b)
+
+
+def _finetune_settings(finetune: dict[str, Any]) -> FinetuneConfig:
+    return FinetuneConfig(**(finetune.get("settings") or {}))
+
+
+def finetune_model(embedding: dict[str, Any], corpus: dict[str, Any], weights: dict[str, torch.Tensor],
+                   config: dict[str, Any], tokenizer, train_sentences: pd.DataFrame, *, model: str):
+    """Fine-tunes the top layers + a class head on ``embedding.finetune.task``; ΔW and head rows read as tokens,
+    the fraction of feature tokens among their top-k against random rows."""
+    finetune = embedding.get("finetune") or {}
+    task, top = finetune.get("task", "tense"), int(finetune.get("top_layers", 2))
+    labels = task_labels(task)
+    settings = _finetune_settings(finetune)
+    train = encode_sentences(train_sentences, tokenizer, int(corpus.get("n_ctx", 64)), task,
+                             limit=finetune.get("n_train"), seed=int(finetune.get("seed", 0)))
+    base = model_handle(embedding, model, "zoo:", weights, config, tokenizer)
+    matrix = _embedding_of(base, embedding)
+    check_k(int(finetune.get("top_k", 20)), matrix.shape[1], f"embedding.finetune.top_k ({model})")
+    with torch_threads(embedding.get("threads")):
+        tuned_weights, tuned_config, curve = finetune_top_layers(
+            weights, config, train, f"{model}_{task}", labels, settings, top,
+            default_device(embedding.get("device")), progress=bool(embedding.get("progress", True)))
+    tuned = load_classifier(tuned_weights, tuned_config, tokenizer, device=base.device, name=f"{model}_{task}")
+    layers = finetuned_layers(base.n_layers, top)
+    features = feature_token_ids(tokenizer, frozenset().union(*TASK_WORDS[task].values()), lexicon_words())
+    readings, fractions = diff_readings(
+        extract_parameters(base, layers), extract_parameters(tuned, layers), tuned.unembedding_matrix().T.detach(),
+        matrix, features, model=model, task=task, k=int(finetune.get("top_k", 20)),
+        n_rows=int(finetune.get("n_rows", 10)), n_random=int(finetune.get("n_random", 50)),
+        seed=int(finetune.get("seed", 0)), tokenizer=tokenizer)
+    logger.info("embedding fine-tune %s on %s: feature-token fraction %s", model, task,
+                fractions.groupby("source")["feature_fraction"].mean().round(3).to_dict())
+    return tuned_weights, tuned_config, curve, readings, fractions
+
+
+def zero_shot_pair(embedding: dict[str, Any], corpus: dict[str, Any], tuned_weights: dict[str, torch.Tensor],
+                   tuned_config: dict[str, Any], heldout_sentences: pd.DataFrame, tokenizer, weights_a, config_a,
+                   weights_b, config_b, *, model_a: str, model_b: str) -> tuple[pd.DataFrame]:
+    """Accuracy of fine-tuned A fed B's first ℓ layers mapped by ``E_B E_A⁺``, for every ℓ; A's own accuracy and
+    the majority-class rate beside it (a one-table tuple: the node's single output)."""
+    finetune = embedding.get("finetune") or {}
+    task = finetune.get("task", "tense")
+    evaluation = encode_sentences(heldout_sentences, tokenizer, int(corpus.get("n_ctx", 64)), task,
+                                  limit=finetune.get("n_eval"), seed=int(finetune.get("seed", 0)) + 1)
+    base_a = model_handle(embedding, model_a, "zoo:", weights_a, config_a, tokenizer)
+    handle_b = model_handle(embedding, model_b, "zoo:", weights_b, config_b, tokenizer)
+    matrix_a, matrix_b = _embedding_of(base_a, embedding), _embedding_of(handle_b, embedding)
+    check_same_vocabulary(base_a, handle_b, matrix_a, matrix_b)
+    tuned = load_classifier(tuned_weights, tuned_config, tokenizer, device=base_a.device, name=f"{model_a}_{task}")
+    with torch_threads(embedding.get("threads")):
+        own = float(np.mean(predict_labels(tuned, evaluation["input_ids"], evaluation["attention_mask"])
+                            == evaluation["labels"]))
+        accuracy = zero_shot_accuracy(tuned, handle_b, matrix_a, matrix_b, evaluation["input_ids"],
+                                      evaluation["attention_mask"], evaluation["labels"])
+    chance = float(np.bincount(evaluation["labels"]).max() / len(evaluation["labels"]))
+    return pd.DataFrame([{"model_a": model_a, "model_b": model_b, "task": task, "layers_from_b": layer,
+                          "accuracy": value, "own_accuracy": own, "chance": chance,
+                          "n_sentences": len(evaluation["labels"])} for layer, value in accuracy.items()],
+                        columns=ZERO_SHOT_COLUMNS),
+
+
+def summarise_embedding(*tables: pd.DataFrame, counts: tuple[int, int, int, int]):
+    """Every model's keep-k scores, every pair's matches, every fine-tune's fractions and zero-shot accuracies
+    (``counts`` says how many tables of each kind, in that order), and the two summary figures."""
+    kinds, start = [], 0
+    for count in counts:
+        kinds.append([t for t in tables[start:start + count]])
+        start += count
+    keep_k, matches, fractions, zero_shot = (pd.concat(part, ignore_index=True) if part else pd.DataFrame()
+                                             for part in kinds)
+    if zero_shot.empty:
+        zero_shot = pd.DataFrame(columns=ZERO_SHOT_COLUMNS)
+    if not matches.empty:
+        diagonal = matches.pivot_table(index="group", columns="space", values="diagonal_fraction", aggfunc="mean")
+        logger.info("embedding alignment: mean diagonal-match fraction per group\n%s", diagonal.round(3).to_string())
+    return (keep_k, matches, fractions, zero_shot, figures.alignment_summary_figure(matches),
+            figures.zero_shot_figure(zero_shot))

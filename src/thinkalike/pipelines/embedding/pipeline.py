@@ -1,0 +1,118 @@
+"""``embedding``: Dar et al. 2022 — parameters read in the vocabulary space, keep-k invertibility, layer
+alignment, fine-tune differences and zero-shot stitching.
+
+Namespaces (:mod:`thinkalike.pipelines.namespaces`):
+
+* ``models.embedding.<model>`` — per model: ``read_parameters`` (FF keys/values and heads as tokens, the
+  knowledge lookup, a markdown report) and ``measure_keep_k`` (keep-k scores and figure, residual states from
+  ``models.<model>.activations``); for a model in ``embedding.finetune.models`` also ``finetune_top_layers``
+  (fine-tuned classifier, ΔW / head readings, feature-token fractions);
+* ``models.embedding.<a>__<b>`` — ``align_layers`` for a pair of ``embedding.alignment.pairs`` (cka.pairs
+  syntax), ``zero_shot_stitch`` for an entry ``[a, b]`` of ``embedding.zero_shot.pairs`` (a fine-tuned);
+* ``models.embedding`` — ``summarise_embedding``.
+
+Models: ``embedding.models`` (null: every model of the activations pipeline — zoo models and
+``activations.models`` specs). ``kedro run --pipelines embedding --namespaces models.embedding.gelu_4l``
+reads one model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kedro.pipeline import Node, Pipeline
+
+from thinkalike.pipelines.activations.pipeline import configured_models
+from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.embedding import nodes
+from thinkalike.pipelines.embedding.schema import (
+    EmbeddingParameters,
+    alignment_pairs,
+    embedding_models,
+)
+from thinkalike.pipelines.namespaces import (
+    group_namespace,
+    model_dataset,
+    namespaced_node,
+    pair_namespace,
+)
+from thinkalike.pipelines.parameters import section
+from thinkalike.pipelines.schema import validate_section
+
+EMBEDDING = "embedding"
+PARAMS = "params:embedding"
+READ_OUTPUTS = ["embedding_vectors", "embedding_head_pairs", "embedding_lookup", "embedding_report"]
+KEEP_K_OUTPUTS = ["keep_k_scores", "keep_k_figure"]
+FINETUNE_OUTPUTS = ["finetuned_weights", "finetuned_config", "finetune_curve", "finetune_top_tokens",
+                    "feature_fractions"]
+ALIGN_OUTPUTS = ["alignment_similarity", "alignment_matches", "alignment_figure"]
+SUMMARY_OUTPUTS = ["embedding_keep_k", "embedding_alignment", "embedding_feature_fractions", "embedding_zero_shot",
+                   "embedding_alignment_figure", "embedding_zero_shot_figure"]
+
+
+def model_box(model: str) -> str:
+    """``models.embedding.<model>``."""
+    return f"{group_namespace(EMBEDDING)}.{model}"
+
+
+def zoo_sources(model: str) -> list[str]:
+    """A zoo model's weights, config and the corpus tokenizer."""
+    return [model_dataset(model, "model_weights"), model_dataset(model, "model_config"), "tokenizer"]
+
+
+def sources(model: str, spec: str) -> list[str]:
+    """What building ``model``'s handle reads: zoo datasets, or nothing (a spec loads itself)."""
+    return zoo_sources(spec.removeprefix("zoo:")) if spec.startswith("zoo:") else []
+
+
+def model_pipeline(model: str, spec: str, finetuned: bool) -> Pipeline:
+    """Readings and keep-k of one model (and its fine-tuning) in ``models.embedding.<model>``."""
+    box, own = model_box(model), sources(model, spec)
+    built = [namespaced_node(bind(nodes.read_model, model=model, spec=spec), [PARAMS, *own], READ_OUTPUTS,
+                             name="read_parameters", namespace=box),
+             namespaced_node(bind(nodes.measure_keep_k, model=model, spec=spec),
+                             [PARAMS, model_dataset(model, "activations"), *own], KEEP_K_OUTPUTS,
+                             name="measure_keep_k", namespace=box)]
+    if finetuned:
+        built.append(namespaced_node(bind(nodes.finetune_model, model=model),
+                                     [PARAMS, "params:corpus", *zoo_sources(spec.removeprefix("zoo:"))[:2],
+                                      "tokenizer", "train_sentences"], FINETUNE_OUTPUTS,
+                                     name="finetune_top_layers", namespace=box))
+    return Pipeline(built)
+
+
+def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+    """Per model, per alignment pair and per zero-shot pair nodes, then ``summarise_embedding``."""
+    if not section(parameters, EMBEDDING):
+        return Pipeline([])
+    embedding = validate_section(EmbeddingParameters, section(parameters, EMBEDDING), EMBEDDING)
+    models = embedding_models(embedding, configured_models(parameters))
+    if not models:
+        return Pipeline([])
+    tuned = set(embedding.finetune.models)
+    pipeline = sum((model_pipeline(model, spec, model in tuned) for model, spec in models.items()), Pipeline([]))
+    pairs = alignment_pairs(embedding, models)
+    for first, second in pairs:
+        inputs_a, inputs_b = sources(first, models[first]), sources(second, models[second])
+        pipeline += Pipeline([namespaced_node(
+            bind(nodes.align_pair, model_a=first, spec_a=models[first], model_b=second, spec_b=models[second],
+                 n_sources_a=len(inputs_a)),
+            [PARAMS, *inputs_a, *inputs_b], ALIGN_OUTPUTS, name="align_layers",
+            namespace=pair_namespace(EMBEDDING, first, second))])
+    zero_shot = [tuple(pair) for pair in embedding.zero_shot.pairs]
+    for first, second in zero_shot:
+        box = pair_namespace(EMBEDDING, first, second)
+        pipeline += Pipeline([namespaced_node(
+            bind(nodes.zero_shot_pair, model_a=first, model_b=second),
+            [PARAMS, "params:corpus", f"{model_box(first)}.finetuned_weights", f"{model_box(first)}.finetuned_config",
+             "heldout_sentences", "tokenizer", *zoo_sources(first)[:2], *zoo_sources(models[second][4:])[:2]],
+            ["zero_shot_accuracy"], name="zero_shot_stitch", namespace=box)])
+    tables = ([f"{model_box(m)}.keep_k_scores" for m in models]
+              + [f"{pair_namespace(EMBEDDING, a, b)}.alignment_matches" for a, b in pairs]
+              + [f"{model_box(m)}.feature_fractions" for m in embedding.finetune.models]
+              + [f"{pair_namespace(EMBEDDING, a, b)}.zero_shot_accuracy" for a, b in zero_shot])
+    counts = (len(models), len(pairs), len(embedding.finetune.models), len(zero_shot))
+    summary = Node(bind(nodes.summarise_embedding, counts=counts), tables, SUMMARY_OUTPUTS,
+                   name="summarise_embedding", namespace=group_namespace(EMBEDDING))
+    return pipeline + Pipeline([summary])

@@ -1,0 +1,102 @@
+"""The embedding pipeline on the tiny project (conf/test: gelu_1l and neox_xs, one corpus tokenizer): readings,
+keep-k, alignment, fine-tune diffs and zero-shot stitching; bad configuration fails before any node."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.pipelines.conftest import make_project_copy, run_project
+from thinkalike.pipelines.schema import ParameterError
+
+MODELS = ("gelu_1l", "neox_xs")
+
+
+@pytest.fixture(scope="module")
+def embedded(tiny_project):
+    """The catalog after running the ``embedding`` pipeline on the tiny project."""
+    project, _ = tiny_project
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(project)
+        return project, run_project(project, pipeline_names=["embedding"])
+
+
+def test_readings_and_report(embedded):
+    _, catalog = embedded
+    for model in MODELS:
+        vectors = catalog.load(f"models.embedding.{model}.embedding_vectors")
+        assert set(vectors["group"]) == {"FF_key", "FF_value"} and set(vectors["sign"]) == {"+", "-"}
+        assert (vectors.groupby(["layer", "group", "neuron", "sign"]).size() == 5).all()  # readings.k
+        pairs = catalog.load(f"models.embedding.{model}.embedding_head_pairs")
+        assert set(pairs["group"]) == {"W_VO", "W_QK"} and (pairs.groupby(["layer", "head", "group"]).size() == 5).all()
+        lookup = catalog.load(f"models.embedding.{model}.embedding_lookup")
+        assert len(lookup) == 3 and set(lookup["token_set"]) == {"past_tense"}
+        report = catalog.load(f"models.embedding.{model}.embedding_report")
+        assert report.startswith(f"# {model}") and "## Attention heads" in report and "Knowledge lookup" in report
+
+
+def test_keep_k_grid_and_bounds(embedded):
+    _, catalog = embedded
+    scores = catalog.load("embedding_keep_k")
+    assert set(scores["model"]) == set(MODELS)
+    per_model = scores.groupby("model").size()
+    assert (per_model == 3 * 2 * 2 * 2).all()  # distributions × variants × E′ × k
+    assert set(scores["k"]) == {10, 50} and scores["score"].between(-1, 1).all()
+    assert (scores["condition_number"] > 1).all()
+
+
+def test_alignment_of_a_model_with_itself_is_the_identity(embedded):
+    project, catalog = embedded
+    matches = catalog.load("embedding_alignment")
+    own = matches[matches["model_a"] == matches["model_b"]]
+    assert len(own) == 2 * 6 * 2 and (own["diagonal_fraction"] == 1.0).all()
+    similarity = catalog.load("models.embedding.neox_xs__neox_xs.alignment_similarity")
+    for (group, space), part in similarity.groupby(["group", "space"]):
+        matrix = part.pivot(index="layer_a", columns="layer_b", values="similarity").to_numpy()
+        np.testing.assert_allclose(matrix, matrix.T, atol=1e-9)  # a model with itself: symmetric
+        assert ((matrix > 0) & (matrix <= 1)).all()
+    cross = catalog.load("models.embedding.gelu_1l__neox_xs.alignment_matches")
+    assert set(cross["space"]) == {"projected", "raw"} and (cross["n_layers_a"] == 1).all()
+    assert list((project / "data" / "08_reporting").glob("embedding/gelu_1l__neox_xs/alignment.png/*/alignment.png"))
+
+
+def test_finetune_fractions_and_zero_shot(embedded):
+    project, catalog = embedded
+    fractions = catalog.load("embedding_feature_fractions")
+    assert {"finetune_diff", "random_rows", "classifier"} <= set(fractions["source"])
+    assert fractions["feature_fraction"].between(0, 1).all() and (fractions["layer"].isin([0, -1])).all()
+    zero_shot = catalog.load("embedding_zero_shot")
+    self_pair = zero_shot[zero_shot["model_b"] == "gelu_1l"]
+    # B = A's base, E_A full row rank: with 0 layers of B kept (the frozen embeddings) A's own accuracy exactly
+    assert self_pair.set_index("layers_from_b").loc[0, "accuracy"] == pytest.approx(self_pair["own_accuracy"].iloc[0])
+    assert set(zero_shot["layers_from_b"]) == {0, 1} and zero_shot["chance"].between(0.5, 1).all()
+    figure = project / "data" / "08_reporting"
+    assert list(figure.glob("embedding_zero_shot.png/*/embedding_zero_shot.png"))
+    from PIL import Image
+
+    with Image.open(next(figure.glob("embedding/gelu_1l/keep_k.png/*/keep_k.png"))) as image:
+        assert image.width >= 1000
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ({"readings": {"e_prime": "inverse"}}, r"embedding\.readings\.e_prime"),
+    ({"readings": {"k": 100000}}, r"embedding\.readings\.k: k=100000 exceeds the zoo's vocabulary size"),
+    ({"finetune": {"models": ["neox_xs"]}}, r"embedding\.finetune\.models: 'neox_xs' is a 'hf'-family"),
+    ({"zero_shot": {"pairs": [["neox_xs", "gelu_1l"]]}}, r"embedding\.zero_shot\.pairs: 'neox_xs' is not in"),
+])
+def test_bad_configuration_fails_before_any_node(tmp_path, monkeypatch, override, message):
+    project = make_project_copy(tmp_path)
+    monkeypatch.chdir(project)
+    with pytest.raises(ParameterError, match=message):
+        run_project(project, pipeline_names=["embedding"], runtime_params={"embedding": override})
+    assert not (project / "data").exists() or not any((project / "data").rglob("*.parquet"))
+
+
+def test_different_tokenizers_are_named(tmp_path, monkeypatch, grammar_gpt2_dir):
+    project = make_project_copy(tmp_path)
+    monkeypatch.chdir(project)
+    overrides = {"activations": {"models": {"gpt2_local": f"hf:{grammar_gpt2_dir}"}},
+                 "embedding": {"alignment": {"pairs": {"explicit": [["gelu_1l", "gpt2_local"]]}}}}
+    with pytest.raises(ParameterError, match=r"embedding\.alignment\.pairs: model 'gelu_1l' \(zoo:gelu_1l\) and "
+                                             r"model 'gpt2_local' .* use different tokenizers"):
+        run_project(project, pipeline_names=["embedding"], runtime_params=overrides)
