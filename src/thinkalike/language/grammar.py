@@ -21,6 +21,12 @@ Sentence shape (square brackets are optional, one of RC / PP at most)::
 * Yes/no questions invert the auxiliary: "does the dog see the cats ?"; the main verb is then
   in its base form (the plural present form).
 
+Two more constructions are defined for the NLI pairs of :mod:`thinkalike.language.nli` and are
+never drawn by :func:`generate_sentences` (whose output they leave unchanged): the passive
+(:func:`passive_verb_group`: "was/were" or "is/are" agreeing with the passive subject, then the
+participle, :attr:`Verb.participle`; the agent follows "by") and coordinated noun phrases
+(:func:`coordinate`; a coordinated subject takes a plural verb, :func:`coordinated_number`).
+
 Generation is deterministic: the same seed and :class:`GrammarConfig` give the same table.
 """
 
@@ -75,6 +81,11 @@ class Verb:
         if tense == PAST:
             return self.past
         return self.singular if number == SINGULAR else self.plural
+
+    @property
+    def participle(self) -> str:
+        """The past participle (passive voice): the past form, except for :data:`IRREGULAR_PARTICIPLES`."""
+        return IRREGULAR_PARTICIPLES.get(self.base, self.past)
 
 
 def _nouns(spec: str, animate: bool) -> tuple[Noun, ...]:
@@ -132,6 +143,22 @@ AUXILIARIES: dict[tuple[str, str], str] = {
 }
 PUNCTUATION: dict[str, str] = {"declarative": ".", "question": "?"}
 
+# -- Constructions used by the NLI pairs (thinkalike.language.nli), not by generate_sentences: passive
+# voice and coordination. generate_sentences never draws them, so the corpus is unchanged.
+#: Past participles that differ from the past form, by base form ("the cat was seen by the dog").
+IRREGULAR_PARTICIPLES: dict[str, str] = {"see": "seen", "know": "known"}
+#: Passive auxiliary "be", by (tense, subject number): it agrees with the passive subject.
+PASSIVE_AUXILIARIES: dict[tuple[str, str], str] = {
+    (PRESENT, SINGULAR): "is",
+    (PRESENT, PLURAL): "are",
+    (PAST, SINGULAR): "was",
+    (PAST, PLURAL): "were",
+}
+#: The word introducing the agent of a passive clause.
+AGENT_MARKER = "by"
+#: The coordinating conjunction of noun phrases.
+CONJUNCTION = "and"
+
 #: Categorical sentence features and every value they take.
 FEATURE_VALUES: dict[str, tuple[str, ...]] = {
     "subject_number": NUMBERS,
@@ -163,7 +190,37 @@ def lexicon_words() -> frozenset[str]:
         words.update((noun.singular, noun.plural))
     for verb in TRANSITIVE_VERBS + INTRANSITIVE_VERBS:
         words.update((verb.singular, verb.plural, verb.past))
+    words.update(verb.participle for verb in TRANSITIVE_VERBS)
+    words.update(PASSIVE_AUXILIARIES.values())
+    words.update((AGENT_MARKER, CONJUNCTION))
     return frozenset(words)
+
+
+def passive_verb_group(verb: Verb, subject_number: str, tense: str) -> list[str]:
+    """``[be, participle]`` of a passive clause; "be" agrees with the passive subject:
+    "is/are seen" (present, sg/pl), "was/were seen" (past)."""
+    if verb not in TRANSITIVE_VERBS:
+        raise ValueError(f"only transitive verbs have a passive; {verb.base!r} is not one")
+    return [PASSIVE_AUXILIARIES[(tense, subject_number)], verb.participle]
+
+
+def coordinated_number(numbers: Sequence[str]) -> str:
+    """The number a verb agrees with for a subject of coordinated noun phrases: plural for two or more
+    conjuncts ("the dog and the cat see"), the conjunct's own number for one."""
+    if not numbers:
+        raise ValueError("a coordination needs at least one noun phrase")
+    return numbers[0] if len(numbers) == 1 else PLURAL
+
+
+def coordinate(phrases: Sequence[Sequence[str]]) -> list[str]:
+    """Noun phrases joined by "and": ``[a]`` → a, ``[a, b]`` → a and b, ``[a, b, c]`` → a and b and c."""
+    if not phrases:
+        raise ValueError("a coordination needs at least one noun phrase")
+    words: list[str] = list(phrases[0])
+    for phrase in phrases[1:]:
+        words.append(CONJUNCTION)
+        words.extend(phrase)
+    return words
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,9 @@ spec                                        meaning
                                             optionally with local weights
 ==========================================  ================================================
 
+A zoo config with a ``"classifier"`` entry (a fine-tuned copy, :mod:`thinkalike.models.finetune`) loads
+as a :class:`~thinkalike.models.finetune.SequenceClassifierHandle`, whose logits are pooled class logits.
+
 Options: ``revision`` (hf, gguf hub repos), ``trust_remote_code=true`` (hf only; also the
 ``trust_remote_code`` argument), ``weights`` (tl). A local path is anything that exists, or that
 starts with ``/``, ``.``, ``~`` or contains more than one ``/``; other targets are hub ids.
@@ -227,7 +230,7 @@ def _check_gguf(spec: str, target: str, options: Mapping[str, str]) -> tuple[str
         reader = gguf.GGUFReader(str(file_path))
         field = reader.get_field("general.architecture")
         architecture = field.contents() if field is not None else None
-    except Exception as exc:  # noqa: BLE001 - any parse failure means "not a readable GGUF"
+    except Exception as exc:
         raise ModelSourceError(f"model spec {spec!r}: {str(file_path)!r} is not a readable GGUF file: {exc}") from exc
     if architecture is None:
         raise ModelSourceError(f"model spec {spec!r}: GGUF file has no general.architecture")
@@ -331,7 +334,7 @@ def _load_tokenizer(spec: str, path_or_id: str, **kwargs) -> Any:
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(path_or_id, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - transformers raises many types here
+    except Exception as exc:
         raise ModelSourceError(f"model spec {spec!r}: cannot load its tokenizer ({type(exc).__name__}: {exc}); "
                                "pass tokenizer=... to load_model") from exc
     # transformers 5 silently builds an *empty* tokenizer class from model_type when no tokenizer
@@ -372,7 +375,12 @@ def _load_zoo(spec, target, name, zoo_artifacts, tokenizer, device, dtype) -> Mo
     if config.get("family") == "bridge":
         from thinkalike.models.bridge import BridgeHandle
 
-        return BridgeHandle.from_module(name, spec, module, tokenizer)
+        handle = BridgeHandle.from_module(name, spec, module, tokenizer)
+        if "classifier" in config:  # a fine-tuned copy: pooled class logits (thinkalike.models.finetune)
+            from thinkalike.models.finetune import wrap_classifier
+
+            return wrap_classifier(handle, config)
+        return handle
     return _wrap_hf(spec, name, module, tokenizer, is_causal=config.get("objective", "causal") == "causal")
 
 
@@ -429,7 +437,7 @@ def _from_pretrained(spec, where, common: dict[str, Any], name, tokenizer, devic
                                         {**weights_options, **common, **({"dtype": dtype} if dtype else {})})
     except ModelSourceError:
         raise
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise ModelSourceError(f"model spec {spec!r}: {failure} ({type(exc).__name__}: {exc})") from exc
     module.to(device).eval()
     if tokenizer is None:
