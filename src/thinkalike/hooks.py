@@ -11,11 +11,21 @@ from typing import Any
 from click import ClickException
 from kedro.framework.hooks import hook_impl
 
+from thinkalike.pipelines.embedding.metrics import (
+    METRIC_TABLES as EMBEDDING_METRIC_TABLES,
+)
+from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import run_parameters
 from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
 from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.validation import validate_parameters
-from thinkalike.tracking import RunRecorder, TrackingSettings, TrackingStoreError, git_commit, runner_name
+from thinkalike.tracking import (
+    RunRecorder,
+    TrackingSettings,
+    TrackingStoreError,
+    git_commit,
+    runner_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +122,7 @@ class MlflowTrackingHooks:
 
 
 def run_name(run_params: dict[str, Any]) -> str:
-    """``cka · test · cka_a__b`` — pipelines, environment and namespaces of a run."""
+    """``cka · test · models.cka.a__b`` — pipelines, environment and namespaces of a run."""
     pipelines_ = run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"]
     parts = ["+".join(pipelines_), run_params.get("env") or "local"]
     namespaces = run_params.get("namespaces") or ([run_params["namespace"]] if run_params.get("namespace") else [])
@@ -154,6 +164,7 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
     import pandas as pd
     from matplotlib.figure import Figure
 
+    name = name.removeprefix(f"{MODELS}.")  # MLflow names drop it: gelu_2l.train_loss, cka.<a>__<b>.<metric>
     short = name.rsplit(".", 1)[-1]
     namespace = name.rsplit(".", 1)[0] if "." in name else ""
     if isinstance(data, Figure):
@@ -170,6 +181,22 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
         recorder.log_table(data, f"tables/{name}.csv")
         recorder.log_metrics({f"{namespace}.{row.stitch}.penalty_{row.layer_f}_{row.layer_g}": float(row.penalty)
                               for row in data.itertuples()}, what=f"{namespace} penalties")
+    elif short == "stitch_curves":
+        from thinkalike.pipelines.stitching.metrics import curve_histories
+
+        recorder.log_metric_history(curve_histories(namespace, data), what=f"{namespace} learning curves")
+    elif short == "mlem_profile":
+        from thinkalike.mlem.fit import ALL_FOLDS
+
+        recorder.log_table(data, f"tables/{name}.csv")
+        overall = data[data["fold"] == ALL_FOLDS].groupby("layer")["spearman_heldout"].first()
+        recorder.log_metrics({f"{namespace}.spearman_heldout_layer_{layer}": float(value)
+                              for layer, value in overall.items()}, what=f"{namespace} held-out Spearman")
+    elif short in EMBEDDING_METRIC_TABLES and isinstance(data, pd.DataFrame):
+        from thinkalike.pipelines.embedding.metrics import embedding_metrics
+
+        recorder.log_table(data, f"tables/{name}.csv")
+        recorder.log_metrics(embedding_metrics(short, namespace, data), what=f"{namespace} {short}")
     elif isinstance(data, pd.DataFrame) and name in REPORT_TABLES:
         recorder.log_table(data, f"tables/{name}.csv")
 

@@ -16,7 +16,6 @@ they contain depends on the environment (``--env``) and ``--params``. Kedro call
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,11 +25,19 @@ from kedro.framework.project import pipelines
 from kedro.pipeline import Pipeline
 from kedro.utils import find_kedro_project
 
-from thinkalike.pipelines.activations.pipeline import create_pipeline as activations_pipeline
+from thinkalike.pipelines.activations.pipeline import (
+    create_pipeline as activations_pipeline,
+)
 from thinkalike.pipelines.cka.pipeline import create_pipeline as cka_pipeline
 from thinkalike.pipelines.corpus.pipeline import create_pipeline as corpus_pipeline
+from thinkalike.pipelines.embedding.pipeline import (
+    create_pipeline as embedding_pipeline,
+)
+from thinkalike.pipelines.mlem.pipeline import create_pipeline as mlem_pipeline
 from thinkalike.pipelines.parameters import configured_parameters, loader_parameters
-from thinkalike.pipelines.stitching.pipeline import create_pipeline as stitching_pipeline
+from thinkalike.pipelines.stitching.pipeline import (
+    create_pipeline as stitching_pipeline,
+)
 from thinkalike.pipelines.zoo.pipeline import create_pipeline as zoo_pipeline
 
 PIPELINE_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
@@ -39,20 +46,18 @@ PIPELINE_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
     "activations": activations_pipeline,
     "cka": cka_pipeline,
     "stitching": stitching_pipeline,
+    "mlem": mlem_pipeline,
+    "embedding": embedding_pipeline,
 }
-
-# Kedro warns (kedro.pipeline.node) when a node reads a dataset whose name has a dot and whose
-# prefix is not the node's own top-level namespace. Here every dotted name is a namespaced output
-# ("<model>.training_curve", "<model>.activations", "<pair>.cka_table") read on purpose outside its
-# namespace: by the summaries, by the CKA pairs, by extraction of a zoo model under another name.
-DOTTED_NAME_WARNING = r"One or more dataset names contain '\.' characters"
 
 
 def build_pipelines(parameters: Mapping[str, Any]) -> dict[str, Pipeline]:
-    """Every project pipeline for ``parameters``; ``__default__`` is their sum (corpus → … → cka, stitching)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=DOTTED_NAME_WARNING, category=UserWarning)
-        built = {name: build(parameters) for name, build in PIPELINE_BUILDERS.items()}
+    """Every project pipeline for ``parameters``; ``__default__`` is their sum (corpus → … → cka, stitching).
+
+    Per-model and per-pair nodes are namespaced under ``models``
+    (:mod:`thinkalike.pipelines.namespaces`), so Kedro's dotted-name warning has no cause here.
+    """
+    built = {name: build(parameters) for name, build in PIPELINE_BUILDERS.items()}
     built["__default__"] = sum(built.values(), Pipeline([]))
     return built
 

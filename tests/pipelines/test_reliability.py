@@ -77,11 +77,11 @@ def test_sigkill_mid_extraction_leaves_the_last_complete_version_in_use(project_
     newest = sorted(store_folder.iterdir())[-1]
     assert newest != complete and list(newest.glob("*.partial/shard_00000.safetensors"))  # the half-written one
 
-    catalog = run_project(project, pipeline_names=["cka"], namespaces=["cka_neox_xs__neox_xs"])
-    table = catalog.load("cka_neox_xs__neox_xs.cka_table")
+    catalog = run_project(project, pipeline_names=["cka"], namespaces=["models.cka.neox_xs__neox_xs"])
+    table = catalog.load("models.cka.neox_xs__neox_xs.cka_table")
     assert len(table) == 9 and np.allclose(np.diag(table.pivot(index="layer_a", columns="layer_b",
                                                                  values="cka").to_numpy()), 1.0)
-    index = catalog.load("neox_xs.activation_index")
+    index = catalog.load("models.neox_xs.activation_index")
     assert int(table["n_tokens"].iloc[0]) == int((~index["is_special"]).sum())  # special tokens left out
 
 
@@ -101,11 +101,10 @@ def test_a_failed_file_save_leaves_no_version(tmp_path):
 
 
 def test_a_half_written_file_is_never_the_latest_version(tmp_path):
+    import torch
     from kedro.io.core import Version
 
     from thinkalike.io.atomic import SafetensorsDataset
-
-    import torch
 
     path = tmp_path / "weights.safetensors"
     SafetensorsDataset(filepath=str(path), backend="torch", version=Version(None, None)).save({"w": torch.ones(3)})
@@ -137,7 +136,11 @@ def test_a_half_written_tokenizer_or_store_is_not_a_version(tmp_path):
 
 
 def test_a_truncated_shard_is_named(tmp_path):
-    from thinkalike.models.activation_store import ActivationBatch, ActivationStoreError, write_activation_store
+    from thinkalike.models.activation_store import (
+        ActivationBatch,
+        ActivationStoreError,
+        write_activation_store,
+    )
 
     rng = np.random.default_rng(0)
     batches = [ActivationBatch.from_padded(rng.standard_normal((2, 2, 3, 4)).astype(np.float32), np.ones((2, 3)), 2 * i)
@@ -161,12 +164,16 @@ def test_only_missing_outputs_resumes_exactly_what_is_missing(project_copy):
     shutil.rmtree(project / ACTIVATIONS / "gelu_1l")
     run_project(project, only_missing_outputs=True)
     new = {str(path.parent.relative_to(project / "data")) for path in _versions(project) - before}
-    assert new == {"07_model_output/activations/gelu_1l", "07_model_output/activation_index/gelu_1l.parquet",
-                   *(f"08_reporting/cka/{pair}/{file}" for pair in ("cka_gelu_1l__gelu_1l", "cka_gelu_1l__neox_xs")
+    # MLEM and embedding read the activation stores too: gelu_1l's fits and their summaries re-ran, no other model's
+    downstream = {path for path in new if "mlem" in path or "embedding" in path}
+    assert any("mlem/gelu_1l" in path for path in downstream), downstream
+    assert not any("neox_xs" in path for path in downstream), downstream
+    assert new - downstream == {"07_model_output/activations/gelu_1l", "07_model_output/activation_index/gelu_1l.parquet",
+                   *(f"08_reporting/cka/{pair}/{file}" for pair in ("gelu_1l__gelu_1l", "gelu_1l__neox_xs")
                      for file in ("cka.parquet", "heatmap.png", "heatmap.json")),
                    *(f"08_reporting/{file}" for file in ("cka_distances.parquet", "cka_distances.png",
                                                          "cka_group_distances.parquet", "cka_group_curves.parquet",
-                                                         "cka_group_curves.png"))}, new
+                                                         "cka_group_curves.png"))}, new - downstream
 
 
 # ---------------------------------------------------------------- 3. every setting checked first
@@ -212,7 +219,7 @@ def test_bfloat16_extraction_runs_and_matches_float32(tiny_project):
 
     _, catalog = tiny_project
     inputs = [catalog.load(name) for name in ("evaluation_sequences", "evaluation_index", "tokenizer",
-                                              "gelu_1l.model_weights", "gelu_1l.model_config")]
+                                              "models.gelu_1l.model_weights", "models.gelu_1l.model_config")]
     settings = {"batch_size": 8, "device": "cpu"}
     bf16, _ = extract_zoo_activations(*inputs, {**settings, "dtype": "bfloat16"}, model_name="gelu_1l")
     fp32, _ = extract_zoo_activations(*inputs, {**settings, "dtype": "float32"}, model_name="gelu_1l")
@@ -328,12 +335,12 @@ def test_runs_are_named_and_tagged(tiny_project):
     assert tags["runner"] == "SequentialRunner" and tags["kedro_env"] == "test"
     assert tags["kedro_command"].startswith("kedro run")
     assert len(tags["git_commit"]) >= 7
-    assert "cka_gelu_1l__neox_xs.arccos_distance" in metrics
-    assert not any(key.startswith("cka_gelu_1l__gelu_1l.") for key in metrics)  # self-pairs: constants
+    assert "cka.gelu_1l__neox_xs.arccos_distance" in metrics
+    assert not any(key.startswith("cka.gelu_1l__gelu_1l.") for key in metrics)  # self-pairs: constants
     root = project / "mlartifacts" / run_uuid / "artifacts"  # beside the database, at the project root
     artifacts = {path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()}
-    assert {"tables/zoo_summary.csv", "tables/cka_distances.csv", "tables/cka_gelu_1l__neox_xs.cka_table.csv",
-            "figures/cka_distance_figure.png", "figures/cka_gelu_1l__neox_xs.cka_heatmap.png"} <= artifacts, artifacts
+    assert {"tables/zoo_summary.csv", "tables/cka_distances.csv", "tables/cka.gelu_1l__neox_xs.cka_table.csv",
+            "figures/cka_distance_figure.png", "figures/cka.gelu_1l__neox_xs.cka_heatmap.png"} <= artifacts, artifacts
 
 
 # ---------------------------------------------------------------- 6. nothing is sent anywhere

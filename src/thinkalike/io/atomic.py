@@ -26,7 +26,10 @@ from kedro_datasets.json import JSONDataset as _JSONDataset
 from kedro_datasets.matplotlib import MatplotlibDataset as _MatplotlibDataset
 from kedro_datasets.pandas import ParquetDataset as _ParquetDataset
 from kedro_datasets.plotly import JSONDataset as _PlotlyJSONDataset
-from kedro_datasets_experimental.safetensors import SafetensorsDataset as _SafetensorsDataset
+from kedro_datasets.text import TextDataset as _TextDataset
+from kedro_datasets_experimental.safetensors import (
+    SafetensorsDataset as _SafetensorsDataset,
+)
 
 from thinkalike.io.previews import (
     ImagePreview,
@@ -115,6 +118,15 @@ class PlotlyJSONDataset(AtomicSaveMixin, _PlotlyJSONDataset):
     def preview(self) -> PlotlyPreview:
         """The saved figure, drawn by kedro-viz."""
         return preview_or_message(self, super().preview, message_plotly)
+
+
+class TextDataset(AtomicSaveMixin, _TextDataset):
+    """``text.TextDataset`` (a markdown or plain-text report), saved atomically."""
+
+    def preview(self, nchars: int = 4000) -> JSONPreview:
+        """The first ``nchars`` characters of the saved text (kedro-viz shows JSON previews as text)."""
+        saved = super().load
+        return preview_or_message(self, lambda: JSONPreview(json.dumps({"text": saved()[:nchars]})), message_json)
 
 
 class SafetensorsDataset(AtomicSaveMixin, _SafetensorsDataset):

@@ -218,7 +218,7 @@ class BridgeHandle(ModelHandle):
     """
 
     @classmethod
-    def from_module(cls, name: str, spec: str, module: torch.nn.Module, tokenizer) -> "BridgeHandle":
+    def from_module(cls, name: str, spec: str, module: torch.nn.Module, tokenizer) -> BridgeHandle:
         cfg = getattr(module, "cfg", None)
         if cfg is None or not hasattr(module, "blocks"):
             raise UnsupportedArchitectureError(f"{name}: {type(module).__name__} is not a TransformerBridge")
@@ -354,10 +354,12 @@ class BridgeHandle(ModelHandle):
             raise IndexError(f"block {block} out of range 0..{self.n_layers - 1}")
         blk = self.module.blocks[block]
         n_heads, d_head, d_model = self.dims.n_heads, self.dims.d_head, self.dims.d_model
+        attn_only = bool(getattr(self.module.cfg, "attn_only", False))
         try:
-            attn, mlp = blk.attn, blk.mlp
-            raw = {"W_Q": attn.W_Q, "W_K": attn.W_K, "W_V": attn.W_V, "W_O": attn.W_O,
-                   "FF_in": mlp.W_in, "FF_out": mlp.W_out}
+            attn = blk.attn
+            raw = {"W_Q": attn.W_Q, "W_K": attn.W_K, "W_V": attn.W_V, "W_O": attn.W_O}
+            if not attn_only:
+                raw.update(FF_in=blk.mlp.W_in, FF_out=blk.mlp.W_out)
         except AttributeError as err:
             raise UnsupportedArchitectureError(f"{self.name}: block {block} has no TL weight view ({err})") from err
         out: dict[str, torch.Tensor] = {}
@@ -375,9 +377,13 @@ class BridgeHandle(ModelHandle):
                     "W_V": (n_heads, d_model, d_head), "W_O": (n_heads, d_head, d_model),
                     "FF_in": (d_model, self.dims.d_mlp), "FF_out": (self.dims.d_mlp, d_model)}
         for key, shape in expected.items():
-            if tuple(out[key].shape) != shape:
+            if key in out and tuple(out[key].shape) != shape:
                 raise UnsupportedArchitectureError(
                     f"{self.name}: {key} of block {block} has shape {tuple(out[key].shape)}, expected {shape}")
+        if attn_only:  # no MLP: asking for FF_in / FF_out raises, naming the reason
+            from thinkalike.models.hf import ParameterGroups
+
+            return ParameterGroups(f"model {self.name!r}", "attention-only model: no MLP", out)
         return out
 
 
@@ -407,7 +413,7 @@ def _local_checkpoint_dir(architecture: str, weights_path: str | None) -> Path:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(repo_id=architecture, local_files_only=True))
-    except Exception as err:  # noqa: BLE001 - any failure means "not available offline"
+    except Exception as err:
         raise ModelSourceError(
             f"tl:{architecture}: no local weights — give weights_path (a local Hugging Face directory) "
             f"or put {architecture!r} in the Hugging Face cache; hub downloads are not attempted "
@@ -446,7 +452,7 @@ def resolve_bridge_checkpoint(architecture: str, weights_path: str | None) -> tu
 
     try:
         hf_config = AutoConfig.from_pretrained(str(path), local_files_only=True)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         raise ModelSourceError(f"tl:{architecture}: cannot read the config in {str(path)!r}: {err}") from err
     try:
         resolved = determine_architecture_from_hf_config(hf_config)
@@ -482,7 +488,7 @@ def load_bridge_handle(architecture: str, weights_path: str | None, tokenizer, n
     try:
         hf_model = model_class.from_pretrained(str(path), local_files_only=True, attn_implementation="eager",
                                                dtype=torch.float32)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         raise ModelSourceError(f"tl:{architecture}: cannot load the weights in {str(path)!r}: {err}") from err
     hf_model.eval()
     TransformerBridge, _ = _tl()
@@ -490,7 +496,7 @@ def load_bridge_handle(architecture: str, weights_path: str | None, tokenizer, n
         module = TransformerBridge.boot_transformers(str(path), hf_model=hf_model, device="cpu",
                                                      dtype=torch.float32)
         quiet_device_moves(module)
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         raise ModelSourceError(f"tl:{architecture}: TransformerBridge cannot wrap {resolved}: {err}") from err
     module.eval()
     return BridgeHandle.from_module(name, f"tl:{architecture}", module, tokenizer)

@@ -15,7 +15,14 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+)
 
 from thinkalike.language.grammar import GrammarConfig
 from thinkalike.models.training import TrainingConfig
@@ -113,6 +120,8 @@ class StitchingParameters(_Section):
     eval_fraction: float = Field(0.2, gt=0, lt=1)
     split_seed: int = 0
     max_sequences: int | None = Field(None, ge=2)
+    train_source: Literal["heldout", "train_sequences"] = "heldout"  # φ's training data (evaluation: held-out)
+    max_train_sequences: int | None = Field(None, ge=1)
     device: Device | None = None
     progress: bool = False
     settings: dict[str, Any] = Field(default_factory=dict)

@@ -13,7 +13,12 @@ from typing import Any
 from thinkalike.language.natural_text import read_natural_text
 from thinkalike.language.packing import check_packable
 from thinkalike.models.bridge import resolve_bridge_checkpoint
-from thinkalike.models.sources import check_model_spec, load_spec_tokenizer, parse_model_spec, spec_options
+from thinkalike.models.sources import (
+    check_model_spec,
+    load_spec_tokenizer,
+    parse_model_spec,
+    spec_options,
+)
 from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.cka.pairs import configured_pairs
 from thinkalike.pipelines.schema import (
@@ -48,6 +53,14 @@ def validate_parameters(parameters: dict[str, Any]) -> None:
         _validate_cka(parameters["cka"], models)
     if parameters.get("stitching") and zoo_names:  # without zoo models the stitching pipeline is empty
         validate_stitching(parameters["stitching"], zoo_names)
+    if parameters.get("mlem"):
+        from thinkalike.pipelines.mlem.schema import validate_mlem
+
+        validate_mlem(parameters["mlem"])
+    if parameters.get("embedding"):
+        from thinkalike.pipelines.embedding.schema import validate_embedding
+
+        validate_embedding(parameters["embedding"], parameters)
     if corpus.natural_text.path:
         try:
             read_natural_text(corpus.natural_text.path, corpus.natural_text.mode)
