@@ -7,7 +7,8 @@ import pytest
 from tests.pipelines.conftest import PROJECT_ROOT
 
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "explore_catalog.ipynb"
-FIGURE_CALLS = ("training_curves_figure(", "distance_matrix_figure(", "heatmap_figure(", "group_curves_figure(")
+FIGURE_CALLS = ("training_curves_figure(", "distance_matrix_figure(", "heatmap_figure(", "group_curves_figure(",
+                "penalty_figure(", "profile_figure(", "mds_figure(", "keep_k_figure(", "alignment_summary_figure(")
 
 
 def _last_line(cell) -> str:
@@ -39,6 +40,6 @@ def test_the_notebook_runs_on_the_tiny_project_and_shows_figures_as_images(tiny_
             assert not shown_as_text.startswith("<Figure"), _last_line(cell)
             assert "<Figure size" not in output.get("text", ""), _last_line(cell)
     tables = [cell for cell in code if any("text/html" in o.get("data", {}) for o in cell.outputs)]
-    assert len(tables) >= 4  # sentences, zoo summary, activation index, CKA distances, a pair's CKA table
+    assert len(tables) >= 8  # sentences, zoo summary, index, CKA distances and pair, penalties, MLEM, alignment
     environment = next(cell for cell in code if "context.params" in cell.source)
     assert "environment 'test'" in environment.outputs[0]["text"]
