@@ -169,6 +169,9 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
     namespace = name.rsplit(".", 1)[0] if "." in name else ""
     if isinstance(data, Figure):
         recorder.log_figure(data, f"figures/{name}.png")
+    elif isinstance(data, dict) and data and all(isinstance(figure, Figure) for figure in data.values()):
+        for file, figure in data.items():  # a folder of figures (cka_heatmaps …): one PNG each
+            recorder.log_figure(figure, f"figures/{name}/{file}")
     elif name == "corpus_statistics":
         recorder.log_metrics({f"corpus.{key}": float(value) for key, value in data.items()
                               if isinstance(value, (int, float))}, what=name)
@@ -197,11 +200,30 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
 
         recorder.log_table(data, f"tables/{name}.csv")
         recorder.log_metrics(embedding_metrics(short, namespace, data), what=f"{namespace} {short}")
+    elif name.startswith("nli."):
+        _record_nli_output(recorder, name, short, data)
     elif isinstance(data, pd.DataFrame) and name in REPORT_TABLES:
         recorder.log_table(data, f"tables/{name}.csv")
 
 
 REPORT_TABLES = frozenset({"zoo_summary", "cka_distances", "cka_group_distances", "cka_group_curves"})
+
+
+def _record_nli_output(recorder: RunRecorder, name: str, short: str, data: Any) -> None:
+    """nli: a copy's accuracy as metrics (``nli.copy_00.ood_passive_non_entailed``), the summary tables as CSV
+    (the baseline's accuracy as metrics too) and the markdown report as a text artifact."""
+    from thinkalike.pipelines.nli.metrics import TABLES, accuracy_metrics
+
+    if short == "accuracy" and name != "nli.accuracy":  # one copy's table, in models.nli.<copy>
+        recorder.log_metrics(accuracy_metrics("nli", data), what=f"{name} metrics")
+    elif short in TABLES and name == f"nli.{short}":
+        recorder.log_table(data, f"tables/{name}.csv")
+        if short == "accuracy":
+            from thinkalike.pipelines.nli.analysis import BASELINE
+
+            recorder.log_metrics(accuracy_metrics("nli", data[data["model"] == BASELINE]), what="nli baseline")
+    elif name == "nli.report":
+        recorder.log_text(data, "reports/nli_report.md")
 
 
 def _curve_histories(model: str, curve) -> dict[str, tuple[list[float], list[int]]]:

@@ -247,8 +247,11 @@ class RunRecorder:
 
     def log_table(self, table: Any, artifact_file: str) -> None:
         """A pandas table as a CSV artifact."""
-        self._when_active(artifact_file,
-                          lambda client: client.log_text(self.run_id, table.to_csv(index=False), artifact_file))
+        self.log_text(table.to_csv(index=False), artifact_file)
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        """A text (markdown report, CSV) as an artifact."""
+        self._when_active(artifact_file, lambda client: client.log_text(self.run_id, text, artifact_file))
 
     def end(self, status: str) -> None:
         """Closes the run with ``status`` (FINISHED / FAILED); warns once about anything not logged."""

@@ -270,3 +270,38 @@ def test_the_corpus_is_what_it_was_before_the_nli_constructions():
     before they were added)."""
     assert _digest(generate_sentences(500, seed=11)) == (
         "cbfe35261ee5856fc5b20d113d5ea28b7fdfd1bd993dc3d44b82be3022ee9783")
+
+
+def test_substituted_pairs_replace_one_to_three_slots_and_stay_non_entailed():
+    """substituted_slots=3: every substituted hypothesis differs from an entailed triple in 1..3 of its slots, by
+    words absent from the premise, and all three counts occur; 1 keeps the single-slot draws unchanged."""
+    three = generate_pairs(PairsConfig(n_train=300, n_test=10, n_ood_per_subcase=2, substituted_slots=3, seed=2))
+    substituted = three[three.variant == "substituted"]
+    changed = set()
+    for row in substituted.itertuples():
+        premise_words = set(row.premise.split())
+        hypothesis = row.hypothesis_triple.split()
+        # the fewest slots in which the hypothesis differs from any premise triple
+        changed.add(min(sum(a != b for a, b in zip(hypothesis, t.split())) for t in row.premise_triples))
+        assert Reader(row.hypothesis).triples().isdisjoint(Reader(row.premise).triples())
+        assert not set(row.hypothesis.split()) <= premise_words
+        assert row.label == "non_entailed"
+    assert changed == {1, 2, 3}
+    one = generate_pairs(PairsConfig(n_train=60, n_test=10, n_ood_per_subcase=2, seed=2))
+    default = generate_pairs(PairsConfig(n_train=60, n_test=10, n_ood_per_subcase=2, substituted_slots=1, seed=2))
+    pd.testing.assert_frame_equal(one, default)
+    with pytest.raises(ValueError, match=r"PairsConfig.substituted_slots must be 1, 2 or 3"):
+        PairsConfig(substituted_slots=4)
+
+
+def test_pretraining_text_and_row_mixing():
+    from thinkalike.language.nli import mix_rows, pair_texts
+
+    table = generate_pairs(PairsConfig(n_train=6, n_test=2, n_ood_per_subcase=1))
+    texts = pair_texts(table)
+    assert texts[0::2] == table.premise.tolist() and texts[1::2] == table.hypothesis.tolist()
+    corpus, pairs = np.zeros((6, 4), dtype=np.int64), np.arange(8).reshape(2, 4)
+    mixed = mix_rows(corpus, pairs, 0.25)  # 0.25 / 0.75 * 6 = 2 pair rows
+    assert mixed.shape == (8, 4) and (mixed[6:] == pairs).all()
+    assert (mix_rows(corpus, pairs, 0.5)[6:] == np.concatenate([pairs, pairs, pairs])).all()  # cycled
+    assert (mix_rows(corpus, pairs, 1.0) == pairs).all() and (mix_rows(corpus, pairs, 0.0) == corpus).all()

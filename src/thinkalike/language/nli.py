@@ -28,9 +28,10 @@ Subcases (:data:`SUBCASES`, HANS's lexical-overlap subcases; premise → entaile
 
 Variants (:data:`VARIANTS`) of a premise's hypothesis: ``entailed`` (every hypothesis word occurs
 in the premise: lexical overlap), ``overlap_non_entailed`` (lexical overlap too, but not
-entailed: the heuristic's failure cases) and ``substituted`` (one noun or the verb of an entailed
-hypothesis replaced by one that is not in the premise: not entailed, no overlap). Premise nouns
-take an adjective with probability ``p_adjective``; hypotheses never do.
+entailed: the heuristic's failure cases) and ``substituted`` (k of the agent, verb and patient of an
+entailed hypothesis replaced by words that are not in the premise, k drawn uniformly from
+1..``substituted_slots``: not entailed, no overlap). Premise nouns take an adjective with probability
+``p_adjective``; hypotheses never do.
 
 Splits (:class:`PairsConfig`):
 
@@ -102,7 +103,11 @@ class PairsConfig:
     OOD subcase (and as many entailed controls); ``counterexample_fraction`` ∈ [0, 1): share of the
     in-distribution non-entailed pairs that are lexical-overlap counterexamples from
     ``counterexample_subcases``; ``ood_subcases``: the held-out subcases (disjoint from those);
-    ``p_adjective``: chance of an adjective before a premise noun; ``seed``: the whole table.
+    ``p_adjective``: chance of an adjective before a premise noun; ``substituted_slots`` ∈ {1, 2, 3}: a
+    ``substituted`` pair replaces 1..``substituted_slots`` of its triple's (agent, verb, patient), the number
+    drawn uniformly (1: exactly one word differs from an entailed hypothesis, so the non-entailed pairs are
+    one word away from overlap; larger values make "a word not in the premise" a cue of varying strength);
+    ``seed``: the whole table.
     """
 
     n_train: int = 2000
@@ -112,6 +117,7 @@ class PairsConfig:
     counterexample_subcases: Sequence[str] = ("swap",)  # stored as a tuple
     ood_subcases: Sequence[str] = ("passive", "relative_clause", "preposition", "conjunction")  # stored as a tuple
     p_adjective: float = 0.2
+    substituted_slots: int = 1
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -140,6 +146,9 @@ class PairsConfig:
                              f"the subcases never seen as counterexamples in training); both have {shared}")
         if not 0.0 <= self.p_adjective <= 1.0:
             raise ValueError(f"{name}.p_adjective must be in [0, 1], got {self.p_adjective}")
+        if self.substituted_slots not in (1, 2, 3):
+            raise ValueError(f"{name}.substituted_slots must be 1, 2 or 3 (of agent, verb, patient), got "
+                             f"{self.substituted_slots}")
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -264,21 +273,32 @@ def hypothesis_text(triple: Triple) -> str:
     return f"the {agent} {_VERBS_BY_BASE[verb].past} the {patient} ."
 
 
-def _substitute(d: _Drawer, premise: _Premise, triple: Triple) -> Triple:
-    """``triple`` with its agent, verb or patient replaced by a noun (same number) or verb absent from the
-    premise, so the hypothesis is neither entailed nor covered by the premise's words."""
-    slot = int(d.rng.integers(3))
-    if slot == 1:
-        used = {v.base for v in premise.verbs}
-        (verb,) = d.pick([v for v in TRANSITIVE_VERBS if v.base not in used], 1)
-        return (triple[0], verb.base, triple[2])
+def _substitute(d: _Drawer, premise: _Premise, triple: Triple, max_slots: int = 1) -> Triple:
+    """``triple`` with k of its agent, verb and patient (k uniform in 1..``max_slots``, the slots drawn without
+    replacement) replaced by nouns (same number, distinct from each other) or a verb absent from the premise, so
+    the hypothesis is neither entailed nor covered by the premise's words. ``max_slots=1`` draws exactly as a
+    single substitution always did (one slot, uniform)."""
+    if max_slots == 1:
+        slots = [int(d.rng.integers(3))]
+    else:
+        k = int(d.rng.integers(1, max_slots + 1))
+        slots = sorted(int(s) for s in d.rng.choice(3, size=k, replace=False))
+    replaced = list(triple)
     used_nouns = {_NOUNS_BY_FORM[w][0] for w in premise.words if w in _NOUNS_BY_FORM}
-    _, number = _NOUNS_BY_FORM[triple[slot]]
-    (noun,) = d.pick([n for n in ANIMATE_NOUNS if n not in used_nouns], 1)
-    return (noun.form(number), triple[1], triple[2]) if slot == 0 else (triple[0], triple[1], noun.form(number))
+    for slot in slots:
+        if slot == 1:
+            used = {v.base for v in premise.verbs}
+            (verb,) = d.pick([v for v in TRANSITIVE_VERBS if v.base not in used], 1)
+            replaced[1] = verb.base
+            continue
+        _, number = _NOUNS_BY_FORM[triple[slot]]
+        (noun,) = d.pick([n for n in ANIMATE_NOUNS if n not in used_nouns], 1)
+        used_nouns.add(noun)
+        replaced[slot] = noun.form(number)
+    return (replaced[0], replaced[1], replaced[2])
 
 
-def _pair(d: _Drawer, subcase: str, variant: str) -> dict:
+def _pair(d: _Drawer, subcase: str, variant: str, substituted_slots: int = 1) -> dict:
     premise = _PREMISES[subcase](d)
     if variant == "overlap_non_entailed":
         options = premise.non_entailed
@@ -286,7 +306,7 @@ def _pair(d: _Drawer, subcase: str, variant: str) -> dict:
         options = premise.entailed
     triple = options[int(d.rng.integers(len(options)))]
     if variant == "substituted":
-        triple = _substitute(d, premise, triple)
+        triple = _substitute(d, premise, triple, substituted_slots)
     label = ENTAILED if variant == "entailed" else NON_ENTAILED
     text = " ".join(premise.words + ["."])
     hypothesis = hypothesis_text(triple)
@@ -349,7 +369,7 @@ def generate_pairs(config: PairsConfig | None = None) -> pd.DataFrame:
             plan = _in_distribution_plan(config.n_train if split == "train" else config.n_test, config, rng)
         for subcase, variant in plan:
             for _ in range(_MAX_ATTEMPTS):
-                row = _pair(drawer, subcase, variant)
+                row = _pair(drawer, subcase, variant, config.substituted_slots)
                 key = (row["premise"], row["hypothesis"])
                 if key not in seen:
                     break
@@ -418,3 +438,27 @@ def encode_pairs(pairs: pd.DataFrame, tokenizer, n_ctx: int) -> dict[str, np.nda
         attention_mask[i, :len(row)] = 1
     return {"input_ids": input_ids, "attention_mask": attention_mask,
             "labels": np.array(pairs["label_id"], dtype=np.int64)}
+
+
+# --------------------------------------------------------------------------- pretraining text
+
+
+def pair_texts(pairs: pd.DataFrame) -> list[str]:
+    """The premise, then the hypothesis, of every pair: unlabelled text in which a hypothesis follows its
+    premise (packed as ``<bos> P <eos> <bos> H <eos>``, the layout :func:`encode_pairs` gives a classifier)."""
+    return [text for premise, hypothesis in zip(pairs["premise"], pairs["hypothesis"]) for text in (premise, hypothesis)]
+
+
+def mix_rows(corpus_rows: np.ndarray, pair_rows: np.ndarray, share: float) -> np.ndarray:
+    """Pretraining rows of which a fraction ``share`` ∈ [0, 1] are pair-text rows: all ``corpus_rows`` (none when
+    ``share`` is 1) and ``round(share / (1 − share) · n_corpus)`` pair rows, cycling through ``pair_rows`` in
+    order (all of them, once, when ``share`` is 1)."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must be in [0, 1], got {share}")
+    if share == 1.0:
+        return np.asarray(pair_rows)
+    n_pair = round(share / (1.0 - share) * len(corpus_rows))
+    if n_pair and len(pair_rows) == 0:
+        raise ValueError("a pair-text share > 0 needs pair-text rows")
+    cycled = np.asarray(pair_rows)[np.resize(np.arange(len(pair_rows)), n_pair)] if n_pair else pair_rows[:0]
+    return np.concatenate([np.asarray(corpus_rows), cycled])

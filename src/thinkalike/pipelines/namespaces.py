@@ -38,7 +38,8 @@ from kedro.pipeline import Node
 from thinkalike.pipelines.schema import ParameterError
 
 MODELS = "models"
-GROUPS = ("cka", "stitching", "mlem", "embedding")  # the method groups inside ``models``: no model may be named so
+#: The method groups inside ``models``: no model may be named so.
+GROUPS = ("cka", "stitching", "mlem", "embedding", "nli")
 
 
 def model_namespace(model: str) -> str:

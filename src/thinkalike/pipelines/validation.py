@@ -61,6 +61,10 @@ def validate_parameters(parameters: dict[str, Any]) -> None:
         from thinkalike.pipelines.embedding.schema import validate_embedding
 
         validate_embedding(parameters["embedding"], parameters)
+    if parameters.get("nli"):
+        from thinkalike.pipelines.nli.schema import validate_nli
+
+        validate_nli(parameters["nli"], corpus.n_ctx)
     if corpus.natural_text.path:
         try:
             read_natural_text(corpus.natural_text.path, corpus.natural_text.mode)

@@ -12,6 +12,12 @@ Confidence interval: a paired percentile bootstrap over evaluation batches — `
 resamples ``B*`` of the batches with replacement (seeded), ``P* = Σ_{b∈B*} (S_b − G_b) / Σ_{b∈B*} n_b``,
 and the ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of ``P*``. With one batch the interval
 is the point.
+
+Classifiers (the ``label`` objective) also have an accuracy penalty (:func:`evaluate_stitch_accuracy`):
+with ``C_b`` the stitched model's and ``K_b`` g's correct predictions (``argmax`` = label) in batch ``b``
+of ``n_b`` sequences, accuracy ``A = Σ_b C_b / Σ_b n_b`` and penalty ``P_acc = A_g − A_s =
+Σ_b (K_b − C_b) / Σ_b n_b`` (Brown et al. 2023 report stitching on NLI this way), with the same paired
+batch bootstrap.
 """
 
 from __future__ import annotations
@@ -149,3 +155,68 @@ def evaluate_stitch(phi: StitchLayer, f: ModelHandle, g: ModelHandle, layer_g: i
         penalty=float((stitched.sums - g_own.sums).sum() / max(int(stitched.counts.sum()), 1)),
         penalty_ci_low=low, penalty_ci_high=high, ci_level=level, n_batches=len(stitched.counts),
         n_targets=int(stitched.counts.sum()), per_batch=per_batch, f_loss_note=note or "")
+
+
+# --------------------------------------------------------------------------- accuracy (classifiers)
+
+
+def batch_correct(logits_fn: LogitsFn, split: PreparedSplit, batch_size: int) -> BatchLosses:
+    """Per-batch number of sequences whose ``argmax`` class of ``logits_fn(features, input_ids, attention_mask)``
+    ``(batch, n_classes)`` equals the label (``split.targets``, the ``label`` objective), as a
+    :class:`BatchLosses` whose ``sums`` are the correct counts and ``counts`` the sequences: its ``mean`` is the
+    accuracy ``Σ correct / n``."""
+    sums, counts = [], []
+    with torch.no_grad():
+        for start in range(0, len(split), batch_size):
+            index = torch.arange(start, min(start + batch_size, len(split)), device=split.input_ids.device)
+            features, ids, mask, targets = split.batch(index)
+            logits = logits_fn(features, ids, mask)
+            if logits.ndim != 2 or tuple(targets.shape) != (logits.shape[0],):
+                raise ValueError(f"accuracy needs (batch, n_classes) logits and one label per sequence, got logits "
+                                 f"{tuple(logits.shape)} and labels {tuple(targets.shape)}")
+            sums.append((logits.argmax(dim=-1) == targets.to(logits.device)).sum())
+            counts.append(torch.tensor(int(targets.shape[0])))
+    return BatchLosses(torch.stack(sums).double().cpu().numpy(), torch.stack(counts).cpu().numpy())
+
+
+def own_batch_correct(handle: ModelHandle, split: PreparedSplit, batch_size: int) -> BatchLosses:
+    """Per-batch correct counts of ``handle``'s own plain forward pass (:func:`batch_correct`)."""
+    device = handle.device
+    return batch_correct(lambda _x, ids, mask: handle.logits(ids.to(device), mask.to(device)), split, batch_size)
+
+
+@dataclass(frozen=True)
+class StitchAccuracy:
+    """Accuracy of a stitched classifier against g's own on one evaluation split: ``penalty`` = g's accuracy −
+    the stitched model's (positive: stitching costs accuracy), with its paired percentile-bootstrap interval
+    over evaluation batches (:func:`paired_bootstrap_ci` with g's correct counts in the place of the stitched
+    losses: ``P* = Σ_{b∈B*} (G_b − S_b) / Σ_{b∈B*} n_b``)."""
+
+    stitched_accuracy: float
+    g_accuracy: float
+    penalty: float
+    penalty_ci_low: float
+    penalty_ci_high: float
+    ci_level: float
+    n_batches: int
+    n_sequences: int
+
+
+def evaluate_stitch_accuracy(phi: StitchLayer, g: ModelHandle, layer_g: int, split: PreparedSplit, *,
+                             batch_size: int = 32, n_bootstrap: int = 1000, level: float = 0.95, seed: int = 0,
+                             g_correct: BatchLosses | None = None) -> StitchAccuracy:
+    """Accuracy of ``g_{>m} ∘ φ ∘ f_{≤l}`` (f's features already in ``split``, label targets) against g's own, the
+    accuracy penalty and its CI (:class:`StitchAccuracy`). ``g_correct``: g's per-batch correct counts on this
+    split (same ``batch_size``) if already computed — they do not depend on f or the layer."""
+    phi.eval()
+    stitched = batch_correct(lambda x, ids, mask: stitched_logits(phi, g, layer_g, x, ids, mask), split, batch_size)
+    if g_correct is None:
+        g_correct = own_batch_correct(g, split, batch_size)
+    if len(g_correct.counts) != len(stitched.counts) or not np.array_equal(g_correct.counts, stitched.counts):
+        raise ValueError("g's correct counts were computed on other batches than the stitched model's "
+                         f"({len(g_correct.counts)} vs {len(stitched.counts)} batches)")
+    low, high = paired_bootstrap_ci(g_correct, stitched, n_bootstrap=n_bootstrap, level=level, seed=seed)
+    n = int(stitched.counts.sum())
+    return StitchAccuracy(stitched_accuracy=stitched.mean, g_accuracy=g_correct.mean,
+                          penalty=float((g_correct.sums - stitched.sums).sum() / max(n, 1)), penalty_ci_low=low,
+                          penalty_ci_high=high, ci_level=level, n_batches=len(stitched.counts), n_sequences=n)

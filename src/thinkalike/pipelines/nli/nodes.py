@@ -1,0 +1,310 @@
+"""Thin nodes of the ``nli`` pipeline (Brown et al. 2023 §4 on the grammar's HANS-style pairs).
+
+``make_pairs`` → ``pretrain_encoder`` (corpus + unlabelled pair text) → ``finetune_copy`` per copy (weights,
+config, curve, accuracy table, predictions) → ``summarise_accuracy`` (groups, distribution) →
+``sweep_fractions`` (only when the seeds do not spread) → ``stitch_from_copy`` per copy (identity stitching
+into every other copy at every layer) → ``summarise_stitching`` → ``compare_copies_cka`` (grouped copies) →
+``write_report``. The maths is in :mod:`thinkalike.pipelines.nli.analysis` and
+:mod:`thinkalike.pipelines.nli.report`; tiny models run with ``nli.threads`` torch threads.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from thinkalike.embedding.finetune_diff import torch_threads
+from thinkalike.language.nli import (
+    LABELS,
+    PairsConfig,
+    accuracy_table,
+    encode_pairs,
+    generate_pairs,
+    heuristic_predictions,
+    mix_rows,
+    pair_texts,
+)
+from thinkalike.language.packing import pack_training_sequences
+from thinkalike.models.finetune import (
+    FinetuneConfig,
+    copy_seeds,
+    finetune_classifier,
+    load_classifier,
+    predict_labels,
+)
+from thinkalike.models.handle import default_device
+from thinkalike.models.training import progress_bar, progress_label
+from thinkalike.models.zoo import (
+    state_dict_for_saving,
+    train_zoo_model,
+    training_config,
+    zoo_config,
+)
+from thinkalike.pipelines.cka.nodes import summarise_cka
+from thinkalike.pipelines.nli.analysis import (
+    BASELINE,
+    GENERALIZING,
+    HEURISTIC,
+    accuracy_summary,
+    aggregate_stitching,
+    copies_cka_tables,
+    identity_stitch_table,
+    ood_spread,
+    split_groups,
+    stratified_subset,
+    token_activations,
+)
+from thinkalike.pipelines.nli.report import (
+    accuracy_figure,
+    accuracy_sentence,
+    cka_sentence,
+    distance_sentence,
+    markdown_report,
+    stitching_figure,
+    stitching_sentence,
+    sweep_sentence,
+)
+from thinkalike.pipelines.nli.schema import group_size
+from thinkalike.reports.cka import CKA_RANGES, CKASettings
+from thinkalike.stitching import TokenSplit
+
+logger = logging.getLogger(__name__)
+
+ENCODER_NAME = "nli_encoder"
+STITCH_DATA = ("test", "ood")
+SWEEP_COLUMNS = ["status", "note", "counterexample_fraction", "model", "test_accuracy", "ood_non_entailed_accuracy",
+                 "ood_entailed_accuracy"]
+FIGURES = ["accuracy.png", "stitching.png", "cka_group_curves.png", "cka_distances.png"]
+
+
+def _pairs_config(nli: dict[str, Any], **overrides: Any) -> PairsConfig:
+    return PairsConfig(**{**(nli.get("pairs") or {}), **overrides})
+
+
+def make_pairs(nli: dict[str, Any]) -> pd.DataFrame:
+    """The train / test / ood pairs of ``nli.pairs`` with subcase, variant, form and label of each
+    (premise triples joined by ``"; "``, so the table has no list column)."""
+    pairs = generate_pairs(_pairs_config(nli))
+    return pairs.assign(premise_triples=pairs["premise_triples"].map("; ".join))
+
+
+def pretrain_encoder(train_sequences: dict[str, np.ndarray], heldout_sequences: dict[str, np.ndarray], tokenizer,
+                     nli: dict[str, Any]):
+    """The masked encoder every copy starts from, trained from scratch on the corpus's training rows mixed with
+    unlabelled pair text (``nli.encoder.pair_text``: ``n_pairs`` in-distribution pairs drawn with its own
+    seed; ``share`` of the rows). Held out: the corpus's held-out rows and the pair text's test pairs."""
+    encoder = nli.get("encoder") or {}
+    pair_text = encoder.get("pair_text") or {}
+    corpus_rows = np.asarray(train_sequences["input_ids"])
+    width = corpus_rows.shape[1]  # pair text is packed into rows as wide as the corpus's
+    entry = {"family": "bridge", "objective": "masked", "seed": int(encoder.get("seed", 0)),
+             "architecture": dict(encoder.get("architecture") or {}), "training": dict(encoder.get("training") or {})}
+    config = zoo_config(ENCODER_NAME, entry, tokenizer, int(nli.get("n_ctx", 64)))
+    text = generate_pairs(_pairs_config(nli, n_train=int(pair_text.get("n_pairs", 4000)), n_test=64,
+                                        n_ood_per_subcase=1, seed=int(pair_text.get("seed", 1))))
+    pair_rows = pack_training_sequences(pair_texts(text[text["split"] == "train"]), tokenizer, width)
+    heldout_pairs = pack_training_sequences(pair_texts(text[text["split"] == "test"]), tokenizer, width)
+    rows = mix_rows(corpus_rows, pair_rows, float(pair_text.get("share", 0.5)))
+    heldout = np.concatenate([np.asarray(heldout_sequences["input_ids"])[:len(heldout_pairs)], heldout_pairs])
+    with torch_threads(nli.get("threads")), progress_label(ENCODER_NAME):
+        module, curve = train_zoo_model(config, training_config({}, entry), rows, heldout, tokenizer,
+                                        default_device(nli.get("device")))
+    logger.info("nli encoder: %d rows (%d of pair text), held-out MLM loss %.3f", len(rows),
+                len(rows) - (0 if pair_text.get("share") == 1 else len(corpus_rows)),
+                float(curve["heldout_loss"].iloc[-1]))
+    return state_dict_for_saving(module), config, curve
+
+
+def _finetune(pairs: pd.DataFrame, tokenizer, weights, config, nli: dict[str, Any], n_ctx: int, name: str,
+              seeds: tuple[int, int]):
+    """One copy fine-tuned on the train split, then its predictions for the test and OOD pairs (in the order of
+    ``pairs`` without its train rows)."""
+    head_seed, data_seed = seeds
+    settings = FinetuneConfig(**(nli.get("finetune") or {}), head_seed=head_seed, data_seed=data_seed)
+    encoded = encode_pairs(pairs, tokenizer, n_ctx)
+    train = (pairs["split"] == "train").to_numpy()
+    device = default_device(nli.get("device"))
+    with torch_threads(nli.get("threads")):
+        weights_c, config_c, curve = finetune_classifier(weights, config, {k: v[train] for k, v in encoded.items()},
+                                                         name, LABELS, settings, device,
+                                                         progress=bool(nli.get("progress", True)))
+        handle = load_classifier(weights_c, config_c, tokenizer, device=device)
+        predicted = predict_labels(handle, encoded["input_ids"][~train], encoded["attention_mask"][~train])
+    return weights_c, config_c, curve, predicted
+
+
+def finetune_copy(pairs: pd.DataFrame, tokenizer, encoder_weights: dict[str, torch.Tensor],
+                  encoder_config: dict[str, Any], nli: dict[str, Any], *, name: str,
+                  index: int):
+    """Copy ``index`` (seeds ``copy_seeds(nli.n_copies, nli.seed)[index]``): weights and config (a zoo config
+    with a ``classifier`` entry), training curve, accuracy table and per-pair predictions."""
+    seeds = copy_seeds(int(nli["n_copies"]), int(nli.get("seed", 0)))[index]
+    weights, config, curve, predicted = _finetune(pairs, tokenizer, encoder_weights, encoder_config, nli,
+                                                  int(nli.get("n_ctx", 64)), name, seeds)
+    evaluated = pairs[pairs["split"] != "train"]
+    table = accuracy_table(evaluated, predicted, name)
+    logger.info("%s: test accuracy %.3f, OOD non-entailed %.3f", name, table["accuracy"].iloc[0],
+                table.set_index(["split", "subcase", "label"]).loc[("ood", "all", "non_entailed"), "accuracy"])
+    predictions = pd.DataFrame({"pair_id": evaluated["pair_id"].to_numpy(), "predicted": predicted})
+    return weights, config, curve, table, predictions
+
+
+def summarise_accuracy(pairs: pd.DataFrame, nli: dict[str, Any], *tables: pd.DataFrame):
+    """Every copy's accuracy table with the lexical-overlap baseline's rows, the groups (top / bottom k by OOD
+    non-entailed accuracy) and the distribution figure."""
+    baseline = accuracy_table(pairs, heuristic_predictions(pairs), BASELINE)
+    accuracy = pd.concat([*tables, baseline], ignore_index=True)
+    k = group_size(int(nli["n_copies"]), nli.get("group_size"))
+    groups = split_groups(accuracy, k)
+    baseline_row = accuracy_summary(baseline).iloc[0]
+    return accuracy, groups, accuracy_figure(groups, baseline_row)
+
+
+def sweep_fractions(groups: pd.DataFrame, tokenizer, encoder_weights: dict[str, torch.Tensor],
+                    encoder_config: dict[str, Any], nli: dict[str, Any]) -> pd.DataFrame:
+    """When the copies' OOD non-entailed accuracies spread less than ``nli.min_spread`` (all heuristic or all
+    generalizing), fine-tunes ``nli.sweep.n_copies`` copies at every ``nli.sweep.fractions`` counterexample
+    fraction (pairs regenerated, same seeds) and tabulates their accuracies; otherwise a one-row table saying
+    why it did not run."""
+    spread, minimum = ood_spread(groups), float(nli.get("min_spread", 0.1))
+    if spread >= minimum:
+        note = f"the seeds spread: OOD non-entailed accuracy range {spread:.3f} >= nli.min_spread = {minimum:g}"
+        return pd.DataFrame([{"status": "not_needed", "note": note}], columns=SWEEP_COLUMNS)
+    sweep = nli.get("sweep") or {}
+    fractions = [float(f) for f in sweep.get("fractions", [0.0, 0.05, 0.1, 0.2])]
+    n_copies = int(sweep.get("n_copies", 3))
+    seeds = copy_seeds(n_copies, int(nli.get("seed", 0)))
+    rows = []
+    with progress_bar(len(fractions) * n_copies, "nli sweep", bool(nli.get("progress", True))) as bar:
+        for fraction in fractions:
+            pairs = generate_pairs(_pairs_config(nli, counterexample_fraction=fraction))
+            for i, copy_seed in enumerate(seeds):
+                name = f"sweep_{fraction:g}_{i}"
+                *_, predicted = _finetune(pairs, tokenizer, encoder_weights, encoder_config, nli,
+                                          int(nli.get("n_ctx", 64)), name, copy_seed)
+                summary = accuracy_summary(accuracy_table(pairs[pairs["split"] != "train"], predicted, name)).iloc[0]
+                rows.append({"status": "swept", "note": f"range {spread:.3f} < nli.min_spread = {minimum:g}",
+                             "counterexample_fraction": fraction, **summary.to_dict()})
+                bar.update(1)
+    return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
+
+
+def _handles(names: list[str], weights_then_configs: tuple, tokenizer, device) -> dict[str, Any]:
+    n = len(names)
+    return {name: load_classifier(weights_then_configs[i], weights_then_configs[n + i], tokenizer, device=device,
+                                  name=name) for i, name in enumerate(names)}
+
+
+def stitching_data(pairs: pd.DataFrame, tokenizer, nli: dict[str, Any], n_ctx: int
+                   ) -> tuple[dict[str, TokenSplit], dict[str, np.ndarray]]:
+    """The labelled evaluation sets of stitching (``test`` and ``ood``, each at most
+    ``nli.stitching.max_pairs``, stratified by subcase and label) and their pair ids."""
+    stitching = nli.get("stitching") or {}
+    data, ids = {}, {}
+    for split in STITCH_DATA:
+        part = stratified_subset(pairs[pairs["split"] == split], stitching.get("max_pairs"),
+                                 int(stitching.get("seed", 0)))
+        encoded = encode_pairs(part, tokenizer, n_ctx)
+        data[split] = TokenSplit.of(encoded["input_ids"], encoded["attention_mask"], encoded["labels"], what=split)
+        ids[split] = part["pair_id"].to_numpy()
+    return data, ids
+
+
+def stitch_from_copy(pairs: pd.DataFrame, tokenizer, nli: dict[str, Any], *weights_configs_predictions, model_f: str, names: list[str]) -> pd.DataFrame:
+    """Identity stitching of copy ``model_f`` into every other copy at every layer (``nli.stitching.layers``;
+    null: all), on the test and OOD pairs; g's own correctness comes from its saved predictions. Inputs: every
+    copy's weights, then configs, then predictions, in ``names`` order."""
+    n = len(names)
+    stitching = nli.get("stitching") or {}
+    device = default_device(nli.get("device"))
+    data, ids = stitching_data(pairs, tokenizer, nli, int(nli.get("n_ctx", 64)))
+    label_of = pairs.set_index("pair_id")["label_id"]
+    own_correct = {}
+    for i, name in enumerate(names):
+        predicted = weights_configs_predictions[2 * n + i].set_index("pair_id")["predicted"]
+        for split, pair_ids in ids.items():
+            own_correct[(name, split)] = (predicted.loc[pair_ids].to_numpy() == label_of.loc[pair_ids].to_numpy())
+    with torch_threads(nli.get("threads")):
+        handles = _handles(names, weights_configs_predictions[:2 * n], tokenizer, device)
+        others = {name: handle for name, handle in handles.items() if name != model_f}
+        layers = stitching.get("layers")
+        total = len(data) * len(others) * (len(layers) if layers else handles[model_f].n_layers + 1)
+        with progress_bar(total, f"stitch {model_f}", bool(nli.get("progress", True))) as bar:
+            return identity_stitch_table(handles[model_f], others, data, own_correct, layers,
+                                         batch_size=int(stitching.get("batch_size", 32)),
+                                         n_bootstrap=int(stitching.get("n_bootstrap", 1000)),
+                                         level=float(stitching.get("ci_level", 0.95)),
+                                         seed=int(stitching.get("seed", 0)), on_stitch=lambda: bar.update(1))
+
+
+def summarise_stitching(groups: pd.DataFrame, nli: dict[str, Any], *tables: pd.DataFrame):
+    """All ordered pairs' stitching rows, their within/between-group means with CIs, and the figure."""
+    stitches = pd.concat(tables, ignore_index=True)
+    level = float((nli.get("stitching") or {}).get("ci_level", 0.95))
+    by_group = aggregate_stitching(stitches, groups, level)
+    return stitches, by_group, stitching_figure(by_group)
+
+
+def compare_copies_cka(pairs: pd.DataFrame, tokenizer, groups: pd.DataFrame, nli: dict[str, Any],
+                       *weights_then_configs, names: list[str]):
+    """CKA of every layer pair between the grouped copies on the in-distribution test tokens, then the CKA
+    pipeline's group analysis (:func:`thinkalike.pipelines.cka.nodes.summarise_cka`): distances, the
+    within/between-group distances (fig. 8) and per-layer curves with CIs (fig. 2b)."""
+    grouped = groups[groups["group"].isin([GENERALIZING, HEURISTIC])]
+    membership = dict(zip(grouped["model"], grouped["group"]))
+    chosen = [name for name in names if name in membership]
+    cka = {**(nli.get("cka") or {}), "pooling": "token", "exclude_special_tokens": True}
+    settings = CKASettings(**cka)
+    test = pairs[pairs["split"] == "test"]
+    encoded = encode_pairs(test, tokenizer, int(nli.get("n_ctx", 64)))
+    split = TokenSplit.of(encoded["input_ids"], encoded["attention_mask"], what="test pairs")
+    device = default_device(nli.get("device"))
+    n = len(names)
+    with torch_threads(nli.get("threads")):
+        activations = {}
+        for name in chosen:
+            i = names.index(name)
+            handle = load_classifier(weights_then_configs[i], weights_then_configs[n + i], tokenizer, device=device,
+                                     name=name)
+            activations[name] = token_activations(handle, split, tokenizer)
+        n_pairs = len(chosen) * (len(chosen) - 1) // 2
+        with progress_bar(n_pairs, "nli CKA", bool(nli.get("progress", True))) as bar:
+            tables = copies_cka_tables(activations, settings, on_pair=lambda: bar.update(1))
+    # the CKA pipeline's summary: its first five outputs (later ones, e.g. per-pair heatmaps, are not kept here)
+    summary = summarise_cka({**cka, "groups": membership}, *tables)
+    distances, distance_figure, group_distances, curves, curves_figure = summary[:5]
+    return pd.concat(tables, ignore_index=True), distances, distance_figure, group_distances, curves, curves_figure
+
+
+def write_report(accuracy: pd.DataFrame, groups: pd.DataFrame, sweep: pd.DataFrame, stitch_groups: pd.DataFrame,
+                 cka_curves: pd.DataFrame, cka_group_distances: pd.DataFrame, nli: dict[str, Any]) -> str:
+    """The markdown report: one sentence per figure computed from these tables, then the tables."""
+    baseline = accuracy_summary(accuracy[accuracy["model"] == BASELINE]).iloc[0]
+    spread = ood_spread(groups)
+    estimator = (nli.get("cka") or {}).get("estimator", "unbiased")
+    sentences = {
+        "Accuracy distribution (accuracy.png)": accuracy_sentence(groups, baseline, spread,
+                                                                  float(nli.get("min_spread", 0.1))),
+        "Counterexample-fraction sweep": sweep_sentence(sweep),
+        "Identity stitching, in distribution (stitching.png, left; Brown et al. fig. 2a)":
+            stitching_sentence(stitch_groups, "test"),
+        "Identity stitching, out of distribution (stitching.png, right; fig. 7)": stitching_sentence(stitch_groups,
+                                                                                                    "ood"),
+        "CKA per layer (cka_group_curves.png; fig. 2b)": cka_sentence(cka_curves),
+        "CKA distances (cka_distances.png; fig. 8)": distance_sentence(cka_group_distances),
+    }
+    per_subcase = accuracy[accuracy["split"] == "ood"].pivot_table(index="model", columns=["subcase", "label"],
+                                                                   values="accuracy", sort=False)
+    per_subcase.columns = [f"{subcase}/{label}" for subcase, label in per_subcase.columns]
+    tables = {
+        "Copies by OOD non-entailed accuracy": groups,
+        "OOD accuracy per subcase and label": per_subcase.reset_index(),
+        "Identity stitching by group (accuracy penalty, t interval across pairs)": stitch_groups,
+        f"CKA by group and relative depth ({estimator})": cka_curves,
+        "Arccos-CKA distance by group": cka_group_distances,
+    }
+    return markdown_report(sentences, tables, FIGURES) + f"\nCKA value range: {CKA_RANGES[estimator]}.\n"

@@ -1,0 +1,87 @@
+"""``nli``: generalizing vs heuristic NLI copies, localized by layer (Brown et al. 2023 §4).
+
+Namespaces (:mod:`thinkalike.pipelines.namespaces`): ``models.nli`` holds the pairs, the summaries and the
+report; ``models.nli.encoder`` the pretrained encoder; ``models.nli.<copy>`` one fine-tuned copy (its
+weights, config, curve, accuracy, predictions) and the identity stitching of that copy into every other.
+``kedro run --pipelines nli --namespaces models.nli.copy_03`` fine-tunes and stitches one copy.
+
+Reads the corpus pipeline's ``train_sequences``, ``heldout_sequences`` and ``tokenizer``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kedro.pipeline import Node, Pipeline
+
+from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.namespaces import group_namespace, namespaced_node
+from thinkalike.pipelines.nli import nodes
+from thinkalike.pipelines.nli.analysis import copy_names
+from thinkalike.pipelines.parameters import section
+
+NLI = group_namespace("nli")
+ENCODER = f"{NLI}.encoder"
+COPY_OUTPUTS = ["classifier_weights", "classifier_config", "training_curve", "accuracy", "predictions"]
+
+
+def _node(function, inputs: list[str], outputs: list[str], *, name: str, namespace: str) -> Node:
+    """:func:`namespaced_node`, with a single output named as a string (the function returns it bare)."""
+    if len(outputs) == 1:
+        return Node(function, inputs, f"{namespace}.{outputs[0]}", name=name, namespace=namespace)
+    return namespaced_node(function, inputs, outputs, name=name, namespace=namespace)
+
+
+def copy_dataset(copy: str, dataset: str) -> str:
+    """``models.nli.<copy>.<dataset>``."""
+    return f"{NLI}.{copy}.{dataset}"
+
+
+def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+    """Pairs → encoder → copies → groups (→ sweep) → stitching per copy → CKA → report (module docstring)."""
+    nli = section(parameters, "nli")
+    if not nli:
+        return Pipeline([])
+    names = copy_names(int(nli.get("n_copies", 10)))
+    pairs, encoder = f"{NLI}.pairs", [f"{ENCODER}.model_weights", f"{ENCODER}.model_config"]
+    built = [
+        _node(nodes.make_pairs, ["params:nli"], ["pairs"], name="make_pairs", namespace=NLI),
+        _node(nodes.pretrain_encoder, ["train_sequences", "heldout_sequences", "tokenizer", "params:nli"],
+                        ["model_weights", "model_config", "training_curve"], name="pretrain_encoder",
+                        namespace=ENCODER),
+    ]
+    for index, name in enumerate(names):
+        built.append(_node(bind(nodes.finetune_copy, name=name, index=index),
+                                     [pairs, "tokenizer", *encoder, "params:nli"], COPY_OUTPUTS,
+                                     name="finetune_copy", namespace=f"{NLI}.{name}"))
+    weights = [copy_dataset(name, "classifier_weights") for name in names]
+    configs = [copy_dataset(name, "classifier_config") for name in names]
+    predictions = [copy_dataset(name, "predictions") for name in names]
+    accuracies = [copy_dataset(name, "accuracy") for name in names]
+    built += [
+        _node(nodes.summarise_accuracy, [pairs, "params:nli", *accuracies],
+                        ["accuracy", "groups", "accuracy_figure"], name="summarise_accuracy", namespace=NLI),
+        _node(nodes.sweep_fractions, [f"{NLI}.groups", "tokenizer", *encoder, "params:nli"],
+                        ["sweep"], name="sweep_fractions", namespace=NLI),
+    ]
+    for name in names:
+        built.append(_node(bind(nodes.stitch_from_copy, model_f=name, names=names),
+                                     [pairs, "tokenizer", "params:nli", *weights, *configs,
+                                      *predictions],
+                                     ["identity_stitch_table"], name="stitch_from_copy", namespace=f"{NLI}.{name}"))
+    built += [
+        _node(nodes.summarise_stitching,
+                        [f"{NLI}.groups", "params:nli", *[copy_dataset(n, "identity_stitch_table") for n in names]],
+                        ["stitching", "stitching_groups", "stitching_figure"], name="summarise_stitching",
+                        namespace=NLI),
+        _node(bind(nodes.compare_copies_cka, names=names),
+                        [pairs, "tokenizer", f"{NLI}.groups", "params:nli", *weights, *configs],
+                        ["cka_tables", "cka_distances", "cka_distance_figure", "cka_group_distances",
+                         "cka_group_curves", "cka_group_curves_figure"], name="compare_copies_cka", namespace=NLI),
+        _node(nodes.write_report,
+                        [f"{NLI}.{d}" for d in ("accuracy", "groups", "sweep", "stitching_groups", "cka_group_curves",
+                                                "cka_group_distances")] + ["params:nli"],
+                        ["report"], name="write_report", namespace=NLI),
+    ]
+    return Pipeline(built)

@@ -1,0 +1,265 @@
+"""The nli experiment's figures and its markdown report, every sentence computed from the tables (no Kedro).
+
+Where the groups *diverge* (a layer's verdict, :func:`stitching_divergence`, :func:`cka_divergence`):
+
+* stitching — the between-group mean accuracy penalty is above both within-group means and its CI's lower
+  end is above both within-group CIs' upper ends (non-overlapping intervals);
+* CKA — the between-group mean CKA is below both within-group means, its CI's upper end below both
+  within-group CIs' lower ends.
+
+A layer whose between or within interval is undefined (one pair) counts by the means alone and is marked
+"(means only)".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from thinkalike.pipelines.nli.analysis import GENERALIZING, HEURISTIC, MIDDLE, RELATIONS
+from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN
+
+DATA_TITLES = {"test": "in-distribution test pairs (Brown et al. fig. 2a)", "ood": "OOD pairs (HANS-LO analogue, fig. 7)"}
+RELATION_LABELS = {"within_generalizing": "gen.-to-gen.", "within_heuristic": "heur.-to-heur.",
+                   "between": "between groups"}
+RELATION_COLORS = {"within_generalizing": "tab:blue", "within_heuristic": "tab:red", "between": "tab:purple"}
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def _divergent_layers(by_layer: pd.DataFrame, value: str, larger: bool) -> tuple[list[int], list[int]]:
+    """(layers where between is beyond both withins with non-overlapping CIs, layers where only the means are —
+    because an interval is undefined). ``by_layer``: one row per (layer, relation) with value, ci_low, ci_high."""
+    strict, means_only = [], []
+    for layer, part in by_layer.groupby("layer", sort=True):
+        rows = part.set_index("relation")
+        if not set(RELATIONS) <= set(rows.index):
+            continue
+        between = rows.loc["between"]
+        within = rows.loc[["within_generalizing", "within_heuristic"]]
+        sign = 1.0 if larger else -1.0
+        if not (sign * (between[value] - within[value]) > 0).all():
+            continue
+        bounds = [between["ci_low" if larger else "ci_high"], *within["ci_high" if larger else "ci_low"]]
+        if not np.isfinite(bounds).all():
+            means_only.append(int(layer))
+        elif all(sign * (bounds[0] - bound) > 0 for bound in bounds[1:]):
+            strict.append(int(layer))
+    return strict, means_only
+
+
+def stitching_divergence(groups_table: pd.DataFrame, data: str) -> tuple[list[int], list[int]]:
+    """Layers where stitching *between* the groups costs more accuracy than within either (module docstring)."""
+    part = groups_table[groups_table["data"] == data].rename(columns={"mean_penalty": "value"})
+    return _divergent_layers(part, "value", larger=True)
+
+
+def cka_divergence(curves: pd.DataFrame) -> tuple[list[float], list[float]]:
+    """Relative depths where CKA *between* the groups is below CKA within either (module docstring)."""
+    named = curves.assign(relation=[_cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])],
+                          layer=curves["relative_depth"])
+    strict, means_only = _divergent_layers(named[named["relation"].notna()], "mean", larger=False)
+    return strict, means_only
+
+
+def _cka_relation(group_a: str, group_b: str) -> str | None:
+    if MIDDLE in (group_a, group_b):
+        return None
+    return f"within_{group_a}" if group_a == group_b else "between"
+
+
+def _list(values: Sequence) -> str:
+    shown = [f"{v:g}" if isinstance(v, float) else str(v) for v in values]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+# --------------------------------------------------------------------------- sentences
+
+
+def accuracy_sentence(groups: pd.DataFrame, baseline: pd.Series, spread: float, min_spread: float) -> str:
+    """The distribution of the copies' accuracies, the split and the heuristic baseline beside them."""
+    test, ood = groups["test_accuracy"], groups["ood_non_entailed_accuracy"]
+    gen = groups[groups["group"] == GENERALIZING]
+    heur = groups[groups["group"] == HEURISTIC]
+    verdict = (f"the seeds spread (range {spread:.2f} ≥ nli.min_spread = {min_spread:g})" if spread >= min_spread
+               else f"the seeds do not spread (range {spread:.2f} < nli.min_spread = {min_spread:g})")
+    return (f"{len(groups)} copies score {test.min():.3f}–{test.max():.3f} in distribution (mean {test.mean():.3f}) "
+            f"and {ood.min():.2f}–{ood.max():.2f} on OOD non-entailed pairs (mean {ood.mean():.2f}): {verdict}. "
+            f"Generalizing (top {len(gen)}): {', '.join(gen['model'])}, OOD non-entailed {gen['ood_non_entailed_accuracy'].mean():.2f} "
+            f"on average; heuristic (bottom {len(heur)}): {', '.join(heur['model'])}, "
+            f"{heur['ood_non_entailed_accuracy'].mean():.2f}. The lexical-overlap baseline scores "
+            f"{baseline['test_accuracy']:.3f} in distribution and {baseline['ood_non_entailed_accuracy']:.2f} / "
+            f"{baseline['ood_entailed_accuracy']:.2f} on OOD non-entailed / entailed pairs.")
+
+
+def stitching_sentence(groups_table: pd.DataFrame, data: str) -> str:
+    """Where identity stitching separates the groups on ``data``, or that it does not, with the last layer's
+    numbers."""
+    part = groups_table[groups_table["data"] == data]
+    if part.empty or not set(RELATIONS) <= set(part["relation"]):
+        return f"Identity stitching on {data}: no pairs in both groups, so no comparison."
+    strict, means_only = stitching_divergence(groups_table, data)
+    last = part[part["layer"] == part["layer"].max()].set_index("relation")
+    numbers = (f"at the last layer ({int(part['layer'].max())}) the mean accuracy penalty is "
+               f"{last.loc['between', 'mean_penalty']:.3f} between groups vs {last.loc['within_generalizing', 'mean_penalty']:.3f} "
+               f"within generalizing and {last.loc['within_heuristic', 'mean_penalty']:.3f} within heuristic")
+    if strict:
+        head = (f"Identity stitching on {data} pairs: the groups diverge at layer(s) {_list(strict)} — stitching "
+                "between them costs more accuracy than within either, with non-overlapping CIs")
+    elif means_only:
+        head = (f"Identity stitching on {data} pairs: between-group penalties exceed both within-group ones at "
+                f"layer(s) {_list(means_only)} (means only: an interval is undefined with one pair)")
+    else:
+        gap = _largest_gap(part, "mean_penalty", larger=True)
+        head = (f"Identity stitching on {data} pairs: the groups do not diverge — at no layer does the between-group "
+                f"penalty exceed both within-group penalties beyond their CIs (largest margin {gap[1]:+.3f} at layer "
+                f"{gap[0]})")
+    return f"{head}; {numbers}."
+
+
+def cka_sentence(curves: pd.DataFrame) -> str:
+    """Where CKA separates the groups, or that it does not, with the deepest point's numbers."""
+    named = curves.assign(relation=[_cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])])
+    if named.empty or not set(RELATIONS) <= set(named["relation"].dropna()):
+        return "CKA: no model pairs in both groups, so no comparison."
+    strict, means_only = cka_divergence(curves)
+    deepest = named[named["relative_depth"] == named["relative_depth"].max()].set_index("relation")
+    numbers = (f"at the last layer CKA is {deepest.loc['between', 'mean']:.3f} between groups vs "
+               f"{deepest.loc['within_generalizing', 'mean']:.3f} within generalizing and "
+               f"{deepest.loc['within_heuristic', 'mean']:.3f} within heuristic")
+    if strict:
+        head = (f"CKA on in-distribution test tokens (fig. 2b): the groups diverge at relative depth(s) {_list(strict)} "
+                "— between-group CKA is below both within-group CKAs with non-overlapping CIs")
+    elif means_only:
+        head = (f"CKA on in-distribution test tokens (fig. 2b): between-group CKA is below both within-group CKAs at "
+                f"relative depth(s) {_list(means_only)} (means only)")
+    else:
+        gap = _largest_gap(named.rename(columns={"relative_depth": "layer"}), "mean", larger=False)
+        head = ("CKA on in-distribution test tokens (fig. 2b): the groups do not diverge — at no depth is between-group "
+                f"CKA below both within-group CKAs beyond their CIs (largest margin {gap[1]:+.3f} at relative depth "
+                f"{gap[0]:g})")
+    return f"{head}; {numbers}."
+
+
+def distance_sentence(group_distances: pd.DataFrame) -> str:
+    """Top-top / top-bottom / bottom-bottom arccos-CKA distances (fig. 8) and their order."""
+    table = group_distances.assign(relation=[_cka_relation(a, b) for a, b in
+                                             zip(group_distances["group_a"], group_distances["group_b"])])
+    table = table[table["relation"].notna()].set_index("relation")
+    if not set(RELATIONS) <= set(table.index):
+        return "Distances (fig. 8): no model pairs in both groups, so no comparison."
+    top, bottom, between = (table.loc[r, "mean"] for r in ("within_generalizing", "within_heuristic", "between"))
+    if between > max(top, bottom):
+        verdict = "between-group pairs are farther apart than pairs within either group"
+    elif between < min(top, bottom):
+        verdict = "between-group pairs are closer than pairs within either group"
+    else:
+        verdict = "between-group pairs are no farther apart than pairs within one of the groups"
+    return (f"Arccos-CKA distances (fig. 8): top-top {top:.3f} (n = {int(table.loc['within_generalizing', 'n'])}), "
+            f"top-bottom {between:.3f} (n = {int(table.loc['between', 'n'])}), bottom-bottom {bottom:.3f} "
+            f"(n = {int(table.loc['within_heuristic', 'n'])}): {verdict} (pairs share models, so these are "
+            "descriptive means, not a test).")
+
+
+def sweep_sentence(sweep: pd.DataFrame) -> str:
+    """Whether the counterexample-fraction sweep ran, and which fraction spreads the copies most."""
+    if sweep.empty or sweep["status"].iloc[0] != "swept":
+        return ("Counterexample-fraction sweep: not run — " + (sweep["note"].iloc[0] if len(sweep) else "no table")
+                + ".")
+    per_fraction = sweep.groupby("counterexample_fraction")["ood_non_entailed_accuracy"].agg(lambda v: v.max() - v.min())
+    best = float(per_fraction.idxmax())
+    return ("Counterexample-fraction sweep (the seeds did not spread): OOD non-entailed accuracy ranges "
+            + ", ".join(f"{spread:.2f} at fraction {fraction:g}" for fraction, spread in per_fraction.items())
+            + f"; the largest spread is at {best:g}, the recommended nli.pairs.counterexample_fraction.")
+
+
+def _largest_gap(part: pd.DataFrame, value: str, larger: bool) -> tuple[float, float]:
+    """(layer, between − max within) for penalties or (layer, min within − between) for CKA, at its largest."""
+    best = (np.nan, -np.inf)
+    for layer, rows in part.groupby("layer", sort=True):
+        rows = rows.set_index("relation")
+        if not set(RELATIONS) <= set(rows.index):
+            continue
+        within = rows.loc[["within_generalizing", "within_heuristic"], value]
+        gap = rows.loc["between", value] - within.max() if larger else within.min() - rows.loc["between", value]
+        if gap > best[1]:
+            best = (layer, float(gap))
+    return best
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """A pipe table (GitHub markdown) of ``table``; floats with 3 decimals (``tabulate``, which pandas'
+    ``to_markdown`` needs, is not a dependency)."""
+    def cell(value) -> str:
+        return f"{value:.3f}" if isinstance(value, (float, np.floating)) else str(value)
+
+    header = "| " + " | ".join(map(str, table.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in table.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join([header, rule, *body])
+
+
+def markdown_report(sentences: dict[str, str], tables: dict[str, pd.DataFrame], figures: Sequence[str]) -> str:
+    """The report: a title, one section per figure with its sentence, the tables (markdown), the figure files."""
+    lines = ["# Generalizing vs heuristic NLI copies (Brown et al. 2023 §4)", ""]
+    for title, sentence in sentences.items():
+        lines += [f"## {title}", "", sentence, ""]
+    for title, table in tables.items():
+        lines += [f"### {title}", "", markdown_table(table) if len(table) else "(empty)", ""]
+    lines += ["Figures (saved beside this report, same version): " + ", ".join(f"`{name}`" for name in figures), ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def accuracy_figure(groups: pd.DataFrame, baseline: pd.Series) -> Figure:
+    """Histogram of the copies' OOD non-entailed accuracy coloured by group, the baseline as a line; beside it
+    in-distribution against OOD accuracy per copy."""
+    figure = Figure(figsize=(MIN_FIGURE_WIDTH_IN * 1.5, 4.5), dpi=FIGURE_DPI, layout="constrained")
+    hist, scatter = figure.subplots(1, 2)
+    bins = np.linspace(0.0, 1.0, 21)
+    colors = {GENERALIZING: "tab:blue", MIDDLE: "tab:gray", HEURISTIC: "tab:red"}
+    values = [groups.loc[groups["group"] == g, "ood_non_entailed_accuracy"] for g in colors]
+    hist.hist(values, bins=bins, stacked=True, color=list(colors.values()), label=list(colors))
+    hist.axvline(baseline["ood_non_entailed_accuracy"], color="black", linestyle="--", label="lexical-overlap rule")
+    hist.set(xlabel="OOD non-entailed accuracy (HANS-LO analogue)", ylabel="copies",
+             title=f"{len(groups)} fine-tuned copies")
+    hist.legend(fontsize=8)
+    for group, color in colors.items():
+        part = groups[groups["group"] == group]
+        scatter.scatter(part["test_accuracy"], part["ood_non_entailed_accuracy"], color=color, label=group)
+    scatter.scatter([baseline["test_accuracy"]], [baseline["ood_non_entailed_accuracy"]], color="black", marker="x",
+                    label="lexical-overlap rule")
+    scatter.set(xlabel="in-distribution test accuracy", ylabel="OOD non-entailed accuracy",
+                title="in distribution vs out of distribution")
+    scatter.legend(fontsize=8)
+    return figure
+
+
+def stitching_figure(groups_table: pd.DataFrame) -> Figure:
+    """Mean accuracy penalty by layer, one line per relation with its CI band; a panel per evaluation set."""
+    datasets = [d for d in DATA_TITLES if d in set(groups_table["data"])] or ["test"]
+    figure = Figure(figsize=(MIN_FIGURE_WIDTH_IN * len(datasets) * 0.8, 4.5), dpi=FIGURE_DPI, layout="constrained")
+    axes = np.atleast_1d(figure.subplots(1, len(datasets), sharey=True))
+    for axis, data in zip(axes, datasets):
+        part = groups_table[groups_table["data"] == data]
+        for kind in RELATIONS:
+            rows = part[part["relation"] == kind].sort_values("layer")
+            if rows.empty:
+                continue
+            axis.plot(rows["layer"], rows["mean_penalty"], marker="o", color=RELATION_COLORS[kind],
+                      label=RELATION_LABELS[kind])
+            axis.fill_between(rows["layer"], rows["ci_low"].astype(float), rows["ci_high"].astype(float),
+                              color=RELATION_COLORS[kind], alpha=0.2)
+        axis.axhline(0.0, color="black", linewidth=0.5)
+        axis.set(xlabel="stitching layer l of g_{>l} ∘ f_{≤l} (0 = embeddings)", title=DATA_TITLES.get(data, data))
+        if len(part):
+            axis.set_xticks(sorted(part["layer"].unique()))
+        axis.legend(fontsize=8)
+    axes[0].set_ylabel("accuracy penalty (g − stitched)")
+    return figure

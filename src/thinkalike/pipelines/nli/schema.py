@@ -1,0 +1,132 @@
+"""The ``nli`` parameter section, validated before any node runs (``validate_nli``).
+
+Errors name the full key: ``nli.group_size`` when k > N / 2, ``nli.pairs.counterexample_fraction`` or
+``nli.sweep.fractions`` for a fraction outside [0, 1), ``nli.pairs.ood_subcases`` for an unknown subcase,
+``nli.stitching.layers`` for a layer the encoder does not have.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from pydantic import Field
+
+from thinkalike.language.nli import PairsConfig
+from thinkalike.models.finetune import FinetuneConfig
+from thinkalike.models.training import TrainingConfig
+from thinkalike.pipelines.schema import (
+    Device,
+    ParameterError,
+    _Section,
+    validate_dataclass,
+    validate_section,
+)
+from thinkalike.reports.cka import CKASettings
+
+#: FinetuneConfig fields set per copy by the pipeline (``copy_seeds``), not in ``nli.finetune``.
+SEED_FIELDS = frozenset({"head_seed", "data_seed"})
+#: CKA settings the nli pipeline fixes: token rows of one tokenizer, special tokens left out.
+FIXED_CKA_FIELDS = frozenset({"pooling", "exclude_special_tokens"})
+
+
+class PairTextParameters(_Section):
+    """``nli.encoder.pair_text``: unlabelled premise/hypothesis text mixed into the encoder's pretraining."""
+
+    n_pairs: int = Field(4000, ge=1)
+    seed: int = 1
+    share: float = Field(0.5, ge=0, le=1)  # share of the pretraining rows that are pair text
+
+
+class EncoderParameters(_Section):
+    """``nli.encoder``: the masked encoder every copy starts from (a bridge-family zoo config)."""
+
+    seed: int = 0
+    architecture: dict[str, Any] = Field(default_factory=dict)
+    training: dict[str, Any] = Field(default_factory=dict)
+    pair_text: PairTextParameters = Field(default_factory=PairTextParameters)
+
+
+class SweepParameters(_Section):
+    """``nli.sweep``: the counterexample fractions tried when the copies' OOD accuracies do not spread."""
+
+    fractions: list[float] = Field(default_factory=lambda: [0.0, 0.05, 0.1, 0.2], min_length=1)
+    n_copies: int = Field(3, ge=2)
+
+
+class NLIStitchingParameters(_Section):
+    """``nli.stitching``: identity stitching of every ordered pair of copies."""
+
+    layers: list[typing.Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1)  # null: 0..n_layers
+    max_pairs: int | None = Field(None, ge=2)  # per evaluation set (test, ood), stratified; null: all
+    batch_size: int = Field(32, ge=1)
+    n_bootstrap: int = Field(1000, ge=1)
+    ci_level: float = Field(0.95, gt=0, lt=1)
+    seed: int = 0
+
+
+class NLIParameters(_Section):
+    """``nli``: Brown et al. (2023) §4 on the grammar's HANS-style pairs (module docstring of the pipeline)."""
+
+    n_copies: int = Field(10, ge=2)
+    n_ctx: int = Field(64, ge=4)  # the encoder's context: the longest encoded pair must fit
+    group_size: int | None = Field(None, ge=1)  # k; null: n_copies // 3 (thirds)
+    seed: int = 0
+    min_spread: float = Field(0.1, ge=0, le=1)
+    threads: int | None = Field(1, ge=1)
+    device: Device | None = None
+    progress: bool = True
+    pairs: dict[str, Any] = Field(default_factory=dict)
+    encoder: EncoderParameters = Field(default_factory=EncoderParameters)
+    finetune: dict[str, Any] = Field(default_factory=dict)
+    sweep: SweepParameters = Field(default_factory=SweepParameters)
+    stitching: NLIStitchingParameters = Field(default_factory=NLIStitchingParameters)
+    cka: dict[str, Any] = Field(default_factory=dict)
+
+
+def group_size(n_copies: int, k: int | None) -> int:
+    """k of the generalizing (top k) and heuristic (bottom k) groups: ``k`` or, when ``None``, a third of
+    the copies (at least 1). :class:`ParameterError` naming ``nli.group_size`` unless 1 ≤ k ≤ N / 2."""
+    chosen = max(1, n_copies // 3) if k is None else int(k)
+    if not 1 <= chosen <= n_copies / 2:
+        raise ParameterError(f"nli.group_size: k = {chosen} must be between 1 and n_copies / 2 = {n_copies / 2} "
+                             f"(the top k and bottom k of nli.n_copies = {n_copies} copies must not overlap)")
+    return chosen
+
+
+def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
+    """The section and every library setting in it, checked by building it (no weights, no data)."""
+    from thinkalike.models.bridge import resolve_bridge_config
+
+    nli = validate_section(NLIParameters, values, "nli")
+    group_size(nli.n_copies, nli.group_size)
+    validate_dataclass(PairsConfig, nli.pairs, "nli.pairs")
+    validate_dataclass(FinetuneConfig, nli.finetune, "nli.finetune")
+    for key in SEED_FIELDS & set(nli.finetune):
+        raise ParameterError(f"nli.finetune.{key}: the copies' seeds come from nli.seed (copy_seeds), not from "
+                             "nli.finetune")
+    if nli.n_ctx < corpus_n_ctx:
+        raise ParameterError(f"nli.n_ctx: {nli.n_ctx} is shorter than the corpus rows the encoder pretrains on "
+                             f"(corpus.n_ctx = {corpus_n_ctx})")
+    validate_dataclass(TrainingConfig, {**nli.encoder.training, "seed": nli.encoder.seed}, "nli.encoder.training")
+    try:
+        bridge = resolve_bridge_config({**nli.encoder.architecture, "d_vocab": 64, "n_ctx": nli.n_ctx})
+    except (ValueError, TypeError) as error:
+        raise ParameterError(f"nli.encoder.architecture: {error}") from None
+    n_layers = int(bridge["n_layers"])
+    for fraction in nli.sweep.fractions:
+        if not 0.0 <= fraction < 1.0:
+            raise ParameterError(f"nli.sweep.fractions: every counterexample fraction must be in [0, 1), got "
+                                 f"{fraction}")
+        validate_dataclass(PairsConfig, {**nli.pairs, "counterexample_fraction": fraction}, "nli.pairs")
+    if nli.stitching.layers is not None:
+        beyond = sorted(layer for layer in nli.stitching.layers if layer > n_layers)
+        if beyond:
+            raise ParameterError(f"nli.stitching.layers: the encoder has layers 0..{n_layers} (0 = embeddings), "
+                                 f"not {beyond}")
+    unknown_fixed = sorted(FIXED_CKA_FIELDS & set(nli.cka))
+    if unknown_fixed:
+        raise ParameterError(f"nli.cka.{unknown_fixed[0]}: fixed by the nli pipeline (token rows, special tokens "
+                             "left out)")
+    validate_dataclass(CKASettings, nli.cka, "nli.cka")
+    return nli

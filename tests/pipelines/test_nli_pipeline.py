@@ -1,0 +1,270 @@
+"""The nli pipeline: its outputs in the shared tiny run (conf/test: 4 copies, k = 2), groups, stitching and CKA
+tables against independent recomputation, report sentences on planted tables, the sweep, errors at start."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from thinkalike.pipelines.nli.analysis import (
+    BASELINE,
+    RELATIONS,
+    copy_names,
+    identity_stitch_table,
+    split_groups,
+    stratified_subset,
+)
+from thinkalike.pipelines.nli.report import (
+    cka_sentence,
+    distance_sentence,
+    stitching_divergence,
+    stitching_sentence,
+)
+from thinkalike.pipelines.schema import ParameterError
+
+NAMES = copy_names(4)
+
+
+@pytest.fixture(scope="module")
+def tiny_project(tmp_path_factory):
+    """A project copy after ``kedro run --env test --pipelines corpus,nli`` (its own run: ~20 s, independent of
+    the other pipelines of the shared default run)."""
+    import os
+
+    from tests.pipelines.conftest import make_project_copy, run_project
+
+    project = make_project_copy(tmp_path_factory.mktemp("nli_project"))
+    previous = os.getcwd()
+    os.chdir(project)
+    try:
+        catalog = run_project(project, pipeline_names=["corpus", "nli"])
+    finally:
+        os.chdir(previous)
+    return project, catalog
+
+
+@pytest.fixture(scope="module")
+def outputs(tiny_project):
+    _, catalog = tiny_project
+    names = ["groups", "accuracy", "stitching", "stitching_groups", "cka_group_curves", "cka_group_distances",
+             "sweep", "report"]
+    return {name: catalog.load(f"models.nli.{name}") for name in names}
+
+
+def test_groups_split_the_copies_by_ood_accuracy(outputs):
+    groups = outputs["groups"]
+    assert sorted(groups["model"]) == NAMES and list(groups["rank"]) == [1, 2, 3, 4]
+    assert list(groups["group"]) == ["generalizing", "generalizing", "heuristic", "heuristic"]
+    assert groups["ood_non_entailed_accuracy"].is_monotonic_decreasing
+    baseline = outputs["accuracy"].query("model == @BASELINE and split == 'ood' and subcase == 'all'")
+    assert dict(zip(baseline["label"], baseline["accuracy"])) == {"non_entailed": 0.0, "entailed": 1.0}
+
+
+def test_stitching_covers_every_ordered_pair_and_layer_and_its_penalty_is_g_minus_stitched(outputs, tiny_project):
+    _, catalog = tiny_project
+    table = outputs["stitching"]
+    n_layers = catalog.load("models.nli.encoder.model_config")["bridge_config"]["n_layers"]
+    assert len(table) == 2 * len(NAMES) * (len(NAMES) - 1) * (n_layers + 1)
+    assert not (table["model_f"] == table["model_g"]).any()
+    np.testing.assert_allclose(table["penalty"], table["g_accuracy"] - table["stitched_accuracy"], atol=1e-12)
+    assert (table["ci_low"] <= table["penalty"] + 1e-12).all() and (table["penalty"] <= table["ci_high"] + 1e-12).all()
+    # g's accuracy is its own predictions' accuracy on the stitched subset (an independent path: saved predictions)
+    pairs = catalog.load("models.nli.pairs")
+    nli = catalog.load("params:nli")
+    subset = stratified_subset(pairs[pairs["split"] == "test"], nli["stitching"]["max_pairs"], nli["stitching"]["seed"])
+    for g in NAMES:
+        predicted = catalog.load(f"models.nli.{g}.predictions").set_index("pair_id").loc[subset["pair_id"], "predicted"]
+        expected = float((predicted.to_numpy() == subset["label_id"].to_numpy()).mean())
+        assert np.allclose(table.query("data == 'test' and model_g == @g")["g_accuracy"], expected)
+    by_group = outputs["stitching_groups"]
+    assert set(by_group["relation"]) == set(RELATIONS)
+    within = by_group.query("relation == 'within_generalizing'")
+    assert (within["n_pairs"] == 2).all()  # two ordered pairs inside a group of two
+    assert (by_group.query("relation == 'between'")["n_pairs"] == 8).all()
+
+
+def test_saved_copies_load_as_classifiers_and_reproduce_their_predictions(tiny_project):
+    from thinkalike.language.nli import encode_pairs
+    from thinkalike.models.finetune import (
+        SequenceClassifierHandle,
+        load_classifier,
+        predict_labels,
+    )
+
+    _, catalog = tiny_project
+    pairs = catalog.load("models.nli.pairs")
+    evaluated = pairs[pairs["split"] != "train"]
+    tokenizer = catalog.load("tokenizer")
+    handle = load_classifier(catalog.load("models.nli.copy_01.classifier_weights"),
+                             catalog.load("models.nli.copy_01.classifier_config"), tokenizer, device="cpu")
+    assert isinstance(handle, SequenceClassifierHandle)
+    encoded = encode_pairs(evaluated, tokenizer, catalog.load("params:nli")["n_ctx"])
+    saved = catalog.load("models.nli.copy_01.predictions")
+    np.testing.assert_array_equal(predict_labels(handle, encoded["input_ids"], encoded["attention_mask"]),
+                                  saved["predicted"].to_numpy())
+
+
+def test_cka_and_report(outputs):
+    curves = outputs["cka_group_curves"]
+    assert {(a, b) for a, b in zip(curves["group_a"], curves["group_b"])} == {
+        ("generalizing", "generalizing"), ("generalizing", "heuristic"), ("heuristic", "heuristic")}
+    report = outputs["report"]
+    for sentence in (stitching_sentence(outputs["stitching_groups"], "test"), cka_sentence(curves),
+                     distance_sentence(outputs["cka_group_distances"])):
+        assert sentence in report
+    assert outputs["sweep"]["status"].iloc[0] in ("not_needed", "swept")
+
+
+# --------------------------------------------------------------------------- planted tables
+
+
+def planted_stitching(diverging_layers: set[int], n_layers: int = 4) -> pd.DataFrame:
+    rows = []
+    for layer in range(n_layers + 1):
+        for kind in RELATIONS:
+            high = kind == "between" and layer in diverging_layers
+            mean = 0.3 if high else 0.01
+            rows.append({"data": "test", "layer": layer, "relative_depth": layer / n_layers, "relation": kind,
+                         "mean_penalty": mean, "ci_low": mean - 0.02, "ci_high": mean + 0.02,
+                         "mean_stitched_accuracy": 0.9 - mean, "n_pairs": 6})
+    return pd.DataFrame(rows)
+
+
+def test_the_stitching_sentence_follows_the_numbers():
+    diverging = planted_stitching({3, 4})
+    assert stitching_divergence(diverging, "test") == ([3, 4], [])
+    sentence = stitching_sentence(diverging, "test")
+    assert "diverge at layer(s) 3 and 4" in sentence and "0.300 between groups" in sentence
+    flat = planted_stitching(set())
+    assert "do not diverge" in stitching_sentence(flat, "test")
+    # overlapping intervals: between is higher, but not beyond the within CIs
+    overlapping = planted_stitching({4})
+    overlapping.loc[overlapping["relation"] == "between", ["ci_low"]] = 0.0
+    assert "do not diverge" in stitching_sentence(overlapping, "test")
+
+
+def test_the_cka_and_distance_sentences_follow_the_numbers():
+    rows = []
+    for depth in (0.0, 0.5, 1.0):
+        for a, b in (("generalizing", "generalizing"), ("generalizing", "heuristic"), ("heuristic", "heuristic")):
+            low = a != b and depth == 1.0
+            mean = 0.5 if low else 0.95
+            rows.append({"group_a": a, "group_b": b, "relative_depth": depth, "mean": mean, "ci_low": mean - 0.02,
+                         "ci_high": mean + 0.02, "n": 4})
+    curves = pd.DataFrame(rows)
+    assert "diverge at relative depth(s) 1" in cka_sentence(curves)
+    assert "do not diverge" in cka_sentence(curves.assign(mean=0.95, ci_low=0.93, ci_high=0.97))
+    distances = pd.DataFrame({"group_a": ["generalizing", "generalizing", "heuristic"],
+                              "group_b": ["generalizing", "heuristic", "heuristic"],
+                              "kind": ["within", "between", "within"], "mean": [0.2, 0.9, 0.3], "std": 0.1,
+                              "n": [1, 4, 1], "n_finite": [1, 4, 1]})
+    assert "farther apart than pairs within either group" in distance_sentence(distances)
+    assert "no farther apart" in distance_sentence(distances.assign(mean=[0.2, 0.25, 0.3]))
+
+
+def test_groups_on_a_planted_table_and_k_too_large():
+    accuracy = pd.DataFrame([
+        {"model": m, "split": s, "subcase": "all", "label": lab, "n_pairs": 10, "accuracy": acc}
+        for m, ood in [("a", 0.1), ("b", 0.5), ("c", 0.3), ("d", 0.5), ("e", 0.0), (BASELINE, 0.0)]
+        for s, lab, acc in [("test", "all", 0.9), ("ood", "non_entailed", ood), ("ood", "entailed", 0.9)]])
+    groups = split_groups(accuracy, 2)
+    assert list(groups["model"]) == ["b", "d", "c", "a", "e"]  # ties by name
+    assert list(groups["group"]) == ["generalizing", "generalizing", "middle", "heuristic", "heuristic"]
+    with pytest.raises(ValueError, match="k = 3 must be between 1 and N / 2 = 2.5"):
+        split_groups(accuracy, 3)
+
+
+# --------------------------------------------------------------------------- sweep and errors
+
+
+def test_the_sweep_runs_only_when_the_seeds_do_not_spread(tiny_project, outputs):
+    from thinkalike.pipelines.nli.nodes import sweep_fractions
+
+    _, catalog = tiny_project
+    nli = catalog.load("params:nli")
+    args = (catalog.load("tokenizer"), catalog.load("models.nli.encoder.model_weights"),
+            catalog.load("models.nli.encoder.model_config"))
+    flat = outputs["groups"].assign(ood_non_entailed_accuracy=0.0)
+    swept = sweep_fractions(flat, *args, nli)
+    assert (swept["status"] == "swept").all()
+    assert swept.groupby("counterexample_fraction").size().to_dict() == {0.0: 2, 0.2: 2}
+    spread = outputs["groups"].assign(ood_non_entailed_accuracy=[0.9, 0.5, 0.2, 0.0])
+    assert sweep_fractions(spread, *args, nli)["status"].tolist() == ["not_needed"]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"n_copies": 4, "group_size": 3}, r"^nli.group_size: k = 3 must be between 1 and n_copies / 2 = 2.0"),
+    ({"pairs": {"counterexample_fraction": 1.0}}, r"^nli.pairs.counterexample_fraction must be in \[0, 1\)"),
+    ({"sweep": {"fractions": [0.1, -0.1]}}, r"^nli.sweep.fractions: every counterexample fraction must be in \[0, 1\)"),
+    ({"pairs": {"ood_subcases": ["passive", "cleft"]}}, r"^nli.pairs.ood_subcases.*unknown subcase\(s\) \['cleft'\]"),
+    ({"stitching": {"layers": [0, 9]}}, r"^nli.stitching.layers: the encoder has layers 0..4"),
+    ({"finetune": {"head_seed": 3}}, r"^nli.finetune.head_seed"),
+])
+def test_bad_settings_fail_at_start_naming_the_parameter(change, message):
+    import yaml
+
+    from tests.pipelines.conftest import PROJECT_ROOT
+    from thinkalike.pipelines.validation import validate_parameters
+
+    base = yaml.safe_load((PROJECT_ROOT / "conf/base/parameters_nli.yml").read_text())["nli"]
+    nli = {**base, **{k: ({**base[k], **v} if isinstance(v, dict) else v) for k, v in change.items()}}
+    with pytest.raises(ParameterError, match=message):
+        validate_parameters({"nli": nli})
+
+
+def test_stitching_copies_of_different_widths_is_refused_before_any_forward_pass(tiny_project):
+    from thinkalike.language.nli import LABELS
+    from thinkalike.models.architectures import build_zoo_module
+    from thinkalike.models.finetune import (
+        FinetuneConfig,
+        build_classifier,
+        load_classifier,
+    )
+    from thinkalike.models.zoo import state_dict_for_saving, zoo_config
+    from thinkalike.stitching import StitchConfigError, TokenSplit
+
+    _, catalog = tiny_project
+    tokenizer = catalog.load("tokenizer")
+    handles = {}
+    for name, width in (("narrow", 16), ("wide", 32)):
+        entry = {"family": "bridge", "objective": "masked", "seed": 0,
+                 "architecture": {"n_layers": 2, "d_model": width, "n_heads": 2, "d_head": width // 2,
+                                  "d_mlp": 2 * width, "act_fn": "gelu", "positional_embedding_type": "rotary"}}
+        config = zoo_config(name, entry, tokenizer, 64)
+        module, classifier = build_classifier(state_dict_for_saving(build_zoo_module(config)), config, name, LABELS,
+                                              FinetuneConfig())
+        handles[name] = load_classifier(state_dict_for_saving(module), classifier, tokenizer, device="cpu")
+    split = TokenSplit.of(torch.ones(2, 5, dtype=torch.long), labels=torch.zeros(2, dtype=torch.long))
+    with pytest.raises(StitchConfigError, match="identity stitching needs equal widths: model 'narrow' has d_model 16"):
+        identity_stitch_table(handles["narrow"], {"wide": handles["wide"]}, {"test": split},
+                              {("wide", "test"): np.ones(2)})
+
+
+class _Recorder:
+    def __init__(self):
+        self.metrics, self.texts = {}, {}
+
+    def log_metrics(self, metrics, step=0, what="metrics"):
+        self.metrics.update(metrics)
+
+    def log_table(self, table, artifact_file):
+        self.texts[artifact_file] = table.to_csv(index=False)
+
+    def log_text(self, text, artifact_file):
+        self.texts[artifact_file] = text
+
+
+def test_mlflow_gets_each_copys_accuracies_the_summary_tables_and_the_report(outputs):
+    from thinkalike.hooks import record_saved_output
+
+    recorder = _Recorder()
+    accuracy = outputs["accuracy"]
+    one_copy = accuracy[accuracy["model"] == "copy_00"]
+    record_saved_output(recorder, "models.nli.copy_00.accuracy", one_copy)
+    assert recorder.metrics and all(name.startswith("nli.copy_00.") for name in recorder.metrics)
+    row = one_copy.iloc[0]
+    assert recorder.metrics[f"nli.copy_00.{row.split}_{row.subcase}_{row.label}"] == pytest.approx(row.accuracy)
+    record_saved_output(recorder, "models.nli.report", "# report")
+    assert recorder.texts["reports/nli_report.md"] == "# report"
