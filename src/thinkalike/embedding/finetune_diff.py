@@ -30,24 +30,23 @@ fine-tuned A's own accuracy; above, B's un-tuned top blocks replace A's tuned on
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from thinkalike.embedding.parameters import VECTOR_GROUPS, ModelParameters
 from thinkalike.embedding.reading import top_tokens
 from thinkalike.embedding.space import check_k, token_labels
 from thinkalike.embedding.zero_shot import zero_shot_map
 from thinkalike.language import grammar
-from thinkalike.models.finetune import FinetuneConfig, build_classifier, pool_logits
-from thinkalike.models.handle import ModelHandle, default_device
-from thinkalike.models.training import learning_rate_factor, progress_bar
-from thinkalike.models.zoo import state_dict_for_saving
+from thinkalike.models.finetune import (
+    FinetuneConfig,
+    finetune_classifier,
+)
+from thinkalike.models.handle import ModelHandle
 
 _VERBS = grammar.TRANSITIVE_VERBS + grammar.INTRANSITIVE_VERBS
 _SINGULAR_DETERMINERS = (*grammar.DETERMINERS[grammar.SINGULAR], "an")
@@ -132,74 +131,16 @@ def torch_threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def freeze_below(module: torch.nn.Module, n_top: int) -> list[str]:
-    """Makes only the top ``n_top`` blocks, the final norm and the head of a TransformerLens bridge trainable;
-    returns the names of the trainable parts. Raises ``ValueError`` for ``n_top`` outside ``1 … n_layers``."""
-    blocks = module.blocks
-    if not 1 <= n_top <= len(blocks):
-        raise ValueError(f"top_layers: {n_top} outside 1 … {len(blocks)} (blocks of the model)")
-    for parameter in module.parameters():
-        parameter.requires_grad_(False)
-    trainable = {f"blocks.{i}": blocks[i] for i in range(len(blocks) - n_top, len(blocks))}
-    trainable.update({"ln_final": module.ln_final, "unembed": module.unembed})
-    for part in trainable.values():
-        for parameter in part.parameters():
-            parameter.requires_grad_(True)
-    return list(trainable)
-
-
 def finetune_top_layers(encoder_weights: Mapping[str, torch.Tensor], encoder_config: Mapping[str, Any],
                         train: Mapping[str, np.ndarray], name: str, labels: Sequence[str], settings: FinetuneConfig,
                         top_layers: int, device: torch.device | str | None = None, *, progress: bool = True,
                         log_every: int = 10) -> tuple[dict[str, torch.Tensor], dict[str, Any], pd.DataFrame]:
-    """As :func:`thinkalike.models.finetune.finetune_classifier` (same classifier, loss, AdamW, schedule,
-    clipping, seeds), with only the top ``top_layers`` blocks, the final norm and the head trained
-    (:func:`freeze_below`). Returns the classifier's weights, config (``"classifier"`` entry with
-    ``top_layers``) and training curve (``step``, ``train_loss``, ``seconds``)."""
-    from thinkalike.models.bridge import bridge_logits
-
-    input_ids = torch.tensor(np.asarray(train["input_ids"]), dtype=torch.long)  # copies: arrays may be read-only
-    attention_mask = torch.tensor(np.asarray(train["attention_mask"]), dtype=torch.long)
-    targets = torch.tensor(np.asarray(train["labels"]), dtype=torch.long)
-    if targets.shape != (len(input_ids),) or int(targets.min()) < 0 or int(targets.max()) >= len(labels):
-        raise ValueError(f"fine-tuning needs one label id in 0..{len(labels) - 1} per sequence")
-    device = default_device(device)
-    module, config = build_classifier(encoder_weights, encoder_config, name, labels, settings)
-    config["classifier"]["top_layers"] = int(top_layers)
-    freeze_below(module, top_layers)
-    module.to(device).train()
-    trainable = [p for p in module.parameters() if p.requires_grad]
-    schedule = settings.schedule()
-    optimiser = torch.optim.AdamW(trainable, lr=settings.learning_rate, weight_decay=settings.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: learning_rate_factor(step, schedule))
-    order_rng = np.random.default_rng(settings.data_seed)
-    order = np.empty(0, dtype=np.int64)
-    rows, window, started = [], [], time.perf_counter()
-    with progress_bar(settings.steps, f"fine-tune {name}", progress) as bar:
-        for step in range(settings.steps):
-            if len(order) < settings.batch_size:
-                order = np.concatenate([order, order_rng.permutation(len(input_ids))])
-            index, order = torch.as_tensor(order[:settings.batch_size]), order[settings.batch_size:]
-            mask = attention_mask[index].to(device)
-            logits = pool_logits(bridge_logits(module, input_ids[index].to(device), mask), mask, settings.pooling)
-            loss = F.cross_entropy(logits.float(), targets[index].to(device))
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-            optimiser.step()
-            scheduler.step()
-            window.append(float(loss.detach()))
-            if (step + 1) % log_every == 0 or step + 1 == settings.steps:
-                rows.append({"step": step + 1, "train_loss": float(np.mean(window)),
-                             "seconds": time.perf_counter() - started})
-                window = []
-            bar.update(1)
-    module.eval()
-    for parameter in module.parameters():
-        parameter.requires_grad_(False)
-    curve = pd.DataFrame(rows)
-    curve.insert(0, "model", name)
-    return state_dict_for_saving(module), config, curve
+    """:func:`thinkalike.models.finetune.finetune_classifier` (same classifier, loss, AdamW, schedule, clipping,
+    seeds) with only the top ``top_layers`` blocks, the final norm and the head trained (:func:`freeze_below`).
+    Returns the classifier's weights, config (``"classifier"`` entry with ``top_layers``) and training curve
+    (``step``, ``train_loss``, ``seconds``)."""
+    return finetune_classifier(encoder_weights, encoder_config, train, name, labels, settings, device,
+                               progress=progress, log_every=log_every, top_layers=top_layers)
 
 
 def finetuned_layers(n_layers: int, top_layers: int) -> list[int]:

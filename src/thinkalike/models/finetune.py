@@ -154,15 +154,33 @@ def _class_logits(module: torch.nn.Module, input_ids: torch.Tensor, attention_ma
     return pool_logits(bridge_logits(module, input_ids, attention_mask), attention_mask, pooling)
 
 
+def freeze_below(module: torch.nn.Module, n_top: int) -> list[str]:
+    """Makes only the top ``n_top`` blocks, the final norm and the head of a TransformerLens bridge trainable;
+    returns the names of the trainable parts. Raises ``ValueError`` for ``n_top`` outside ``1 … n_layers``."""
+    blocks = module.blocks
+    if not 1 <= n_top <= len(blocks):
+        raise ValueError(f"top_layers: {n_top} outside 1 … {len(blocks)} (blocks of the model)")
+    for parameter in module.parameters():
+        parameter.requires_grad_(False)
+    trainable = {f"blocks.{i}": blocks[i] for i in range(len(blocks) - n_top, len(blocks))}
+    trainable.update({"ln_final": module.ln_final, "unembed": module.unembed})
+    for part in trainable.values():
+        for parameter in part.parameters():
+            parameter.requires_grad_(True)
+    return list(trainable)
+
+
 def finetune_classifier(encoder_weights: Mapping[str, torch.Tensor], encoder_config: Mapping[str, Any],
                         train: Mapping[str, np.ndarray], name: str, labels: Sequence[str],
                         settings: FinetuneConfig, device: torch.device | str | None = None, *,
-                        progress: bool = True, log_every: int = 10
+                        progress: bool = True, log_every: int = 10, top_layers: int | None = None
                         ) -> tuple[dict[str, torch.Tensor], dict[str, Any], pd.DataFrame]:
     """Fine-tunes one copy of the encoder on ``train`` (``input_ids``, ``attention_mask``, ``labels``, e.g.
     :func:`thinkalike.language.nli.encode_pairs`); returns its weights (contiguous CPU tensors, ready for
     safetensors), its config (JSON-serialisable) and the training curve (``step``, ``train_loss`` — the mean
-    over the last ``log_every`` steps —, ``seconds``). A progress bar named ``name`` shows the loss."""
+    over the last ``log_every`` steps —, ``seconds``). A progress bar named ``name`` shows the loss. With
+    ``top_layers``, only the top ``top_layers`` blocks, the final norm and the head train (:func:`freeze_below`;
+    recorded in the config's ``"classifier"`` entry)."""
     input_ids = torch.tensor(np.asarray(train["input_ids"]), dtype=torch.long)
     attention_mask = torch.tensor(np.asarray(train["attention_mask"]), dtype=torch.long)
     targets = torch.tensor(np.asarray(train["labels"]), dtype=torch.long)
@@ -173,9 +191,13 @@ def finetune_classifier(encoder_weights: Mapping[str, torch.Tensor], encoder_con
         raise ValueError(f"fine-tuning needs one label id in 0..{len(labels) - 1} per sequence")
     device = default_device(device)
     module, config = build_classifier(encoder_weights, encoder_config, name, labels, settings)
+    if top_layers is not None:
+        config["classifier"]["top_layers"] = int(top_layers)
+        freeze_below(module, top_layers)
     module.to(device).train()
+    trainable = [parameter for parameter in module.parameters() if parameter.requires_grad]
     schedule = settings.schedule()
-    optimiser = torch.optim.AdamW(module.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    optimiser = torch.optim.AdamW(trainable, lr=settings.learning_rate, weight_decay=settings.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: learning_rate_factor(step, schedule))
     order_rng = np.random.default_rng(settings.data_seed)
     order: np.ndarray = np.empty(0, dtype=np.int64)
@@ -190,7 +212,7 @@ def finetune_classifier(encoder_weights: Mapping[str, torch.Tensor], encoder_con
             loss = F.cross_entropy(logits.float(), targets[index].to(device))
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
             optimiser.step()
             scheduler.step()
             window.append(float(loss.detach()))
@@ -201,6 +223,8 @@ def finetune_classifier(encoder_weights: Mapping[str, torch.Tensor], encoder_con
             bar.set_postfix_str(f"loss {window[-1] if window else rows[-1]['train_loss']:.3f}", refresh=False)
             bar.update(1)
     module.eval()
+    for parameter in module.parameters():
+        parameter.requires_grad_(False)
     curve = pd.DataFrame(rows)
     curve.insert(0, "model", name)
     return state_dict_for_saving(module), config, curve
