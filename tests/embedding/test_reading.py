@@ -197,7 +197,11 @@ def test_llama_checkpoint_extraction_and_reading(llama_directory):
 
 def test_embedding_pipeline_nodes_run_on_the_llama_checkpoint(llama_directory):
     """The nodes the ``embedding`` pipeline runs for an ``hf:`` model: readings, keep-k and self-alignment."""
-    from thinkalike.pipelines.embedding.nodes import align_pair, measure_keep_k, read_model
+    from thinkalike.pipelines.embedding.nodes import (
+        align_pair,
+        measure_keep_k,
+        read_model,
+    )
 
     spec = f"hf:{llama_directory}"
     settings = {"device": "cpu", "dtype": "float64", "threads": 1, "progress": False,
@@ -209,9 +213,9 @@ def test_embedding_pipeline_nodes_run_on_the_llama_checkpoint(llama_directory):
     vectors, pairs, lookup, report = read_model(settings, model="llama", spec=spec)
     assert set(vectors["layer"]) == {0, 1} and set(pairs["group"]) == {"W_VO", "W_QK"}
     assert set(lookup["token_set"]) == {"some_words"} and "llama" in report
-    scores, _ = measure_keep_k(settings, None, model="llama", spec=spec)
+    (scores,) = measure_keep_k(settings, None, model="llama", spec=spec)
     full = scores[(scores["k"] == 64) & (scores["e_prime"] == "pinv")]  # k = V with E⁺: exact
     assert np.allclose(full["score"], 1.0, atol=1e-6) and set(scores["distribution"]) == {"normal", "ff_values"}
-    _, matches, _ = align_pair(settings, model_a="llama", spec_a=spec, model_b="llama_again", spec_b=spec,
+    _, matches = align_pair(settings, model_a="llama", spec_a=spec, model_b="llama_again", spec_b=spec,
                                n_sources_a=0)
     assert len(matches) == 4 and (matches["diagonal_fraction"] == 1.0).all()  # with itself: the identity matching

@@ -82,14 +82,37 @@ def test_intra_model_diagonal_is_one_and_distance_zero(tiny_project):
     assert list(groups["kind"]) == ["between"]
 
 
+PAIRS = ["gelu_1l__gelu_1l", "neox_xs__neox_xs", "gelu_1l__neox_xs"]  # conf/test/parameters_cka.yml, in its order
+
+
 def test_figures_are_saved_and_logged_to_mlflow(tiny_project):
     project, catalog = tiny_project
-    assert list((project / "data/08_reporting/cka/gelu_1l__neox_xs/heatmap.png").glob("*/heatmap.png"))
-    figure = catalog.load("models.cka.gelu_1l__neox_xs.cka_heatmap_plotly")
-    assert figure.data[0].z is not None
+    folder = max((project / "data/08_reporting/cka_heatmaps").glob("*/cka_heatmaps"))  # one PNG per pair, latest run
+    assert sorted(path.name for path in folder.iterdir()) == sorted(f"{pair}.png" for pair in PAIRS)
+    figure = catalog.load("cka_heatmaps_plotly")  # one heatmap per pair, one shown, picked in a dropdown
+    assert [button.label for button in figure.layout.updatemenus[0].buttons] == PAIRS
+    assert len(figure.data) == len(PAIRS) and [trace.visible for trace in figure.data] == [True, False, False]
     artifacts = {path.name for path in project.rglob("figures/*.png")}
-    assert "cka.gelu_1l__neox_xs.cka_heatmap.png" in artifacts and "zoo_training_curves_figure.png" in artifacts
-    assert "cka_distance_figure.png" in artifacts
+    assert "zoo_training_curves_figure.png" in artifacts and "cka_distance_figure.png" in artifacts
+    assert {path.name for path in project.rglob("figures/cka_heatmaps/*.png")} == {f"{pair}.png" for pair in PAIRS}
+
+
+def test_a_dropdown_figure_shows_one_figure_at_a_time():
+    import plotly.graph_objects as go
+
+    from thinkalike.reports.figure_menu import dropdown_figure
+
+    first = go.Figure([go.Heatmap(z=[[1, 2]]), go.Scatter(y=[1])], layout={"title": "first", "xaxis_title": "x1"})
+    second = go.Figure([go.Heatmap(z=[[3]])], layout={"title": "second", "xaxis_title": "x2"})
+    combined = dropdown_figure({"a": first, "b": second}, "pairs")
+    assert [trace.visible for trace in combined.data] == [True, True, False]
+    assert list(map(list, combined.data[2].z)) == [[3]] and combined.layout.title.text == "first"
+    (menu,) = combined.layout.updatemenus
+    assert [button.label for button in menu.buttons] == ["a", "b"]
+    visible, layout = menu.buttons[1].args
+    assert visible == {"visible": [False, False, True]}
+    assert layout["title"]["text"] == "second" and layout["xaxis"]["title"]["text"] == "x2"
+    assert dropdown_figure({}, "pairs").layout.title.text == "pairs: nothing to show"
 
 
 def test_the_pythia_environment_builds_its_pipelines_without_the_hub():
@@ -125,12 +148,13 @@ def test_saved_figures_are_paper_sized(tiny_project):
     from PIL import Image
 
     project, catalog = tiny_project
-    for pattern in ("cka/gelu_1l__neox_xs/heatmap.png/*/heatmap.png", "cka_distances.png/*/cka_distances.png",
+    for pattern in ("cka_heatmaps/*/cka_heatmaps/gelu_1l__neox_xs.png", "cka_distances.png/*/cka_distances.png",
                     "cka_group_curves.png/*/cka_group_curves.png",
                     "zoo_training_curves.png/*/zoo_training_curves.png"):
         (path,) = (project / "data/08_reporting").glob(pattern)
         assert Image.open(path).size[0] >= 1000, path
     curves = catalog.load("cka_group_curves")
     assert ((curves["ci_low"].dropna() >= -1) & (curves["ci_high"].dropna() <= 1)).all()
-    figure = catalog.load("models.cka.gelu_1l__neox_xs.cka_heatmap_plotly")
-    assert list(figure.layout.xaxis.tickvals) == [0, 1, 2] and list(figure.layout.yaxis.tickvals) == [0, 1]
+    buttons = {button.label: button for button in catalog.load("cka_heatmaps_plotly").layout.updatemenus[0].buttons}
+    axes = buttons["gelu_1l__neox_xs"].args[1]  # the pair's own axes, set when it is picked
+    assert list(axes["xaxis"]["tickvals"]) == [0, 1, 2] and list(axes["yaxis"]["tickvals"]) == [0, 1]

@@ -4,6 +4,7 @@ keep-k, alignment, fine-tune diffs and zero-shot stitching; bad configuration fa
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tests.pipelines.conftest import make_project_copy, run_project
@@ -33,6 +34,12 @@ def test_readings_and_report(embedded):
         assert len(lookup) == 3 and set(lookup["token_set"]) == {"past_tense"}
         report = catalog.load(f"models.embedding.{model}.embedding_report")
         assert report.startswith(f"# {model}") and "## Attention heads" in report and "Knowledge lookup" in report
+        # the summary gathers every model's tables (so kedro-viz draws them inside the model's box)
+        for gathered, own in (("embedding_readings", vectors), ("embedding_head_interactions", pairs),
+                              ("embedding_lookups", lookup)):
+            rows = catalog.load(gathered).query("model == @model").reset_index(drop=True)
+            pd.testing.assert_frame_equal(rows, own.reset_index(drop=True), check_dtype=False)
+        assert report in catalog.load("embedding_reports")
 
 
 def test_keep_k_grid_and_bounds(embedded):
@@ -57,7 +64,11 @@ def test_alignment_of_a_model_with_itself_is_the_identity(embedded):
         assert ((matrix > 0) & (matrix <= 1)).all()
     cross = catalog.load("models.embedding.gelu_1l__neox_xs.alignment_matches")
     assert set(cross["space"]) == {"projected", "raw"} and (cross["n_layers_a"] == 1).all()
-    assert list((project / "data" / "08_reporting").glob("embedding/gelu_1l__neox_xs/alignment.png/*/alignment.png"))
+    folder = max((project / "data" / "08_reporting").glob("embedding_alignment_figures/*/embedding_alignment_figures"))
+    assert "gelu_1l__neox_xs.png" in {path.name for path in folder.iterdir()}
+    gathered = catalog.load("embedding_alignment_similarity")
+    own_rows = gathered[(gathered["model_a"] == "neox_xs") & (gathered["model_b"] == "neox_xs")]
+    assert len(own_rows) == len(similarity) and set(gathered["model_a"]) == set(MODELS)
 
 
 def test_finetune_fractions_and_zero_shot(embedded):
@@ -74,8 +85,11 @@ def test_finetune_fractions_and_zero_shot(embedded):
     assert list(figure.glob("embedding_zero_shot.png/*/embedding_zero_shot.png"))
     from PIL import Image
 
-    with Image.open(next(figure.glob("embedding/gelu_1l/keep_k.png/*/keep_k.png"))) as image:
+    with Image.open(next(figure.glob("embedding_keep_k_figures/*/embedding_keep_k_figures/gelu_1l.png"))) as image:
         assert image.width >= 1000
+    curves = catalog.load("embedding_finetune_curves")
+    assert set(curves["model"]) == {"gelu_1l"} and len(curves)
+    assert set(catalog.load("embedding_finetune_top_tokens")["model"]) == {"gelu_1l"}
 
 
 @pytest.mark.parametrize(("override", "message"), [

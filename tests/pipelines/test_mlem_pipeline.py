@@ -56,7 +56,10 @@ def test_mds_has_every_layer_for_both_methods(fitted, tiny_project):
     reporting = project / "data" / "08_reporting"
     for name in ("mlem_similarity.png", "mlem_mds.png", "mlem_similarity.json", "mlem_mds.json"):
         assert list(reporting.glob(f"{name}/*/{name}")), name
-    assert list(reporting.glob("mlem/gelu_1l/profile.png/*/profile.png"))
+    folder = max(reporting.glob("mlem_profile_figures/*/mlem_profile_figures"))  # drawn by the summary, one per model
+    assert sorted(path.name for path in folder.iterdir()) == sorted(f"{model}.png" for model in MODELS)
+    profiles = fitted.load("mlem_profile_figures_plotly")
+    assert sorted(button.label for button in profiles.layout.updatemenus[0].buttons) == sorted(MODELS)
 
 
 def test_unknown_feature_fails_before_any_node(tmp_path, monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shutil
@@ -117,6 +118,37 @@ def test_a_half_written_file_is_never_the_latest_version(tmp_path):
     assert saved.stat().st_mode & 0o777 == 0o666 & ~_umask()  # like every other output (was 0600)
 
 
+def test_a_folder_of_figures_is_saved_whole_or_not_at_all(tmp_path):
+    from kedro.io.core import Version
+    from matplotlib.figure import Figure
+
+    from thinkalike.io.atomic import MatplotlibDataset
+
+    def figure(title: str) -> Figure:
+        drawn = Figure(figsize=(2, 2))
+        drawn.add_subplot().set_title(title)
+        return drawn
+
+    path = tmp_path / "heatmaps"
+    dataset = MatplotlibDataset(filepath=str(path), version=Version(None, None))
+    dataset.save({"a__b.png": figure("a"), "c__d.png": figure("c")})
+    (folder,) = path.glob("*/heatmaps")
+    assert sorted(file.name for file in folder.iterdir()) == ["a__b.png", "c__d.png"]
+    assert folder.stat().st_mode & 0o777 == 0o777 & ~_umask()
+    assert all(file.stat().st_mode & 0o777 == 0o666 & ~_umask() for file in folder.iterdir())
+    first = base64.b64decode(dataset.preview())
+    assert first == (folder / "a__b.png").read_bytes()
+
+    class Broken(Figure):
+        def savefig(self, *args, **kwargs):
+            raise RuntimeError("disk full")
+
+    failing = MatplotlibDataset(filepath=str(path), version=Version(None, None))
+    with pytest.raises(Exception, match="disk full"):
+        failing.save({"a__b.png": figure("a"), "c__d.png": Broken()})  # the first file was written
+    assert not list(tmp_path.rglob("*.partial")) and list(path.glob("*/heatmaps")) == [folder]
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
@@ -169,11 +201,11 @@ def test_only_missing_outputs_resumes_exactly_what_is_missing(project_copy):
     assert any("mlem/gelu_1l" in path for path in downstream), downstream
     assert not any("neox_xs" in path for path in downstream), downstream
     assert new - downstream == {"07_model_output/activations/gelu_1l", "07_model_output/activation_index/gelu_1l.parquet",
-                   *(f"08_reporting/cka/{pair}/{file}" for pair in ("gelu_1l__gelu_1l", "gelu_1l__neox_xs")
-                     for file in ("cka.parquet", "heatmap.png", "heatmap.json")),
+                   *(f"08_reporting/cka/{pair}/cka.parquet" for pair in ("gelu_1l__gelu_1l", "gelu_1l__neox_xs")),
                    *(f"08_reporting/{file}" for file in ("cka_distances.parquet", "cka_distances.png",
                                                          "cka_group_distances.parquet", "cka_group_curves.parquet",
-                                                         "cka_group_curves.png"))}, new - downstream
+                                                         "cka_group_curves.png", "cka_heatmaps", "cka_heatmaps.json"))
+                   }, new - downstream
 
 
 # ---------------------------------------------------------------- 3. every setting checked first
@@ -340,7 +372,7 @@ def test_runs_are_named_and_tagged(tiny_project):
     root = project / "mlartifacts" / run_uuid / "artifacts"  # beside the database, at the project root
     artifacts = {path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()}
     assert {"tables/zoo_summary.csv", "tables/cka_distances.csv", "tables/cka.gelu_1l__neox_xs.cka_table.csv",
-            "figures/cka_distance_figure.png", "figures/cka.gelu_1l__neox_xs.cka_heatmap.png"} <= artifacts, artifacts
+            "figures/cka_distance_figure.png", "figures/cka_heatmaps/gelu_1l__neox_xs.png"} <= artifacts, artifacts
 
 
 # ---------------------------------------------------------------- 6. nothing is sent anywhere

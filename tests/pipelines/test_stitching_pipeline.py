@@ -16,10 +16,12 @@ from thinkalike.pipelines.stitching.figure import (
     penalty_matrix,
     penalty_plotly,
 )
+from thinkalike.pipelines.stitching.pipeline import SUMMARY_OUTPUTS
 from thinkalike.pipelines.stitching.plan import layer_grid, ordered_pairs
 
 PAIR = ("gelu_1l", "neox_xs")
 NAMESPACE = f"models.stitching.{PAIR[0]}__{PAIR[1]}"
+MLFLOW_NAMESPACE = NAMESPACE.removeprefix("models.")  # MLflow names drop the models. prefix (hooks.py)
 
 
 def test_ordered_pairs_add_reverse_and_self_baselines_once():
@@ -212,10 +214,12 @@ def test_pipeline_options_add_heatmaps_and_training_sequences():
     parameters["stitching"].update(layers="all", train_source="train_sequences")
     options = create_pipeline(parameters)
     assert "train_sequences" in options.inputs()
-    assert {"models.stitching.a__b.stitch_heatmap",
-            "models.stitching.b__a.stitch_heatmap_plotly"} <= options.all_outputs()
-    assert {f"models.stitching.a__b.{name}" for name in ("stitch_phi", "stitch_phi_config", "stitch_eval_split",
-                                                                "stitch_curves_figure")} <= options.all_outputs()
+    # every pair output is read by the summary, which draws the figures: kedro-viz keeps them in the pairs' boxes
+    assert options.outputs() == set(SUMMARY_OUTPUTS) | {"stitching_heatmaps", "stitching_heatmaps_plotly"}
+    assert plain.outputs() == set(SUMMARY_OUTPUTS)
+    (summary,) = [node for node in options.nodes if node.name.endswith("summarise_stitching")]
+    assert {f"models.stitching.{pair}.{name}" for pair in ("a__b", "b__a")
+            for name in ("stitch_phi", "stitch_phi_config", "stitch_eval_split")} <= set(summary.inputs)
 
 
 def test_training_on_train_sequences_keeps_the_evaluation_split():
@@ -280,6 +284,13 @@ def test_saved_phis_reevaluate_to_the_tables_losses(stitched):
     assert len(table) == len(config["stitches"]) == 4  # identity and affine_ln at layers (0, 0) and (1, 1)
     assert set(config["stitches"]) == {f"l{layer}_m{layer}.{kind}" for layer in (0, 1)
                                        for kind in ("identity", "affine_ln")}
+    phis = stitched.load("stitching_phis")  # the summary's list of every saved φ
+    assert len(phis) == len(stitched.load("stitching_penalties")) and phis["eval_split_digest"].nunique() == 1
+    own = phis[(phis["model_f"] == PAIR[0]) & (phis["model_g"] == PAIR[1])].set_index(["layer_f", "layer_g", "stitch"])
+    assert (own["n_eval_sequences"] == len(split["sequence_ids"])).all()
+    for (layer_f, layer_g, kind), row in own.iterrows():  # identity: nothing trained; affine_ln: W, b and LN
+        width = 0 if kind == "identity" else f.d_model * g.d_model + g.d_model
+        assert row["n_parameters"] >= width and (kind != "identity" or row["n_parameters"] == 0)
     for row in table.itertuples():
         phi_config, phi_state = unpack_stitch(state, config, row.layer_f, row.layer_g, row.stitch)
         again = evaluate_saved(phi_config, phi_state, f, g, row.layer_f, row.layer_g, split["input_ids"], settings,
@@ -293,15 +304,16 @@ def test_saved_phis_reevaluate_to_the_tables_losses(stitched):
 
 def test_learning_curves_and_plotly_figures_are_saved_and_curves_logged(stitched, tiny_project):
     project, _ = tiny_project
-    assert list((project / "data/08_reporting/stitching").glob(f"{PAIR[0]}__{PAIR[1]}/curves.png/*/curves.png"))
+    folder = max((project / "data/08_reporting").glob("stitching_curves_figures/*/stitching_curves_figures"))
+    assert {path.name for path in folder.iterdir()} == {f"{f}__{g}.png" for f in PAIR for g in PAIR}
     figure = stitched.load("stitching_figure_plotly")
     assert {trace.name for trace in figure.data} >= {f"{PAIR[0]} → {PAIR[1]} (affine_ln)"}
     with sqlite3.connect(project / "mlflow.db") as db:
         run = db.execute("select run_uuid from runs order by start_time desc limit 1").fetchone()[0]
         steps = [row[0] for row in db.execute(
             "select step from metrics where run_uuid = ? and key = ? order by step",
-            (run, f"{NAMESPACE}.affine_ln.train_loss_1_1"))]
+            (run, f"{MLFLOW_NAMESPACE}.affine_ln.train_loss_1_1"))]
         heldout = [row[0] for row in db.execute(
             "select step from metrics where run_uuid = ? and key = ? order by step",
-            (run, f"{NAMESPACE}.affine_ln.heldout_loss_1_1"))]
+            (run, f"{MLFLOW_NAMESPACE}.affine_ln.heldout_loss_1_1"))]
     assert steps == [1, 2, 3, 4] and heldout == [0, 2, 4]  # conf/test: 4 steps, held-out every 2

@@ -15,9 +15,11 @@ of their tensors, and a dataset not saved yet previews as a message saying so.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
+import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -49,11 +51,11 @@ from thinkalike.io.previews import (
 PARTIAL_SUFFIX = ".partial"
 
 
-def default_file_mode() -> int:
-    """0o666 less the process umask: the mode ``open()`` gives a new file."""
+def default_file_mode(directory: bool = False) -> int:
+    """0o666 (a directory: 0o777) less the process umask: the mode ``open()`` (``mkdir()``) gives a new one."""
     mask = os.umask(0o022)
     os.umask(mask)
-    return 0o666 & ~mask
+    return (0o777 if directory else 0o666) & ~mask
 
 
 class AtomicSaveMixin:
@@ -105,11 +107,37 @@ class JSONDataset(AtomicSaveMixin, _JSONDataset):
 
 
 class MatplotlibDataset(AtomicSaveMixin, _MatplotlibDataset):
-    """``matplotlib.MatplotlibDataset`` (one figure per file), saved atomically."""
+    """``matplotlib.MatplotlibDataset``, saved atomically: one figure as one file, or a dict ``{file name: figure}``
+    (a list: ``0.png``, ``1.png`` …) as a folder of files, staged as ``<folder>.partial`` and renamed whole."""
+
+    def save(self, data: Any) -> None:
+        if not isinstance(data, (dict, list)):
+            super().save(data)
+            return
+        staging = Path(str(self._get_save_path()))
+        final = staging.with_name(staging.name.removesuffix(PARTIAL_SUFFIX))
+        try:
+            self._write(data)
+            staging.mkdir(parents=True, exist_ok=True)  # an empty dict still saves a (empty) version
+            for path in [staging, *staging.rglob("*")]:
+                os.chmod(path, default_file_mode() if path.is_file() else default_file_mode(directory=True))
+            os.replace(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
 
     def preview(self) -> ImagePreview:
-        """The saved PNG."""
-        return preview_or_message(self, super().preview, message_image)
+        """The saved PNG; of a folder of figures, its first file (in natural order)."""
+        return preview_or_message(self, self._first_image, message_image)
+
+    def _first_image(self) -> ImagePreview:
+        path = Path(get_filepath_str(self._get_load_path(), self._protocol))
+        if not path.is_dir():
+            return super().preview()
+        files = sorted((file for file in path.rglob("*") if file.is_file()), key=lambda file: natural_order(file.name))
+        if not files:
+            return message_image(f"{path} holds no figure")
+        return ImagePreview(base64.b64encode(files[0].read_bytes()).decode("ascii"))
 
 
 class PlotlyJSONDataset(AtomicSaveMixin, _PlotlyJSONDataset):

@@ -22,6 +22,7 @@ from thinkalike.reports.cka import (
     heatmap_plotly,
     resolve_pooling,
 )
+from thinkalike.reports.figure_menu import dropdown_figure, figure_files
 
 GROUP_DISTANCE_COLUMNS = ["group_a", "group_b", "kind", "mean", "std", "n", "n_finite"]
 CURVE_COLUMNS = ["group_a", "group_b", "relative_depth", "mean", "ci_low", "ci_high", "n"]
@@ -29,7 +30,8 @@ CURVE_COLUMNS = ["group_a", "group_b", "relative_depth", "mean", "ci_low", "ci_h
 
 def compare_pair(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame,
                  cka: dict[str, Any], *, model_a: str, model_b: str):
-    """CKA of every layer pair of two models: long table and heatmaps (MLflow metrics come from the table).
+    """CKA of every layer pair of two models: the long table (MLflow metrics come from it; the summary draws
+    its heatmaps).
 
     The table records where the activations came from: ``activations_version_a/_b`` (the store
     versions, ``streamed`` in streaming mode) and ``spec_a/_b`` (the model specs).
@@ -40,11 +42,17 @@ def compare_pair(store_a: ActivationStore, index_a: pd.DataFrame, store_b: Activ
     table = cka_long_table(result, settings, store_a.layers, store_b.layers)
     table = table.assign(**{f"{key}_a": value for key, value in provenance(store_a).items()},
                          **{f"{key}_b": value for key, value in provenance(store_b).items()})
-    return table, heatmap_figure(table), heatmap_plotly(table)
+    return table
+
+
+def pair_name(table: pd.DataFrame) -> str:
+    """``<a>__<b>``: a pair's namespace name, from its CKA table."""
+    return f"{table['model_a'].iloc[0]}__{table['model_b'].iloc[0]}"
 
 
 def summarise_cka(cka: dict[str, Any], *tables: pd.DataFrame):
-    """Distances of every compared pair (table and figure); within/between-group distances and CKA curves.
+    """Distances of every compared pair (table and figure); within/between-group distances and CKA curves; every
+    pair's heatmap (``<a>__<b>.png`` files, and one plotly figure with a dropdown of the pairs).
 
     Means are reported with their counts (``n_finite_layers`` of ``n_matched_layers`` per pair,
     ``n_finite`` of ``n`` pairs per group); ``cka.skip_constant_layers`` decides whether NaN
@@ -65,8 +73,10 @@ def summarise_cka(cka: dict[str, Any], *tables: pd.DataFrame):
     value_range = CKA_RANGES[settings.estimator]
     curves = (layer_cka_curves(matrices, groups, confidence=settings.confidence, n_points=5, value_range=value_range)
               if any(a != b for a, b in matrices) else pd.DataFrame(columns=CURVE_COLUMNS))
+    by_pair = {pair_name(table): table for table in tables}
     return (distances, distance_matrix_figure(distances), group_distances, curves,
-            group_curves_figure(curves, value_range))
+            group_curves_figure(curves, value_range), figure_files(by_pair, heatmap_figure),
+            dropdown_figure({pair: heatmap_plotly(table) for pair, table in by_pair.items()}, "CKA heatmaps"))
 
 
 def compare_streamed_pair(*data: Any, model_a: str, model_b: str, extract_a: Callable[..., Any], inputs_a: list[int],

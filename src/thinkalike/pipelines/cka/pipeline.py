@@ -11,7 +11,7 @@ both models batch by batch inside the pair's node and writes nothing but the CKA
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kedro.pipeline import Node, Pipeline
@@ -32,20 +32,26 @@ from thinkalike.pipelines.cka.pairs import (
 from thinkalike.pipelines.namespaces import (
     group_namespace,
     model_dataset,
-    namespaced_node,
 )
 from thinkalike.pipelines.parameters import section
 
-PAIR_OUTPUTS = ["cka_table", "cka_heatmap", "cka_heatmap_plotly"]
+PAIR_OUTPUT = "cka_table"  # the summary reads it and draws the pair's heatmaps
+SUMMARY_OUTPUTS = ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
+                   "cka_group_curves_figure", "cka_heatmaps", "cka_heatmaps_plotly"]
+
+
+def pair_node(function: Callable[..., Any], inputs: list[str], model_a: str, model_b: str) -> Node:
+    """``compare_pair`` in the pair's namespace, writing its one output ``models.cka.<a>__<b>.cka_table``."""
+    return Node(function, inputs, pair_dataset(model_a, model_b, PAIR_OUTPUT), name="compare_pair",
+                namespace=pair_namespace(model_a, model_b))
 
 
 def pair_pipeline(model_a: str, model_b: str) -> Pipeline:
     """CKA of one pair in its own namespace, from the two models' activation stores."""
     inputs = [model_dataset(model, dataset) for model in (model_a, model_b)
               for dataset in ("activations", "activation_index")]
-    return Pipeline([namespaced_node(bind(nodes.compare_pair, model_a=model_a, model_b=model_b),
-                                     [*inputs, "params:cka"], PAIR_OUTPUTS, name="compare_pair",
-                                     namespace=pair_namespace(model_a, model_b))])
+    return Pipeline([pair_node(bind(nodes.compare_pair, model_a=model_a, model_b=model_b), [*inputs, "params:cka"],
+                               model_a, model_b)])
 
 
 def streaming_pair_pipeline(model_a: str, model_b: str, source_a: ExtractionSource,
@@ -55,13 +61,13 @@ def streaming_pair_pipeline(model_a: str, model_b: str, source_a: ExtractionSour
     function = bind(nodes.compare_streamed_pair, model_a=model_a, model_b=model_b, extract_a=source_a.function,
                     inputs_a=[inputs.index(name) for name in source_a.inputs], extract_b=source_b.function,
                     inputs_b=[inputs.index(name) for name in source_b.inputs])
-    return Pipeline([namespaced_node(function, [*inputs, "params:activations", "params:cka"], PAIR_OUTPUTS,
-                                     name="compare_pair", namespace=pair_namespace(model_a, model_b))])
+    return Pipeline([pair_node(function, [*inputs, "params:activations", "params:cka"], model_a, model_b)])
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     """One namespace per configured pair (stored or streaming, per ``cka.mode``), then ``summarise_cka``
-    (namespace ``models.cka``)."""
+    (namespace ``models.cka``), which also draws every pair's heatmap (``cka_heatmaps``, ``cka_heatmaps_plotly``):
+    the pairs' tables are read there, so kedro-viz draws each pair's output inside its box."""
     cka = section(parameters, "cka")
     if not cka:
         return Pipeline([])
@@ -74,8 +80,6 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     else:
         per_pair = sum((pair_pipeline(a, b) for a, b in pairs), Pipeline([]))
     tables = [pair_dataset(a, b, "cka_table") for a, b in pairs]
-    summary = Node(nodes.summarise_cka, ["params:cka", *tables],
-                   ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
-                    "cka_group_curves_figure"],
-                   name="summarise_cka", namespace=group_namespace("cka"))
+    summary = Node(nodes.summarise_cka, ["params:cka", *tables], SUMMARY_OUTPUTS, name="summarise_cka",
+                   namespace=group_namespace("cka"))
     return per_pair + Pipeline([summary])

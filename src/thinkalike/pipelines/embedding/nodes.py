@@ -146,8 +146,10 @@ def residual_rows(store: ActivationStore, limit: int) -> torch.Tensor:
     return torch.cat(rows)[:limit]
 
 
-def measure_keep_k(embedding: dict[str, Any], store: ActivationStore | None, *sources: Any, model: str, spec: str):
-    """keep-k scores (``distribution, variant, e_prime, k, n, score, condition_number``) and their figure."""
+def measure_keep_k(embedding: dict[str, Any], store: ActivationStore | None, *sources: Any, model: str,
+                   spec: str) -> tuple[pd.DataFrame]:
+    """keep-k scores (``distribution, variant, e_prime, k, n, score, condition_number``; the summary draws them), as
+    a one-table tuple (the node's single output)."""
     handle = model_handle(embedding, model, spec, *sources)
     matrix = _embedding_of(handle, embedding)
     _check_ks(embedding, matrix.shape[1], model)
@@ -167,12 +169,12 @@ def measure_keep_k(embedding: dict[str, Any], store: ActivationStore | None, *so
                                n=int(keep.get("n", 1000)), seed=int(keep.get("seed", 0)),
                                dtype=DTYPES[embedding.get("dtype", "float32")])
     scores.insert(0, "model", model)
-    return scores, figures.keep_k_figure(scores, model)
+    return scores,
 
 
 def align_pair(embedding: dict[str, Any], *sources: Any, model_a: str, spec_a: str, model_b: str, spec_b: str,
                n_sources_a: int):
-    """Similarity (long table) and matching of every group and space, and the heatmap figure."""
+    """Similarity (long table; the summary draws its heatmaps) and matching of every group and space."""
     handle_a = model_handle(embedding, model_a, spec_a, *sources[:n_sources_a])
     handle_b = model_handle(embedding, model_b, spec_b, *sources[n_sources_a:])
     matrix_a, matrix_b = _embedding_of(handle_a, embedding), _embedding_of(handle_b, embedding)
@@ -183,7 +185,7 @@ def align_pair(embedding: dict[str, Any], *sources: Any, model_a: str, spec_a: s
                                            matrix_b, groups=alignment.get("groups", ["FF_key", "FF_value", "W_Q",
                                                                                       "W_K", "W_V", "W_O"]),
                                            spaces=alignment.get("spaces", ["projected", "raw"]))
-    return similarity, matches, figures.alignment_figure(similarity, model_a, model_b)
+    return similarity, matches
 
 
 def _finetune_settings(finetune: dict[str, Any]) -> FinetuneConfig:
@@ -246,19 +248,37 @@ def zero_shot_pair(embedding: dict[str, Any], corpus: dict[str, Any], tuned_weig
                         columns=ZERO_SHOT_COLUMNS),
 
 
-def summarise_embedding(*tables: pd.DataFrame, counts: tuple[int, int, int, int]):
-    """Every model's keep-k scores, every pair's matches, every fine-tune's fractions and zero-shot accuracies
-    (``counts`` says how many tables of each kind, in that order), and the two summary figures."""
-    kinds, start = [], 0
-    for count in counts:
-        kinds.append([t for t in tables[start:start + count]])
-        start += count
-    keep_k, matches, fractions, zero_shot = (pd.concat(part, ignore_index=True) if part else pd.DataFrame()
-                                             for part in kinds)
+def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
+def summarise_embedding(*inputs: Any, models: list[str], pairs: list[tuple[str, str]], finetuned: list[str],
+                        n_zero_shot: int):
+    """Every model's keep-k scores, every pair's matches, every fine-tune's fractions and zero-shot accuracies and
+    the two summary figures; then every model's keep-k figure (``<model>.png``) and every pair's alignment heatmaps
+    (``<a>__<b>.png``); and the per-model and per-pair tables in one each (a ``model`` column tells them apart):
+    alignment similarities, readings of FF vectors and of head pairs, knowledge lookups, the markdown reports (one
+    section per model), fine-tuning curves and top tokens.
+
+    ``inputs``, each kind in the order of its names: per model (``models``) keep-k scores, vectors, head pairs,
+    lookups and reports; per alignment pair (``pairs``) matches and similarities; per fine-tuned
+    model (``finetuned``) feature fractions, curves and top tokens; then ``n_zero_shot`` zero-shot tables."""
+    sizes = [len(models)] * 5 + [len(pairs)] * 2 + [len(finetuned)] * 3 + [n_zero_shot]
+    starts = np.cumsum([0, *sizes])
+    (keep_k_tables, vectors, head_pairs, lookups, reports, match_tables, similarities, fraction_tables, curves,
+     top_tokens, zero_shot_tables) = (list(inputs[start:start + size]) for start, size in zip(starts, sizes))
+    keep_k, matches, fractions = _concat(keep_k_tables), _concat(match_tables), _concat(fraction_tables)
+    zero_shot = _concat(zero_shot_tables)
     if zero_shot.empty:
         zero_shot = pd.DataFrame(columns=ZERO_SHOT_COLUMNS)
     if not matches.empty:
         diagonal = matches.pivot_table(index="group", columns="space", values="diagonal_fraction", aggfunc="mean")
         logger.info("embedding alignment: mean diagonal-match fraction per group\n%s", diagonal.round(3).to_string())
+    alignment_figures = {f"{a}__{b}.png": figures.alignment_figure(similarity, a, b)
+                         for (a, b), similarity in zip(pairs, similarities)}
+    finetune_curves = _concat([curve.assign(model=model) for model, curve in zip(finetuned, curves)])
     return (keep_k, matches, fractions, zero_shot, figures.alignment_summary_figure(matches),
-            figures.zero_shot_figure(zero_shot))
+            figures.zero_shot_figure(zero_shot),
+            {f"{model}.png": figures.keep_k_figure(table, model) for model, table in zip(models, keep_k_tables)},
+            alignment_figures, _concat(similarities), _concat(vectors), _concat(head_pairs), _concat(lookups),
+            "\n\n".join(reports), finetune_curves, _concat(top_tokens))

@@ -4,12 +4,15 @@ alignment, fine-tune differences and zero-shot stitching.
 Namespaces (:mod:`thinkalike.pipelines.namespaces`):
 
 * ``models.embedding.<model>`` — per model: ``read_parameters`` (FF keys/values and heads as tokens, the
-  knowledge lookup, a markdown report) and ``measure_keep_k`` (keep-k scores and figure, residual states from
+  knowledge lookup, a markdown report) and ``measure_keep_k`` (keep-k scores, residual states from
   ``models.<model>.activations``); for a model in ``embedding.finetune.models`` also ``finetune_top_layers``
   (fine-tuned classifier, ΔW / head readings, feature-token fractions);
 * ``models.embedding.<a>__<b>`` — ``align_layers`` for a pair of ``embedding.alignment.pairs`` (cka.pairs
   syntax), ``zero_shot_stitch`` for an entry ``[a, b]`` of ``embedding.zero_shot.pairs`` (a fine-tuned);
-* ``models.embedding`` — ``summarise_embedding``.
+* ``models.embedding`` — ``summarise_embedding``: the tables above gathered across models and pairs, the
+  summary figures and every model's keep-k and every pair's alignment figures (folders of PNGs). It reads
+  every per-model and per-pair output but the fine-tuned classifiers (read by ``zero_shot_stitch``), so kedro-viz
+  draws them inside their boxes.
 
 Models: ``embedding.models`` (null: every model of the activations pipeline — zoo models and
 ``activations.models`` specs). ``kedro run --pipelines embedding --namespaces models.embedding.gelu_4l``
@@ -43,12 +46,19 @@ from thinkalike.pipelines.schema import validate_section
 EMBEDDING = "embedding"
 PARAMS = "params:embedding"
 READ_OUTPUTS = ["embedding_vectors", "embedding_head_pairs", "embedding_lookup", "embedding_report"]
-KEEP_K_OUTPUTS = ["keep_k_scores", "keep_k_figure"]
+KEEP_K_OUTPUTS = ["keep_k_scores"]
 FINETUNE_OUTPUTS = ["finetuned_weights", "finetuned_config", "finetune_curve", "finetune_top_tokens",
                     "feature_fractions"]
-ALIGN_OUTPUTS = ["alignment_similarity", "alignment_matches", "alignment_figure"]
+ALIGN_OUTPUTS = ["alignment_similarity", "alignment_matches"]
 SUMMARY_OUTPUTS = ["embedding_keep_k", "embedding_alignment", "embedding_feature_fractions", "embedding_zero_shot",
-                   "embedding_alignment_figure", "embedding_zero_shot_figure"]
+                   "embedding_alignment_figure", "embedding_zero_shot_figure", "embedding_keep_k_figures",
+                   "embedding_alignment_figures", "embedding_alignment_similarity", "embedding_readings",
+                   "embedding_head_interactions", "embedding_lookups", "embedding_reports", "embedding_finetune_curves",
+                   "embedding_finetune_top_tokens"]
+#: What the summary reads of each model, pair and fine-tuned model (it gathers them: kedro-viz draws them in boxes).
+MODEL_TABLES = ["keep_k_scores", "embedding_vectors", "embedding_head_pairs", "embedding_lookup", "embedding_report"]
+PAIR_TABLES = ["alignment_matches", "alignment_similarity"]
+FINETUNE_TABLES = ["feature_fractions", "finetune_curve", "finetune_top_tokens"]
 
 
 def model_box(model: str) -> str:
@@ -108,11 +118,12 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
             [PARAMS, "params:corpus", f"{model_box(first)}.finetuned_weights", f"{model_box(first)}.finetuned_config",
              "heldout_sentences", "tokenizer", *zoo_sources(first)[:2], *zoo_sources(models[second][4:])[:2]],
             ["zero_shot_accuracy"], name="zero_shot_stitch", namespace=box)])
-    tables = ([f"{model_box(m)}.keep_k_scores" for m in models]
-              + [f"{pair_namespace(EMBEDDING, a, b)}.alignment_matches" for a, b in pairs]
-              + [f"{model_box(m)}.feature_fractions" for m in embedding.finetune.models]
+    finetuned = list(embedding.finetune.models)
+    tables = ([f"{model_box(m)}.{table}" for table in MODEL_TABLES for m in models]
+              + [f"{pair_namespace(EMBEDDING, a, b)}.{table}" for table in PAIR_TABLES for a, b in pairs]
+              + [f"{model_box(m)}.{table}" for table in FINETUNE_TABLES for m in finetuned]
               + [f"{pair_namespace(EMBEDDING, a, b)}.zero_shot_accuracy" for a, b in zero_shot])
-    counts = (len(models), len(pairs), len(embedding.finetune.models), len(zero_shot))
-    summary = Node(bind(nodes.summarise_embedding, counts=counts), tables, SUMMARY_OUTPUTS,
-                   name="summarise_embedding", namespace=group_namespace(EMBEDDING))
+    summary = Node(bind(nodes.summarise_embedding, models=list(models), pairs=[tuple(pair) for pair in pairs],
+                        finetuned=finetuned, n_zero_shot=len(zero_shot)),
+                   tables, SUMMARY_OUTPUTS, name="summarise_embedding", namespace=group_namespace(EMBEDDING))
     return pipeline + Pipeline([summary])

@@ -39,6 +39,7 @@ from thinkalike.mlem.stimuli import (
 )
 from thinkalike.models.activation_store import ActivationStore, provenance
 from thinkalike.models.handle import default_device
+from thinkalike.reports.figure_menu import dropdown_figure, figure_files
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +59,9 @@ def chosen_layers(stored: list[int], wanted: list[int] | None, model: str) -> li
 
 
 def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.DataFrame, mlem: dict[str, Any], *,
-              model: str) -> tuple[pd.DataFrame, pd.DataFrame, Any, Any]:
-    """Every layer's MLEM profile (long table, figure, plotly) and the RSA distances of the shared sampled pairs.
+              model: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every layer's MLEM profile (long table; the summary draws it) and the RSA distances of the shared sampled
+    pairs.
 
     Stimuli (``mlem.level``, at most ``mlem.max_stimuli``, drawn with ``mlem.fit.seed``) and features
     (``mlem.features``) are checked, and every layer's vectors too, before the first fit.
@@ -79,7 +81,7 @@ def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.
     profile = pd.concat([profile_table(fit, model, layer, settings.confidence) for layer, fit in fits.items()],
                         ignore_index=True).assign(level=level, **provenance(store))
     distances = rsa_distances(candidates, stimuli, by_layer, int(mlem.get("rsa_pairs", 4000)), settings.seed, model)
-    return profile, distances, profile_figure(profile), profile_plotly(profile)
+    return profile, distances
 
 
 def rsa_distances(candidates: pd.DataFrame, stimuli: pd.DataFrame, by_layer: dict[int, np.ndarray], n_pairs: int,
@@ -106,12 +108,14 @@ def rsa_distances(candidates: pd.DataFrame, stimuli: pd.DataFrame, by_layer: dic
 
 
 def summarise_mlem(mlem: dict[str, Any], *tables: pd.DataFrame):
-    """All profiles; feature-based and RSA similarity of every layer pair (long tables); MDS maps; figures.
+    """All profiles; feature-based and RSA similarity of every layer pair (long tables); MDS maps; figures; every
+    model's profile figure (``<model>.png`` files, and one plotly figure with a dropdown of the models).
 
     ``tables`` are the models' profile tables, then their RSA distance tables, in the same order.
     """
     seed = int((mlem.get("fit") or {}).get("seed", 0))
-    profiles = pd.concat(tables[:len(tables) // 2], ignore_index=True)
+    by_model = {str(table["model"].iloc[0]): table for table in tables[:len(tables) // 2]}
+    profiles = pd.concat(by_model.values(), ignore_index=True)
     distances = pd.concat(tables[len(tables) // 2:], ignore_index=True)
     labels, importances, _ = importance_profiles(profiles)
     matrices = {"feature": feature_similarity(importances),
@@ -130,4 +134,5 @@ def summarise_mlem(mlem: dict[str, Any], *tables: pd.DataFrame):
     mds = pd.concat(coordinates, ignore_index=True)[MDS_COLUMNS]
     return (profiles, long_similarity(matrices["feature"], labels), long_similarity(matrices["rsa"], labels), mds,
             similarity_figure(matrices, labels), similarity_plotly(matrices, labels), mds_figure(mds),
-            mds_plotly(mds))
+            mds_plotly(mds), figure_files(by_model, profile_figure),
+            dropdown_figure({model: profile_plotly(table) for model, table in by_model.items()}, "MLEM profiles"))

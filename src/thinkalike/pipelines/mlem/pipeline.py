@@ -20,9 +20,10 @@ from thinkalike.pipelines.namespaces import MODELS, model_dataset
 from thinkalike.pipelines.parameters import section
 
 MLEM = "mlem"
-MODEL_OUTPUTS = ["mlem_profile", "mlem_rsa_distances", "mlem_profile_figure", "mlem_profile_plotly"]
+MODEL_OUTPUTS = ["mlem_profile", "mlem_rsa_distances"]
 SUMMARY_OUTPUTS = ["mlem_profiles", "mlem_feature_similarity", "mlem_rsa_similarity", "mlem_mds",
-                   "mlem_similarity_figure", "mlem_similarity_plotly", "mlem_mds_figure", "mlem_mds_plotly"]
+                   "mlem_similarity_figure", "mlem_similarity_plotly", "mlem_mds_figure", "mlem_mds_plotly",
+                   "mlem_profile_figures", "mlem_profile_figures_plotly"]
 FEATURE_TABLE = "evaluation_texts"  # the grammar sentences (with their labels) whose activations were extracted
 
 logger = logging.getLogger(__name__)
@@ -53,7 +54,8 @@ def model_pipeline(model: str) -> Pipeline:
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
-    """One :func:`model_pipeline` per configured model, then ``summarise_mlem`` (namespace ``models.mlem``)."""
+    """One :func:`model_pipeline` per configured model, then ``summarise_mlem`` (namespace ``models.mlem``), which
+    also draws every model's profile figure (so kedro-viz draws each model's outputs inside its box)."""
     if not section(parameters, MLEM):
         return Pipeline([])
     models = list(configured_models(parameters))

@@ -8,20 +8,20 @@ trains on the corpus's training sequences (the zoo's training data, many more to
 the held-out training part; the evaluation split is the same either way. Identity stitching needs
 equal widths: it is left out (logged) for pairs whose widths differ. The node saves the trained
 φ's (:func:`~thinkalike.stitching.pack_stitches`) and the evaluation split beside its table and
-curves. ``summarise_stitching`` concatenates the pairs' tables and curves and draws the penalty figure.
+curves. ``summarise_stitching`` concatenates the pairs' tables and curves, lists the saved φ's, and draws the
+penalty figure and every pair's learning curves (and heatmaps).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import torch
-from matplotlib.figure import Figure
 
 from thinkalike.models.handle import ModelHandle, default_device
 from thinkalike.models.sources import load_model
@@ -33,6 +33,7 @@ from thinkalike.pipelines.stitching.figure import (
     penalty_plotly,
 )
 from thinkalike.pipelines.stitching.plan import layer_grid
+from thinkalike.reports.figure_menu import dropdown_figure, figure_files
 from thinkalike.stitching import (
     ROW_FIELDS,
     StitchResult,
@@ -185,23 +186,53 @@ def stitch_self(sequences: dict[str, np.ndarray], tokenizer, weights: dict[str, 
     return _pair_outputs(handle, handle, token_splits(sequences, stitching, training_sequences), stitching)
 
 
-def draw_curves(curves: pd.DataFrame) -> Figure:
-    """The learning curves of one ordered pair (Brown et al. fig. 6 style, :func:`curves_figure`)."""
-    return curves_figure(curves)
+PHI_COLUMNS = ["model_f", "layer_f", "model_g", "layer_g", "stitch", "init", "objective", "n_parameters",
+               "train_source", "n_eval_sequences", "eval_split_digest"]
 
 
-def draw_heatmaps(table: pd.DataFrame) -> tuple[Figure, go.Figure]:
-    """The penalty over (layer of f, layer of g) of one ordered pair, per kind (``layers: all``)."""
-    return penalty_heatmap(table), penalty_heatmap_plotly(table)
+def phi_table(phi_state: dict[str, torch.Tensor], phi_config: dict[str, Any],
+              eval_split: dict[str, np.ndarray]) -> pd.DataFrame:
+    """One row per saved φ of an ordered pair: its layers, kind, initialisation, objective and parameter count
+    (the saved tensors' elements), the source of its training tokens, and the evaluation split it was measured on
+    (number of sequences, and the first 12 hex digits of the SHA-256 of their ``heldout_sequences`` rows: pairs
+    with the same digest were evaluated on the same sequences)."""
+    rows = np.ascontiguousarray(np.asarray(eval_split["sequence_ids"], dtype=np.int64))
+    digest = hashlib.sha256(rows.tobytes()).hexdigest()[:12]
+    records = []
+    for key, saved in phi_config.get("stitches", {}).items():
+        prefix = f"{key}."
+        records.append({"model_f": phi_config["f"], "layer_f": saved["layer_f"], "model_g": phi_config["g"],
+                        "layer_g": saved["layer_g"], "stitch": saved["kind"], "init": saved.get("init"),
+                        "objective": saved.get("objective"),
+                        "n_parameters": sum(int(tensor.numel()) for name, tensor in phi_state.items()
+                                            if name.startswith(prefix)),
+                        "train_source": phi_config.get("train_source"), "n_eval_sequences": len(rows),
+                        "eval_split_digest": digest})
+    return pd.DataFrame(records, columns=PHI_COLUMNS)
 
 
-def summarise_stitching(*tables_then_curves: pd.DataFrame, pairs: list[tuple[str, str]]
-                        ) -> tuple[pd.DataFrame, pd.DataFrame, Figure, go.Figure]:
-    """All ordered pairs' penalty tables and learning curves in one each, and the penalty figure per configured
-    pair (f → g, g → f and both self baselines; matplotlib and plotly). Inputs: the tables, then the curves, in
-    the same order."""
-    half = len(tables_then_curves) // 2
-    tables, curves = tables_then_curves[:half], tables_then_curves[half:]
+def summarise_stitching(*pair_outputs: Any, pairs: list[tuple[str, str]], names: list[str], heatmaps: bool):
+    """All ordered pairs' penalty tables and learning curves in one each, the penalty figure per configured pair
+    (f → g, g → f and both self baselines; matplotlib and plotly), the table of saved φ's (:func:`phi_table`) and
+    every ordered pair's learning-curve figure (``<f>__<g>.png``); with ``heatmaps`` (``layers: all``) also every
+    pair's penalty heatmaps (``<f>__<g>.png``, and one plotly figure with a dropdown of the pairs and kinds).
+
+    ``pair_outputs``: the pairs' (``names``) tables, curves, φ states, φ configs and evaluation splits, each in
+    the order of ``names``."""
+    count = len(names)
+    tables, curves, states, configs, splits = (pair_outputs[start:start + count]
+                                               for start in range(0, 5 * count, count))
     penalties = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=TABLE_COLUMNS)
     all_curves = _concat_curves([curve for curve in curves if len(curve)])
-    return penalties, all_curves, penalty_figure(penalties, pairs), penalty_plotly(penalties, pairs)
+    phis = (pd.concat([phi_table(*saved) for saved in zip(states, configs, splits)], ignore_index=True)
+            if names else pd.DataFrame(columns=PHI_COLUMNS))
+    outputs = (penalties, all_curves, penalty_figure(penalties, pairs), penalty_plotly(penalties, pairs), phis,
+               figure_files(dict(zip(names, curves)), curves_figure))
+    if not heatmaps:
+        return outputs
+    by_pair = dict(zip(names, tables))
+    by_kind = {f"{name} ({kind})": table[table["stitch"] == kind] for name, table in by_pair.items()
+               for kind in dict.fromkeys(table["stitch"])}
+    return (*outputs, figure_files(by_pair, penalty_heatmap),
+            dropdown_figure({name: penalty_heatmap_plotly(table) for name, table in by_kind.items()},
+                            "Stitching penalty heatmaps"))

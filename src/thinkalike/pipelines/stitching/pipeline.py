@@ -3,8 +3,8 @@
 Pairs, directions, self baselines and the layer grid come from ``stitching`` in config
 (:mod:`thinkalike.pipelines.stitching.plan`). ``kedro run --pipeline stitching --namespaces
 models.stitching.solu_2l__gelu_2l`` runs one ordered pair. Per pair: the penalty table, learning curves, the
-trained φ's and the evaluation split (to re-evaluate them), a learning-curve figure and, for the
-``all`` grid, penalty heatmaps. Only zoo models are stitched for now: with no
+trained φ's and the evaluation split (to re-evaluate them). The summary lists the φ's, draws every pair's
+learning curves and, for the ``all`` grid, penalty heatmaps. Only zoo models are stitched for now: with no
 ``zoo.models`` (a run of hub models only) the pipeline is empty and says so in the log.
 """
 
@@ -27,7 +27,9 @@ from thinkalike.pipelines.stitching.plan import (
 )
 
 PAIR_OUTPUTS = ["stitch_table", "stitch_curves", "stitch_phi", "stitch_phi_config", "stitch_eval_split"]
-SUMMARY_OUTPUTS = ["stitching_penalties", "stitching_curves", "stitching_figure", "stitching_figure_plotly"]
+SUMMARY_OUTPUTS = ["stitching_penalties", "stitching_curves", "stitching_figure", "stitching_figure_plotly",
+                   "stitching_phis", "stitching_curves_figures"]
+HEATMAP_OUTPUTS = ["stitching_heatmaps", "stitching_heatmaps_plotly"]  # layers: all
 SEQUENCES = "heldout_sequences"
 TRAINING_SEQUENCES = "train_sequences"
 
@@ -39,10 +41,8 @@ def model_inputs(model: str) -> list[str]:
     return [model_dataset(model, "model_weights"), model_dataset(model, "model_config")]
 
 
-def ordered_pair_pipeline(model_f: str, model_g: str, *, train_source: str = "heldout",
-                          heatmaps: bool = False) -> Pipeline:
-    """Every configured stitch of f → g in namespace ``models.stitching.<f>__<g>`` (a self baseline when f = g), its
-    learning-curve figure and, with ``heatmaps`` (``layers: all``), its penalty heatmaps."""
+def ordered_pair_pipeline(model_f: str, model_g: str, *, train_source: str = "heldout") -> Pipeline:
+    """Every configured stitch of f → g in namespace ``models.stitching.<f>__<g>`` (a self baseline when f = g)."""
     inputs = {"sequences": SEQUENCES, "tokenizer": "tokenizer"}
     if model_f == model_g:
         function = bind(nodes.stitch_self, model=model_f)
@@ -56,17 +56,14 @@ def ordered_pair_pipeline(model_f: str, model_g: str, *, train_source: str = "he
     # the node reads its arguments' own (undotted) names, mapped to the catalog names by ``inputs=``:
     # a node created outside a namespace with a dotted input would trigger Kedro's dotted-name warning
     built = [Node(function, {**{argument: argument for argument in inputs}, "stitching": "params:stitching"},
-                  PAIR_OUTPUTS, name="stitch_pair"),
-             Node(nodes.draw_curves, "stitch_curves", "stitch_curves_figure", name="draw_stitch_curves")]
-    if heatmaps:
-        built.append(Node(nodes.draw_heatmaps, "stitch_table", ["stitch_heatmap", "stitch_heatmap_plotly"],
-                          name="draw_stitch_heatmaps"))
+                  PAIR_OUTPUTS, name="stitch_pair")]
     return Pipeline(built, namespace=stitch_namespace(model_f, model_g), inputs=inputs,
                     parameters={"params:stitching": "params:stitching"})
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
-    """One namespace per ordered pair of :func:`ordered_pairs`, then ``summarise_stitching``."""
+    """One namespace per ordered pair of :func:`ordered_pairs`, then ``summarise_stitching``, which reads every
+    pair output (so kedro-viz draws them inside the pairs' boxes) and draws the pairs' figures."""
     stitching = section(parameters, "stitching")
     zoo_models = section(parameters, "zoo").get("models") or {}
     if not stitching:
@@ -76,12 +73,13 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         return Pipeline([])
     pairs = stitching_pairs(stitching, zoo_models)
     ordered = ordered_pairs(pairs, stitching.get("directions", "both"), bool(stitching.get("self_baselines", True)))
-    options = {"train_source": stitching.get("train_source", "heldout"),
-               "heatmaps": stitching.get("layers", "diagonal") == "all"}
-    per_pair = sum((ordered_pair_pipeline(f, g, **options) for f, g in ordered), Pipeline([]))
+    train_source = stitching.get("train_source", "heldout")
+    heatmaps = stitching.get("layers", "diagonal") == "all"
+    per_pair = sum((ordered_pair_pipeline(f, g, train_source=train_source) for f, g in ordered), Pipeline([]))
     namespaces = [stitch_namespace(f, g) for f, g in ordered]
-    tables = [f"{name}.stitch_table" for name in namespaces]
-    curves = [f"{name}.stitch_curves" for name in namespaces]
-    summary = Node(bind(nodes.summarise_stitching, pairs=pairs), [*tables, *curves], SUMMARY_OUTPUTS,
+    inputs = [f"{name}.{output}" for output in PAIR_OUTPUTS for name in namespaces]
+    summary = Node(bind(nodes.summarise_stitching, pairs=pairs, names=[f"{f}__{g}" for f, g in ordered],
+                        heatmaps=heatmaps),
+                   inputs, SUMMARY_OUTPUTS + (HEATMAP_OUTPUTS if heatmaps else []),
                    name="summarise_stitching", namespace=group_namespace("stitching"))
     return per_pair + Pipeline([summary])
