@@ -88,13 +88,18 @@ def test_n_evaluation_sentences_limits_natural_text(tmp_path):
 
 
 def _only_hub_models(project, encoder_dir, gpt2_dir, natural_path):
-    """conf/test of the project copy: no zoo models; CKA of the two hub models with word pooling. An
+    """conf/test of the project copy: no zoo models; CKA of the two hub models with word pooling, embedding-space
+    readings of gpt2 (the sentence encoder has no LM head), nothing to align or fine-tune. An
     environment's parameter file replaces a whole top-level section, so these files replace conf/base's."""
     conf = project / "conf" / "test"
     (conf / "parameters_zoo.yml").write_text(yaml.safe_dump({"zoo": {"models": {}}}))
     cka = yaml.safe_load((conf / "parameters_cka.yml").read_text())
     cka["cka"].update(pooling="word", pairs={"intra": False, "explicit": [["enc", "gpt2"]]}, groups={})
     (conf / "parameters_cka.yml").write_text(yaml.safe_dump(cka))
+    embedding = yaml.safe_load((conf / "parameters_embedding.yml").read_text())  # gpt2 only: enc has no LM head
+    embedding["embedding"].update(models=["gpt2"], alignment={**embedding["embedding"]["alignment"], "pairs": {}},
+                                  finetune={**embedding["embedding"]["finetune"], "models": []}, zero_shot={"pairs": []})
+    (conf / "parameters_embedding.yml").write_text(yaml.safe_dump(embedding))
     return {"corpus": {"n_evaluation_sentences": 4,
                        "natural_text": {"path": str(natural_path), "mode": "lines", "use": "replace"}},
             "activations": {"include_zoo": False, "n_ctx": 16,
