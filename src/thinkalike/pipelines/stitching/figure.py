@@ -89,17 +89,26 @@ def penalty_plotly(penalties: pd.DataFrame, pairs: list[tuple[str, str]]) -> go.
     return figure
 
 
+def kind_panels(kinds: list[str], panel_inches: tuple[float, float], empty_message: str) -> tuple[Figure, np.ndarray]:
+    """A figure with one panel per stitch kind, side by side (at least ``MIN_FIGURE_WIDTH_IN`` wide); with no
+    kind, one blank panel that says ``empty_message``."""
+    width, height = panel_inches
+    figure = Figure(figsize=(max(MIN_FIGURE_WIDTH_IN, width * max(1, len(kinds))), height), dpi=FIGURE_DPI,
+                    layout="constrained")
+    axes = figure.subplots(1, max(1, len(kinds)), squeeze=False)[0]
+    if not kinds:
+        axes[0].text(0.5, 0.5, empty_message, ha="center", va="center")
+        axes[0].set_axis_off()
+    return figure, axes
+
+
 def curves_figure(curves: pd.DataFrame) -> Figure:
     """Learning curves of one ordered pair in the style of Brown et al. (2023) fig. 6: one panel per kind; per
     layer pair (one colour) the training loss at every step (thin line) and the held-out loss every
     ``eval_every`` steps (dots, dashed), with g's own loss on the same held-out batches (grey)."""
     kinds = list(dict.fromkeys(curves["kind"])) if len(curves) else []
-    figure = Figure(figsize=(max(MIN_FIGURE_WIDTH_IN, 4.5 * max(1, len(kinds))), 4.2), dpi=FIGURE_DPI,
-                    layout="constrained")
-    axes = figure.subplots(1, max(1, len(kinds)), squeeze=False)[0]
+    figure, axes = kind_panels(kinds, (4.5, 4.2), "no trained stitch (identity stitching only)")
     if not kinds:
-        axes[0].text(0.5, 0.5, "no trained stitch (identity stitching only)", ha="center", va="center")
-        axes[0].set_axis_off()
         return figure
     f, g = curves["f"].iloc[0], curves["g"].iloc[0]
     layer_pairs = list(dict.fromkeys(zip(curves["layer_f"], curves["layer_g"])))
@@ -135,12 +144,8 @@ def penalty_heatmap(table: pd.DataFrame) -> Figure:
     """Stitching penalty over (layer of g across, layer of f up the side), one panel per kind (``layers: all``);
     values printed in the cells up to 16 layers a side."""
     kinds = list(dict.fromkeys(table["stitch"])) if len(table) else []
-    figure = Figure(figsize=(max(MIN_FIGURE_WIDTH_IN, 4.6 * max(1, len(kinds))), 4.4), dpi=FIGURE_DPI,
-                    layout="constrained")
-    axes = figure.subplots(1, max(1, len(kinds)), squeeze=False)[0]
+    figure, axes = kind_panels(kinds, (4.6, 4.4), "no stitches")
     if not kinds:
-        axes[0].text(0.5, 0.5, "no stitches", ha="center", va="center")
-        axes[0].set_axis_off()
         return figure
     f, g = table["model_f"].iloc[0], table["model_g"].iloc[0]
     for axis, kind in zip(axes, kinds):
