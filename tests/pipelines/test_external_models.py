@@ -32,6 +32,11 @@ def test_word_pooling_compares_models_with_different_tokenizers(tmp_path, monkey
     assert set(table["activations_version_b"]) == {store_version} and store_version[:4].isdigit()
     n_words = len(zoo_index[zoo_index["word_index"] >= 0].groupby(["sentence_id", "word_index"]))
     assert (table["n_tokens"] == n_words).all()
+    # MLEM works unchanged on the hub model: its words are pooled from its own tokens
+    profile = catalog.load("models.mlem.gpt2_local.mlem_profile")
+    store = catalog.load("models.gpt2_local.activations")
+    assert sorted(profile["layer"].unique()) == sorted(store.layers)  # every stored layer fitted
+    assert profile["spearman_heldout"].between(-1, 1).all() and profile["spearman_heldout"].notna().all()
 
 
 def test_token_level_comparison_across_tokenizers_says_to_pool(tmp_path, monkeypatch, gpt2_checkpoint):
