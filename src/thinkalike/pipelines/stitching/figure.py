@@ -9,6 +9,8 @@ Made without pyplot (a :class:`matplotlib.figure.Figure`), at least ``MIN_FIGURE
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -27,6 +29,17 @@ def direction_lines(a: str, b: str) -> list[tuple[str, str, str, str]]:
             (a, a, f"{a} → {a} (self)", ":"), (b, b, f"{b} → {b} (self)", ":")]
 
 
+def direction_rows(penalties: pd.DataFrame, kind: str, a: str, b: str) -> Iterator[tuple[str, str, pd.DataFrame]]:
+    """``(label, line style, rows by f's layer)`` of each line of :func:`direction_lines` with stitches of ``kind``."""
+    for f, g, label, style in direction_lines(a, b):
+        if (f, g) == (b, a) and a == b:
+            continue
+        rows = penalties[(penalties["model_f"] == f) & (penalties["model_g"] == g)
+                         & (penalties["stitch"] == kind)].sort_values("layer_f")
+        if not rows.empty:
+            yield label, style, rows
+
+
 def penalty_figure(penalties: pd.DataFrame, pairs: list[tuple[str, str]]) -> Figure:
     """Stitching penalty (nats/token, with its CI band) against f's layer (0 = embeddings), per pair and kind.
 
@@ -39,13 +52,7 @@ def penalty_figure(penalties: pd.DataFrame, pairs: list[tuple[str, str]]) -> Fig
     for row, kind in enumerate(kinds):
         for column, (a, b) in enumerate(pairs):
             axis = axes[row][column]
-            for f, g, label, style in direction_lines(a, b):
-                if (f, g) == (b, a) and a == b:
-                    continue
-                rows = penalties[(penalties["model_f"] == f) & (penalties["model_g"] == g)
-                                 & (penalties["stitch"] == kind)].sort_values("layer_f")
-                if rows.empty:
-                    continue
+            for label, style, rows in direction_rows(penalties, kind, a, b):
                 line, = axis.plot(rows["layer_f"], rows["penalty"], style, marker="o", label=label)
                 axis.fill_between(rows["layer_f"], rows["ci_low"], rows["ci_high"], color=line.get_color(),
                                   alpha=0.15, linewidth=0)
@@ -66,13 +73,7 @@ def penalty_plotly(penalties: pd.DataFrame, pairs: list[tuple[str, str]]) -> go.
                            subplot_titles=[f"{a} vs {b} — {kind}" for kind in kinds for a, b in pairs] or None)
     for row, kind in enumerate(kinds, start=1):
         for column, (a, b) in enumerate(pairs, start=1):
-            for f, g, label, style in direction_lines(a, b):
-                if (f, g) == (b, a) and a == b:
-                    continue
-                rows = penalties[(penalties["model_f"] == f) & (penalties["model_g"] == g)
-                                 & (penalties["stitch"] == kind)].sort_values("layer_f")
-                if rows.empty:
-                    continue
+            for label, style, rows in direction_rows(penalties, kind, a, b):
                 figure.add_trace(go.Scatter(
                     x=rows["layer_f"], y=rows["penalty"], name=f"{label} ({kind})", mode="lines+markers",
                     line={"dash": "solid" if style == "-" else "dot"},
