@@ -52,20 +52,14 @@ PIPELINE_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
     "nli": nli_pipeline,
 }
 
-# Run only when named (``kedro run --pipelines nli``): the NLI experiment does not fit the default
-# run's budget on 2 CPU cores yet (measured about 16 min under load, ~5 min of CPU).
-NOT_IN_DEFAULT = frozenset({"nli"})
-
-
 def build_pipelines(parameters: Mapping[str, Any]) -> dict[str, Pipeline]:
-    """Every project pipeline for ``parameters``; ``__default__`` is the sum of all but :data:`NOT_IN_DEFAULT`.
+    """Every project pipeline for ``parameters``; ``__default__`` is the sum of all of them.
 
     Per-model and per-pair nodes are namespaced under ``models``
     (:mod:`thinkalike.pipelines.namespaces`), so Kedro's dotted-name warning has no cause here.
     """
     built = {name: build(parameters) for name, build in PIPELINE_BUILDERS.items()}
-    built["__default__"] = sum((pipeline for name, pipeline in built.items() if name not in NOT_IN_DEFAULT),
-                               Pipeline([]))
+    built["__default__"] = sum(built.values(), Pipeline([]))
     return built
 
 

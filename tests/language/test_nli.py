@@ -294,12 +294,31 @@ def test_substituted_pairs_replace_one_to_three_slots_and_stay_non_entailed():
         PairsConfig(substituted_slots=4)
 
 
-def test_pretraining_text_and_row_mixing():
-    from thinkalike.language.nli import mix_rows, pair_texts
+def test_whole_pair_rows_mark_the_hypotheses_and_decode_to_the_pairs():
+    from thinkalike.language.nli import pack_pairs
+    from thinkalike.language.tokenizer import train_tokenizer
 
-    table = generate_pairs(PairsConfig(n_train=6, n_test=2, n_ood_per_subcase=1))
-    texts = pair_texts(table)
-    assert texts[0::2] == table.premise.tolist() and texts[1::2] == table.hypothesis.tolist()
+    table = generate_pairs(PairsConfig(n_train=40, n_test=4, n_ood_per_subcase=1))
+    tokenizer = train_tokenizer(list(table.premise) + list(table.hypothesis), vocab_size=200)
+    rows, is_hypothesis = pack_pairs(table, tokenizer, 48)
+    assert rows.shape[1] == 48 and is_hypothesis.shape == rows.shape and len(rows) < len(table)
+    premises, hypotheses = [], []
+    for row, where in zip(rows, is_hypothesis):
+        n_real = int((row != tokenizer.pad_token_id).sum())
+        assert (row[n_real:] == tokenizer.pad_token_id).all() and not where[n_real:].any()  # right-padded
+        starts = np.flatnonzero(row == tokenizer.bos_token_id)
+        assert len(starts) % 2 == 0  # whole pairs only
+        for start, end in zip(starts, [*starts[1:], n_real]):
+            assert row[end - 1] == tokenizer.eos_token_id and len(set(where[start:end])) == 1
+            (hypotheses if where[start] else premises).append(tokenizer.decode(row[start + 1:end - 1]))
+    assert premises == list(table.premise) and hypotheses == list(table.hypothesis)
+    with pytest.raises(ValueError, match="n_ctx=8"):
+        pack_pairs(table, tokenizer, 8)
+
+
+def test_row_mixing():
+    from thinkalike.language.nli import mix_rows
+
     corpus, pairs = np.zeros((6, 4), dtype=np.int64), np.arange(8).reshape(2, 4)
     mixed = mix_rows(corpus, pairs, 0.25)  # 0.25 / 0.75 * 6 = 2 pair rows
     assert mixed.shape == (8, 4) and (mixed[6:] == pairs).all()

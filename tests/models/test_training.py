@@ -96,6 +96,43 @@ def test_masked_objective_learns():
     assert curve["heldout_loss"].iloc[-1] < 0.5 * np.log(VOCAB)
 
 
+def test_per_position_mask_rates_select_only_where_they_are_positive():
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(2, VOCAB, (64, 32), generator=generator)
+    rates = torch.zeros(ids.shape)
+    rates[:, 16:] = 0.5  # the "hypothesis" half
+    _, targets = mask_tokens(ids, MaskingTokens(mask_id=1, special_ids=(0, 1), vocab_size=VOCAB), rates, generator)
+    selected = targets != -100
+    assert not selected[:, :16].any() and 0.45 < selected[:, 16:].float().mean() < 0.55
+
+
+def test_trainer_masks_by_row_rates_and_does_not_attend_to_padding():
+    seen = []
+
+    def recording_logits(module, input_ids, attention_mask):
+        seen.append((input_ids.clone(), attention_mask.clone()))
+        return module(input_ids)
+
+    pad, mask_id = 0, 1
+    masking = MaskingTokens(mask_id=mask_id, special_ids=(pad, mask_id), vocab_size=VOCAB)
+    rows = np.full((8, 10), 5)
+    rows[:, 8:] = pad
+    rates = np.zeros(rows.shape)
+    rates[:, 4:8] = 0.9
+    config = TrainingConfig(steps=5, batch_size=4, learning_rate=0.1, warmup_steps=1, eval_every=5, eval_batches=1)
+    LanguageModelTrainer(Bigram(), recording_logits, "masked", config, masking, pad_id=pad).train(
+        rows, rows[:2], mask_rates=rates)
+    training_calls = seen[:5]
+    for corrupted, attention in training_calls:
+        assert (attention[:, 8:] == 0).all() and (attention[:, :8] == 1).all()
+        assert (corrupted[:, :4] == 5).all()  # rate 0: never corrupted
+    assert any((corrupted[:, 4:8] != 5).any() for corrupted, _ in training_calls)
+    with pytest.raises(ValueError, match="mask_rates must be shaped like"):
+        LanguageModelTrainer(Bigram(), logits_fn, "masked", config, masking).train(rows, rows, mask_rates=rates[:, :4])
+    with pytest.raises(ValueError, match="masked objective only"):
+        LanguageModelTrainer(Bigram(), logits_fn, "causal", config).train(rows, rows, mask_rates=rates)
+
+
 def test_schedule_warms_up_then_decays_to_a_tenth():
     config = TrainingConfig(steps=100, warmup_steps=10)
     assert learning_rate_factor(0, config) == pytest.approx(0.1)

@@ -28,28 +28,10 @@ NAMES = copy_names(4)
 
 
 @pytest.fixture(scope="module")
-def tiny_project(tmp_path_factory):
-    """A project copy after ``kedro run --env test --pipelines corpus,nli`` (its own run: ~20 s, independent of
-    the other pipelines of the shared default run)."""
-    import os
-
-    from tests.pipelines.conftest import make_project_copy, run_project
-
-    project = make_project_copy(tmp_path_factory.mktemp("nli_project"))
-    previous = os.getcwd()
-    os.chdir(project)
-    try:
-        catalog = run_project(project, pipeline_names=["corpus", "nli"])
-    finally:
-        os.chdir(previous)
-    return project, catalog
-
-
-@pytest.fixture(scope="module")
 def outputs(tiny_project):
     _, catalog = tiny_project
     names = ["groups", "accuracy", "stitching", "stitching_groups", "cka_group_curves", "cka_group_distances",
-             "sweep", "report"]
+             "sweep", "report", "figures_plotly"]
     return {name: catalog.load(f"models.nli.{name}") for name in names}
 
 
@@ -115,6 +97,21 @@ def test_cka_and_report(outputs):
                      distance_sentence(outputs["cka_group_distances"])):
         assert sentence in report
     assert outputs["sweep"]["status"].iloc[0] in ("not_needed", "swept")
+
+
+def test_plotly_page_shows_the_tables_numbers(outputs):
+    figure = outputs["figures_plotly"]
+    traces = {}
+    for trace in figure.data:  # the first of a name: stitching on test pairs comes before OOD
+        traces.setdefault(trace.name, trace)
+    groups = outputs["groups"]
+    generalizing = groups[groups["group"] == "generalizing"]
+    np.testing.assert_allclose(traces["generalizing"].y, generalizing["ood_non_entailed_accuracy"])
+    between = outputs["stitching_groups"].query("data == 'test' and relation == 'between'").sort_values("layer")
+    np.testing.assert_allclose(traces["stitching: between groups"].y, between["mean_penalty"])
+    np.testing.assert_allclose(np.asarray(traces["stitching: between groups"].error_y.array),
+                               between["ci_high"] - between["mean_penalty"])
+    assert "CKA: gen.-to-gen." in traces and "lexical-overlap rule" in traces
 
 
 # --------------------------------------------------------------------------- planted tables

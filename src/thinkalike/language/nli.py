@@ -423,16 +423,13 @@ def encode_pairs(pairs: pd.DataFrame, tokenizer, n_ctx: int) -> dict[str, np.nda
     ``ValueError`` naming ``n_ctx`` when a pair is longer than ``n_ctx`` tokens.
     """
     wrapping = text_wrapping(tokenizer)
-    encode = tokenizer(list(pairs["premise"]) + list(pairs["hypothesis"]), add_special_tokens=False)["input_ids"]
-    n = len(pairs)
-    rows = [[*wrapping.prefix, *encode[i], *wrapping.suffix, *wrapping.prefix, *encode[n + i], *wrapping.suffix]
-            for i in range(n)]
+    rows = [premise + hypothesis for premise, hypothesis in _wrapped_pairs(pairs, tokenizer)]
     longest = max((len(r) for r in rows), default=0)
     if longest > n_ctx:
         raise ValueError(f"n_ctx={n_ctx} is shorter than the longest premise-hypothesis pair ({longest} tokens); "
                          "raise n_ctx")
-    input_ids = np.full((n, longest), wrapping.pad, dtype=np.int64)
-    attention_mask = np.zeros((n, longest), dtype=np.int64)
+    input_ids = np.full((len(rows), longest), wrapping.pad, dtype=np.int64)
+    attention_mask = np.zeros((len(rows), longest), dtype=np.int64)
     for i, row in enumerate(rows):
         input_ids[i, :len(row)] = row
         attention_mask[i, :len(row)] = 1
@@ -440,13 +437,46 @@ def encode_pairs(pairs: pd.DataFrame, tokenizer, n_ctx: int) -> dict[str, np.nda
             "labels": np.array(pairs["label_id"], dtype=np.int64)}
 
 
+def _wrapped_pairs(pairs: pd.DataFrame, tokenizer) -> list[tuple[list[int], list[int]]]:
+    """Per pair, the wrapped token ids of its premise and of its hypothesis (``<bos> text <eos>`` each)."""
+    wrapping = text_wrapping(tokenizer)
+    encode = tokenizer(list(pairs["premise"]) + list(pairs["hypothesis"]), add_special_tokens=False)["input_ids"]
+    n = len(pairs)
+    return [([*wrapping.prefix, *encode[i], *wrapping.suffix], [*wrapping.prefix, *encode[n + i], *wrapping.suffix])
+            for i in range(n)]
+
+
 # --------------------------------------------------------------------------- pretraining text
 
 
-def pair_texts(pairs: pd.DataFrame) -> list[str]:
-    """The premise, then the hypothesis, of every pair: unlabelled text in which a hypothesis follows its
-    premise (packed as ``<bos> P <eos> <bos> H <eos>``, the layout :func:`encode_pairs` gives a classifier)."""
-    return [text for premise, hypothesis in zip(pairs["premise"], pairs["hypothesis"]) for text in (premise, hypothesis)]
+def pack_pairs(pairs: pd.DataFrame, tokenizer, n_ctx: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pretraining rows of whole pairs: ``<bos> P <eos> <bos> H <eos>`` of consecutive pairs, as many as fit in
+    ``n_ctx`` tokens, never split across rows, right-padded with the pad token. Returns the rows (int64
+    ``(n_rows, n_ctx)``) and where the hypotheses are (bool, same shape: for hypothesis-weighted masking,
+    :meth:`thinkalike.models.training.LanguageModelTrainer.train`'s ``mask_rates``). Raises ``ValueError``
+    naming ``n_ctx`` when a pair is longer, and when the tokenizer has no pad token."""
+    if tokenizer.pad_token_id is None:
+        raise ValueError(f"{type(tokenizer).__name__} has no pad token: whole-pair rows are right-padded")
+    rows, hypothesis, row, where = [], [], [], []
+    for premise, hyp in _wrapped_pairs(pairs, tokenizer):
+        if len(premise) + len(hyp) > n_ctx:
+            raise ValueError(f"n_ctx={n_ctx} is shorter than a premise-hypothesis pair "
+                             f"({len(premise) + len(hyp)} tokens); raise n_ctx")
+        if len(row) + len(premise) + len(hyp) > n_ctx:
+            rows.append(row)
+            hypothesis.append(where)
+            row, where = [], []
+        row = row + premise + hyp
+        where = where + [False] * len(premise) + [True] * len(hyp)
+    if row:
+        rows.append(row)
+        hypothesis.append(where)
+    ids = np.full((len(rows), n_ctx), tokenizer.pad_token_id, dtype=np.int64)
+    is_hypothesis = np.zeros((len(rows), n_ctx), dtype=bool)
+    for i, (row, where) in enumerate(zip(rows, hypothesis)):
+        ids[i, :len(row)] = row
+        is_hypothesis[i, :len(where)] = where
+    return ids, is_hypothesis
 
 
 def mix_rows(corpus_rows: np.ndarray, pair_rows: np.ndarray, share: float) -> np.ndarray:

@@ -4,7 +4,11 @@ Causal objective: mean next-token cross-entropy
     loss = −(1/N) Σ_t log softmax(z_t)[x_{t+1}]   over all positions t < n_ctx − 1.
 Masked objective (BERT-style): a fraction ``mask_probability`` of non-special positions is
 selected; of those 80 % become ``<mask>``, 10 % a random token, 10 % stay; the loss is the
-cross-entropy at the selected positions only.
+cross-entropy at the selected positions only. ``LanguageModelTrainer.train(…, mask_rates=…)`` gives
+every position of every training row its own selection probability instead (e.g. a hypothesis
+masked more often than its premise, so that filling it in needs the premise: XLM's translation
+LM on sentence pairs, Conneau & Lample 2019); rows may then be right-padded with ``pad_id``,
+which the model does not attend to.
 
 Optimiser: AdamW with linear warm-up then cosine decay to 10 % of the peak rate.
 Everything is seeded from ``seed`` (initialisation, batch order, masking), so the same
@@ -108,9 +112,10 @@ def causal_lm_loss(logits: torch.Tensor, input_ids: torch.Tensor, attention_mask
                            ignore_index=-100)
 
 
-def mask_tokens(input_ids: torch.Tensor, tokens: MaskingTokens, probability: float,
+def mask_tokens(input_ids: torch.Tensor, tokens: MaskingTokens, probability: float | torch.Tensor,
                 generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT masking: returns (corrupted ids, targets with −100 where no loss is taken)."""
+    """BERT masking: returns (corrupted ids, targets with −100 where no loss is taken). ``probability`` is one
+    selection probability or one per position (a tensor shaped like ``input_ids``)."""
     special = torch.isin(input_ids, torch.tensor(tokens.special_ids, device=input_ids.device))
     draw = torch.rand(input_ids.shape, generator=generator, device=input_ids.device)
     selected = (draw < probability) & ~special
@@ -138,7 +143,7 @@ class LanguageModelTrainer:
 
     def __init__(self, module: torch.nn.Module, logits_fn: LogitsFn, objective: str, config: TrainingConfig,
                  masking: MaskingTokens | None = None, device: torch.device | None = None, *,
-                 progress: bool = True, description: str | None = None) -> None:
+                 progress: bool = True, description: str | None = None, pad_id: int | None = None) -> None:
         if objective not in ("causal", "masked"):
             raise ValueError(f"objective must be 'causal' or 'masked', got {objective!r}")
         if objective == "masked" and masking is None:
@@ -151,12 +156,15 @@ class LanguageModelTrainer:
         self.device = device or torch.device("cpu")
         self.progress = progress
         self.description = description if description is not None else _PROGRESS_LABEL.get()
+        self.pad_id = pad_id
 
-    def _loss(self, batch: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        attention_mask = torch.ones_like(batch)
+    def _loss(self, batch: torch.Tensor, generator: torch.Generator,
+              rates: torch.Tensor | None = None) -> torch.Tensor:
+        attention_mask = torch.ones_like(batch) if self.pad_id is None else (batch != self.pad_id).long()
         if self.objective == "causal":
             return causal_lm_loss(self.logits_fn(self.module, batch, attention_mask), batch, attention_mask)
-        corrupted, targets = mask_tokens(batch, self.masking, self.config.mask_probability, generator)
+        probability = self.config.mask_probability if rates is None else rates
+        corrupted, targets = mask_tokens(batch, self.masking, probability, generator)
         return masked_lm_loss(self.logits_fn(self.module, corrupted, attention_mask), targets)
 
     @torch.no_grad()
@@ -174,10 +182,22 @@ class LanguageModelTrainer:
         return float(np.mean(losses))
 
     def train(self, train_sequences: np.ndarray, heldout_sequences: np.ndarray,
-              on_eval: Callable[[int, float, float], None] | None = None) -> pd.DataFrame:
-        """Runs ``config.steps`` optimiser steps; returns the curve (step, train_loss, heldout_loss, seconds)."""
+              on_eval: Callable[[int, float, float], None] | None = None,
+              mask_rates: np.ndarray | None = None) -> pd.DataFrame:
+        """Runs ``config.steps`` optimiser steps; returns the curve (step, train_loss, heldout_loss, seconds).
+        ``mask_rates`` (masked objective): the selection probability of every position of every training row,
+        shaped like ``train_sequences``; held-out rows keep ``config.mask_probability``."""
         if len(train_sequences) < 1 or len(heldout_sequences) < 1:
             raise ValueError("training needs at least one training and one held-out sequence")
+        if mask_rates is not None:
+            if self.objective != "masked":
+                raise ValueError("mask_rates apply to the masked objective only")
+            if np.shape(mask_rates) != np.shape(train_sequences):
+                raise ValueError(f"mask_rates must be shaped like the training rows {np.shape(train_sequences)}, "
+                                 f"got {np.shape(mask_rates)}")
+            if not ((np.asarray(mask_rates) >= 0) & (np.asarray(mask_rates) < 1)).all():
+                raise ValueError("mask_rates must lie in [0, 1)")
+        rates = None if mask_rates is None else torch.as_tensor(np.asarray(mask_rates), dtype=torch.float32)
         config = self.config
         torch.manual_seed(config.seed)
         generator = torch.Generator(device=self.device).manual_seed(config.seed)
@@ -192,7 +212,7 @@ class LanguageModelTrainer:
             for step in range(config.steps):
                 rows_idx = order_rng.integers(0, len(data), size=config.batch_size)
                 batch = data[rows_idx].to(self.device)
-                loss = self._loss(batch, generator)
+                loss = self._loss(batch, generator, None if rates is None else rates[rows_idx].to(self.device))
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.module.parameters(), 1.0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -62,8 +63,11 @@ def training_config(defaults: dict[str, Any], entry: dict[str, Any]) -> Training
 
 
 def train_zoo_model(config: dict[str, Any], training: TrainingConfig, train_ids, heldout_ids, tokenizer,
-                    device: torch.device | None = None) -> tuple[torch.nn.Module, pd.DataFrame]:
-    """Builds (seeded) and trains one zoo model; returns the trained module and its curve."""
+                    device: torch.device | None = None, *, mask_rates: np.ndarray | None = None,
+                    padded: bool = False) -> tuple[torch.nn.Module, pd.DataFrame]:
+    """Builds (seeded) and trains one zoo model; returns the trained module and its curve. ``mask_rates``: per
+    position masking probabilities of the training rows; ``padded``: rows may hold the tokenizer's pad token,
+    which is not attended to (:class:`~thinkalike.models.training.LanguageModelTrainer`)."""
     torch.manual_seed(training.seed)
     module = build_zoo_module(config, seed=training.seed)
     masking = None
@@ -74,8 +78,9 @@ def train_zoo_model(config: dict[str, Any], training: TrainingConfig, train_ids,
     def logits_fn(model, input_ids, attention_mask):
         return zoo_logits(model, config, input_ids, attention_mask)
 
-    trainer = LanguageModelTrainer(module, logits_fn, config["objective"], training, masking, device)
-    curve = trainer.train(train_ids, heldout_ids)
+    trainer = LanguageModelTrainer(module, logits_fn, config["objective"], training, masking, device,
+                                   pad_id=tokenizer.pad_token_id if padded else None)
+    curve = trainer.train(train_ids, heldout_ids, mask_rates=mask_rates)
     curve.insert(0, "model", config["name"])
     curve["n_parameters"] = sum(p.numel() for p in module.parameters())
     return module.cpu(), curve

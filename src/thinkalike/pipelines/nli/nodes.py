@@ -26,9 +26,8 @@ from thinkalike.language.nli import (
     generate_pairs,
     heuristic_predictions,
     mix_rows,
-    pair_texts,
+    pack_pairs,
 )
-from thinkalike.language.packing import pack_training_sequences
 from thinkalike.models.finetune import (
     FinetuneConfig,
     copy_seeds,
@@ -63,6 +62,7 @@ from thinkalike.pipelines.nli.report import (
     accuracy_sentence,
     cka_sentence,
     distance_sentence,
+    experiment_plotly,
     markdown_report,
     stitching_figure,
     stitching_sentence,
@@ -78,7 +78,7 @@ ENCODER_NAME = "nli_encoder"
 STITCH_DATA = ("test", "ood")
 SWEEP_COLUMNS = ["status", "note", "counterexample_fraction", "model", "test_accuracy", "ood_non_entailed_accuracy",
                  "ood_entailed_accuracy"]
-FIGURES = ["accuracy.png", "stitching.png", "cka_group_curves.png", "cka_distances.png"]
+FIGURES = ["accuracy.png", "stitching.png", "cka_group_curves.png", "cka_distances.png", "figures.json (plotly)"]
 
 
 def _pairs_config(nli: dict[str, Any], **overrides: Any) -> PairsConfig:
@@ -96,27 +96,41 @@ def pretrain_encoder(train_sequences: dict[str, np.ndarray], heldout_sequences: 
                      nli: dict[str, Any]):
     """The masked encoder every copy starts from, trained from scratch on the corpus's training rows mixed with
     unlabelled pair text (``nli.encoder.pair_text``: ``n_pairs`` in-distribution pairs drawn with its own
-    seed; ``share`` of the rows). Held out: the corpus's held-out rows and the pair text's test pairs."""
+    seed, whole pairs per row; ``share`` of the rows). In pair rows premise and hypothesis tokens are masked
+    with their own probabilities (``premise_mask_probability``, ``hypothesis_mask_probability``), corpus rows
+    with ``training.mask_probability``. Held out: the corpus's held-out rows and the pair text's test pairs."""
     encoder = nli.get("encoder") or {}
     pair_text = encoder.get("pair_text") or {}
-    corpus_rows = np.asarray(train_sequences["input_ids"])
-    width = corpus_rows.shape[1]  # pair text is packed into rows as wide as the corpus's
+    width = int(nli.get("n_ctx", 64))  # whole pairs per row of the encoder's context; corpus rows padded to it
+    corpus_rows = _right_padded(np.asarray(train_sequences["input_ids"]), width, tokenizer)
+    corpus_heldout = _right_padded(np.asarray(heldout_sequences["input_ids"]), width, tokenizer)
     entry = {"family": "bridge", "objective": "masked", "seed": int(encoder.get("seed", 0)),
              "architecture": dict(encoder.get("architecture") or {}), "training": dict(encoder.get("training") or {})}
-    config = zoo_config(ENCODER_NAME, entry, tokenizer, int(nli.get("n_ctx", 64)))
+    config = zoo_config(ENCODER_NAME, entry, tokenizer, width)
+    training = training_config({}, entry)
     text = generate_pairs(_pairs_config(nli, n_train=int(pair_text.get("n_pairs", 4000)), n_test=64,
                                         n_ood_per_subcase=1, seed=int(pair_text.get("seed", 1))))
-    pair_rows = pack_training_sequences(pair_texts(text[text["split"] == "train"]), tokenizer, width)
-    heldout_pairs = pack_training_sequences(pair_texts(text[text["split"] == "test"]), tokenizer, width)
-    rows = mix_rows(corpus_rows, pair_rows, float(pair_text.get("share", 0.5)))
-    heldout = np.concatenate([np.asarray(heldout_sequences["input_ids"])[:len(heldout_pairs)], heldout_pairs])
+    pair_rows, is_hypothesis = pack_pairs(text[text["split"] == "train"], tokenizer, width)
+    pair_rates = np.where(is_hypothesis, float(pair_text.get("hypothesis_mask_probability", 0.15)),
+                          float(pair_text.get("premise_mask_probability", 0.15)))
+    heldout_pairs, _ = pack_pairs(text[text["split"] == "test"], tokenizer, width)
+    share = float(pair_text.get("share", 0.5))
+    rows = mix_rows(corpus_rows, pair_rows, share)
+    rates = mix_rows(np.full(corpus_rows.shape, training.mask_probability), pair_rates, share)
+    heldout = np.concatenate([corpus_heldout[:len(heldout_pairs)], heldout_pairs])
     with torch_threads(nli.get("threads")), progress_label(ENCODER_NAME):
-        module, curve = train_zoo_model(config, training_config({}, entry), rows, heldout, tokenizer,
-                                        default_device(nli.get("device")))
+        module, curve = train_zoo_model(config, training, rows, heldout, tokenizer, default_device(nli.get("device")),
+                                        mask_rates=rates, padded=True)
     logger.info("nli encoder: %d rows (%d of pair text), held-out MLM loss %.3f", len(rows),
-                len(rows) - (0 if pair_text.get("share") == 1 else len(corpus_rows)),
-                float(curve["heldout_loss"].iloc[-1]))
+                len(rows) - (0 if share == 1 else len(corpus_rows)), float(curve["heldout_loss"].iloc[-1]))
     return state_dict_for_saving(module), config, curve
+
+
+def _right_padded(rows: np.ndarray, width: int, tokenizer) -> np.ndarray:
+    """Corpus rows right-padded with the pad token to ``width`` (the encoder's ``nli.n_ctx``)."""
+    if rows.shape[1] > width:
+        raise ValueError(f"nli.n_ctx={width} is shorter than the corpus rows ({rows.shape[1]} tokens); raise nli.n_ctx")
+    return np.pad(rows, ((0, 0), (0, width - rows.shape[1])), constant_values=tokenizer.pad_token_id)
 
 
 def _finetune(pairs: pd.DataFrame, tokenizer, weights, config, nli: dict[str, Any], n_ctx: int, name: str,
@@ -153,15 +167,21 @@ def finetune_copy(pairs: pd.DataFrame, tokenizer, encoder_weights: dict[str, tor
     return weights, config, curve, table, predictions
 
 
-def summarise_accuracy(pairs: pd.DataFrame, nli: dict[str, Any], *tables: pd.DataFrame):
+def summarise_accuracy(pairs: pd.DataFrame, nli: dict[str, Any], encoder_curve: pd.DataFrame,
+                       *tables_then_curves: pd.DataFrame):
     """Every copy's accuracy table with the lexical-overlap baseline's rows, the groups (top / bottom k by OOD
-    non-entailed accuracy) and the distribution figure."""
+    non-entailed accuracy), the distribution figure, and the encoder's and every copy's training curve in one
+    table. Inputs after the encoder's curve: every copy's accuracy table, then every copy's curve."""
+    n = len(tables_then_curves) // 2
+    tables, curves = tables_then_curves[:n], tables_then_curves[n:]
     baseline = accuracy_table(pairs, heuristic_predictions(pairs), BASELINE)
     accuracy = pd.concat([*tables, baseline], ignore_index=True)
+    training_curves = pd.concat([encoder_curve.assign(stage="pretraining"),
+                                 *(curve.assign(stage="fine-tuning") for curve in curves)], ignore_index=True)
     k = group_size(int(nli["n_copies"]), nli.get("group_size"))
     groups = split_groups(accuracy, k)
     baseline_row = accuracy_summary(baseline).iloc[0]
-    return accuracy, groups, accuracy_figure(groups, baseline_row)
+    return accuracy, groups, accuracy_figure(groups, baseline_row), training_curves
 
 
 def sweep_fractions(groups: pd.DataFrame, tokenizer, encoder_weights: dict[str, torch.Tensor],
@@ -281,8 +301,9 @@ def compare_copies_cka(pairs: pd.DataFrame, tokenizer, groups: pd.DataFrame, nli
 
 
 def write_report(accuracy: pd.DataFrame, groups: pd.DataFrame, sweep: pd.DataFrame, stitch_groups: pd.DataFrame,
-                 cka_curves: pd.DataFrame, cka_group_distances: pd.DataFrame, nli: dict[str, Any]) -> str:
-    """The markdown report: one sentence per figure computed from these tables, then the tables."""
+                 cka_curves: pd.DataFrame, cka_group_distances: pd.DataFrame, nli: dict[str, Any]):
+    """The markdown report (one sentence per figure computed from these tables, then the tables) and the
+    experiment's figures as one plotly page for kedro-viz."""
     baseline = accuracy_summary(accuracy[accuracy["model"] == BASELINE]).iloc[0]
     spread = ood_spread(groups)
     estimator = (nli.get("cka") or {}).get("estimator", "unbiased")
@@ -307,4 +328,5 @@ def write_report(accuracy: pd.DataFrame, groups: pd.DataFrame, sweep: pd.DataFra
         f"CKA by group and relative depth ({estimator})": cka_curves,
         "Arccos-CKA distance by group": cka_group_distances,
     }
-    return markdown_report(sentences, tables, FIGURES) + f"\nCKA value range: {CKA_RANGES[estimator]}.\n"
+    report = markdown_report(sentences, tables, FIGURES) + f"\nCKA value range: {CKA_RANGES[estimator]}.\n"
+    return report, experiment_plotly(groups, baseline, stitch_groups, cka_curves)

@@ -2,7 +2,8 @@
 
 Namespaces (:mod:`thinkalike.pipelines.namespaces`): ``models.nli`` holds the pairs, the summaries and the
 report; ``models.nli.encoder`` the pretrained encoder; ``models.nli.<copy>`` one fine-tuned copy (its
-weights, config, curve, accuracy, predictions) and the identity stitching of that copy into every other.
+weights, config, curve, accuracy, predictions); ``models.nli.identity_stitching.<copy>`` the identity stitching of
+that copy into every other.
 ``kedro run --pipelines nli --namespaces models.nli.copy_03`` fine-tunes and stitches one copy.
 
 Reads the corpus pipeline's ``train_sequences``, ``heldout_sequences`` and ``tokenizer``.
@@ -23,6 +24,9 @@ from thinkalike.pipelines.parameters import section
 
 NLI = group_namespace("nli")
 ENCODER = f"{NLI}.encoder"
+# f's identity stitching into every other copy: its own box, since it reads every copy's outputs (in the copy's
+# box, kedro-viz would see boxes feeding each other model_output -> models, a cycle of layers)
+STITCH = f"{NLI}.identity_stitching"
 COPY_OUTPUTS = ["classifier_weights", "classifier_config", "training_curve", "accuracy", "predictions"]
 
 
@@ -60,8 +64,9 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     predictions = [copy_dataset(name, "predictions") for name in names]
     accuracies = [copy_dataset(name, "accuracy") for name in names]
     built += [
-        _node(nodes.summarise_accuracy, [pairs, "params:nli", *accuracies],
-                        ["accuracy", "groups", "accuracy_figure"], name="summarise_accuracy", namespace=NLI),
+        _node(nodes.summarise_accuracy, [pairs, "params:nli", f"{ENCODER}.training_curve", *accuracies,
+                                         *[copy_dataset(name, "training_curve") for name in names]],
+              ["accuracy", "groups", "accuracy_figure", "training_curves"], name="summarise_accuracy", namespace=NLI),
         _node(nodes.sweep_fractions, [f"{NLI}.groups", "tokenizer", *encoder, "params:nli"],
                         ["sweep"], name="sweep_fractions", namespace=NLI),
     ]
@@ -69,10 +74,10 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         built.append(_node(bind(nodes.stitch_from_copy, model_f=name, names=names),
                                      [pairs, "tokenizer", "params:nli", *weights, *configs,
                                       *predictions],
-                                     ["identity_stitch_table"], name="stitch_from_copy", namespace=f"{NLI}.{name}"))
+                                     ["identity_stitch_table"], name="stitch_from_copy", namespace=f"{STITCH}.{name}"))
     built += [
         _node(nodes.summarise_stitching,
-                        [f"{NLI}.groups", "params:nli", *[copy_dataset(n, "identity_stitch_table") for n in names]],
+                        [f"{NLI}.groups", "params:nli", *[f"{STITCH}.{n}.identity_stitch_table" for n in names]],
                         ["stitching", "stitching_groups", "stitching_figure"], name="summarise_stitching",
                         namespace=NLI),
         _node(bind(nodes.compare_copies_cka, names=names),
@@ -82,6 +87,6 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         _node(nodes.write_report,
                         [f"{NLI}.{d}" for d in ("accuracy", "groups", "sweep", "stitching_groups", "cka_group_curves",
                                                 "cka_group_distances")] + ["params:nli"],
-                        ["report"], name="write_report", namespace=NLI),
+                        ["report", "figures_plotly"], name="write_report", namespace=NLI),
     ]
     return Pipeline(built)

@@ -17,9 +17,12 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 from matplotlib.figure import Figure
+from plotly.subplots import make_subplots
 
 from thinkalike.pipelines.nli.analysis import GENERALIZING, HEURISTIC, MIDDLE, RELATIONS
+from thinkalike.pipelines.stitching.figure import PLOTLY_WIDTH
 from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN
 
 DATA_TITLES = {"test": "in-distribution test pairs (Brown et al. fig. 2a)", "ood": "OOD pairs (HANS-LO analogue, fig. 7)"}
@@ -262,4 +265,61 @@ def stitching_figure(groups_table: pd.DataFrame) -> Figure:
             axis.set_xticks(sorted(part["layer"].unique()))
         axis.legend(fontsize=8)
     axes[0].set_ylabel("accuracy penalty (g − stitched)")
+    return figure
+
+
+def _interval_trace(x, mean, low, high, name: str, color: str, hover: str) -> go.Scatter:
+    """A line with markers and asymmetric error bars ``[low, high]`` (a CI) for plotly."""
+    mean, low, high = (np.asarray(v, dtype=float) for v in (mean, low, high))
+    return go.Scatter(x=list(x), y=mean, name=name, mode="lines+markers", line={"color": color},
+                      legendgroup=name, error_y={"type": "data", "symmetric": False, "array": high - mean,
+                                                 "arrayminus": mean - low},
+                      hovertemplate=hover + " %{x}: %{y:.3f}<extra>" + name + "</extra>")
+
+
+def experiment_plotly(groups: pd.DataFrame, baseline: pd.Series, stitch_groups: pd.DataFrame,
+                      cka_curves: pd.DataFrame) -> go.Figure:
+    """The experiment on one kedro-viz page: per copy in-distribution vs OOD non-entailed accuracy (the
+    lexical-overlap rule as a cross); the identity-stitching accuracy penalty by layer on test and OOD pairs
+    (figs 2a, 7) and CKA by relative depth (fig. 2b) — mean per relation with its CI as error bars."""
+    figure = make_subplots(rows=2, cols=2, subplot_titles=[
+        "copies: in distribution vs OOD", "identity stitching, " + DATA_TITLES["test"],
+        "identity stitching, " + DATA_TITLES["ood"], "CKA on in-distribution test tokens (fig. 2b)"])
+    group_colors = {GENERALIZING: "blue", MIDDLE: "gray", HEURISTIC: "red"}
+    for group, color in group_colors.items():
+        part = groups[groups["group"] == group]
+        figure.add_trace(go.Scatter(x=part["test_accuracy"], y=part["ood_non_entailed_accuracy"], mode="markers",
+                                    name=group, marker={"color": color, "size": 9}, text=part["model"],
+                                    hovertemplate="%{text}: test %{x:.3f}, OOD non-entailed %{y:.3f}"
+                                                  "<extra></extra>"), row=1, col=1)
+    figure.add_trace(go.Scatter(x=[baseline["test_accuracy"]], y=[baseline["ood_non_entailed_accuracy"]],
+                                mode="markers", name="lexical-overlap rule",
+                                marker={"color": "black", "symbol": "x", "size": 11}), row=1, col=1)
+    figure.update_xaxes(title_text="in-distribution test accuracy", row=1, col=1)
+    figure.update_yaxes(title_text="OOD non-entailed accuracy", row=1, col=1)
+    plotly_colors = {"within_generalizing": "blue", "within_heuristic": "red", "between": "purple"}
+    for data, (row, col) in (("test", (1, 2)), ("ood", (2, 1))):
+        part = stitch_groups[stitch_groups["data"] == data]
+        for relation in RELATIONS:
+            rows = part[part["relation"] == relation].sort_values("layer")
+            if len(rows):
+                trace = _interval_trace(rows["layer"], rows["mean_penalty"], rows["ci_low"], rows["ci_high"],
+                                        f"stitching: {RELATION_LABELS[relation]}", plotly_colors[relation],
+                                        "layer")
+                trace.showlegend = data == "test"
+                figure.add_trace(trace, row=row, col=col)
+        figure.update_xaxes(title_text="stitching layer l (0 = embeddings)", dtick=1, row=row, col=col)
+        figure.update_yaxes(title_text="accuracy penalty (g − stitched)", row=row, col=col)
+    for relation in RELATIONS:
+        named = cka_curves.assign(relation=[_cka_relation(a, b) for a, b in
+                                            zip(cka_curves["group_a"], cka_curves["group_b"])])
+        rows = named[named["relation"] == relation].sort_values("relative_depth")
+        if len(rows):
+            figure.add_trace(_interval_trace(rows["relative_depth"], rows["mean"], rows["ci_low"], rows["ci_high"],
+                                             f"CKA: {RELATION_LABELS[relation]}", plotly_colors[relation],
+                                             "relative depth"), row=2, col=2)
+    figure.update_xaxes(title_text="relative depth (0 = embeddings, 1 = last layer)", row=2, col=2)
+    figure.update_yaxes(title_text="CKA of matched layers", row=2, col=2)
+    figure.update_layout(title="Generalizing vs heuristic NLI copies (Brown et al. 2023 §4)", width=PLOTLY_WIDTH,
+                         height=800)
     return figure

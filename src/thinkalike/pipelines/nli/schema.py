@@ -36,6 +36,9 @@ class PairTextParameters(_Section):
     n_pairs: int = Field(4000, ge=1)
     seed: int = 1
     share: float = Field(0.5, ge=0, le=1)  # share of the pretraining rows that are pair text
+    # masking probability of premise / hypothesis tokens in pair-text rows (corpus rows: training.mask_probability)
+    premise_mask_probability: float = Field(0.15, ge=0, lt=1)
+    hypothesis_mask_probability: float = Field(0.15, ge=0, lt=1)
 
 
 class EncoderParameters(_Section):
