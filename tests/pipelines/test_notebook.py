@@ -8,7 +8,8 @@ from tests.pipelines.conftest import PROJECT_ROOT
 
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "explore_catalog.ipynb"
 FIGURE_CALLS = ("training_curves_figure(", "distance_matrix_figure(", "heatmap_figure(", "group_curves_figure(",
-                "penalty_figure(", "profile_figure(", "mds_figure(", "keep_k_figure(", "alignment_summary_figure(")
+                "penalty_figure(", "profile_figure(", "mds_figure(", "keep_k_figure(", "alignment_summary_figure(",
+                "stitching_figure(")
 
 
 def _last_line(cell) -> str:

@@ -240,7 +240,7 @@ def test_training_on_train_sequences_keeps_the_evaluation_split():
         token_splits(held, {"train_source": "everything"})
 
 
-def test_the_gpu_environment_validates_with_the_papers_schedule():
+def test_the_gpu_environment_validates_with_the_papers_schedule_and_a_larger_nli():
     from kedro.config import OmegaConfigLoader
 
     from thinkalike.pipelines.stitching.pipeline import create_pipeline
@@ -253,8 +253,12 @@ def test_the_gpu_environment_validates_with_the_papers_schedule():
     assert (settings["steps"], settings["warmup_steps"]) == (2000, 200)
     assert settings["tokens_per_step"] > 2048 and parameters["stitching"]["train_source"] == "train_sequences"
     base = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), base_env="base", default_run_env="local")["parameters"]
-    assert {key: value for key, value in parameters.items() if key != "stitching"} == \
-        {key: value for key, value in base.items() if key != "stitching"}  # stitching is all it changes
+    changed = {"stitching", "nli"}  # all it changes; nli at larger sizes
+    assert {key: value for key, value in parameters.items() if key not in changed} == \
+        {key: value for key, value in base.items() if key not in changed}
+    nli, base_nli = parameters["nli"], base["nli"]
+    assert nli["n_copies"] > base_nli["n_copies"] and nli["finetune"]["steps"] > base_nli["finetune"]["steps"]
+    assert nli["stitching"]["max_pairs"] is None and nli["pairs"]["n_train"] > base_nli["pairs"]["n_train"]
     assert "train_sequences" in create_pipeline(parameters).inputs()
 
 
