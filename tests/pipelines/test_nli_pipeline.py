@@ -198,6 +198,9 @@ def test_the_sweep_runs_only_when_the_seeds_do_not_spread(tiny_project, outputs)
     ({"pairs": {"ood_subcases": ["passive", "cleft"]}}, r"^nli.pairs.ood_subcases.*unknown subcase\(s\) \['cleft'\]"),
     ({"stitching": {"layers": [0, 9]}}, r"^nli.stitching.layers: the encoder has layers 0..4"),
     ({"finetune": {"head_seed": 3}}, r"^nli.finetune.head_seed"),
+    ({"encoder": {"pair_text": {"hypothesis_mask_probability": 1.0}}},
+     r"^nli.encoder.pair_text.hypothesis_mask_probability"),
+    ({"n_ctx": 16}, r"nli.n_ctx"),
 ])
 def test_bad_settings_fail_at_start_naming_the_parameter(change, message):
     import yaml
