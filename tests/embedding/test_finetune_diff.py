@@ -21,7 +21,8 @@ from thinkalike.embedding.finetune_diff import (
     zero_shot_accuracy,
 )
 from thinkalike.embedding.parameters import ModelParameters
-from thinkalike.models.finetune import FinetuneConfig, load_classifier, predict_labels
+from thinkalike.models.finetune import FinetuneConfig, predict_labels
+from thinkalike.models.sources import load_classifier
 
 
 class WordPieces:

@@ -19,10 +19,10 @@ from thinkalike.models.finetune import (
     classifier_config,
     copy_seeds,
     finetune_classifier,
-    load_classifier,
     predict_labels,
 )
 from thinkalike.models.handle import ModelSourceError
+from thinkalike.models.sources import load_classifier
 
 SETTINGS = FinetuneConfig(steps=6, batch_size=8, learning_rate=3e-3, warmup_steps=2, head_seed=1, data_seed=2)
 

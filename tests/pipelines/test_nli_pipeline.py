@@ -69,11 +69,8 @@ def test_stitching_covers_every_ordered_pair_and_layer_and_its_penalty_is_g_minu
 
 def test_saved_copies_load_as_classifiers_and_reproduce_their_predictions(tiny_project):
     from thinkalike.language.nli import encode_pairs
-    from thinkalike.models.finetune import (
-        SequenceClassifierHandle,
-        load_classifier,
-        predict_labels,
-    )
+    from thinkalike.models.finetune import SequenceClassifierHandle, predict_labels
+    from thinkalike.models.sources import load_classifier
 
     _, catalog = tiny_project
     pairs = catalog.load("models.nli.pairs")
@@ -217,11 +214,8 @@ def test_bad_settings_fail_at_start_naming_the_parameter(change, message):
 def test_stitching_copies_of_different_widths_is_refused_before_any_forward_pass(tiny_project):
     from thinkalike.language.nli import LABELS
     from thinkalike.models.architectures import build_zoo_module
-    from thinkalike.models.finetune import (
-        FinetuneConfig,
-        build_classifier,
-        load_classifier,
-    )
+    from thinkalike.models.finetune import FinetuneConfig, build_classifier
+    from thinkalike.models.sources import load_classifier
     from thinkalike.models.zoo import state_dict_for_saving, zoo_config
     from thinkalike.stitching import StitchConfigError, TokenSplit
 

@@ -11,7 +11,7 @@ stream at position ``t`` and ``T`` the real (attention-mask 1) positions, the cl
 (the head has no bias of its own; ``W · b`` of the final norm's bias plays that part). The
 per-position head is the bridge's unembedding with ``d_vocab_out = n_classes``, so a classifier
 is an ordinary zoo model — config dict + state dict — plus the ``"classifier"`` entry of its
-config (labels, pooling, seeds) that :func:`load_classifier` reads to pool its logits.
+config (labels, pooling, seeds) that :func:`thinkalike.models.sources.load_classifier` reads to pool its logits.
 
 Training minimises the mean cross-entropy of ``z`` against the labels with AdamW, linear
 warm-up then cosine decay to 10 % (:func:`thinkalike.models.training.learning_rate_factor`),
@@ -273,22 +273,6 @@ class SequenceClassifierHandle(ModelHandle):
     def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Class logits ``(batch, n_classes)`` of a plain forward pass."""
         return pool_logits(self.inner.logits(input_ids, attention_mask), attention_mask, self.pooling)
-
-
-def load_classifier(weights: Mapping[str, torch.Tensor], config: Mapping[str, Any], tokenizer=None,
-                    device: str | torch.device | None = None, name: str | None = None) -> SequenceClassifierHandle:
-    """The handle of a classifier saved as (weights, config) — e.g. read back from safetensors + JSON —, on
-    ``device`` (CUDA when present if ``None``), in eval mode. Loads through the zoo source
-    (``load_model("zoo:<name>")``, strict state dict). Raises :class:`ModelSourceError` for a config
-    without a ``"classifier"`` entry."""
-    from thinkalike.models.sources import load_model
-
-    classifier_entry(config)
-    handle = load_model(f"zoo:{config['name']}", name=name or config["name"],
-                        zoo_artifacts={config["name"]: (dict(config), dict(weights))}, tokenizer=tokenizer,
-                        device=device)
-    assert isinstance(handle, SequenceClassifierHandle)  # the zoo source wraps configs with a classifier entry
-    return handle
 
 
 def classifier_entry(config: Mapping[str, Any]) -> Mapping[str, Any]:

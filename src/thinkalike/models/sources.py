@@ -384,6 +384,22 @@ def _load_zoo(spec, target, name, zoo_artifacts, tokenizer, device, dtype) -> Mo
     return _wrap_hf(spec, name, module, tokenizer, is_causal=config.get("objective", "causal") == "causal")
 
 
+def load_classifier(weights: Mapping[str, torch.Tensor], config: Mapping[str, Any], tokenizer=None,
+                    device: str | torch.device | None = None, name: str | None = None) -> ModelHandle:
+    """The handle of a classifier saved as (weights, config) — e.g. read back from safetensors + JSON —, on
+    ``device`` (CUDA when present if ``None``), in eval mode. Loads through the zoo source
+    (``load_model("zoo:<name>")``, strict state dict). Raises :class:`ModelSourceError` for a config
+    without a ``"classifier"`` entry."""
+    from thinkalike.models.finetune import SequenceClassifierHandle, classifier_entry
+
+    classifier_entry(config)
+    handle = load_model(f"zoo:{config['name']}", name=name or config["name"],
+                        zoo_artifacts={config["name"]: (dict(config), dict(weights))}, tokenizer=tokenizer,
+                        device=device)
+    assert isinstance(handle, SequenceClassifierHandle)  # the zoo source wraps configs with a classifier entry
+    return handle
+
+
 def _hf_common(options: Mapping[str, str], trusted: bool) -> dict[str, Any]:
     """``from_pretrained`` keyword arguments shared by config, weights and tokenizer of an hf spec."""
     common: dict[str, Any] = {"trust_remote_code": trusted}

@@ -35,7 +35,7 @@ from typing import Any
 
 from kedro.pipeline import Node
 
-from thinkalike.pipelines.schema import ParameterError
+from thinkalike.pipelines.errors import ParameterError
 
 MODELS = "models"
 #: The method groups inside ``models``: no model may be named so.

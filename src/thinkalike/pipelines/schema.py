@@ -26,12 +26,9 @@ from pydantic import (
 
 from thinkalike.language.grammar import GrammarConfig
 from thinkalike.models.training import TrainingConfig
+from thinkalike.pipelines.errors import ParameterError
 
 ACTIVATION_DTYPES = ("float32", "float16", "bfloat16")
-
-
-class ParameterError(ValueError):
-    """A bad parameter; the message starts with the parameter's full key."""
 
 
 class _Section(BaseModel):

@@ -38,9 +38,9 @@ from thinkalike.embedding.finetune_diff import (
 )
 from thinkalike.language.grammar import lexicon_words
 from thinkalike.models.activation_store import ActivationStore
-from thinkalike.models.finetune import FinetuneConfig, load_classifier, predict_labels
+from thinkalike.models.finetune import FinetuneConfig, predict_labels
 from thinkalike.models.handle import ModelHandle, default_device
-from thinkalike.models.sources import load_model
+from thinkalike.models.sources import load_classifier, load_model
 from thinkalike.pipelines.embedding import figures
 
 logger = logging.getLogger(__name__)

@@ -32,10 +32,10 @@ from thinkalike.models.finetune import (
     FinetuneConfig,
     copy_seeds,
     finetune_classifier,
-    load_classifier,
     predict_labels,
 )
 from thinkalike.models.handle import default_device
+from thinkalike.models.sources import load_classifier
 from thinkalike.models.training import progress_bar, progress_label
 from thinkalike.models.zoo import (
     state_dict_for_saving,
