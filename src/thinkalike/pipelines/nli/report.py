@@ -13,7 +13,7 @@ A layer whose between or within interval is undefined (one pair) counts by the m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -99,6 +99,21 @@ def accuracy_sentence(groups: pd.DataFrame, baseline: pd.Series, spread: float, 
             f"{baseline['ood_entailed_accuracy']:.2f} on OOD non-entailed / entailed pairs.")
 
 
+def _verdict(subject: str, where: str, strict: list, means_only: list, claims: tuple[str, str, str],
+             largest_gap: Callable[[], tuple[float, float]], numbers: str) -> str:
+    """``"<subject>: <verdict>; <numbers>."`` — the groups diverge at ``where`` ``strict`` (``claims[0]``), or by the
+    means only (``claims[1]``), or not at all (``claims[2]``, with the largest margin and where it is)."""
+    if strict:
+        head = f"{subject}: the groups diverge at {where}(s) {_list(strict)} — {claims[0]}"
+    elif means_only:
+        head = f"{subject}: {claims[1]} at {where}(s) {_list(means_only)}"
+    else:
+        at, margin = largest_gap()
+        shown = f"{at:g}" if isinstance(at, float) else str(at)
+        head = f"{subject}: the groups do not diverge — {claims[2]} (largest margin {margin:+.3f} at {where} {shown})"
+    return f"{head}; {numbers}."
+
+
 def stitching_sentence(groups_table: pd.DataFrame, data: str) -> str:
     """Where identity stitching separates the groups on ``data``, or that it does not, with the last layer's
     numbers."""
@@ -110,18 +125,12 @@ def stitching_sentence(groups_table: pd.DataFrame, data: str) -> str:
     numbers = (f"at the last layer ({int(part['layer'].max())}) the mean accuracy penalty is "
                f"{last.loc['between', 'mean_penalty']:.3f} between groups vs {last.loc['within_generalizing', 'mean_penalty']:.3f} "
                f"within generalizing and {last.loc['within_heuristic', 'mean_penalty']:.3f} within heuristic")
-    if strict:
-        head = (f"Identity stitching on {data} pairs: the groups diverge at layer(s) {_list(strict)} — stitching "
-                "between them costs more accuracy than within either, with non-overlapping CIs")
-    elif means_only:
-        head = (f"Identity stitching on {data} pairs: between-group penalties exceed both within-group ones at "
-                f"layer(s) {_list(means_only)} (means only: an interval is undefined with one pair)")
-    else:
-        gap = _largest_gap(part, "mean_penalty", larger=True)
-        head = (f"Identity stitching on {data} pairs: the groups do not diverge — at no layer does the between-group "
-                f"penalty exceed both within-group penalties beyond their CIs (largest margin {gap[1]:+.3f} at layer "
-                f"{gap[0]})")
-    return f"{head}; {numbers}."
+    claims = ("stitching between them costs more accuracy than within either, with non-overlapping CIs",
+              ("between-group penalties exceed both within-group ones (means only: an interval is undefined with "
+               "one pair)"),
+              "at no layer does the between-group penalty exceed both within-group penalties beyond their CIs")
+    return _verdict(f"Identity stitching on {data} pairs", "layer", strict, means_only, claims,
+                    lambda: _largest_gap(part, "mean_penalty", larger=True), numbers)
 
 
 def cka_sentence(curves: pd.DataFrame) -> str:
@@ -134,18 +143,12 @@ def cka_sentence(curves: pd.DataFrame) -> str:
     numbers = (f"at the last layer CKA is {deepest.loc['between', 'mean']:.3f} between groups vs "
                f"{deepest.loc['within_generalizing', 'mean']:.3f} within generalizing and "
                f"{deepest.loc['within_heuristic', 'mean']:.3f} within heuristic")
-    if strict:
-        head = (f"CKA on in-distribution test tokens (fig. 2b): the groups diverge at relative depth(s) {_list(strict)} "
-                "— between-group CKA is below both within-group CKAs with non-overlapping CIs")
-    elif means_only:
-        head = (f"CKA on in-distribution test tokens (fig. 2b): between-group CKA is below both within-group CKAs at "
-                f"relative depth(s) {_list(means_only)} (means only)")
-    else:
-        gap = _largest_gap(named.rename(columns={"relative_depth": "layer"}), "mean", larger=False)
-        head = ("CKA on in-distribution test tokens (fig. 2b): the groups do not diverge — at no depth is between-group "
-                f"CKA below both within-group CKAs beyond their CIs (largest margin {gap[1]:+.3f} at relative depth "
-                f"{gap[0]:g})")
-    return f"{head}; {numbers}."
+    claims = ("between-group CKA is below both within-group CKAs with non-overlapping CIs",
+              "between-group CKA is below both within-group CKAs (means only)",
+              "at no depth is between-group CKA below both within-group CKAs beyond their CIs")
+    return _verdict("CKA on in-distribution test tokens (fig. 2b)", "relative depth", strict, means_only, claims,
+                    lambda: _largest_gap(named.rename(columns={"relative_depth": "layer"}), "mean", larger=False),
+                    numbers)
 
 
 def distance_sentence(group_distances: pd.DataFrame) -> str:
@@ -310,9 +313,9 @@ def experiment_plotly(groups: pd.DataFrame, baseline: pd.Series, stitch_groups: 
                 figure.add_trace(trace, row=row, col=col)
         figure.update_xaxes(title_text="stitching layer l (0 = embeddings)", dtick=1, row=row, col=col)
         figure.update_yaxes(title_text="accuracy penalty (g − stitched)", row=row, col=col)
+    named = cka_curves.assign(relation=[_cka_relation(a, b) for a, b in
+                                        zip(cka_curves["group_a"], cka_curves["group_b"])])
     for relation in RELATIONS:
-        named = cka_curves.assign(relation=[_cka_relation(a, b) for a, b in
-                                            zip(cka_curves["group_a"], cka_curves["group_b"])])
         rows = named[named["relation"] == relation].sort_values("relative_depth")
         if len(rows):
             figure.add_trace(_interval_trace(rows["relative_depth"], rows["mean"], rows["ci_low"], rows["ci_high"],
