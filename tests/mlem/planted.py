@@ -24,3 +24,39 @@ def planted_stimuli(n: int = 300, noise: float = 0.3, seed: int = 0) -> tuple[pd
 
 def true_scales(names) -> np.ndarray:
     return np.array([PLANTED[name][1] for name in names])
+
+
+#: Bilinear planted truth: feature → (kind, number of values or None for numeric, weight w_k of W = diag(w)).
+BILINEAR = {"a": ("categorical", 3, 1.0), "b": ("categorical", 2, 0.6), "x": ("numeric", None, 0.4),
+            "c": ("categorical", 4, 0.2)}
+
+
+def bilinear_stimuli(n: int = 400, noise: float = 0.05, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
+    """``(feature frame, vectors)`` whose squared Euclidean distances are ``Δfᵀ W Δf`` (+ noise), ``W = diag(w)``.
+
+    A categorical feature k is a one-hot block scaled by ``√(w_k/2)`` (two different values: squared
+    distance ``w_k = w_k·Δf_k²``); the numeric feature ``x`` is uniform, min-max scaled to [0, 1] as
+    :func:`~thinkalike.mlem.features.encode_features` scales it, and enters as one coordinate
+    ``√w_x · x`` (squared distance ``w_x·Δf_x²``, ``Δf_x = |x_i − x_j|``). Gaussian noise of std
+    ``noise`` is added to every coordinate.
+    """
+    rng = np.random.default_rng(seed)
+    columns, blocks = {}, []
+    for name, (kind, size, weight) in BILINEAR.items():
+        if kind == "categorical":
+            codes = rng.integers(0, size, n)
+            columns[name] = codes.astype(str)
+            blocks.append(np.eye(size)[codes] * np.sqrt(weight / 2))
+        else:
+            raw = rng.uniform(0.0, 1.0, n)
+            scaled = (raw - raw.min()) / (raw.max() - raw.min())
+            columns[name] = raw
+            blocks.append(np.sqrt(weight) * scaled[:, None])
+    vectors = np.concatenate(blocks, axis=1)
+    return pd.DataFrame(columns), vectors + noise * rng.standard_normal(vectors.shape)
+
+
+def bilinear_weights(names) -> np.ndarray:
+    """The planted ``w`` in ``names`` order, normalised to unit Euclidean norm (as the fitted weights are)."""
+    weights = np.array([BILINEAR[name][2] for name in names])
+    return weights / np.linalg.norm(weights)

@@ -5,6 +5,8 @@ For stimulus vectors ``y_i`` (one layer) and features (:class:`~thinkalike.mlem.
 * **Neural distance** of a pair: ``d_N = ((‖y_i − y_j‖₂ − min) / (max − min))²`` over the pairs
   at hand (Euclidean, min-max scaled, squared, as the MLEM code does). Every use below is
   through ranks, which these monotone steps leave unchanged.
+* **Feature distance** ``d_F = Δfᵀ W Δf`` (:class:`~thinkalike.mlem.model.MetricModel`; diagonal
+  ``W``: ``Σ_k w_k Δf_k²``).
 * **Fit** (per fold): maximise ``Spearman(d_F, d_N)`` over fresh random pairs of training
   stimuli at every step (``pairs_per_step``; never an n × n matrix). The loss is
   ``−Pearson(soft_rank(d_F), rank(d_N))``: exact ranks for the fixed target, the l2 soft rank

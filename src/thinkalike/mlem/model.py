@@ -1,12 +1,18 @@
 """The MLEM metric over feature differences (Jalouzot et al. 2024).
 
-For a pair's feature differences ``Δf ∈ [0, 1]^K`` the feature distance is
+For a pair's feature differences ``Δf ∈ [0, 1]^K`` the feature distance is always the paper's
+bilinear form (Jalouzot et al. 2024, eq. 1; the MLEM code's ``(W(X) * X).sum(1)``)::
 
-* diagonal (default): ``d_F = Σ_k w_k Δf_k`` with ``w = softplus(θ) / ‖softplus(θ)‖₂`` —
-  non-negative weights of unit norm (the scale is irrelevant to a rank correlation);
-* ``interactions=True``: ``d_F = Δfᵀ W Δf`` with ``W = L Lᵀ / ‖L Lᵀ‖_F``, symmetric positive
-  semi-definite, ``L`` a free ``K × K`` matrix; ``W_kk`` is feature k's own weight and
-  ``W_kl`` the interaction of k and l.
+    d_F = Δfᵀ W Δf
+
+* diagonal (default): ``W = diag(w)``, so ``d_F = Σ_k w_k Δf_k²``, with
+  ``w = softplus(θ) / ‖softplus(θ)‖₂`` — non-negative weights of unit norm (the scale is
+  irrelevant to a rank correlation). For a categorical feature ``Δf_k ∈ {0, 1}`` and
+  ``Δf_k² = Δf_k``; a numeric feature's scaled difference ``|x_i − x_j|`` enters squared;
+* ``interactions=True``: ``W = L Lᵀ / ‖L Lᵀ‖_F``, symmetric positive semi-definite, ``L`` a free
+  ``K × K`` matrix; ``W_kk`` is feature k's own weight and ``W_kl`` the interaction of k and l.
+  The diagonal model is the special case ``W = diag(w)`` (up to the normalisation: unit
+  Euclidean norm of ``w`` = unit Frobenius norm of ``diag(w)``).
 
 Initialisation is deterministic: ``θ = 0`` (equal weights), ``L = I`` (``W = I/√K``).
 """
@@ -46,10 +52,10 @@ class MetricModel(nn.Module):
         return positive / positive.norm()
 
     def forward(self, differences: torch.Tensor) -> torch.Tensor:
-        """``d_F`` of each row of ``differences`` ``(m, K)``."""
+        """``d_F = Δfᵀ W Δf`` of each row ``Δf`` of ``differences`` ``(m, K)``; diagonal: ``Σ_k w_k Δf_k²``."""
         if self.interactions:
             return ((differences @ self.weight_matrix()) * differences).sum(dim=1)
-        return differences @ self.weights()
+        return differences.square() @ self.weights()
 
     @torch.no_grad()
     def feature_weights(self) -> torch.Tensor:
