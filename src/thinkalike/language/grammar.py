@@ -402,3 +402,168 @@ def generate_sentences(
     draws = _Draws(seed)
     rows = [_generate_one(i, draws, config) for i in range(n_sentences)]
     return pd.DataFrame(rows, columns=list(SENTENCE_COLUMNS))
+
+
+# -- Controlled stimuli (MLEM; Jalouzot et al. 2024): a small lexicon, the chosen sentence features fully
+# crossed, one template per condition. Never drawn by generate_sentences (whose output they leave unchanged).
+#: Sentence features a controlled set can cross, with the values each may take.
+CONTROLLED_FACTORS: dict[str, tuple[str, ...]] = {
+    "subject_number": NUMBERS,
+    "object_number": (NONE, SINGULAR, PLURAL),
+    "tense": (PRESENT, PAST),
+    "sentence_type": ("declarative", "question"),
+    "relative_clause": (NONE, "subject", "object"),
+    "rc_noun_number": (NONE, SINGULAR, PLURAL),
+    "attractor_number": (NONE, SINGULAR, PLURAL),
+}
+#: The value of a feature that is not crossed (``rc_noun_number``: "sg" when the sentence has a relative clause).
+CONTROLLED_FIXED: dict[str, str] = {
+    "subject_number": SINGULAR, "object_number": NONE, "tense": PRESENT, "sentence_type": "declarative",
+    "relative_clause": NONE, "rc_noun_number": NONE, "attractor_number": NONE,
+}
+#: The default crossing: 2 × 3 × 2 × 2 × 3 = 72 conditions.
+CONTROLLED_DEFAULT_FACTORS: dict[str, tuple[str, ...]] = {
+    "subject_number": NUMBERS,
+    "object_number": (NONE, SINGULAR, PLURAL),
+    "tense": (PRESENT, PAST),
+    "sentence_type": ("declarative", "question"),
+    "relative_clause": (NONE, "subject", "object"),
+}
+
+
+@dataclass(frozen=True)
+class ControlledConfig:
+    """A controlled stimulus set (:func:`controlled_sentences`).
+
+    ``factors`` maps each crossed sentence feature (:data:`CONTROLLED_FACTORS`) to the values it
+    takes (None: :data:`CONTROLLED_DEFAULT_FACTORS`); every other feature keeps its
+    :data:`CONTROLLED_FIXED` value. The lexicon is the first ``nouns`` animate nouns and the first
+    ``verbs`` transitive and intransitive verbs of the grammar's lexicon.
+    """
+
+    factors: dict[str, tuple[str, ...]] | None = None
+    nouns: int = 2
+    verbs: int = 2
+
+    def crossed(self) -> dict[str, tuple[str, ...]]:
+        """The crossed features and their values (defaults filled in)."""
+        if self.factors is None:
+            return dict(CONTROLLED_DEFAULT_FACTORS)
+        return {name: tuple(values) for name, values in self.factors.items()}
+
+    def __post_init__(self) -> None:
+        limits = {"nouns": (2, len(ANIMATE_NOUNS)),
+                  "verbs": (1, min(len(TRANSITIVE_VERBS), len(INTRANSITIVE_VERBS)))}
+        for name, (low, high) in limits.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(f"ControlledConfig.{name} must be an integer in [{low}, {high}], got {value!r}")
+        factors = self.crossed()
+        if not factors:
+            raise ValueError("ControlledConfig.factors: give at least one feature to cross (or null for the defaults)")
+        for name, values in factors.items():
+            if name not in CONTROLLED_FACTORS:
+                raise ValueError(f"ControlledConfig.factors: unknown feature {name!r}; known: "
+                                 f"{sorted(CONTROLLED_FACTORS)}")
+            bad = [value for value in values if value not in CONTROLLED_FACTORS[name]]
+            if bad or len(values) < 2 or len(set(values)) < len(values):
+                raise ValueError(f"ControlledConfig.factors.{name}: two or more distinct values of "
+                                 f"{list(CONTROLLED_FACTORS[name])}, got {list(values)}")
+        for condition in self.conditions():
+            problem = _controlled_conflict(condition)
+            if problem:
+                raise ValueError(f"ControlledConfig.factors: {problem} (condition {condition})")
+
+    def conditions(self) -> list[dict[str, str]]:
+        """Every combination of the crossed values (in the order of ``factors`` and of each value list), completed
+        with the fixed values."""
+        factors = self.crossed()
+        rows = []
+        for values in np.ndindex(*(len(v) for v in factors.values())):
+            condition = {**CONTROLLED_FIXED, **{name: factors[name][i] for name, i in zip(factors, values)}}
+            if "rc_noun_number" not in factors and condition["relative_clause"] != NONE:
+                condition["rc_noun_number"] = SINGULAR
+            rows.append(condition)
+        return rows
+
+
+def _controlled_conflict(condition: dict[str, str]) -> str | None:
+    """Why a combination cannot be a grammar sentence, or None."""
+    has_rc = condition["relative_clause"] != NONE
+    if has_rc != (condition["rc_noun_number"] != NONE):
+        return ("rc_noun_number is defined exactly when there is a relative clause: cross rc_noun_number over "
+                "[sg, pl] with relative_clause over [subject, object]")
+    if has_rc and condition["attractor_number"] != NONE:
+        return "a sentence has a relative clause or a prepositional attractor, not both"
+    return None
+
+
+def controlled_sentences(config: ControlledConfig | None = None, first_id: int = 0) -> pd.DataFrame:
+    """The controlled stimulus set: one sentence per condition (:meth:`ControlledConfig.conditions`) and lexical
+    cell, with the columns of :data:`SENTENCE_COLUMNS` (``source`` is ``"controlled"``) and ids from ``first_id``.
+
+    One template per condition: ``[AUX] the N [that V the N | that the N V | PREP the N] V [the N] (. | ?)`` —
+    determiner "the", no adjective, preposition "near". Within a condition only the words vary, fully crossed
+    too: the subject is each of the ``nouns`` animate nouns in turn, the main verb each of the first ``verbs``
+    verbs (transitive when there is an object, else intransitive); the other nouns are the next nouns of the
+    list after the subject (object: the first, relative-clause or attractor noun: the second, skipping the
+    subject), the relative clause's verb the next transitive verb. Deterministic (no random draw), and every
+    combination of the crossed values appears ``nouns × verbs`` times.
+    """
+    config = ControlledConfig() if config is None else config
+    nouns = ANIMATE_NOUNS[:config.nouns]
+    rows = []
+    for condition in config.conditions():
+        for subject_index in range(config.nouns):
+            for verb_index in range(config.verbs):
+                others = [nouns[(subject_index + k) % len(nouns)] for k in range(1, len(nouns))]
+                rows.append(_controlled_one(first_id + len(rows), condition, nouns[subject_index],
+                                            others[0], others[1 % len(others)], verb_index, config.verbs))
+    return pd.DataFrame(rows, columns=list(SENTENCE_COLUMNS))
+
+
+def _controlled_one(sentence_id: int, condition: dict[str, str], subject: Noun, object_noun: Noun,
+                    inner_noun: Noun, verb_index: int, n_verbs: int) -> dict:
+    """One controlled sentence (:func:`controlled_sentences`) with the labels :func:`generate_sentences` gives."""
+    subject_number, tense = condition["subject_number"], condition["tense"]
+    sentence_type, relative_clause = condition["sentence_type"], condition["relative_clause"]
+    object_number, rc_noun_number = condition["object_number"], condition["rc_noun_number"]
+    attractor_number = condition["attractor_number"]
+    s = _Sentence()
+    main_verb_index = -1
+    if sentence_type == "question":
+        main_verb_index = s.add(AUXILIARIES[(tense, subject_number)], "AUX", "aux")
+    s.add("the", "DET")
+    subject_index = s.add(subject.form(subject_number), "NOUN", "subject")
+    if relative_clause != NONE:
+        rc_verb = TRANSITIVE_VERBS[(verb_index + 1) % max(n_verbs, 2)]
+        s.add(RELATIVE_PRONOUN, "REL")
+        if relative_clause == "subject":
+            s.add(rc_verb.form(subject_number, tense), "VERB", "rc_verb")
+            s.add("the", "DET")
+            s.add(inner_noun.form(rc_noun_number), "NOUN", "rc_noun")
+        else:
+            s.add("the", "DET")
+            s.add(inner_noun.form(rc_noun_number), "NOUN", "rc_noun")
+            s.add(rc_verb.form(rc_noun_number, tense), "VERB", "rc_verb")
+    elif attractor_number != NONE:
+        s.add(PREPOSITIONS[0], "PREP")
+        s.add("the", "DET")
+        s.add(inner_noun.form(attractor_number), "NOUN", "attractor")
+    verb = (TRANSITIVE_VERBS if object_number != NONE else INTRANSITIVE_VERBS)[verb_index]
+    if sentence_type == "question":
+        s.add(verb.base, "VERB", "main_verb")
+    else:
+        main_verb_index = s.add(verb.form(subject_number, tense), "VERB", "main_verb")
+    if object_number != NONE:
+        s.add("the", "DET")
+        s.add(object_noun.form(object_number), "NOUN", "object")
+    s.add(PUNCTUATION[sentence_type], "PUNCT")
+    return {
+        "sentence_id": sentence_id, "text": " ".join(s.words), "words": s.words, "pos": s.pos,
+        "word_position": list(range(len(s.words))), "word_role": s.roles,
+        "subject_number": subject_number, "object_number": object_number, "tense": tense,
+        "relative_clause": relative_clause, "attractor_number": attractor_number, "rc_noun_number": rc_noun_number,
+        "sentence_type": sentence_type, "n_words": len(s.words), "main_verb_index": main_verb_index,
+        "subject_index": subject_index, "source": "controlled",
+    }

@@ -31,9 +31,10 @@ fold, so every layer of a model sees the same pairs and a rerun gives the same n
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -338,6 +339,57 @@ def fit_layers(features: FeatureTable, layer_vectors: Mapping[int, np.ndarray], 
             bar.set_postfix_str(f"layer {layer}: heldout rho {fits[layer].spearman.mean():.2f}")
             bar.update(1)
     return fits
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """What :func:`fit_layers` will cost: ``layers × folds`` fits of at most ``max_steps`` steps each (early
+    stopping usually ends them sooner), plus one held-out scoring with permutations per fit; the per-step and
+    per-scoring seconds are measured on the data at hand (:func:`estimate_cost`)."""
+
+    layers: int
+    folds: int
+    max_steps: int
+    pairs_per_step: int
+    seconds_per_step: float
+    seconds_per_scoring: float
+
+    @property
+    def max_seconds(self) -> float:
+        """The cost if no fit stops early."""
+        return self.layers * self.folds * (self.max_steps * self.seconds_per_step + self.seconds_per_scoring)
+
+
+def estimate_cost(features: FeatureTable, layer_vectors: Mapping[int, np.ndarray], settings: MLEMSettings, *,
+                  device: torch.device | str = "cpu", probe_steps: int = 10) -> CostEstimate:
+    """Time ``probe_steps`` training steps and one held-out scoring on the first layer's first fold, and scale them
+    to every layer and fold (:class:`CostEstimate`). ``pairs_per_step=None`` is timed at 1,024 pairs (the smallest
+    the estimate gives). Costs well under a second."""
+    vectors = next(iter(layer_vectors.values()))
+    train, test = next(KFold(n_splits=settings.n_folds, shuffle=True, random_state=settings.seed)
+                       .split(np.arange(features.n_stimuli)))
+    pairs = settings.pairs_per_step or 1024
+    probe = replace(settings, max_steps=probe_steps, patience=probe_steps + 1)
+    data = torch.as_tensor(np.asarray(vectors), dtype=torch.float32, device=device)
+    with single_threaded(device):
+        start = time.perf_counter()
+        model, steps = fit_fold(features.subset(train), data[torch.as_tensor(train, device=device)], probe, pairs,
+                                torch.Generator().manual_seed(settings.seed))
+        per_step = (time.perf_counter() - start) / max(steps, 1)
+        start = time.perf_counter()
+        score_fold(model, features.subset(test), data[torch.as_tensor(test, device=device)], settings,
+                   np.random.default_rng(settings.seed))
+        scoring = time.perf_counter() - start
+    return CostEstimate(len(layer_vectors), settings.n_folds, settings.max_steps, pairs, per_step, scoring)
+
+
+def log_cost(cost: CostEstimate, what: str, minutes_from: float = 60.0) -> None:
+    """Log ``cost`` before the fits: at INFO when they may take ``minutes_from`` seconds or more, else DEBUG."""
+    level = logging.INFO if cost.max_seconds >= minutes_from else logging.DEBUG
+    logger.log(level, "MLEM %s: %d layer(s) x %d folds x at most %d steps of %d pairs (%.1f ms/step here) + "
+               "%.2f s of held-out scoring per fold: at most %.1f min (early stopping usually ends sooner; "
+               "mlem.layers narrows the layers)", what, cost.layers, cost.folds, cost.max_steps, cost.pairs_per_step,
+               cost.seconds_per_step * 1e3, cost.seconds_per_scoring, cost.max_seconds / 60)
 
 
 def interval(samples: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

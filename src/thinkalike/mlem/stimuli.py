@@ -22,7 +22,13 @@ mean of its tokens (``mean``) or its last token (``last``), special tokens left 
   here, not undefined), ``attractor_number`` and ``rc_noun_number`` (``none`` when absent),
   ``sentence_type``, ``n_words`` (numeric).
 
-Only grammar sentences (``source == "grammar"``) have features; natural-text documents are left out.
+**Stimulus sets** (``mlem.stimuli``, :data:`STIMULUS_SOURCES`): ``corpus`` — the held-out grammar
+sentences among the evaluation texts (``source == "grammar"``: the grammar's natural
+co-occurrence of constructions, its whole lexicon); ``controlled`` — the controlled set
+(``source == "controlled"``, :func:`thinkalike.language.grammar.controlled_sentences`, added to
+the evaluation texts by ``corpus.controlled_stimuli``): a small lexicon, the chosen sentence
+features fully crossed, one template per condition, as the paper's stimuli. Natural-text
+documents have no features and are always left out.
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from thinkalike.models.activation_store import ActivationStore
 from thinkalike.models.alignment import pooled_rows, special_rows
 
 LEVELS = ("word", "sentence")
+#: ``mlem.stimuli`` → the evaluation texts' ``source`` it selects.
+STIMULUS_SOURCES: dict[str, str] = {"corpus": "grammar", "controlled": "controlled"}
 SENTENCE_POOLINGS = ("mean", "last")
 KEY_COLUMNS = ("sentence_id", "word_index")
 
@@ -120,22 +128,29 @@ def _word_rows(sentence: pd.Series) -> list[dict[str, object]]:
     return rows
 
 
-def stimulus_table(sentences: pd.DataFrame, level: str) -> pd.DataFrame:
+def stimulus_table(sentences: pd.DataFrame, level: str, stimuli: str = "corpus") -> pd.DataFrame:
     """The stimuli of ``level`` with every known feature, keyed by ``sentence_id``, ``word_index``
-    (0 for sentences), from a grammar sentence table (``evaluation_texts``). Natural-text rows
-    are left out (logged); raises :class:`FeatureError` when no grammar sentence is left."""
+    (0 for sentences), from a grammar sentence table (``evaluation_texts``): the rows of the
+    stimulus set ``stimuli`` (:data:`STIMULUS_SOURCES`; a table without a ``source`` column is
+    taken whole). Other rows are left out (logged); raises :class:`FeatureError` when none is left."""
     check_level(level)
-    grammar = sentences[sentences["source"] == "grammar"] if "source" in sentences else sentences
+    if stimuli not in STIMULUS_SOURCES:
+        raise ValueError(f"mlem.stimuli must be one of {sorted(STIMULUS_SOURCES)}, got {stimuli!r}")
+    source = STIMULUS_SOURCES[stimuli]
+    grammar = sentences[sentences["source"] == source] if "source" in sentences else sentences
     if len(grammar) < len(sentences):
-        logger.info("MLEM: %d natural-text document(s) left out (no linguistic features)",
-                    len(sentences) - len(grammar))
+        left = sentences.loc[sentences["source"] != source, "source"].value_counts().to_dict()
+        logger.info("MLEM: stimuli %r are the %r sentences; left out: %s", stimuli, source, left)
     missing = [column for column in ("sentence_id", "words", "pos", "word_role", *SENTENCE_FEATURES)
                if column not in grammar]
     if missing:
         raise FeatureError(f"the sentence table lacks the grammar columns {missing}: MLEM needs the grammar's "
                            "labelled sentences (corpus pipeline)")
     if grammar.empty:
-        raise FeatureError("no grammar sentence among the evaluation texts: MLEM has no stimulus with features")
+        hint = (" (set corpus.controlled_stimuli.enabled: true, and rerun the corpus and activations pipelines)"
+                if stimuli == "controlled" else "")
+        raise FeatureError(f"mlem.stimuli: {stimuli!r}: no {source!r} sentence among the evaluation texts: MLEM has "
+                           f"no stimulus with features{hint}")
     if level == "sentence":
         table = grammar[["sentence_id", *SENTENCE_FEATURES]].copy()
         table.insert(1, "word_index", 0)

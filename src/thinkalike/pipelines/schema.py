@@ -22,9 +22,16 @@ from pydantic import (
     Field,
     ValidationError,
     create_model,
+    field_validator,
 )
 
-from thinkalike.language.grammar import GrammarConfig
+from thinkalike.language.grammar import (
+    ANIMATE_NOUNS,
+    INTRANSITIVE_VERBS,
+    TRANSITIVE_VERBS,
+    ControlledConfig,
+    GrammarConfig,
+)
 from thinkalike.models.training import TrainingConfig
 from thinkalike.pipelines.errors import ParameterError
 
@@ -41,6 +48,31 @@ class NaturalTextParameters(_Section):
     use: Literal["join", "replace"] = "join"
 
 
+class ControlledStimuliParameters(_Section):
+    """``corpus.controlled_stimuli``: the paper's kind of stimuli (:class:`~thinkalike.language.grammar.ControlledConfig`),
+    added to the evaluation texts when ``enabled``; ``factors`` maps features to crossed values (null: defaults)."""
+
+    enabled: bool = False
+    factors: dict[str, list[str]] | None = None
+    nouns: int = Field(2, ge=2, le=len(ANIMATE_NOUNS))
+    verbs: int = Field(2, ge=1, le=min(len(TRANSITIVE_VERBS), len(INTRANSITIVE_VERBS)))
+
+    @field_validator("factors")
+    @classmethod
+    def _crossable(cls, factors: dict[str, list[str]] | None) -> dict[str, list[str]] | None:
+        if factors is not None:
+            try:
+                ControlledConfig(factors={name: tuple(values) for name, values in factors.items()})
+            except ValueError as error:
+                raise ValueError(str(error).removeprefix("ControlledConfig.factors").lstrip(":. ")) from None
+        return factors
+
+    def config(self) -> ControlledConfig:
+        """The grammar's :class:`~thinkalike.language.grammar.ControlledConfig` of these settings."""
+        factors = None if self.factors is None else {name: tuple(values) for name, values in self.factors.items()}
+        return ControlledConfig(factors=factors, nouns=self.nouns, verbs=self.verbs)
+
+
 class CorpusParameters(_Section):
     seed: int = 0
     n_sentences: int = Field(8000, ge=10)
@@ -50,6 +82,7 @@ class CorpusParameters(_Section):
     n_ctx: int = Field(64, ge=4)
     grammar: dict[str, float] = Field(default_factory=dict)
     natural_text: NaturalTextParameters = Field(default_factory=NaturalTextParameters)
+    controlled_stimuli: ControlledStimuliParameters = Field(default_factory=ControlledStimuliParameters)
 
 
 class ZooModelParameters(_Section):

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thinkalike.language.grammar import GrammarConfig, generate_sentences
+from thinkalike.language.grammar import ControlledConfig, GrammarConfig, controlled_sentences, generate_sentences
 from thinkalike.language.natural_text import natural_text_table, read_natural_text
 from thinkalike.language.packing import (
     pack_evaluation_sequences,
@@ -35,19 +35,23 @@ def split_corpus(sentences: pd.DataFrame, corpus: dict[str, Any]) -> tuple[pd.Da
 
 
 def build_evaluation_texts(heldout_sentences: pd.DataFrame, corpus: dict[str, Any]) -> pd.DataFrame:
-    """The texts whose activations are extracted: held-out grammar sentences and/or natural text.
+    """The texts whose activations are extracted: held-out grammar sentences and/or natural text, and the
+    controlled stimuli when enabled.
 
     ``corpus.natural_text``: ``path`` (null = grammar only), ``mode`` (``lines`` | ``plain``),
     ``use`` (``join`` adds the documents to the grammar sentences, ``replace`` uses them alone).
     ``corpus.n_evaluation_sentences`` limits each source: the first that many held-out
     sentences, and the first that many natural-text documents (a cut is logged).
+    ``corpus.controlled_stimuli`` (``enabled``, ``factors``, ``nouns``, ``verbs``): the controlled set
+    (:func:`controlled_sentences`, ``source`` "controlled", all of it, whatever the limit) follows the
+    other texts, with sentence ids after theirs.
     """
     natural = corpus.get("natural_text") or {}
     limit = int(corpus.get("n_evaluation_sentences", len(heldout_sentences)))
     grammar = heldout_sentences.head(limit)
     path = natural.get("path")
     if not path:
-        return grammar.reset_index(drop=True)
+        return with_controlled_stimuli(grammar.reset_index(drop=True), heldout_sentences, corpus)
     use = natural.get("use", "join")
     if use not in NATURAL_TEXT_USES:
         raise ValueError(f"corpus.natural_text.use must be one of {NATURAL_TEXT_USES}, got {use!r}")
@@ -58,8 +62,32 @@ def build_evaluation_texts(heldout_sentences: pd.DataFrame, corpus: dict[str, An
         documents = documents[:limit]
     table = natural_text_table(documents, first_id=int(heldout_sentences["sentence_id"].max()) + 1)
     if use == "replace":
-        return table
-    return pd.concat([grammar, table], ignore_index=True)
+        return with_controlled_stimuli(table, heldout_sentences, corpus)
+    return with_controlled_stimuli(pd.concat([grammar, table], ignore_index=True), heldout_sentences, corpus)
+
+
+def controlled_config(corpus: dict[str, Any]) -> ControlledConfig | None:
+    """``corpus.controlled_stimuli`` as the grammar's :class:`ControlledConfig`; None when not enabled."""
+    controlled = dict(corpus.get("controlled_stimuli") or {})
+    if not controlled.pop("enabled", False):
+        return None
+    factors = controlled.pop("factors", None)
+    return ControlledConfig(factors=None if factors is None else {name: tuple(values) for name, values in
+                                                                  factors.items()}, **controlled)
+
+
+def with_controlled_stimuli(texts: pd.DataFrame, heldout_sentences: pd.DataFrame,
+                            corpus: dict[str, Any]) -> pd.DataFrame:
+    """``texts`` followed by the controlled stimuli when ``corpus.controlled_stimuli.enabled`` (ids after every
+    held-out sentence's and every text's)."""
+    config = controlled_config(corpus)
+    if config is None:
+        return texts
+    first_id = int(max(heldout_sentences["sentence_id"].max(), texts["sentence_id"].max() if len(texts) else -1)) + 1
+    controlled = controlled_sentences(config, first_id=first_id)
+    logger.info("controlled stimuli: %d sentences (%d conditions x %d nouns x %d verbs) join the %d evaluation texts",
+                len(controlled), len(config.conditions()), config.nouns, config.verbs, len(texts))
+    return pd.concat([texts, controlled], ignore_index=True)
 
 
 def fit_tokenizer(train_sentences: pd.DataFrame, corpus: dict[str, Any]):

@@ -17,7 +17,7 @@ from thinkalike.mlem.figures import (
     similarity_figure,
     similarity_plotly,
 )
-from thinkalike.mlem.fit import MLEMSettings, fit_layers, profile_table
+from thinkalike.mlem.fit import MLEMSettings, estimate_cost, fit_layers, log_cost, profile_table
 from thinkalike.mlem.similarity import (
     feature_similarity,
     finite_rows,
@@ -63,23 +63,29 @@ def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.
     """Every layer's MLEM profile (long table; the summary draws it) and the RSA distances of the shared sampled
     pairs.
 
-    Stimuli (``mlem.level``, at most ``mlem.max_stimuli``, drawn with ``mlem.fit.seed``) and features
-    (``mlem.features``) are checked, and every layer's vectors too, before the first fit.
+    Stimuli (``mlem.stimuli``: the corpus's held-out grammar sentences or the controlled set; ``mlem.level``,
+    at most ``mlem.max_stimuli``, drawn with ``mlem.fit.seed``) and features (``mlem.features``) are checked,
+    and every layer's vectors too, before the first fit; the fit's cost is estimated and logged first
+    (:func:`~thinkalike.mlem.fit.estimate_cost`; at INFO when it may take a minute or more).
     """
     settings = MLEMSettings(**(mlem.get("fit") or {}))
     level = mlem.get("level", "word")
     kinds = resolve_features(level, mlem.get("features"))
-    candidates = sample_stimuli(stimulus_table(evaluation_texts, level), mlem.get("max_stimuli"), settings.seed)
+    stimuli_set = mlem.get("stimuli", "corpus")
+    candidates = sample_stimuli(stimulus_table(evaluation_texts, level, stimuli_set), mlem.get("max_stimuli"),
+                                settings.seed)
     keys = pd.MultiIndex.from_arrays([candidates["sentence_id"], candidates["word_index"]])
     found = stimulus_vectors(store, index, level, mlem.get("sentence_pooling", "mean"), keys=keys)
     stimuli, vectors = align(candidates, found, model)
     layers = chosen_layers(found.layers, mlem.get("layers"), model)
     features = drop_single_valued(encode_features(stimuli, kinds, UNDEFINED, what=model), what=model)
     by_layer = {layer: vectors[found.layers.index(layer)] for layer in layers}
-    fits = fit_layers(features, by_layer, settings, what=model, device=default_device(mlem.get("device")),
+    device = default_device(mlem.get("device"))
+    log_cost(estimate_cost(features, by_layer, settings, device=device), model)
+    fits = fit_layers(features, by_layer, settings, what=model, device=device,
                       progress=bool(mlem.get("progress", True)))
     profile = pd.concat([profile_table(fit, model, layer, settings.confidence) for layer, fit in fits.items()],
-                        ignore_index=True).assign(level=level, **provenance(store))
+                        ignore_index=True).assign(level=level, stimuli=stimuli_set, **provenance(store))
     distances = rsa_distances(candidates, stimuli, by_layer, int(mlem.get("rsa_pairs", 4000)), settings.seed, model)
     return profile, distances
 

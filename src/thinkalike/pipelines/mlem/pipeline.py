@@ -30,9 +30,11 @@ logger = logging.getLogger(__name__)
 
 
 def grammar_sentences_replaced(parameters: Mapping[str, Any]) -> bool:
-    """True when ``corpus.natural_text.use: replace`` leaves no grammar sentence (no linguistic labels) to fit."""
+    """True when ``corpus.natural_text.use: replace`` leaves no grammar sentence (no linguistic labels) to fit
+    (the controlled stimuli, ``mlem.stimuli: controlled``, are kept whatever the natural text)."""
     natural_text = section(parameters, "corpus").get("natural_text") or {}
-    return bool(natural_text.get("path")) and natural_text.get("use") == "replace"
+    controlled = section(parameters, MLEM).get("stimuli", "corpus") == "controlled"
+    return bool(natural_text.get("path")) and natural_text.get("use") == "replace" and not controlled
 
 
 def activation_datasets(model: str) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typing
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
@@ -23,6 +24,7 @@ class MLEMParameters(_Section):
     """``mlem``: which stimuli and features, which layers, how many RSA pairs; ``fit`` is
     :class:`~thinkalike.mlem.fit.MLEMSettings` (validated by building it)."""
 
+    stimuli: Literal["corpus", "controlled"] = "corpus"
     level: Literal["word", "sentence"] = "word"
     sentence_pooling: Literal["mean", "last"] = "mean"
     features: list[str] | None = None
@@ -34,9 +36,18 @@ class MLEMParameters(_Section):
     fit: dict[str, Any] = Field(default_factory=dict)
 
 
-def validate_mlem(values: Any) -> MLEMParameters:
-    """The section, its fit settings and its feature names (an unknown one is named with the known ones)."""
+def validate_mlem(values: Any, parameters: Mapping[str, Any] | None = None) -> MLEMParameters:
+    """The section, its fit settings and its feature names (an unknown one is named with the known ones).
+
+    With the run's ``parameters`` also what depends on other sections: ``mlem.stimuli: controlled``
+    needs ``corpus.controlled_stimuli.enabled``; ``mlem.layers`` must be stored (``activations.layers``,
+    and every zoo model's depth: layers 0 … n_layers, + 1 with ``activations.final_norm``).
+    """
     mlem = validate_section(MLEMParameters, values, "mlem")
+    if len(set(mlem.layers or [])) < len(mlem.layers or []):
+        raise ParameterError(f"mlem.layers: each layer once, got {mlem.layers}")
+    if parameters is not None:
+        check_against_run(mlem, parameters)
     settings = validate_dataclass(MLEMSettings, mlem.fit, "mlem.fit")
     try:
         resolve_features(mlem.level, mlem.features)
@@ -46,3 +57,33 @@ def validate_mlem(values: Any) -> MLEMParameters:
         raise ParameterError(f"mlem.max_stimuli: {mlem.max_stimuli} stimuli are too few for mlem.fit.n_folds="
                              f"{settings.n_folds} (each test fold needs at least 2)")
     return mlem
+
+
+def check_against_run(mlem: MLEMParameters, parameters: Mapping[str, Any]) -> None:
+    """The checks of :func:`validate_mlem` that read other sections (no weights are loaded)."""
+    corpus = parameters.get("corpus") or {}
+    if mlem.stimuli == "controlled" and not (corpus.get("controlled_stimuli") or {}).get("enabled", False):
+        raise ParameterError("mlem.stimuli: 'controlled' needs corpus.controlled_stimuli.enabled: true (the "
+                             "controlled sentences must join the evaluation texts to be extracted)")
+    if mlem.layers is None:
+        return
+    activations = parameters.get("activations") or {}
+    stored = activations.get("layers")
+    missing = [layer for layer in mlem.layers if stored is not None and layer not in stored]
+    if missing:
+        raise ParameterError(f"mlem.layers: layer(s) {missing} are not stored (activations.layers: {stored})")
+    extra = 1 if activations.get("final_norm", False) else 0
+    zoo = (parameters.get("zoo") or {}).get("models") or {} if activations.get("include_zoo", True) else {}
+    for name, model in zoo.items():
+        depth = zoo_depth(model)
+        if depth is not None and stored is None and max(mlem.layers) > depth + extra:
+            raise ParameterError(f"mlem.layers: zoo model {name} stores layers 0..{depth + extra}, not "
+                                 f"{[layer for layer in mlem.layers if layer > depth + extra]}")
+
+
+def zoo_depth(model: Any) -> int | None:
+    """A zoo model's number of blocks from its architecture (TransformerLens ``n_layers`` or transformers
+    ``num_hidden_layers``); None when not given there."""
+    architecture = (model or {}).get("architecture") or {} if isinstance(model, Mapping) else {}
+    depth = architecture.get("n_layers", architecture.get("num_hidden_layers"))
+    return int(depth) if isinstance(depth, int) else None
