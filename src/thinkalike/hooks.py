@@ -107,6 +107,15 @@ class MlflowTrackingHooks:
         if self._recorder is not None:
             record_saved_output(self._recorder, dataset_name, data)
 
+    def record_output(self, name: str, data: Any) -> None:
+        """Records an output saved outside a node (the run's ``run_timings`` table) in the open MLflow run.
+
+        Called by :class:`thinkalike.timing_hooks.RunTimingHooks` from its ``tryfirst``
+        ``after_pipeline_run`` / ``on_pipeline_error``, before this class's ``trylast`` ones end the run.
+        """
+        if self._recorder is not None:
+            record_saved_output(self._recorder, name, data)
+
     @hook_impl(trylast=True)
     def after_pipeline_run(self, run_params, run_result, pipeline, catalog) -> None:
         self._end("FINISHED")
@@ -160,7 +169,8 @@ def run_tags(run_params: dict[str, Any], project_root: Path) -> dict[str, str]:
 
 
 def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
-    """What MLflow gets from one saved output: figures, loss curves, corpus statistics, CKA summaries, tables."""
+    """What MLflow gets from one saved output: figures, loss curves, corpus statistics, CKA summaries, tables,
+    the run's timings (``timing.<pipeline>.seconds`` …)."""
     import pandas as pd
     from matplotlib.figure import Figure
 
@@ -202,6 +212,11 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
         recorder.log_metrics(embedding_metrics(short, namespace, data), what=f"{namespace} {short}")
     elif name.startswith("nli."):
         _record_nli_output(recorder, name, short, data)
+    elif name == "run_timings":
+        from thinkalike.timings import timing_metrics
+
+        recorder.log_table(data, f"tables/{name}.csv")
+        recorder.log_metrics(timing_metrics(data), what="run timings")
     elif isinstance(data, pd.DataFrame) and name in REPORT_TABLES:
         recorder.log_table(data, f"tables/{name}.csv")
 

@@ -6,6 +6,7 @@ from kedro.config import OmegaConfigLoader
 
 from thinkalike.hooks import MlflowTrackingHooks, ParameterHooks
 from thinkalike.pipeline_registry import ProjectContext
+from thinkalike.timing_hooks import RunTimingHooks
 
 # Builds the pipelines from the session's own parameters (--env, --params) when it is created,
 # for kedro run, kedro viz and notebooks alike (see thinkalike.pipeline_registry).
@@ -18,7 +19,10 @@ CONFIG_LOADER_ARGS = {
     "config_patterns": {"mlflow": ["mlflow*", "mlflow*/**"]},
 }
 
-HOOKS = (ParameterHooks(), MlflowTrackingHooks())
+# RunTimingHooks saves the run_timings table (thinkalike.timing_hooks) and hands it to the MLflow
+# hooks, whose run is still open then (its tryfirst end-of-run hooks precede MLflow's trylast ones).
+_TRACKING = MlflowTrackingHooks()
+HOOKS = (ParameterHooks(), _TRACKING, RunTimingHooks(record=_TRACKING.record_output))
 
 # Kedro 1.7's own config loader calls an OmegaConf function that OmegaConf has deprecated; the
 # warning says nothing about this project and would open every run (3 × 5 lines).

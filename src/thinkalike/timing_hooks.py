@@ -1,0 +1,135 @@
+"""Every ``kedro run`` saves a ``run_timings`` table: each node's wall, CPU, load and save time and
+peak memory (:mod:`thinkalike.timings` defines the columns).
+
+The table goes through the catalog (``run_timings``, a versioned parquet dataset written
+atomically, at the run's version) and to the run's MLflow run through the ``record`` callback
+(:meth:`thinkalike.hooks.MlflowTrackingHooks.record_output`): the table as
+``tables/run_timings.csv`` and per-pipeline totals as ``timing.<pipeline>.seconds`` …,
+``timing.total.seconds``. It is saved when the run ends, and also when it fails (the node it
+stopped in is marked ``failed``); a partial run (``--pipelines``, ``--namespaces``, resume)
+records only what ran.
+
+Hook order (pluggy calls ``tryfirst`` implementations first, ``trylast`` ones last): the run's
+clock starts in the first ``before_pipeline_run`` (so parameter validation and opening the MLflow
+run count, in the ``(start)`` row) and stops in the first ``after_pipeline_run`` /
+``on_pipeline_error``, which saves and records the table before MLflow's ``trylast`` hook closes
+its run. Around loads, node functions and saves this hook is the innermost: its ``before_*`` run
+last and its ``after_*`` first, so other hooks' work (MLflow logging each saved output) falls in
+the node's ``other_seconds``, not in its load, run or save time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kedro.framework.hooks import hook_impl
+
+from thinkalike.timings import RunClock
+
+logger = logging.getLogger(__name__)
+
+DATASET = "run_timings"
+
+
+def pipeline_membership(registry: Mapping[str, Any]) -> dict[str, str]:
+    """Node name → the registered pipeline(s) holding it (``__default__`` left out; several joined by ``+``)."""
+    members: dict[str, list[str]] = {}
+    for name, pipeline in registry.items():
+        if name == "__default__" or pipeline is None:
+            continue
+        for node in pipeline.nodes:
+            members.setdefault(node.name, []).append(name)
+    return {node: "+".join(names) for node, names in members.items()}
+
+
+def registered_pipelines() -> dict[str, Any]:
+    """Kedro's pipeline registry as the session built it (:class:`thinkalike.pipeline_registry.ProjectContext`)."""
+    from kedro.framework.project import pipelines
+
+    try:
+        return {name: pipelines[name] for name in pipelines}
+    except Exception as error:  # noqa: BLE001 - a registry that cannot load leaves the column unknown, not the run
+        logger.warning("run_timings: the pipeline registry could not be read (%s); pipelines are left unknown", error)
+        return {}
+
+
+class RunTimingHooks:
+    """Times every node of a run and saves the ``run_timings`` table (see the module docstring).
+
+    ``record(name, table)`` is called with the saved table (the project passes the MLflow
+    hooks' :meth:`~thinkalike.hooks.MlflowTrackingHooks.record_output`).
+    """
+
+    def __init__(self, record: Callable[[str, Any], None] | None = None) -> None:
+        self._record = record
+        self._clock: RunClock | None = None
+        self.last_table = None  # the last run's table (for tests and notebooks)
+
+    @hook_impl(tryfirst=True)
+    def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
+        self._clock = RunClock(pipeline_membership(registered_pipelines()))
+
+    # ---- loads, node functions, saves (innermost: before_* last, after_* first)
+    @hook_impl(trylast=True)
+    def before_dataset_loaded(self, dataset_name: str, node) -> None:
+        if self._clock is not None and node is not None:
+            self._clock.load_started(node.name, node.namespace, node.outputs)
+
+    @hook_impl(tryfirst=True)
+    def after_dataset_loaded(self, dataset_name: str, data: Any, node) -> None:
+        if self._clock is not None and node is not None:
+            self._clock.load_finished(node.name)
+
+    @hook_impl(trylast=True)
+    def before_node_run(self, node, catalog, inputs, is_async, run_id) -> None:
+        if self._clock is not None:
+            self._clock.function_started(node.name, node.namespace, node.outputs)
+
+    @hook_impl(tryfirst=True)
+    def after_node_run(self, node, catalog, inputs, outputs, is_async, run_id) -> None:
+        if self._clock is not None:
+            self._clock.function_finished(node.name)
+
+    @hook_impl(tryfirst=True)
+    def on_node_error(self, error, node, catalog, inputs, is_async, run_id) -> None:
+        if self._clock is not None:
+            self._clock.function_finished(node.name, failed=True)
+
+    @hook_impl(trylast=True)
+    def before_dataset_saved(self, dataset_name: str, data: Any, node) -> None:
+        if self._clock is not None and node is not None:
+            self._clock.save_started(node.name, node.namespace, node.outputs)
+
+    @hook_impl(tryfirst=True)
+    def after_dataset_saved(self, dataset_name: str, data: Any, node) -> None:
+        if self._clock is not None and node is not None:
+            self._clock.save_finished(node.name, dataset_name)
+
+    # ---- the end of the run: save and record before MLflow's (trylast) hooks close its run
+    @hook_impl(tryfirst=True)
+    def after_pipeline_run(self, run_params, run_result, pipeline, catalog) -> None:
+        self._finish(catalog, failed=False)
+
+    @hook_impl(tryfirst=True)
+    def on_pipeline_error(self, error, run_params, pipeline, catalog) -> None:
+        self._finish(catalog, failed=True)
+
+    def _finish(self, catalog, failed: bool) -> None:
+        clock, self._clock = self._clock, None
+        if clock is None:
+            return
+        clock.finish(failed=failed)
+        table = clock.table()
+        self.last_table = table
+        if DATASET in catalog:
+            try:
+                catalog.save(DATASET, table)
+            except Exception as error:  # noqa: BLE001 - the run's outputs are saved; neither hide its own error
+                # nor leave its MLflow run open (the MLflow hooks that close it run after this one)
+                logger.warning("The run's timing table (%s) could not be saved: %s", DATASET, error)
+        else:
+            logger.info("No %r dataset in the catalog: the run's timing table is not saved", DATASET)
+        if self._record is not None:
+            self._record(DATASET, table)
