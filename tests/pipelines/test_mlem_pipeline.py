@@ -81,3 +81,29 @@ def test_natural_text_replacing_the_grammar_leaves_mlem_empty(caplog):
     assert "natural_text.use is 'replace'" in caplog.text
     joined = {**parameters, "corpus": {"natural_text": {"path": "texts.txt", "use": "join"}}}
     assert create_pipeline(joined).nodes
+
+
+def test_controlled_stimuli_and_chosen_layers_end_to_end(tiny_project, tmp_path, monkeypatch, caplog):
+    """``corpus.controlled_stimuli`` adds the controlled set to the evaluation texts, every model extracts it, and
+    ``mlem.stimuli: controlled`` fits it (at the ``mlem.layers`` chosen), logging the fit's cost first."""
+    import shutil
+
+    project, _ = tiny_project
+    copy = tmp_path / "project"
+    shutil.copytree(project, copy)  # the session's project stays as the other tests expect it
+    monkeypatch.chdir(copy)
+    parameters = {"corpus": {"controlled_stimuli": {"enabled": True, "verbs": 1}},
+                  "mlem": {"stimuli": "controlled", "layers": [1]}}
+    with caplog.at_level("DEBUG", logger="thinkalike.mlem.fit"):
+        catalog = run_project(copy, pipeline_names=["corpus", "activations", "mlem"], runtime_params=parameters)
+    texts = catalog.load("evaluation_texts")
+    assert (texts["source"] == "controlled").sum() == 72 * 2 * 1 and texts["sentence_id"].is_unique
+    controlled = set(texts.loc[texts["source"] == "controlled", "sentence_id"])
+    for model in MODELS:
+        assert set(catalog.load(f"models.{model}.activation_index")["sentence_id"]) >= controlled
+        own = catalog.load(f"models.mlem.{model}.mlem_profile")
+        assert set(own["layer"]) == {1} and (own["stimuli"] == "controlled").all()
+        assert own["spearman_heldout"].between(-1, 1).all()
+        assert f"MLEM {model}: 1 layer(s) x 3 folds x at most 60 steps" in caplog.text
+    distances = catalog.load(f"models.mlem.{next(iter(MODELS))}.mlem_rsa_distances")
+    assert set(distances["sentence_id_a"]) <= controlled

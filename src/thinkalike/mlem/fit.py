@@ -328,10 +328,11 @@ def _fit_layer(features: FeatureTable, vectors: np.ndarray, settings: MLEMSettin
 
 def fit_layers(features: FeatureTable, layer_vectors: Mapping[int, np.ndarray], settings: MLEMSettings, *,
                what: str = "model", device: torch.device | str = "cpu", progress: bool = True) -> dict[int, LayerFit]:
-    """:func:`fit_layer` for every layer, after :func:`check_inputs` and the correlation warning; a progress bar
-    (``MLEM <what>``) counts layers."""
+    """:func:`fit_layer` for every layer, after :func:`check_inputs`, the correlation warning and the logged cost
+    estimate (:func:`estimate_cost`, :func:`log_cost`); a progress bar (``MLEM <what>``) counts layers."""
     check_inputs(features, layer_vectors, settings, what)
     warn_correlated(features, settings, what)
+    log_cost(estimate_cost(features, layer_vectors, settings, device=device), what)
     fits = {}
     with progress_bar(len(layer_vectors), f"MLEM {what}", progress) as bar:
         for layer, vectors in layer_vectors.items():

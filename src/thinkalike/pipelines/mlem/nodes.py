@@ -17,7 +17,7 @@ from thinkalike.mlem.figures import (
     similarity_figure,
     similarity_plotly,
 )
-from thinkalike.mlem.fit import MLEMSettings, estimate_cost, fit_layers, log_cost, profile_table
+from thinkalike.mlem.fit import MLEMSettings, fit_layers, profile_table
 from thinkalike.mlem.similarity import (
     feature_similarity,
     finite_rows,
@@ -65,7 +65,7 @@ def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.
 
     Stimuli (``mlem.stimuli``: the corpus's held-out grammar sentences or the controlled set; ``mlem.level``,
     at most ``mlem.max_stimuli``, drawn with ``mlem.fit.seed``) and features (``mlem.features``) are checked,
-    and every layer's vectors too, before the first fit; the fit's cost is estimated and logged first
+    and every layer's vectors too, before the first fit; the fits' cost is estimated and logged first
     (:func:`~thinkalike.mlem.fit.estimate_cost`; at INFO when it may take a minute or more).
     """
     settings = MLEMSettings(**(mlem.get("fit") or {}))
@@ -80,9 +80,7 @@ def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.
     layers = chosen_layers(found.layers, mlem.get("layers"), model)
     features = drop_single_valued(encode_features(stimuli, kinds, UNDEFINED, what=model), what=model)
     by_layer = {layer: vectors[found.layers.index(layer)] for layer in layers}
-    device = default_device(mlem.get("device"))
-    log_cost(estimate_cost(features, by_layer, settings, device=device), model)
-    fits = fit_layers(features, by_layer, settings, what=model, device=device,
+    fits = fit_layers(features, by_layer, settings, what=model, device=default_device(mlem.get("device")),
                       progress=bool(mlem.get("progress", True)))
     profile = pd.concat([profile_table(fit, model, layer, settings.confidence) for layer, fit in fits.items()],
                         ignore_index=True).assign(level=level, stimuli=stimuli_set, **provenance(store))
