@@ -1,0 +1,191 @@
+"""The default run, idle and beside one busy process: where its time goes, per pipeline.
+
+Runs ``kedro run`` (the default pipeline; ``--env`` and ``--pipelines`` are passed through for a
+smaller trial) twice, each in a fresh copy of the project (``pyproject.toml``, ``.telemetry`` and
+``conf/`` without ``conf/local``; no ``data/``, no ``mlflow.db``; the package itself is the
+installed one, i.e. this checkout's ``src/``):
+
+1. **idle**: nothing else started by this script;
+2. **busy**: beside one process spinning on one core (``python -c "while True: pass"``),
+   started just before the run and killed just after it.
+
+Each run saves its ``run_timings`` table (:mod:`thinkalike.timings`); the script reads the saved
+parquet of both and prints, per pipeline, the seconds attributed to it (its nodes' loads,
+functions, saves and the hooks between them), the CPU seconds of its node functions and its
+highest peak RSS, with the ratio busy / idle, then the whole run (``run_seconds``) and the
+``kedro run`` process's wall time measured here (which adds Kedro's start-up: imports,
+configuration, building the pipelines).
+
+Run (from the project root, in its virtual environment):
+
+    python benchmarks/default_run.py                                  # default sizes: about 2 × 15 min
+    python benchmarks/default_run.py --env test                       # smoke run: about 2 × 2-3 min
+    python benchmarks/default_run.py --env test --pipelines corpus    # seconds
+
+The machine should be otherwise idle: the 1-minute load average is printed before each run and
+a warning is printed when it is above 0.5 before the idle one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+PROJECT = Path(__file__).resolve().parents[1]
+TIMINGS = Path("data/08_reporting/run_timings.parquet")
+CONDITIONS = ("idle", "busy")
+BUSY_LOOP = "while True: pass"
+
+
+def fresh_copy(destination: Path) -> Path:
+    """The project's configuration in ``destination``, with no data and no MLflow store."""
+    destination.mkdir(parents=True)
+    shutil.copy(PROJECT / "pyproject.toml", destination / "pyproject.toml")
+    if (PROJECT / ".telemetry").exists():
+        shutil.copy(PROJECT / ".telemetry", destination / ".telemetry")
+    shutil.copytree(PROJECT / "conf", destination / "conf", ignore=shutil.ignore_patterns("local"))
+    (destination / "conf" / "local").mkdir()
+    (destination / "src").mkdir()  # the package is installed (pip install -e .)
+    return destination
+
+
+def kedro_command(env: str | None, pipelines: str | None) -> list[str]:
+    script = Path(sys.executable).with_name("kedro")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "kedro"]
+    command.append("run")
+    if env:
+        command += ["--env", env]
+    if pipelines:
+        command += ["--pipelines", pipelines]
+    return command
+
+
+def run_once(project: Path, command: list[str], busy: bool) -> dict:
+    """One ``kedro run`` in ``project`` (beside a busy process when ``busy``); its wall time and outcome."""
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
+    spinner = subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) if busy else None
+    load_before = os.getloadavg()[0]
+    try:
+        with open(project / "run.log", "w") as log:
+            start = time.perf_counter()
+            completed = subprocess.run(command, cwd=project, env=environment, stdout=log, stderr=subprocess.STDOUT)
+            wall = time.perf_counter() - start
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+    return {"returncode": completed.returncode, "process_seconds": wall, "load_before": load_before,
+            "load_after": os.getloadavg()[0], "log": str(project / "run.log")}
+
+
+def saved_timings(project: Path) -> pd.DataFrame | None:
+    """The run_timings table the (single) run in ``project`` saved, or None."""
+    versions = sorted((project / TIMINGS).glob("*/run_timings.parquet"))
+    return pd.read_parquet(versions[-1]) if versions else None
+
+
+def ordered_totals(table: pd.DataFrame) -> pd.DataFrame:
+    """Per-pipeline totals (:func:`thinkalike.timings.pipeline_totals`) in the registry's order, (run) first."""
+    from thinkalike.pipeline_registry import PIPELINE_BUILDERS
+    from thinkalike.timings import RUN_PIPELINE, TOTAL, pipeline_totals
+
+    totals = pipeline_totals(table).set_index("pipeline")
+    order = [RUN_PIPELINE, *PIPELINE_BUILDERS]
+    order = [name for name in order if name in totals.index] + \
+            [name for name in totals.index if name not in order and name != TOTAL] + [TOTAL]
+    return totals.loc[order]
+
+
+def ratio(busy: float, idle: float) -> str:
+    return f"{busy / idle:.2f}×" if idle > 0 else "–"
+
+
+def comparison(tables: dict[str, pd.DataFrame], runs: dict[str, dict]) -> str:
+    """The markdown table: per pipeline, idle and busy seconds, their ratio, CPU seconds and peak RSS."""
+    from thinkalike.timings import RUN_PIPELINE, TOTAL, format_seconds
+
+    totals = {condition: ordered_totals(table) for condition, table in tables.items()}
+    idle, busy = totals["idle"], totals["busy"]
+    names = list(idle.index) + [name for name in busy.index if name not in idle.index]
+    lines = ["| pipeline | nodes | idle | busy | busy / idle | CPU s idle | CPU s busy | peak RSS idle (MiB) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in names:
+        row_idle = idle.loc[name] if name in idle.index else None
+        row_busy = busy.loc[name] if name in busy.index else None
+        label = {RUN_PIPELINE: "(start: validation, MLflow run, catalog)", TOTAL: "**run** (run_seconds)"}.get(name, name)
+        seconds_idle = row_idle["seconds"] if row_idle is not None else float("nan")
+        seconds_busy = row_busy["seconds"] if row_busy is not None else float("nan")
+        nodes = int((row_idle if row_idle is not None else row_busy)["nodes"])
+        peak = row_idle["peak_rss_mb"] if row_idle is not None else float("nan")
+        lines.append(
+            f"| {label} | {nodes} | {format_seconds(seconds_idle)} | {format_seconds(seconds_busy)} | "
+            f"{ratio(seconds_busy, seconds_idle)} | "
+            f"{row_idle['cpu_seconds'] if row_idle is not None else float('nan'):.1f} | "
+            f"{row_busy['cpu_seconds'] if row_busy is not None else float('nan'):.1f} | "
+            f"{'–' if pd.isna(peak) else f'{peak:.0f}'} |")
+    process_idle, process_busy = runs["idle"]["process_seconds"], runs["busy"]["process_seconds"]
+    lines.append(f"| `kedro run` process (measured here) | | {format_seconds(process_idle)} | "
+                 f"{format_seconds(process_busy)} | {ratio(process_busy, process_idle)} | | | |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--env", help="Kedro environment, passed to kedro run (e.g. test for a smoke run)")
+    parser.add_argument("--pipelines", help="passed to kedro run --pipelines (e.g. corpus,zoo)")
+    parser.add_argument("--workdir", type=Path, help="where the two project copies go (default: a temporary folder)")
+    parser.add_argument("--keep", action="store_true", help="keep the project copies (data, mlflow.db, run.log)")
+    parser.add_argument("--json", type=Path, help="also write the results (runs and per-pipeline totals) here")
+    args = parser.parse_args()
+
+    command = kedro_command(args.env, args.pipelines)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="thinkalike-default-run-"))
+    print(f"{os.cpu_count()} CPU cores; command: kedro {' '.join(command[command.index('run'):])}; copies in {workdir}")
+    runs: dict[str, dict] = {}
+    tables: dict[str, pd.DataFrame] = {}
+    try:
+        for condition in CONDITIONS:
+            project = fresh_copy(workdir / condition)
+            load = os.getloadavg()[0]
+            if condition == "idle" and load > 0.5:
+                print(f"warning: 1-minute load average {load:.2f} before the idle run: the machine is not idle")
+            print(f"{condition}: running (load average {load:.2f}) …", flush=True)
+            runs[condition] = run_once(project, command, busy=condition == "busy")
+            table = saved_timings(project)
+            outcome = "ok" if runs[condition]["returncode"] == 0 else f"FAILED (exit {runs[condition]['returncode']})"
+            print(f"{condition}: {outcome}, {runs[condition]['process_seconds']:.1f} s "
+                  f"(load average {runs[condition]['load_before']:.2f} → {runs[condition]['load_after']:.2f}); "
+                  f"log {runs[condition]['log']}", flush=True)
+            if table is None:
+                print(f"{condition}: no run_timings table was saved")
+                return 1
+            tables[condition] = table
+        print()
+        print(comparison(tables, runs))
+        failed = {condition: sorted(table.loc[table["status"] == "failed", "node"]) for condition, table in tables.items()}
+        if any(failed.values()):
+            print(f"\nfailed nodes: {failed}")
+        if args.json:
+            args.json.write_text(json.dumps({
+                "command": command, "cpu_count": os.cpu_count(), "runs": runs,
+                "totals": {condition: ordered_totals(table).reset_index().to_dict("records")
+                           for condition, table in tables.items()}}, indent=2, default=str))
+        return 0 if all(run["returncode"] == 0 for run in runs.values()) else 1
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+        elif runs:
+            print(f"\nproject copies kept in {workdir}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
