@@ -7,7 +7,8 @@ atomically, at the run's version) and to the run's MLflow run through the ``reco
 ``tables/run_timings.csv`` and per-pipeline totals as ``timing.<pipeline>.seconds`` …,
 ``timing.total.seconds``. It is saved when the run ends, and also when it fails (the node it
 stopped in is marked ``failed``); a partial run (``--pipelines``, ``--namespaces``, resume)
-records only what ran.
+records only what ran, and a run in which no node ran (a resume of a complete project, a
+failure before the first node) saves no version (MLflow still gets its metrics).
 
 Hook order (pluggy calls ``tryfirst`` implementations first, ``trylast`` ones last): the run's
 clock starts in the first ``before_pipeline_run`` (so parameter validation and opening the MLflow
@@ -123,7 +124,9 @@ class RunTimingHooks:
         clock.finish(failed=failed)
         table = clock.table()
         self.last_table = table
-        if DATASET in catalog:
+        if not clock.spans:  # nothing ran (a resume of a complete project, a failure before the first node)
+            logger.debug("No node ran: no %s version is saved", DATASET)
+        elif DATASET in catalog:
             try:
                 catalog.save(DATASET, table)
             except Exception as error:  # noqa: BLE001 - the run's outputs are saved; neither hide its own error
