@@ -86,6 +86,7 @@ def test_partial_and_failed_runs_record_what_ran(tmp_path, monkeypatch):
     project = make_project_copy(tmp_path)
     monkeypatch.chdir(project)
     run_project(project, pipeline_names=["corpus"])
+    run_project(project, pipeline_names=["corpus"], only_missing_outputs=True)  # complete: no node runs
 
     def broken(*args, **kwargs):
         raise RuntimeError("tokenizer broke")
@@ -94,7 +95,7 @@ def test_partial_and_failed_runs_record_what_ran(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="tokenizer broke"):
         run_project(project, pipeline_names=["corpus"])
 
-    client, (partial, failed) = mlflow_runs(project)
+    client, (partial, resumed, failed) = mlflow_runs(project)
     corpus = build_pipelines(configured_parameters(project, "test"))["corpus"]
     order = [node.name for node in corpus.nodes]
 
@@ -104,6 +105,10 @@ def test_partial_and_failed_runs_record_what_ran(tmp_path, monkeypatch):
     assert set(table["pipeline"]) == {"(run)", "corpus"} and set(table["status"]) == {"completed"}
     assert partial.data.metrics["timing.corpus.nodes"] == len(order)
     assert not any(name.startswith(("timing.zoo", "timing.cka")) for name in partial.data.metrics)
+
+    # a run in which nothing ran saves no version; MLflow still gets its (start) and total
+    assert {"timing.start.seconds", "timing.total.seconds"} <= set(resumed.data.metrics)
+    assert not any(name.startswith("timing.corpus") for name in resumed.data.metrics)
 
     assert failed.info.status == "FAILED"
     table = saved_table(project, saved_versions(project)[1])
