@@ -14,10 +14,12 @@ from kedro.framework.hooks import hook_impl
 from thinkalike.pipelines.embedding.metrics import (
     METRIC_TABLES as EMBEDDING_METRIC_TABLES,
 )
+from thinkalike.pipelines.builders import PIPELINE_BUILDERS
 from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import run_parameters
 from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
 from thinkalike.pipelines.schema import ParameterError
+from thinkalike.pipelines.scope import pipelines_in_run
 from thinkalike.pipelines.validation import validate_parameters
 from thinkalike.tracking import (
     RunRecorder,
@@ -56,7 +58,7 @@ class ParameterHooks:
     def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
         """Bad configuration fails here, before any compute and before an MLflow run is opened."""
         try:
-            validate_parameters(run_parameters(catalog))
+            validate_parameters(run_parameters(catalog), *run_pipelines(run_params, pipeline))
         except ParameterError as error:
             raise BadParameter(str(error)) from None
         if run_params.get("only_missing_outputs"):
@@ -65,6 +67,16 @@ class ParameterHooks:
             logger.info("Resume: %d of %d nodes to run%s", len(rerun), len(pipeline.nodes),
                         f" ({', '.join(node.name for node in rerun[:6])}{' …' if len(rerun) > 6 else ''})"
                         if rerun else "")
+
+
+def run_pipelines(run_params: dict[str, Any], pipeline) -> tuple[list[str], dict[str, Any]]:
+    """The project pipelines this run uses (:func:`thinkalike.pipelines.scope.pipelines_in_run`: those named
+    with ``--pipelines``, all for the default, narrowed to those with a node in the filtered ``pipeline``), and
+    the registered pipelines."""
+    from kedro.framework.project import pipelines as registered
+
+    built = {name: registered[name] for name in PIPELINE_BUILDERS}
+    return pipelines_in_run(run_params.get("pipeline_names"), built, pipeline), built
 
 
 class MlflowTrackingHooks:

@@ -16,7 +16,7 @@ they contain depends on the environment (``--env``) and ``--params``. Kedro call
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,42 +25,10 @@ from kedro.framework.project import pipelines
 from kedro.pipeline import Pipeline
 from kedro.utils import find_kedro_project
 
-from thinkalike.pipelines.activations.pipeline import (
-    create_pipeline as activations_pipeline,
-)
-from thinkalike.pipelines.cka.pipeline import create_pipeline as cka_pipeline
-from thinkalike.pipelines.corpus.pipeline import create_pipeline as corpus_pipeline
-from thinkalike.pipelines.embedding.pipeline import (
-    create_pipeline as embedding_pipeline,
-)
-from thinkalike.pipelines.mlem.pipeline import create_pipeline as mlem_pipeline
-from thinkalike.pipelines.nli.pipeline import create_pipeline as nli_pipeline
+from thinkalike.pipelines.builders import PIPELINE_BUILDERS, build_pipelines
 from thinkalike.pipelines.parameters import configured_parameters, loader_parameters
-from thinkalike.pipelines.stitching.pipeline import (
-    create_pipeline as stitching_pipeline,
-)
-from thinkalike.pipelines.zoo.pipeline import create_pipeline as zoo_pipeline
 
-PIPELINE_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
-    "corpus": corpus_pipeline,
-    "zoo": zoo_pipeline,
-    "activations": activations_pipeline,
-    "cka": cka_pipeline,
-    "stitching": stitching_pipeline,
-    "mlem": mlem_pipeline,
-    "embedding": embedding_pipeline,
-    "nli": nli_pipeline,
-}
-
-def build_pipelines(parameters: Mapping[str, Any]) -> dict[str, Pipeline]:
-    """Every project pipeline for ``parameters``; ``__default__`` is the sum of all of them.
-
-    Per-model and per-pair nodes are namespaced under ``models``
-    (:mod:`thinkalike.pipelines.namespaces`), so Kedro's dotted-name warning has no cause here.
-    """
-    built = {name: build(parameters) for name, build in PIPELINE_BUILDERS.items()}
-    built["__default__"] = sum(built.values(), Pipeline([]))
-    return built
+__all__ = ["PIPELINE_BUILDERS", "ProjectContext", "build_pipelines", "install_pipelines", "register_pipelines"]
 
 
 def register_pipelines() -> dict[str, Pipeline]:

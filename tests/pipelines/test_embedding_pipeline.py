@@ -96,7 +96,7 @@ def test_finetune_fractions_and_zero_shot(embedded):
     ({"readings": {"e_prime": "inverse"}}, r"embedding\.readings\.e_prime"),
     ({"readings": {"k": 100000}}, r"embedding\.readings\.k: k=100000 exceeds the zoo's vocabulary size"),
     ({"finetune": {"models": ["neox_xs"]}}, r"embedding\.finetune\.models: 'neox_xs' is a 'hf'-family"),
-    ({"zero_shot": {"pairs": [["neox_xs", "gelu_1l"]]}}, r"embedding\.zero_shot\.pairs: 'neox_xs' is not in"),
+    ({"zero_shot": {"pairs": [["neox_xs", "gelu_1l"]]}}, r"embedding\.zero_shot\.pairs: 'neox_xs' is not a fine-tuned model"),
 ])
 def test_bad_configuration_fails_before_any_node(tmp_path, monkeypatch, override, message):
     project = make_project_copy(tmp_path)

@@ -23,6 +23,7 @@ Scores are raw logits ``v·E`` (resp. entries of the V × V matrix), in the comp
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -163,8 +164,11 @@ def read_head_interactions(parameters: ModelParameters, embedding: torch.Tensor,
             for head in _selected(heads, layer, first.shape[0]):
                 jobs.append((position, layer, group, head))
     frames = []
+    started = time.perf_counter()
     with progress_bar(len(jobs), f"embedding heads {parameters.model}", progress) as bar:
-        for position, layer, group, head in jobs:
+        for job, (position, layer, group, head) in enumerate(jobs):
+            if job == 1:
+                log_estimate(parameters.model, len(jobs), time.perf_counter() - started)
             first, second = parameters.interaction_factors(group, position)
             first, second = _compute(first[head], embedding), _compute(second[head], embedding)
             left = inverse @ first  # V × d_head
@@ -178,6 +182,14 @@ def read_head_interactions(parameters: ModelParameters, embedding: torch.Tensor,
                 "score": top.values.double().cpu().numpy()}))
             bar.update(1)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=PAIR_COLUMNS)
+
+
+def log_estimate(model: str, n_products: int, first_seconds: float, *, threshold: float = 30.0) -> None:
+    """Logs the expected time of ``n_products`` head products from the first one's (when over ``threshold`` s)."""
+    expected = first_seconds * n_products
+    if expected > threshold:
+        logger.info("embedding heads %s: %d head products, about %.0f s (the first took %.1f s); narrow them with "
+                    "embedding.readings.layers / heads", model, n_products, expected, first_seconds)
 
 
 def lookup_query(embedding: torch.Tensor, ids: Sequence[int]) -> torch.Tensor:

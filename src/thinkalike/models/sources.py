@@ -473,6 +473,45 @@ def _load_gguf(spec, target, options, name, tokenizer, device, dtype, view) -> M
                             "loading the GGUF file failed", view)
 
 
+def _hf_config_json(target: str, options: Mapping[str, str]) -> dict | None:
+    """An hf target's config.json from its directory or the local hub cache; ``None`` where neither has it."""
+    if _looks_like_path(target):
+        path = Path(os.path.expanduser(target)) / "config.json"
+    else:
+        cached = _cached_hub_file(target, "config.json", options.get("revision")) if _HUB_ID.match(target) else None
+        path = Path(cached) if cached else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def spec_has_lm_head(spec: str) -> bool | None:
+    """Whether the model a spec names has an LM head (hence an unembedding), decided without weights; ``None``
+    where it cannot be known before loading (an hf config that is neither local nor cached).
+
+    zoo, gguf and tl models are language models (``True``). An hf checkpoint follows its config's
+    ``architectures`` as loading does (:func:`_lm_head_class`): a ``*ForMaskedLM``, ``*ForCausalLM`` or
+    ``*LMHeadModel`` has one, any other listed architecture (``BertModel``: a sentence encoder) has none; a
+    config without ``architectures`` is loaded with its model type's LM class (``True``). Never raises.
+    """
+    try:
+        source, target, options = _split(spec)
+    except ValueError:
+        return None
+    if source != "hf":
+        return True
+    config = _hf_config_json(target, options)
+    if config is None:
+        return None
+    architectures = [str(name) for name in config.get("architectures") or []]
+    if not architectures:
+        return True
+    return any("MaskedLM" in name or name.endswith(("ForCausalLM", "LMHeadModel")) for name in architectures)
+
+
 def load_spec_tokenizer(spec: str, *, trust_remote_code: bool = False) -> Any | None:
     """The tokenizer a spec's model would use, loaded without any weights (for validation).
 

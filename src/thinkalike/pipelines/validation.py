@@ -1,14 +1,18 @@
-"""Checks of the run's whole configuration, made before any node runs (cheap: no weights are loaded).
+"""Checks of the run's configuration, made before any node runs (cheap: no weights are loaded).
 
-Every section is validated from its schema (:mod:`thinkalike.pipelines.schema`) whether or not
-its pipeline is in the run, so a bad setting never surfaces after earlier models trained.
-Errors are :class:`~thinkalike.pipelines.schema.ParameterError` s naming the full key.
+Every section that a pipeline of the run reads (:mod:`thinkalike.pipelines.scope`) is validated from
+its schema (:mod:`thinkalike.pipelines.schema`) before the first node, so a bad setting never surfaces
+after earlier models trained; a section that no pipeline of the run reads is not looked at, so it
+cannot stop the run. Errors are :class:`~thinkalike.pipelines.schema.ParameterError` s naming the full key.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from kedro.pipeline import Pipeline
 
 from thinkalike.language.natural_text import read_natural_text
 from thinkalike.language.packing import check_packable
@@ -20,7 +24,9 @@ from thinkalike.models.sources import (
     spec_options,
 )
 from thinkalike.pipelines.activations.pipeline import configured_models
-from thinkalike.pipelines.cka.pairs import configured_pairs
+from thinkalike.pipelines.builders import PIPELINE_BUILDERS
+from thinkalike.pipelines.cka.pairs import cka_pairs
+from thinkalike.pipelines.scope import PIPELINE_SECTIONS, sections_in_run
 from thinkalike.pipelines.schema import (
     ParameterError,
     check_device,
@@ -36,32 +42,39 @@ CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device", "mode"})
 CKA_MODES = ("stored", "streaming")
 
 
-def validate_parameters(parameters: dict[str, Any]) -> None:
-    """Raises a :class:`ParameterError` naming the parameter for any bad setting (a missing file included)."""
+def validate_parameters(parameters: dict[str, Any], pipelines: Iterable[str] | None = None,
+                        built: Mapping[str, Pipeline] | None = None) -> None:
+    """Raises a :class:`ParameterError` naming the parameter for any bad setting (a missing file included) of
+    the sections that ``pipelines`` read (every project pipeline when ``None``). ``built``: the registered
+    pipelines; those of ``pipelines`` that are empty (or all, without ``built``) must build (:func:`check_builds`)."""
+    pipelines = list(PIPELINE_SECTIONS if pipelines is None else pipelines)
+    sections = sections_in_run(pipelines)
     corpus = validate_corpus(parameters.get("corpus"))
-    validate_zoo(parameters.get("zoo"), corpus)
-    activations = validate_activations(parameters.get("activations"))
+    if "zoo" in sections:
+        validate_zoo(parameters.get("zoo"), corpus)
     zoo_names = list((parameters.get("zoo") or {}).get("models") or {})
-    models = configured_models(parameters)
-    n_ctx = activations.n_ctx or corpus.n_ctx
-    for name, spec in models.items():
-        try:
-            _check_model(name, spec, zoo_names, n_ctx)
-        except ValueError as error:  # ModelSourceError is a ValueError
-            raise ParameterError(f"activations.models.{name}: {error}") from None
-    if parameters.get("cka"):
-        _validate_cka(parameters["cka"], models)
-    if parameters.get("stitching") and zoo_names:  # without zoo models the stitching pipeline is empty
+    if "activations" in sections:
+        activations = validate_activations(parameters.get("activations"))
+        models = configured_models(parameters)
+        n_ctx = activations.n_ctx or corpus.n_ctx
+        for name, spec in models.items():
+            try:
+                _check_model(name, spec, zoo_names, n_ctx)
+            except ValueError as error:  # ModelSourceError is a ValueError
+                raise ParameterError(f"activations.models.{name}: {error}") from None
+        if "cka" in sections and parameters.get("cka"):
+            _validate_cka(parameters["cka"], models)
+    if "stitching" in sections and parameters.get("stitching") and zoo_names:  # no zoo models: nothing to stitch
         validate_stitching(parameters["stitching"], zoo_names)
-    if parameters.get("mlem"):
+    if "mlem" in sections and parameters.get("mlem"):
         from thinkalike.pipelines.mlem.schema import validate_mlem
 
         validate_mlem(parameters["mlem"])
-    if parameters.get("embedding"):
+    if "embedding" in sections and parameters.get("embedding"):
         from thinkalike.pipelines.embedding.schema import validate_embedding
 
         validate_embedding(parameters["embedding"], parameters)
-    if parameters.get("nli"):
+    if "nli" in sections and parameters.get("nli"):
         from thinkalike.pipelines.nli.schema import validate_nli
 
         validate_nli(parameters["nli"], corpus.n_ctx)
@@ -70,6 +83,20 @@ def validate_parameters(parameters: dict[str, Any]) -> None:
             read_natural_text(corpus.natural_text.path, corpus.natural_text.mode)
         except (OSError, ValueError) as error:
             raise ParameterError(f"corpus.natural_text.path: {error}") from None
+    check_builds(parameters, [name for name in pipelines if built is None or not built[name].nodes])
+
+
+def check_builds(parameters: dict[str, Any], pipelines: Iterable[str]) -> None:
+    """Each of ``pipelines`` builds from ``parameters``: the error that left it empty at registration
+    (:func:`thinkalike.pipelines.builders.build_pipeline`) is raised here, naming the parameter."""
+    for name in pipelines:
+        try:
+            PIPELINE_BUILDERS[name](parameters)
+        except ParameterError:
+            raise
+        except ValueError as error:
+            message = str(error)
+            raise ParameterError(message if message.startswith(f"{name}.") else f"{name}: {message}") from None
 
 
 def _check_model(name: str, spec: str, zoo_names: list[str], n_ctx: int) -> None:
@@ -94,7 +121,7 @@ def _validate_cka(cka: Any, models: dict[str, str]) -> None:
         except ValueError as error:
             raise ParameterError(f"cka.device: {error}") from None
     try:
-        configured_pairs(cka.get("pairs") or {}, models)
+        cka_pairs(cka, models)
     except ValueError as error:
         raise ParameterError(f"cka.pairs: {error}") from None
     groups = cka.get("groups") or {}

@@ -6,6 +6,9 @@
 * ``explicit: [[a, b], ...]`` — given pairs;
 * ``all_pairs_of: [m1, m2, ...]`` — every unordered pair of the list;
 * ``against: {reference: [m1, m2, ...]}`` — each listed model against the reference.
+
+Without ``pairs`` (absent or null) the default adapts to the models configured: every model with
+itself and every pair of them (:func:`cka_pairs`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,18 @@ def pair_namespace(model_a: str, model_b: str) -> str:
 def pair_dataset(model_a: str, model_b: str, dataset: str) -> str:
     """Catalog name of one of a pair's datasets, e.g. ``models.cka.gelu_2l__solu_2l.cka_table``."""
     return f"{pair_namespace(model_a, model_b)}.{dataset}"
+
+
+def default_pairs(models: Iterable[str]) -> dict[str, Any]:
+    """``cka.pairs`` when it is not set: every configured model with itself and every pair of them."""
+    return {"intra": True, "all_pairs_of": list(models)}
+
+
+def cka_pairs(cka: dict[str, Any], models: Iterable[str]) -> list[tuple[str, str]]:
+    """The pairs of the ``cka`` section: :func:`configured_pairs` of ``cka.pairs``, :func:`default_pairs` when it is
+    absent or null."""
+    pairs = cka.get("pairs")
+    return configured_pairs(default_pairs(models) if pairs is None else dict(pairs), models)
 
 
 def configured_pairs(pairs: dict[str, Any], models: Iterable[str]) -> list[tuple[str, str]]:

@@ -11,6 +11,7 @@ both models batch by batch inside the pair's node and writes nothing but the CKA
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,7 +26,7 @@ from thinkalike.pipelines.activations.pipeline import (
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.cka import nodes
 from thinkalike.pipelines.cka.pairs import (
-    configured_pairs,
+    cka_pairs,
     pair_dataset,
     pair_namespace,
 )
@@ -34,6 +35,8 @@ from thinkalike.pipelines.namespaces import (
     model_dataset,
 )
 from thinkalike.pipelines.parameters import section
+
+logger = logging.getLogger(__name__)
 
 PAIR_OUTPUT = "cka_table"  # the summary reads it and draws the pair's heatmaps
 SUMMARY_OUTPUTS = ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
@@ -72,7 +75,9 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     if not cka:
         return Pipeline([])
     models = configured_models(parameters)
-    pairs = configured_pairs(cka.get("pairs") or {}, models)
+    if cka.get("pairs") is None:
+        logger.info("cka.pairs is not set: every pair of the %d configured models and each with itself", len(models))
+    pairs = cka_pairs(cka, models)
     if cka.get("mode", "stored") == "streaming":
         n_ctx = external_n_ctx(parameters)
         sources = {name: extraction_source(name, spec, n_ctx) for name, spec in models.items()}

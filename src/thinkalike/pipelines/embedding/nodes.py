@@ -24,6 +24,7 @@ from thinkalike.embedding import (
     residual_pool,
     vocabulary_embedding,
 )
+from thinkalike.embedding.selection import AUTO, select_blocks, select_heads
 from thinkalike.embedding.finetune_diff import (
     TASK_WORDS,
     ZERO_SHOT_COLUMNS,
@@ -106,14 +107,21 @@ def read_model(embedding: dict[str, Any], *sources: Any, model: str, spec: str):
     token_sets = {name: lookup_tokens(handle.tokenizer, list(words), f"embedding.lookup.token_sets.{name}")
                   for name, words in (lookup.get("token_sets") or {}).items()}
     dtype = DTYPES[embedding.get("dtype", "float32")]
+    blocks = select_blocks(handle.n_layers, readings.get("layers", AUTO), what=f"embedding.readings.layers ({model})")
+    head_ids = select_heads(handle.dims.n_heads, len(blocks), readings.get("heads", AUTO),
+                            what=f"embedding.readings.heads ({model})")
+    if len(blocks) < handle.n_layers or len(head_ids) < handle.dims.n_heads:
+        logger.info("embedding %s: reading blocks %s of %d and heads %s of %d (embedding.readings.layers / heads)",
+                    model, blocks, handle.n_layers, head_ids, handle.dims.n_heads)
     with torch_threads(embedding.get("threads")):
-        parameters = extract_parameters(handle)
+        parameters = extract_parameters(handle, blocks)
         vectors = read_vectors(parameters, matrix, k=int(readings.get("k", 20)), tokenizer=handle.tokenizer,
                                groups=readings.get("groups", ["FF_key", "FF_value"]), dtype=dtype)
         pairs = read_head_interactions(parameters, matrix, k=int(readings.get("pair_k", 30)),
                                        e_prime=readings.get("e_prime", "transpose"),
                                        groups=readings.get("interactions", ["W_VO", "W_QK"]),
                                        tokenizer=handle.tokenizer, dtype=dtype,
+                                       heads={block: head_ids for block in blocks},
                                        exclude_same_token=bool(readings.get("exclude_same_token", False)),
                                        progress=bool(embedding.get("progress", True)))
         lookups = [knowledge_lookup(parameters, matrix, tokens, group=lookup.get("group", "FF_value"),

@@ -21,6 +21,7 @@ reads one model.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,11 +30,7 @@ from kedro.pipeline import Node, Pipeline
 from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.embedding import nodes
-from thinkalike.pipelines.embedding.schema import (
-    EmbeddingParameters,
-    alignment_pairs,
-    embedding_models,
-)
+from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
 from thinkalike.pipelines.namespaces import (
     group_namespace,
     model_dataset,
@@ -42,6 +39,8 @@ from thinkalike.pipelines.namespaces import (
 )
 from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.schema import validate_section
+
+logger = logging.getLogger(__name__)
 
 EMBEDDING = "embedding"
 PARAMS = "params:embedding"
@@ -97,12 +96,15 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     if not section(parameters, EMBEDDING):
         return Pipeline([])
     embedding = validate_section(EmbeddingParameters, section(parameters, EMBEDDING), EMBEDDING)
-    models = embedding_models(embedding, configured_models(parameters))
+    plan = plan_embedding(embedding, parameters)  # what cannot be read is left out here and refused at run start
+    for note in plan.notes:
+        logger.info("%s", note)
+    models = plan.models
     if not models:
         return Pipeline([])
-    tuned = set(embedding.finetune.models)
+    tuned = set(plan.finetuned)
     pipeline = sum((model_pipeline(model, spec, model in tuned) for model, spec in models.items()), Pipeline([]))
-    pairs = alignment_pairs(embedding, models)
+    pairs = plan.pairs
     for first, second in pairs:
         inputs_a, inputs_b = sources(first, models[first]), sources(second, models[second])
         pipeline += Pipeline([namespaced_node(
@@ -110,7 +112,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
                  n_sources_a=len(inputs_a)),
             [PARAMS, *inputs_a, *inputs_b], ALIGN_OUTPUTS, name="align_layers",
             namespace=pair_namespace(EMBEDDING, first, second))])
-    zero_shot = [tuple(pair) for pair in embedding.zero_shot.pairs]
+    zero_shot = plan.zero_shot
     for first, second in zero_shot:
         box = pair_namespace(EMBEDDING, first, second)
         pipeline += Pipeline([namespaced_node(
@@ -118,7 +120,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
             [PARAMS, "params:corpus", f"{model_box(first)}.finetuned_weights", f"{model_box(first)}.finetuned_config",
              "heldout_sentences", "tokenizer", *zoo_sources(first)[:2], *zoo_sources(models[second][4:])[:2]],
             ["zero_shot_accuracy"], name="zero_shot_stitch", namespace=box)])
-    finetuned = list(embedding.finetune.models)
+    finetuned = list(plan.finetuned)
     tables = ([f"{model_box(m)}.{table}" for table in MODEL_TABLES for m in models]
               + [f"{pair_namespace(EMBEDDING, a, b)}.{table}" for table in PAIR_TABLES for a, b in pairs]
               + [f"{model_box(m)}.{table}" for table in FINETUNE_TABLES for m in finetuned]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any, Literal
 
 from pydantic import Field
@@ -22,6 +24,8 @@ VectorGroup = Literal["FF_key", "FF_value", "W_Q", "W_K", "W_V", "W_O"]
 InteractionGroup = Literal["W_VO", "W_QK"]
 EPrime = Literal["transpose", "pinv"]
 Positive = typing.Annotated[int, Field(ge=1)]
+NonNegative = typing.Annotated[int, Field(ge=0)]
+AUTO = "auto"
 
 
 class ReadingsParameters(_Section):
@@ -34,6 +38,11 @@ class ReadingsParameters(_Section):
     report_neurons: int = Field(3, ge=0)           # per layer, the FF neurons of largest ‖value‖ in the report
     report_heads: int = Field(2, ge=0)             # per layer, the first heads in the report
     report_rows: int = Field(15, ge=1)
+    # which blocks and heads are read: "auto" (every block and head of a model with at most AUTO_LAYERS blocks
+    # and AUTO_HEAD_PRODUCTS head products; else AUTO_LAYERS blocks evenly spaced, first and last included, and
+    # the first heads), null (every one), or a list of block indices / a number of first heads or their indices
+    layers: list[NonNegative] | Literal["auto"] | None = "auto"
+    heads: Positive | list[NonNegative] | Literal["auto"] | None = "auto"
 
 
 class LookupParameters(_Section):
@@ -54,7 +63,7 @@ class KeepKParameters(_Section):
 
 
 class AlignmentParameters(_Section):
-    pairs: dict[str, Any] = Field(default_factory=dict)  # the syntax of cka.pairs; {} aligns nothing
+    pairs: dict[str, Any] | Literal["auto"] = AUTO  # the syntax of cka.pairs; {} aligns nothing; auto: replicas
     groups: list[VectorGroup] = Field(default_factory=lambda: ["FF_key", "FF_value", "W_Q", "W_K", "W_V", "W_O"],
                                       min_length=1)
     spaces: list[Literal["projected", "raw"]] = Field(default_factory=lambda: ["projected", "raw"], min_length=1)
@@ -62,7 +71,7 @@ class AlignmentParameters(_Section):
 
 class FinetuneParameters(_Section):
     task: Literal[TASKS] = "tense"  # type: ignore[valid-type]
-    models: list[str] = Field(default_factory=list)
+    models: list[str] | Literal["auto"] = AUTO
     top_layers: int = Field(2, ge=1)
     n_train: int | None = Field(2000, ge=8)
     n_eval: int | None = Field(400, ge=8)
@@ -74,7 +83,7 @@ class FinetuneParameters(_Section):
 
 
 class ZeroShotParameters(_Section):
-    pairs: list[list[str]] = Field(default_factory=list)  # [fine-tuned A, B]
+    pairs: list[list[str]] | Literal["auto"] = AUTO  # [fine-tuned A, B]
 
 
 class EmbeddingParameters(_Section):
@@ -92,27 +101,175 @@ class EmbeddingParameters(_Section):
     zero_shot: ZeroShotParameters = Field(default_factory=ZeroShotParameters)
 
 
-def embedding_models(embedding: EmbeddingParameters, configured: Mapping[str, str]) -> dict[str, str]:
-    """``{name: spec}`` of the models read: ``embedding.models`` (every configured model when null)."""
+@dataclass
+class EmbeddingPlan:
+    """What the ``embedding`` pipeline reads, resolved against the configured models (:func:`plan_embedding`).
+
+    ``notes``: one line per setting that adapted to the models (``auto``, a model left out for lack of an LM
+    head); ``problems``: one message per setting that names something that cannot be read, each starting with
+    the parameter's full key. The pipeline is built from what is valid; a run that uses it fails on the first
+    problem before any node (:func:`validate_embedding`).
+    """
+
+    models: dict[str, str]
+    pairs: list[tuple[str, str]]
+    finetuned: list[str]
+    zero_shot: list[tuple[str, str]]
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def zoo_depth(model: Mapping[str, Any]) -> int:
+    """The number of blocks of a zoo model's configuration (``n_layers``, or transformers' ``num_hidden_layers``)."""
+    architecture = model.get("architecture") or {}
+    return int(architecture.get("n_layers", architecture.get("num_hidden_layers", 0)))
+
+
+def _without(model: Mapping[str, Any], *keys: str) -> str:
+    """A zoo model's configuration without ``keys`` (``seed``; ``n_layers``), as a comparable string."""
+    config = {key: value for key, value in model.items() if key != "seed"}
+    config["architecture"] = {key: value for key, value in (model.get("architecture") or {}).items() if key not in keys}
+    return repr(sorted((key, repr(value)) for key, value in config.items()))
+
+
+def seed_replicas(zoo: Mapping[str, Mapping[str, Any]], names: list[str]) -> list[list[str]]:
+    """Groups (≥ 2, in configuration order) of the zoo models ``names`` whose configurations differ only in seed."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(_without(zoo[name]), []).append(name)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def embedding_models(embedding: EmbeddingParameters, configured: Mapping[str, str]) -> tuple[dict[str, str], list[str],
+                                                                                             list[str]]:
+    """``({name: spec}, notes, problems)`` of the models read. ``embedding.models`` null: every configured model
+    with an LM head (:func:`~thinkalike.models.sources.spec_has_lm_head`), those without left out with a note
+    (kept when ``allow_input_embedding``); a list: those models, an unknown one or one without an LM head a problem."""
+    from thinkalike.models.sources import spec_has_lm_head
+
+    allow = embedding.allow_input_embedding
+    headless = [] if allow else [name for name, spec in configured.items() if spec_has_lm_head(spec) is False]
     if embedding.models is None:
-        return dict(configured)
+        notes = ([f"embedding.models: {headless} left out: no LM head, so no unembedding (name them with "
+                  "embedding.allow_input_embedding: true where the head is tied to the input embedding)"]
+                 if headless else [])
+        return {name: spec for name, spec in configured.items() if name not in headless}, notes, []
+    problems = []
     unknown = [name for name in embedding.models if name not in configured]
     if unknown:
-        raise ParameterError(f"embedding.models: {unknown} are not models of the activations pipeline; known: "
-                             f"{sorted(configured)}")
-    return {name: configured[name] for name in embedding.models}
+        problems.append(f"embedding.models: {unknown} are not models of the activations pipeline; known: "
+                        f"{sorted(configured)}")
+    named_headless = [name for name in embedding.models if name in headless]
+    if named_headless:
+        problems.append(f"embedding.models: {named_headless} have no LM head, so no unembedding (their config's "
+                        "architectures have no LM head); leave them out, or set embedding.allow_input_embedding: "
+                        "true where the head is tied to the input embedding")
+    models = {name: configured[name] for name in embedding.models if name in configured and name not in headless}
+    return models, [], problems
 
 
-def alignment_pairs(embedding: EmbeddingParameters, models: Mapping[str, str]) -> list[tuple[str, str]]:
-    """The pairs of ``embedding.alignment.pairs`` (the cka.pairs syntax); none when it is empty."""
+def _zoo_of(models: Mapping[str, str], zoo: Mapping[str, Any]) -> list[str]:
+    """The models read that are zoo models (``zoo:<name>`` specs of configured zoo entries), in order."""
+    return [name for name, spec in models.items() if spec == f"zoo:{name}" and name in zoo]
+
+
+def _auto_pairs(models: Mapping[str, str], zoo: Mapping[str, Any]) -> tuple[list[tuple[str, str]], str]:
+    """``alignment.pairs: auto``: every pair of the deepest group of seed replicas (ties: the larger group)."""
+    groups = seed_replicas(zoo, _zoo_of(models, zoo))
+    if not groups:
+        return [], ("embedding.alignment.pairs: auto — no two models read differ only in seed, so no layers are "
+                    "aligned (name pairs to align others)")
+    group = max(groups, key=lambda members: (zoo_depth(zoo[members[0]]), len(members)))
+    pairs = list(combinations(group, 2))
+    return pairs, f"embedding.alignment.pairs: auto — every pair of the seed replicas {group} ({len(pairs)} pairs)"
+
+
+def _tunable(name: str, models: Mapping[str, str], zoo: Mapping[str, Any], top_layers: int) -> str | None:
+    """Why zoo model ``name`` cannot be fine-tuned here (``None`` when it can)."""
+    if name not in models or models[name] != f"zoo:{name}" or name not in zoo:
+        return f"{name!r} is not a zoo model read by this pipeline (models: {sorted(models)})"
+    if zoo[name].get("family") != "bridge":
+        return (f"{name!r} is a {zoo[name].get('family')!r}-family zoo model; fine-tuning the top layers needs a "
+                "'bridge'-family one")
+    if top_layers > zoo_depth(zoo[name]):
+        return f"embedding.finetune.top_layers: {top_layers} exceeds the {zoo_depth(zoo[name])} layer(s) of {name!r}"
+    return None
+
+
+def _auto_finetuned(models: Mapping[str, str], zoo: Mapping[str, Any], top_layers: int) -> tuple[list[str], str]:
+    """``finetune.models: auto``: the deepest 'bridge'-family zoo model read (the first of equals)."""
+    candidates = [name for name in _zoo_of(models, zoo) if _tunable(name, models, zoo, top_layers) is None]
+    if not candidates:
+        return [], "embedding.finetune.models: auto — no 'bridge'-family zoo model is read, so none is fine-tuned"
+    chosen = max(candidates, key=lambda name: (zoo_depth(zoo[name]), -candidates.index(name)))
+    return [chosen], f"embedding.finetune.models: auto — {chosen!r} (the deepest 'bridge'-family zoo model)"
+
+
+def _auto_zero_shot(tuned: list[str], models: Mapping[str, str], zoo: Mapping[str, Any]) -> tuple[list[tuple[str, str]],
+                                                                                                  str]:
+    """``zero_shot.pairs: auto``: each fine-tuned model A with itself, with its seed replicas, and with the deepest
+    zoo model read whose configuration differs from A's only in depth (and seed)."""
+    pairs: list[tuple[str, str]] = []
+    names = _zoo_of(models, zoo)
+    for first in tuned:
+        replicas = [name for name in names if name != first and _without(zoo[name]) == _without(zoo[first])]
+        shallower = [name for name in names if zoo_depth(zoo[name]) != zoo_depth(zoo[first])
+                     and _without(zoo[name], "n_layers", "num_hidden_layers")
+                     == _without(zoo[first], "n_layers", "num_hidden_layers")]
+        deeper = sorted(shallower, key=lambda name: -zoo_depth(zoo[name]))[:1]
+        pairs += [(first, first)] + [(first, name) for name in replicas + deeper]
+    return pairs, f"embedding.zero_shot.pairs: auto — {[list(pair) for pair in pairs]}"
+
+
+def plan_embedding(embedding: EmbeddingParameters, parameters: Mapping[str, Any]) -> EmbeddingPlan:
+    """The models, alignment pairs, fine-tuned models and zero-shot pairs of ``embedding`` for the configured models;
+    ``auto`` settings adapt to them (with a note), named models that cannot be read are problems (never raised)."""
+    from thinkalike.pipelines.activations.pipeline import configured_models
     from thinkalike.pipelines.cka.pairs import configured_pairs
 
-    if not embedding.alignment.pairs:
-        return []
-    try:
-        return configured_pairs(dict(embedding.alignment.pairs), models)
-    except ValueError as error:
-        raise ParameterError(f"embedding.alignment.pairs: {error}") from None
+    zoo = (parameters.get("zoo") or {}).get("models") or {}
+    models, notes, problems = embedding_models(embedding, configured_models(parameters))
+    if embedding.alignment.pairs == AUTO:
+        pairs, note = _auto_pairs(models, zoo)
+        notes.append(note)
+    elif not embedding.alignment.pairs:
+        pairs = []
+    else:
+        try:
+            pairs = configured_pairs(dict(embedding.alignment.pairs), models)
+        except ValueError as error:
+            pairs = []
+            problems.append(f"embedding.alignment.pairs: {str(error).replace('cka.pairs ', '')}")
+    top_layers = embedding.finetune.top_layers
+    if embedding.finetune.models == AUTO:
+        tuned, note = _auto_finetuned(models, zoo, top_layers)
+        notes.append(note)
+    else:
+        tuned = []
+        for name in embedding.finetune.models:
+            reason = _tunable(name, models, zoo, top_layers)
+            if reason is None:
+                tuned.append(name)
+            else:
+                problems.append(reason if reason.startswith("embedding.") else f"embedding.finetune.models: {reason}")
+    if embedding.zero_shot.pairs == AUTO:
+        zero_shot, note = _auto_zero_shot(tuned, models, zoo)
+        if tuned:
+            notes.append(note)
+    else:
+        zero_shot = []
+        for pair in embedding.zero_shot.pairs:
+            if len(pair) != 2:
+                problems.append(f"embedding.zero_shot.pairs: entries are [fine-tuned model A, model B], got {pair}")
+            elif pair[0] not in tuned:
+                problems.append(f"embedding.zero_shot.pairs: {pair[0]!r} is not a fine-tuned model "
+                                f"(embedding.finetune.models: {tuned}); model A must be fine-tuned")
+            elif pair[1] not in models or models[pair[1]] != f"zoo:{pair[1]}":
+                problems.append(f"embedding.zero_shot.pairs: {pair[1]!r} is not a zoo model read by this pipeline "
+                                f"(models: {sorted(models)})")
+            else:
+                zero_shot.append((pair[0], pair[1]))
+    return EmbeddingPlan(models, pairs, tuned, zero_shot, notes, problems)
 
 
 def tokenizer_mismatch(first: str, second: str, models: Mapping[str, str]) -> str | None:
@@ -136,49 +293,27 @@ def tokenizer_mismatch(first: str, second: str, models: Mapping[str, str]) -> st
 
 
 def validate_embedding(values: Any, parameters: Mapping[str, Any]) -> EmbeddingParameters:
-    """The section, its models, pairs, fine-tuning settings and the k's against the zoo's vocabulary bound."""
-    from thinkalike.pipelines.activations.pipeline import configured_models
-
+    """The section, its models, pairs, fine-tuning settings and the k's against the zoo's vocabulary bound; the
+    first problem of :func:`plan_embedding` is raised."""
     embedding = validate_section(EmbeddingParameters, values, "embedding")
-    configured = configured_models(parameters)
-    models = embedding_models(embedding, configured)
-    zoo = (parameters.get("zoo") or {}).get("models") or {}
+    plan = plan_embedding(embedding, parameters)
+    if plan.problems:
+        raise ParameterError(plan.problems[0])
     vocab_bound = int((parameters.get("corpus") or {}).get("vocab_size", 400))
-    if any(spec.startswith("zoo:") for spec in models.values()):  # V = len(corpus tokenizer) <= corpus.vocab_size
+    if any(spec.startswith("zoo:") for spec in plan.models.values()):  # V = len(corpus tokenizer) <= vocab_size
         for key, k in (("readings.k", embedding.readings.k), ("readings.pair_k", embedding.readings.pair_k),
                        ("lookup.k_tokens", embedding.lookup.k_tokens), ("finetune.top_k", embedding.finetune.top_k),
                        *(("keep_k.ks", k) for k in embedding.keep_k.ks or ())):
             if k > vocab_bound:
                 raise ParameterError(f"embedding.{key}: k={k} exceeds the zoo's vocabulary size (at most "
                                      f"corpus.vocab_size={vocab_bound})")
-    for first, second in alignment_pairs(embedding, models):
-        reason = tokenizer_mismatch(first, second, models)
+    for first, second in plan.pairs:
+        reason = tokenizer_mismatch(first, second, plan.models)
         if reason:
             raise ParameterError(f"embedding.alignment.pairs: {reason}")
-    finetune = embedding.finetune
-    validate_dataclass(FinetuneConfig, finetune.settings, "embedding.finetune.settings")
-    for name in finetune.models:
-        if name not in models or not models[name].startswith("zoo:") or name not in zoo:
-            raise ParameterError(f"embedding.finetune.models: {name!r} is not a zoo model read by this pipeline "
-                                 f"(models: {sorted(models)})")
-        model = zoo[name]
-        if model.get("family") != "bridge":
-            raise ParameterError(f"embedding.finetune.models: {name!r} is a {model.get('family')!r}-family zoo "
-                                 "model; fine-tuning the top layers needs a 'bridge'-family one")
-        depth = int((model.get("architecture") or {}).get("n_layers", 0))
-        if finetune.top_layers > depth:
-            raise ParameterError(f"embedding.finetune.top_layers: {finetune.top_layers} exceeds the {depth} "
-                                 f"layer(s) of {name!r}")
-    for pair in embedding.zero_shot.pairs:
-        if len(pair) != 2:
-            raise ParameterError(f"embedding.zero_shot.pairs: entries are [fine-tuned model A, model B], got {pair}")
-        tuned, donor = pair
-        if tuned not in finetune.models:
-            raise ParameterError(f"embedding.zero_shot.pairs: {tuned!r} is not in embedding.finetune.models "
-                                 f"{finetune.models} (model A must be fine-tuned)")
-        if donor not in models:
-            raise ParameterError(f"embedding.zero_shot.pairs: unknown model {donor!r}; known: {sorted(models)}")
-        reason = tokenizer_mismatch(tuned, donor, models)
+    validate_dataclass(FinetuneConfig, embedding.finetune.settings, "embedding.finetune.settings")
+    for tuned, donor in plan.zero_shot:
+        reason = tokenizer_mismatch(tuned, donor, plan.models)
         if reason:
             raise ParameterError(f"embedding.zero_shot.pairs: {reason}")
     return embedding

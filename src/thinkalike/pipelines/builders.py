@@ -1,0 +1,64 @@
+"""Every project pipeline, built from the parameters alone (no Kedro session, no hooks).
+
+Building never fails for a section that a run may not use: a pipeline whose section cannot be
+built (a model it names is not configured, a malformed pair list…) is registered empty, and the
+error is raised, naming the parameter, at the start of a run that uses it
+(:func:`thinkalike.pipelines.validation.validate_parameters`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kedro.pipeline import Pipeline
+
+from thinkalike.pipelines.activations.pipeline import (
+    create_pipeline as activations_pipeline,
+)
+from thinkalike.pipelines.cka.pipeline import create_pipeline as cka_pipeline
+from thinkalike.pipelines.corpus.pipeline import create_pipeline as corpus_pipeline
+from thinkalike.pipelines.embedding.pipeline import (
+    create_pipeline as embedding_pipeline,
+)
+from thinkalike.pipelines.mlem.pipeline import create_pipeline as mlem_pipeline
+from thinkalike.pipelines.nli.pipeline import create_pipeline as nli_pipeline
+from thinkalike.pipelines.stitching.pipeline import (
+    create_pipeline as stitching_pipeline,
+)
+from thinkalike.pipelines.zoo.pipeline import create_pipeline as zoo_pipeline
+
+logger = logging.getLogger(__name__)
+
+PIPELINE_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
+    "corpus": corpus_pipeline,
+    "zoo": zoo_pipeline,
+    "activations": activations_pipeline,
+    "cka": cka_pipeline,
+    "stitching": stitching_pipeline,
+    "mlem": mlem_pipeline,
+    "embedding": embedding_pipeline,
+    "nli": nli_pipeline,
+}
+
+
+def build_pipeline(name: str, parameters: Mapping[str, Any]) -> Pipeline:
+    """Pipeline ``name`` for ``parameters``; empty when its section cannot be built (a ``ValueError``, which
+    :class:`~thinkalike.pipelines.errors.ParameterError` is): the run-start validation reports it."""
+    try:
+        return PIPELINE_BUILDERS[name](parameters)
+    except ValueError as error:
+        logger.debug("pipeline %r is empty: %s", name, error)
+        return Pipeline([])
+
+
+def build_pipelines(parameters: Mapping[str, Any]) -> dict[str, Pipeline]:
+    """Every project pipeline for ``parameters``; ``__default__`` is the sum of all of them.
+
+    Per-model and per-pair nodes are namespaced under ``models``
+    (:mod:`thinkalike.pipelines.namespaces`), so Kedro's dotted-name warning has no cause here.
+    """
+    built = {name: build_pipeline(name, parameters) for name in PIPELINE_BUILDERS}
+    built["__default__"] = sum(built.values(), Pipeline([]))
+    return built

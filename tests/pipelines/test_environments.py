@@ -1,0 +1,170 @@
+"""Every environment in conf/ and the README's own recipe build and validate offline; each pipeline stands alone.
+
+Hub ids are served from a local hub cache holding configs and tokenizers only (:mod:`tests.pipelines.hub_cache`),
+so validation runs the project's real hub code offline and no weights exist. The README's recipe also runs end to
+end, with its hub ids replaced by local checkpoints laid out as real ones are.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from kedro.framework.session import KedroSession
+from kedro.framework.startup import bootstrap_project
+from kedro.pipeline import Pipeline
+
+from tests.models.conftest import save_sentence_encoder
+from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
+from tests.pipelines.hub_cache import hub_ids, use_hub_cache
+from thinkalike.pipelines.activations.pipeline import configured_models
+from thinkalike.pipelines.builders import PIPELINE_BUILDERS, build_pipelines
+from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
+from thinkalike.pipelines.parameters import configured_parameters
+from thinkalike.pipelines.schema import ParameterError
+from thinkalike.pipelines.scope import pipelines_in_run
+from thinkalike.pipelines.validation import validate_parameters
+
+ENVIRONMENTS = sorted(folder.name for folder in (PROJECT_ROOT / "conf").iterdir()
+                      if folder.is_dir() and folder.name not in ("base", "local"))
+RECIPE_HEADER = re.compile(r"^# (conf/(\w+)/(parameters_\w+\.yml))$")
+
+
+def readme_recipes() -> dict[str, dict[str, str]]:
+    """``{env: {file name: yaml text}}`` of the README's yaml blocks whose first line is ``# conf/<env>/<file>``."""
+    recipes: dict[str, dict[str, str]] = {}
+    for block in re.findall(r"```yaml\n(.*?)```", (PROJECT_ROOT / "README.md").read_text(), flags=re.S):
+        header = RECIPE_HEADER.match(block.splitlines()[0])
+        if header:
+            recipes.setdefault(header.group(2), {})[header.group(3)] = block
+    return recipes
+
+
+def readme_command(env: str) -> list[str]:
+    """The pipelines of the README's ``kedro run --env <env> --pipelines …`` command."""
+    found = re.search(rf"kedro run --env {env} --pipelines ([\w,]+)", (PROJECT_ROOT / "README.md").read_text())
+    assert found, f"the README has no command for --env {env}"
+    return found.group(1).split(",")
+
+
+def write_environment(project: Path, env: str, files: dict[str, str]) -> None:
+    folder = project / "conf" / env
+    folder.mkdir(exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+
+
+def session_pipelines(project: Path, env: str | None):
+    """The pipelines a session of ``env`` registers when its context is created (as `kedro run` does)."""
+    from kedro.framework.project import pipelines
+
+    bootstrap_project(project)
+    with KedroSession.create(project_path=project, env=env) as session:
+        session.load_context()
+        return dict(pipelines)
+
+
+@pytest.mark.parametrize("env", [None, *ENVIRONMENTS])  # None: conf/base alone; a new folder in conf/ joins here
+def test_every_environment_builds_and_validates_offline(tmp_path, monkeypatch, env):
+    project = make_project_copy(tmp_path)
+    parameters = configured_parameters(project, env)
+    use_hub_cache(monkeypatch, tmp_path / "hub", hub_ids(configured_models(parameters).values()))
+    built = session_pipelines(project, env)
+    assert set(PIPELINE_BUILDERS) <= set(built)
+    for name in ("corpus", "activations", "cka", "mlem", "nli"):
+        assert built[name].nodes, f"{env}: pipeline {name} is empty"
+    validate_parameters(parameters)  # every section, as a default run would
+
+
+def test_the_readme_recipe_validates_offline(tmp_path, monkeypatch, caplog):
+    recipes = readme_recipes()
+    assert set(recipes) == {"mine"} and set(recipes["mine"]) == {"parameters_activations.yml", "parameters_cka.yml",
+                                                                   "parameters_corpus.yml"}
+    project = make_project_copy(tmp_path)
+    write_environment(project, "mine", recipes["mine"])
+    parameters = configured_parameters(project, "mine")
+    text = project / parameters["corpus"]["natural_text"]["path"]
+    text.parent.mkdir(parents=True)
+    text.write_text("The quick brown fox jumps over the lazy dog.\nA dog sat on the mat.\n")
+    monkeypatch.chdir(project)
+    models = configured_models(parameters)
+    assert len(models) == 2 and all(spec.startswith("hf:") for spec in models.values())
+    use_hub_cache(monkeypatch, tmp_path / "hub", hub_ids(models.values()))
+    with caplog.at_level(logging.INFO):
+        session_pipelines(project, "mine")
+    validate_parameters(parameters, readme_command("mine"))
+    validate_parameters(parameters)  # and every pipeline (the run without --pipelines)
+    plan = plan_embedding(EmbeddingParameters.model_validate(parameters["embedding"]), parameters)
+    assert list(plan.models) == ["pythia"] and not plan.problems  # the sentence encoder has no LM head
+    assert "embedding.models: ['minilm'] left out: no LM head" in caplog.text
+
+
+def test_a_section_the_run_does_not_use_cannot_stop_it(tmp_path, monkeypatch):
+    """The issue's first contact: conf/pythia (zoo replaced by hub models) with conf/base's embedding section."""
+    project = make_project_copy(tmp_path)
+    parameters = configured_parameters(project, "pythia")
+    parameters["embedding"]["alignment"]["pairs"] = {"all_pairs_of": ["gelu_4l", "gelu_4l_seed1"]}  # zoo names
+    parameters["embedding"]["finetune"]["models"] = ["gelu_4l"]
+    parameters["embedding"]["zero_shot"]["pairs"] = [["gelu_4l", "gelu_3l"]]
+    built = build_pipelines(parameters)  # never raises for a section the run may not use
+    assert not built["embedding"].nodes or all("gelu_4l" not in node.name for node in built["embedding"].nodes)
+    use_hub_cache(monkeypatch, tmp_path / "hub", hub_ids(configured_models(parameters).values()))
+    validate_parameters(parameters, ["corpus"])
+    validate_parameters(parameters, ["corpus", "activations", "cka"])
+    with pytest.raises(ParameterError, match=r"^embedding\.alignment\.pairs: names model\(s\) "
+                                             r"\['gelu_4l', 'gelu_4l_seed1'\]"):
+        validate_parameters(parameters, ["embedding"])
+    parameters["embedding"]["alignment"]["pairs"] = "auto"
+    with pytest.raises(ParameterError, match=r"^embedding\.finetune\.models: 'gelu_4l' is not a zoo model"):
+        validate_parameters(parameters, ["embedding"])
+    parameters["embedding"]["finetune"]["models"] = "auto"
+    with pytest.raises(ParameterError, match=r"^embedding\.zero_shot\.pairs: 'gelu_4l' is not a fine-tuned model"):
+        validate_parameters(parameters, ["embedding"])
+
+
+def test_the_pipelines_of_a_run_follow_the_names_and_the_node_filters(tmp_path):
+    project = make_project_copy(tmp_path)
+    built = build_pipelines(configured_parameters(project, "test"))
+    registered = {name: built[name] for name in PIPELINE_BUILDERS}
+    assert pipelines_in_run(None, registered) == list(PIPELINE_BUILDERS)
+    assert pipelines_in_run(["__default__"], registered) == list(PIPELINE_BUILDERS)
+    assert pipelines_in_run(["cka", "corpus"], registered) == ["corpus", "cka"]
+    one_pair = built["__default__"].only_nodes_with_namespaces(["models.cka.gelu_1l__neox_xs"])
+    assert pipelines_in_run(None, registered, one_pair) == ["cka"]
+    registered["embedding"] = Pipeline([])  # a pipeline left empty by its section's error
+    assert "embedding" in pipelines_in_run(["embedding"], registered, built["corpus"])
+
+
+def test_a_hub_only_environment_runs_alone_and_in_the_default_pipeline(tmp_path, monkeypatch, grammar_gpt2_dir,
+                                                                         caplog):
+    """The README's recipe with its hub ids replaced by local checkpoints: a BERT sentence encoder ([CLS]/[SEP],
+    no LM head) and a GPT-2 directory; with an empty zoo, the default pipeline runs end to end as well."""
+    (tmp_path / "project").mkdir()
+    project = make_project_copy(tmp_path / "project")
+    recipe = readme_recipes()["mine"]
+    activations = yaml.safe_load(recipe["parameters_activations.yml"])
+    encoder = save_sentence_encoder(tmp_path / "encoder")
+    activations["activations"].update(models={"encoder": f"hf:{encoder}", "gpt2": f"hf:{grammar_gpt2_dir}"}, n_ctx=64)
+    write_environment(project, "mine", {**recipe, "parameters_activations.yml": yaml.safe_dump(activations),
+                                        "parameters_zoo.yml": yaml.safe_dump({"zoo": {"models": {}}})})
+    text = project / "data" / "01_raw" / "my_text.txt"
+    text.parent.mkdir(parents=True, exist_ok=True)
+    text.write_text("".join(f"the {a} dog sat on the {b} mat .\n" for a in ("quick", "brown", "lazy")
+                            for b in ("long", "brown", "quick", "lazy")))
+    monkeypatch.chdir(project)
+    catalog = run_project(project, env="mine", pipeline_names=readme_command("mine"))
+    table = catalog.load("models.cka.encoder__gpt2.cka_table")
+    assert (table["pooling"] == "word").all() and np.isfinite(table["cka"]).all()
+    assert len(table) == 3 * 3  # embeddings + 2 blocks each, every layer pair
+
+    small = configured_parameters(project, "test")  # tiny sizes for the rest, as --params would give them
+    with caplog.at_level(logging.INFO):
+        catalog = run_project(project, env="mine", runtime_params={"nli": small["nli"]})
+    assert "embedding.models: ['encoder'] left out: no LM head" in caplog.text
+    assert set(catalog.load("embedding_keep_k")["model"]) == {"gpt2"}
+    assert catalog.load("embedding_alignment").empty and catalog.load("embedding_zero_shot").empty
+    assert len(catalog.load("models.nli.accuracy"))
