@@ -3,11 +3,15 @@ keep-k, alignment, fine-tune diffs and zero-shot stitching; bad configuration fa
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from tests.pipelines.conftest import make_project_copy, run_project
+from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
+from thinkalike.pipelines.embedding import nodes
+from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.pipelines.schema import ParameterError
 
 MODELS = ("gelu_1l", "neox_xs")
@@ -114,3 +118,40 @@ def test_different_tokenizers_are_named(tmp_path, monkeypatch, grammar_gpt2_dir)
     with pytest.raises(ParameterError, match=r"embedding\.alignment\.pairs: model 'gelu_1l' \(zoo:gelu_1l\) and "
                                              r"model 'gpt2_local' .* use different tokenizers"):
         run_project(project, pipeline_names=["embedding"], runtime_params=overrides)
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_readings_cover_the_selected_blocks_and_heads_only(grammar_gpt2_dir):
+    """``readings.layers`` / ``heads`` narrow what a hub model's node reads (and say so); the rows read equal the
+    same rows of the full reading."""
+    embedding = configured_parameters(PROJECT_ROOT, "test")["embedding"]
+    spec = f"hf:{grammar_gpt2_dir}"
+    full_vectors, full_pairs, *_ = nodes.read_model({**embedding, "readings": {**embedding["readings"],
+                                                                              "layers": None, "heads": None}},
+                                                    model="gpt2", spec=spec)
+    narrow = {**embedding, "readings": {**embedding["readings"], "layers": [1], "heads": 2}}
+    logger, lines = logging.getLogger(nodes.__name__), _Lines()  # Kedro's logging setup may replace root handlers
+    level = logger.level
+    logger.addHandler(lines)
+    logger.setLevel(logging.INFO)
+    try:
+        vectors, pairs, *_ = nodes.read_model(narrow, model="gpt2", spec=spec)
+    finally:
+        logger.removeHandler(lines)
+        logger.setLevel(level)
+    assert set(full_vectors["layer"]) == {0, 1} and set(full_pairs["head"]) == {0, 1, 2, 3}
+    assert set(vectors["layer"]) == {1} and set(pairs["layer"]) == {1} and set(pairs["head"]) == {0, 1}
+    pd.testing.assert_frame_equal(vectors.reset_index(drop=True),
+                                  full_vectors[full_vectors["layer"] == 1].reset_index(drop=True))
+    same = full_pairs[(full_pairs["layer"] == 1) & full_pairs["head"].isin([0, 1])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(pairs.reset_index(drop=True), same)
+    assert any("reading blocks [1] of 2 and heads [0, 1] of 4" in line for line in lines.lines)
+

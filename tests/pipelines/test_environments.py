@@ -168,3 +168,33 @@ def test_a_hub_only_environment_runs_alone_and_in_the_default_pipeline(tmp_path,
     assert set(catalog.load("embedding_keep_k")["model"]) == {"gpt2"}
     assert catalog.load("embedding_alignment").empty and catalog.load("embedding_zero_shot").empty
     assert len(catalog.load("models.nli.accuracy"))
+
+
+def test_auto_embedding_settings_reproduce_the_base_experiment(tmp_path):
+    """conf/base says ``auto``: the seed replicas gelu_4l × 3 are aligned, gelu_4l is fine-tuned and stitched
+    zero-shot from itself, its replicas and gelu_3l — what the base configuration named explicitly before."""
+    parameters = configured_parameters(make_project_copy(tmp_path), None)
+    plan = plan_embedding(EmbeddingParameters.model_validate(parameters["embedding"]), parameters)
+    replicas = ["gelu_4l", "gelu_4l_seed1", "gelu_4l_seed2"]
+    assert plan.pairs == [(a, b) for i, a in enumerate(replicas) for b in replicas[i + 1:]]
+    assert plan.finetuned == ["gelu_4l"]
+    assert plan.zero_shot == [("gelu_4l", "gelu_4l"), ("gelu_4l", "gelu_4l_seed1"), ("gelu_4l", "gelu_4l_seed2"),
+                              ("gelu_4l", "gelu_3l")]
+    assert not plan.problems and list(plan.models) == list(configured_models(parameters))
+    # with the zoo replaced by hub models, auto finds nothing to align or fine-tune, and says so
+    parameters["activations"]["include_zoo"] = False
+    parameters["activations"]["models"] = {"a": "hf:EleutherAI/pythia-70m", "b": "hf:EleutherAI/pythia-160m"}
+    plan = plan_embedding(EmbeddingParameters.model_validate(parameters["embedding"]), parameters)
+    assert (plan.pairs, plan.finetuned, plan.zero_shot, plan.problems) == ([], [], [], [])
+    assert any("no two models read differ only in seed" in note for note in plan.notes)
+
+
+def test_whether_a_checkpoint_has_an_lm_head_is_read_from_its_config(tmp_path, grammar_gpt2_dir):
+    from tests.models.conftest import save_masked_lm
+    from thinkalike.models.sources import spec_has_lm_head
+
+    assert spec_has_lm_head(f"hf:{save_sentence_encoder(tmp_path / 'encoder')}") is False  # BertModel
+    assert spec_has_lm_head(f"hf:{save_masked_lm(tmp_path / 'mlm')}") is True
+    assert spec_has_lm_head(f"hf:{grammar_gpt2_dir}") is True
+    assert spec_has_lm_head("hf:nobody/not-cached") is None  # not knowable offline: left to loading
+    assert spec_has_lm_head("zoo:gelu_2l") is True
