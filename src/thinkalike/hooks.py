@@ -177,7 +177,7 @@ def kedro_command(run_params: dict[str, Any]) -> str:
 def run_tags(run_params: dict[str, Any], project_root: Path) -> dict[str, str]:
     return {"git_commit": git_commit(project_root), "kedro_command": kedro_command(run_params),
             "kedro_env": str(run_params.get("env") or "local"), "runner": runner_name(run_params.get("runner", "")),
-            "kedro_session": str(run_params.get("session_id", ""))}
+            "kedro_session": str(run_params.get("session_id") or run_params.get("run_id", ""))}
 
 
 def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:

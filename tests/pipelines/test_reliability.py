@@ -27,9 +27,11 @@ ACTIVATIONS = Path("data/07_model_output/activations")
 
 
 def _versions(project: Path) -> set[Path]:
-    """Every non-empty version folder (``<dataset path>/<timestamp>``) under data/."""
+    """Every non-empty version folder (``<dataset path>/<timestamp>``) under data/, but the run's own timing table
+    (``run_timings``: every run that runs a node saves one)."""
     return {path for path in (project / "data").rglob("*")
-            if path.is_dir() and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d.]+Z", path.name) and any(path.iterdir())}
+            if path.is_dir() and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d.]+Z", path.name) and any(path.iterdir())
+            and path.parent.name != "run_timings.parquet"}
 
 
 @pytest.fixture()
