@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -21,6 +23,7 @@ from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
 from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.scope import pipelines_in_run
 from thinkalike.pipelines.validation import validate_parameters
+from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
 from thinkalike.tracking import (
     RunRecorder,
     TrackingSettings,
@@ -77,6 +80,38 @@ def run_pipelines(run_params: dict[str, Any], pipeline) -> tuple[list[str], dict
 
     built = {name: registered[name] for name in PIPELINE_BUILDERS}
     return pipelines_in_run(run_params.get("pipeline_names"), built, pipeline), built
+
+
+class ThreadPolicyHooks:
+    """Every node of a run on CPU uses :func:`thinkalike.threads.thread_policy` threads (torch's intra-op pool and
+    the BLAS / OpenMP pools; ``THINKALIKE_THREADS``, default 1), restored when the run ends."""
+
+    def __init__(self) -> None:
+        self._limits: contextlib.ExitStack | None = None
+
+    @hook_impl(tryfirst=True)
+    def before_pipeline_run(self, run_params, pipeline, catalog) -> None:
+        try:
+            threads = thread_policy()
+        except ValueError as error:
+            raise BadParameter(str(error)) from None
+        self._limits = contextlib.ExitStack()
+        self._limits.enter_context(limited_threads(threads))
+        logger.info("Threads: %s per pool (%s=%s)", threads or "each library's default", ENVIRONMENT_VARIABLE,
+                    os.environ.get(ENVIRONMENT_VARIABLE, f"unset: {DEFAULT_THREADS}"))
+
+    @hook_impl
+    def after_pipeline_run(self, run_params, run_result, pipeline, catalog) -> None:
+        self._release()
+
+    @hook_impl
+    def on_pipeline_error(self, error, run_params, pipeline, catalog) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        if self._limits is not None:
+            self._limits.close()
+            self._limits = None
 
 
 class MlflowTrackingHooks:

@@ -4,7 +4,7 @@ import warnings
 
 from kedro.config import OmegaConfigLoader
 
-from thinkalike.hooks import MlflowTrackingHooks, ParameterHooks
+from thinkalike.hooks import MlflowTrackingHooks, ParameterHooks, ThreadPolicyHooks
 from thinkalike.pipeline_registry import ProjectContext
 from thinkalike.timing_hooks import RunTimingHooks
 
@@ -22,7 +22,7 @@ CONFIG_LOADER_ARGS = {
 # RunTimingHooks saves the run_timings table (thinkalike.timing_hooks) and hands it to the MLflow
 # hooks, whose run is still open then (its tryfirst end-of-run hooks precede MLflow's trylast ones).
 _TRACKING = MlflowTrackingHooks()
-HOOKS = (ParameterHooks(), _TRACKING, RunTimingHooks(record=_TRACKING.record_output))
+HOOKS = (ParameterHooks(), ThreadPolicyHooks(), _TRACKING, RunTimingHooks(record=_TRACKING.record_output))
 
 # Kedro 1.7's own config loader calls an OmegaConf function that OmegaConf has deprecated; the
 # warning says nothing about this project and would open every run (3 × 5 lines).

@@ -29,8 +29,7 @@ fine-tuned A's own accuracy; above, B's un-tuned top blocks replace A's tuned on
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -117,18 +116,6 @@ def feature_token_ids(tokenizer: Any, feature_words: Sequence[str] | frozenset[s
             users.setdefault(int(token), set()).add(word)
     special = set(getattr(tokenizer, "all_special_ids", ()) or ())
     return {token for token, owners in users.items() if owners <= feature_words and token not in special}
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """``torch.set_num_threads(n)`` inside the block (nothing with ``None``), the previous count restored after."""
-    previous = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(int(n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def finetune_top_layers(encoder_weights: Mapping[str, torch.Tensor], encoder_config: Mapping[str, Any],

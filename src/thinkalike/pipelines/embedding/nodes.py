@@ -34,7 +34,6 @@ from thinkalike.embedding.finetune_diff import (
     finetune_top_layers,
     finetuned_layers,
     task_labels,
-    torch_threads,
     zero_shot_accuracy,
 )
 from thinkalike.language.grammar import lexicon_words
@@ -43,6 +42,7 @@ from thinkalike.models.finetune import FinetuneConfig, predict_labels
 from thinkalike.models.handle import ModelHandle, default_device
 from thinkalike.models.sources import load_classifier, load_model
 from thinkalike.pipelines.embedding import figures
+from thinkalike.threads import torch_threads
 
 logger = logging.getLogger(__name__)
 DTYPES = {"float32": torch.float32, "float64": torch.float64}

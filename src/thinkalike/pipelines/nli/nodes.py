@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from thinkalike.embedding.finetune_diff import torch_threads
 from thinkalike.language.nli import (
     LABELS,
     PairsConfig,
@@ -71,6 +70,7 @@ from thinkalike.pipelines.nli.report import (
 from thinkalike.pipelines.nli.schema import group_size
 from thinkalike.reports.cka import CKA_RANGES, CKASettings
 from thinkalike.stitching import TokenSplit
+from thinkalike.threads import torch_threads
 
 logger = logging.getLogger(__name__)
 
