@@ -23,7 +23,7 @@ def no_forward(monkeypatch):
     def refuse(*_args, **_kwargs):
         raise AssertionError("features were computed before the configuration error")
 
-    monkeypatch.setattr(stitch_module, "layer_features", refuse)
+    monkeypatch.setattr(stitch_module, "layers_features", refuse)
 
 
 def _tokenizer(words):

@@ -1,6 +1,12 @@
 """Model stitching (Bansal et al. 2021; Brown et al. 2023 §3, appendix C.1): can g's later layers use f's
-early features? No Kedro import; a pipeline node calls :func:`stitch` and saves :meth:`StitchResult.row`,
-``StitchResult.curve`` and the trained φ (``phi_config``, ``phi_state``).
+early features? No Kedro import; a pipeline node calls :func:`stitch_grid` (every layer pair and kind of an
+ordered pair, each trained kind once per φ seed) or :func:`stitch` (one stitch) and saves
+:meth:`StitchResult.row`, ``StitchResult.curve`` and the trained φ's (``phi_config``, ``phi_state``).
+
+Penalty: over the scored targets T of the evaluation sequences (next tokens; special tokens left out by
+default, ``StitchSettings.exclude_special_targets``), ``P = mean_{t∈T} −log p_{g∘φ∘f}(t) − mean_{t∈T}
+−log p_g(t)``. φ seeds vary φ's data order (:func:`phi_seed_list`); :func:`seed_summary` gives the
+spread of the penalty across them, beside the evaluation-bootstrap interval of each.
 
 Modules: :mod:`~thinkalike.stitching.layers` (φ kinds, initialisation), :mod:`~thinkalike.stitching.data`
 (splits, objectives, f's features), :mod:`~thinkalike.stitching.train` (settings, schedule, trainer),
@@ -11,6 +17,7 @@ Modules: :mod:`~thinkalike.stitching.layers` (φ kinds, initialisation), :mod:`~
 from thinkalike.stitching.data import (
     OBJECTIVES,
     TokenSplit,
+    excluded_target_ids,
     features_from_store,
     split_indices,
     split_tokens,
@@ -22,6 +29,7 @@ from thinkalike.stitching.evaluate import (
     batch_correct,
     evaluate_stitch,
     evaluate_stitch_accuracy,
+    lockstep_batch_losses,
     own_batch_correct,
     paired_bootstrap_ci,
 )
@@ -42,13 +50,19 @@ from thinkalike.stitching.stitcher import (
     StitchResult,
     check_stitch,
     evaluate_saved,
+    group_seeds,
+    seed_summary,
     stitch,
+    stitch_grid,
+    stitch_seeds,
 )
 from thinkalike.stitching.train import (
+    LockstepTrainer,
     StitchDivergedError,
     StitchSettings,
     StitchTrainer,
     learning_rate_factor,
+    phi_seed_list,
 )
 
 __all__ = [
@@ -58,6 +72,7 @@ __all__ = [
     "ROW_FIELDS",
     "AffineStitch",
     "IdentityStitch",
+    "LockstepTrainer",
     "StitchAccuracy",
     "StitchConfigError",
     "StitchDivergedError",
@@ -73,17 +88,24 @@ __all__ = [
     "evaluate_saved",
     "evaluate_stitch",
     "evaluate_stitch_accuracy",
+    "excluded_target_ids",
     "features_from_store",
+    "group_seeds",
     "learning_rate_factor",
     "least_squares_map",
     "load_stitch_layer",
+    "lockstep_batch_losses",
     "own_batch_correct",
     "pack_stitches",
     "paired_bootstrap_ci",
+    "phi_seed_list",
+    "seed_summary",
     "split_indices",
     "split_tokens",
     "stitch",
+    "stitch_grid",
     "stitch_key",
+    "stitch_seeds",
     "token_stream_mismatch",
     "unpack_stitch",
 ]

@@ -7,16 +7,26 @@
 * Objectives (:data:`OBJECTIVES`) — the loss of g's output:
 
   - ``causal``: next-token cross-entropy, ``−log softmax(z_t)[x_{t+1}]`` over positions whose
-    next token is real (attention mask 1);
+    next token is real (attention mask 1) and, with ``exclude_ids`` (:func:`excluded_target_ids`:
+    the tokenizer's special tokens, by default), not a special token — the ``<bos>``/``<eos>``
+    between the sentences of a packed row are not predicted from the text, and g predicts them
+    almost perfectly, so scoring them would dilute every penalty;
   - ``masked``: BERT masking (:func:`thinkalike.models.training.mask_tokens`: a fraction of the
     non-special real tokens is selected; 80 % become the mask token, 10 % a random token, 10 %
     stay) and cross-entropy at the selected positions. The masking is drawn **once** per split
     from a seed, so f's features of the corrupted inputs can be computed once; g's own loss, f's
-    own loss and the stitched loss all use the same corrupted inputs and targets;
+    own loss and the stitched loss all use the same corrupted inputs and targets (a selected
+    position holding one of ``exclude_ids`` is not scored either);
   - ``label``: cross-entropy of the sequence's logits ``(batch, n_classes)`` against its label.
+
+  - ``label``'s targets are labels, never tokens: ``exclude_ids`` does not apply.
 
   Losses are kept as sums and target counts per batch (:func:`loss_sum`), so means are
   token-weighted over a split and micro-batches combine exactly.
+* :func:`excluded_target_ids` — which token ids are never targets: the special tokens of the
+  tokenizer by the rule the CKA side uses for ``is_special``
+  (:func:`thinkalike.language.packing.special_token_ids`: bos, eos, pad, cls, sep, mask and any
+  additional special token; never ``<unk>``, which stands for real text).
 * :func:`layer_features` — f's residual stream after layer l for every sequence of a split,
   computed once under ``no_grad`` (or :func:`features_from_store`, read from an activation store).
 * :func:`token_stream_mismatch` — stitching feeds f's features of *the same tokens* to g, so the
@@ -26,12 +36,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from thinkalike.language.packing import special_token_ids
 from thinkalike.models.handle import ModelHandle
 from thinkalike.models.training import MaskingTokens, mask_tokens
 from thinkalike.stitching.layers import StitchConfigError
@@ -160,20 +172,46 @@ def masking_tokens(g: ModelHandle, masking: MaskingTokens | None) -> MaskingToke
                          vocab_size=len(tokenizer))
 
 
+def excluded_target_ids(f: ModelHandle | None, g: ModelHandle, exclude: bool,
+                        special_ids: Iterable[int] | None = None) -> frozenset[int]:
+    """The token ids that are never scored as targets: none when ``exclude`` is false; else ``special_ids`` when
+    given, else the special tokens of g's tokenizer (f's when g has none; the two read the same token stream)
+    by :func:`thinkalike.language.packing.special_token_ids` — the rule that marks ``is_special`` for CKA
+    (bos, eos, pad, cls, sep, mask, additional special tokens; never ``<unk>``). A model without a tokenizer
+    has no known special tokens: nothing is excluded unless ``special_ids`` says which."""
+    if not exclude:
+        return frozenset()
+    if special_ids is not None:
+        return frozenset(int(i) for i in special_ids)
+    tokenizer = g.tokenizer if g.tokenizer is not None else (f.tokenizer if f is not None else None)
+    return frozenset() if tokenizer is None else special_token_ids(tokenizer)
+
+
+def _drop_ids(targets: torch.Tensor, ids: torch.Tensor, exclude_ids: frozenset[int]) -> torch.Tensor:
+    """``targets`` with ``IGNORE`` wherever ``ids`` holds one of ``exclude_ids``."""
+    if not exclude_ids:
+        return targets
+    excluded = torch.isin(ids, torch.tensor(sorted(exclude_ids), dtype=ids.dtype, device=ids.device))
+    return targets.masked_fill(excluded, IGNORE)
+
+
 def targets_for(split: TokenSplit, objective: str, *, masking: MaskingTokens | None = None,
-                mask_probability: float = 0.15, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+                mask_probability: float = 0.15, seed: int = 0,
+                exclude_ids: frozenset[int] = frozenset()) -> tuple[torch.Tensor, torch.Tensor]:
     """``(model input ids, targets)`` of a split: ``causal`` — the ids, and the ids with ``IGNORE`` at padding
-    (the loss shifts them); ``masked`` — the corrupted ids and the original ids at the selected real positions
-    (``IGNORE`` elsewhere), drawn once from ``seed``; ``label`` — the ids and the labels ``(n,)``."""
+    and at the tokens of ``exclude_ids`` (the loss shifts them: position t is scored against target t+1);
+    ``masked`` — the corrupted ids and the original ids at the selected real positions that are not in
+    ``exclude_ids`` (``IGNORE`` elsewhere), drawn once from ``seed``; ``label`` — the ids and the labels
+    ``(n,)`` (``exclude_ids`` does not apply)."""
     ids = split.input_ids
     if objective == "causal":
-        return ids, ids.masked_fill(split.attention_mask == 0, IGNORE)
+        return ids, _drop_ids(ids.masked_fill(split.attention_mask == 0, IGNORE), ids, exclude_ids)
     if objective == "masked":
         if masking is None:
             raise StitchConfigError("the masked objective needs MaskingTokens")
         generator = torch.Generator().manual_seed(int(seed))
         corrupted, targets = mask_tokens(ids, masking, mask_probability, generator)
-        targets = targets.masked_fill(split.attention_mask == 0, IGNORE)
+        targets = _drop_ids(targets.masked_fill(split.attention_mask == 0, IGNORE), ids, exclude_ids)
         corrupted = torch.where(split.attention_mask == 0, ids, corrupted)
         return corrupted, targets
     if objective == "label":
@@ -241,19 +279,32 @@ def layer_features(handle: ModelHandle, layer: int, input_ids: torch.Tensor, att
     """The residual stream after ``layer`` (0 = embeddings) for every sequence, ``(n, seq, d_model)`` in
     ``dtype`` on ``device`` (default: the handle's), computed once under ``no_grad``. Raises ``ValueError``
     naming the model and layer if it holds NaN/Inf."""
-    if not 0 <= layer <= handle.n_layers:
-        raise StitchConfigError(f"layer {layer} of model {handle.name!r} is out of range 0..{handle.n_layers}")
+    return layers_features(handle, [layer], input_ids, attention_mask, batch_size=batch_size, device=device,
+                           dtype=dtype)[layer]
+
+
+def layers_features(handle: ModelHandle, layers: Iterable[int], input_ids: torch.Tensor,
+                    attention_mask: torch.Tensor, *, batch_size: int = 32, device: torch.device | str | None = None,
+                    dtype: torch.dtype = torch.float32) -> dict[int, torch.Tensor]:
+    """:func:`layer_features` of several layers from one pass over the sequences (each batch's residual streams
+    hold every layer): ``{layer: (n, seq, d_model)}``."""
+    layers = sorted(set(int(layer) for layer in layers))
+    for layer in layers:
+        if not 0 <= layer <= handle.n_layers:
+            raise StitchConfigError(f"layer {layer} of model {handle.name!r} is out of range 0..{handle.n_layers}")
     device = torch.device(device) if device is not None else handle.device
-    out = torch.empty((*input_ids.shape, handle.d_model), dtype=dtype, device=device)
+    out = {layer: torch.empty((*input_ids.shape, handle.d_model), dtype=dtype, device=device) for layer in layers}
     with torch.no_grad():
         for start in range(0, input_ids.shape[0], batch_size):
             ids = input_ids[start:start + batch_size].to(handle.device)
             mask = attention_mask[start:start + batch_size].to(handle.device)
-            stream = handle.residual_streams(ids, mask)[layer]
-            if not bool(torch.isfinite(stream).all()):
-                raise ValueError(f"model {handle.name!r}: NaN/Inf in the residual stream after layer {layer} "
-                                 f"(sequences {start}..{start + ids.shape[0] - 1})")
-            out[start:start + ids.shape[0]] = stream.to(device=device, dtype=dtype)
+            streams = handle.residual_streams(ids, mask)
+            for layer in layers:
+                stream = streams[layer]
+                if not bool(torch.isfinite(stream).all()):
+                    raise ValueError(f"model {handle.name!r}: NaN/Inf in the residual stream after layer {layer} "
+                                     f"(sequences {start}..{start + ids.shape[0] - 1})")
+                out[layer][start:start + ids.shape[0]] = stream.to(device=device, dtype=dtype)
     return out
 
 

@@ -22,7 +22,7 @@ batch bootstrap.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +74,34 @@ def stitched_batch_losses(phi: StitchLayer, g: ModelHandle, layer_g: int, split:
     phi.eval()
     return batch_losses(lambda x, ids, mask: stitched_logits(phi, g, layer_g, x, ids, mask), split, objective,
                         batch_size, max_batches)
+
+
+def lockstep_batch_losses(phis: Sequence[StitchLayer], g: ModelHandle, layer_g: int, split: PreparedSplit,
+                          objective: str, batch_size: int, max_batches: int | None = None) -> list[BatchLosses]:
+    """:func:`stitched_batch_losses` of several φ's of one stitch (its φ seeds) on the same batches, g's tail run
+    once per batch on the φ's outputs concatenated along the batch (``len(phis) × batch_size`` rows; rows do not
+    interact, so each φ's losses are its own, to float round-off). With one φ, exactly
+    :func:`stitched_batch_losses`."""
+    if len(phis) == 1:
+        return [stitched_batch_losses(phis[0], g, layer_g, split, objective, batch_size, max_batches)]
+    for phi in phis:
+        phi.eval()
+    sums: list[list[torch.Tensor]] = [[] for _ in phis]
+    counts = []
+    with torch.no_grad():
+        for number, start in enumerate(range(0, len(split), batch_size)):
+            if max_batches is not None and number >= max_batches:
+                break
+            index = torch.arange(start, min(start + batch_size, len(split)), device=split.input_ids.device)
+            features, ids, mask, targets = split.batch(index)
+            count = len(phis)
+            logits = g.logits_from_layer(torch.cat([phi(features) for phi in phis]), layer_g, ids.repeat(count, 1),
+                                         mask.repeat(count, 1)).split(len(index))
+            for which, part in enumerate(logits):
+                sums[which].append(loss_sum(part, targets, objective))
+            counts.append(target_count(targets, objective))
+    counted = torch.stack(counts).cpu().numpy()
+    return [BatchLosses(torch.stack(values).double().cpu().numpy(), counted) for values in sums]
 
 
 def own_batch_losses(handle: ModelHandle, split: PreparedSplit, objective: str, batch_size: int,
@@ -136,16 +164,20 @@ class StitchEvaluation:
     f_loss_note: str = ""
 
 
+_NOT_GIVEN = object()
+
+
 def evaluate_stitch(phi: StitchLayer, f: ModelHandle, g: ModelHandle, layer_g: int, split: PreparedSplit,
                     objective: str, *, batch_size: int = 32, n_bootstrap: int = 1000, level: float = 0.95,
-                    seed: int = 0, g_own: BatchLosses | None = None) -> StitchEvaluation:
+                    seed: int = 0, g_own: BatchLosses | None = None,
+                    f_own: tuple[BatchLosses | None, str] | object = _NOT_GIVEN) -> StitchEvaluation:
     """Evaluates φ on ``split`` (f's features already in it): stitched, g's and f's own losses, penalty, CI.
-    ``g_own``: g's per-batch losses on this split if already computed."""
+    ``g_own``: g's per-batch losses on this split if already computed; ``f_own``: :func:`own_losses_or_note`
+    of f on this split if already computed (neither depends on φ or the layers)."""
     stitched = stitched_batch_losses(phi, g, layer_g, split, objective, batch_size)
     if g_own is None:
         g_own = own_batch_losses(g, split, objective, batch_size)
-    note = own_loss_unavailable(f, split, objective)
-    f_own = None if note else own_batch_losses(f, split, objective, batch_size)
+    f_own, note = own_losses_or_note(f, split, objective, batch_size) if f_own is _NOT_GIVEN else f_own
     low, high = paired_bootstrap_ci(stitched, g_own, n_bootstrap=n_bootstrap, level=level, seed=seed)
     per_batch = pd.DataFrame({"batch": np.arange(len(stitched.counts)), "n_targets": stitched.counts,
                               "stitched_sum": stitched.sums, "g_sum": g_own.sums,
@@ -155,6 +187,13 @@ def evaluate_stitch(phi: StitchLayer, f: ModelHandle, g: ModelHandle, layer_g: i
         penalty=float((stitched.sums - g_own.sums).sum() / max(int(stitched.counts.sum()), 1)),
         penalty_ci_low=low, penalty_ci_high=high, ci_level=level, n_batches=len(stitched.counts),
         n_targets=int(stitched.counts.sum()), per_batch=per_batch, f_loss_note=note or "")
+
+
+def own_losses_or_note(handle: ModelHandle, split: PreparedSplit, objective: str,
+                       batch_size: int) -> tuple[BatchLosses | None, str]:
+    """``(handle's own per-batch losses, "")``, or ``(None, why not)`` (:func:`own_loss_unavailable`)."""
+    note = own_loss_unavailable(handle, split, objective)
+    return (None, note) if note else (own_batch_losses(handle, split, objective, batch_size), "")
 
 
 # --------------------------------------------------------------------------- accuracy (classifiers)

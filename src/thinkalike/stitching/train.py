@@ -22,13 +22,26 @@ Per micro-batch only this runs: a gather of f's precomputed features, φ, and g'
 layer m with its final norm and head (``ModelHandle.logits_from_layer``), forward and backward;
 g's parameters are frozen (``requires_grad`` off), so the backward pass computes activation
 gradients only.
+
+φ seeds (:func:`phi_seed_list`): φ's initial map is deterministic (the identity or the least-squares
+map), so what varies between trainings of one stitch is the data order. φ seed ``k`` draws its
+sequences from a permutation generator seeded with ``settings.seed + k`` (seed 0: the order a
+single stitch always had). :class:`LockstepTrainer` trains the S seeds of one stitch together:
+at each micro-batch the S seeds' sequences go through their own φ's, are concatenated along the
+batch and run through g's tail **once** (``S × batch_size`` rows); the loss is
+``Σ_k loss_sum_k / n_k`` (each seed's own token-weighted mean), whose gradient with respect to
+φ_k is exactly seed k's own (the rows of different seeds do not interact in g's tail: attention is
+within a sequence, every other operation within a token). Gradient clipping is per φ (each
+seed's own norm), and one SGD optimiser holds a parameter group per φ and kind of parameter
+(SGD updates each parameter on its own), so every seed follows the trajectory of its separate
+training, to float round-off (batched matrix products may sum in another order).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -64,8 +77,10 @@ class StitchSettings:
     ``init_max_tokens`` real training tokens. ``objective``: ``auto`` | ``causal`` | ``masked`` |
     ``label`` (:mod:`thinkalike.stitching.data`); ``mask_probability`` for ``masked``.
     ``n_bootstrap`` resamples of the evaluation batches give the ``ci_level`` interval of the
-    penalty. ``feature_dtype``: how f's precomputed features are held. ``seed``: batch order,
-    masking, bootstrap.
+    penalty. ``feature_dtype``: how f's precomputed features are held. ``seed``: batch order (φ seed
+    ``k`` uses ``seed + k``), masking, bootstrap. ``exclude_special_targets``: special tokens are
+    never targets, in training or evaluation (:func:`~thinkalike.stitching.data.excluded_target_ids`;
+    the ``label`` objective's targets are labels and are never excluded).
     """
 
     steps: int = 2000
@@ -87,6 +102,7 @@ class StitchSettings:
     ci_level: float = 0.95
     feature_dtype: str = "float32"
     seed: int = 0
+    exclude_special_targets: bool = True
 
     def __post_init__(self) -> None:
         positive = {"steps": self.steps, "tokens_per_step": self.tokens_per_step, "batch_size": self.batch_size,
@@ -117,6 +133,9 @@ class StitchSettings:
         if self.feature_dtype not in FEATURE_DTYPES:
             raise StitchConfigError(f"feature_dtype must be one of {sorted(FEATURE_DTYPES)}, got "
                                     f"{self.feature_dtype!r}")
+        if not isinstance(self.exclude_special_targets, bool):
+            raise StitchConfigError(f"exclude_special_targets must be true or false, got "
+                                    f"{self.exclude_special_targets!r}")
 
     @property
     def learning_rate(self) -> float:
@@ -135,6 +154,32 @@ class StitchSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def phi_seed_list(phi_seeds: Any) -> tuple[int, ...]:
+    """The φ seeds of ``phi_seeds``: a number of seeds ``n`` ≥ 1 gives ``0 … n − 1``; a list gives its seeds
+    (distinct integers ≥ 0, at least one) in its order. Anything else raises :class:`StitchConfigError`
+    naming ``phi_seeds``. Seed ``k`` trains on the order drawn with ``settings.seed + k``."""
+    def integer(value: Any) -> bool:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+    if integer(phi_seeds):
+        if phi_seeds < 1:
+            raise StitchConfigError(f"phi_seeds must be a number of seeds >= 1 or a list of seeds, got {phi_seeds!r}")
+        return tuple(range(int(phi_seeds)))
+    if isinstance(phi_seeds, (list, tuple)):
+        if not phi_seeds:
+            raise StitchConfigError("phi_seeds must hold at least one seed, got an empty list")
+        bad = [value for value in phi_seeds if not integer(value) or value < 0]
+        if bad:
+            raise StitchConfigError(f"phi_seeds must be integers >= 0, got {bad!r} in {list(phi_seeds)!r}")
+        repeated = sorted({int(v) for v in phi_seeds if list(phi_seeds).count(v) > 1})
+        if repeated:
+            raise StitchConfigError(f"phi_seeds must be distinct, got {repeated} more than once in "
+                                    f"{list(phi_seeds)!r}")
+        return tuple(int(value) for value in phi_seeds)
+    raise StitchConfigError(f"phi_seeds must be a number of seeds >= 1 or a list of distinct seeds >= 0, got "
+                            f"{phi_seeds!r}")
 
 
 def learning_rate_factor(step: int, steps: int, warmup_steps: int) -> float:
@@ -170,88 +215,118 @@ def stitched_logits(phi: StitchLayer, g: ModelHandle, layer_g: int, features: to
     return g.logits_from_layer(phi(features), layer_g, input_ids, attention_mask)
 
 
-class StitchTrainer:
-    """Trains ``phi`` (the only trainable module) between f's precomputed features and g's tail after ``layer_g``.
-
-    ``train``: the prepared training split (features on g's device). ``label``: the pair and layers, for
-    messages. Use :meth:`train_step` for one optimiser step (the benchmark does) or :meth:`run` for all.
+class LockstepTrainer:
+    """Trains the φ's ``phis`` of one stitch, one per φ seed of ``seeds``, in lockstep (module docstring): the
+    only trainable modules, between f's precomputed features ``train`` (shared by every seed) and g's tail after
+    ``layer_g``. ``label``: the pair and layers, for messages. :meth:`train_step` makes one optimiser step of
+    every seed, :meth:`run` all of them. With one φ it is the plain trainer (:class:`StitchTrainer`).
     """
 
-    def __init__(self, phi: StitchLayer, g: ModelHandle, layer_g: int, train: PreparedSplit, objective: str,
-                 settings: StitchSettings, label: str = "stitch") -> None:
-        self.phi, self.g, self.layer_g, self.train = phi, g, layer_g, train
+    def __init__(self, phis: Sequence[StitchLayer], g: ModelHandle, layer_g: int, train: PreparedSplit,
+                 objective: str, settings: StitchSettings, label: str = "stitch",
+                 seeds: Sequence[int] | None = None) -> None:
+        self.phis = list(phis)
+        self.seeds = tuple(range(len(self.phis))) if seeds is None else phi_seed_list(list(seeds))
+        if not self.phis or len(self.seeds) != len(self.phis):
+            raise StitchConfigError(f"{label}: {len(self.phis)} stitching layers for {len(self.seeds)} φ seeds")
+        self.g, self.layer_g, self.train = g, layer_g, train
         self.objective, self.settings, self.label = objective, settings, label
-        decayed, undecayed = phi.decayed_parameters(), phi.undecayed_parameters()
-        self.parameters = decayed + undecayed
-        if not self.parameters:
-            raise StitchConfigError(f"{label}: a {phi.kind} stitching layer has nothing to train")
-        groups = [{"params": decayed, "weight_decay": settings.weight_decay}]
-        if undecayed:
-            groups.append({"params": undecayed, "weight_decay": 0.0})
+        groups: list[dict[str, Any]] = []
+        self.parameter_sets: list[list[torch.nn.Parameter]] = []
+        for phi in self.phis:
+            decayed, undecayed = phi.decayed_parameters(), phi.undecayed_parameters()
+            if not decayed + undecayed:
+                raise StitchConfigError(f"{label}: a {phi.kind} stitching layer has nothing to train")
+            self.parameter_sets.append(decayed + undecayed)
+            groups.append({"params": decayed, "weight_decay": settings.weight_decay})
+            if undecayed:
+                groups.append({"params": undecayed, "weight_decay": 0.0})
         self.optimizer = torch.optim.SGD(groups, lr=settings.learning_rate, momentum=settings.momentum,
                                          nesterov=settings.momentum > 0)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: learning_rate_factor(s, settings.steps, settings.warmup_steps))
         seq = int(train.input_ids.shape[1])
         self.sequences_per_step = max(1, math.ceil(settings.tokens_per_step / seq))
-        self._generator = torch.Generator().manual_seed(settings.seed)
-        self._order = torch.empty(0, dtype=torch.long)
+        self._generators = [torch.Generator().manual_seed(settings.seed + seed) for seed in self.seeds]
+        self._orders = [torch.empty(0, dtype=torch.long) for _ in self.seeds]
         self._device = train.input_ids.device
 
-    def next_indices(self) -> torch.Tensor:
-        """The next step's sequence indices (on the training device): a seeded permutation, epoch after epoch."""
+    def _next(self, which: int) -> torch.Tensor:
         needed, parts = self.sequences_per_step, []
         while needed > 0:
-            if self._order.numel() == 0:
-                self._order = torch.randperm(len(self.train), generator=self._generator)
-            take = self._order[:needed]
-            self._order = self._order[needed:]
+            if self._orders[which].numel() == 0:
+                self._orders[which] = torch.randperm(len(self.train), generator=self._generators[which])
+            take = self._orders[which][:needed]
+            self._orders[which] = self._orders[which][needed:]
             parts.append(take)
             needed -= take.numel()
         return torch.cat(parts).to(self._device)
 
-    def train_step(self, index: torch.Tensor) -> torch.Tensor:
-        """One optimiser step on the sequences ``index``; returns the step's mean loss (0-d tensor, no sync)."""
-        phi, train, objective = self.phi, self.train, self.objective
-        total = target_count(train.targets[index], objective).clamp(min=1)
-        summed = torch.zeros((), device=self._device)
-        phi.train()
-        for chunk in index.split(self.settings.batch_size):
-            features, ids, mask, targets = train.batch(chunk)
-            logits = stitched_logits(phi, self.g, self.layer_g, features, ids, mask)
-            loss = loss_sum(logits, targets, objective)
-            (loss / total).backward()
-            summed = summed + loss.detach()
-        torch.nn.utils.clip_grad_norm_(self.parameters, self.settings.clip_grad_norm)
+    def next_indices(self) -> list[torch.Tensor]:
+        """Every seed's next step's sequence indices (on the training device): a permutation drawn with
+        ``settings.seed + seed``, epoch after epoch."""
+        return [self._next(which) for which in range(len(self.seeds))]
+
+    def train_step(self, indices: Sequence[torch.Tensor]) -> torch.Tensor:
+        """One optimiser step of every seed, seed ``k`` on the sequences ``indices[k]``; returns each seed's mean
+        loss of the step, ``(S,)`` (no sync)."""
+        train, objective, phis = self.train, self.objective, self.phis
+        totals = [target_count(train.targets[index], objective).clamp(min=1) for index in indices]
+        summed = torch.zeros(len(phis), device=self._device)
+        for phi in phis:
+            phi.train()
+        chunks = [index.split(self.settings.batch_size) for index in indices]
+        for parts in zip(*chunks):
+            residuals, ids, masks, targets = [], [], [], []
+            for phi, chunk in zip(phis, parts):
+                features, chunk_ids, chunk_mask, chunk_targets = train.batch(chunk)
+                residuals.append(phi(features))
+                ids.append(chunk_ids)
+                masks.append(chunk_mask)
+                targets.append(chunk_targets)
+            if len(phis) == 1:
+                logits = [self.g.logits_from_layer(residuals[0], self.layer_g, ids[0], masks[0])]
+            else:
+                logits = self.g.logits_from_layer(torch.cat(residuals), self.layer_g, torch.cat(ids),
+                                                  torch.cat(masks)).split([len(part) for part in parts])
+            losses = [loss_sum(part, target, objective) for part, target in zip(logits, targets)]
+            sum(loss / total for loss, total in zip(losses, totals)).backward()
+            summed = summed + torch.stack([loss.detach() for loss in losses])
+        for parameters in self.parameter_sets:
+            torch.nn.utils.clip_grad_norm_(parameters, self.settings.clip_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return summed / total
+        return summed / torch.stack(totals)
 
     def _check(self, losses: torch.Tensor, first: int, last: int) -> None:
         window = losses[first:last]
         finite = torch.isfinite(window)
         if not bool(finite.all()):
-            bad = first + int((~finite).nonzero()[0, 0])
-            self._diverged(f"the training loss is {float(losses[bad])} at step {bad + 1} of {self.settings.steps}")
+            bad_step, bad_seed = (int(v) for v in (~finite).nonzero()[0])
+            bad_step += first
+            seed = f" (φ seed {self.seeds[bad_seed]})" if len(self.seeds) > 1 else ""
+            self._diverged(f"the training loss is {float(losses[bad_step, bad_seed])} at step {bad_step + 1} of "
+                           f"{self.settings.steps}{seed}")
 
     def _diverged(self, what: str) -> None:
         raise StitchDivergedError(f"stitching {self.label} diverged: {what}; try a smaller lr_scale (now "
                                   f"{self.settings.lr_scale})")
 
-    def run(self, heldout: Callable[[], float], heldout_reference: float = float("nan"), *,
-            progress: bool = True) -> pd.DataFrame:
-        """All ``settings.steps`` steps. ``heldout()`` returns the held-out stitched loss (evaluated before
-        training, every ``eval_every`` steps and after the last); ``heldout_reference`` (g's own loss on the same
-        batches) gives the ``heldout_penalty`` column. Returns the learning curve: one row per step (``step`` 1…S,
-        ``train_loss``, ``lr``, ``heldout_loss`` / ``heldout_penalty`` where evaluated, else NaN) after a row
-        ``step`` 0 (held-out loss at initialisation). NaN/Inf losses raise :class:`StitchDivergedError`."""
+    def run(self, heldout: Callable[[], Sequence[float]], heldout_reference: float = float("nan"), *,
+            progress: bool = True) -> list[pd.DataFrame]:
+        """All ``settings.steps`` steps of every seed. ``heldout()`` returns each seed's held-out stitched loss
+        (evaluated before training, every ``eval_every`` steps and after the last); ``heldout_reference`` (g's
+        own loss on the same batches) gives the ``heldout_penalty`` column. Returns one learning curve per seed:
+        one row per step (``step`` 1…S, ``train_loss``, ``lr``, ``heldout_loss`` / ``heldout_penalty`` where
+        evaluated, else NaN) after a row ``step`` 0 (held-out loss at initialisation). NaN/Inf losses raise
+        :class:`StitchDivergedError`."""
         settings = self.settings
-        steps = settings.steps
-        losses = torch.empty(steps, device=self._device)
-        initial = heldout()
-        if not math.isfinite(initial):
-            raise StitchDivergedError(f"stitching {self.label}: the held-out loss at initialisation is {initial}, "
+        steps, count = settings.steps, len(self.seeds)
+        losses = torch.empty((steps, count), device=self._device)
+        initial = [float(value) for value in heldout()]
+        if not all(math.isfinite(value) for value in initial):
+            raise StitchDivergedError(f"stitching {self.label}: the held-out loss at initialisation is {initial[0]}, "
                                       "before any training step (the models or f's features produce NaN/Inf)")
         heldout_at = {0: initial}
         checked = 0
@@ -262,17 +337,51 @@ class StitchTrainer:
                 if (step + 1) % settings.eval_every == 0 or step + 1 == steps:
                     self._check(losses, checked, step + 1)
                     checked = step + 1
-                    value = heldout()
-                    if not math.isfinite(value):
-                        self._diverged(f"the held-out loss is {value} after step {step + 1}")
-                    heldout_at[step + 1] = value
-                    bar.set_postfix_str(f"loss {float(losses[step]):.3f}, held-out {value:.3f}", refresh=False)
+                    values = [float(value) for value in heldout()]
+                    for seed, value in zip(self.seeds, values):
+                        if not math.isfinite(value):
+                            which = f" (φ seed {seed})" if count > 1 else ""
+                            self._diverged(f"the held-out loss is {value} after step {step + 1}{which}")
+                    heldout_at[step + 1] = values
+                    bar.set_postfix_str(f"loss {float(losses[step, 0]):.3f}, held-out {values[0]:.3f}",
+                                        refresh=False)
         train_loss = losses.double().cpu().numpy()
         base = settings.learning_rate
-        rows = [{"step": 0, "train_loss": np.nan, "lr": np.nan}]
-        rows += [{"step": s + 1, "train_loss": float(train_loss[s]),
-                  "lr": base * learning_rate_factor(s, steps, settings.warmup_steps)} for s in range(steps)]
-        curve = pd.DataFrame(rows)
-        curve["heldout_loss"] = curve["step"].map(heldout_at).astype(float)
-        curve["heldout_penalty"] = curve["heldout_loss"] - heldout_reference
-        return curve
+        curves = []
+        for which in range(count):
+            rows = [{"step": 0, "train_loss": np.nan, "lr": np.nan}]
+            rows += [{"step": s + 1, "train_loss": float(train_loss[s, which]),
+                      "lr": base * learning_rate_factor(s, steps, settings.warmup_steps)} for s in range(steps)]
+            curve = pd.DataFrame(rows)
+            curve["heldout_loss"] = curve["step"].map({s: v[which] for s, v in heldout_at.items()}).astype(float)
+            curve["heldout_penalty"] = curve["heldout_loss"] - heldout_reference
+            curves.append(curve)
+        return curves
+
+
+class StitchTrainer(LockstepTrainer):
+    """Trains one ``phi`` (the only trainable module) between f's precomputed features and g's tail after
+    ``layer_g``, on the data order of ``settings.seed`` (φ seed 0): :class:`LockstepTrainer` with one φ.
+
+    ``train``: the prepared training split (features on g's device). ``label``: the pair and layers, for
+    messages. Use :meth:`train_step` for one optimiser step (the benchmark does) or :meth:`run` for all.
+    """
+
+    def __init__(self, phi: StitchLayer, g: ModelHandle, layer_g: int, train: PreparedSplit, objective: str,
+                 settings: StitchSettings, label: str = "stitch") -> None:
+        super().__init__([phi], g, layer_g, train, objective, settings, label, seeds=(0,))
+        self.phi = phi
+        self.parameters = self.parameter_sets[0]
+
+    def next_indices(self) -> torch.Tensor:  # type: ignore[override]
+        """The next step's sequence indices (on the training device): a seeded permutation, epoch after epoch."""
+        return self._next(0)
+
+    def train_step(self, index: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        """One optimiser step on the sequences ``index``; returns the step's mean loss (0-d tensor, no sync)."""
+        return super().train_step([index])[0]
+
+    def run(self, heldout: Callable[[], float], heldout_reference: float = float("nan"), *,  # type: ignore[override]
+            progress: bool = True) -> pd.DataFrame:
+        """:meth:`LockstepTrainer.run` of the one φ: ``heldout()`` returns its held-out loss; one curve."""
+        return super().run(lambda: [heldout()], heldout_reference, progress=progress)[0]
