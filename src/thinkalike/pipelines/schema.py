@@ -139,7 +139,9 @@ class ActivationParameters(_Section):
 
 class StitchingParameters(_Section):
     """``stitching``: which ordered zoo-model pairs, layers and stitch kinds; ``settings`` are
-    :class:`~thinkalike.stitching.StitchSettings` (validated by building it)."""
+    :class:`~thinkalike.stitching.StitchSettings` (validated by building it); ``exclude_special_targets``:
+    special tokens are never targets (the section's key, not a setting); ``phi_seeds``: a number of φ seeds
+    ≥ 1 or a list of distinct seeds ≥ 0 (:func:`~thinkalike.stitching.phi_seed_list`)."""
 
     pairs: dict[str, Any] = Field(default_factory=dict)  # the syntax of cka.pairs
     directions: Literal["forward", "both"] = "both"
@@ -154,6 +156,8 @@ class StitchingParameters(_Section):
     max_train_sequences: int | None = Field(None, ge=1)
     device: Device | None = None
     progress: bool = False
+    exclude_special_targets: bool = True
+    phi_seeds: Any = 1  # checked by validate_stitching (thinkalike.stitching.phi_seed_list)
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -271,8 +275,17 @@ def validate_stitching(values: Any, zoo_models: list[str]) -> StitchingParameter
     from thinkalike.pipelines.stitching.plan import stitching_pairs
     from thinkalike.stitching import StitchSettings
 
+    from thinkalike.stitching import StitchConfigError, phi_seed_list
+
     stitching = validate_section(StitchingParameters, values, "stitching")
+    if "exclude_special_targets" in stitching.settings:
+        raise ParameterError("stitching.settings.exclude_special_targets: unknown parameter (set "
+                             "stitching.exclude_special_targets)")
     validate_dataclass(StitchSettings, stitching.settings, "stitching.settings")
+    try:
+        phi_seed_list(stitching.phi_seeds)
+    except StitchConfigError as error:
+        raise ParameterError(f"stitching.{error}") from None
     try:
         stitching_pairs({"pairs": stitching.pairs}, zoo_models)
     except ValueError as error:
