@@ -40,6 +40,18 @@ def test_rsa_of_a_layer_with_itself_is_one_and_matrix_is_symmetric(layers):
     np.testing.assert_allclose(distances[0, 0], np.linalg.norm(layers[0, first[0]] - layers[0, second[0]]))
 
 
+@pytest.mark.parametrize("n_layers", [1, 2, 3])
+def test_rsa_matrix_is_square_for_any_number_of_layers(layers, n_layers):
+    """Two layers in all (e.g. two models with one chosen layer each) gave scipy's scalar, not a 2 x 2 matrix."""
+    first, second = sample_pairs(60, 500, seed=0)
+    distances = pair_distances(layers[:n_layers], first, second)
+    matrix = rsa_similarity(distances)
+    assert matrix.shape == (n_layers, n_layers)
+    np.testing.assert_allclose(np.diag(matrix), 1.0)
+    if n_layers == 2:
+        assert matrix[0, 1] == matrix[1, 0] == pytest.approx(spearmanr(distances[0], distances[1]).statistic)
+
+
 def test_feature_similarity_is_weighted_tau_symmetric_with_unit_diagonal():
     profiles = np.random.default_rng(1).random((5, 6))
     matrix = feature_similarity(profiles)

@@ -41,7 +41,10 @@ def rsa_similarity(distances: np.ndarray) -> np.ndarray:
     """``(L, L)`` Spearman correlations between the rows of ``distances`` ``(L, P)`` (layers × shared pairs)."""
     if distances.shape[0] == 1:
         return np.ones((1, 1))
-    return np.atleast_2d(spearmanr(distances, axis=1).statistic)
+    statistic = spearmanr(distances, axis=1).statistic
+    if np.ndim(statistic) == 0:  # two rows: scipy gives their one correlation, not the 2 x 2 matrix
+        return np.array([[1.0, float(statistic)], [float(statistic), 1.0]])
+    return statistic
 
 
 def pair_distances(vectors: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
