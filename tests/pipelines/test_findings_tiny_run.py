@@ -1,0 +1,104 @@
+"""The README findings from a real run's outputs: the suite's shared tiny run (``tiny_project``), loaded through the
+catalog as ``python -m thinkalike.reports.findings`` loads them (tests/reports/test_findings.py: the rest)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+
+import pytest
+
+from thinkalike.reports.findings import (
+    END_MARKER,
+    START_MARKER,
+    collect_findings,
+    missing_tables,
+    readme_region,
+    render_findings,
+)
+from thinkalike.reports.findings_cli import load_tables, main, open_catalog
+from thinkalike.timings import format_seconds
+
+
+@pytest.fixture(scope="module")
+def tables(tiny_project):
+    project, _ = tiny_project
+    catalog, parameters = open_catalog(project, "test")
+    return load_tables(catalog, parameters)
+
+
+def _finite(*values):
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+
+
+def test_the_tiny_run_gives_finite_numbers_that_the_text_quotes(tables):
+    assert {"zoo_summary", "cka_distances", "stitching_penalties", "mlem_profiles", "embedding_keep_k",
+            "models.nli.groups", "run_timings"} <= set(tables)
+    assert set(tables["model_configs"]) == {"gelu_1l", "neox_xs"}
+    findings = collect_findings(tables)
+    assert missing_tables(findings) == []
+    text = render_findings(findings)
+    assert text == render_findings(json.loads(json.dumps(findings, sort_keys=True)))
+
+    timing = findings["timing"]
+    assert _finite(timing["total_seconds"], timing["peak_rss_mb"]) and timing["total_seconds"] > 0
+    assert set(timing["pipelines"]) == {"corpus", "zoo", "activations", "stitching", "cka", "mlem", "embedding", "nli"}
+    assert f"— {format_seconds(timing['total_seconds'])} in all (measured {timing['date']}" in text
+    assert f"zoo of 2 models {format_seconds(timing['pipelines']['zoo']['seconds'])}" in text
+
+    cka = findings["cka"]
+    assert cka["n_pairs"] == 3 and _finite(*cka["n_tokens"])
+    assert f"What the default run finds (special tokens excluded, {int(cka['n_tokens'][0]):,} tokens)." in text
+
+    stitching = findings["stitching"]
+    assert stitching["grid"] == "diagonal" and stitching["n_stitches"] == 18 and stitching["n_trained"] == 9
+    assert _finite(*stitching["self"]["span"]) and stitching["self"]["identity_max_abs"] == 0
+    low, high = stitching["self"]["span"]
+    signed = lambda value: f"{value:+.3f}".replace("-", "\u2212")  # noqa: E731
+    assert f"Self-stitching floors are {signed(low)} to {signed(high)}" in text
+    assert "No SoLU/GeLU pair with different seeds was stitched." in text  # the tiny zoo has none
+
+    mlem = findings["mlem"]
+    assert mlem["n_models"] == 2 and _finite(*mlem["spearman"])
+    assert f"{mlem['spearman'][0]:.2f}–{mlem['spearman'][1]:.2f} over the 2 models" in text
+
+    keep = findings["embedding"]["keep_k"]
+    assert keep["V"] == tables["corpus_statistics"]["vocab_size"] and _finite(*keep["small_transpose"])
+    assert f"Embedding space (V = {keep['V']})." in text
+
+    nli = findings["nli"]
+    assert nli["n_copies"] == 4 and _finite(*nli["test"], *nli["ood_non_entailed"])
+    assert f"{nli['n_copies']} copies of one 2-layer encoder" in text
+    assert f"The copies score {nli['test'][0]:.3f}–{nli['test'][1]:.3f} in distribution" in text
+    assert nli["stitching"]["layers"] == [0, 1, 2] and all(
+        _finite(*values) for values in nli["stitching"]["curves"].values())
+
+
+def test_a_pipeline_that_did_not_run_is_said_so(tables):
+    partial = {name: value for name, value in tables.items()
+               if name not in ("stitching_penalties", "stitching_phis", "models.nli.groups")}
+    findings = collect_findings(partial)
+    assert missing_tables(findings) == ["models.nli.groups", "stitching_penalties"]
+    text = render_findings(findings)
+    assert "Stitching: not in these outputs (no `stitching_penalties`: the pipeline was not run)." in text
+    assert "NLI (Brown et al. §4 offline): not in these outputs (no `models.nli.groups`: the pipeline was not run)." \
+        in text
+    assert "MLEM (word level" in text  # the others are unaffected
+
+
+def test_the_command_writes_the_json_and_the_readme_region(tiny_project, tmp_path, capsys):
+    project, _ = tiny_project
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "code.py").write_text("x = 1\n")
+    (repo / "README.md").write_text(f"# Project\n\n{START_MARKER}\nold\n{END_MARKER}\n\n## After\n")
+    subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "src/code.py", "README.md"], check=True)
+    assert main(["--project", str(project), "--env", "test", "--repo", str(repo), "--write"]) == 0
+    document = json.loads((repo / "docs" / "findings.json").read_text())
+    assert len(document["source_digest"]) == 64 and "generated_at" in document
+    readme = (repo / "README.md").read_text()
+    assert readme_region(readme) == render_findings(document)
+    assert readme.startswith("# Project\n\n") and readme.endswith(f"{END_MARKER}\n\n## After\n")
+    assert "wrote " in capsys.readouterr().out

@@ -1,0 +1,438 @@
+"""The README's findings are generated: the README region is what docs/findings.json renders to, and the JSON
+comes from the current code (its source digest); the collection and the rendering on synthetic tables shaped like
+the default run's (the tiny run's outputs: tests/pipelines/test_findings_tiny_run.py)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from thinkalike.reports.findings import (
+    END_MARKER,
+    REGENERATE,
+    START_MARKER,
+    collect_findings,
+    readme_region,
+    render_findings,
+    replace_region,
+    source_digest,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+FINDINGS_JSON = ROOT / "docs" / "findings.json"
+SKIP_DIGEST = "THINKALIKE_SKIP_FINDINGS_DIGEST"
+NOT_GENERATED = f"docs/findings.json is not generated yet — {REGENERATE}"
+
+
+# --------------------------------------------------------------------------- (a), (b): the committed findings
+
+
+def _document() -> dict:
+    if not FINDINGS_JSON.exists():
+        pytest.skip(NOT_GENERATED)
+    return json.loads(FINDINGS_JSON.read_text(encoding="utf-8"))
+
+
+def test_readme_region_is_what_findings_json_renders_to():
+    document = _document()
+    region = readme_region((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert region is not None, f"README.md has no {START_MARKER} … {END_MARKER} region: {REGENERATE}"
+    assert region == render_findings(document), (
+        "the README findings differ from what docs/findings.json renders to (hand-edited, or the renderer "
+        f"changed): {REGENERATE}")
+
+
+def test_findings_json_comes_from_the_current_code():
+    """Skipped only when THINKALIKE_SKIP_FINDINGS_DIGEST=1 (development between default runs)."""
+    document = _document()
+    if os.environ.get(SKIP_DIGEST) == "1":
+        pytest.skip(f"{SKIP_DIGEST}=1: the findings' source digest is not checked")
+    current = source_digest(ROOT)
+    assert document.get("source_digest") == current, (
+        f"docs/findings.json was generated from other code or configuration (digest "
+        f"{str(document.get('source_digest'))[:12]}, commit {str(document.get('git_commit'))[:12]}) than the "
+        f"tracked files under src/ and conf/base/ now ({current[:12]}): {REGENERATE}")
+
+
+# --------------------------------------------------------------------------- tables shaped like the default run's
+
+
+def _parameters() -> dict:
+    parameters = {}
+    for path in sorted((ROOT / "conf" / "base").glob("parameters_*.yml")):
+        parameters.update(yaml.safe_load(path.read_text()))
+    return parameters
+
+
+def _pairs(spec: dict, models: list[str]) -> list[tuple[str, str]]:
+    pairs = [(m, m) for m in models] if spec.get("intra") else []
+    pairs += [tuple(p) for p in spec.get("explicit") or []]
+    pairs += list(itertools.combinations(spec.get("all_pairs_of") or [], 2))
+    pairs += [(ref, other) for ref, others in (spec.get("against") or {}).items() for other in others]
+    return list(dict.fromkeys(pairs))
+
+
+def _depth(config: dict) -> int:
+    arch = config["architecture"]
+    return int(arch.get("n_layers", arch.get("num_hidden_layers")))
+
+
+def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
+    """Every table collect_findings reads, with the default configuration's models and pairs and made-up numbers.
+    ``asymmetry``: how much more SoLU → GeLU costs than GeLU → SoLU over their floors."""
+    rng = np.random.default_rng(seed)
+    parameters = _parameters()
+    zoo = parameters["zoo"]["models"]
+    models = list(zoo)
+    depth = {m: _depth(c) for m, c in zoo.items()}
+    V = 394
+    tables: dict = {"parameters": parameters, "model_configs": {m: {**c, "objective": c.get("objective", "causal")}
+                                                                for m, c in zoo.items()}}
+    tables["corpus_statistics"] = {"n_sentences": 5000, "vocab_size": V, "n_train_sequences": 1167,
+                                   "n_heldout_sequences": 130, "n_evaluation_texts": 400, "n_evaluation_tokens": 3500,
+                                   "unigram_entropy_nats": 4.4}
+    tables["zoo_summary"] = pd.DataFrame({"model": models, "n_parameters": 1000, "steps": 300, "train_seconds": 10.0,
+                                          "heldout_loss": 2.3, "unigram_entropy": 4.4,
+                                          "improvement": rng.uniform(0.41, 0.6, len(models)), "beats_baseline": True})
+    # CKA
+    rows = []
+    for a, b in _pairs(parameters["cka"]["pairs"], models):
+        cka = 1.0 if a == b else float(rng.uniform(0.75, 0.95))
+        rows.append({"model_a": a, "model_b": b, "layers_a": depth[a] + 1, "layers_b": depth[b] + 1,
+                     "mean_matched_cka": cka, "arccos_distance": 0.0 if a == b else float(rng.uniform(0.7, 1.4)),
+                     "n_matched_layers": 3, "n_finite_layers": 3, "n_tokens": 3313})
+    tables["cka_distances"] = pd.DataFrame(rows)
+    # stitching: both directions and self baselines, diagonal, three kinds
+    explicit = [tuple(p) for p in parameters["stitching"]["pairs"]["explicit"]]
+    ordered = list(dict.fromkeys([*explicit, *[(b, a) for a, b in explicit],
+                                  *[(m, m) for pair in explicit for m in pair]]))
+    rows = []
+    for f, g in ordered:
+        for layer in range(min(depth[f], depth[g]) + 1):
+            for kind in ("identity", "affine", "affine_ln"):
+                if kind == "identity":
+                    penalty = 0.0 if f == g else float(rng.uniform(0.03, 6.0))
+                else:
+                    floor = -0.02 * (1 + (layer == 0))
+                    penalty = floor if f == g else floor + 0.02 + (asymmetry if f.startswith("solu") else 0.0)
+                    penalty += float(rng.uniform(-0.002, 0.002))
+                half = 0.0 if kind == "identity" and f == g else 0.01
+                rows.append({"model_f": f, "layer_f": layer, "model_g": g, "layer_g": layer, "stitch": kind,
+                             "loss": 2.0 + penalty, "ci_low": penalty - half, "ci_high": penalty + half, "g_loss": 2.0,
+                             "f_loss": 2.0, "penalty": penalty, "steps": 0 if kind == "identity" else 150,
+                             "train_tokens": 74688, "eval_tokens": 2496, "ci_level": 0.95,
+                             "train_source": "train_sequences"})
+    tables["stitching_penalties"] = pd.DataFrame(rows)
+    tables["stitching_phis"] = pd.DataFrame({"model_f": [r["model_f"] for r in rows], "n_eval_sequences": 39})
+    # MLEM
+    features = ["pos", "word_role", "word_position", "number", "tense", "in_relative_clause"]
+    rows = []
+    for m in models:
+        for layer in range(depth[m] + 1):
+            spearman = float(rng.uniform(0.25, 0.6))
+            importance = dict(zip(features, [0.3, 0.05, 0.1, 0.01, -0.005, 0.04]))
+            if m.startswith("mamba") and layer == depth[m]:
+                importance["word_role"] = 0.41
+            for fold in (-1, 0, 1, 2, 3, 4):
+                for feature in features:
+                    rows.append({"model": m, "layer": layer, "feature": feature, "importance": importance[feature],
+                                 "spearman_heldout": spearman, "fold": fold, "n_stimuli": 1000, "pairs_per_step": 1024,
+                                 "level": "word", "stimuli": "corpus"})
+    tables["mlem_profiles"] = pd.DataFrame(rows)
+    labels = [(m, layer) for m in models for layer in range(depth[m] + 1)]
+    odd = ("mamba_2l", depth["mamba_2l"])
+    for method in ("feature", "rsa"):
+        rows = [{"model_a": a[0], "layer_a": a[1], "model_b": b[0], "layer_b": b[1],
+                 "similarity": -0.5 if method == "feature" and odd in (a, b) and a != b else float(rng.uniform(0.3, 1))}
+                for a in labels for b in labels]
+        tables[f"mlem_{method}_similarity"] = pd.DataFrame(rows)
+    # embedding
+    ks = [10, 50, 100, 200, 300, V]
+    rows = []
+    for m in models:
+        for distribution in ("normal", "ff_values", "residual"):
+            for k in ks:
+                rows.append({"model": m, "distribution": distribution, "variant": "one_sample", "e_prime": "pinv",
+                             "k": k, "n": 300, "score": min(1.0, 0.4 + k / V), "condition_number": 8.0})
+                rows.append({"model": m, "distribution": distribution, "variant": "one_sample",
+                             "e_prime": "transpose", "k": k, "n": 300, "score": 0.9 - abs(k - 50) / 1000,
+                             "condition_number": 8.0})
+    tables["embedding_keep_k"] = pd.DataFrame(rows)
+    replicas = ["gelu_4l", "gelu_4l_seed1", "gelu_4l_seed2"]
+    groups = ["FF_key", "FF_value", "W_Q", "W_K", "W_V", "W_O"]
+    tables["embedding_alignment"] = pd.DataFrame(
+        [{"model_a": a, "model_b": b, "group": group, "space": space, "n_layers_a": 4, "n_layers_b": 4,
+          "diagonal_fraction": (0.25 if space == "raw" else 1.0 - 0.15 * i), "matching": ""}
+         for a, b in itertools.combinations(replicas, 2) for i, group in enumerate(groups)
+         for space in ("projected", "raw")])
+    rows = [{"model": "gelu_4l", "task": "tense", "source": source, "group": group, "layer": layer, "n_vectors": 10,
+             "k": 20, "feature_fraction": float(rng.uniform(0.1, 0.6)), "chance_fraction": 0.16}
+            for group in groups for layer in (2, 3) for source in ("finetune_diff", "random_rows")]
+    rows.append({"model": "gelu_4l", "task": "tense", "source": "classifier", "group": "head", "layer": 4,
+                 "n_vectors": 2, "k": 20, "feature_fraction": 0.18, "chance_fraction": 0.16})
+    tables["embedding_feature_fractions"] = pd.DataFrame(rows)
+    tables["embedding_finetune_curves"] = pd.DataFrame({"model": "gelu_4l", "step": [300, 600], "train_loss": 0.3})
+    tables["embedding_zero_shot"] = pd.DataFrame(
+        [{"model_a": "gelu_4l", "model_b": b, "task": "tense", "layers_from_b": layer,
+          "accuracy": 0.855 if b == "gelu_4l" else float(rng.uniform(0.28, 0.72)), "own_accuracy": 0.855,
+          "chance": 0.735, "n_sentences": 400}
+         for b in ["gelu_4l", *replicas[1:], "gelu_3l"] for layer in range(4)])
+    # NLI
+    from thinkalike.pipelines.nli.analysis import BASELINE, RELATIONS, copy_names, split_groups
+
+    copies = copy_names(10)
+    pairs = pd.DataFrame({"split": ["train"] * 200 + ["test"] * 40 + ["ood"] * 80,
+                          "subcase": ["swap"] * 240 + [s for s in ("passive", "relative_clause", "preposition",
+                                                                    "conjunction") for _ in range(20)],
+                          "label": (["entailed", "non_entailed"] * 160)})
+    tables["models.nli.pairs"] = pairs
+    rows = []
+    for model in [*copies, BASELINE]:
+        non = 0.0 if model == BASELINE else float(rng.uniform(0.07, 0.19))
+        rows.append({"model": model, "split": "test", "subcase": "all", "label": "all", "n_pairs": 40,
+                     "accuracy": 0.95 if model == BASELINE else float(rng.uniform(0.82, 0.85))})
+        for subcase in ("passive", "relative_clause", "preposition", "conjunction"):
+            shift = {"relative_clause": 0.1, "preposition": -0.05}.get(subcase, 0.0)
+            rows.append({"model": model, "split": "ood", "subcase": subcase, "label": "non_entailed", "n_pairs": 10,
+                         "accuracy": max(0.0, non + shift) if model != BASELINE else 0.0})
+            rows.append({"model": model, "split": "ood", "subcase": subcase, "label": "entailed", "n_pairs": 10,
+                         "accuracy": 1.0})
+        rows.append({"model": model, "split": "ood", "subcase": "all", "label": "non_entailed", "n_pairs": 40,
+                     "accuracy": non})
+        rows.append({"model": model, "split": "ood", "subcase": "all", "label": "entailed", "n_pairs": 40,
+                     "accuracy": 1.0})
+    accuracy = pd.DataFrame(rows)
+    tables["models.nli.accuracy"] = accuracy
+    tables["models.nli.groups"] = split_groups(accuracy, 3)
+    rows = []
+    for data in ("test", "ood"):
+        for layer in range(5):
+            for relation in RELATIONS:
+                mean = (0.03 + 0.07 * layer) if data == "test" else float(rng.uniform(-0.03, 0.03))
+                rows.append({"data": data, "layer": layer, "relation_depth": layer / 4, "relative_depth": layer / 4,
+                             "relation": relation, "mean_penalty": mean, "ci_low": mean - 0.05,
+                             "ci_high": mean + 0.05, "mean_stitched_accuracy": 0.8, "n_pairs": 6})
+    tables["models.nli.stitching_groups"] = pd.DataFrame(rows)
+    tables["models.nli.stitching"] = pd.DataFrame([{"model_f": f, "model_g": g} for f in copies for g in copies
+                                                   if f != g])
+    tables["models.nli.cka_group_curves"] = pd.DataFrame(
+        [{"group_a": a, "group_b": b, "relative_depth": d, "mean": float(rng.uniform(0.82, 0.92)), "ci_low": 0.8,
+          "ci_high": 0.95, "n": 3}
+         for a, b in (("generalizing", "generalizing"), ("generalizing", "heuristic"), ("heuristic", "heuristic"))
+         for d in (0.0, 0.25, 0.5, 0.75, 1.0)])
+    tables["models.nli.sweep"] = pd.DataFrame([{"status": "not_needed",
+                                                "note": "the seeds spread: OOD non-entailed accuracy range 0.120 >= "
+                                                        "nli.min_spread = 0.1"}])
+    tables["models.nli.training_curves"] = pd.DataFrame({"model": ["nli_encoder", *copies],
+                                                         "step": [1000, *[400] * 10],
+                                                         "stage": ["pretraining", *["fine-tuning"] * 10]})
+    tables["models.nli.encoder.model_config"] = {"family": "bridge", "bridge_config": {"n_layers": 4}}
+    # timings
+    nodes = [("corpus", "generate_corpus", 1.0), *[("zoo", f"models.{m}.train_model", 10.0) for m in models],
+             ("activations", "models.gelu_2l.extract_activations", 4.0), ("stitching", "s.stitch_pair", 283.0),
+             ("cka", "c.compare_pair", 28.0), ("mlem", "m.fit_mlem", 67.0), ("embedding", "e.summarise", 60.0),
+             ("nli", "models.nli.encoder.pretrain_encoder", 67.0),
+             *[("nli", f"models.nli.{c}.finetune_copy", 14.3) for c in copies],
+             *[("nli", f"models.nli.identity_stitching.{c}.stitch_from_copy", 3.4) for c in copies],
+             ("nli", "models.nli.write_report", 10.0)]
+    start = pd.Timestamp("2026-11-26T10:00:00Z")
+    rows = [{"node": "(start)", "namespace": "", "pipeline": "(run)", "status": "completed", "started_at": start,
+             "seconds": 0.0, "span_seconds": 5.0, "peak_rss_mb": float("nan")}]
+    rows += [{"node": node, "namespace": "", "pipeline": pipeline, "status": "completed", "started_at": start,
+              "seconds": seconds, "span_seconds": seconds, "peak_rss_mb": 1400.0} for pipeline, node, seconds in nodes]
+    timings = pd.DataFrame(rows)
+    for column in ("cpu_seconds", "load_seconds", "save_seconds", "other_seconds", "peak_rss_growth_mb"):
+        timings[column] = 0.0
+    timings["run_seconds"] = timings["span_seconds"].sum()
+    tables["run_timings"] = timings
+    return tables
+
+
+# --------------------------------------------------------------------------- collection and rendering
+
+
+def _numbers(value) -> list:
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    return [value] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
+
+
+def test_default_shaped_outputs_fill_every_paragraph():
+    findings = collect_findings(default_shaped_tables())
+    text = render_findings(findings)
+    assert "not in these outputs" not in text and "n/a" not in text, text
+    assert all(math.isfinite(n) for n in _numbers(findings))
+    round_trip = json.loads(json.dumps(findings, sort_keys=True))
+    assert text == render_findings(round_trip), "rendering must not depend on a JSON round trip or the key order"
+    paragraphs = text.strip().split("\n\n")
+    assert len(paragraphs) == 7  # note, timing, CKA, stitching, MLEM, embedding, NLI
+    assert paragraphs[1].startswith("The default run (measured on ")
+    assert paragraphs[2].startswith("What the default run finds (special tokens excluded, 3,313 tokens). CKA: ")
+    for start in ("Stitching (diagonal layers; φ trained for 150 SGD steps", "MLEM (word level: 1,000 words",
+                  "Embedding space (V = 394).", "NLI (Brown et al. §4 offline; 200 training pairs"):
+        assert any(p.startswith(start) for p in paragraphs), start
+    timing = paragraphs[1]
+    assert "zoo of 16 models" in timing and "a GPT-NeoX family of 4 sizes of which `neox_odd` has head dimension 40" \
+        in timing and "every model at least 41 % below" in timing and "10 copies 2 min 23 s" in timing
+    assert "stitching (111 stitches, 74 of them trained on 74,688 tokens) 4 min 43 s" in timing
+    assert "identity stitching of 90 ordered pairs" in timing and "CKA of 25 pairs" in timing
+    assert render_findings(findings) == text
+
+
+def test_the_numbers_in_the_text_are_the_collected_ones():
+    tables = default_shaped_tables(seed=3)
+    findings = collect_findings(tables)
+    text = render_findings(findings)
+    distances = tables["cka_distances"].set_index(["model_a", "model_b"])
+    control = distances.loc[("solu_2l_shared_seed", "gelu_2l")]
+    assert f"gives {control['mean_matched_cka']:.2f} (distance {control['arccos_distance']:.2f})" in text
+    groups = tables["models.nli.groups"]
+    low, high = groups["test_accuracy"].min(), groups["test_accuracy"].max()
+    assert f"The copies score {low:.3f}–{high:.3f} in distribution" in text
+    spearman = tables["mlem_profiles"].groupby(["model", "layer"])["spearman_heldout"].first()
+    assert f"{spearman.min():.2f}–{spearman.max():.2f} over the 16 models — below the > 0.7" in text
+    assert "`mamba_2l`'s last layer switches to the word's syntactic role (0.41, part of speech 0.30)" in text
+    assert "it is the odd one out of the feature-based similarity (weighted τ)" in text
+
+
+def test_stitching_asymmetry_is_measured_against_the_self_floor():
+    text = render_findings(collect_findings(default_shaped_tables(asymmetry=0.08)))
+    assert ("Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at every layer, "
+            "with both φ kinds and at both depths — the asymmetry Brown et al. report") in text
+    assert "The same-seed control keeps the asymmetry" in text
+    # the same raw penalties with GeLU's floors raised above SoLU's: over the floors the asymmetry reverses
+    tables = default_shaped_tables(asymmetry=0.08)
+    penalties = tables["stitching_penalties"]
+    gelu_self = (penalties["model_f"] == penalties["model_g"]) & penalties["model_g"].str.startswith("gelu") & \
+        (penalties["stitch"] != "identity")
+    for column in ("penalty", "ci_low", "ci_high"):
+        penalties.loc[gelu_self, column] += 0.2
+    text = render_findings(collect_findings(tables))
+    assert "cost no more than GeLU's into SoLU at any of 14 layer cells — not the asymmetry Brown et al. report" in text
+    assert "The same-seed control loses the asymmetry" in text
+
+
+def test_several_phi_seeds_per_stitch_are_averaged():
+    tables = default_shaped_tables()
+    penalties = tables["stitching_penalties"]
+    twice = pd.concat([penalties.assign(phi_seed=0), penalties.assign(phi_seed=1, penalty=penalties["penalty"] + 0.002)],
+                      ignore_index=True)
+    tables["stitching_penalties"] = twice
+    findings = collect_findings(tables)
+    assert findings["stitching"]["n_stitches"] == len(penalties) and findings["stitching"]["phi_seeds"] == 2
+    assert "2 φ seeds each (averaged)" in render_findings(findings)
+
+
+def test_nli_verdicts_follow_the_numbers():
+    tables = default_shaped_tables()
+    text = render_findings(collect_findings(tables))
+    assert "costs more accuracy the deeper it is for every relation" in text
+    assert "the groups do not diverge as Brown et al. found" in text
+    assert "CKA does not separate the groups either" in text
+    assert "every copy answers \"entailed\" to most of them" in text
+    assert "highest on relative clauses" in text and "lowest on prepositional phrases" in text
+    by_group = tables["models.nli.stitching_groups"]
+    between = (by_group["relation"] == "between") & (by_group["data"] == "test") & (by_group["layer"] >= 3)
+    for column in ("mean_penalty", "ci_low", "ci_high"):
+        by_group.loc[between, column] += 0.3
+    text = render_findings(collect_findings(tables))
+    assert "at layer(s) 3 and 4 stitching *between* the groups is worse than within both with separated intervals: " \
+           "the groups diverge there" in text
+
+
+def test_mlem_comparison_with_the_paper_follows_the_numbers():
+    tables = default_shaped_tables()
+    tables["mlem_profiles"].loc[tables["mlem_profiles"]["model"] == "neox_l", "spearman_heldout"] = 0.75
+    text = render_findings(collect_findings(tables))
+    assert "reaching the > 0.7 the paper reports on BERT, GPT-2 and Mamba only at its top" in text
+
+
+@pytest.mark.parametrize("table, sentence", [
+    ("stitching_penalties", "Stitching: not in these outputs (no `stitching_penalties`: the pipeline was not run)."),
+    ("cka_distances", "CKA: not in these outputs (no `cka_distances`: the pipeline was not run)."),
+    ("mlem_profiles", "MLEM: not in these outputs (no `mlem_profiles`: the pipeline was not run)."),
+    ("embedding_keep_k", "keep-k: not in these outputs (no `embedding_keep_k`: the pipeline was not run)."),
+    ("models.nli.groups", "NLI (Brown et al. §4 offline): not in these outputs (no `models.nli.groups`: the "
+                          "pipeline was not run)."),
+    ("run_timings", ": no `run_timings` table in these outputs, so no timings."),
+])
+def test_a_missing_table_says_its_pipeline_was_not_run(table, sentence):
+    tables = default_shaped_tables()
+    del tables[table]
+    text = render_findings(collect_findings(tables))
+    assert sentence in text
+
+
+def test_no_outputs_at_all_still_render():
+    text = render_findings(collect_findings({}))
+    assert text.count("not in these outputs") >= 7 and "no `run_timings` table" in text
+
+
+# --------------------------------------------------------------------------- the README region and the digest
+
+
+LEGACY = """# Title
+
+Intro.
+
+The default run (measured on 2 CPU cores, idle): corpus 1 s; …
+… 15-minute budget).
+
+What the default run finds (special tokens excluded, 3,313 tokens). CKA: …
+
+NLI (Brown et al. §4 offline; …
+… (`benchmarks/nli_pretraining.py`).
+
+### CKA, as computed here
+
+Unchanged.
+"""
+
+
+def test_the_first_write_replaces_the_hand_written_paragraphs_and_later_writes_only_the_region():
+    first = replace_region(LEGACY, "generated one\n")
+    assert first == ("# Title\n\nIntro.\n\n" + START_MARKER + "\ngenerated one\n" + END_MARKER
+                     + "\n\n### CKA, as computed here\n\nUnchanged.\n")
+    assert readme_region(first) == "generated one\n"
+    second = replace_region(first, "generated two\n")
+    assert second == first.replace("generated one", "generated two")
+    assert replace_region(second, "generated two\n") == second
+    with pytest.raises(ValueError, match="neither the markers"):
+        replace_region("# nothing here\n", "x\n")
+
+
+def test_source_digest_covers_the_tracked_code_and_configuration(tmp_path, tmp_path_factory):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    for path, content in {"src/a.py": "x = 1\n", "conf/base/p.yml": "a: 1\n", "conf/local/c.yml": "secret\n",
+                          "README.md": "text\n"}.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(content)
+    git("add", "src/a.py", "conf/base/p.yml", "README.md")
+    digest = source_digest(tmp_path)
+    assert re.fullmatch(r"[0-9a-f]{64}", digest)
+    (tmp_path / "README.md").write_text("other\n")
+    (tmp_path / "conf/local/c.yml").write_text("other\n")
+    (tmp_path / "src/untracked.py").write_text("y = 2\n")
+    assert source_digest(tmp_path) == digest  # neither untracked files nor files outside src/, conf/base/
+    (tmp_path / "conf/base/p.yml").write_text("a: 2\n")
+    changed = source_digest(tmp_path)
+    assert changed != digest
+    (tmp_path / "src/a.py").unlink()
+    assert source_digest(tmp_path) not in (digest, changed)
+    with pytest.raises(RuntimeError, match="not a git work tree"):
+        source_digest(tmp_path_factory.mktemp("not_a_repository"))
