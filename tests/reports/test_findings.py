@@ -335,6 +335,22 @@ def test_several_phi_seeds_per_stitch_are_averaged():
     assert "2 φ seeds each (averaged)" in render_findings(findings)
 
 
+def test_phi_seed_columns_and_scored_targets_are_reported():
+    tables = default_shaped_tables()
+    penalties = tables["stitching_penalties"]
+    trained = penalties["stitch"] != "identity"
+    penalties["n_phi_seeds"] = np.where(trained, 3, 1)
+    penalties["penalty_seed_min"] = penalties["penalty"] - np.where(trained, 0.004, 0.0)
+    penalties["penalty_seed_max"] = penalties["penalty"] + np.where(trained, 0.003, 0.0)
+    penalties["penalty_seed_std"] = np.where(trained, 0.003, 0.0)
+    penalties["n_targets"] = 2457
+    penalties["exclude_special_targets"] = True
+    text = render_findings(collect_findings(tables))
+    assert ("74,688 tokens, 3 φ seeds per stitch (penalties are the first seed's; across seeds a penalty varies by "
+            "up to 0.007), and evaluated on 39 held-out sequences, 2,496 tokens (2,457 scored targets, special tokens "
+            "excluded);") in text
+
+
 def test_nli_verdicts_follow_the_numbers():
     tables = default_shaped_tables()
     text = render_findings(collect_findings(tables))

@@ -412,6 +412,17 @@ def _stitch_pair(cells: pd.DataFrame, pair: Mapping[str, Any], kinds: Sequence[s
     return {**pair, "kinds": by_kind}
 
 
+def _seed_columns(trained: pd.DataFrame) -> dict[str, Any] | None:
+    """φ seeds per trained stitch (``n_phi_seeds``) and the largest spread of a stitch's penalty across them
+    (``penalty_seed_max − penalty_seed_min``) and standard deviation, when the table has those columns."""
+    if "n_phi_seeds" not in trained or trained.empty:
+        return None
+    spread = (trained["penalty_seed_max"] - trained["penalty_seed_min"]) if {"penalty_seed_max", "penalty_seed_min"} \
+        <= set(trained.columns) else pd.Series(dtype=float)
+    return {"n": _ints(trained["n_phi_seeds"]), "max_spread": _f(spread.max()) if len(spread) else None,
+            "max_std": _f(trained["penalty_seed_std"].max()) if "penalty_seed_std" in trained else None}
+
+
 def _collect_stitching(tables: Mapping[str, Any], roles: Mapping[str, Any],
                        parameters: Mapping[str, Any]) -> dict[str, Any]:
     penalties = _table(tables, "stitching_penalties")
@@ -463,9 +474,12 @@ def _collect_stitching(tables: Mapping[str, Any], roles: Mapping[str, Any],
         "exclude_special_targets": (sorted({bool(v) for v in penalties["exclude_special_targets"].dropna()})
                                     if "exclude_special_targets" in penalties else None),
         "phi_seeds": int(cells["n_rows"].max()),
+        "n_targets": column(penalties, "n_targets"),
+        "seed_columns": _seed_columns(trained),
         "solu_gelu": [_stitch_pair(cells, p, kinds) for p in roles["solu_gelu"]],
         "control": [_stitch_pair(cells, p, kinds) for p in roles["control"]],
         "self": {"trained": self_trained, "span": _span(self_all["penalty"]),
+                 "n_negative": int((self_all["penalty"] < 0).sum()), "n": int(len(self_all)),
                  "identity_max_abs": _f(self_identity["penalty"].abs().max()) if len(self_identity) else None,
                  "zoo_steps": steps_of_self, "models": self_models},
         "identity_between": identity_span(roles["solu_gelu"]),
@@ -1127,9 +1141,18 @@ def _render_stitching(findings: Mapping[str, Any]) -> str:
     source = {"train_sequences": "the corpus's training sequences", "heldout": "held-out sequences"}
     sources = _list([source.get(s, s) for s in st["train_source"]]) or "n/a"
     seeds = f", {st['phi_seeds']} φ seeds each (averaged)" if st["phi_seeds"] > 1 else ""
+    seed_columns = st.get("seed_columns")
+    if seed_columns and seed_columns["n"] and max(seed_columns["n"]) > 1:
+        seeds = (f", {_ints_text(seed_columns['n'])} φ seeds per stitch (penalties are the first seed's; across seeds "
+                 f"a penalty varies by up to {_num(seed_columns['max_spread'], 3)})")
+    targets = ""
+    if st.get("n_targets"):
+        excluded = st.get("exclude_special_targets") == [True]
+        targets = (f" ({_ints_text(st['n_targets'])} scored targets"
+                   + (", special tokens excluded" if excluded else "") + ")")
     head = (f"Stitching ({st['grid'] or 'mixed'} layers; φ trained for {_ints_text(st['steps'])} SGD steps on "
             f"{sources}, {_ints_text(st['train_tokens'])} tokens{seeds}, and evaluated on "
-            f"{_ints_text(st['n_eval_sequences'])} held-out sequences, {_ints_text(st['eval_tokens'])} tokens; "
+            f"{_ints_text(st['n_eval_sequences'])} held-out sequences, {_ints_text(st['eval_tokens'])} tokens{targets}; "
             f"penalties in nats/token with {level} bootstrap intervals, each set against its floor: the target "
             "model stitched into itself at the same layer with the same φ kind).")
     sentences = [head]
@@ -1188,7 +1211,7 @@ def _render_stitching(findings: Mapping[str, Any]) -> str:
         lowest_at_0 = all(v["lowest_layer"] == 0 for v in own["trained"].values())
         steps = f" ({_ints_text(own['zoo_steps'])} training steps)" if own["zoo_steps"] else ""
         text = f"Self-stitching floors are {_range(own['span'], 3, signed=True)}"
-        if own["span"][0] < 0:
+        if own["n_negative"] * 2 > own["n"]:
             text += (f": with {_ints_text(st['train_tokens'])} training tokens a trained φ on an under-trained "
                      f"model{steps} acts as a little extra training")
             if lowest_at_0 and embeddings:
@@ -1213,7 +1236,8 @@ def _render_stitching(findings: Mapping[str, Any]) -> str:
         sentences.append(_list(identity[:1] + [", ".join(identity[1:])] if len(identity) > 1 else identity,
                                "and").replace(" and ", " and ", 1) + ".")
     sentences.append("(`stitching.train_source: heldout`, φ trained on the held-out sequences left after the "
-                     "evaluation split, is not part of the default run: there φ overfits.)")
+                     "evaluation split, is not part of the default run; conf/base/parameters_stitching.yml notes "
+                     "what it gave.)")
     return " ".join(sentences)
 
 

@@ -3,15 +3,15 @@ findings from a project's latest saved outputs.
 
 Opens the Kedro project at PATH (default: the current directory) with its catalog (``--env``: the configuration
 environment the run used; default: Kedro's), loads the latest version of every table
-:data:`thinkalike.reports.findings.TABLES` names (a table never saved — its pipeline was not run — is left out, and
-its paragraph says so), every zoo model's saved config and the parameters, and writes ``docs/findings.json`` under
-the repository (``--repo``, default: PATH): the numbers (:func:`~thinkalike.reports.findings.collect_findings`), ``source_digest`` (the SHA-256 of the
-git-tracked files under ``src/`` and ``conf/base/``:
-:func:`~thinkalike.reports.findings.source_digest`) and, for information, the git commit and whether those files
-differ from it. With ``--write`` it also replaces the README's region between the markers with
-:func:`~thinkalike.reports.findings.render_findings` (one read-modify-write of README.md). The tests
-(``tests/reports/test_findings.py``) check that the README region is what the JSON renders to and that the JSON's
-digest is that of the current code.
+:data:`thinkalike.reports.findings.TABLES` names (a table never saved — its pipeline was not run — is left out,
+and its paragraph says so), every zoo model's saved config and the parameters, and writes ``docs/findings.json``
+under the repository (``--repo``, default: PATH): the numbers
+(:func:`~thinkalike.reports.findings.collect_findings`), ``source_digest`` (the SHA-256 of the git-tracked files
+under ``src/`` and ``conf/base/``: :func:`~thinkalike.reports.findings.source_digest`) and, for information, the
+git commit and whether those files differ from it. With ``--write`` it also replaces the README's region between
+the markers with :func:`~thinkalike.reports.findings.render_findings` (one read-modify-write of README.md). The
+tests (``tests/reports/test_findings.py``) check that the README region is what the JSON renders to and that the
+JSON's digest is that of the current code.
 """
 
 from __future__ import annotations
