@@ -75,3 +75,38 @@ def g8_data(g8):
 
     ids = sample_sequences(g8, 16384 + 256, seed=0)
     return ids[:16384], ids[16384:]
+
+
+@pytest.fixture(scope="session")
+def grammar_tokenizer():
+    """The project's tokenizer trained on 300 grammar sentences (vocabulary ≤ 90; <pad> 0, <unk> 1, <bos> 2,
+    <eos> 3, <mask> 4)."""
+    from thinkalike.language.grammar import generate_sentences
+    from thinkalike.language.tokenizer import train_tokenizer
+
+    return train_tokenizer(generate_sentences(300, seed=7)["text"].tolist(), vocab_size=90)
+
+
+@pytest.fixture(scope="session")
+def packed_rows(grammar_tokenizer):
+    """``(train, eval)`` rows of 16 tokens packed like the corpus's (``<bos> s₁ <eos> <bos> s₂ <eos> …``), from
+    disjoint sentences; a few ``<unk>`` put into the evaluation rows (real text: always a target)."""
+    from thinkalike.language.grammar import generate_sentences
+    from thinkalike.language.packing import pack_training_sequences
+
+    texts = generate_sentences(260, seed=11)["text"].tolist()
+    train = pack_training_sequences(texts[:200], grammar_tokenizer, 16)
+    evaluation = pack_training_sequences(texts[200:], grammar_tokenizer, 16).copy()
+    evaluation[::3, 5] = grammar_tokenizer.unk_token_id
+    return train, evaluation
+
+
+@pytest.fixture(scope="session")
+def tokenized_pair(grammar_tokenizer):
+    """``(f, g)``: a SoLU and a GeLU bridge of width 32 on the grammar tokenizer (random weights, sharpened)."""
+    vocab = len(grammar_tokenizer)
+    configs = [bridge_config(32, act, seed=seed) for act, seed in (("solu_ln", 1), ("gelu", 0))]
+    for config in configs:
+        config["bridge_config"]["d_vocab"] = vocab
+    return tuple(bridge_handle(name, config, sharpen=3.0, tokenizer=grammar_tokenizer)
+                 for name, config in zip(("solu_tok", "gelu_tok"), configs))
