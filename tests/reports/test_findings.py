@@ -261,6 +261,11 @@ def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
 # --------------------------------------------------------------------------- collection and rendering
 
 
+def _words(findings: dict) -> str:
+    """The rendered text with its line breaks as spaces (phrases are checked whatever the wrapping)."""
+    return render_findings(findings).replace("\n", " ")
+
+
 def _numbers(value) -> list:
     if isinstance(value, dict):
         return [n for v in value.values() for n in _numbers(v)]
@@ -276,7 +281,7 @@ def test_default_shaped_outputs_fill_every_paragraph():
     assert all(math.isfinite(n) for n in _numbers(findings))
     round_trip = json.loads(json.dumps(findings, sort_keys=True))
     assert text == render_findings(round_trip), "rendering must not depend on a JSON round trip or the key order"
-    paragraphs = text.strip().split("\n\n")
+    paragraphs = [p.replace("\n", " ") for p in text.strip().split("\n\n")]
     assert len(paragraphs) == 7  # note, timing, CKA, stitching, MLEM, embedding, NLI
     assert paragraphs[1].startswith("The default run (measured on ")
     assert paragraphs[2].startswith("What the default run finds (special tokens excluded, 3,313 tokens). CKA: ")
@@ -284,6 +289,7 @@ def test_default_shaped_outputs_fill_every_paragraph():
                   "Embedding space (V = 394).", "NLI (Brown et al. §4 offline; 200 training pairs"):
         assert any(p.startswith(start) for p in paragraphs), start
     timing = paragraphs[1]
+    assert "a SoLU with GeLU's seed as a control, 3 2-layer and 3 4-layer GeLU seed replicas" in timing
     assert "zoo of 16 models" in timing and "a GPT-NeoX family of 4 sizes of which `neox_odd` has head dimension 40" \
         in timing and "every model at least 41 % below" in timing and "10 copies 2 min 23 s" in timing
     assert "stitching (111 stitches, 74 of them trained on 74,688 tokens) 4 min 43 s" in timing
@@ -294,7 +300,7 @@ def test_default_shaped_outputs_fill_every_paragraph():
 def test_the_numbers_in_the_text_are_the_collected_ones():
     tables = default_shaped_tables(seed=3)
     findings = collect_findings(tables)
-    text = render_findings(findings)
+    text = _words(findings)
     distances = tables["cka_distances"].set_index(["model_a", "model_b"])
     control = distances.loc[("solu_2l_shared_seed", "gelu_2l")]
     assert f"gives {control['mean_matched_cka']:.2f} (distance {control['arccos_distance']:.2f})" in text
@@ -304,11 +310,21 @@ def test_the_numbers_in_the_text_are_the_collected_ones():
     spearman = tables["mlem_profiles"].groupby(["model", "layer"])["spearman_heldout"].first()
     assert f"{spearman.min():.2f}–{spearman.max():.2f} over the 16 models — below the > 0.7" in text
     assert "`mamba_2l`'s last layer switches to the word's syntactic role (0.41, part of speech 0.30)" in text
-    assert "it is the odd one out of the feature-based similarity (weighted τ)" in text
+    assert "it is the odd one out of the feature-based similarity (weighted τ −0.50 on average" in text
+
+
+def test_paragraphs_are_wrapped_without_starting_a_line_with_a_markdown_block_marker():
+    text = render_findings(collect_findings(default_shaped_tables()))
+    lines = text.split("\n")
+    assert max(len(line) for line in lines[1:]) <= 100  # the first is the HTML comment
+    from thinkalike.reports.findings import wrap
+    assert wrap("aaa bbb - ccc 1. ddd # eee", width=4) == "aaa\nbbb -\nccc 1.\nddd #\neee"
+    assert wrap("word " * 3 + "x" * 120) == "word word word\n" + "x" * 120
+    assert wrap(" ".join(["w"] * 60)).replace("\n", " ") == " ".join(["w"] * 60)
 
 
 def test_stitching_asymmetry_is_measured_against_the_self_floor():
-    text = render_findings(collect_findings(default_shaped_tables(asymmetry=0.08)))
+    text = _words(collect_findings(default_shaped_tables(asymmetry=0.08)))
     assert ("Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at every layer, "
             "with both φ kinds and at both depths — the asymmetry Brown et al. report") in text
     assert "The same-seed control keeps the asymmetry" in text
@@ -319,7 +335,7 @@ def test_stitching_asymmetry_is_measured_against_the_self_floor():
         (penalties["stitch"] != "identity")
     for column in ("penalty", "ci_low", "ci_high"):
         penalties.loc[gelu_self, column] += 0.2
-    text = render_findings(collect_findings(tables))
+    text = _words(collect_findings(tables))
     assert "cost no more than GeLU's into SoLU at any of 14 layer cells — not the asymmetry Brown et al. report" in text
     assert "The same-seed control loses the asymmetry" in text
 
@@ -332,7 +348,7 @@ def test_several_phi_seeds_per_stitch_are_averaged():
     tables["stitching_penalties"] = twice
     findings = collect_findings(tables)
     assert findings["stitching"]["n_stitches"] == len(penalties) and findings["stitching"]["phi_seeds"] == 2
-    assert "2 φ seeds each (averaged)" in render_findings(findings)
+    assert "2 φ seeds each (averaged)" in _words(findings)
 
 
 def test_phi_seed_columns_and_scored_targets_are_reported():
@@ -345,7 +361,7 @@ def test_phi_seed_columns_and_scored_targets_are_reported():
     penalties["penalty_seed_std"] = np.where(trained, 0.003, 0.0)
     penalties["n_targets"] = 2457
     penalties["exclude_special_targets"] = True
-    text = render_findings(collect_findings(tables))
+    text = _words(collect_findings(tables))
     assert ("74,688 tokens, 3 φ seeds per stitch (penalties are the first seed's; across seeds a penalty varies by "
             "up to 0.007), and evaluated on 39 held-out sequences, 2,496 tokens (2,457 scored targets, special tokens "
             "excluded);") in text
@@ -353,7 +369,7 @@ def test_phi_seed_columns_and_scored_targets_are_reported():
 
 def test_nli_verdicts_follow_the_numbers():
     tables = default_shaped_tables()
-    text = render_findings(collect_findings(tables))
+    text = _words(collect_findings(tables))
     assert "costs more accuracy the deeper it is for every relation" in text
     assert "the groups do not diverge as Brown et al. found" in text
     assert "CKA does not separate the groups either" in text
@@ -363,7 +379,7 @@ def test_nli_verdicts_follow_the_numbers():
     between = (by_group["relation"] == "between") & (by_group["data"] == "test") & (by_group["layer"] >= 3)
     for column in ("mean_penalty", "ci_low", "ci_high"):
         by_group.loc[between, column] += 0.3
-    text = render_findings(collect_findings(tables))
+    text = _words(collect_findings(tables))
     assert "at layer(s) 3 and 4 stitching *between* the groups is worse than within both with separated intervals: " \
            "the groups diverge there" in text
 
@@ -371,7 +387,7 @@ def test_nli_verdicts_follow_the_numbers():
 def test_mlem_comparison_with_the_paper_follows_the_numbers():
     tables = default_shaped_tables()
     tables["mlem_profiles"].loc[tables["mlem_profiles"]["model"] == "neox_l", "spearman_heldout"] = 0.75
-    text = render_findings(collect_findings(tables))
+    text = _words(collect_findings(tables))
     assert "reaching the > 0.7 the paper reports on BERT, GPT-2 and Mamba only at its top" in text
 
 
@@ -387,12 +403,12 @@ def test_mlem_comparison_with_the_paper_follows_the_numbers():
 def test_a_missing_table_says_its_pipeline_was_not_run(table, sentence):
     tables = default_shaped_tables()
     del tables[table]
-    text = render_findings(collect_findings(tables))
+    text = _words(collect_findings(tables))
     assert sentence in text
 
 
 def test_no_outputs_at_all_still_render():
-    text = render_findings(collect_findings({}))
+    text = _words(collect_findings({}))
     assert text.count("not in these outputs") >= 7 and "no `run_timings` table" in text
 
 
