@@ -124,6 +124,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     project = args.project.resolve()
     repo = (args.repo or project).resolve()
+    try:
+        source_digest(repo)
+    except RuntimeError as error:
+        print(f"error: {error}; --repo must name the git work tree of the code that ran", file=sys.stderr)
+        return 2
     catalog, parameters = open_catalog(project, args.env)
     document = findings_document(load_tables(catalog, parameters), repo)
     write_json(document, repo / FINDINGS_JSON)
