@@ -407,6 +407,19 @@ def test_a_missing_table_says_its_pipeline_was_not_run(table, sentence):
     assert sentence in text
 
 
+def test_a_table_without_the_columns_it_needs_spoils_only_its_own_paragraph():
+    from thinkalike.reports.findings import collect_errors
+
+    tables = default_shaped_tables()
+    tables["mlem_profiles"] = tables["mlem_profiles"].drop(columns=["spearman_heldout"])
+    findings = collect_findings(tables)
+    errors = collect_errors(findings)
+    assert len(errors) == 1 and errors[0].startswith("mlem: KeyError") and "spearman_heldout" in errors[0]
+    text = _words(findings)
+    assert "MLEM: its tables could not be read (KeyError: " in text
+    assert "Stitching (diagonal layers" in text and "the NLI experiment" in text
+
+
 def test_no_outputs_at_all_still_render():
     text = _words(collect_findings({}))
     assert text.count("not in these outputs") >= 7 and "no `run_timings` table" in text

@@ -256,16 +256,33 @@ def collect_findings(tables: Mapping[str, Any]) -> dict[str, Any]:
         "literature": LITERATURE,
         "budget_seconds": RUN_BUDGET_SECONDS,
         "roles": roles,
-        "corpus": _collect_corpus(tables),
-        "zoo": _collect_zoo(tables, parameters),
-        "timing": _collect_timing(tables),
-        "cka": _collect_cka(tables, roles, parameters),
-        "stitching": _collect_stitching(tables, roles, parameters),
-        "mlem": _collect_mlem(tables, roles),
-        "embedding": _collect_embedding(tables, roles),
-        "nli": _collect_nli(tables, parameters),
+        "corpus": _guarded(_collect_corpus, tables),
+        "zoo": _guarded(_collect_zoo, tables, parameters),
+        "timing": _guarded(_collect_timing, tables),
+        "cka": _guarded(_collect_cka, tables, roles, parameters),
+        "stitching": _guarded(_collect_stitching, tables, roles, parameters),
+        "mlem": _guarded(_collect_mlem, tables, roles),
+        "embedding": _guarded(_collect_embedding, tables, roles),
+        "nli": _guarded(_collect_nli, tables, parameters),
     }
     return json.loads(json.dumps(_jsonable(findings), allow_nan=False))
+
+
+def _guarded(collect: Any, *args: Any) -> dict[str, Any]:
+    """``collect(*args)``, or ``{"error": …}`` when a table does not have what it needs (a changed schema): one
+    section's failure does not stop the others (the command reports errors and does not write the README)."""
+    try:
+        return collect(*args)
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError) as error:
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
+def collect_errors(findings: Any, where: str = "") -> list[str]:
+    """``"<section>: <error>"`` for every section that could not be collected."""
+    if isinstance(findings, Mapping):
+        found = [f"{where or 'findings'}: {findings['error']}"] if "error" in findings else []
+        return found + [e for key, value in findings.items() for e in collect_errors(value, f"{where}.{key}".strip("."))]
+    return []
 
 
 def _collect_corpus(tables: Mapping[str, Any]) -> dict[str, Any]:
@@ -583,13 +600,12 @@ def _odd_one_out(similarity: pd.DataFrame | None) -> dict[str, Any] | None:
 
 def _collect_embedding(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dict[str, Any]:
     statistics = tables.get("corpus_statistics") if isinstance(tables.get("corpus_statistics"), Mapping) else {}
-    return {"keep_k": _collect_keep_k(_table(tables, "embedding_keep_k"), roles, statistics.get("vocab_size"),
-                                      tables),
-            "alignment": _collect_alignment(_table(tables, "embedding_alignment")),
-            "finetune": _collect_finetune(_table(tables, "embedding_feature_fractions"),
-                                          _table(tables, "embedding_finetune_curves"),
-                                          _table(tables, "embedding_zero_shot")),
-            "zero_shot": _collect_zero_shot(_table(tables, "embedding_zero_shot"))}
+    return {"keep_k": _guarded(_collect_keep_k, _table(tables, "embedding_keep_k"), roles,
+                               statistics.get("vocab_size"), tables),
+            "alignment": _guarded(_collect_alignment, _table(tables, "embedding_alignment")),
+            "finetune": _guarded(_collect_finetune, _table(tables, "embedding_feature_fractions"),
+                                 _table(tables, "embedding_finetune_curves"), _table(tables, "embedding_zero_shot")),
+            "zero_shot": _guarded(_collect_zero_shot, _table(tables, "embedding_zero_shot"))}
 
 
 def _collect_keep_k(keep: pd.DataFrame | None, roles: Mapping[str, Any], vocab: int | None,
@@ -779,10 +795,10 @@ def _collect_nli(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> di
     gen = copies[copies["group"] == GENERALIZING]["ood_non_entailed_accuracy"]
     heur = copies[copies["group"] == HEURISTIC]["ood_non_entailed_accuracy"]
     result["groups"] = {"k": int(len(gen)), "generalizing": _span(gen), "heuristic": _span(heur)}
-    result["stitching"] = _collect_nli_stitching(_table(tables, "models.nli.stitching_groups"),
-                                                 _table(tables, "models.nli.stitching"))
-    result["cka"] = _collect_nli_cka(_table(tables, "models.nli.cka_group_curves"))
-    result["sweep"] = _collect_sweep(_table(tables, "models.nli.sweep"))
+    result["stitching"] = _guarded(_collect_nli_stitching, _table(tables, "models.nli.stitching_groups"),
+                                   _table(tables, "models.nli.stitching"))
+    result["cka"] = _guarded(_collect_nli_cka, _table(tables, "models.nli.cka_group_curves"))
+    result["sweep"] = _guarded(_collect_sweep, _table(tables, "models.nli.sweep"))
     return result
 
 
@@ -914,6 +930,8 @@ def missing_tables(findings: Any) -> list[str]:
 
 
 def _not_run(what: str, section: Mapping[str, Any]) -> str | None:
+    if "error" in section:
+        return f"{what}: its tables could not be read ({section['error']})."
     if "missing" in section:
         names = ", ".join(_code(n) for n in section["missing"])
         return f"{what}: not in these outputs (no {names}: the pipeline was not run)."
@@ -1002,12 +1020,14 @@ def _render_timing(findings: Mapping[str, Any]) -> str:
             f"{machine['architecture']})")
     if "missing" in timing:
         return head + ": no `run_timings` table in these outputs, so no timings."
+    if "error" in timing:
+        return head + f": its `run_timings` table could not be read ({timing['error']})."
     pipelines = timing["pipelines"]
     stitching, cka, mlem, nli = findings["stitching"], findings["cka"], findings["mlem"], findings["nli"]
     # each pipeline: (what it did, before its time; details after its time)
     described: dict[str, tuple[str, str]] = {
         "zoo": ((f"zoo of {_plural(zoo['n_models'], 'model')}", f" ({_zoo_composition(findings)}), "
-                 + _zoo_margin(zoo)) if "missing" not in zoo else ("zoo", "")),
+                 + _zoo_margin(zoo)) if "n_models" in zoo else ("zoo", "")),
         "stitching": ((f"stitching ({_int(stitching['n_stitches'])} stitches, {_int(stitching['n_trained'])} of them "
                        f"trained on {_ints_text(stitching['train_tokens'])} tokens)", "")
                       if "n_stitches" in stitching else ("stitching", "")),

@@ -29,6 +29,7 @@ from typing import Any
 
 from thinkalike.reports.findings import (
     TABLES,
+    collect_errors,
     collect_findings,
     missing_tables,
     render_findings,
@@ -137,6 +138,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     missing = missing_tables(document)
     if missing:
         print("not in the outputs (their paragraphs say so): " + ", ".join(missing), file=sys.stderr)
+    errors = collect_errors(document)
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    if errors:
+        print("the README was not written: a table did not have what the findings need", file=sys.stderr)
+        return 1
     if args.write:
         changed = write_readme(repo / README, render_findings(document))
         print(f"{'updated' if changed else 'unchanged'}: {repo / README}")
