@@ -16,6 +16,7 @@ from thinkalike.stitching import (
     pack_stitches,
     split_indices,
     stitch,
+    stitch_grid,
     stitch_key,
     unpack_stitch,
 )
@@ -54,13 +55,48 @@ def test_saved_stitches_reevaluate_to_the_same_losses(solu_to_gelu, solu32, gelu
     assert trained.curve["heldout_penalty"].iloc[0] != pytest.approx(trained.penalty, abs=1e-4)  # φ did train
 
 
+def test_every_phi_seed_is_saved_and_reevaluates_exactly(solu32, gelu32, random_tokens, tmp_path):
+    """Two φ seeds of each trained kind (lockstep) and one identity stitch, tokens 2 and 3 never targets, packed
+    as the pipeline packs them: each seed's φ comes back under its own key and re-evaluates to its own penalty."""
+    train, evaluation = random_tokens
+    grid = [(1, 1, "affine_ln"), (1, 1, "identity"), (2, 1, "affine")]
+    results = stitch_grid(solu32, gelu32, grid, train, evaluation, SETTINGS, phi_seeds=[0, 3], special_ids=[2, 3],
+                          progress=False)
+    assert [(r.layer_f, r.kind, r.phi_seed) for r in results] == [(1, "affine_ln", 0), (1, "affine_ln", 3),
+                                                                 (1, "identity", 0), (2, "affine", 0),
+                                                                 (2, "affine", 3)]
+    state, config = pack_stitches(results, "solu", "gelu", excluded_target_ids=[2, 3])
+    assert sorted(config["stitches"]) == ["l1_m1.affine_ln", "l1_m1.identity", "l1_m1_s3.affine_ln", "l2_m1.affine",
+                                          "l2_m1_s3.affine"]
+    assert config["phi_seeds"] == [0, 3] and config["excluded_target_ids"] == [2, 3]
+    assert config["settings"]["exclude_special_targets"] is True
+    save_file(state, str(tmp_path / "phi.safetensors"))
+    (tmp_path / "phi.json").write_text(json.dumps(config))
+    state, config = load_file(str(tmp_path / "phi.safetensors")), json.loads((tmp_path / "phi.json").read_text())
+    settings = StitchSettings.from_dict(config["settings"])
+    for result in results:
+        phi_config, phi_state = unpack_stitch(state, config, result.layer_f, result.layer_g, result.kind,
+                                              result.phi_seed)
+        assert config["stitches"][stitch_key(result.layer_f, result.layer_g, result.kind,
+                                             result.phi_seed)]["phi_seed"] == result.phi_seed
+        again = evaluate_saved(phi_config, phi_state, solu32, gelu32, result.layer_f, result.layer_g, evaluation,
+                               settings, special_ids=config["excluded_target_ids"])
+        # measured: identical to the last bit (each seed's final evaluation runs alone, as here)
+        assert again.penalty == result.penalty and again.stitched_loss == result.stitched_loss
+        assert (again.penalty_ci_low, again.penalty_ci_high) == (result.evaluation.penalty_ci_low,
+                                                                 result.evaluation.penalty_ci_high)
+    assert results[0].penalty != results[1].penalty
+    with pytest.raises(StitchConfigError, match=r"'l1_m1_s1.affine_ln'.*saved: .*'l1_m1_s3.affine_ln'"):
+        unpack_stitch(state, config, 1, 1, "affine_ln", 1)
+
+
 def test_a_missing_stitch_is_named_with_the_saved_ones(solu_to_gelu):
     state, config = pack_stitches(solu_to_gelu, "solu", "gelu")
     with pytest.raises(StitchConfigError, match=r"'l0_m0.affine'.*'l1_m1.affine_ln'"):
         unpack_stitch(state, config, 0, 0, "affine")
     with pytest.raises(ValueError, match="'gelu' -> 'solu'"):
         pack_stitches(solu_to_gelu, "gelu", "solu")
-    assert stitch_key(3, 1, "affine") == "l3_m1.affine"
+    assert stitch_key(3, 1, "affine") == "l3_m1.affine" and stitch_key(3, 1, "affine", 2) == "l3_m1_s2.affine"
 
 
 def test_split_indices_are_disjoint_and_cover_every_sequence():
