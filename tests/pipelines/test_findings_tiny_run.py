@@ -1,5 +1,5 @@
 """The README findings from a real run's outputs: the suite's shared tiny run (``tiny_project``), loaded through the
-catalog as ``python -m thinkalike.reports.findings`` loads them (tests/reports/test_findings.py: the rest)."""
+catalog as ``python -m thinkalike.reports.findings_cli`` loads them (tests/reports/test_findings.py: the rest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``python -m thinkalike.reports.findings [--project PATH] [--env ENV] [--repo PATH] [--write]``: the README's
+"""``python -m thinkalike.reports.findings_cli [--project PATH] [--env ENV] [--repo PATH] [--write]``: the README's
 findings from a project's latest saved outputs.
 
 Opens the Kedro project at PATH (default: the current directory) with its catalog (``--env``: the configuration
@@ -114,7 +114,7 @@ def write_readme(path: Path, rendered: str) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m thinkalike.reports.findings", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m thinkalike.reports.findings_cli", description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="the Kedro project (default: cwd)")
     parser.add_argument("--env", default=None, help="configuration environment of the run (default: Kedro's)")
     parser.add_argument("--repo", type=Path, default=None,
@@ -148,3 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         changed = write_readme(repo / README, render_findings(document))
         print(f"{'updated' if changed else 'unchanged'}: {repo / README}")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
