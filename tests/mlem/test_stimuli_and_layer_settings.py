@@ -25,6 +25,7 @@ CONTROLLED_ON = {"controlled_stimuli": {"enabled": True}}
 @pytest.mark.parametrize(("mlem", "parameters", "message"), [
     ({"stimuli": "controlled"}, {"corpus": {}}, r"mlem\.stimuli: 'controlled' needs corpus\.controlled_stimuli"),
     ({"stimuli": "natural"}, None, r"mlem\.stimuli: Input should be 'corpus' or 'controlled'"),
+    ({"categorical_coding": "one_hot"}, None, r"mlem\.categorical_coding: Input should be 'equality' or 'indicators'"),
     ({"layers": [0, 1, 1]}, None, r"mlem\.layers: each layer once"),
     ({"layers": []}, None, r"mlem\.layers: List should have at least 1 item"),
     ({"layers": [-1]}, None, r"mlem\.layers\.0: Input should be greater than or equal to 0"),

@@ -85,7 +85,7 @@ def test_natural_text_replacing_the_grammar_leaves_mlem_empty(caplog):
 
 def test_controlled_stimuli_and_chosen_layers_end_to_end(tiny_project, tmp_path, monkeypatch, caplog):
     """``corpus.controlled_stimuli`` adds the controlled set to the evaluation texts, every model extracts it, and
-    ``mlem.stimuli: controlled`` fits it (at the ``mlem.layers`` chosen), logging the fit's cost first."""
+    ``mlem.stimuli: controlled`` fits it (at the ``mlem.layers`` chosen, indicator-coded), logging the cost first."""
     import shutil
 
     project, _ = tiny_project
@@ -93,7 +93,7 @@ def test_controlled_stimuli_and_chosen_layers_end_to_end(tiny_project, tmp_path,
     shutil.copytree(project, copy)  # the session's project stays as the other tests expect it
     monkeypatch.chdir(copy)
     parameters = {"corpus": {"controlled_stimuli": {"enabled": True, "verbs": 1}},
-                  "mlem": {"stimuli": "controlled", "layers": [1]}}
+                  "mlem": {"stimuli": "controlled", "layers": [1], "categorical_coding": "indicators"}}
     with caplog.at_level("DEBUG", logger="thinkalike.mlem.fit"):
         catalog = run_project(copy, pipeline_names=["corpus", "activations", "mlem"], runtime_params=parameters)
     texts = catalog.load("evaluation_texts")
@@ -103,6 +103,7 @@ def test_controlled_stimuli_and_chosen_layers_end_to_end(tiny_project, tmp_path,
         assert set(catalog.load(f"models.{model}.activation_index")["sentence_id"]) >= controlled
         own = catalog.load(f"models.mlem.{model}.mlem_profile")
         assert set(own["layer"]) == {1} and (own["stimuli"] == "controlled").all()
+        assert (own["categorical_coding"] == "indicators").all() and "pos" in set(own["feature"])  # one row a feature
         assert own["spearman_heldout"].between(-1, 1).all()
         assert f"MLEM {model}: 1 layer(s) x 3 folds x at most 60 steps" in caplog.text
     distances = catalog.load(f"models.mlem.{next(iter(MODELS))}.mlem_rsa_distances")

@@ -14,6 +14,15 @@ For a pair ``(i, j)`` the difference vector is (Jalouzot et al. 2024; the MLEM c
 
 Undefined values are given explicitly (``undefined`` markers, e.g. the grammar's ``"none"``);
 a missing value (``NaN`` / ``None``) in the input is an error, never silently "undefined".
+
+**Coding of categorical features** (:data:`CATEGORICAL_CODINGS`): ``equality`` (above; the paper's
+and the MLEM code's: one column per feature, so every two different values of a feature are
+equally far apart) or ``indicators`` (:func:`indicator_coding`): a feature with three or more
+values becomes one 0/1 column per value, ``pos=NOUN`` (1 when the stimulus's value is NOUN), all
+grouped under the feature. A pair with values a ≠ b then differs in the columns of a and of b, so
+with the diagonal metric ``d = w_a + w_b``: each value has its own weight and the values of a
+feature need not be equidistant. Weights and permutation importance are reported per feature (the
+group): the weight is the sum of its columns' weights, the importance permutes its columns together.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ CATEGORICAL = "categorical"
 NUMERIC = "numeric"
 FEATURE_KINDS = (CATEGORICAL, NUMERIC)
 UNDEFINED_CODE = -1
+CATEGORICAL_CODINGS = ("equality", "indicators")
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +54,15 @@ class FeatureTable:
 
     ``values`` is float64 ``(n, K)``: categorical codes (``-1`` undefined) or scaled numeric values
     (``NaN`` undefined); ``kinds[k]`` says which; ``categories[k]`` lists a categorical feature's
-    values in code order (empty for numeric ones).
+    values in code order (empty for numeric ones). ``groups[k]`` names the feature that column k
+    codes (:func:`indicator_coding`); None: every column is a feature of its own.
     """
 
     names: tuple[str, ...]
     kinds: tuple[str, ...]
     values: np.ndarray
     categories: tuple[tuple[str, ...], ...]
+    groups: tuple[str, ...] | None = None
 
     @property
     def n_stimuli(self) -> int:
@@ -58,11 +70,28 @@ class FeatureTable:
 
     @property
     def n_features(self) -> int:
+        """Number of columns (the metric's size)."""
         return len(self.names)
 
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        """The features (the groups of columns), in column order."""
+        return self.names if self.groups is None else tuple(dict.fromkeys(self.groups))
+
+    @property
+    def feature_kinds(self) -> tuple[str, ...]:
+        """The kind of each of :attr:`feature_names`."""
+        return tuple(self.kinds[columns[0]] for columns in self.group_columns())
+
+    def group_columns(self) -> list[list[int]]:
+        """The columns of each of :attr:`feature_names`."""
+        if self.groups is None:
+            return [[k] for k in range(self.n_features)]
+        return [[k for k, group in enumerate(self.groups) if group == name] for name in self.feature_names]
+
     def subset(self, rows: np.ndarray) -> FeatureTable:
-        """The table of the stimuli ``rows`` (codes and scales unchanged)."""
-        return FeatureTable(self.names, self.kinds, self.values[rows], self.categories)
+        """The table of the stimuli ``rows`` (codes, scales and groups unchanged)."""
+        return FeatureTable(self.names, self.kinds, self.values[rows], self.categories, self.groups)
 
     def defined_values(self, k: int) -> np.ndarray:
         """The distinct defined values of feature ``k``."""
@@ -146,6 +175,35 @@ def drop_single_valued(table: FeatureTable, *, what: str = "stimuli") -> Feature
         raise FeatureError(f"{what}: no feature takes two values on these stimuli; nothing to fit")
     return FeatureTable(tuple(table.names[k] for k in keep), tuple(table.kinds[k] for k in keep),
                         table.values[:, keep], tuple(table.categories[k] for k in keep))
+
+
+def indicator_coding(table: FeatureTable, min_values: int = 3) -> FeatureTable:
+    """``table`` with each categorical feature of ``min_values`` or more defined values coded by indicators (module
+    docstring): one 0/1 column ``<feature>=<value>`` per value, undefined (``-1``) wherever the feature is; the
+    other features keep their one column. Every column is grouped under its feature."""
+    if table.groups is not None:
+        raise ValueError("indicator_coding: the table is already coded by indicators")
+    names, kinds, columns, categories, groups = [], [], [], [], []
+    for k, name in enumerate(table.names):
+        column = table.values[:, k]
+        values = table.defined_values(k)
+        if table.kinds[k] != CATEGORICAL or len(values) < min_values:
+            names.append(name), kinds.append(table.kinds[k]), columns.append(column)
+            categories.append(table.categories[k]), groups.append(name)
+            continue
+        undefined = column == UNDEFINED_CODE
+        for code in values:
+            label = table.categories[k][int(code)]
+            names.append(f"{name}={label}"), kinds.append(CATEGORICAL), groups.append(name)
+            columns.append(np.where(undefined, UNDEFINED_CODE, (column == code).astype(np.float64)))
+            categories.append(("other", label))
+    return FeatureTable(tuple(names), tuple(kinds), np.stack(columns, axis=1), tuple(categories), tuple(groups))
+
+
+def group_differences(differences: np.ndarray, table: FeatureTable) -> np.ndarray:
+    """Δf per feature ``(m, G)`` from per-column Δf ``(m, K)``: the largest over a feature's columns (for an
+    indicator-coded feature, 1 exactly when the two values differ: its equality coding)."""
+    return np.stack([differences[:, columns].max(axis=1) for columns in table.group_columns()], axis=1)
 
 
 def pair_differences(values: torch.Tensor, categorical: torch.Tensor, first: torch.Tensor,

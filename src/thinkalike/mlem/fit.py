@@ -19,7 +19,8 @@ For stimulus vectors ``y_i`` (one layer) and features (:class:`~thinkalike.mlem.
   shuffled); each fold's model is scored on pairs of its *test* stimuli only (all pairs, or
   ``heldout_pairs`` drawn without replacement) with exact ``scipy.stats.spearmanr``.
 * **Permutation importance** of feature k: on the same held-out pairs, shuffle column k of Δf
-  (``n_permutations`` times); importance = held-out Spearman − permuted Spearman. The profile
+  (``n_permutations`` times; all of its columns with the same shuffle when it is indicator-coded,
+  :func:`~thinkalike.mlem.features.indicator_coding`); importance = held-out Spearman − permuted Spearman. The profile
   reports the mean over folds × permutations with a t interval (``confidence``) over those
   ``n_folds · n_permutations`` values — a spread, as in the MLEM code's interval, not an exact
   coverage statement (folds share stimuli in training).
@@ -48,6 +49,7 @@ from thinkalike.mlem.features import (
     FeatureTable,
     correlated_features,
     feature_tensors,
+    group_differences,
     pair_differences,
 )
 from thinkalike.mlem.model import MetricModel
@@ -104,7 +106,12 @@ class MLEMSettings:
 @dataclass
 class LayerFit:
     """A layer's fit over all folds: per-fold weights ``(F, K)``, held-out Spearman ``(F,)``,
-    importances ``(F, n_permutations, K)``, steps ``(F,)``; optional W matrices ``(F, K, K)``."""
+    importances ``(F, n_permutations, K)``, steps ``(F,)``; optional W matrices ``(F, C, C)``.
+
+    ``features`` are the features (K); with indicator coding a feature has several columns
+    (``columns``, C of them): its weight is the sum of its columns' weights (``column_weights``
+    ``(F, C)``), its importance permutes them together.
+    """
 
     features: tuple[str, ...]
     kinds: tuple[str, ...]
@@ -117,6 +124,8 @@ class LayerFit:
     n_stimuli: int
     interactions: bool
     matrices: np.ndarray | None = field(default=None, repr=False)
+    columns: tuple[str, ...] = ()
+    column_weights: np.ndarray | None = field(default=None, repr=False)
 
 
 def random_pairs(n: int, m: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -208,8 +217,8 @@ def warn_correlated(features: FeatureTable, settings: MLEMSettings, what: str) -
     generator = torch.Generator().manual_seed(settings.seed)
     values, categorical = feature_tensors(features)
     first, second = random_pairs(features.n_stimuli, 8192, generator)
-    differences = pair_differences(values, categorical, first, second).double().numpy()
-    found = correlated_features(differences, features.names, settings.correlation_warning)
+    differences = group_differences(pair_differences(values, categorical, first, second).double().numpy(), features)
+    found = correlated_features(differences, features.feature_names, settings.correlation_warning)
     for a, b, r in found:
         logger.warning("MLEM %s: features %r and %r are correlated (r = %.2f over random pairs): their weights and "
                        "importances share credit", what, a, b, r)
@@ -253,7 +262,8 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float:
 @torch.no_grad()
 def score_fold(model: MetricModel, features: FeatureTable, vectors: torch.Tensor, settings: MLEMSettings,
                rng: np.random.Generator) -> tuple[float, np.ndarray, int]:
-    """Held-out Spearman on pairs of the test stimuli and the ``(n_permutations, K)`` permutation importances."""
+    """Held-out Spearman on pairs of the test stimuli and the ``(n_permutations, K)`` permutation importances of the
+    K features (a feature's columns permuted together)."""
     first, second = heldout_pairs(features.n_stimuli, settings.heldout_pairs, rng)
     values, categorical = feature_tensors(features, vectors.device)
     index_a = torch.as_tensor(first, device=vectors.device)
@@ -261,11 +271,14 @@ def score_fold(model: MetricModel, features: FeatureTable, vectors: torch.Tensor
     differences = pair_differences(values, categorical, index_a, index_b)
     neural = neural_distances(vectors, index_a, index_b).cpu().numpy()
     baseline = _spearman(model(differences).cpu().numpy(), neural)
-    importances = np.zeros((settings.n_permutations, features.n_features))
-    for k in range(features.n_features):
+    groups = features.group_columns()
+    importances = np.zeros((settings.n_permutations, len(groups)))
+    for k, columns in enumerate(groups):
+        columns = torch.as_tensor(columns, device=vectors.device)
         for r in range(settings.n_permutations):
             permuted = differences.clone()
-            permuted[:, k] = differences[torch.as_tensor(rng.permutation(len(first)), device=vectors.device), k]
+            order = torch.as_tensor(rng.permutation(len(first)), device=vectors.device)
+            permuted[:, columns] = differences[order][:, columns]
             importances[r, k] = baseline - _spearman(model(permuted).cpu().numpy(), neural)
     return baseline, importances, len(first)
 
@@ -321,9 +334,13 @@ def _fit_layer(features: FeatureTable, vectors: np.ndarray, settings: MLEMSettin
         importances.append(permuted)
         steps.append(taken)
         counts.append(n_pairs)
-    return LayerFit(features.names, features.kinds, np.stack(weights), np.asarray(scores), np.stack(importances),
-                    np.asarray(steps), np.asarray(counts), int(pairs_per_step), features.n_stimuli,
-                    settings.interactions, np.stack(matrices) if settings.interactions else None)
+    column_weights = np.stack(weights)
+    feature_weights = np.stack([column_weights[:, columns].sum(axis=1) for columns in features.group_columns()],
+                               axis=1)
+    return LayerFit(features.feature_names, features.feature_kinds, feature_weights, np.asarray(scores),
+                    np.stack(importances), np.asarray(steps), np.asarray(counts), int(pairs_per_step),
+                    features.n_stimuli, settings.interactions, np.stack(matrices) if settings.interactions else None,
+                    features.names, column_weights)
 
 
 def fit_layers(features: FeatureTable, layer_vectors: Mapping[int, np.ndarray], settings: MLEMSettings, *,

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thinkalike.mlem.features import drop_single_valued, encode_features
+from thinkalike.mlem.features import drop_single_valued, encode_features, indicator_coding
 from thinkalike.mlem.figures import (
     mds_figure,
     mds_plotly,
@@ -64,7 +64,8 @@ def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.
     pairs.
 
     Stimuli (``mlem.stimuli``: the corpus's held-out grammar sentences or the controlled set; ``mlem.level``,
-    at most ``mlem.max_stimuli``, drawn with ``mlem.fit.seed``) and features (``mlem.features``) are checked,
+    at most ``mlem.max_stimuli``, drawn with ``mlem.fit.seed``) and features (``mlem.features``, coded as
+    ``mlem.categorical_coding`` says: :mod:`thinkalike.mlem.features`) are checked,
     and every layer's vectors too, before the first fit; the fits' cost is estimated and logged first
     (:func:`~thinkalike.mlem.fit.estimate_cost`; at INFO when it may take a minute or more).
     """
@@ -79,11 +80,15 @@ def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.
     stimuli, vectors = align(candidates, found, model)
     layers = chosen_layers(found.layers, mlem.get("layers"), model)
     features = drop_single_valued(encode_features(stimuli, kinds, UNDEFINED, what=model), what=model)
+    coding = mlem.get("categorical_coding", "equality")
+    if coding == "indicators":
+        features = indicator_coding(features)
     by_layer = {layer: vectors[found.layers.index(layer)] for layer in layers}
     fits = fit_layers(features, by_layer, settings, what=model, device=default_device(mlem.get("device")),
                       progress=bool(mlem.get("progress", True)))
     profile = pd.concat([profile_table(fit, model, layer, settings.confidence) for layer, fit in fits.items()],
-                        ignore_index=True).assign(level=level, stimuli=stimuli_set, **provenance(store))
+                        ignore_index=True).assign(level=level, stimuli=stimuli_set, categorical_coding=coding,
+                                                  **provenance(store))
     distances = rsa_distances(candidates, stimuli, by_layer, int(mlem.get("rsa_pairs", 4000)), settings.seed, model)
     return profile, distances
 

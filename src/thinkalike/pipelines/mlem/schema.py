@@ -25,6 +25,7 @@ class MLEMParameters(_Section):
     :class:`~thinkalike.mlem.fit.MLEMSettings` (validated by building it)."""
 
     stimuli: Literal["corpus", "controlled"] = "corpus"
+    categorical_coding: Literal["equality", "indicators"] = "equality"
     level: Literal["word", "sentence"] = "word"
     sentence_pooling: Literal["mean", "last"] = "mean"
     features: list[str] | None = None
