@@ -47,6 +47,15 @@ def test_layer_grids():
     ({"max_train_sequences": 0}, r"stitching\.max_train_sequences"),
     ({"settings": {"stepz": 3}}, r"stitching\.settings\.stepz: unknown parameter"),
     ({"pairs": {"explicit": [["a", "ghost"]]}}, r"stitching\.pairs: .*\['ghost'\] that are not zoo models"),
+    ({"phi_seeds": 0}, r"stitching\.phi_seeds must be a number of seeds >= 1"),
+    ({"phi_seeds": -3}, r"stitching\.phi_seeds must be a number of seeds >= 1"),
+    ({"phi_seeds": 2.0}, r"stitching\.phi_seeds must be .*got 2\.0"),
+    ({"phi_seeds": "2"}, r"stitching\.phi_seeds must be .*got '2'"),
+    ({"phi_seeds": [0, 1, 1]}, r"stitching\.phi_seeds must be distinct, got \[1\]"),
+    ({"phi_seeds": [0, -1]}, r"stitching\.phi_seeds must be integers >= 0"),
+    ({"exclude_special_targets": "yes"}, r"stitching\.exclude_special_targets"),
+    ({"settings": {"exclude_special_targets": False}}, r"stitching\.settings\.exclude_special_targets: unknown "
+                                                       r"parameter \(set stitching\.exclude_special_targets\)"),
 ])
 def test_bad_stitching_parameters_are_named(values, message):
     with pytest.raises(ParameterError, match=message):
@@ -76,6 +85,25 @@ def test_penalty_table_has_both_directions_and_self_baselines(stitched):
     assert set(own["model_f"]) == {PAIR[0]} and set(own["model_g"]) == {PAIR[1]}
 
 
+def test_table_has_the_targets_and_the_phi_seeds(stitched):
+    """conf/test: special tokens left out of the targets, two φ seeds per trained stitch, one for identity."""
+    import json
+
+    table = stitched.load("stitching_penalties")
+    assert table["exclude_special_targets"].all() and (table["n_targets"] > 0).all()
+    assert (table["n_targets"] < table["eval_tokens"]).all()
+    trained, identity = table[table["stitch"] == "affine_ln"], table[table["stitch"] == "identity"]
+    assert (trained["n_phi_seeds"] == 2).all() and (identity["n_phi_seeds"] == 1).all()
+    assert (identity["penalty_seed_std"] == 0).all() and (identity["penalty_seed_mean"] == identity["penalty"]).all()
+    for row in table.itertuples():
+        seeds, penalties = json.loads(row.phi_seeds), json.loads(row.penalty_seeds)
+        assert seeds == ([0, 1] if row.stitch == "affine_ln" else [0]) and len(penalties) == row.n_phi_seeds
+        assert penalties[0] == row.penalty and row.phi_seed == 0  # the single-stitch columns: the first seed's
+        assert row.penalty_seed_mean == pytest.approx(np.mean(penalties))
+        assert (row.penalty_seed_min, row.penalty_seed_max) == (min(penalties), max(penalties))
+    assert (trained["penalty_seed_max"] > trained["penalty_seed_min"]).all()  # the seeds' data orders differ
+
+
 def test_identity_self_stitch_costs_nothing(stitched):
     table = stitched.load("stitching_penalties")
     selves = table[(table["model_f"] == table["model_g"]) & (table["stitch"] == "identity")]
@@ -96,6 +124,14 @@ def test_unknown_stitch_kind_fails_before_any_node(tmp_path, monkeypatch):
     monkeypatch.chdir(project)
     with pytest.raises(ParameterError, match=r"stitching\.kinds"):
         run_project(project, runtime_params={"stitching": {"kinds": ["identity", "rotation"]}})
+    assert not (project / "data").exists() or not any((project / "data").rglob("*.parquet"))
+
+
+def test_bad_phi_seeds_fail_before_any_node(tmp_path, monkeypatch):
+    project = make_project_copy(tmp_path)
+    monkeypatch.chdir(project)
+    with pytest.raises(ParameterError, match=r"stitching\.phi_seeds must be distinct"):
+        run_project(project, runtime_params={"stitching": {"phi_seeds": [2, 2]}})
     assert not (project / "data").exists() or not any((project / "data").rglob("*.parquet"))
 
 
@@ -173,6 +209,45 @@ def test_penalty_plotly_has_the_lines_of_the_penalty_figure():
     np.testing.assert_array_equal(trace.y, [100.0, 111.0, 122.0])
     np.testing.assert_array_equal(trace.error_y.array, [1.0, 1.0, 1.0])
     assert figure.layout.width >= 1000
+
+
+def _seeded(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with φ-seed columns: three seeds, mean = penalty + 0.5, min/max ± 2 around it."""
+    return table.assign(n_phi_seeds=3, penalty_seed_mean=table["penalty"] + 0.5,
+                        penalty_seed_min=table["penalty"] - 1.5, penalty_seed_max=table["penalty"] + 2.5)
+
+
+def test_penalty_figures_show_the_seed_spread_beside_the_interval():
+    from thinkalike.pipelines.stitching.figure import SEED_OFFSET, penalty_figure
+
+    table = _grid_table()
+    table = _seeded(table[table["layer_f"] == table["layer_g"]])
+    figure = penalty_plotly(table, [("a", "b")])
+    line = next(trace for trace in figure.data if trace.name == "a → b (affine)")
+    seeds = next(trace for trace in figure.data if trace.name == "a → b (affine) φ seeds")
+    np.testing.assert_array_equal(line.error_y.array, [1.0, 1.0, 1.0])  # the bootstrap interval stays
+    np.testing.assert_allclose(seeds.x, np.array([0, 1, 2]) + SEED_OFFSET)
+    np.testing.assert_array_equal(seeds.y, [100.5, 111.5, 122.5])
+    np.testing.assert_array_equal(seeds.error_y.array, [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(seeds.error_y.arrayminus, [2.0, 2.0, 2.0])
+    assert seeds.legendgroup == line.legendgroup and seeds.showlegend is False
+    axis = penalty_figure(table, [("a", "b")]).axes[1]  # affine
+    bars = [container for container in axis.containers if container.has_yerr]
+    assert len(bars) == 1
+    np.testing.assert_allclose(bars[0].lines[0].get_ydata(), [100.5, 111.5, 122.5])
+    one_seed = _seeded(table).assign(n_phi_seeds=1)  # nothing to draw with a single seed
+    assert not any(" φ seeds" in trace.name for trace in penalty_plotly(one_seed, [("a", "b")]).data)
+
+
+def test_curves_and_mlflow_histories_are_the_first_seeds():
+    from thinkalike.pipelines.stitching.metrics import curve_histories
+
+    first = _curves().assign(phi_seed=0)
+    second = first.assign(phi_seed=1, train_loss=first["train_loss"] + 1.0)
+    histories = curve_histories("a__b", pd.concat([first, second], ignore_index=True))
+    assert histories == curve_histories("a__b", _curves())
+    figure = curves_figure(pd.concat([first, second], ignore_index=True))
+    assert len(figure.axes[0].get_lines()) == 2 * 2 + 1
 
 
 class _Recorder:
@@ -264,8 +339,11 @@ def test_the_gpu_environment_validates_with_the_papers_schedule_and_a_larger_nli
 
 # ---------------------------------------------------------------- the run's saved φ's, figures and MLflow
 def test_saved_phis_reevaluate_to_the_tables_losses(stitched):
+    import json
+
     import torch
 
+    from thinkalike.language.packing import special_token_ids
     from thinkalike.pipelines.stitching.nodes import zoo_handle
     from thinkalike.pipelines.stitching.pipeline import model_inputs
     from thinkalike.stitching import StitchSettings, evaluate_saved, unpack_stitch
@@ -282,28 +360,44 @@ def test_saved_phis_reevaluate_to_the_tables_losses(stitched):
     assert all(isinstance(value, torch.Tensor) for value in state.values())
     parameters = stitched.load("parameters")["stitching"]
     tokenizer = stitched.load("tokenizer")
+    # the scored targets: every real next token that is not a special token of the tokenizer
+    special = sorted(special_token_ids(tokenizer))
+    assert config["excluded_target_ids"] == special and tokenizer.unk_token_id not in special
+    ids, mask = split["input_ids"], split["attention_mask"]
+    expected = ((mask[:, 1:] == 1) & ~np.isin(ids[:, 1:], special)).sum()
+    assert int(split["scored_targets"].sum()) == expected == table["n_targets"].iloc[0]
     f, g = (zoo_handle(model, *[stitched.load(name) for name in model_inputs(model)], tokenizer, parameters)
             for model in PAIR)
     settings = StitchSettings.from_dict(config["settings"])
-    assert len(table) == len(config["stitches"]) == 4  # identity and affine_ln at layers (0, 0) and (1, 1)
-    assert set(config["stitches"]) == {f"l{layer}_m{layer}.{kind}" for layer in (0, 1)
-                                       for kind in ("identity", "affine_ln")}
-    phis = stitched.load("stitching_phis")  # the summary's list of every saved φ
-    assert len(phis) == len(stitched.load("stitching_penalties")) and phis["eval_split_digest"].nunique() == 1
-    own = phis[(phis["model_f"] == PAIR[0]) & (phis["model_g"] == PAIR[1])].set_index(["layer_f", "layer_g", "stitch"])
+    assert settings.exclude_special_targets and config["phi_seeds"] == [0, 1]
+    assert len(table) == 4  # identity and affine_ln at layers (0, 0) and (1, 1); affine_ln twice, one per φ seed
+    assert set(config["stitches"]) == {f"l{layer}_m{layer}{seed}.{kind}" for layer in (0, 1)
+                                       for kind, seeds in (("identity", [""]), ("affine_ln", ["", "_s1"]))
+                                       for seed in seeds}
+    phis = stitched.load("stitching_phis")  # the summary's list of every saved φ, every seed
+    assert len(phis) == stitched.load("stitching_penalties")["n_phi_seeds"].sum()
+    assert phis["eval_split_digest"].nunique() == 1
+    own = phis[(phis["model_f"] == PAIR[0]) & (phis["model_g"] == PAIR[1])]
+    assert sorted(own.loc[own["stitch"] == "affine_ln", "phi_seed"]) == [0, 0, 1, 1]
+    own = own.set_index(["layer_f", "layer_g", "stitch", "phi_seed"])
     assert (own["n_eval_sequences"] == len(split["sequence_ids"])).all()
-    for (layer_f, layer_g, kind), row in own.iterrows():  # identity: nothing trained; affine_ln: W, b and LN
+    for (layer_f, layer_g, kind, _), row in own.iterrows():  # identity: nothing trained; affine_ln: W, b and LN
         width = 0 if kind == "identity" else f.d_model * g.d_model + g.d_model
         assert row["n_parameters"] >= width and (kind != "identity" or row["n_parameters"] == 0)
     for row in table.itertuples():
-        phi_config, phi_state = unpack_stitch(state, config, row.layer_f, row.layer_g, row.stitch)
-        again = evaluate_saved(phi_config, phi_state, f, g, row.layer_f, row.layer_g, split["input_ids"], settings,
-                               eval_mask=split["attention_mask"])
-        # measured: equal to the last bit on CPU (same batches in the same order)
-        assert again.stitched_loss == pytest.approx(row.loss, abs=1e-6)
-        assert again.g_loss == pytest.approx(row.g_loss, abs=1e-6)
-        assert again.penalty == pytest.approx(row.penalty, abs=1e-6)
-        assert (again.penalty_ci_low, again.penalty_ci_high) == pytest.approx((row.ci_low, row.ci_high), abs=1e-6)
+        for seed, penalty in zip(json.loads(row.phi_seeds), json.loads(row.penalty_seeds)):
+            phi_config, phi_state = unpack_stitch(state, config, row.layer_f, row.layer_g, row.stitch, seed)
+            again = evaluate_saved(phi_config, phi_state, f, g, row.layer_f, row.layer_g, split["input_ids"],
+                                   settings, eval_mask=split["attention_mask"],
+                                   special_ids=config["excluded_target_ids"])
+            # measured: equal to the last bit on CPU (same batches in the same order)
+            assert again.penalty == pytest.approx(penalty, abs=1e-6) and again.n_targets == row.n_targets
+            if seed == 0:
+                assert again.stitched_loss == pytest.approx(row.loss, abs=1e-6)
+                assert again.g_loss == pytest.approx(row.g_loss, abs=1e-6)
+                assert again.penalty == pytest.approx(row.penalty, abs=1e-6)
+                assert (again.penalty_ci_low, again.penalty_ci_high) == pytest.approx((row.ci_low, row.ci_high),
+                                                                                      abs=1e-6)
 
 
 def test_learning_curves_and_plotly_figures_are_saved_and_curves_logged(stitched, tiny_project):

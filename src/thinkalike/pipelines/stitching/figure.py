@@ -3,6 +3,11 @@ self baselines side by side, one column per configured pair, one row per stitch 
 the style of their fig. 6, and a penalty heatmap over (layer of f, layer of g) for the ``all`` grid; plotly
 versions of the penalty figure and the heatmap for kedro-viz.
 
+With several φ seeds (table columns ``penalty_seed_*``, ``n_phi_seeds`` > 1) the penalty figures show
+both kinds of uncertainty side by side: the line and its band are the first seed's penalty and its
+evaluation-bootstrap interval; beside each point (shifted right by :data:`SEED_OFFSET` layers) a square
+marks the mean over φ seeds and a bar their min–max. The learning curves are the first seed's.
+
 Made without pyplot (a :class:`matplotlib.figure.Figure`), at least ``MIN_FIGURE_WIDTH_IN`` × ``FIGURE_DPI``
 (1050 px) wide, like :mod:`thinkalike.reports.cka`'s figures; plotly figures :data:`PLOTLY_WIDTH` px wide.
 """
@@ -21,6 +26,23 @@ from plotly.subplots import make_subplots
 from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN
 
 PLOTLY_WIDTH = 1050
+#: How far right of its point (in layers) the φ-seed bar of a penalty is drawn.
+SEED_OFFSET = 0.08
+
+
+def seed_spread(rows: pd.DataFrame) -> pd.DataFrame | None:
+    """``rows`` with a φ-seed spread to draw (any stitch with more than one seed), else ``None``."""
+    if "penalty_seed_mean" not in rows or "n_phi_seeds" not in rows or not (rows["n_phi_seeds"] > 1).any():
+        return None
+    return rows[rows["n_phi_seeds"] > 1]
+
+
+def first_seed(curves: pd.DataFrame) -> pd.DataFrame:
+    """Each stitch's first φ seed's rows of a learning-curve table (all rows when it has no ``phi_seed``)."""
+    if "phi_seed" not in curves or curves.empty:
+        return curves
+    first = curves.groupby(["kind", "layer_f", "layer_g"], sort=False)["phi_seed"].transform("first")
+    return curves[curves["phi_seed"] == first]
 
 
 def direction_lines(a: str, b: str) -> list[tuple[str, str, str, str]]:
@@ -41,7 +63,8 @@ def direction_rows(penalties: pd.DataFrame, kind: str, a: str, b: str) -> Iterat
 
 
 def penalty_figure(penalties: pd.DataFrame, pairs: list[tuple[str, str]]) -> Figure:
-    """Stitching penalty (nats/token, with its CI band) against f's layer (0 = embeddings), per pair and kind.
+    """Stitching penalty (nats/token, with its CI band) against f's layer (0 = embeddings), per pair and kind;
+    with several φ seeds, their mean and min–max beside each point (module docstring).
 
     Lines that the table lacks (``directions: forward``, no self baselines) are simply absent."""
     kinds = list(dict.fromkeys(penalties["stitch"])) if len(penalties) else ["none"]
@@ -49,6 +72,7 @@ def penalty_figure(penalties: pd.DataFrame, pairs: list[tuple[str, str]]) -> Fig
     figure = Figure(figsize=(max(MIN_FIGURE_WIDTH_IN, 4.2 * columns), 3.2 * len(kinds)), dpi=FIGURE_DPI,
                     layout="constrained")
     axes = figure.subplots(len(kinds), columns, squeeze=False)
+    seeded = False
     for row, kind in enumerate(kinds):
         for column, (a, b) in enumerate(pairs):
             axis = axes[row][column]
@@ -56,17 +80,32 @@ def penalty_figure(penalties: pd.DataFrame, pairs: list[tuple[str, str]]) -> Fig
                 line, = axis.plot(rows["layer_f"], rows["penalty"], style, marker="o", label=label)
                 axis.fill_between(rows["layer_f"], rows["ci_low"], rows["ci_high"], color=line.get_color(),
                                   alpha=0.15, linewidth=0)
+                spread = seed_spread(rows)
+                if spread is not None:
+                    seeded = True
+                    mean = spread["penalty_seed_mean"].to_numpy(float)
+                    axis.errorbar(spread["layer_f"] + SEED_OFFSET, mean,
+                                  yerr=[mean - spread["penalty_seed_min"].to_numpy(float),
+                                        spread["penalty_seed_max"].to_numpy(float) - mean],
+                                  fmt="s", markersize=3, markerfacecolor="none", color=line.get_color(),
+                                  capsize=2, linewidth=0.9)
             axis.axhline(0.0, color="0.6", linewidth=0.8)
             axis.set(title=f"{a} vs {b} — {kind}", xlabel="layer of f (0 = embeddings)",
                      ylabel="stitching penalty (nats/token)")
             axis.xaxis.get_major_locator().set_params(integer=True)
             axis.legend(fontsize=7)
+    level = f"{penalties['ci_level'].iloc[0]:.0%}" if "ci_level" in penalties and len(penalties) else "the"
+    note = f"band: {level} bootstrap interval over evaluation batches"
+    if seeded:
+        note += " (first φ seed); squares and bars beside the points: mean and min–max over φ seeds"
+    figure.suptitle(f"Stitching penalty (stitched loss − g's own loss); {note}", fontsize=9)
     return figure
 
 
 def penalty_plotly(penalties: pd.DataFrame, pairs: list[tuple[str, str]]) -> go.Figure:
     """:func:`penalty_figure` for kedro-viz: the same lines (penalty against f's layer, CI as error bars), one
-    subplot per (kind, configured pair)."""
+    subplot per (kind, configured pair); with several φ seeds, a marker trace beside each line (its legend group)
+    with the seeds' mean and min–max as error bars."""
     kinds = list(dict.fromkeys(penalties["stitch"])) if len(penalties) else ["none"]
     columns = max(1, len(pairs))
     figure = make_subplots(rows=len(kinds), cols=columns, shared_yaxes=True,
@@ -81,8 +120,22 @@ def penalty_plotly(penalties: pd.DataFrame, pairs: list[tuple[str, str]]) -> go.
                              "arrayminus": rows["penalty"] - rows["ci_low"]},
                     customdata=rows[["layer_g", "ci_low", "ci_high"]].to_numpy(),
                     hovertemplate="layer of f %{x} → layer of g %{customdata[0]}<br>penalty %{y:.4f} "
-                                  "[%{customdata[1]:.4f}, %{customdata[2]:.4f}]<extra>" + label + "</extra>"),
+                                  "[%{customdata[1]:.4f}, %{customdata[2]:.4f}]<extra>" + label + "</extra>",
+                    legendgroup=f"{label} ({kind})"),
                     row=row, col=column)
+                spread = seed_spread(rows)
+                if spread is not None:
+                    mean = spread["penalty_seed_mean"]
+                    figure.add_trace(go.Scatter(
+                        x=spread["layer_f"] + SEED_OFFSET, y=mean, name=f"{label} ({kind}) φ seeds", mode="markers",
+                        marker={"symbol": "square-open", "size": 7}, legendgroup=f"{label} ({kind})",
+                        showlegend=False,
+                        error_y={"type": "data", "symmetric": False, "array": spread["penalty_seed_max"] - mean,
+                                 "arrayminus": mean - spread["penalty_seed_min"]},
+                        customdata=spread[["penalty_seed_min", "penalty_seed_max", "n_phi_seeds"]].to_numpy(),
+                        hovertemplate="mean over %{customdata[2]} φ seeds %{y:.4f}<br>min %{customdata[0]:.4f}, max "
+                                      "%{customdata[1]:.4f}<extra>" + label + "</extra>"),
+                        row=row, col=column)
             figure.update_xaxes(title_text="layer of f (0 = embeddings)", dtick=1, row=row, col=column)
         figure.update_yaxes(title_text="penalty (nats/token)", row=row, col=1)
     figure.update_layout(title="Stitching penalty (stitched loss − g's own loss)", width=PLOTLY_WIDTH,
@@ -106,7 +159,9 @@ def kind_panels(kinds: list[str], panel_inches: tuple[float, float], empty_messa
 def curves_figure(curves: pd.DataFrame) -> Figure:
     """Learning curves of one ordered pair in the style of Brown et al. (2023) fig. 6: one panel per kind; per
     layer pair (one colour) the training loss at every step (thin line) and the held-out loss every
-    ``eval_every`` steps (dots, dashed), with g's own loss on the same held-out batches (grey)."""
+    ``eval_every`` steps (dots, dashed), with g's own loss on the same held-out batches (grey). With several φ
+    seeds, each stitch's first seed."""
+    curves = first_seed(curves)
     kinds = list(dict.fromkeys(curves["kind"])) if len(curves) else []
     figure, axes = kind_panels(kinds, (4.5, 4.2), "no trained stitch (identity stitching only)")
     if not kinds:

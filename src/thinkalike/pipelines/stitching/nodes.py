@@ -6,9 +6,22 @@ the held-out token sequences into disjoint training and evaluation sets
 every layer pair of the grid and every kind. With ``stitching.train_source: train_sequences`` φ
 trains on the corpus's training sequences (the zoo's training data, many more tokens) instead of
 the held-out training part; the evaluation split is the same either way. Identity stitching needs
-equal widths: it is left out (logged) for pairs whose widths differ. The node saves the trained
-φ's (:func:`~thinkalike.stitching.pack_stitches`) and the evaluation split beside its table and
-curves. ``summarise_stitching`` concatenates the pairs' tables and curves, lists the saved φ's, and draws the
+equal widths: it is left out (logged) for pairs whose widths differ. The whole grid is one
+:func:`~thinkalike.stitching.stitch_grid` call (f's features and the models' own losses computed once
+per pair; each trained kind trained once per φ seed of ``stitching.phi_seeds``, the seeds in lockstep).
+Special tokens are never targets with ``stitching.exclude_special_targets`` (default true). The node
+saves the trained φ's of every seed (:func:`~thinkalike.stitching.pack_stitches`) and the evaluation
+split (with its scored targets) beside its table and curves.
+
+Penalty table: one row per stitch (layers, kind). ``loss``, ``penalty``, ``ci_low`` / ``ci_high`` and the
+other single-stitch columns are the first φ seed's (``phi_seed``; seed 0 by default — the numbers a
+single stitch always had), its interval the evaluation bootstrap; beside them the seed columns of
+:func:`~thinkalike.stitching.seed_summary` (``n_phi_seeds``, ``phi_seeds``, ``penalty_seeds``,
+``penalty_seed_mean``, ``penalty_seed_std``, ``penalty_seed_min``, ``penalty_seed_max``: φ's training
+variability). Identity stitching trains nothing: one seed, spread 0. ``n_targets`` is the number of
+scored evaluation targets, ``exclude_special_targets`` the rule. MLflow's
+``<pair>.<kind>.penalty_<l>_<m>`` metric is the ``penalty`` column (the first seed's), and the
+learning-curve histories are the first seed's (:mod:`~thinkalike.pipelines.stitching.metrics`). ``summarise_stitching`` concatenates the pairs' tables and curves, lists the saved φ's, and draws the
 penalty figure and every pair's learning curves (and heatmaps).
 """
 
@@ -39,10 +52,15 @@ from thinkalike.stitching import (
     StitchResult,
     StitchSettings,
     TokenSplit,
+    excluded_target_ids,
+    group_seeds,
     pack_stitches,
+    phi_seed_list,
+    seed_summary,
     split_indices,
-    stitch,
+    stitch_grid,
 )
+from thinkalike.stitching.stitcher import scored_targets
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +70,9 @@ RENAMED = {"f": "model_f", "g": "model_g", "kind": "stitch", "stitched_loss": "l
 
 #: Leading columns of the penalty table; the remaining :data:`ROW_FIELDS` follow.
 TABLE_LEAD = ["model_f", "layer_f", "model_g", "layer_g", "stitch", "loss", "ci_low", "ci_high", "g_loss", "f_loss",
-              "penalty", "steps", "train_tokens", "eval_tokens"]
+              "penalty", "steps", "train_tokens", "eval_tokens", "n_targets", "exclude_special_targets",
+              "penalty_seed_mean", "penalty_seed_std", "penalty_seed_min", "penalty_seed_max", "n_phi_seeds",
+              "phi_seeds", "penalty_seeds"]
 TABLE_COLUMNS = TABLE_LEAD + [RENAMED.get(field, field) for field in ROW_FIELDS
                               if RENAMED.get(field, field) not in TABLE_LEAD] + ["train_source"]
 
@@ -78,12 +98,17 @@ class PairSplit:
     eval_ids: np.ndarray
     train_source: str
 
-    def eval_arrays(self) -> dict[str, np.ndarray]:
-        """The saved evaluation split: its token ids and mask, its rows in ``heldout_sequences`` and the training
-        rows (in ``train_source``)."""
-        return {"input_ids": self.evaluation.input_ids.numpy(),
-                "attention_mask": self.evaluation.attention_mask.numpy(),
-                "sequence_ids": self.eval_ids.astype(np.int64), "train_sequence_ids": self.train_ids.astype(np.int64)}
+    def eval_arrays(self, scored: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """The saved evaluation split: its token ids and mask, its rows in ``heldout_sequences``, the training
+        rows (in ``train_source``) and, when given, ``scored_targets`` (1 where the token is a scored target:
+        :func:`~thinkalike.stitching.stitcher.scored_targets`; its sum is the table's ``n_targets``)."""
+        arrays = {"input_ids": self.evaluation.input_ids.numpy(),
+                  "attention_mask": self.evaluation.attention_mask.numpy(),
+                  "sequence_ids": self.eval_ids.astype(np.int64),
+                  "train_sequence_ids": self.train_ids.astype(np.int64)}
+        if scored is not None:
+            arrays["scored_targets"] = np.asarray(scored, dtype=np.int64)
+        return arrays
 
 
 def _first(sequences: dict[str, np.ndarray], limit: int | None, what: str) -> TokenSplit:
@@ -117,35 +142,47 @@ def token_splits(sequences: dict[str, np.ndarray], stitching: dict[str, Any],
     return PairSplit(train, held.subset(eval_ids), train_ids, eval_ids, source)
 
 
-def table_row(row: dict[str, Any], split: PairSplit) -> dict[str, Any]:
-    """A :meth:`StitchResult.row` in the penalty table's columns, with the real-token counts of both splits."""
+def table_row(row: dict[str, Any], split: PairSplit, seeds: dict[str, Any]) -> dict[str, Any]:
+    """A :meth:`StitchResult.row` (the first φ seed's) in the penalty table's columns, with the real-token counts
+    of both splits and the seed columns ``seeds`` (:func:`~thinkalike.stitching.seed_summary`)."""
     renamed = {RENAMED.get(key, key): value for key, value in row.items()}
     renamed["train_tokens"] = int(split.train.attention_mask.sum())
     renamed["eval_tokens"] = int(split.evaluation.attention_mask.sum())
     renamed["train_source"] = split.train_source
+    renamed.update(seeds)
     return {column: renamed[column] for column in TABLE_COLUMNS}
+
+
+def pair_settings(stitching: dict[str, Any]) -> StitchSettings:
+    """``stitching.settings`` with ``stitching.exclude_special_targets`` (default true)."""
+    return StitchSettings.from_dict({**(stitching.get("settings") or {}),
+                                     "exclude_special_targets": bool(stitching.get("exclude_special_targets", True))})
 
 
 def stitch_models(f: ModelHandle, g: ModelHandle, split: PairSplit, stitching: dict[str, Any]
                   ) -> tuple[pd.DataFrame, pd.DataFrame, list[StitchResult]]:
-    """Every (layer pair, kind) of the grid for f → g: the penalty table, the learning curves and the results."""
-    settings = StitchSettings.from_dict(stitching.get("settings"))
+    """Every (layer pair, kind) of the grid for f → g, trained kinds once per φ seed: the penalty table (a row per
+    stitch), the learning curves (every seed's) and the results (every seed's)."""
+    settings = pair_settings(stitching)
+    seeds = phi_seed_list(stitching.get("phi_seeds", 1))
     kinds = list(stitching.get("kinds") or ["affine_ln"])
     if "identity" in kinds and f.d_model != g.d_model:
         logger.info("stitching %s -> %s: no identity stitch (d_model %d vs %d)", f.name, g.name, f.d_model, g.d_model)
         kinds.remove("identity")
-    rows, curves, results = [], [], []
-    for layer_f, layer_g in layer_grid(stitching.get("layers", "diagonal"), f.n_layers, g.n_layers):
-        for kind in kinds:
-            result = stitch(f, g, layer_f, layer_g, kind, split.train, split.evaluation, settings,
-                            progress=bool(stitching.get("progress", False)))
-            logger.info("stitch %s@%d -> %s@%d (%s): penalty %.4f [%.4f, %.4f] in %.1f s", f.name, layer_f, g.name,
-                        layer_g, kind, result.penalty, result.evaluation.penalty_ci_low,
-                        result.evaluation.penalty_ci_high, result.seconds)
-            rows.append(table_row(result.row(), split))
-            results.append(result)
-            if len(result.curve):
-                curves.append(result.curve)
+    grid = [(layer_f, layer_g, kind)
+            for layer_f, layer_g in layer_grid(stitching.get("layers", "diagonal"), f.n_layers, g.n_layers)
+            for kind in kinds]
+    results = stitch_grid(f, g, grid, split.train, split.evaluation, settings, phi_seeds=seeds,
+                          progress=bool(stitching.get("progress", False)))
+    rows = []
+    for group in group_seeds(results):
+        first, summary = group[0], seed_summary(group)
+        logger.info("stitch %s@%d -> %s@%d (%s): penalty %.4f [%.4f, %.4f] on %d targets; %d φ seed(s) %.4f to "
+                    "%.4f; %.1f s", f.name, first.layer_f, g.name, first.layer_g, first.kind, first.penalty,
+                    first.evaluation.penalty_ci_low, first.evaluation.penalty_ci_high, first.evaluation.n_targets,
+                    summary["n_phi_seeds"], summary["penalty_seed_min"], summary["penalty_seed_max"], first.seconds)
+        rows.append(table_row(first.row(), split, summary))
+    curves = [result.curve for result in results if len(result.curve)]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS), _concat_curves(curves), results
 
 
@@ -155,9 +192,12 @@ PairOutputs = tuple[pd.DataFrame, pd.DataFrame, dict[str, torch.Tensor], dict[st
 def _pair_outputs(f: ModelHandle, g: ModelHandle, split: PairSplit, stitching: dict[str, Any]) -> PairOutputs:
     """The table, curves, trained φ's (state, config) and evaluation split of f → g."""
     table, curves, results = stitch_models(f, g, split, stitching)
-    phi_state, phi_config = pack_stitches(results, f.name, g.name)
+    settings = pair_settings(stitching)
+    excluded = excluded_target_ids(f, g, settings.exclude_special_targets)
+    phi_state, phi_config = pack_stitches(results, f.name, g.name, excluded_target_ids=excluded)
     phi_config.update(train_source=split.train_source, eval_source="heldout_sequences")
-    return table, curves, phi_state, phi_config, split.eval_arrays()
+    scored = scored_targets(f, g, split.evaluation, settings, special_ids=excluded)
+    return table, curves, phi_state, phi_config, split.eval_arrays(scored)
 
 
 def _concat_curves(curves: list[pd.DataFrame]) -> pd.DataFrame:
@@ -165,7 +205,8 @@ def _concat_curves(curves: list[pd.DataFrame]) -> pd.DataFrame:
         return pd.concat(curves, ignore_index=True)
     return pd.DataFrame({"f": pd.Series(dtype="object"), "layer_f": pd.Series(dtype="int64"),
                          "g": pd.Series(dtype="object"), "layer_g": pd.Series(dtype="int64"),
-                         "kind": pd.Series(dtype="object"), "step": pd.Series(dtype="int64")})
+                         "kind": pd.Series(dtype="object"), "phi_seed": pd.Series(dtype="int64"),
+                         "step": pd.Series(dtype="int64")})
 
 
 def stitch_pair(sequences: dict[str, np.ndarray], tokenizer, weights_f: dict[str, torch.Tensor],
@@ -186,13 +227,14 @@ def stitch_self(sequences: dict[str, np.ndarray], tokenizer, weights: dict[str, 
     return _pair_outputs(handle, handle, token_splits(sequences, stitching, training_sequences), stitching)
 
 
-PHI_COLUMNS = ["model_f", "layer_f", "model_g", "layer_g", "stitch", "init", "objective", "n_parameters",
+PHI_COLUMNS = ["model_f", "layer_f", "model_g", "layer_g", "stitch", "phi_seed", "init", "objective", "n_parameters",
                "train_source", "n_eval_sequences", "eval_split_digest"]
 
 
 def phi_table(phi_state: dict[str, torch.Tensor], phi_config: dict[str, Any],
               eval_split: dict[str, np.ndarray]) -> pd.DataFrame:
-    """One row per saved φ of an ordered pair: its layers, kind, initialisation, objective and parameter count
+    """One row per saved φ of an ordered pair (every φ seed): its layers, kind, φ seed, initialisation, objective
+    and parameter count
     (the saved tensors' elements), the source of its training tokens, and the evaluation split it was measured on
     (number of sequences, and the first 12 hex digits of the SHA-256 of their ``heldout_sequences`` rows: pairs
     with the same digest were evaluated on the same sequences)."""
@@ -202,7 +244,8 @@ def phi_table(phi_state: dict[str, torch.Tensor], phi_config: dict[str, Any],
     for key, saved in phi_config.get("stitches", {}).items():
         prefix = f"{key}."
         records.append({"model_f": phi_config["f"], "layer_f": saved["layer_f"], "model_g": phi_config["g"],
-                        "layer_g": saved["layer_g"], "stitch": saved["kind"], "init": saved.get("init"),
+                        "layer_g": saved["layer_g"], "stitch": saved["kind"],
+                        "phi_seed": int(saved.get("phi_seed", 0)), "init": saved.get("init"),
                         "objective": saved.get("objective"),
                         "n_parameters": sum(int(tensor.numel()) for name, tensor in phi_state.items()
                                             if name.startswith(prefix)),
