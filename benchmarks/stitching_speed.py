@@ -9,12 +9,17 @@ Same models, same batch, same process, interleaved repeats; the fastest repeat o
   backward, gradient clipping, SGD step, schedule step;
 * **naive**: what a hook-based implementation does — f's full forward (its layer-l residual extracted with
   hooks, ``no_grad``), then g's *whole* forward with a hook replacing the output of block m − 1 by φ(f's
-  residual) (g's prefix runs and its output is thrown away), backward, clipping, SGD step.
+  residual) (g's prefix runs and its output is thrown away), backward, clipping, SGD step;
+* **lockstep** (``--seeds S``, default 2): ``LockstepTrainer.train_step`` of S φ seeds — S batches through their
+  own φ's, g's tail run once on the S × batch rows, per-seed clipping, one optimiser step;
+* **separate**: the same S seeds as S plain ``StitchTrainer.train_step`` calls (what S seeds cost without
+  lockstep).
 
-Target: step / floor ≤ 1.2×.
+Targets: step / floor ≤ 1.2×; lockstep / separate < 1 (seeds cheaper together than apart).
 
     python benchmarks/stitching_speed.py                    # bridges (GeLU -> SoLU) and GPT-NeoX, zoo sizes
     python benchmarks/stitching_speed.py --repeats 3        # quicker
+    python benchmarks/stitching_speed.py --seeds 3          # three φ seeds in lockstep against three apart
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from thinkalike.models.architectures import build_zoo_module, hf_zoo_config  # n
 from thinkalike.models.bridge import BridgeHandle  # noqa: E402
 from thinkalike.models.handle import default_device, first_tensor  # noqa: E402
 from thinkalike.models.hf import HFModelHandle  # noqa: E402
-from thinkalike.stitching import StitchSettings, StitchTrainer, build_stitch_layer  # noqa: E402
+from thinkalike.stitching import LockstepTrainer, StitchSettings, StitchTrainer, build_stitch_layer  # noqa: E402
 from thinkalike.stitching.data import TokenSplit, loss_sum, target_count  # noqa: E402
 from thinkalike.stitching.stitcher import prepare_split  # noqa: E402
 from thinkalike.stitching.train import frozen  # noqa: E402
@@ -91,7 +96,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--iterations", type=int, default=5, help="timed calls per repeat")
     parser.add_argument("--device", default=None)
+    parser.add_argument("--seeds", type=int, default=2, help="φ seeds of the lockstep / separate comparison")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = default_device(args.device)
     rng = np.random.default_rng(0)
     ids = rng.integers(1, VOCAB, size=(4 * args.batch_size, args.n_ctx))
@@ -102,15 +111,18 @@ def main() -> None:
           f"min over {args.repeats} interleaved repeats of {args.iterations} calls")
     for name, f, g in pairs(args.n_ctx, args.width, args.layers, device):
         best = bench_pair(name, f, g, args.layer, ids, settings, device, args.batch_size, args.repeats,
-                          args.iterations)
+                          args.iterations, args.seeds)
         print(f"{name:18s} floor {best['floor']:7.2f} ms  step {best['step']:7.2f} ms  naive {best['naive']:7.2f} ms"
               f"  step/floor {best['step'] / best['floor']:.3f}x (target <= 1.2x)  naive/floor "
               f"{best['naive'] / best['floor']:.3f}x  naive/step {best['naive'] / best['step']:.2f}x")
+        print(f"{'':18s} {args.seeds} φ seeds: lockstep {best['lockstep']:7.2f} ms  separate {best['separate']:7.2f} ms"
+              f"  lockstep/separate {best['lockstep'] / best['separate']:.3f}x  lockstep/step "
+              f"{best['lockstep'] / best['step']:.2f}x")
 
 
 def bench_pair(name, f, g, layer: int, ids, settings: StitchSettings, device: torch.device, batch_size: int,
-               repeats: int, iterations: int) -> dict[str, float]:
-    """Milliseconds per call of floor, step and naive (minimum over interleaved repeats)."""
+               repeats: int, iterations: int, seeds: int = 2) -> dict[str, float]:
+    """Milliseconds per call of floor, step, naive, lockstep and separate (minimum over interleaved repeats)."""
     with frozen(f.module, g.module):
         train = prepare_split(f, layer, TokenSplit.of(ids), "causal", settings, device=device, masking=None, seed=0)
         phi = build_stitch_layer("affine", f.d_model, g.d_model).to(device)
@@ -136,7 +148,21 @@ def bench_pair(name, f, g, layer: int, ids, settings: StitchSettings, device: to
             trainer.optimizer.step()
             trainer.optimizer.zero_grad(set_to_none=True)
 
-        runs = {"floor": floor, "step": step, "naive": naive}
+        together = LockstepTrainer([build_stitch_layer("affine", f.d_model, g.d_model).to(device)
+                                    for _ in range(seeds)], g, layer, train, "causal", settings, name,
+                                   seeds=range(seeds))
+        apart = [StitchTrainer(build_stitch_layer("affine", f.d_model, g.d_model).to(device), g, layer, train,
+                               "causal", settings, name) for _ in range(seeds)]
+        indices = [index] * seeds
+
+        def lockstep():
+            together.train_step(indices)
+
+        def separate():
+            for trainer in apart:
+                trainer.train_step(index)
+
+        runs = {"floor": floor, "step": step, "naive": naive, "lockstep": lockstep, "separate": separate}
         for fn in runs.values():  # warm-up
             fn()
         times: dict[str, list[float]] = {key: [] for key in runs}

@@ -1,12 +1,16 @@
 """Evaluating a stitch on held-out tokens: stitched loss, g's and f's own losses, penalty and its CI.
 
 On the evaluation split, in batches ``b`` of ``eval_batch_size`` sequences with ``n_b`` scored
-targets, the losses are token-weighted means of per-target cross-entropy:
+targets (for the causal objective: the next tokens of the sequences that are real and, with
+``exclude_special_targets``, not special tokens — :func:`~thinkalike.stitching.data.targets_for`),
+the losses are token-weighted means of per-target cross-entropy:
 
 * stitched loss ``L_s = Σ_b S_b / Σ_b n_b`` with ``S_b`` the summed loss of ``g_{>m} ∘ φ ∘ f_{≤l}``;
 * g's own loss ``L_g = Σ_b G_b / Σ_b n_b`` from g's plain forward pass (``ModelHandle.logits``,
   an independent path from the tail the stitch runs), f's own loss ``L_f`` likewise from f;
-* penalty ``P = L_s − L_g = Σ_b (S_b − G_b) / Σ_b n_b``.
+* penalty ``P = L_s − L_g = Σ_b (S_b − G_b) / Σ_b n_b``, i.e. over the scored targets T,
+  ``P = (1/|T|) Σ_{t∈T} −log p_{g∘φ∘f}(t | context) − (1/|T|) Σ_{t∈T} −log p_g(t | context)``
+  (``n_targets = |T|``).
 
 Confidence interval: a paired percentile bootstrap over evaluation batches — ``n_bootstrap``
 resamples ``B*`` of the batches with replacement (seeded), ``P* = Σ_{b∈B*} (S_b − G_b) / Σ_{b∈B*} n_b``,

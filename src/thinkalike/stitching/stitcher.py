@@ -361,7 +361,7 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
             label = describe_pair(f, g, layer_f, layer_g, kind)
             split = prepared_eval[layer_f]
             if kind == "identity":
-                phis, stitch_seeds_, curves = [build_stitch_layer(kind, f.d_model, g.d_model).to(device)], (0,), [None]
+                phis, used_seeds, curves = [build_stitch_layer(kind, f.d_model, g.d_model).to(device)], (0,), [None]
                 tokens_per_step = 0
             else:
                 phi = build_stitch_layer(kind, f.d_model, g.d_model).to(device)
@@ -369,7 +369,7 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
                     assert isinstance(phi, AffineStitch)
                     initialise_least_squares(phi, _init_pairs(prepared_train[layer_f], init_batches, layer_g))
                 phis = [phi] + [copy.deepcopy(phi) for _ in seeds[1:]]
-                stitch_seeds_ = seeds
+                used_seeds = seeds
                 curve_batches = settings.curve_eval_batches
                 g_curve = BatchLosses(g_own.sums[:curve_batches], g_own.counts[:curve_batches]).mean
 
@@ -385,7 +385,7 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
                                            n_bootstrap=settings.n_bootstrap, level=settings.ci_level,
                                            seed=settings.seed, g_own=g_own, f_own=f_own) for phi in phis]
             seconds = time.perf_counter() - started
-            for phi, seed, curve, result in zip(phis, stitch_seeds_, curves, evaluations):
+            for phi, seed, curve, result in zip(phis, used_seeds, curves, evaluations):
                 if not math.isfinite(result.stitched_loss):
                     which = f" (φ seed {seed})" if len(phis) > 1 else ""
                     raise StitchDivergedError(f"stitching {label} diverged{which}: the evaluation loss is "
