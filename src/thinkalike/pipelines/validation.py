@@ -69,7 +69,7 @@ def validate_parameters(parameters: dict[str, Any], pipelines: Iterable[str] | N
     if "mlem" in sections and parameters.get("mlem"):
         from thinkalike.pipelines.mlem.schema import validate_mlem
 
-        validate_mlem(parameters["mlem"])
+        validate_mlem(parameters["mlem"], parameters)
     if "embedding" in sections and parameters.get("embedding"):
         from thinkalike.pipelines.embedding.schema import validate_embedding
 
