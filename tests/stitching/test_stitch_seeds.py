@@ -1,5 +1,5 @@
-"""φ seeds: the seeds of a stitch trained in lockstep (one pass of g's tail for all) equal their separate
-trainings; seed 0 is the single stitch; a pair's grid (shared features and own losses) equals its stitches run
+"""φ seeds: the seeds of a stitch trained in lockstep equal their separate trainings — fused (one pass of g's tail
+for all seeds, the GPU default) to float round-off, unfused (the CPU default) exactly; seed 0 is the single stitch; a pair's grid (shared features and own losses) equals its stitches run
 one by one; the seed summary; bad seeds are refused naming ``phi_seeds``."""
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ SETTINGS = StitchSettings(steps=8, warmup_steps=2, tokens_per_step=256, batch_si
 
 @pytest.fixture(scope="module")
 def lockstep(solu32, gelu32, random_tokens):
-    """affine_ln (least-squares init) solu32 → gelu32 at layer 1: three φ seeds in lockstep."""
+    """affine_ln (least-squares init) solu32 → gelu32 at layer 1: three φ seeds in lockstep, g's tail fused."""
     train, evaluation = random_tokens
-    return stitch_seeds(solu32, gelu32, 1, 1, "affine_ln", train, evaluation, SETTINGS, phi_seeds=3, progress=False)
+    return stitch_seeds(solu32, gelu32, 1, 1, "affine_ln", train, evaluation, SETTINGS, phi_seeds=3, progress=False,
+                        fuse_seeds=True)
 
 
 def test_lockstep_seeds_equal_their_separate_trainings(lockstep, solu32, gelu32, random_tokens):
@@ -56,6 +57,17 @@ def test_lockstep_seeds_equal_their_separate_trainings(lockstep, solu32, gelu32,
     assert len({result.penalty for result in lockstep}) == 3
 
 
+def test_unfused_seeds_are_exactly_their_separate_trainings(solu32, gelu32, random_tokens):
+    train, evaluation = random_tokens
+    together = stitch_seeds(solu32, gelu32, 1, 1, "affine", train, evaluation, SETTINGS, phi_seeds=[2, 0],
+                            progress=False)  # on the CPU: unfused by default
+    for result in together:
+        alone, = stitch_seeds(solu32, gelu32, 1, 1, "affine", train, evaluation, SETTINGS, phi_seeds=[result.phi_seed],
+                              progress=False)
+        assert all(torch.equal(result.phi_state[k], v) for k, v in alone.phi_state.items())
+        assert result.curve.equals(alone.curve) and result.penalty == alone.penalty
+
+
 def test_seed_zero_is_the_single_stitch(lockstep, solu32, gelu32, random_tokens):
     train, evaluation = random_tokens
     single = stitch(solu32, gelu32, 1, 1, "affine_ln", train, evaluation, SETTINGS, progress=False)
@@ -74,7 +86,8 @@ def test_lockstep_trainer_steps_equal_separate_trainers(solu32, gelu32, random_t
         prepared = prepare_split(solu32, 2, TokenSplit.of(train), "causal", settings, device=torch.device("cpu"),
                                  masking=None, seed=0)
         phis = [build_stitch_layer("affine", 32, 32) for _ in range(2)]
-        together = LockstepTrainer(phis, gelu32, 1, prepared, "causal", settings, "lockstep", seeds=(0, 4))
+        together = LockstepTrainer(phis, gelu32, 1, prepared, "causal", settings, "lockstep", seeds=(0, 4), fuse=True)
+        assert together.fuse and not LockstepTrainer(phis, gelu32, 1, prepared, "causal", settings).fuse  # CPU
         apart = []
         for seed in (0, 4):
             trainer = StitchTrainer(build_stitch_layer("affine", 32, 32), gelu32, 1, prepared, "causal",

@@ -61,6 +61,7 @@ from thinkalike.stitching.train import (
     StitchDivergedError,
     StitchSettings,
     StitchTrainer,
+    fuse_seeds,
     learning_rate_factor,
     phi_seed_list,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "evaluate_stitch_accuracy",
     "excluded_target_ids",
     "features_from_store",
+    "fuse_seeds",
     "group_seeds",
     "learning_rate_factor",
     "least_squares_map",

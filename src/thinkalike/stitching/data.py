@@ -233,12 +233,17 @@ def target_count(targets: torch.Tensor, objective: str) -> torch.Tensor:
 
 def loss_sum(logits: torch.Tensor, targets: torch.Tensor, objective: str) -> torch.Tensor:
     """Σ cross-entropy over the scored targets (float32): ``causal`` — logits ``(b, seq, V)`` at t against
-    token t+1; ``masked`` — at the selected positions; ``label`` — logits ``(b, C)`` against ``(b,)``."""
-    if objective == "causal":
-        logits = logits[:, :-1]
+    token t+1; ``masked`` — at the selected positions; ``label`` — logits ``(b, C)`` against ``(b,)``.
+
+    For ``causal`` the targets are shifted left (the last position gets ``IGNORE``) rather than the logits cut
+    to ``seq − 1`` positions: the same terms in the same order, without copying the logits (a sliced view is
+    not contiguous) nor zero-filling their gradient around the slice."""
     if objective == "label" and logits.ndim != 2:
         raise ValueError(f"the label objective needs (batch, n_classes) logits, got shape {tuple(logits.shape)}")
-    scored = loss_targets(targets, objective)
+    if objective == "causal":
+        scored = torch.cat([targets[:, 1:], targets.new_full((targets.shape[0], 1), IGNORE)], dim=1)
+    else:
+        scored = targets
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), scored.reshape(-1),
                            ignore_index=IGNORE, reduction="sum")
 

@@ -81,13 +81,14 @@ def stitched_batch_losses(phi: StitchLayer, g: ModelHandle, layer_g: int, split:
 
 
 def lockstep_batch_losses(phis: Sequence[StitchLayer], g: ModelHandle, layer_g: int, split: PreparedSplit,
-                          objective: str, batch_size: int, max_batches: int | None = None) -> list[BatchLosses]:
-    """:func:`stitched_batch_losses` of several φ's of one stitch (its φ seeds) on the same batches, g's tail run
-    once per batch on the φ's outputs concatenated along the batch (``len(phis) × batch_size`` rows; rows do not
-    interact, so each φ's losses are its own, to float round-off). With one φ, exactly
-    :func:`stitched_batch_losses`."""
-    if len(phis) == 1:
-        return [stitched_batch_losses(phis[0], g, layer_g, split, objective, batch_size, max_batches)]
+                          objective: str, batch_size: int, max_batches: int | None = None,
+                          fuse: bool = True) -> list[BatchLosses]:
+    """:func:`stitched_batch_losses` of several φ's of one stitch (its φ seeds) on the same batches; ``fuse``: g's
+    tail run once per batch on the φ's outputs concatenated along the batch (``len(phis) × batch_size`` rows;
+    rows do not interact, so each φ's losses are its own, to float round-off). Unfused, or with one φ, exactly
+    :func:`stitched_batch_losses` of each."""
+    if len(phis) == 1 or not fuse:
+        return [stitched_batch_losses(phi, g, layer_g, split, objective, batch_size, max_batches) for phi in phis]
     for phi in phis:
         phi.eval()
     sums: list[list[torch.Tensor]] = [[] for _ in phis]

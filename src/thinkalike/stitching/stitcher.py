@@ -28,7 +28,7 @@ import copy
 import json
 import math
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -302,7 +302,9 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
                 phi_seeds: int | Sequence[int] = 1, train_mask=None, eval_mask=None, train_labels=None,
                 eval_labels=None, train_features: Mapping[int, torch.Tensor] | None = None,
                 eval_features: Mapping[int, torch.Tensor] | None = None, masking: MaskingTokens | None = None,
-                special_ids: Iterable[int] | None = None, progress: bool = True) -> list[StitchResult]:
+                special_ids: Iterable[int] | None = None, progress: bool = True,
+                on_stitch: Callable[[list[StitchResult]], None] | None = None,
+                fuse_seeds: bool | None = None) -> list[StitchResult]:
     """Every stitch ``(layer_f, layer_g, kind)`` of ``stitches`` from f into g (:func:`stitch`), each trained
     kind once per φ seed of ``phi_seeds`` (:func:`~thinkalike.stitching.train.phi_seed_list`; the seeds of a
     stitch train in lockstep, :class:`~thinkalike.stitching.train.LockstepTrainer`), sharing what does not
@@ -313,8 +315,10 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
 
     ``train_features`` / ``eval_features``: f's residuals per layer for those sequences, if at hand. Special
     tokens are never targets when ``settings.exclude_special_targets`` (``special_ids``, else the tokenizer's:
-    :func:`~thinkalike.stitching.data.excluded_target_ids`). Every configuration error is raised before any
-    forward pass.
+    :func:`~thinkalike.stitching.data.excluded_target_ids`). ``on_stitch``: called with each stitch's results
+    (its seeds) as soon as they are done (a pipeline logs them). ``fuse_seeds``: whether a stitch's seeds share
+    one pass of g's tail (:func:`~thinkalike.stitching.train.fuse_seeds`; default: on CUDA). Every configuration
+    error is raised before any forward pass.
     """
     settings = _settings(settings)
     seeds = phi_seed_list(phi_seeds)
@@ -373,25 +377,27 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
                 curve_batches = settings.curve_eval_batches
                 g_curve = BatchLosses(g_own.sums[:curve_batches], g_own.counts[:curve_batches]).mean
 
-                def heldout(phis=phis, layer_g=layer_g, split=split) -> list[float]:
-                    return [losses.mean for losses in lockstep_batch_losses(
-                        phis, g, layer_g, split, objective, settings.eval_batch_size, curve_batches)]
-
                 trainer = LockstepTrainer(phis, g, layer_g, prepared_train[layer_f], objective, settings, label,
-                                          seeds=seeds)
+                                          seeds=seeds, fuse=fuse_seeds)
+
+                def heldout(phis=phis, layer_g=layer_g, split=split, fuse=trainer.fuse) -> list[float]:
+                    return [losses.mean for losses in lockstep_batch_losses(
+                        phis, g, layer_g, split, objective, settings.eval_batch_size, curve_batches, fuse)]
+
                 curves = trainer.run(heldout, g_curve, progress=progress)
                 tokens_per_step = trainer.sequences_per_step * train.seq_len
             evaluations = [evaluate_stitch(phi, f, g, layer_g, split, objective, batch_size=settings.eval_batch_size,
                                            n_bootstrap=settings.n_bootstrap, level=settings.ci_level,
                                            seed=settings.seed, g_own=g_own, f_own=f_own) for phi in phis]
             seconds = time.perf_counter() - started
+            done = []
             for phi, seed, curve, result in zip(phis, used_seeds, curves, evaluations):
                 if not math.isfinite(result.stitched_loss):
                     which = f" (φ seed {seed})" if len(phis) > 1 else ""
                     raise StitchDivergedError(f"stitching {label} diverged{which}: the evaluation loss is "
                                               f"{result.stitched_loss}; try a smaller lr_scale (now "
                                               f"{settings.lr_scale})")
-                results.append(StitchResult(
+                done.append(StitchResult(
                     f=f.name, g=g.name, f_spec=f.spec, g_spec=g.spec, layer_f=layer_f, layer_g=layer_g, kind=kind,
                     init=init, objective=objective, evaluation=result,
                     curve=_curve_frame(curve, f.name, layer_f, g.name, layer_g, kind, seed),
@@ -399,6 +405,9 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
                     phi_state={k: v.detach().cpu().clone().contiguous() for k, v in phi.state_dict().items()},
                     settings=settings, n_train_sequences=len(train), tokens_per_step=tokens_per_step,
                     seconds=seconds, phi_seed=seed))
+            results.extend(done)
+            if on_stitch is not None:
+                on_stitch(done)
     return results
 
 

@@ -26,15 +26,17 @@ gradients only.
 φ seeds (:func:`phi_seed_list`): φ's initial map is deterministic (the identity or the least-squares
 map), so what varies between trainings of one stitch is the data order. φ seed ``k`` draws its
 sequences from a permutation generator seeded with ``settings.seed + k`` (seed 0: the order a
-single stitch always had). :class:`LockstepTrainer` trains the S seeds of one stitch together:
-at each micro-batch the S seeds' sequences go through their own φ's, are concatenated along the
-batch and run through g's tail **once** (``S × batch_size`` rows); the loss is
-``Σ_k loss_sum_k / n_k`` (each seed's own token-weighted mean), whose gradient with respect to
-φ_k is exactly seed k's own (the rows of different seeds do not interact in g's tail: attention is
-within a sequence, every other operation within a token). Gradient clipping is per φ (each
-seed's own norm), and one SGD optimiser holds a parameter group per φ and kind of parameter
-(SGD updates each parameter on its own), so every seed follows the trajectory of its separate
-training, to float round-off (batched matrix products may sum in another order).
+single stitch always had). :class:`LockstepTrainer` trains the S seeds of one stitch together,
+step by step: one SGD optimiser holds a parameter group per φ and kind of parameter (SGD updates
+each parameter on its own), gradient clipping is per φ (each seed's own norm). Fused
+(:func:`fuse_seeds`; on a GPU by default), at each micro-batch the S seeds' sequences go through
+their own φ's, are concatenated along the batch and run through g's tail **once** (``S ×
+batch_size`` rows); the loss is ``Σ_k loss_sum_k / n_k`` (each seed's own token-weighted mean),
+whose gradient with respect to φ_k is exactly seed k's own (the rows of different seeds do not
+interact in g's tail: attention is within a sequence, every other operation within a token), so
+every seed follows the trajectory of its separate training to float round-off (batched matrix
+products may sum in another order). Unfused (on a CPU by default), g's tail runs once per seed
+and every seed's step is exactly its separate training's.
 """
 
 from __future__ import annotations
@@ -182,6 +184,12 @@ def phi_seed_list(phi_seeds: Any) -> tuple[int, ...]:
                             f"{phi_seeds!r}")
 
 
+def fuse_seeds(fuse: bool | None, device: torch.device | str) -> bool:
+    """Whether the φ seeds of a stitch share one pass of g's tail: ``fuse`` if given, else when training runs on
+    CUDA (``device``: where f's features and g live)."""
+    return bool(fuse) if fuse is not None else torch.device(device).type == "cuda"
+
+
 def learning_rate_factor(step: int, steps: int, warmup_steps: int) -> float:
     """``η_s / η`` for the update at 0-based step ``s``: ``s / W`` during warm-up, then ``(S − s) / (S − W)``."""
     if step < warmup_steps:
@@ -220,12 +228,18 @@ class LockstepTrainer:
     only trainable modules, between f's precomputed features ``train`` (shared by every seed) and g's tail after
     ``layer_g``. ``label``: the pair and layers, for messages. :meth:`train_step` makes one optimiser step of
     every seed, :meth:`run` all of them. With one φ it is the plain trainer (:class:`StitchTrainer`).
+
+    ``fuse`` (:func:`fuse_seeds`): run g's tail once on the seeds' concatenated micro-batches (on a GPU, where
+    these tiny models are overhead-bound) or once per seed (on a CPU, where a step is compute-bound and the
+    larger tensors only spill the caches: measured in ``benchmarks/README.md``). Unfused, every seed's step is
+    exactly its separate training's; fused, to float round-off.
     """
 
     def __init__(self, phis: Sequence[StitchLayer], g: ModelHandle, layer_g: int, train: PreparedSplit,
                  objective: str, settings: StitchSettings, label: str = "stitch",
-                 seeds: Sequence[int] | None = None) -> None:
+                 seeds: Sequence[int] | None = None, fuse: bool | None = None) -> None:
         self.phis = list(phis)
+        self.fuse = fuse_seeds(fuse, train.input_ids.device)
         self.seeds = tuple(range(len(self.phis))) if seeds is None else phi_seed_list(list(seeds))
         if not self.phis or len(self.seeds) != len(self.phis):
             raise StitchConfigError(f"{label}: {len(self.phis)} stitching layers for {len(self.seeds)} φ seeds")
@@ -277,20 +291,19 @@ class LockstepTrainer:
             phi.train()
         chunks = [index.split(self.settings.batch_size) for index in indices]
         for parts in zip(*chunks):
-            residuals, ids, masks, targets = [], [], [], []
-            for phi, chunk in zip(phis, parts):
-                features, chunk_ids, chunk_mask, chunk_targets = train.batch(chunk)
-                residuals.append(phi(features))
-                ids.append(chunk_ids)
-                masks.append(chunk_mask)
-                targets.append(chunk_targets)
-            if len(phis) == 1:
-                logits = [self.g.logits_from_layer(residuals[0], self.layer_g, ids[0], masks[0])]
+            batches = [(phi(features), ids, mask, targets)
+                       for phi, (features, ids, mask, targets) in zip(phis, (train.batch(part) for part in parts))]
+            if self.fuse and len(phis) > 1:
+                residual, ids, mask = (torch.cat([batch[i] for batch in batches]) for i in range(3))
+                logits = self.g.logits_from_layer(residual, self.layer_g, ids, mask).split([len(p) for p in parts])
+                losses = [loss_sum(part, batch[3], objective) for part, batch in zip(logits, batches)]
+                sum(loss / total for loss, total in zip(losses, totals)).backward()
             else:
-                logits = self.g.logits_from_layer(torch.cat(residuals), self.layer_g, torch.cat(ids),
-                                                  torch.cat(masks)).split([len(part) for part in parts])
-            losses = [loss_sum(part, target, objective) for part, target in zip(logits, targets)]
-            sum(loss / total for loss, total in zip(losses, totals)).backward()
+                losses = []
+                for (residual, ids, mask, targets), total in zip(batches, totals):
+                    loss = loss_sum(self.g.logits_from_layer(residual, self.layer_g, ids, mask), targets, objective)
+                    (loss / total).backward()
+                    losses.append(loss)
             summed = summed + torch.stack([loss.detach() for loss in losses])
         for parameters in self.parameter_sets:
             torch.nn.utils.clip_grad_norm_(parameters, self.settings.clip_grad_norm)
