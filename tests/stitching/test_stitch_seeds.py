@@ -136,6 +136,9 @@ def test_seed_summary_is_the_mean_and_spread_over_seeds(lockstep):
     assert summary["penalty_seed_mean"] == pytest.approx(penalties.sum() / 3)
     assert summary["penalty_seed_std"] == pytest.approx(np.sqrt(((penalties - penalties.mean()) ** 2).sum() / 2))
     assert (summary["penalty_seed_min"], summary["penalty_seed_max"]) == (penalties.min(), penalties.max())
+    one = seed_summary(lockstep[:1])  # a trained stitch with one seed: its spread was not measured
+    assert one["n_phi_seeds"] == 1 and np.isnan(one["penalty_seed_std"])
+    assert one["penalty_seed_min"] == one["penalty_seed_max"] == one["penalty_seed_mean"] == lockstep[0].penalty
     with pytest.raises(ValueError, match="seeds of one stitch"):
         seed_summary([lockstep[0], lockstep[0].__class__(**{**lockstep[0].__dict__, "layer_f": 0})])
 

@@ -506,7 +506,8 @@ def seed_summary(results: Sequence[StitchResult]) -> dict[str, Any]:
     """The φ-seed columns of one stitch's row from its results (one per φ seed, in seed order): ``n_phi_seeds``,
     ``phi_seeds`` and ``penalty_seeds`` (JSON lists: the seeds and each seed's held-out penalty),
     ``penalty_seed_mean`` (the mean over seeds ``P̄ = (1/S) Σ_k P_k``), ``penalty_seed_std`` (the sample
-    standard deviation across seeds, ``sqrt(Σ_k (P_k − P̄)² / (S − 1))``; 0 for one seed),
+    standard deviation across seeds, ``sqrt(Σ_k (P_k − P̄)² / (S − 1))``; 0 for identity stitching, which
+    trains nothing; NaN for a trained stitch with one seed: its training variability was not measured),
     ``penalty_seed_min`` and ``penalty_seed_max``. This spread measures φ's training variability (data
     order); the evaluation-bootstrap interval (``penalty_ci_low`` / ``_high``, of the first seed) measures
     the finite evaluation set — they answer different questions and are reported side by side."""
@@ -519,7 +520,8 @@ def seed_summary(results: Sequence[StitchResult]) -> dict[str, Any]:
     return {"n_phi_seeds": len(results), "phi_seeds": json.dumps([int(r.phi_seed) for r in results]),
             "penalty_seeds": json.dumps([float(p) for p in penalties]),
             "penalty_seed_mean": float(penalties.mean()),
-            "penalty_seed_std": float(penalties.std(ddof=1)) if len(penalties) > 1 else 0.0,
+            "penalty_seed_std": (float(penalties.std(ddof=1)) if len(penalties) > 1
+                                 else 0.0 if results[0].kind == "identity" else float("nan")),
             "penalty_seed_min": float(penalties.min()), "penalty_seed_max": float(penalties.max())}
 
 
