@@ -17,12 +17,12 @@ from thinkalike.embedding.finetune_diff import (
     finetune_top_layers,
     signed_fraction,
     task_labels,
-    torch_threads,
     zero_shot_accuracy,
 )
 from thinkalike.embedding.parameters import ModelParameters
 from thinkalike.models.finetune import FinetuneConfig, predict_labels
 from thinkalike.models.sources import load_classifier
+from thinkalike.threads import torch_threads
 
 
 class WordPieces:
