@@ -159,6 +159,14 @@ def pair_settings(stitching: dict[str, Any]) -> StitchSettings:
                                      "exclude_special_targets": bool(stitching.get("exclude_special_targets", True))})
 
 
+def _log_stitch(seeds: list[StitchResult]) -> None:
+    first, summary = seeds[0], seed_summary(seeds)
+    logger.info("stitch %s@%d -> %s@%d (%s): penalty %.4f [%.4f, %.4f] on %d targets; %d φ seed(s): %.4f to %.4f; "
+                "%.1f s", first.f, first.layer_f, first.g, first.layer_g, first.kind, first.penalty,
+                first.evaluation.penalty_ci_low, first.evaluation.penalty_ci_high, first.evaluation.n_targets,
+                summary["n_phi_seeds"], summary["penalty_seed_min"], summary["penalty_seed_max"], first.seconds)
+
+
 def stitch_models(f: ModelHandle, g: ModelHandle, split: PairSplit, stitching: dict[str, Any]
                   ) -> tuple[pd.DataFrame, pd.DataFrame, list[StitchResult]]:
     """Every (layer pair, kind) of the grid for f → g, trained kinds once per φ seed: the penalty table (a row per
@@ -173,15 +181,8 @@ def stitch_models(f: ModelHandle, g: ModelHandle, split: PairSplit, stitching: d
             for layer_f, layer_g in layer_grid(stitching.get("layers", "diagonal"), f.n_layers, g.n_layers)
             for kind in kinds]
     results = stitch_grid(f, g, grid, split.train, split.evaluation, settings, phi_seeds=seeds,
-                          progress=bool(stitching.get("progress", False)))
-    rows = []
-    for group in group_seeds(results):
-        first, summary = group[0], seed_summary(group)
-        logger.info("stitch %s@%d -> %s@%d (%s): penalty %.4f [%.4f, %.4f] on %d targets; %d φ seed(s) %.4f to "
-                    "%.4f; %.1f s", f.name, first.layer_f, g.name, first.layer_g, first.kind, first.penalty,
-                    first.evaluation.penalty_ci_low, first.evaluation.penalty_ci_high, first.evaluation.n_targets,
-                    summary["n_phi_seeds"], summary["penalty_seed_min"], summary["penalty_seed_max"], first.seconds)
-        rows.append(table_row(first.row(), split, summary))
+                          progress=bool(stitching.get("progress", False)), on_stitch=_log_stitch)
+    rows = [table_row(group[0].row(), split, seed_summary(group)) for group in group_seeds(results)]
     curves = [result.curve for result in results if len(result.curve)]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS), _concat_curves(curves), results
 
