@@ -16,13 +16,12 @@ import pytest
 import yaml
 from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
-from kedro.pipeline import Pipeline
 
 from tests.models.conftest import save_sentence_encoder
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
 from tests.pipelines.hub_cache import hub_ids, use_hub_cache
 from thinkalike.pipelines.activations.pipeline import configured_models
-from thinkalike.pipelines.builders import PIPELINE_BUILDERS, build_pipelines
+from thinkalike.pipelines.builders import PIPELINE_BUILDERS, build_pipelines, configuration_error_pipeline
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
 from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.pipelines.schema import ParameterError
@@ -135,8 +134,9 @@ def test_the_pipelines_of_a_run_follow_the_names_and_the_node_filters(tmp_path):
     assert pipelines_in_run(["cka", "corpus"], registered) == ["corpus", "cka"]
     one_pair = built["__default__"].only_nodes_with_namespaces(["models.cka.gelu_1l__neox_xs"])
     assert pipelines_in_run(None, registered, one_pair) == ["cka"]
-    registered["embedding"] = Pipeline([])  # a pipeline left empty by its section's error
-    assert "embedding" in pipelines_in_run(["embedding"], registered, built["corpus"])
+    registered["embedding"] = configuration_error_pipeline("embedding", "embedding.readings.k: …")
+    assert pipelines_in_run(["embedding"], registered, registered["embedding"]) == ["embedding"]
+    assert pipelines_in_run(None, registered, one_pair) == ["cka"]  # not in a run filtered to other nodes
 
 
 def test_a_hub_only_environment_runs_alone_and_in_the_default_pipeline(tmp_path, monkeypatch, grammar_gpt2_dir,

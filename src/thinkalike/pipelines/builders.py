@@ -1,9 +1,11 @@
 """Every project pipeline, built from the parameters alone (no Kedro session, no hooks).
 
 Building never fails for a section that a run may not use: a pipeline whose section cannot be
-built (a model it names is not configured, a malformed pair list…) is registered empty, and the
-error is raised, naming the parameter, at the start of a run that uses it
-(:func:`thinkalike.pipelines.validation.validate_parameters`).
+built (a model it names is not configured, a malformed pair list…) is registered as one node,
+``<pipeline>_configuration_error``, that would raise the error; a run that includes it stops
+before any node with that error, naming the parameter
+(:func:`thinkalike.pipelines.validation.validate_parameters`), and kedro-viz shows where the
+configuration is broken.
 """
 
 from __future__ import annotations
@@ -12,16 +14,18 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kedro.pipeline import Pipeline
+from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.pipeline import (
     create_pipeline as activations_pipeline,
 )
+from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.cka.pipeline import create_pipeline as cka_pipeline
 from thinkalike.pipelines.corpus.pipeline import create_pipeline as corpus_pipeline
 from thinkalike.pipelines.embedding.pipeline import (
     create_pipeline as embedding_pipeline,
 )
+from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.mlem.pipeline import create_pipeline as mlem_pipeline
 from thinkalike.pipelines.nli.pipeline import create_pipeline as nli_pipeline
 from thinkalike.pipelines.stitching.pipeline import (
@@ -43,14 +47,33 @@ PIPELINE_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
 }
 
 
+CONFIGURATION_ERROR = "configuration_error"
+
+
+def raise_configuration_error(message: str) -> None:
+    """The function of a configuration-error node: raises its pipeline's build error."""
+    raise ParameterError(message)
+
+
+def configuration_error_pipeline(name: str, message: str) -> Pipeline:
+    """One node, ``<name>_configuration_error`` (tag ``configuration_error``), standing for pipeline ``name``."""
+    return Pipeline([Node(bind(raise_configuration_error, message=message), None, f"{name}_{CONFIGURATION_ERROR}",
+                          name=f"{name}_{CONFIGURATION_ERROR}", tags=[CONFIGURATION_ERROR])])
+
+
+def has_configuration_error(pipeline: Pipeline) -> bool:
+    """Whether ``pipeline`` stands for a section that could not be built (:func:`configuration_error_pipeline`)."""
+    return any(CONFIGURATION_ERROR in node.tags for node in pipeline.nodes)
+
+
 def build_pipeline(name: str, parameters: Mapping[str, Any]) -> Pipeline:
-    """Pipeline ``name`` for ``parameters``; empty when its section cannot be built (a ``ValueError``, which
-    :class:`~thinkalike.pipelines.errors.ParameterError` is): the run-start validation reports it."""
+    """Pipeline ``name`` for ``parameters``; when its section cannot be built (a ``ValueError``, which
+    :class:`~thinkalike.pipelines.errors.ParameterError` is), the :func:`configuration_error_pipeline` saying why."""
     try:
         return PIPELINE_BUILDERS[name](parameters)
     except ValueError as error:
-        logger.debug("pipeline %r is empty: %s", name, error)
-        return Pipeline([])
+        logger.debug("pipeline %r cannot be built: %s", name, error)
+        return configuration_error_pipeline(name, str(error))
 
 
 def build_pipelines(parameters: Mapping[str, Any]) -> dict[str, Pipeline]:

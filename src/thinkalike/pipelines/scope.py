@@ -8,7 +8,7 @@ is :data:`PIPELINE_SECTIONS`.
 The pipelines of a run: those named with ``--pipelines`` (``__default__``, or none, means every
 one), narrowed — when nodes are filtered (``--namespaces``, ``--nodes``, ``--tags``, ``--from-nodes``
 …) — to those with at least one node left in the run; a named pipeline that has no node at all
-(its section could not be built) stays in, so that its error is reported.
+stays in.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from thinkalike.models.sources import (
     spec_options,
 )
 from thinkalike.pipelines.activations.pipeline import configured_models
-from thinkalike.pipelines.builders import PIPELINE_BUILDERS
+from thinkalike.pipelines.builders import PIPELINE_BUILDERS, has_configuration_error
 from thinkalike.pipelines.cka.pairs import cka_pairs
 from thinkalike.pipelines.scope import PIPELINE_SECTIONS, sections_in_run
 from thinkalike.pipelines.schema import (
@@ -46,7 +46,8 @@ def validate_parameters(parameters: dict[str, Any], pipelines: Iterable[str] | N
                         built: Mapping[str, Pipeline] | None = None) -> None:
     """Raises a :class:`ParameterError` naming the parameter for any bad setting (a missing file included) of
     the sections that ``pipelines`` read (every project pipeline when ``None``). ``built``: the registered
-    pipelines; those of ``pipelines`` that are empty (or all, without ``built``) must build (:func:`check_builds`)."""
+    pipelines; those of ``pipelines`` that stand for a configuration error (or all, without ``built``) must
+    build (:func:`check_builds`)."""
     pipelines = list(PIPELINE_SECTIONS if pipelines is None else pipelines)
     sections = sections_in_run(pipelines)
     corpus = validate_corpus(parameters.get("corpus"))
@@ -83,7 +84,7 @@ def validate_parameters(parameters: dict[str, Any], pipelines: Iterable[str] | N
             read_natural_text(corpus.natural_text.path, corpus.natural_text.mode)
         except (OSError, ValueError) as error:
             raise ParameterError(f"corpus.natural_text.path: {error}") from None
-    check_builds(parameters, [name for name in pipelines if built is None or not built[name].nodes])
+    check_builds(parameters, [name for name in pipelines if built is None or has_configuration_error(built[name])])
 
 
 def check_builds(parameters: dict[str, Any], pipelines: Iterable[str]) -> None:
