@@ -115,9 +115,9 @@ def main() -> None:
         print(f"{name:18s} floor {best['floor']:7.2f} ms  step {best['step']:7.2f} ms  naive {best['naive']:7.2f} ms"
               f"  step/floor {best['step'] / best['floor']:.3f}x (target <= 1.2x)  naive/floor "
               f"{best['naive'] / best['floor']:.3f}x  naive/step {best['naive'] / best['step']:.2f}x")
-        print(f"{'':18s} {args.seeds} φ seeds: lockstep {best['lockstep']:7.2f} ms  separate {best['separate']:7.2f} ms"
-              f"  lockstep/separate {best['lockstep'] / best['separate']:.3f}x  lockstep/step "
-              f"{best['lockstep'] / best['step']:.2f}x")
+        print(f"{'':18s} {args.seeds} φ seeds: lockstep {best['lockstep']:7.2f} ms  separate "
+              f"{best['separate']:7.2f} ms  lockstep/separate {best['lockstep'] / best['separate']:.3f}x  "
+              f"lockstep/step {best['lockstep'] / best['step']:.2f}x")
 
 
 def bench_pair(name, f, g, layer: int, ids, settings: StitchSettings, device: torch.device, batch_size: int,

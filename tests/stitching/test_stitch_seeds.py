@@ -1,6 +1,7 @@
 """φ seeds: the seeds of a stitch trained in lockstep equal their separate trainings — fused (one pass of g's tail
-for all seeds, the GPU default) to float round-off, unfused (the CPU default) exactly; seed 0 is the single stitch; a pair's grid (shared features and own losses) equals its stitches run
-one by one; the seed summary; bad seeds are refused naming ``phi_seeds``."""
+for all seeds, the GPU default) to float round-off, unfused (the CPU default) exactly; seed 0 is the single
+stitch; a pair's grid (shared features and own losses) equals its stitches run one by one; the seed summary;
+bad seeds are refused naming ``phi_seeds``."""
 
 from __future__ import annotations
 

@@ -281,8 +281,8 @@ def _init_batches(prepared: PreparedSplit, g: ModelHandle, layers_g: Iterable[in
             real = mask.bool()
             keep = min(int(real.sum()), max_tokens - taken)
             taken += keep
-            batches.append(_InitBatch(index, real, keep, {layer: streams[layer].to(prepared.features.device)[real][:keep]
-                                                          for layer in layers_g}))
+            targets = {layer: streams[layer].to(prepared.features.device)[real][:keep] for layer in layers_g}
+            batches.append(_InitBatch(index, real, keep, targets))
     return batches
 
 
@@ -415,7 +415,8 @@ def _curve_frame(curve: pd.DataFrame | None, f: str, layer_f: int, g: str, layer
                  seed: int) -> pd.DataFrame:
     """A learning curve with the stitch's names in front (an empty, typed frame for identity stitching)."""
     if curve is None:
-        curve = pd.DataFrame({"step": pd.Series(dtype="int64"), **{c: pd.Series(dtype="float64") for c in CURVE_VALUES}})
+        curve = pd.DataFrame({"step": pd.Series(dtype="int64"),
+                              **{c: pd.Series(dtype="float64") for c in CURVE_VALUES}})
     for column, value in reversed((("f", f), ("layer_f", layer_f), ("g", g), ("layer_g", layer_g), ("kind", kind),
                                    ("phi_seed", seed))):
         curve.insert(0, column, value)

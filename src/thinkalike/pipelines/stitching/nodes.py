@@ -18,11 +18,15 @@ other single-stitch columns are the first φ seed's (``phi_seed``; seed 0 by def
 single stitch always had), its interval the evaluation bootstrap; beside them the seed columns of
 :func:`~thinkalike.stitching.seed_summary` (``n_phi_seeds``, ``phi_seeds``, ``penalty_seeds``,
 ``penalty_seed_mean``, ``penalty_seed_std``, ``penalty_seed_min``, ``penalty_seed_max``: φ's training
-variability). Identity stitching trains nothing: one seed, spread 0. ``n_targets`` is the number of
+variability; ``penalty_seed_std`` NaN for a trained stitch with one seed). Identity stitching trains
+nothing: one seed, spread 0. ``n_targets`` is the number of
 scored evaluation targets, ``exclude_special_targets`` the rule. MLflow's
 ``<pair>.<kind>.penalty_<l>_<m>`` metric is the ``penalty`` column (the first seed's), and the
-learning-curve histories are the first seed's (:mod:`~thinkalike.pipelines.stitching.metrics`). ``summarise_stitching`` concatenates the pairs' tables and curves, lists the saved φ's, and draws the
-penalty figure and every pair's learning curves (and heatmaps).
+learning-curve histories are the first seed's (:mod:`~thinkalike.pipelines.stitching.metrics`).
+
+``summarise_stitching`` concatenates the pairs' tables and curves, lists the saved φ's (every seed), and draws
+the penalty figure (with the seeds' spread beside the intervals) and every pair's learning curves (and
+heatmaps).
 """
 
 from __future__ import annotations
