@@ -156,14 +156,16 @@ def test_a_hub_only_environment_runs_alone_and_in_the_default_pipeline(tmp_path,
     text.write_text("".join(f"the {a} dog sat on the {b} mat .\n" for a in ("quick", "brown", "lazy")
                             for b in ("long", "brown", "quick", "lazy")))
     monkeypatch.chdir(project)
-    catalog = run_project(project, env="mine", pipeline_names=readme_command("mine"))
+    small = configured_parameters(project, "test")  # tiny sizes, as --params would give them
+    smaller = {"corpus": {key: small["corpus"][key] for key in ("n_sentences", "vocab_size")}}
+    catalog = run_project(project, env="mine", pipeline_names=readme_command("mine"), runtime_params=smaller)
     table = catalog.load("models.cka.encoder__gpt2.cka_table")
     assert (table["pooling"] == "word").all() and np.isfinite(table["cka"]).all()
     assert len(table) == 3 * 3  # embeddings + 2 blocks each, every layer pair
 
-    small = configured_parameters(project, "test")  # tiny sizes for the rest, as --params would give them
     with caplog.at_level(logging.INFO):
-        catalog = run_project(project, env="mine", runtime_params={"nli": small["nli"]})
+        catalog = run_project(project, env="mine", runtime_params={**smaller, "nli": {**small["nli"], "n_copies": 2,
+                                                                                       "group_size": 1}})
     assert "embedding.models: ['encoder'] left out: no LM head" in caplog.text
     assert set(catalog.load("embedding_keep_k")["model"]) == {"gpt2"}
     assert catalog.load("embedding_alignment").empty and catalog.load("embedding_zero_shot").empty
