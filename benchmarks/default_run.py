@@ -1,7 +1,8 @@
 """The default run, idle and beside one busy process: where its time goes, per pipeline.
 
-Runs ``kedro run`` (the default pipeline; ``--env`` and ``--pipelines`` are passed through for a
-smaller trial) twice, each in a fresh copy of the project (``pyproject.toml``, ``.telemetry`` and
+Runs the README's ``kedro run --runner thinkalike.runners.DaskRunner`` (the default pipeline;
+``--runner``, ``--env`` and ``--pipelines`` are passed through: ``--runner SequentialRunner`` for one
+process, ``--env test`` for a smaller trial) twice, each in a fresh copy of the project (``pyproject.toml``, ``.telemetry`` and
 ``conf/`` without ``conf/local``; no ``data/``, no ``mlflow.db``; the package itself is the
 installed one, i.e. this checkout's ``src/``):
 
@@ -18,7 +19,7 @@ configuration, building the pipelines).
 
 Run (from the project root, in its virtual environment):
 
-    python benchmarks/default_run.py                                  # default sizes: about 2 × 15 min
+    python benchmarks/default_run.py                                  # default sizes: about 2 × 10 min
     python benchmarks/default_run.py --env test                       # smoke run: about 2 × 2-3 min
     python benchmarks/default_run.py --env test --pipelines corpus    # seconds
 
@@ -44,6 +45,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 TIMINGS = Path("data/08_reporting/run_timings.parquet")
 CONDITIONS = ("idle", "busy")
 BUSY_LOOP = "while True: pass"
+DEFAULT_RUNNER = "thinkalike.runners.DaskRunner"
 
 
 def fresh_copy(destination: Path) -> Path:
@@ -58,10 +60,12 @@ def fresh_copy(destination: Path) -> Path:
     return destination
 
 
-def kedro_command(env: str | None, pipelines: str | None) -> list[str]:
+def kedro_command(env: str | None, pipelines: str | None, runner: str | None = None) -> list[str]:
     script = Path(sys.executable).with_name("kedro")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "kedro"]
     command.append("run")
+    if runner:
+        command += ["--runner", runner]
     if env:
         command += ["--env", env]
     if pipelines:
@@ -142,12 +146,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", help="Kedro environment, passed to kedro run (e.g. test for a smoke run)")
     parser.add_argument("--pipelines", help="passed to kedro run --pipelines (e.g. corpus,zoo)")
+    parser.add_argument("--runner", default=DEFAULT_RUNNER,
+                        help=f"passed to kedro run --runner (default {DEFAULT_RUNNER}, the README's command; "
+                             "SequentialRunner for one process)")
     parser.add_argument("--workdir", type=Path, help="where the two project copies go (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the project copies (data, mlflow.db, run.log)")
     parser.add_argument("--json", type=Path, help="also write the results (runs and per-pipeline totals) here")
     args = parser.parse_args()
 
-    command = kedro_command(args.env, args.pipelines)
+    command = kedro_command(args.env, args.pipelines, args.runner)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="thinkalike-default-run-"))
     print(f"{os.cpu_count()} CPU cores; command: kedro {' '.join(command[command.index('run'):])}; copies in {workdir}")
     runs: dict[str, dict] = {}

@@ -109,6 +109,44 @@ def test_rows_split_each_node_span_and_sum_to_the_run():
     assert table["started_at"].dt.tz is not None and table["started_at"].is_monotonic_increasing
 
 
+def test_spans_from_worker_processes_join_the_table_by_their_wall_clock_start():
+    """DaskRunner: two workers measured their nodes with their own clocks (perf counters unrelated to the
+    driver's); the driver's table places them by epoch time, and each worker's spans follow each other."""
+    driver = FakeMachine()
+    clock = RunClock({"a": "zoo", "b": "zoo", "c": "cka"}, driver.probes())
+    workers = {name: FakeMachine() for name in ("host:1", "host:2")}
+    for offset, (name, machine) in enumerate(workers.items()):
+        machine.wall = 5000.0 * (offset + 1)  # another process's perf counter
+        machine.spend(0.0)
+    spans = {}
+    for name, nodes in (("host:1", [("a", 4.0), ("c", 1.0)]), ("host:2", [("b", 3.0)])):
+        machine = workers[name]
+        worker_clock = RunClock({}, machine.probes())
+        start_epoch_offset = 2.0  # the workers start 2 s after the driver
+        for node, seconds in nodes:
+            machine.spend(0.0)
+            worker_clock.function_started(node)
+            worker_clock.spans[node].started_at = driver.probes().epoch() + start_epoch_offset
+            machine.spend(seconds)
+            worker_clock.function_finished(node)
+            start_epoch_offset += seconds + 0.5
+        worker_clock.finish()
+        spans[name] = list(worker_clock.spans.values())
+    for name, worker_spans in spans.items():
+        clock.merge(worker_spans, name)
+    driver.spend(8.0)
+    clock.finish()
+    table = clock.table().set_index("node")
+    assert list(table.index) == [START_ROW, "a", "b", "c"]  # by wall-clock start
+    assert dict(table["worker"]) == {START_ROW: "", "a": "host:1", "b": "host:2", "c": "host:1"}
+    assert dict(table["pipeline"].drop(START_ROW)) == {"a": "zoo", "b": "zoo", "c": "cka"}
+    assert table.loc[START_ROW, "span_seconds"] == pytest.approx(2.0)
+    assert table.loc["a", "span_seconds"] == pytest.approx(4.5)  # to c's start on the same worker, not b's
+    assert table.loc["b", "span_seconds"] == pytest.approx(3.0)  # a worker's last: its measured work
+    assert table.loc["c", "span_seconds"] == pytest.approx(1.0)
+    assert table["span_seconds"].sum() > table["run_seconds"].iloc[0]  # the workers overlapped
+
+
 def test_peak_memory_is_each_nodes_own():
     table = scripted_run(FakeMachine()).table().set_index("node")
     # make peaked at 900 MiB from 500; the high-water mark is reset when use starts (at 600),

@@ -25,6 +25,7 @@ from thinkalike.pipelines.scope import pipelines_in_run
 from thinkalike.pipelines.validation import validate_parameters
 from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
 from thinkalike.tracking import (
+    DeferredRecorder,
     RunRecorder,
     TrackingSettings,
     TrackingStoreError,
@@ -123,7 +124,7 @@ class MlflowTrackingHooks:
     """
 
     def __init__(self) -> None:
-        self._recorder: RunRecorder | None = None
+        self._recorder: RunRecorder | DeferredRecorder | None = None
         self._settings: TrackingSettings | None = None
         self._project_root: Path | None = None
 
@@ -162,6 +163,23 @@ class MlflowTrackingHooks:
         """
         if self._recorder is not None:
             record_saved_output(self._recorder, name, data)
+
+    # ---- nodes run in worker processes (thinkalike.runners.remote.RemoteHookProvider)
+    def remote_hooks(self) -> MlflowTrackingHooks | None:
+        """For one task in a worker process: hooks that keep what each saved output would log
+        (:class:`thinkalike.tracking.DeferredRecorder`) for the driver, MLflow's one writer."""
+        if self._recorder is None:
+            return None
+        worker_hooks = MlflowTrackingHooks()
+        worker_hooks._recorder = DeferredRecorder()
+        return worker_hooks
+
+    def report(self) -> DeferredRecorder | None:
+        return self._recorder if isinstance(self._recorder, DeferredRecorder) else None
+
+    def merge_remote(self, report: DeferredRecorder | None) -> None:
+        if report is not None and self._recorder is not None:
+            report.replay(self._recorder)
 
     @hook_impl(trylast=True)
     def after_pipeline_run(self, run_params, run_result, pipeline, catalog) -> None:

@@ -108,6 +108,30 @@ class RunTimingHooks:
         if self._clock is not None and node is not None:
             self._clock.save_finished(node.name, dataset_name)
 
+    # ---- nodes run in worker processes (thinkalike.runners.remote.RemoteHookProvider)
+    def remote_hooks(self) -> RunTimingHooks | None:
+        """A fresh copy of these hooks for one task in a worker process: it times the task's nodes."""
+        if self._clock is None:
+            return None
+        worker_hooks = RunTimingHooks()
+        worker_hooks._clock = RunClock(self._clock.pipeline_of)
+        return worker_hooks
+
+    def report(self) -> tuple[str, list]:
+        """In the worker, after its task: the process and the spans of the task's nodes."""
+        from thinkalike.runners.remote import worker_name
+
+        if self._clock is None:
+            return worker_name(), []
+        self._clock.finish()
+        return worker_name(), list(self._clock.spans.values())
+
+    def merge_remote(self, report: tuple[str, list]) -> None:
+        """On the driver: a task's spans join the run's table."""
+        if self._clock is not None:
+            worker, spans = report
+            self._clock.merge(spans, worker)
+
     # ---- the end of the run: save and record before MLflow's (trylast) hooks close its run
     @hook_impl(tryfirst=True)
     def after_pipeline_run(self, run_params, run_result, pipeline, catalog) -> None:

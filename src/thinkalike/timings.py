@@ -31,7 +31,10 @@ The ``(start)`` row (pipeline ``(run)``) is the time from the run's start to the
 parameter validation, opening the MLflow run, Kedro materialising the catalog. For a
 sequential run ``span_seconds`` sums to ``run_seconds`` exactly; under a threaded runner nodes
 overlap, ``other_seconds`` is clipped at 0 and CPU and memory are shared by the nodes running
-at once.
+at once. Under :class:`thinkalike.runners.DaskRunner` each node is measured in the worker process
+that ran it (``worker``: ``host:pid``; empty for the run's own process), spans follow each other per
+worker, and the nodes' ``span_seconds`` sum to the busy time of all workers together, which is more
+than ``run_seconds`` when they worked at once.
 """
 
 from __future__ import annotations
@@ -53,7 +56,9 @@ COMPLETED = "completed"
 FAILED = "failed"
 METRIC_PREFIX = "timing"
 COLUMNS = ("node", "namespace", "pipeline", "status", "started_at", "seconds", "cpu_seconds", "load_seconds",
-           "save_seconds", "other_seconds", "span_seconds", "peak_rss_mb", "peak_rss_growth_mb", "run_seconds")
+           "save_seconds", "other_seconds", "span_seconds", "peak_rss_mb", "peak_rss_growth_mb", "run_seconds",
+           "worker")
+NUMERIC = COLUMNS[5:-1]
 SUMMED = ("span_seconds", "seconds", "cpu_seconds", "load_seconds", "save_seconds", "other_seconds")
 _CLEAR_REFS = "/proc/self/clear_refs"
 _STATUS = "/proc/self/status"
@@ -130,6 +135,7 @@ class NodeSpan:
     open_kind: str | None = None  # "load", "run" or "save" while one is under way
     open_wall: float = 0.0
     open_cpu: float = 0.0
+    worker: str = ""  # the worker process of a cluster run (host:pid); "" in the run's own process
 
     @property
     def finished(self) -> bool:
@@ -191,6 +197,15 @@ class RunClock:
         self._end_current()
         self.run_end = self.probes.wall()
 
+    def merge(self, spans: Iterable[NodeSpan], worker: str) -> None:
+        """Adds the spans a worker process measured (its clock's ``start`` is rebased on this clock by the
+        wall-clock ``started_at``: perf counters of other processes or machines are not comparable)."""
+        for span in spans:
+            span.start = self.run_start + (span.started_at - self.run_started_at)
+            span.worker = worker
+            span.pipeline = self.pipeline_of.get(span.node, span.pipeline)
+            self.spans[span.node] = span
+
     # ---- the table
     def rows(self) -> list[dict[str, Any]]:
         """The table's rows (the run must be finished): ``(start)`` first, then each node in order."""
@@ -245,16 +260,17 @@ class RunClock:
 
 # --------------------------------------------------------------------------- table maths
 def span_rows(run_start: float, run_end: float, run_started_at: float, spans: list[NodeSpan]) -> list[dict[str, Any]]:
-    """One row per span plus ``(start)``: each span runs to the next span's start (the last: to ``run_end``)."""
+    """One row per span plus ``(start)``: each span runs to the next span's start in the same process (the last of
+    the run's own process: to ``run_end``; the last of a worker: to the end of its measured work)."""
     spans = sorted(spans, key=lambda span: span.start)
+    ends = _span_ends(spans, run_end)
     run_seconds = run_end - run_start
     first = spans[0].start if spans else run_end
     rows = [{"node": START_ROW, "namespace": "", "pipeline": RUN_PIPELINE, "status": COMPLETED,
              "started_at": _utc(run_started_at), "seconds": 0.0, "cpu_seconds": 0.0, "load_seconds": 0.0,
              "save_seconds": 0.0, "other_seconds": first - run_start, "span_seconds": first - run_start,
-             "peak_rss_mb": math.nan, "peak_rss_growth_mb": math.nan, "run_seconds": run_seconds}]
-    for index, span in enumerate(spans):
-        end = spans[index + 1].start if index + 1 < len(spans) else run_end
+             "peak_rss_mb": math.nan, "peak_rss_growth_mb": math.nan, "run_seconds": run_seconds, "worker": ""}]
+    for span, end in zip(spans, ends):
         measured = span.load_seconds + span.seconds + span.save_seconds
         other = max(0.0, (end - span.start) - measured)
         rows.append({"node": span.node, "namespace": span.namespace, "pipeline": span.pipeline,
@@ -263,8 +279,24 @@ def span_rows(run_start: float, run_end: float, run_started_at: float, spans: li
                      "save_seconds": span.save_seconds, "other_seconds": other, "span_seconds": measured + other,
                      "peak_rss_mb": span.peak_rss_mb,
                      "peak_rss_growth_mb": max(0.0, span.peak_rss_mb - span.rss_start_mb),
-                     "run_seconds": run_seconds})
+                     "run_seconds": run_seconds, "worker": span.worker})
     return rows
+
+
+def _span_ends(spans: list[NodeSpan], run_end: float) -> list[float]:
+    """Where each span (sorted by start) ends: the start of the next span of the same process (see
+    :func:`span_rows`)."""
+    ends = []
+    for index, span in enumerate(spans):
+        later = (other for other in spans[index + 1:] if other.worker == span.worker)
+        following = next(later, None)
+        if following is not None:
+            ends.append(following.start)
+        elif span.worker:
+            ends.append(span.start + span.load_seconds + span.seconds + span.save_seconds)
+        else:
+            ends.append(run_end)
+    return ends
 
 
 def timing_table(rows: list[dict[str, Any]]):
@@ -273,7 +305,7 @@ def timing_table(rows: list[dict[str, Any]]):
 
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     table["started_at"] = pd.to_datetime(table["started_at"], utc=True)
-    for column in COLUMNS[5:]:
+    for column in NUMERIC:
         table[column] = table[column].astype(float)
     return table
 

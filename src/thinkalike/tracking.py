@@ -350,3 +350,32 @@ class RunRecorder:
                    for value, step in zip(values, steps)]
         for start in range(0, len(metrics), 1000):
             client.log_batch(self.run_id, metrics=metrics[start:start + 1000])
+
+
+@dataclass
+class DeferredRecorder:
+    """Stands in for a :class:`RunRecorder` in a worker process: keeps each logging call (figures, tables,
+    metrics) to be replayed by the driver's recorder in the same order (:meth:`replay`), so MLflow has one
+    writer whatever the cluster."""
+
+    calls: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int = 0, what: str = "metrics") -> None:
+        self.calls.append(("log_metrics", (dict(metrics), step, what)))
+
+    def log_metric_history(self, histories: Mapping[str, tuple[list[float], list[int]]], what: str) -> None:
+        self.calls.append(("log_metric_history", (dict(histories), what)))
+
+    def log_figure(self, figure: Any, artifact_file: str) -> None:
+        self.calls.append(("log_figure", (figure, artifact_file)))
+
+    def log_table(self, table: Any, artifact_file: str) -> None:
+        self.calls.append(("log_table", (table, artifact_file)))
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self.calls.append(("log_text", (text, artifact_file)))
+
+    def replay(self, recorder: RunRecorder) -> None:
+        """Every kept call, in order, on the driver's ``recorder``."""
+        for method, arguments in self.calls:
+            getattr(recorder, method)(*arguments)

@@ -1,0 +1,64 @@
+"""DaskRunner on a toy pipeline (2 worker processes, seconds): failures stop the run with their own error and a
+resume finishes it; what a cluster cannot run is refused before any task."""
+
+import os
+from pathlib import Path
+
+import pytest
+from kedro.io import DataCatalog, MemoryDataset
+from kedro.pipeline import Pipeline, node
+from kedro_datasets.pickle import PickleDataset
+
+from thinkalike.runners import DaskRunner
+from thinkalike.runners.dask_runner import ClusterError
+
+
+def double(value):
+    return 2 * value
+
+
+def fail_while_flagged(value, flag_file):
+    if Path(flag_file).exists():
+        raise ValueError(f"refusing {value}: {flag_file} is there")
+    return value + 1
+
+
+def toy_catalog(folder: Path, flag: Path) -> DataCatalog:
+    datasets = {name: PickleDataset(filepath=str(folder / f"{name}.pkl")) for name in ("a.one", "a.two", "b.out")}
+    return DataCatalog({**datasets, "start": MemoryDataset(3), "params:flag": MemoryDataset(str(flag))})
+
+
+def toy_pipeline() -> Pipeline:
+    return Pipeline([node(double, "start", "a.one", name="double", namespace="a"),
+                     node(double, "a.one", "a.two", name="again", namespace="a"),
+                     node(fail_while_flagged, ["a.two", "params:flag"], "b.out", name="check", namespace="b")])
+
+
+def test_a_failing_node_stops_the_run_with_its_error_and_a_resume_finishes_it(tmp_path, caplog):
+    flag = tmp_path / "flag"
+    flag.touch()
+    with pytest.raises(ValueError, match=r"refusing 12: .*flag is there"):
+        DaskRunner(workers=2).run(toy_pipeline(), toy_catalog(tmp_path, flag))
+    assert (tmp_path / "a.two.pkl").exists() and not (tmp_path / "b.out.pkl").exists()
+    assert "--from-nodes" in caplog.text  # Kedro's resume hint
+
+    flag.unlink()
+    catalog = toy_catalog(tmp_path, flag)
+    DaskRunner(workers=2).run(toy_pipeline(), catalog, only_missing_outputs=True)
+    assert catalog.load("b.out") == 13
+
+
+def test_a_pipeline_passing_data_in_memory_between_tasks_is_refused_before_any_task(tmp_path):
+    catalog = toy_catalog(tmp_path, tmp_path / "flag")
+    catalog["a.two"] = MemoryDataset()
+    with pytest.raises(ClusterError, match=r"a\.two \(written in task a, read by node b\.check\)"):
+        DaskRunner(workers=2).run(toy_pipeline(), catalog)
+    assert not (tmp_path / "a.one.pkl").exists()
+
+
+@pytest.mark.parametrize(("settings", "message"), [({"workers": 0}, "workers"), ({"threads_per_worker": "x"},
+                                                   "threads_per_worker"), ({"cluster": "slurmm"}, "cluster")])
+def test_bad_settings_are_named(tmp_path, settings, message):
+    with pytest.raises(ClusterError, match=message):
+        DaskRunner(**settings).run(toy_pipeline(), toy_catalog(tmp_path, tmp_path / "flag"))
+    assert not os.listdir(tmp_path)
