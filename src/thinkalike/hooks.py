@@ -115,6 +115,26 @@ class ThreadPolicyHooks:
             self._limits = None
 
 
+class ClusterSettingsHooks:
+    """Reads ``conf/<env>/dask.yml`` (key ``dask``) when the context is created, for
+    :class:`thinkalike.runners.DaskRunner` (which finds it among the session's hooks); other runners ignore it.
+    The settings are checked when a DaskRunner run starts (:mod:`thinkalike.runners.settings`)."""
+
+    def __init__(self) -> None:
+        self._settings: dict[str, Any] | None = None
+
+    @hook_impl
+    def after_context_created(self, context) -> None:
+        try:
+            config = context.config_loader["dask"]
+        except KeyError:
+            config = {}
+        self._settings = dict((config or {}).get("dask") or {})
+
+    def cluster_settings(self) -> dict[str, Any] | None:
+        return None if self._settings is None else dict(self._settings)
+
+
 class MlflowTrackingHooks:
     """One MLflow run per ``kedro run`` (see :mod:`thinkalike.tracking` for the failure policy).
 

@@ -4,7 +4,7 @@ import warnings
 
 from kedro.config import OmegaConfigLoader
 
-from thinkalike.hooks import MlflowTrackingHooks, ParameterHooks, ThreadPolicyHooks
+from thinkalike.hooks import ClusterSettingsHooks, MlflowTrackingHooks, ParameterHooks, ThreadPolicyHooks
 from thinkalike.pipeline_registry import ProjectContext
 from thinkalike.timing_hooks import RunTimingHooks
 
@@ -16,13 +16,14 @@ CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {
     "base_env": "base",
     "default_run_env": "local",
-    "config_patterns": {"mlflow": ["mlflow*", "mlflow*/**"]},
+    "config_patterns": {"mlflow": ["mlflow*", "mlflow*/**"], "dask": ["dask*", "dask*/**"]},
 }
 
 # RunTimingHooks saves the run_timings table (thinkalike.timing_hooks) and hands it to the MLflow
 # hooks, whose run is still open then (its tryfirst end-of-run hooks precede MLflow's trylast ones).
 _TRACKING = MlflowTrackingHooks()
-HOOKS = (ParameterHooks(), ThreadPolicyHooks(), _TRACKING, RunTimingHooks(record=_TRACKING.record_output))
+HOOKS = (ParameterHooks(), ThreadPolicyHooks(), ClusterSettingsHooks(), _TRACKING,
+         RunTimingHooks(record=_TRACKING.record_output))
 
 # Kedro 1.7's own config loader calls an OmegaConf function that OmegaConf has deprecated; the
 # warning says nothing about this project and would open every run (3 × 5 lines).

@@ -11,6 +11,7 @@ from kedro_datasets.pickle import PickleDataset
 
 from thinkalike.runners import DaskRunner
 from thinkalike.runners.dask_runner import ClusterError
+from thinkalike.runners.settings import ClusterSettingsError
 
 
 def double(value):
@@ -56,9 +57,33 @@ def test_a_pipeline_passing_data_in_memory_between_tasks_is_refused_before_any_t
     assert not (tmp_path / "a.one.pkl").exists()
 
 
-@pytest.mark.parametrize(("settings", "message"), [({"workers": 0}, "workers"), ({"threads_per_worker": "x"},
-                                                   "threads_per_worker"), ({"cluster": "slurmm"}, "cluster")])
+def test_gpu_work_on_a_cluster_without_a_gpu_worker_is_an_error_at_start_not_a_hang(tmp_path):
+    pipeline = Pipeline([node(double, "start", "a.one", name="double", namespace="a", tags=["gpu"])])
+    with pytest.raises(ClusterError, match="no worker of the cluster advertises a GPU"):
+        DaskRunner(workers=1, gpu_resources=True).run(pipeline, toy_catalog(tmp_path, tmp_path / "flag"))
+    assert not (tmp_path / "a.one.pkl").exists()
+
+
+def test_the_slurm_settings_run_a_node_on_dask_jobqueue_local_cluster(tmp_path):
+    """The jobs of conf/slurm's settings, started as local processes by dask-jobqueue (no SLURM here): SLURM-only
+    options (partition, walltime, the GPU directive) are left out; the worker runs the node."""
+    slurm = {"cluster_class": "dask_jobqueue.local.LocalCluster", "cores": 1, "memory": "2GB", "gpus_per_job": 0,
+             "minimum_jobs": 1, "maximum_jobs": 1, "queue": "gpu", "walltime": "00:10:00"}
+    catalog = toy_catalog(tmp_path, tmp_path / "flag")
+    DaskRunner(cluster="slurm", slurm=slurm).run(toy_pipeline(), catalog)
+    assert catalog.load("b.out") == 13
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"workers": 0}, "--runner-params: DaskRunner workers: expected a positive integer, got 0"),
+    ({"threads_per_worker": "x"}, "threads_per_worker"),
+    ({"cluster": "slurmm"}, "DaskRunner cluster: expected 'local', 'slurm' or a scheduler address"),
+    ({"worker": 2}, r"unknown DaskRunner setting\(s\) \['worker'\]"),
+    ({"slurm": {"maximum_jobs": 0}}, "slurm.maximum_jobs"),
+    ({"slurm": {"cluster_class": "dask_jobqueue.NoSuchCluster"}}, "slurm.cluster_class: cannot import"),
+])
 def test_bad_settings_are_named(tmp_path, settings, message):
-    with pytest.raises(ClusterError, match=message):
-        DaskRunner(**settings).run(toy_pipeline(), toy_catalog(tmp_path, tmp_path / "flag"))
+    with pytest.raises(ClusterSettingsError, match=message):
+        DaskRunner(**({"cluster": "slurm"} if "slurm" in settings else {}), **settings).run(
+            toy_pipeline(), toy_catalog(tmp_path, tmp_path / "flag"))
     assert not os.listdir(tmp_path)

@@ -38,6 +38,7 @@ from kedro.pipeline import Node
 from thinkalike.pipelines.errors import ParameterError
 
 MODELS = "models"
+GPU_WORK = "gpu"  # the tag of nodes that train or run models: a cluster run sends them to GPU workers
 #: The method groups inside ``models``: no model may be named so.
 GROUPS = ("cka", "stitching", "mlem", "embedding", "nli")
 
@@ -77,10 +78,12 @@ def check_model_names(names: Iterable[str], key: str) -> None:
 
 
 def namespaced_node(function: Callable[..., Any], inputs: list[str], outputs: list[str], *, name: str,
-                    namespace: str) -> Node:
-    """Node ``name`` in ``namespace`` whose ``outputs`` are named ``<namespace>.<output>``.
+                    namespace: str, tags: Iterable[str] = ()) -> Node:
+    """Node ``name`` in ``namespace`` whose ``outputs`` are named ``<namespace>.<output>`` (with ``tags``, e.g.
+    :data:`GPU_WORK`).
 
     ``inputs`` are catalog names as they are; the node is created in its namespace, so the dotted
     names it reads (all under ``models.``) never trigger Kedro's dotted-name warning.
     """
-    return Node(function, inputs, [f"{namespace}.{output}" for output in outputs], name=name, namespace=namespace)
+    return Node(function, inputs, [f"{namespace}.{output}" for output in outputs], name=name, namespace=namespace,
+                tags=list(tags))

@@ -5,10 +5,12 @@ nodes run in order by Kedro's ``SequentialRunner`` inside one worker process); a
 when every group it reads from has finished, the one with the most work waiting on it first. Every
 dataset that crosses tasks is a saved file, so workers share nothing but the project's folders.
 
-Settings (``--runner-params``): ``cluster`` — ``local`` (default: a ``LocalCluster`` of one
-single-threaded worker process per core, or ``workers`` of them) or a scheduler address
-(``tcp://host:8786``); ``workers``; ``threads_per_worker`` (default 1: the nodes' own torch / BLAS
-threads follow the run's thread policy, :mod:`thinkalike.threads`).
+Settings (:mod:`thinkalike.runners.settings`): ``conf/<env>/dask.yml``, overridden by ``--runner-params``:
+``cluster`` — ``local`` (default: a ``LocalCluster`` of one single-threaded worker process per core, or
+``workers`` of them; the nodes' own torch / BLAS threads follow the run's thread policy,
+:mod:`thinkalike.threads`), ``slurm`` (dask-jobqueue, ``pip install -e ".[slurm]"``) or a scheduler address
+(``tcp://host:8786``). With ``gpu_resources`` on, task groups holding GPU work (nodes tagged ``gpu``) ask for
+``resources={"GPU": 1}``; a cluster without a GPU worker is an error at start, not a hang.
 
 The driver's hooks see the workers' nodes through :class:`thinkalike.runners.remote.RemoteHookProvider`
 (the run's timing table, MLflow records written by the driver alone). A task that fails stops the
@@ -22,54 +24,69 @@ import logging
 import os
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kedro.io import MemoryDataset
 from kedro.pipeline import Pipeline
 from kedro.runner import AbstractRunner
 
+from thinkalike.pipelines.namespaces import GPU_WORK
 from thinkalike.runners.grouping import TaskGroup, in_memory_crossings, task_groups
 from thinkalike.runners.remote import RemoteHookProvider, TaskReport, run_task_group
+from thinkalike.runners.settings import GPU_RESOURCE, LOCAL, SLURM, ClusterSettings, ClusterSettingsError
 from thinkalike.threads import thread_policy
 
-LOCAL = "local"
+
+
+@runtime_checkable
+class ClusterSettingsSource(Protocol):
+    """A hook that read the environment's ``dask.yml`` (:class:`thinkalike.hooks.ClusterSettingsHooks`)."""
+
+    def cluster_settings(self) -> dict[str, Any] | None:
+        ...
 
 
 class ClusterError(RuntimeError):
-    """A pipeline or setting that this runner refuses before any task runs."""
+    """A pipeline or cluster that this runner refuses before any task runs."""
 
 
 class DaskRunner(AbstractRunner):
-    """Runs a Kedro pipeline's task groups on a Dask cluster (see the module docstring)."""
+    """Runs a Kedro pipeline's task groups on a Dask cluster (see the module docstring).
 
-    def __init__(self, is_async: bool = False, cluster: str = LOCAL, workers: int | str | None = None,
-                 threads_per_worker: int | str = 1) -> None:
+    Keyword settings (``--runner-params cluster=…,workers=…``) override ``conf/<env>/dask.yml``
+    (:mod:`thinkalike.runners.settings`); they are checked here, the merged settings when the run starts.
+    """
+
+    def __init__(self, is_async: bool = False, **settings: Any) -> None:
         super().__init__(is_async=is_async)
-        self.cluster = str(cluster).strip() or LOCAL
-        if self.cluster != LOCAL and "://" not in self.cluster:
-            raise ClusterError(f"DaskRunner cluster: expected {LOCAL!r} or a scheduler address (tcp://host:port), "
-                               f"got {cluster!r}")
-        self.workers = _positive_or_none(workers, "workers")
-        self.threads_per_worker = _positive_or_none(threads_per_worker, "threads_per_worker") or 1
+        self.overrides = {key: value for key, value in settings.items() if value is not None}
+        self.settings = ClusterSettings.resolve(None, self.overrides)
 
     def _get_executor(self, max_workers: int) -> None:  # the Dask client is the executor (see _run)
         return None
 
     def _run(self, pipeline: Pipeline, catalog, hook_manager=None, run_id: str | None = None) -> None:
+        plugins = _plugins(hook_manager)
+        self.settings = ClusterSettings.resolve(_configured_settings(plugins), self.overrides)
         groups = task_groups(pipeline)
         crossings = in_memory_crossings(pipeline, groups, lambda name: _is_in_memory(catalog, name))
         if crossings:
             raise ClusterError("DaskRunner: in-memory datasets cannot cross worker processes; give them a catalog "
                                "entry that saves to a file: " + "; ".join(crossings))
-        providers = _remote_providers(hook_manager)
+        providers = [plugin for plugin in plugins
+                     if isinstance(plugin, RemoteHookProvider) and plugin.remote_hooks() is not None]
         threads = thread_policy()
         produced = sorted(pipeline.all_outputs())
         priority = _waiting_work(groups)
+        resources = {name: _resources(group, self.settings) for name, group in groups.items()}
         log_level = logging.getLogger().getEffectiveLevel()
-        self._logger.info("DaskRunner: %d nodes in %d tasks", len(pipeline.nodes), len(groups))
+        self._logger.info("DaskRunner: %d nodes in %d tasks (%d asking for a GPU)", len(pipeline.nodes), len(groups),
+                          sum(bool(item) for item in resources.values()))
         done_groups: set[str] = set()
         done_nodes = []
-        with self._client() as client:
+        with self._client() as (client, cluster):
+            if any(resources.values()):
+                _check_gpu_capacity(client, cluster)
             from distributed import wait
 
             pending = dict(groups)
@@ -82,7 +99,7 @@ class DaskRunner(AbstractRunner):
                     hooks = [provider.remote_hooks() for provider in providers]
                     future = client.submit(run_task_group, name, group.nodes, catalog, hooks, produced, threads,
                                            log_level, key=f"{_key(name)}-{uuid.uuid4().hex[:8]}",
-                                           priority=priority[name], pure=False)
+                                           priority=priority[name], resources=resources[name] or None, pure=False)
                     running[future] = name
                 if not running:
                     raise ClusterError(f"DaskRunner: tasks {sorted(pending)} wait on tasks that never finish")
@@ -113,26 +130,96 @@ class DaskRunner(AbstractRunner):
                     catalog.release(output)
 
     @contextlib.contextmanager
-    def _client(self) -> Iterator[Any]:
-        with _quiet_logger("distributed"), self._connected() as client:
-            yield client
+    def _client(self) -> Iterator[tuple[Any, Any]]:
+        """The client and the cluster this runner started (None for a scheduler address)."""
+        with _quiet_logger("distributed"), self._connected() as connection:
+            yield connection
 
     @contextlib.contextmanager
-    def _connected(self) -> Iterator[Any]:
+    def _connected(self) -> Iterator[tuple[Any, Any]]:
         from distributed import Client, LocalCluster
 
-        if self.cluster == LOCAL:
-            workers = self.workers or os.cpu_count() or 1
-            with _worker_environment(), LocalCluster(n_workers=workers, threads_per_worker=self.threads_per_worker, processes=True,
-                              dashboard_address=None, silence_logs=logging.WARNING) as cluster, \
-                    Client(cluster) as client:
+        settings = self.settings
+        if settings.cluster == LOCAL:
+            workers = settings.workers or os.cpu_count() or 1
+            with _worker_environment(), LocalCluster(n_workers=workers, threads_per_worker=settings.threads_per_worker,
+                                                     processes=True, dashboard_address=None,
+                                                     silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
                 self._logger.info("DaskRunner: local cluster of %d worker processes, %d thread(s) each", workers,
-                                  self.threads_per_worker)
-                yield client
+                                  settings.threads_per_worker)
+                yield client, cluster
+        elif settings.cluster == SLURM:
+            with jobqueue_cluster(settings, self._logger) as cluster, Client(cluster) as client:
+                yield client, cluster
         else:
-            with Client(self.cluster) as client:
-                self._logger.info("DaskRunner: scheduler %s", self.cluster)
-                yield client
+            with Client(settings.cluster) as client:
+                self._logger.info("DaskRunner: scheduler %s", settings.cluster)
+                yield client, None
+
+
+@contextlib.contextmanager
+def jobqueue_cluster(settings: ClusterSettings, logger: logging.Logger) -> Iterator[Any]:
+    """The dask-jobqueue cluster of ``settings.slurm`` (``slurm.cluster_class``, default SLURMCluster), adapting
+    between ``minimum_jobs`` and ``maximum_jobs``; options its job class does not take are left out and logged."""
+    cluster_class = _import_object(settings.slurm["cluster_class"], "slurm.cluster_class")
+    options = settings.slurm_cluster_options()
+    accepted = _job_options(cluster_class)
+    dropped = sorted(set(options) - accepted)
+    if dropped:
+        logger.info("DaskRunner: %s jobs take no %s; left out", settings.slurm["cluster_class"], ", ".join(dropped))
+    with _worker_environment(), cluster_class(**{key: value for key, value in options.items() if key in accepted},
+                                              silence_logs=logging.WARNING) as cluster:
+        cluster.adapt(minimum_jobs=int(settings.slurm["minimum_jobs"]),
+                      maximum_jobs=int(settings.slurm["maximum_jobs"]))
+        logger.info("DaskRunner: %s, %d to %d jobs of %s cores, %s, %d GPU(s) each", type(cluster).__name__,
+                    settings.slurm["minimum_jobs"], settings.slurm["maximum_jobs"], settings.slurm["cores"],
+                    settings.slurm["memory"], settings.slurm["gpus_per_job"])
+        yield cluster
+
+
+def _job_options(cluster_class: type) -> set[str]:
+    """The keyword arguments the cluster class's jobs accept (dask-jobqueue passes them to its ``job_cls``)."""
+    import inspect
+
+    job_class = getattr(cluster_class, "job_cls", None)
+    accepted: set[str] = set()
+    for klass in (job_class.__mro__ if job_class is not None else ()):
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            accepted |= {name for name, parameter in inspect.signature(init).parameters.items()
+                         if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)}
+    return accepted - {"self", "scheduler", "name"}
+
+
+def _import_object(path: str, key: str) -> Any:
+    import importlib
+
+    module, _, attribute = str(path).rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError, ValueError) as error:
+        extra = " (pip install -e \".[slurm]\")" if module.startswith("dask_jobqueue") else ""
+        raise ClusterSettingsError(f"DaskRunner {key}: cannot import {path!r}{extra}: {error}") from None
+
+
+def _resources(group: TaskGroup, settings: ClusterSettings) -> dict[str, int]:
+    """``{"GPU": 1}`` for a group holding GPU work when ``gpu_resources`` is on, else none."""
+    if settings.gpu_resources and any(GPU_WORK in node.tags for node in group.nodes):
+        return {GPU_RESOURCE: 1}
+    return {}
+
+
+def _check_gpu_capacity(client, cluster) -> None:
+    """GPU tasks need a worker that advertises ``GPU``: a connected one, or one the cluster will start."""
+    workers = client.scheduler_info().get("workers", {}).values()
+    if any(worker.get("resources", {}).get(GPU_RESOURCE, 0) >= 1 for worker in workers):
+        return
+    arguments = getattr(cluster, "_job_kwargs", {}).get("worker_extra_args") or []
+    if any(str(argument).startswith(f"{GPU_RESOURCE}=") for argument in arguments):
+        return
+    raise ClusterError("DaskRunner: the pipeline has GPU tasks (gpu_resources: true) but no worker of the cluster "
+                       f"advertises a {GPU_RESOURCE} resource; start GPU workers with --resources {GPU_RESOURCE}=1, "
+                       "set slurm.gpus_per_job, or set gpu_resources: false to run GPU work anywhere")
 
 
 @contextlib.contextmanager
@@ -161,15 +248,6 @@ def _quiet_logger(name: str, level: int = logging.WARNING) -> Iterator[None]:
         logger.setLevel(previous)
 
 
-def _positive_or_none(value: int | str | None, name: str) -> int | None:
-    if value is None or str(value).strip() == "":
-        return None
-    text = str(value).strip()
-    if not text.isdigit() or int(text) < 1:
-        raise ClusterError(f"DaskRunner {name}: expected a positive integer, got {value!r}")
-    return int(text)
-
-
 def _is_in_memory(catalog, name: str) -> bool:
     if name.startswith("params:") or name == "parameters":
         return False  # given to every task with the catalog, never written
@@ -177,11 +255,17 @@ def _is_in_memory(catalog, name: str) -> bool:
     return isinstance(dataset, MemoryDataset)
 
 
-def _remote_providers(hook_manager) -> list[RemoteHookProvider]:
-    plugins = (hook_manager.get_plugins() if hasattr(hook_manager, "get_plugins") else None) or ()  # None: Kedro's
-    # null manager (a runner used without a session)
-    providers = [plugin for plugin in plugins if isinstance(plugin, RemoteHookProvider)]
-    return [provider for provider in providers if provider.remote_hooks() is not None]
+def _plugins(hook_manager) -> list[Any]:
+    """The session's hook objects (none for Kedro's null manager, whose every attribute returns None)."""
+    return list((hook_manager.get_plugins() if hasattr(hook_manager, "get_plugins") else None) or ())
+
+
+def _configured_settings(plugins: list[Any]) -> dict[str, Any] | None:
+    """conf/<env>/dask.yml's ``dask`` mapping, from the project hook that read it (:class:`ClusterSettingsSource`)."""
+    for plugin in plugins:
+        if isinstance(plugin, ClusterSettingsSource):
+            return plugin.cluster_settings()
+    return None
 
 
 def _waiting_work(groups: dict[str, TaskGroup]) -> dict[str, int]:

@@ -18,6 +18,7 @@ from kedro.pipeline import Pipeline
 from thinkalike.pipelines.activations import nodes
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.namespaces import (
+    GPU_WORK,
     check_model_names,
     model_dataset,
     model_namespace,
@@ -70,7 +71,7 @@ def model_pipeline(name: str, spec: str, n_ctx: int) -> Pipeline:
     """Extraction for one model in namespace ``models.<name>``."""
     source = extraction_source(name, spec, n_ctx)
     return Pipeline([namespaced_node(source.function, [*source.inputs, "params:activations"], OUTPUTS,
-                                     name="extract_activations", namespace=model_namespace(name))])
+                                     name="extract_activations", namespace=model_namespace(name), tags=[GPU_WORK])])
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:

@@ -32,6 +32,7 @@ from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.embedding import nodes
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
 from thinkalike.pipelines.namespaces import (
+    GPU_WORK,
     group_namespace,
     model_dataset,
     namespaced_node,
@@ -87,7 +88,7 @@ def model_pipeline(model: str, spec: str, finetuned: bool) -> Pipeline:
         built.append(namespaced_node(bind(nodes.finetune_model, model=model),
                                      [PARAMS, "params:corpus", *zoo_sources(spec.removeprefix("zoo:"))[:2],
                                       "tokenizer", "train_sentences"], FINETUNE_OUTPUTS,
-                                     name="finetune_top_layers", namespace=box))
+                                     name="finetune_top_layers", namespace=box, tags=[GPU_WORK]))
     return Pipeline(built)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.bind import bind
-from thinkalike.pipelines.namespaces import group_namespace, namespaced_node
+from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, namespaced_node
 from thinkalike.pipelines.nli import nodes
 from thinkalike.pipelines.nli.analysis import copy_names
 from thinkalike.pipelines.parameters import section
@@ -30,11 +30,13 @@ STITCH = f"{NLI}.identity_stitching"
 COPY_OUTPUTS = ["classifier_weights", "classifier_config", "training_curve", "accuracy", "predictions"]
 
 
-def _node(function, inputs: list[str], outputs: list[str], *, name: str, namespace: str) -> Node:
-    """:func:`namespaced_node`, with a single output named as a string (the function returns it bare)."""
+def _node(function, inputs: list[str], outputs: list[str], *, name: str, namespace: str, gpu: bool = False) -> Node:
+    """:func:`namespaced_node`, with a single output named as a string (the function returns it bare); ``gpu``:
+    tagged :data:`~thinkalike.pipelines.namespaces.GPU_WORK` (training, fine-tuning, stitching)."""
+    tags = [GPU_WORK] if gpu else []
     if len(outputs) == 1:
-        return Node(function, inputs, f"{namespace}.{outputs[0]}", name=name, namespace=namespace)
-    return namespaced_node(function, inputs, outputs, name=name, namespace=namespace)
+        return Node(function, inputs, f"{namespace}.{outputs[0]}", name=name, namespace=namespace, tags=tags)
+    return namespaced_node(function, inputs, outputs, name=name, namespace=namespace, tags=tags)
 
 
 def copy_dataset(copy: str, dataset: str) -> str:
@@ -53,12 +55,12 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         _node(nodes.make_pairs, ["params:nli"], ["pairs"], name="make_pairs", namespace=NLI),
         _node(nodes.pretrain_encoder, ["train_sequences", "heldout_sequences", "tokenizer", "params:nli"],
                         ["model_weights", "model_config", "training_curve"], name="pretrain_encoder",
-                        namespace=ENCODER),
+                        namespace=ENCODER, gpu=True),
     ]
     for index, name in enumerate(names):
         built.append(_node(bind(nodes.finetune_copy, name=name, index=index),
                                      [pairs, "tokenizer", *encoder, "params:nli"], COPY_OUTPUTS,
-                                     name="finetune_copy", namespace=f"{NLI}.{name}"))
+                                     name="finetune_copy", namespace=f"{NLI}.{name}", gpu=True))
     weights = [copy_dataset(name, "classifier_weights") for name in names]
     configs = [copy_dataset(name, "classifier_config") for name in names]
     predictions = [copy_dataset(name, "predictions") for name in names]
@@ -74,7 +76,8 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         built.append(_node(bind(nodes.stitch_from_copy, model_f=name, names=names),
                                      [pairs, "tokenizer", "params:nli", *weights, *configs,
                                       *predictions],
-                                     ["identity_stitch_table"], name="stitch_from_copy", namespace=f"{STITCH}.{name}"))
+                                     ["identity_stitch_table"], name="stitch_from_copy", namespace=f"{STITCH}.{name}",
+                                     gpu=True))
     built += [
         _node(nodes.summarise_stitching,
                         [f"{NLI}.groups", "params:nli", *[f"{STITCH}.{n}.identity_stitch_table" for n in names]],

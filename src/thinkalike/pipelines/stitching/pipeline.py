@@ -17,7 +17,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.bind import bind
-from thinkalike.pipelines.namespaces import group_namespace, model_dataset
+from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, model_dataset
 from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.stitching import nodes
 from thinkalike.pipelines.stitching.plan import (
@@ -56,7 +56,7 @@ def ordered_pair_pipeline(model_f: str, model_g: str, *, train_source: str = "he
     # the node reads its arguments' own (undotted) names, mapped to the catalog names by ``inputs=``:
     # a node created outside a namespace with a dotted input would trigger Kedro's dotted-name warning
     built = [Node(function, {**{argument: argument for argument in inputs}, "stitching": "params:stitching"},
-                  PAIR_OUTPUTS, name="stitch_pair")]
+                  PAIR_OUTPUTS, name="stitch_pair", tags=[GPU_WORK])]
     return Pipeline(built, namespace=stitch_namespace(model_f, model_g), inputs=inputs,
                     parameters={"params:stitching": "params:stitching"})
 

@@ -14,6 +14,7 @@ from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.namespaces import (
+    GPU_WORK,
     MODELS,
     check_model_names,
     model_dataset,
@@ -32,7 +33,7 @@ def model_pipeline(name: str) -> Pipeline:
         bind(nodes.train_model, model_name=name),
         ["train_sequences", "heldout_sequences", "tokenizer", f"params:zoo.models.{name}", "params:zoo",
          "params:corpus"],
-        OUTPUTS, name="train_model", namespace=model_namespace(name))])
+        OUTPUTS, name="train_model", namespace=model_namespace(name), tags=[GPU_WORK])])
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
