@@ -238,14 +238,20 @@ def _worker_environment() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _quiet_logger(name: str, level: int = logging.WARNING) -> Iterator[None]:
-    """Dask's own INFO lines (workers starting and closing, connections) kept out of the run's log."""
-    logger = logging.getLogger(name)
-    previous = logger.level
-    logger.setLevel(level)
+    """Dask's own INFO lines (workers starting and closing, connections) kept out of the run's log: ``name`` and
+    every logger below it that has a level of its own (Dask's logging configuration sets some)."""
+    import distributed  # noqa: F401 - its logging configuration first, then ours on top
+
+    names = [name] + [other for other in logging.root.manager.loggerDict if other.startswith(f"{name}.")]
+    loggers = [logging.getLogger(other) for other in names]
+    previous = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(level, logger.level))
     try:
         yield
     finally:
-        logger.setLevel(previous)
+        for logger, old in zip(loggers, previous):
+            logger.setLevel(old)
 
 
 def _is_in_memory(catalog, name: str) -> bool:

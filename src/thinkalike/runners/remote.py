@@ -91,6 +91,10 @@ def _configure_worker_logging(level: int) -> None:
     root.setLevel(level)
     for noisy in ("kedro.io.data_catalog", "kedro.runner"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    # the worker's own lines (closing, connections) and its copy of a failed task's traceback, which the driver
+    # raises with the node's error
+    for name in ["distributed", *(other for other in logging.root.manager.loggerDict if other.startswith("distributed."))]:
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def _free_accelerator_memory() -> None:
