@@ -297,6 +297,16 @@ def test_default_shaped_outputs_fill_every_paragraph():
     assert render_findings(findings) == text
 
 
+def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():
+    tables = default_shaped_tables()
+    assert "DaskRunner" not in _words(collect_findings(tables))  # a sequential run's table (no worker column)
+    timings = tables["run_timings"]
+    timings["worker"] = ["" if node == "(start)" else f"host:{index % 2}" for index, node in enumerate(timings["node"])]
+    text = _words(collect_findings(tables))
+    assert "`--runner thinkalike.runners.DaskRunner`, 2 worker processes: a pipeline's time is its nodes' work summed" \
+        in text
+
+
 def test_the_numbers_in_the_text_are_the_collected_ones():
     tables = default_shaped_tables(seed=3)
     findings = collect_findings(tables)

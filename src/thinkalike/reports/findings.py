@@ -323,7 +323,9 @@ def _collect_timing(tables: Mapping[str, Any]) -> dict[str, Any]:
                  for part, names in parts.items()}
     named = [name for names in parts.values() for name in names]
     nli_parts["rest"] = _f(nodes.loc[nli & ~function.isin(named), "span_seconds"].sum(), 3)
+    workers = nodes["worker"].fillna("").astype(str) if "worker" in nodes else pd.Series([], dtype=str)
     return {"date": started.min().strftime("%Y-%m-%d"), "started_at": started.min().isoformat(),
+            "workers": int(workers[workers != ""].nunique()),
             "total_seconds": _f(total["seconds"], 3), "peak_rss_mb": _f(table["peak_rss_mb"].max(), 1),
             "failed_nodes": int((table["status"] == "failed").sum()), "pipelines": pipelines,
             "nli_parts": nli_parts if nli.any() else None}
@@ -1017,7 +1019,12 @@ def _zoo_composition(findings: Mapping[str, Any]) -> str:
 def _render_timing(findings: Mapping[str, Any]) -> str:
     timing, zoo, machine = findings["timing"], findings["zoo"], findings["machine"]
     head = (f"The default run (measured on {machine['cpu_count']} CPU cores, {machine['system']} "
-            f"{machine['architecture']})")
+            f"{machine['architecture']}")
+    workers = findings["timing"].get("workers") or 0
+    if workers > 1:
+        head += (f"; `--runner thinkalike.runners.DaskRunner`, {workers} worker processes: a pipeline's time is its "
+                 "nodes' work summed over the workers, the run's is its wall-clock time")
+    head += ")"
     if "missing" in timing:
         return head + ": no `run_timings` table in these outputs, so no timings."
     if "error" in timing:
