@@ -79,3 +79,19 @@ def test_mlem_fit_on_cuda_recovers_the_planted_ranking():
     fit = fit_layer(features, vectors, MLEMSettings(pairs_per_step=512, n_folds=3, heldout_pairs=2000), device="cuda")
     assert weightedtau(fit.weights.mean(axis=0), true_scales(features.names)).statistic >= 0.9
     assert fit.spearman.min() > 0.8
+
+
+def test_extraction_from_cuda_lands_in_host_memory_with_the_cpu_values():
+    from thinkalike.models.extraction import iter_residual_batches
+
+    handle = hf_handle("gpt_neox")
+    ids = torch.as_tensor(sample_sequences(handle, 4))
+    on_cpu = [batch["residual"] for batch in iter_residual_batches(handle, ids, batch_size=2, progress=False)]
+    gpu = handle.to("cuda")
+    on_gpu = [batch["residual"] for batch in iter_residual_batches(gpu, ids, batch_size=2, progress=False)]
+    assert [a.dtype for a in on_gpu] == [np.float32, np.float32]
+    for a, b in zip(on_gpu, on_cpu):
+        assert np.allclose(a, b, atol=1e-4, rtol=1e-4)
+    in_bf16 = gpu.to("cuda", torch.bfloat16)
+    widened = [batch["residual"] for batch in iter_residual_batches(in_bf16, ids, batch_size=2, progress=False)]
+    assert widened[0].dtype == np.float32 and np.isfinite(widened[0]).all()

@@ -96,3 +96,11 @@ def test_activation_batches_carry_their_attention_mask(loaded_handles):
     assert [b.sequence_start for b in batches] == [0, 2, 4]
     np.testing.assert_array_equal(np.concatenate([b.attention_mask for b in batches]), mask)
     assert sum(b.tokens().shape[1] for b in batches) == mask.sum()
+
+
+def test_only_a_narrowing_cast_is_checked_for_overflow():
+    from thinkalike.models.extraction import narrows
+
+    assert narrows(torch.float32, torch.float16) and narrows(torch.bfloat16, torch.float16)
+    assert not narrows(torch.bfloat16, torch.float32) and not narrows(torch.float16, torch.float32)
+    assert not narrows(torch.float32, torch.float32) and not narrows(torch.float32, torch.float64)

@@ -65,8 +65,9 @@ class ActivationBatch:
         """From ``residual`` ``(layers, batch, n_ctx, d_model)``: keeps the positions where the mask is 1."""
         keep = np.asarray(attention_mask).reshape(-1).astype(bool)
         layers, batch, n_ctx, width = residual.shape
-        return cls(residual.reshape(layers, batch * n_ctx, width)[:, keep], np.asarray(attention_mask),
-                   sequence_start)
+        rows = residual.reshape(layers, batch * n_ctx, width)
+        return cls(rows if keep.all() else rows[:, keep], np.asarray(attention_mask), sequence_start)  # no padding:
+        # the rows as they are (packed sequences; a copy of every layer otherwise)
 
     def tokens(self) -> np.ndarray:
         """Residual streams of the real tokens only, ``(layers, n_tokens, d_model)``, in sequence order."""

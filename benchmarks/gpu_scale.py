@@ -1,0 +1,164 @@
+"""Extraction and streaming CKA at the scale of Brown et al.'s largest pair, on a GPU.
+
+Two randomly initialised GPT-NeoX models shaped like pythia-6.9b (d_model 4096, 32 layers, 32 heads of 128,
+d_ff 16384, vocabulary 50,432) and pythia-2.8b (2560, 32 layers, 32 heads of 80, 10,240): the hub is not
+reachable from the machines this project is measured on, so the weights are random; only the shapes (and so
+the time and memory) are Pythia's. Random token ids, packed sequences of ``--n-ctx`` tokens. Measured in one
+process, on the same batches:
+
+* **bare**: ``module(input_ids, attention_mask)`` under ``torch.no_grad`` (logits), the floor;
+* **extraction**: :func:`thinkalike.models.extraction.iter_activation_batches`, consumed as the streaming
+  CKA consumes it (every layer's residual stream of every real token, copied to host memory);
+* **streaming CKA**: :func:`thinkalike.reports.cka.compute_cka` of the two lazy streams (``cka.mode:
+  streaming``: nothing written to disk), every layer pair, on the GPU.
+
+Printed as JSON: tokens/s of each, extraction / bare, peak GPU memory (``torch.cuda.max_memory_allocated``) and
+the CKA matrix's shape. ``--small`` shrinks both models (a CPU smoke run of the script itself).
+
+    python benchmarks/gpu_scale.py                       # on a GPU: 32 sequences x 1024 tokens
+    python benchmarks/gpu_scale.py --small --device cpu  # seconds, anywhere
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from thinkalike.models.activation_store import ActivationStream  # noqa: E402
+from thinkalike.models.extraction import iter_activation_batches  # noqa: E402
+from thinkalike.models.hf import HFModelHandle  # noqa: E402
+from thinkalike.reports.cka import CKASettings, compute_cka  # noqa: E402
+
+PYTHIA_SHAPES = {  # the hub configs of EleutherAI/pythia-6.9b-deduped and pythia-2.8b-deduped
+    "pythia-6.9b": {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                    "intermediate_size": 16384, "vocab_size": 50432},
+    "pythia-2.8b": {"hidden_size": 2560, "num_hidden_layers": 32, "num_attention_heads": 32,
+                    "intermediate_size": 10240, "vocab_size": 50304},
+}
+SMALL_SHAPES = {
+    "pythia-6.9b": {"hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 256,
+                    "vocab_size": 512},
+    "pythia-2.8b": {"hidden_size": 40, "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 160,
+                    "vocab_size": 512},
+}
+
+
+def random_neox(name: str, shape: dict, n_ctx: int, dtype: torch.dtype, device: str) -> HFModelHandle:
+    """A randomly initialised GPT-NeoX of ``shape``, built directly on ``device`` in ``dtype``."""
+    from transformers import AutoModelForCausalLM, GPTNeoXConfig
+
+    config = GPTNeoXConfig(**shape, max_position_embeddings=max(2048, n_ctx), rotary_pct=0.25,
+                           use_parallel_residual=True, tie_word_embeddings=False)
+    torch.manual_seed(0)
+    with torch.device(device):
+        module = AutoModelForCausalLM.from_config(config, dtype=dtype).eval()
+    return HFModelHandle(name, f"random:{name}", module)
+
+
+class LazyBatches:
+    """Re-iterable extraction of one handle (what ``cka.mode: streaming`` gives compute_cka)."""
+
+    def __init__(self, handle, ids, mask, batch_size):
+        self.handle, self.ids, self.mask, self.batch_size = handle, ids, mask, batch_size
+
+    def __iter__(self):
+        return iter_activation_batches(self.handle, self.ids, self.mask, self.batch_size, progress=False)
+
+
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def bare_seconds(handle: HFModelHandle, ids: np.ndarray, mask: np.ndarray, batch_size: int, device: str) -> float:
+    synchronize(device)
+    started = time.perf_counter()
+    with torch.no_grad():
+        for start in range(0, len(ids), batch_size):
+            batch = torch.as_tensor(ids[start:start + batch_size], device=device)
+            handle.module(input_ids=batch, attention_mask=torch.as_tensor(mask[start:start + batch_size],
+                                                                          device=device))
+    synchronize(device)
+    return time.perf_counter() - started
+
+
+def extraction_seconds(handle: HFModelHandle, ids: np.ndarray, mask: np.ndarray, batch_size: int,
+                       device: str) -> float:
+    synchronize(device)
+    started = time.perf_counter()
+    for batch in iter_activation_batches(handle, ids, mask, batch_size, progress=False):
+        assert np.isfinite(batch.token_rows[-1, :4]).all()
+    synchronize(device)
+    return time.perf_counter() - started
+
+
+def token_index(mask: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
+    sequence, position = np.nonzero(mask)
+    return pd.DataFrame({"sequence": sequence, "position": position, "token_id": ids[sequence, position],
+                         "sentence_id": sequence, "word_index": position, "is_special": False})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sequences", type=int, default=32)
+    parser.add_argument("--n-ctx", type=int, default=1024)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--batch-tokens", type=int, default=4096, help="CKA minibatch (tokens)")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--small", action="store_true", help="tiny models of the same family (smoke run)")
+    args = parser.parse_args()
+    dtype = getattr(torch, args.dtype)
+    shapes = SMALL_SHAPES if args.small else PYTHIA_SHAPES
+    vocab = min(shape["vocab_size"] for shape in shapes.values())
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, vocab, size=(args.sequences, args.n_ctx))
+    mask = np.ones_like(ids)
+    tokens = int(mask.sum())
+    handles = {name: random_neox(name, shape, args.n_ctx, dtype, args.device) for name, shape in shapes.items()}
+    report: dict = {"device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
+                    "dtype": args.dtype, "tokens": tokens, "n_ctx": args.n_ctx, "batch_size": args.batch_size,
+                    "weights": "random (shapes of the hub configs; the hub is unreachable)", "models": {}}
+    for name, handle in handles.items():
+        warm = slice(0, args.batch_size)
+        bare_seconds(handle, ids[warm], mask[warm], args.batch_size, args.device)  # kernels, allocator
+        extraction_seconds(handle, ids[warm], mask[warm], args.batch_size, args.device)
+        bare = min(bare_seconds(handle, ids, mask, args.batch_size, args.device) for _ in range(2))
+        extraction = min(extraction_seconds(handle, ids, mask, args.batch_size, args.device) for _ in range(2))
+        report["models"][name] = {"parameters": sum(p.numel() for p in handle.module.parameters()),
+                                  "layers": handle.n_layers, "bare_tokens_per_s": tokens / bare,
+                                  "extraction_tokens_per_s": tokens / extraction,
+                                  "extraction_over_bare": extraction / bare}
+    if args.device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    index = token_index(mask, ids)
+    (name_a, handle_a), (name_b, handle_b) = handles.items()
+    streams = [ActivationStream(h.name, LazyBatches(h, ids, mask, args.batch_size), n_layers=h.n_layers)
+               for h in (handle_a, handle_b)]
+    settings = CKASettings(batch_tokens=args.batch_tokens, n_bootstrap=0, n_permutations=0,
+                           exclude_special_tokens=False)
+    synchronize(args.device)
+    started = time.perf_counter()
+    result = compute_cka(streams[0], index, streams[1], index, settings, model_a=name_a, model_b=name_b,
+                         device=args.device)
+    synchronize(args.device)
+    seconds = time.perf_counter() - started
+    report["streaming_cka"] = {"seconds": seconds, "tokens_per_s": tokens / seconds,
+                               "matrix": list(result.cka.shape),
+                               "finite_cells": int(np.isfinite(result.cka).sum())}
+    if args.device.startswith("cuda"):
+        report["peak_gpu_gib"] = torch.cuda.max_memory_allocated() / 2**30
+        report["peak_gpu_gib_note"] = "during the streaming CKA, both models resident"
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
