@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from click import ClickException
+from kedro.config import MissingConfigException
 from kedro.framework.hooks import hook_impl
 
 from thinkalike.pipelines.embedding.metrics import (
@@ -127,7 +128,7 @@ class ClusterSettingsHooks:
     def after_context_created(self, context) -> None:
         try:
             config = context.config_loader["dask"]
-        except KeyError:
+        except (KeyError, MissingConfigException):  # no dask.yml in this configuration: the defaults
             config = {}
         self._settings = dict((config or {}).get("dask") or {})
 
@@ -154,7 +155,7 @@ class MlflowTrackingHooks:
         self._project_root = Path(context.project_path)
         try:
             config = context.config_loader["mlflow"]
-        except KeyError:
+        except (KeyError, MissingConfigException):  # no mlflow.yml in this configuration: the defaults
             config = {}
         self._settings = TrackingSettings.from_config(config)
 

@@ -87,3 +87,17 @@ def test_bad_settings_are_named(tmp_path, settings, message):
         DaskRunner(**({"cluster": "slurm"} if "slurm" in settings else {}), **settings).run(
             toy_pipeline(), toy_catalog(tmp_path, tmp_path / "flag"))
     assert not os.listdir(tmp_path)
+
+
+def test_a_configuration_without_dask_or_mlflow_files_runs_with_the_defaults(tmp_path, monkeypatch):
+    """dask.yml and mlflow.yml are optional: a project whose conf/ has neither (an older copy, --conf-source
+    elsewhere) runs, sequentially and on the cluster, with the defaults."""
+    from tests.pipelines.conftest import make_project_copy, run_project
+
+    project = make_project_copy(tmp_path)
+    (project / "conf" / "base" / "dask.yml").unlink()
+    (project / "conf" / "base" / "mlflow.yml").unlink()
+    monkeypatch.chdir(project)
+    run_project(project, pipeline_names=["corpus"])
+    catalog = run_project(project, pipeline_names=["corpus"], runner=DaskRunner(workers=1))
+    assert len(catalog.load("train_sentences")) > 0
