@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -73,21 +74,29 @@ def kedro_command(env: str | None, pipelines: str | None, runner: str | None = N
     return command
 
 
-def run_once(project: Path, command: list[str], busy: bool) -> dict:
-    """One ``kedro run`` in ``project`` (beside a busy process when ``busy``); its wall time and outcome."""
+def run_once(project: Path, command: list[str], busy: bool, timeout: float | None = None) -> dict:
+    """One ``kedro run`` in ``project`` (beside a busy process when ``busy``); its wall time and outcome. After
+    ``timeout`` seconds the run and every process it started are killed (``returncode`` None)."""
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
     spinner = subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) if busy else None
     load_before = os.getloadavg()[0]
     try:
         with open(project / "run.log", "w") as log:
             start = time.perf_counter()
-            completed = subprocess.run(command, cwd=project, env=environment, stdout=log, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(command, cwd=project, env=environment, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            try:
+                returncode = process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                returncode = None
             wall = time.perf_counter() - start
     finally:
         if spinner is not None:
             spinner.kill()
             spinner.wait()
-    return {"returncode": completed.returncode, "process_seconds": wall, "load_before": load_before,
+    return {"returncode": returncode, "process_seconds": wall, "load_before": load_before,
             "load_after": os.getloadavg()[0], "log": str(project / "run.log")}
 
 

@@ -34,6 +34,7 @@ def main() -> int:
     parser.add_argument("--env", help="Kedro environment (e.g. test for a smoke run)")
     parser.add_argument("--pipelines", help="passed to kedro run --pipelines")
     parser.add_argument("--workdir", type=Path, help="where the project copies go (default: a temporary folder)")
+    parser.add_argument("--timeout", type=float, help="stop a run after this many seconds (reported as stopped)")
     args = parser.parse_args()
     from thinkalike.timings import START_ROW, format_seconds
 
@@ -46,7 +47,7 @@ def main() -> int:
             if load > 0.5:
                 print(f"warning: 1-minute load average {load:.2f} before {runner}: the machine is not idle")
             print(f"{runner}: running …", flush=True)
-            run = run_once(project, kedro_command(args.env, args.pipelines, runner), busy=False)
+            run = run_once(project, kedro_command(args.env, args.pipelines, runner), busy=False, timeout=args.timeout)
             table = saved_timings(project)
             nodes = None if table is None else table[table["node"] != START_ROW]
             rows.append((runner, run, table, nodes))
@@ -56,6 +57,9 @@ def main() -> int:
         print("|---|---:|---:|---:|---:|---:|")
         for runner, run, table, nodes in rows:
             ratio = f"{run['process_seconds'] / base:.2f}×" if base else "–"
+            if run["returncode"] is None:
+                print(f"| {runner} | stopped after {format_seconds(run['process_seconds'])} | – | – | – | > {ratio} |")
+                continue
             if table is None:
                 print(f"| {runner} | {format_seconds(run['process_seconds'])} | no table | no table | – | {ratio} |")
                 continue
