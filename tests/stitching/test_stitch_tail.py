@@ -3,6 +3,8 @@ forward pass exactly from the model's own residual stream, and lets gradients in
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pytest
 import torch
 
@@ -14,6 +16,8 @@ from tests.stitching.toys import (
     bridge_handle,
     hf_handle,
 )
+from thinkalike.models.bridge import BridgeHandle
+from thinkalike.models.native_forward import bridge_path, native_forward
 
 
 def _block_calls(blocks):
@@ -49,11 +53,44 @@ def tl_gpt2(tmp_path_factory):
 
 
 def test_tail_only_on_a_bridge_over_transformers(tl_gpt2):
-    test_tail_only_exact_and_differentiable("tl-gpt2", tl_gpt2)
+    _check_tail_only("tl-gpt2", tl_gpt2)
 
 
 @pytest.mark.parametrize("name,handle", HANDLES, ids=[n for n, _ in HANDLES])
 def test_tail_only_exact_and_differentiable(name, handle):
+    """Through each model's own modules (for a native bridge: the bridge itself, not the fast path)."""
+    with bridge_path(handle.module) if isinstance(handle, BridgeHandle) else nullcontext():
+        _check_tail_only(name, handle)
+
+
+@pytest.mark.parametrize("name,handle", [(n, h) for n, h in HANDLES if n.startswith("bridge")],
+                         ids=[n for n, _ in HANDLES if n.startswith("bridge")])
+def test_tail_only_on_the_native_fast_path(name, handle):
+    """The fast path (thinkalike.models.native_forward) runs native bridges without hooks: its tail from the
+    stream it computed reproduces its own forward pass exactly, gradients reach the residual, and it agrees with
+    the bridge's tail to float round-off."""
+    ids = torch.randint(0, VOCAB, (3, N_CTX), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(ids)
+    mask[2, -3:] = 0
+    assert native_forward(handle.module, N_CTX, mask) is not None
+    with torch.no_grad():
+        streams = handle.residual_streams(ids, mask)
+        reference = handle.logits(ids, mask)
+        with bridge_path(handle.module):
+            bridge_streams = handle.residual_streams(ids, mask)
+    torch.testing.assert_close(streams, bridge_streams, rtol=1e-5, atol=1e-5)
+    for layer in range(handle.n_layers + 1):
+        residual = streams[layer].clone().requires_grad_(True)
+        out = handle.logits_from_layer(residual, layer, ids, mask)
+        assert torch.equal(out, reference), (name, layer, float((out - reference).abs().max()))
+        out[mask.bool()].logsumexp(-1).sum().backward()
+        assert residual.grad is not None and residual.grad.abs().sum() > 0
+        with bridge_path(handle.module), torch.no_grad():
+            through_bridge = handle.logits_from_layer(streams[layer], layer, ids, mask)
+        torch.testing.assert_close(out.detach(), through_bridge, rtol=1e-5, atol=1e-5)
+
+
+def _check_tail_only(name, handle):
     ids = torch.randint(0, VOCAB, (3, N_CTX), generator=torch.Generator().manual_seed(1))
     mask = torch.ones_like(ids)
     mask[2, -3:] = 0  # right padding

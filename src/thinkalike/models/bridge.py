@@ -46,6 +46,7 @@ from thinkalike.models.handle import (
     running_only_blocks_from,
     substitute_input,
 )
+from thinkalike.models.native_forward import native_forward
 
 __all__ = [
     "ACT_FNS",
@@ -189,10 +190,15 @@ def bridge_logits(module: torch.nn.Module, input_ids: torch.Tensor,
     """Logits ``(batch, seq, d_vocab)`` of a TransformerBridge; differentiable.
 
     ``attention_mask`` is a 0/1 padding mask ``(batch, seq)``; with left padding TL derives the
-    position ids from it. Inputs longer than ``n_ctx`` raise (native models).
+    position ids from it. Inputs longer than ``n_ctx`` raise (native models). A native zoo bridge without
+    hooks runs :mod:`thinkalike.models.native_forward`'s plain forward pass (the same function to float
+    round-off, about twice as fast on the zoo's sizes).
     """
     if attention_mask is not None:
         attention_mask = attention_mask.to(input_ids.device)
+    fast = native_forward(module, input_ids.shape[-1], attention_mask)
+    if fast is not None:
+        return fast.logits(input_ids, attention_mask)
     return module(input_ids, return_type="logits", attention_mask=attention_mask)
 
 
@@ -238,6 +244,12 @@ class BridgeHandle(ModelHandle):
     # -- activations
 
     def residual_streams(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        input_ids = input_ids.to(self.device)
+        if attention_mask is not None:
+            attention_mask = attention_mask.to(self.device)
+        fast = native_forward(self.module, input_ids.shape[-1], attention_mask)
+        if fast is not None:
+            return fast.residual_streams(input_ids, attention_mask)
         names = [_residual_hook_name(layer) for layer in range(self.n_layers + 1)]
         captured: dict[str, torch.Tensor] = {}
 
@@ -272,6 +284,11 @@ class BridgeHandle(ModelHandle):
         where there is none). Gradients flow into ``residual``."""
         if not 0 <= layer <= self.n_layers:
             raise IndexError(f"layer {layer} out of range 0..{self.n_layers}")
+        if attention_mask is not None:
+            attention_mask = attention_mask.to(self.device)
+        fast = native_forward(self.module, input_ids.shape[-1], attention_mask)
+        if fast is not None:
+            return fast.logits_from_layer(residual, layer, attention_mask)
         lists = self._block_lists()
         blocks = lists[0]
         if layer < self.n_layers:
