@@ -303,11 +303,16 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
 
         recorder.log_table(data, f"tables/{name}.csv")
         recorder.log_metrics(timing_metrics(data), what="run timings")
+    elif name == "scaling_summary":
+        from thinkalike.reports.scaling import scaling_metrics
+
+        recorder.log_metrics(scaling_metrics(data), what="scaling summary")
     elif isinstance(data, pd.DataFrame) and name in REPORT_TABLES:
         recorder.log_table(data, f"tables/{name}.csv")
 
 
-REPORT_TABLES = frozenset({"zoo_summary", "cka_distances", "cka_group_distances", "cka_group_curves"})
+REPORT_TABLES = frozenset({"zoo_summary", "cka_distances", "cka_group_distances", "cka_group_curves", "scaling_members",
+                           "scaling_pairs"})
 
 
 def _record_nli_output(recorder: RunRecorder, name: str, short: str, data: Any) -> None:

@@ -38,3 +38,18 @@ def test_a_family_without_spread_flags_any_different_member():
     assert robust_z({"a": 1.0, "b": 1.0, "c": 1.0, "d": 2.0}) == {"a": 0.0, "b": 0.0, "c": 0.0, "d": np.inf}
     with pytest.raises(ValueError, match="at least 3"):
         robust_z({"a": 1.0, "b": 2.0})
+
+
+def test_the_depth_band_mean_takes_the_cells_of_both_models_in_the_band():
+    from thinkalike.measures.family import depth_band_mean
+
+    # 3 blocks (depths 0, 1/3, 2/3, 1) against 2 blocks (0, 1/2, 1): band [0.25, 0.75] holds rows 1, 2 and column 1
+    matrix = np.arange(12, dtype=float).reshape(4, 3)
+    assert depth_band_mean(matrix, 0.25, 0.75) == np.mean([matrix[1, 1], matrix[2, 1]])
+    assert depth_band_mean(matrix, 0.0, 1.0) == matrix.mean()
+    matrix[1, 1] = np.nan  # a NaN cell is left out
+    assert depth_band_mean(matrix, 0.25, 0.75) == matrix[2, 1]
+    with pytest.raises(ValueError, match="relative depth"):
+        depth_band_mean(np.ones((3, 3)), 0.6, 0.7)  # depths 0, 0.5, 1: nothing in the band
+    with pytest.raises(ValueError, match="low <= high"):
+        depth_band_mean(np.ones((3, 3)), 0.8, 0.2)

@@ -43,7 +43,7 @@ from thinkalike.pipelines.namespaces import MODELS, model_dataset, model_namespa
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 TEST_MODELS = {"gelu_1l", "neox_xs"}  # conf/test/parameters_zoo.yml
-BASE_ONLY_MODELS = {"solu_2l", "gelu_2l", "neox_l"}  # conf/base/parameters_zoo.yml only
+BASE_ONLY_MODELS = {"solu_2l", "gelu_2l", "neox_8l"}  # conf/base/parameters_zoo.yml only
 MODEL_DATASETS = ("model_weights", "model_config", "training_curve", "activations", "activation_index")
 LAYERS = ["raw", "intermediate", "feature", "model_input", "models", "model_output", "reporting"]
 # the layers of the top-level datasets (kedro-viz draws only those with every box collapsed): every models and

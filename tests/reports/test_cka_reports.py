@@ -184,3 +184,22 @@ def test_a_stored_layer_subset_keeps_its_layer_numbers():
     assert list(plotly.layout.yaxis.tickvals) == [0, 1, 2] and list(plotly.layout.yaxis.ticktext) == ["0", "6", "12"]
     with pytest.raises(ValueError, match="layer ids"):
         cka_long_table(accumulator.result(), CKASettings(n_bootstrap=0), [0, 6], [0, 4])
+
+
+def test_the_table_keeps_each_minibatchs_cka_and_their_mean_is_the_cell():
+    """``batch_cka``: one value per minibatch per cell; with mean_of_ratios their mean is the cell's CKA, and each
+    equals CKA computed on that minibatch alone."""
+    from thinkalike.measures.cka import CKAAccumulator, cka_matrix
+    from thinkalike.reports.cka import cka_long_table
+
+    rng = np.random.default_rng(3)
+    batches = [(rng.normal(size=(3, 50, 6)), rng.normal(size=(2, 50, 5))) for _ in range(4)]
+    accumulator = CKAAccumulator(3, 2, aggregation="mean_of_ratios")
+    for a, b in batches:
+        accumulator.update(a, b)
+    table = cka_long_table(accumulator.result(), CKASettings(n_bootstrap=0))
+    values = np.stack(table["batch_cka"].to_list())
+    assert values.shape == (6, 4)
+    np.testing.assert_allclose(values.mean(axis=1), table["cka"], rtol=1e-12)
+    first = cka_matrix(batches[0][0], batches[0][1])
+    np.testing.assert_allclose(values[:, 0], first.ravel(), rtol=1e-9)

@@ -574,6 +574,16 @@ class CKAResult:
             return None
         return ~self.constant_a[:, :, None] & ~self.constant_b[:, None, :]
 
+    def batch_cka(self) -> np.ndarray:
+        """(B, La, Lb): each minibatch's own CKA, ``cross_b / sqrt(self_a_b · self_b_b)`` (NaN where a layer was
+        constant in that batch) — what ``mean_of_ratios`` averages, and what a bootstrap over minibatches
+        resamples."""
+        if self.cross is None or self.self_a is None or self.self_b is None:
+            raise ValueError("per-batch terms were not stored (store_batches=False)")
+        values = cka_from_hsic(self.cross, self.self_a, self.self_b)
+        valid = self.valid_batches()
+        return values if valid is None else np.where(valid, values, np.nan)
+
     def bootstrap_ci(self, n_bootstrap: int = 1000, confidence: float = 0.95, seed: int = 0) -> ConfidenceInterval:
         """Percentile bootstrap CI per cell from the stored per-batch terms (same aggregation).
 

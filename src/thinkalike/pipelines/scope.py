@@ -25,6 +25,7 @@ PIPELINE_SECTIONS: dict[str, tuple[str, ...]] = {
     "zoo": ("corpus", "zoo"),
     "activations": ("corpus", "zoo", "activations"),
     "cka": ("corpus", "zoo", "activations", "cka"),
+    "scaling": ("corpus", "zoo", "activations", "cka", "scaling"),
     "stitching": ("corpus", "zoo", "stitching"),
     "mlem": ("corpus", "zoo", "activations", "mlem"),
     "embedding": ("corpus", "zoo", "activations", "embedding"),

@@ -65,6 +65,18 @@ def validate_parameters(parameters: dict[str, Any], pipelines: Iterable[str] | N
                 raise ParameterError(f"activations.models.{name}: {error}") from None
         if "cka" in sections and parameters.get("cka"):
             _validate_cka(parameters["cka"], models)
+    if "scaling" in sections and parameters.get("scaling"):
+        from thinkalike.pipelines.scaling.family import scaling_plan
+        from thinkalike.reports.scaling import ScalingSettings
+
+        try:
+            ScalingSettings.from_parameters(parameters["scaling"])
+            scaling_plan(parameters)
+        except ParameterError:
+            raise
+        except (TypeError, ValueError) as error:
+            message = str(error)
+            raise ParameterError(message if message.startswith("scaling") else f"scaling: {message}") from None
     if "stitching" in sections and parameters.get("stitching") and zoo_names:  # no zoo models: nothing to stitch
         validate_stitching(parameters["stitching"], zoo_names)
     if "mlem" in sections and parameters.get("mlem"):

@@ -6,6 +6,8 @@ skip_constant_layers, exclude_special_tokens`` (the ``cka`` pipeline adds the pr
 ``activations_version_a/_b`` and ``spec_a/_b``). ``ci_low``/``ci_high`` are percentile-bootstrap limits over
 minibatches; ``p_value`` is the permutation p-value (1 + #{null ≥ observed}) / (1 +
 n_permutations) for "more similar than chance" (NaN when no permutations were asked for);
+``batch_cka`` holds the cell's CKA in each minibatch, in order (NaN where a layer was constant in it; empty
+when the per-batch terms were not kept), for statistics that resample minibatches (block stability);
 ``n_batches`` counts the minibatches that entered the cell (fewer than the run's batches only
 where ``skip_constant_layers`` left out a batch in which the layer was constant). Layer 0 is
 the embedding output.
@@ -39,7 +41,7 @@ from thinkalike.models.alignment import aligned_minibatches, check_pooling
 
 TABLE_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "cka", "ci_low", "ci_high", "p_value", "n_batches",
                  "n_tokens", "estimator", "aggregation", "pooling", "skip_constant_layers",
-                 "exclude_special_tokens"]
+                 "exclude_special_tokens", "batch_cka"]
 SUMMARY_KEYS = ["mean_matched_cka", "arccos_distance", "n_matched_layers", "n_finite_layers"]
 FIGURE_DPI = 150
 MIN_FIGURE_WIDTH_IN = 7.0  # 7 in × 150 dpi = 1050 px
@@ -141,6 +143,8 @@ def cka_long_table(result: CKAResult, settings: CKASettings, layer_ids_a: Sequen
     p_values = result.p_values if result.p_values is not None else np.full_like(result.cka, np.nan)
     per_cell = (result.n_batches_per_cell if result.n_batches_per_cell is not None
                 else np.full(result.cka.shape, result.n_batches))
+    per_batch = (result.batch_cka().reshape(result.n_batches, -1).T if result.cross is not None
+                 else np.zeros((result.cka.size, 0)))
     table = pd.DataFrame({
         "model_a": result.model_a, "layer_a": grid_a.ravel(), "model_b": result.model_b, "layer_b": grid_b.ravel(),
         "cka": result.cka.ravel(), "ci_low": np.asarray(low).ravel(), "ci_high": np.asarray(high).ravel(),
@@ -148,6 +152,7 @@ def cka_long_table(result: CKAResult, settings: CKASettings, layer_ids_a: Sequen
         "n_tokens": result.n_tokens, "estimator": result.estimator, "aggregation": result.aggregation,
         "pooling": settings.pooling, "skip_constant_layers": bool(result.skip_constant_layers),
         "exclude_special_tokens": bool(settings.exclude_special_tokens),
+        "batch_cka": list(per_batch),
     })
     return table[TABLE_COLUMNS]
 

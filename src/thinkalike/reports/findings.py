@@ -203,6 +203,23 @@ def model_facts(tables: Mapping[str, Any]) -> dict[str, ModelFacts]:
     return facts
 
 
+def neox_twins(neox: Sequence[ModelFacts]) -> dict[str, str]:
+    """``{off-trend member: twin}``: GPT-NeoX models of equal depth, width and seed whose head dimensions differ, the
+    twin's being the family's most common one (the scaling pipeline's ``twins: auto``)."""
+    head_dims = [f.head_dim for f in neox]
+    if not head_dims:
+        return {}
+    trend = max(set(head_dims), key=head_dims.count)
+    twins = {}
+    for i, a in enumerate(neox):
+        for b in neox[i + 1:]:
+            if (a.n_layers, a.d_model, a.seed) == (b.n_layers, b.d_model, b.seed) and a.head_dim != b.head_dim \
+                    and trend in (a.head_dim, b.head_dim):
+                odd, twin = (b, a) if a.head_dim == trend else (a, b)
+                twins[odd.name] = twin.name
+    return twins
+
+
 def model_roles(facts: Mapping[str, ModelFacts]) -> dict[str, Any]:
     """SoLU/GeLU pairs (``solu_gelu``: different seeds; ``control``: the same seed), groups of seed replicas, the
     GPT-NeoX family, encoders, Mamba models and other models (names in zoo order)."""
@@ -221,7 +238,9 @@ def model_roles(facts: Mapping[str, ModelFacts]) -> dict[str, Any]:
     replicas = [{"models": [f.name for f in group], "kind": group[0].kind, "depth": group[0].n_layers}
                 for group in by_signature.values() if len(group) > 1 and len({f.seed for f in group}) == len(group)
                 and not controls & {f.name for f in group}]
-    neox = [f for f in facts.values() if f.kind == "gpt_neox"]
+    all_neox = [f for f in facts.values() if f.kind == "gpt_neox"]
+    twins = neox_twins(all_neox)
+    neox = [f for f in all_neox if f.name not in twins.values()]
     head_dims = [f.head_dim for f in neox]
     odd = [f.name for f in neox if len(neox) > 2 and head_dims.count(f.head_dim) == 1]
     return {
@@ -230,8 +249,9 @@ def model_roles(facts: Mapping[str, ModelFacts]) -> dict[str, Any]:
         "replicas": replicas,
         "bridges": [f.name for f in bridges],
         "gpt_neox": [f.name for f in neox],
-        "gpt_neox_head_dims": {f.name: f.head_dim for f in neox},
+        "gpt_neox_head_dims": {f.name: f.head_dim for f in all_neox},
         "gpt_neox_odd": odd,
+        "gpt_neox_twins": twins,
         "encoders": [f.name for f in facts.values() if f.kind == "encoder"],
         "mamba": [f.name for f in facts.values() if f.kind == "mamba"],
         "others": [f.name for f in facts.values()
@@ -1005,6 +1025,10 @@ def _zoo_composition(findings: Mapping[str, Any]) -> str:
         if roles["gpt_neox_odd"]:
             text += " of which " + _list([f"{_code(m)} has head dimension {roles['gpt_neox_head_dims'][m]}"
                                           for m in roles["gpt_neox_odd"]])
+        twins = roles.get("gpt_neox_twins") or {}
+        if twins:
+            text += " (" + _list([f"and {_code(twin)}, its twin of head dimension {roles['gpt_neox_head_dims'][twin]}"
+                                  for twin in twins.values()]) + ")"
         parts.append(text)
     if roles["encoders"]:
         parts.append("a BERT-style masked-LM encoder" if len(roles["encoders"]) == 1

@@ -8,16 +8,23 @@
 * ``against: {reference: [m1, m2, ...]}`` — each listed model against the reference.
 
 Without ``pairs`` (absent or null) the default adapts to the models configured: every model with
-itself and every pair of them (:func:`cka_pairs`).
+itself and every pair of them (:func:`cka_pairs`). The ``scaling`` family's pairs are added to them
+(:func:`all_cka_pairs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Mapping
 from itertools import combinations
 from typing import Any
 
 from thinkalike.pipelines import namespaces
+from thinkalike.pipelines.activations.pipeline import configured_models
+from thinkalike.pipelines.parameters import section
+from thinkalike.pipelines.scaling.family import scaling_plan
+
+logger = logging.getLogger(__name__)
 
 PAIR_KEYS = ("intra", "explicit", "all_pairs_of", "against")
 
@@ -42,6 +49,20 @@ def cka_pairs(cka: dict[str, Any], models: Iterable[str]) -> list[tuple[str, str
     absent or null."""
     pairs = cka.get("pairs")
     return configured_pairs(default_pairs(models) if pairs is None else dict(pairs), models)
+
+
+def all_cka_pairs(parameters: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The pairs the ``cka`` pipeline computes: :func:`cka_pairs` of its section, then the ``scaling`` family's pairs
+    that are not among them (in either order). A ``scaling`` section that cannot be resolved adds nothing here
+    (the ``scaling`` pipeline reports its error)."""
+    pairs = cka_pairs(section(parameters, "cka"), configured_models(parameters))
+    try:
+        plan = scaling_plan(parameters)
+    except ValueError as error:
+        logger.debug("cka: no scaling pairs (%s)", error)
+        return pairs
+    known = set(pairs) | {pair[::-1] for pair in pairs}
+    return pairs + [pair for pair in (plan.pairs() if plan else []) if pair not in known]
 
 
 def configured_pairs(pairs: dict[str, Any], models: Iterable[str]) -> list[tuple[str, str]]:

@@ -26,7 +26,7 @@ from thinkalike.pipelines.activations.pipeline import (
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.cka import nodes
 from thinkalike.pipelines.cka.pairs import (
-    cka_pairs,
+    all_cka_pairs,
     pair_dataset,
     pair_namespace,
 )
@@ -77,7 +77,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     models = configured_models(parameters)
     if cka.get("pairs") is None:
         logger.info("cka.pairs is not set: every pair of the %d configured models and each with itself", len(models))
-    pairs = cka_pairs(cka, models)
+    pairs = all_cka_pairs(parameters)
     if cka.get("mode", "stored") == "streaming":
         n_ctx = external_n_ctx(parameters)
         sources = {name: extraction_source(name, spec, n_ctx) for name, spec in models.items()}

@@ -1,0 +1,337 @@
+"""CKA across a width/depth family of models (Brown et al. 2023 §5, figs. 3, 9, 10, table 1), from the ``cka``
+pipeline's tables; no Kedro.
+
+What is measured, for a family ``F`` (sizes, smallest first) and optional twins (an off-trend member ``o`` and a
+model equal to it in all but its head dimension, on the family's trend):
+
+* **architecture** (table 1): width, blocks, heads, head dimension, rotary dimensions and the non-embedding
+  parameter count ``L · (4 d² + 2 d d_mlp)``; a member is *off-trend* when its head dimension differs from the
+  family's most common one;
+* **early-layer similarity across scale** (fig. 3): for every pair of members and each relative depth ``δ`` of
+  ``early_depths``, the CKA (with the pipeline's bootstrap interval) of layers ``round(δ L_a)`` and
+  ``round(δ L_b)``, beside the same pair's mean CKA over the intermediate band;
+* **block structure**: each member's intra-model CKA matrix segmented into contiguous blocks
+  (:func:`thinkalike.measures.blocks.block_stability`, over the minibatches' own matrices);
+* **intra-model similarity vs scale** (fig. 10): each member's mean off-diagonal intra-model CKA, and its
+  Spearman correlation with the parameter count;
+* **the outlier** (fig. 9): each member's mean intermediate-band CKA (:func:`~thinkalike.measures.family.
+  depth_band_mean`) against every other member, its robust z-score across the family, the members flagged;
+* **the cause**: the off-trend member against its twin — the same statistic for both, against the same other
+  members, each one's z-score in the family (the twin in its sibling's place), and the CKA between the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from scipy.stats import spearmanr
+
+from thinkalike.measures.blocks import block_stability
+from thinkalike.measures.family import (
+    OUTLIER_Z,
+    depth_band_mean,
+    mean_off_diagonal,
+    relative_depth_layers,
+    robust_z,
+)
+from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN, cka_matrix_from_table
+
+MEMBER_COLUMNS = ["model", "role", "d_model", "n_layers", "n_heads", "d_head", "rotary_dims", "d_mlp",
+                  "n_parameters", "off_trend", "intra_mean", "band_mean_vs_others", "robust_z", "outlier", "blocks",
+                  "n_blocks", "block_within", "block_between", "block_same_fraction"]
+PAIR_COLUMNS = ["model_a", "model_b", "relative_depth", "layer_a", "layer_b", "cka", "ci_low", "ci_high",
+                "band_mean"]
+
+
+class ScalingConfigError(ValueError):
+    """A ``scaling`` setting or input that cannot be analysed; the message names it."""
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """One model's shape (table 1)."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    d_head: int
+    rotary_dims: int
+    d_mlp: int
+
+    @property
+    def n_parameters(self) -> int:
+        """Non-embedding parameters ``L · (4 d² + 2 d d_mlp)`` (attention and MLP weights, no biases or norms)."""
+        return self.n_layers * (4 * self.d_model ** 2 + 2 * self.d_model * self.d_mlp)
+
+
+def architecture_of(name: str, entry: Mapping[str, Any]) -> Architecture:
+    """The shape of a zoo model from its ``zoo.models`` entry (``hf`` GPT-NeoX or ``bridge``), or of any model
+    from a ``scaling.architectures`` entry (keys d_model, n_layers, n_heads, d_head, rotary_dims, d_mlp)."""
+    arch = dict(entry.get("architecture", entry))
+    try:
+        if "hidden_size" in arch:
+            d_model, heads = int(arch["hidden_size"]), int(arch["num_attention_heads"])
+            d_head = d_model // heads
+            return Architecture(d_model, int(arch["num_hidden_layers"]), heads, d_head,
+                                int(d_head * float(arch.get("rotary_pct", 0.25))),
+                                int(arch.get("intermediate_size") or 4 * d_model))
+        d_model, heads = int(arch["d_model"]), int(arch["n_heads"])
+        d_head = int(arch.get("d_head") or d_model // heads)
+        rotary = arch.get("rotary_dims")
+        if rotary is None:
+            rotary = d_head if arch.get("positional_embedding_type") == "rotary" else 0
+        return Architecture(d_model, int(arch["n_layers"]), heads, d_head, int(rotary),
+                            int(arch.get("d_mlp") or 4 * d_model))
+    except (KeyError, TypeError, ValueError) as error:
+        raise ScalingConfigError(f"scaling: cannot read the architecture of {name!r} ({error!r}); give it in "
+                                 "scaling.architectures (d_model, n_layers, n_heads, d_head, rotary_dims, d_mlp)"
+                                 ) from error
+
+
+@dataclass(frozen=True)
+class ScalingSettings:
+    """``early_depths``: relative depths compared across members; ``band``: the intermediate band ``[low, high]``;
+    ``max_blocks``, ``min_contrast``, ``n_resamples``, ``seed``: the block segmentation and its bootstrap;
+    ``outlier_z``: the robust z beyond which a member is flagged."""
+
+    early_depths: tuple[float, ...] = (0.0, 0.25)
+    band: tuple[float, float] = (0.25, 0.75)
+    max_blocks: int = 4
+    min_contrast: float = 0.1
+    n_resamples: int = 200
+    seed: int = 0
+    outlier_z: float = OUTLIER_Z
+
+    def __post_init__(self) -> None:
+        if not self.early_depths or any(not 0.0 <= float(d) <= 1.0 for d in self.early_depths):
+            raise ScalingConfigError(f"scaling.early_depths must be relative depths in [0, 1], got "
+                                     f"{list(self.early_depths)}")
+        if len(self.band) != 2 or not 0.0 <= self.band[0] <= self.band[1] <= 1.0:
+            raise ScalingConfigError(f"scaling.band must be [low, high] with 0 <= low <= high <= 1, got "
+                                     f"{list(self.band)}")
+        if int(self.max_blocks) < 2 or int(self.n_resamples) < 1 or not self.outlier_z > 0:
+            raise ScalingConfigError(f"scaling: max_blocks must be >= 2, n_resamples >= 1 and outlier_z > 0, got "
+                                     f"{self.max_blocks}, {self.n_resamples}, {self.outlier_z}")
+
+    @classmethod
+    def from_parameters(cls, scaling: Mapping[str, Any]) -> ScalingSettings:
+        known = {"early_depths", "band", "max_blocks", "min_contrast", "n_resamples", "seed", "outlier_z"}
+        values = {key: scaling[key] for key in known if scaling.get(key) is not None}
+        for key in ("early_depths", "band"):
+            if key in values:
+                values[key] = tuple(float(v) for v in values[key])
+        return cls(**values)
+
+
+@dataclass
+class ScalingResult:
+    """The tables of a family analysis and its answers (``summary``: JSON-serialisable numbers)."""
+
+    members: pd.DataFrame
+    pairs: pd.DataFrame
+    intra: dict[str, np.ndarray] = field(default_factory=dict)
+    boundaries: dict[str, list[int]] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _matrix(tables: Mapping[tuple[str, str], pd.DataFrame], a: str, b: str) -> tuple[np.ndarray, pd.DataFrame]:
+    """The CKA matrix of ``a`` (rows) against ``b`` (columns), from whichever order the pair was computed in."""
+    if (a, b) in tables:
+        table = tables[(a, b)]
+        return cka_matrix_from_table(table), table
+    if (b, a) in tables:
+        table = tables[(b, a)]
+        return cka_matrix_from_table(table).T, table.rename(columns={"layer_a": "layer_b", "layer_b": "layer_a"})
+    raise ScalingConfigError(f"scaling: no CKA table of {a!r} with {b!r} (the cka pipeline computes the family's "
+                             "pairs: run it first)")
+
+
+def _batch_matrices(table: pd.DataFrame) -> np.ndarray:
+    """(B, L, L): the intra-model table's per-minibatch matrices (``batch_cka``)."""
+    ordered = table.sort_values(["layer_a", "layer_b"])
+    n = int(ordered["layer_a"].nunique())
+    values = np.stack([np.asarray(v, dtype=np.float64) for v in ordered["batch_cka"]])
+    return values.T.reshape(-1, n, n)
+
+
+def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Sequence[str],
+                   architectures: Mapping[str, Architecture], twins: Mapping[str, str],
+                   settings: ScalingSettings) -> ScalingResult:
+    """The family analysis of the module docstring. ``tables``: CKA long tables keyed by ``(model_a, model_b)``
+    (every pair of ``family`` and of each twin with the family, and each model with itself); ``twins``:
+    ``{off-trend member: its on-trend twin}``."""
+    family = list(family)
+    if len(family) < 3:
+        raise ScalingConfigError(f"scaling: a family needs at least 3 members, got {family}")
+    for odd, twin in twins.items():
+        if odd not in family or twin in family:
+            raise ScalingConfigError(f"scaling.twins: {odd!r} must be a family member and {twin!r} not one "
+                                     f"(family: {family})")
+    low, high = settings.band
+    for model in [*family, *twins.values()]:
+        depths = np.arange(architectures[model].n_layers + 1) / architectures[model].n_layers
+        if not ((depths >= low - 1e-12) & (depths <= high + 1e-12)).any():
+            raise ScalingConfigError(f"scaling.band [{low}, {high}] holds no layer of {model!r} "
+                                     f"({architectures[model].n_layers} blocks: relative depths "
+                                     f"{[round(float(d), 3) for d in depths]}); widen the band")
+    head_dims = [architectures[m].d_head for m in family]
+    trend_head_dim = max(set(head_dims), key=head_dims.count)
+    everyone = family + list(twins.values())
+
+    intra, boundaries, block_rows = {}, {}, {}
+    for model in everyone:
+        matrix, table = _matrix(tables, model, model)
+        intra[model] = matrix
+        stability = block_stability(_batch_matrices(table), settings.n_resamples, settings.seed,
+                                    min(settings.max_blocks, len(matrix)), settings.min_contrast)
+        segmentation = stability.segmentation
+        boundaries[model] = list(segmentation.boundaries)
+        block_rows[model] = {"blocks": ", ".join(f"{a}–{b}" for a, b in segmentation.blocks),
+                             "n_blocks": len(segmentation.blocks) if segmentation.structured else 1,
+                             "block_within": segmentation.within, "block_between": segmentation.between,
+                             "block_same_fraction": stability.same_blocks}
+
+    def band(a: str, b: str) -> float:
+        return depth_band_mean(_matrix(tables, a, b)[0], low, high)
+
+    pair_rows = []
+    for i, a in enumerate(everyone):
+        for b in everyone[i + 1:]:
+            matrix, table = _matrix(tables, a, b)
+            cells = table.set_index(["layer_a", "layer_b"])
+            band_mean = depth_band_mean(matrix, low, high)
+            for depth in settings.early_depths:
+                layer_a = relative_depth_layers(architectures[a].n_layers, [depth])[0]
+                layer_b = relative_depth_layers(architectures[b].n_layers, [depth])[0]
+                cell = cells.loc[(layer_a, layer_b)]
+                pair_rows.append({"model_a": a, "model_b": b, "relative_depth": float(depth), "layer_a": layer_a,
+                                  "layer_b": layer_b, "cka": float(cell["cka"]), "ci_low": float(cell["ci_low"]),
+                                  "ci_high": float(cell["ci_high"]), "band_mean": band_mean})
+    pairs = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
+
+    against_others = {m: float(np.mean([band(m, o) for o in family if o != m])) for m in family}
+    z = robust_z(against_others)
+    member_rows = []
+    for model in everyone:
+        arch = architectures[model]
+        role = "twin" if model in twins.values() else "member"
+        row = {"model": model, "role": role, **{k: getattr(arch, k) for k in
+                                                ("d_model", "n_layers", "n_heads", "d_head", "rotary_dims", "d_mlp")},
+               "n_parameters": arch.n_parameters, "off_trend": arch.d_head != trend_head_dim,
+               "intra_mean": mean_off_diagonal(intra[model]),
+               "band_mean_vs_others": against_others.get(model, np.nan), "robust_z": z.get(model, np.nan),
+               "outlier": bool(abs(z.get(model, 0.0)) > settings.outlier_z), **block_rows[model]}
+        member_rows.append(row)
+    members = pd.DataFrame(member_rows, columns=MEMBER_COLUMNS)
+
+    on_family = members[members["role"] == "member"]
+    rho = spearmanr(on_family["n_parameters"], on_family["intra_mean"]).statistic if len(on_family) > 2 else np.nan
+    early = pairs[pairs["model_a"].isin(family) & pairs["model_b"].isin(family)]
+    summary: dict[str, Any] = {
+        "family": family, "trend_head_dim": int(trend_head_dim), "band": [low, high],
+        "early": {str(depth): {"mean": float(group["cka"].mean()), "min": float(group["cka"].min()),
+                               "max": float(group["cka"].max())}
+                  for depth, group in early.groupby("relative_depth")},
+        "band_mean_between_members": float(early.drop_duplicates(["model_a", "model_b"])["band_mean"].mean()),
+        "intra_vs_size_spearman": float(rho),
+        "intra_mean": {m: float(v) for m, v in zip(on_family["model"], on_family["intra_mean"])},
+        "structured_members": [m for m in family if block_rows[m]["n_blocks"] > 1],
+        "outliers": [m for m in family if abs(z[m]) > settings.outlier_z],
+        "robust_z": {m: float(v) for m, v in z.items()},
+        "twins": [_twin_summary(odd, twin, family, architectures, band, settings) for odd, twin in twins.items()],
+    }
+    return ScalingResult(members, pairs, intra, boundaries, summary)
+
+
+def _twin_summary(odd: str, twin: str, family: Sequence[str], architectures: Mapping[str, Architecture], band,
+                  settings: ScalingSettings) -> dict[str, Any]:
+    """The off-trend member and its twin against the same other members (the cause of the module docstring)."""
+    others = [m for m in family if m != odd]
+    odd_value = float(np.mean([band(odd, o) for o in others]))
+    twin_value = float(np.mean([band(twin, o) for o in others]))
+    with_odd = {m: float(np.mean([band(m, o) for o in family if o != m])) for m in family}
+    with_twin = {(twin if m == odd else m): float(np.mean([band(twin if m == odd else m, twin if o == odd else o)
+                                                          for o in family if o != m])) for m in family}
+    z_odd, z_twin = robust_z(with_odd)[odd], robust_z(with_twin)[twin]
+    return {"off_trend": odd, "twin": twin, "d_head_off_trend": architectures[odd].d_head,
+            "d_head_twin": architectures[twin].d_head, "band_mean_off_trend": odd_value,
+            "band_mean_twin": twin_value, "difference": twin_value - odd_value, "z_off_trend": float(z_odd),
+            "z_twin": float(z_twin), "off_trend_flagged": bool(abs(z_odd) > settings.outlier_z),
+            "twin_flagged": bool(abs(z_twin) > settings.outlier_z), "band_mean_off_trend_vs_twin": band(odd, twin)}
+
+
+def scaling_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
+    """MLflow metrics of a summary: ``scaling.intra_vs_size_spearman``, ``scaling.intra_mean.<m>``,
+    ``scaling.robust_z.<m>``, ``scaling.early_<depth>_mean`` and per twin ``scaling.twin.<m>.difference`` /
+    ``z_off_trend`` / ``z_twin`` (finite values only)."""
+    metrics = {"scaling.intra_vs_size_spearman": summary.get("intra_vs_size_spearman"),
+               "scaling.band_mean_between_members": summary.get("band_mean_between_members")}
+    metrics.update({f"scaling.intra_mean.{m}": v for m, v in (summary.get("intra_mean") or {}).items()})
+    metrics.update({f"scaling.robust_z.{m}": v for m, v in (summary.get("robust_z") or {}).items()})
+    metrics.update({f"scaling.early_{depth}_mean": v["mean"] for depth, v in (summary.get("early") or {}).items()})
+    for twin in summary.get("twins") or []:
+        for key in ("difference", "z_off_trend", "z_twin"):
+            metrics[f"scaling.twin.{twin['off_trend']}.{key}"] = twin[key]
+    return {key: float(value) for key, value in metrics.items()
+            if isinstance(value, (int, float)) and np.isfinite(value)}
+
+
+def scaling_figure(result: ScalingResult) -> Figure:
+    """Four panels: intra-model mean CKA against size (fig. 10); each member's intermediate-band CKA against the
+    others with its robust z (fig. 9); early-layer CKA between members (fig. 3); the largest member's intra-model
+    CKA with its block boundaries."""
+    members = result.members
+    family = members[members["role"] == "member"]
+    figure = Figure(figsize=(max(MIN_FIGURE_WIDTH_IN, 11.0), 8.0), dpi=FIGURE_DPI, layout="constrained")
+    axes = figure.subplots(2, 2)
+    ax = axes[0, 0]
+    ax.plot(family["n_parameters"], family["intra_mean"], "o-", color="tab:blue", label="family")
+    for _, row in members.iterrows():
+        ax.annotate(row["model"], (row["n_parameters"], row["intra_mean"]), fontsize=7, xytext=(3, 3),
+                    textcoords="offset points")
+    twins = members[members["role"] == "twin"]
+    if len(twins):
+        ax.plot(twins["n_parameters"], twins["intra_mean"], "s", color="tab:orange", label="on-trend twin")
+    ax.set_xscale("log")
+    ax.set(xlabel="non-embedding parameters", ylabel="mean off-diagonal intra-model CKA",
+           title="Intra-model similarity vs scale")
+    ax.legend(fontsize=7)
+    ax = axes[0, 1]
+    colours = ["tab:red" if flag else ("tab:orange" if off else "tab:blue")
+               for flag, off in zip(family["outlier"], family["off_trend"])]
+    ax.bar(family["model"], family["band_mean_vs_others"], color=colours)
+    for x, (value, z) in enumerate(zip(family["band_mean_vs_others"], family["robust_z"])):
+        ax.annotate(f"z={z:.1f}", (x, value), ha="center", fontsize=7, xytext=(0, 2), textcoords="offset points")
+    low, high = result.summary.get("band", [0.25, 0.75])
+    ax.set(ylabel=f"mean CKA vs other members, depth {low:g}–{high:g}", title="Intermediate layers: the outlier")
+    ax.tick_params(axis="x", labelsize=7, rotation=30)
+    ax = axes[1, 0]
+    depths = sorted(result.pairs["relative_depth"].unique())
+    names = list(family["model"])
+    for depth in depths:
+        rows = result.pairs[(result.pairs["relative_depth"] == depth) & result.pairs["model_a"].isin(names)
+                            & result.pairs["model_b"].isin(names)]
+        ax.errorbar(range(len(rows)), rows["cka"], yerr=[rows["cka"] - rows["ci_low"], rows["ci_high"] - rows["cka"]],
+                    fmt="o", capsize=2, label=f"relative depth {depth:g}")
+    band_rows = result.pairs[result.pairs["model_a"].isin(names) & result.pairs["model_b"].isin(names)
+                             ].drop_duplicates(["model_a", "model_b"])
+    ax.plot(range(len(band_rows)), band_rows["band_mean"], "x", color="grey", label=f"band {low:g}–{high:g} mean")
+    ax.set_xticks(range(len(band_rows)), [f"{a}\n{b}" for a, b in zip(band_rows["model_a"], band_rows["model_b"])],
+                  fontsize=5)
+    ax.set(ylabel="CKA", title="Early layers across scale (every pair of members)")
+    ax.legend(fontsize=7)
+    ax = axes[1, 1]
+    largest = family.sort_values("n_parameters")["model"].iloc[-1]
+    matrix = result.intra[largest]
+    image = ax.imshow(matrix, vmin=0, vmax=1, cmap="viridis", origin="lower")
+    for boundary in result.boundaries.get(largest, []):
+        ax.axhline(boundary - 0.5, color="white", linewidth=1.5)
+        ax.axvline(boundary - 0.5, color="white", linewidth=1.5)
+    figure.colorbar(image, ax=ax, shrink=0.8, label="CKA")
+    ax.set(xlabel="layer (0 = embeddings)", ylabel="layer", title=f"{largest}: intra-model CKA and its blocks")
+    return figure
