@@ -22,11 +22,13 @@ retries for minutes without naming the store, and it cannot degrade to a warning
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
 import socket
 import subprocess
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -245,6 +247,17 @@ class RunRecorder:
         """A matplotlib figure as a PNG artifact."""
         self._when_active(artifact_file, lambda client: client.log_figure(self.run_id, figure, artifact_file))
 
+    def log_image_bytes(self, image: bytes, artifact_file: str) -> None:
+        """An image already encoded (a figure rendered where it was made: :func:`png_bytes`) as an artifact."""
+        def log(client: Any) -> None:
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / Path(artifact_file).name
+                path.write_bytes(image)
+                folder_name = str(Path(artifact_file).parent)
+                client.log_artifact(self.run_id, str(path), None if folder_name == "." else folder_name)
+
+        self._when_active(artifact_file, log)
+
     def log_table(self, table: Any, artifact_file: str) -> None:
         """A pandas table as a CSV artifact."""
         self.log_text(table.to_csv(index=False), artifact_file)
@@ -352,6 +365,13 @@ class RunRecorder:
             client.log_batch(self.run_id, metrics=metrics[start:start + 1000])
 
 
+def png_bytes(figure: Any) -> bytes:
+    """A matplotlib figure as PNG bytes, rendered as MLflow's ``log_figure`` renders it (``savefig`` defaults)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
 @dataclass
 class DeferredRecorder:
     """Stands in for a :class:`RunRecorder` in a worker process: keeps each logging call (figures, tables,
@@ -367,7 +387,8 @@ class DeferredRecorder:
         self.calls.append(("log_metric_history", (dict(histories), what)))
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
-        self.calls.append(("log_figure", (figure, artifact_file)))
+        """Rendered here, in the worker, while the driver does other work: the driver logs the PNG's bytes."""
+        self.calls.append(("log_image_bytes", (png_bytes(figure), artifact_file)))
 
     def log_table(self, table: Any, artifact_file: str) -> None:
         self.calls.append(("log_table", (table, artifact_file)))

@@ -1,6 +1,8 @@
 """DaskRunner on a local cluster of 2 worker processes against the suite's sequential run (``tiny_project``): the
 same outputs, one MLflow run written by the driver, the timing table of every worker."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -85,3 +87,19 @@ def test_a_cluster_run_equals_the_sequential_run(tiny_project, tmp_path, monkeyp
     metrics = {key: value for key, value in runs[0].data.metrics.items() if not key.startswith("timing.")}
     assert metrics.keys() == expected.keys()
     assert metrics == pytest.approx(expected, rel=0, abs=0)
+    # the figures, rendered in the workers and logged by the driver, under the sequential run's names (that run
+    # also ran the pipelines left out here)
+    client, _ = mlflow_runs(project)
+    figures = _artifacts(client, runs[0].info.run_id, "figures")
+    sequential_client, _ = mlflow_runs(sequential_project)
+    assert figures <= _artifacts(sequential_client, sequential_runs[0].info.run_id, "figures") and len(figures) > 5
+    first = next(iter(sorted(figures)))
+    assert Path(client.download_artifacts(runs[0].info.run_id, first, str(tmp_path))).read_bytes()[:8] \
+        == b"\x89PNG\r\n\x1a\n"
+
+
+def _artifacts(client, run_id: str, folder: str) -> set[str]:
+    found = set()
+    for item in client.list_artifacts(run_id, folder):
+        found |= _artifacts(client, run_id, item.path) if item.is_dir else {item.path}
+    return found
