@@ -303,6 +303,8 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
 
         recorder.log_table(data, f"tables/{name}.csv")
         recorder.log_metrics(timing_metrics(data), what="run timings")
+    elif name == "report":
+        recorder.log_text(data, "reports/report.html")
     elif name == "scaling_summary":
         from thinkalike.reports.scaling import scaling_metrics
 

@@ -6,6 +6,7 @@ from kedro.config import OmegaConfigLoader
 
 from thinkalike.hooks import ClusterSettingsHooks, MlflowTrackingHooks, ParameterHooks, ThreadPolicyHooks
 from thinkalike.pipeline_registry import ProjectContext
+from thinkalike.pipelines.report.hooks import MissingReportInputsHooks
 from thinkalike.timing_hooks import RunTimingHooks
 
 # Builds the pipelines from the session's own parameters (--env, --params) when it is created,
@@ -23,7 +24,7 @@ CONFIG_LOADER_ARGS = {
 # hooks, whose run is still open then (its tryfirst end-of-run hooks precede MLflow's trylast ones).
 _TRACKING = MlflowTrackingHooks()
 HOOKS = (ParameterHooks(), ThreadPolicyHooks(), ClusterSettingsHooks(), _TRACKING,
-         RunTimingHooks(record=_TRACKING.record_output))
+         RunTimingHooks(record=_TRACKING.record_output), MissingReportInputsHooks())
 
 # Kedro 1.7's own config loader calls an OmegaConf function that OmegaConf has deprecated; the
 # warning says nothing about this project and would open every run (3 × 5 lines).

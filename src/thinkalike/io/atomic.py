@@ -126,6 +126,15 @@ class MatplotlibDataset(AtomicSaveMixin, _MatplotlibDataset):
             shutil.rmtree(staging, ignore_errors=True)
             raise
 
+    def load(self) -> bytes | dict[str, bytes]:
+        """The saved image's bytes; of a folder of figures, ``{file name: bytes}`` (what a report embeds: the
+        figure as drawn once, by the node that made it)."""
+        path = Path(get_filepath_str(self._get_load_path(), self._protocol))
+        if path.is_dir():
+            return {str(file.relative_to(path)): file.read_bytes()
+                    for file in sorted(path.rglob("*"), key=lambda file: natural_order(file.name)) if file.is_file()}
+        return path.read_bytes()
+
     def preview(self) -> ImagePreview:
         """The saved PNG; of a folder of figures, its first file (in natural order)."""
         return preview_or_message(self, self._first_image, message_image)

@@ -28,6 +28,7 @@ from thinkalike.pipelines.embedding.pipeline import (
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.mlem.pipeline import create_pipeline as mlem_pipeline
 from thinkalike.pipelines.nli.pipeline import create_pipeline as nli_pipeline
+from thinkalike.pipelines.report.pipeline import create_pipeline as report_pipeline
 from thinkalike.pipelines.scaling.pipeline import create_pipeline as scaling_pipeline
 from thinkalike.pipelines.stitching.pipeline import (
     create_pipeline as stitching_pipeline,
@@ -46,6 +47,7 @@ PIPELINE_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
     "mlem": mlem_pipeline,
     "embedding": embedding_pipeline,
     "nli": nli_pipeline,
+    "report": report_pipeline,
 }
 
 

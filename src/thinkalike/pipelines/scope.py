@@ -30,6 +30,7 @@ PIPELINE_SECTIONS: dict[str, tuple[str, ...]] = {
     "mlem": ("corpus", "zoo", "activations", "mlem"),
     "embedding": ("corpus", "zoo", "activations", "embedding"),
     "nli": ("corpus", "nli"),
+    "report": ("corpus",),
 }
 
 

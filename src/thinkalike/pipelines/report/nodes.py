@@ -1,0 +1,53 @@
+"""The ``report`` node: the findings of :mod:`thinkalike.reports.findings` and the figures, as one HTML file."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from thinkalike.reports.findings import collect_findings, render_findings
+from thinkalike.reports.report import FIGURES, MissingInput, report_html, scaling_sentences
+
+logger = logging.getLogger(__name__)
+
+_FIGURE_NAMES = {name for name, _, _ in FIGURES}
+_PIPELINE_PREFIXES = (("models.nli.", "nli"), ("cka_", "cka"), ("stitching_", "stitching"), ("mlem_", "mlem"),
+                      ("embedding_", "embedding"), ("scaling_", "scaling"), ("zoo_", "zoo"), ("corpus_", "corpus"),
+                      ("models.", "zoo"))
+
+
+class NeverSaved:
+    """Stands for an input of the report that was never saved (:mod:`thinkalike.pipelines.report.hooks`); Kedro
+    refuses ``None`` as a dataset's data."""
+
+    def __repr__(self) -> str:
+        return "NeverSaved()"
+
+
+def producing_pipeline(name: str) -> str:
+    """The pipeline that saves dataset ``name`` (by the project's naming conventions)."""
+    for name_prefix, pipeline in _PIPELINE_PREFIXES:
+        if name.startswith(name_prefix):
+            return pipeline
+    return "?"
+
+
+def write_report(parameters: dict[str, Any], *values: Any, names: list[str]) -> str:
+    """The report's HTML from the saved outputs ``values`` of datasets ``names`` (:class:`NeverSaved`: never
+    saved)."""
+    by_name = {name: None if isinstance(value, NeverSaved) else value for name, value in zip(names, values)}
+    missing = [MissingInput(name, producing_pipeline(name)) for name, value in by_name.items() if value is None]
+    tables: dict[str, Any] = {name: value for name, value in by_name.items()
+                              if value is not None and name not in _FIGURE_NAMES and not name.endswith(".model_config")}
+    tables["parameters"] = parameters
+    tables["model_configs"] = {name.removeprefix("models.").removesuffix(".model_config"): value
+                               for name, value in by_name.items()
+                               if name.endswith(".model_config") and name.startswith("models.") and value is not None
+                               and name != "models.nli.encoder.model_config"}
+    findings = render_findings(collect_findings(tables))
+    figures = {name: by_name.get(name) for name in _FIGURE_NAMES}
+    if missing:
+        logger.info("report: %d input(s) never saved, listed in the report: %s", len(missing),
+                    ", ".join(m.name for m in missing[:8]) + (" …" if len(missing) > 8 else ""))
+    return report_html("ThinkAlike: every experiment of the run", findings,
+                       scaling_sentences(by_name.get("scaling_summary")), figures, missing)

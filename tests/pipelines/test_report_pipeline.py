@@ -1,0 +1,38 @@
+"""The ``report`` pipeline: after the suite's default run it holds the findings and the figures; run alone in a
+project where nothing was saved, it still writes a report that names every missing input."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.pipelines.conftest import make_project_copy, run_project
+
+
+def _latest(project: Path) -> str:
+    versions = sorted((project / "data" / "08_reporting" / "report.html").iterdir())
+    return (versions[-1] / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_default_run_writes_the_report_of_every_experiment(tiny_project):
+    project, _ = tiny_project
+    html = _latest(project)
+    assert html.count("data:image/png;base64,") >= 5  # figures embedded, the file stands alone
+    assert "What the default run finds" in html and "Stitching (diagonal layers" in html
+    assert "Scaling family: not in these outputs" in html  # conf/test has no GPT-NeoX family
+    assert "<code>scaling_summary</code> (pipeline <code>scaling</code>)" in html
+
+
+def test_the_report_alone_lists_what_was_never_saved(tmp_path):
+    project = make_project_copy(tmp_path)
+    previous = Path.cwd()
+    os.chdir(project)
+    try:
+        run_project(project, pipeline_names=["report"])
+    finally:
+        os.chdir(previous)
+    html = _latest(project)
+    for name, pipeline in (("cka_distances", "cka"), ("stitching_penalties", "stitching"),
+                           ("models.nli.groups", "nli"), ("scaling_figure", "scaling")):
+        assert f"<code>{name}</code> (pipeline <code>{pipeline}</code>)" in html
+    assert "data:image/png" not in html
