@@ -127,10 +127,11 @@ def test_the_pythia_environment_builds_its_pipelines_without_the_hub():
     parameters = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), env="pythia", base_env="base",
                                    default_run_env="local")["parameters"]
     activations = activations_pipeline(parameters)
-    assert {node.namespace for node in activations.nodes} == {f"models.{name}" for name in
-                                                              ("pythia_70m", "pythia_160m", "pythia_410m")}
+    assert {node.namespace for node in activations.nodes} == {f"models.{name}" for name in (
+        "pythia_70m", "pythia_160m", "pythia_410m", "pythia_1b", "pythia_1_4b", "pythia_2_8b", "pythia_6_9b")}
     namespaces = {node.namespace for node in cka_pipeline(parameters).nodes}
     assert "models.cka.pythia_70m__pythia_410m" in namespaces and "models.cka.pythia_410m__pythia_410m" in namespaces
+    assert len([ns for ns in namespaces if ns.count("__")]) == 7 + 21  # each with itself, every pair (scaling)
 
 
 def test_tables_report_counts_beside_every_mean(tiny_project):

@@ -74,8 +74,10 @@ def test_every_environment_builds_and_validates_offline(tmp_path, monkeypatch, e
     use_hub_cache(monkeypatch, tmp_path / "hub", hub_ids(configured_models(parameters).values()))
     built = session_pipelines(project, env)
     assert set(PIPELINE_BUILDERS) <= set(built)
-    for name in ("corpus", "activations", "cka", "mlem", "nli"):
+    for name in ("corpus", "activations", "cka", "mlem", "nli", "report"):
         assert built[name].nodes, f"{env}: pipeline {name} is empty"
+    if env in (None, "pythia"):  # the scaling family: the zoo's GPT-NeoX family, or Pythia 70m … 6.9b
+        assert built["scaling"].nodes, f"{env}: no scaling family"
     validate_parameters(parameters)  # every section, as a default run would
 
 

@@ -50,7 +50,8 @@ def test_the_tiny_run_gives_finite_numbers_that_the_text_quotes(tables):
 
     timing = findings["timing"]
     assert _finite(timing["total_seconds"], timing["peak_rss_mb"]) and timing["total_seconds"] > 0
-    assert set(timing["pipelines"]) == {"corpus", "zoo", "activations", "stitching", "cka", "mlem", "embedding", "nli"}
+    assert set(timing["pipelines"]) == {"corpus", "zoo", "activations", "stitching", "cka", "mlem", "embedding", "nli",
+                                        "report"}
     assert f"— {format_seconds(timing['total_seconds'])} in all (measured {timing['date']}" in text
     assert f"zoo of 2 models {format_seconds(timing['pipelines']['zoo']['seconds'])}" in text
 

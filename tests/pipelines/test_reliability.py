@@ -206,7 +206,8 @@ def test_only_missing_outputs_resumes_exactly_what_is_missing(project_copy):
                    *(f"08_reporting/cka/{pair}/cka.parquet" for pair in ("gelu_1l__gelu_1l", "gelu_1l__neox_xs")),
                    *(f"08_reporting/{file}" for file in ("cka_distances.parquet", "cka_distances.png",
                                                          "cka_group_distances.parquet", "cka_group_curves.parquet",
-                                                         "cka_group_curves.png", "cka_heatmaps", "cka_heatmaps.json"))
+                                                         "cka_group_curves.png", "cka_heatmaps", "cka_heatmaps.json",
+                                                         "report.html"))  # the report reads the CKA outputs
                    }, new - downstream
 
 

@@ -330,7 +330,7 @@ def test_viz_build_with_previews_serves_them(browser, corpus_project):
             first_words(corpus_project, "heldout_sentences"))
         open_dataset(page, "train_sequences")
         expect(page.locator(PREVIEW_SELECTORS["TablePreview"])).to_contain_text("input_ids")
-        open_dataset(page, "zoo_summary")
+        open_dataset(page, "cka_group_distances")  # a summary no node reads (zoo_summary: read by the report)
         expect(page.locator(PREVIEW_SELECTORS["TablePreview"])).to_contain_text("Not saved yet")
 
 

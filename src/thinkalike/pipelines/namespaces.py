@@ -40,7 +40,7 @@ from thinkalike.pipelines.errors import ParameterError
 MODELS = "models"
 GPU_WORK = "gpu"  # the tag of nodes that train or run models: a cluster run sends them to GPU workers
 #: The method groups inside ``models``: no model may be named so.
-GROUPS = ("cka", "scaling", "stitching", "mlem", "embedding", "nli")
+GROUPS = ("cka", "scaling", "stitching", "mlem", "embedding", "nli", "report")
 
 
 def model_namespace(model: str) -> str:

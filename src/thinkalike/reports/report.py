@@ -63,7 +63,8 @@ def scaling_sentences(summary: Mapping[str, Any] | None) -> list[str]:
     the outlier and its cause), each computed from the scaling summary's numbers and saying which way it came out
     beside what the paper reports."""
     if not summary:
-        return ["Scaling family: not in these outputs (no `scaling_summary`: the scaling pipeline was not run)."]
+        return ["Scaling family: not in these outputs (no `scaling_summary`: no family is configured, or the scaling "
+                "pipeline was not run)."]
     sentences = []
     early = summary.get("early") or {}
     band_mean = summary.get("band_mean_between_members")

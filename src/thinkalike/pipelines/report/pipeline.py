@@ -1,4 +1,4 @@
-"""``report``: one node, ``write_experiments_report``, reading the saved outputs of every experiment (the findings'
+"""``report``: one node, ``models.report.write_experiments_report``, reading the saved outputs of every experiment (the findings'
 tables, every zoo model's config, the scaling summary and the figures of
 :data:`thinkalike.reports.report.FIGURES`) and writing ``report`` (data/08_reporting/report.html). In a full run it
 comes last (it reads every pipeline's outputs); alone (``kedro run --pipelines report``) it reads the latest saved
@@ -13,25 +13,33 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.bind import bind
-from thinkalike.pipelines.namespaces import model_dataset
+from thinkalike.pipelines.namespaces import group_namespace, model_dataset
 from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.report import nodes
+from thinkalike.pipelines.scaling.family import scaling_plan
 from thinkalike.reports.findings import TABLES
 from thinkalike.reports.report import FIGURES
 
-NODE_NAME = "write_experiments_report"
+NODE_NAME = f"{group_namespace('report')}.write_experiments_report"  # the node's full name
 #: Saved after the last node by the timing hook, so never this run's: the report leaves it out.
 NOT_READ = ("run_timings",)
 
 
 def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
-    """The catalog datasets the report reads (besides ``parameters``), in the node's order."""
+    """The catalog datasets the report reads (besides ``parameters``), in the node's order. Without a scaling family
+    (:func:`~thinkalike.pipelines.scaling.family.scaling_plan`) the scaling outputs are left out: nothing makes
+    them, and the report says there is no family."""
     zoo = list(section(parameters, "zoo").get("models") or {})
-    tables = [name for name in TABLES if name not in NOT_READ] + ["scaling_summary"]
-    return tables + [model_dataset(model, "model_config") for model in zoo] + [name for name, _, _ in FIGURES]
+    try:
+        scaling = scaling_plan(parameters) is not None
+    except ValueError:  # a broken scaling section: its pipeline names the error; the report reads what was saved
+        scaling = True
+    tables = [name for name in TABLES if name not in NOT_READ] + (["scaling_summary"] if scaling else [])
+    figures = [name for name, _, pipeline in FIGURES if scaling or pipeline != "scaling"]
+    return tables + [model_dataset(model, "model_config") for model in zoo] + figures
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     inputs = report_inputs(parameters)
     return Pipeline([Node(bind(nodes.write_report, names=inputs), ["parameters", *inputs], "report",
-                          name=NODE_NAME)])
+                          name="write_experiments_report", namespace=group_namespace("report"))])
