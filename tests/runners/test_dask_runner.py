@@ -126,18 +126,22 @@ def test_a_ready_task_never_waits_behind_a_long_one_while_a_worker_is_idle(tmp_p
     ended, worker_of = {}, {}
     original = DaskRunner._merge
 
+    submitted_before_merge = {}
+
     def remember(report, providers, group, catalog):
         namespace = group.nodes[0].namespace
         worker_of[namespace], ended[namespace] = report.worker, time.perf_counter()
+        submitted_before_merge[namespace] = len(submitted)
         return original(report, providers, group, catalog)
 
     from distributed import Client
 
-    outstanding, most = set(), [0]
+    outstanding, most, submitted = set(), [0], []
     submit = Client.submit
 
     def counting(client, *args, **kwargs):
         future = submit(client, *args, **kwargs)
+        submitted.append(future.key)
         outstanding.add(future.key)
         most[0] = max(most[0], len(outstanding))
         future.add_done_callback(lambda done: outstanding.discard(done.key))
@@ -149,5 +153,7 @@ def test_a_ready_task_never_waits_behind_a_long_one_while_a_worker_is_idle(tmp_p
     runner.run(pipeline, catalog)
     assert set(worker_of) == set(seconds)
     assert most[0] <= 2  # never more tasks handed to Dask than it has threads: the rest wait in the runner
+    # the task ``quick`` freed was handed out before the driver logged ``quick``'s outputs
+    assert submitted_before_merge["quick"] >= 3
     assert worker_of["short"] != worker_of["long"], worker_of
     assert ended["short"] < ended["long"]

@@ -91,7 +91,8 @@ class DaskRunner(AbstractRunner):
 
             pending = dict(groups)
             running: dict[Any, str] = {}
-            while pending or running:
+
+            def submit_ready() -> None:
                 ready = sorted((name for name, group in pending.items() if group.depends_on <= done_groups),
                                key=lambda name: -priority[name])
                 for name in ready[:max(0, _cluster_threads(client) - len(running))]:  # the rest wait here
@@ -101,9 +102,13 @@ class DaskRunner(AbstractRunner):
                                            log_level, key=f"{_key(name)}-{uuid.uuid4().hex[:8]}",
                                            priority=priority[name], resources=resources[name] or None, pure=False)
                     running[future] = name
+
+            while pending or running:
+                submit_ready()
                 if not running:
                     raise ClusterError(f"DaskRunner: tasks {sorted(pending)} wait on tasks that never finish")
                 finished = wait(list(running), return_when="FIRST_COMPLETED").done
+                reports: list[tuple[str, TaskReport]] = []
                 for future in finished:
                     name = running.pop(future)
                     try:
@@ -112,22 +117,33 @@ class DaskRunner(AbstractRunner):
                         client.cancel(list(running))
                         self._suggest_resume_scenario(pipeline, done_nodes, catalog)
                         raise
-                    self._merge(report, providers, groups[name], catalog)
+                    self._release(groups[name], catalog)
                     done_groups.add(name)
                     done_nodes += groups[name].nodes
+                    reports.append((name, report))
+                # the freed workers get their next tasks before the driver logs these ones (MLflow: seconds for a
+                # summary with dozens of figures, during which a worker would otherwise wait)
+                submit_ready()
+                for name, report in reports:
+                    self._merge(report, providers, groups[name], catalog)
                     self._logger.info("Completed task %s on %s in %.1f s (%d of %d tasks, %d of %d nodes)", name,
                                       report.worker, report.seconds, len(done_groups), len(groups), len(done_nodes),
                                       len(pipeline.nodes))
 
     @staticmethod
-    def _merge(report: TaskReport, providers: list[RemoteHookProvider], group: TaskGroup, catalog) -> None:
-        """The task's hook reports to their driver hooks; its outputs' cached versions released on the driver."""
-        for provider, hook_report in zip(providers, report.hook_reports):
-            provider.merge_remote(hook_report)
+    def _release(group: TaskGroup, catalog) -> None:
+        """Drops the driver's cached versions of the task's outputs, before any task that reads them is submitted
+        (a version cached on the driver must not make a worker read an older file)."""
         for node in group.nodes:
             for output in node.outputs:
                 if output in catalog:
                     catalog.release(output)
+
+    @staticmethod
+    def _merge(report: TaskReport, providers: list[RemoteHookProvider], group: TaskGroup, catalog) -> None:
+        """The task's hook reports to their driver hooks (MLflow logging, the timing table)."""
+        for provider, hook_report in zip(providers, report.hook_reports):
+            provider.merge_remote(hook_report)
 
     @contextlib.contextmanager
     def _client(self) -> Iterator[tuple[Any, Any]]:
