@@ -157,3 +157,60 @@ def test_a_ready_task_never_waits_behind_a_long_one_while_a_worker_is_idle(tmp_p
     assert submitted_before_merge["quick"] >= 3
     assert worker_of["short"] != worker_of["long"], worker_of
     assert ended["short"] < ended["long"]
+
+
+def sleep_and_clock(seconds, label):
+    time.sleep(seconds)
+    return time.time()
+
+
+def test_a_slow_merge_does_not_hold_back_the_tasks_other_tasks_freed(tmp_path):
+    """``first`` ends at once and the driver spends 3 s merging its report (MLflow logging a summary's figures);
+    meanwhile ``second`` ends and frees ``after_second``, which must be handed out and end while that merge still
+    runs (the merges happen in a background thread), and every report is merged before the run returns."""
+    seconds = {"first": 0.0, "second": 1.0, "after_second": 0.1}
+    catalog = DataCatalog({**{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in seconds},
+                           **{f"params:{name}_seconds": MemoryDataset(value) for name, value in seconds.items()}})
+    pipeline = Pipeline([
+        node(sleep_and_clock, ["params:first_seconds", "params:first_seconds"], "first.out", name="run",
+             namespace="first"),
+        node(sleep_and_clock, ["params:second_seconds", "params:second_seconds"], "second.out", name="run",
+             namespace="second"),
+        node(sleep_and_clock, ["params:after_second_seconds", "second.out"], "after_second.out", name="run",
+             namespace="after_second")])
+    merged = {}
+
+    def slow_merge(report, providers, group, catalog):
+        namespace = group.nodes[0].namespace
+        if namespace == "first":
+            time.sleep(3.0)
+        merged[namespace] = time.time()
+
+    runner = DaskRunner(workers=2)
+    runner._merge = slow_merge
+    runner.run(pipeline, catalog)
+    assert set(merged) == set(seconds)  # all merged before run() returned
+    after_second_ended = catalog.load("after_second.out")
+    assert after_second_ended < merged["first"], (after_second_ended, merged)
+    assert list(merged) == ["first", "second", "after_second"]  # in the order the tasks finished
+
+
+def test_a_failing_merge_fails_the_run_after_the_other_reports_are_merged(tmp_path):
+    catalog = DataCatalog({"a.out": PickleDataset(filepath=str(tmp_path / "a.pkl")),
+                           "b.out": PickleDataset(filepath=str(tmp_path / "b.pkl")),
+                           "params:wait": MemoryDataset(0.0)})
+    pipeline = Pipeline([node(sleep_and_clock, ["params:wait", "params:wait"], "a.out", name="run", namespace="a"),
+                         node(sleep_and_clock, ["params:wait", "a.out"], "b.out", name="run", namespace="b")])
+    merged = []
+
+    def failing_merge(report, providers, group, catalog):
+        namespace = group.nodes[0].namespace
+        if namespace == "a":
+            raise OSError("the tracking database is locked")
+        merged.append(namespace)
+
+    runner = DaskRunner(workers=2)
+    runner._merge = failing_merge
+    with pytest.raises(OSError, match="database is locked"):
+        runner.run(pipeline, catalog)
+    assert merged == ["b"]

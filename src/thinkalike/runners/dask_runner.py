@@ -13,7 +13,10 @@ Settings (:mod:`thinkalike.runners.settings`): ``conf/<env>/dask.yml``, overridd
 ``resources={"GPU": 1}``; a cluster without a GPU worker is an error at start, not a hang.
 
 The driver's hooks see the workers' nodes through :class:`thinkalike.runners.remote.RemoteHookProvider`
-(the run's timing table, MLflow records written by the driver alone). A task that fails stops the
+(the run's timing table, MLflow records written by the driver alone). The driver merges the tasks' reports
+in one background thread, in the order the tasks finished (:class:`ReportMerges`), so that logging a
+summary's dozens of figures never delays handing the next ready task to a free worker; the run ends
+after the last report is merged. A task that fails stops the
 run with the node's own error and Kedro's resume hint; nothing downstream of it starts.
 """
 
@@ -22,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import queue
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
@@ -84,7 +89,7 @@ class DaskRunner(AbstractRunner):
                           sum(bool(item) for item in resources.values()))
         done_groups: set[str] = set()
         done_nodes = []
-        with self._client() as (client, cluster):
+        with self._client() as (client, cluster), ReportMerges(self._logger) as merges:
             if any(resources.values()):
                 _check_gpu_capacity(client, cluster)
             from distributed import wait
@@ -125,10 +130,10 @@ class DaskRunner(AbstractRunner):
                 # summary with dozens of figures, during which a worker would otherwise wait)
                 submit_ready()
                 for name, report in reports:
-                    self._merge(report, providers, groups[name], catalog)
-                    self._logger.info("Completed task %s on %s in %.1f s (%d of %d tasks, %d of %d nodes)", name,
-                                      report.worker, report.seconds, len(done_groups), len(groups), len(done_nodes),
-                                      len(pipeline.nodes))
+                    progress = (f"{len(done_groups)} of {len(groups)} tasks, {len(done_nodes)} of "
+                                f"{len(pipeline.nodes)} nodes")
+                    merges.put(name, report, lambda report=report, name=name: self._merge(
+                        report, providers, groups[name], catalog), progress)
 
     @staticmethod
     def _release(group: TaskGroup, catalog) -> None:
@@ -171,6 +176,45 @@ class DaskRunner(AbstractRunner):
             with Client(settings.cluster) as client:
                 self._logger.info("DaskRunner: scheduler %s", settings.cluster)
                 yield client, None
+
+
+class ReportMerges:
+    """The driver's one MLflow writer: merges finished tasks' reports in a background thread, in the order
+    they were put, while the scheduling loop goes on. Leaving the ``with`` block waits for every merge; the
+    first merge that raised is raised there (after the rest were merged, so that nothing finished is lost),
+    unless the block itself is raising."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._logger = logger
+        self._queue: queue.Queue = queue.Queue()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, name="thinkalike-report-merges", daemon=True)
+
+    def __enter__(self) -> ReportMerges:
+        self._thread.start()
+        return self
+
+    def put(self, name: str, report: TaskReport, merge, progress: str) -> None:
+        """Queues ``merge()`` (the task ``name``'s hook reports to the driver's hooks)."""
+        self._queue.put((name, report, merge, progress))
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            name, report, merge, progress = item
+            try:
+                merge()
+            except BaseException as error:  # noqa: BLE001 - raised on the driver's thread when the block ends
+                self._error = self._error or error
+                self._logger.error("Merging the reports of task %s failed: %r", name, error)
+            else:
+                self._logger.info("Completed task %s on %s in %.1f s (%s)", name, report.worker, report.seconds,
+                                  progress)
+
+    def __exit__(self, kind, value, traceback) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if kind is None and self._error is not None:
+            raise self._error
 
 
 @contextlib.contextmanager
