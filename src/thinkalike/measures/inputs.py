@@ -1,0 +1,88 @@
+"""Checked float64 inputs for the pairwise measures (shape, CCA, RSA, neighbours, predictivity).
+
+Every measure compares two activation matrices X (n × d₁) and Y (n × d₂) whose rows are the
+same n tokens in the same order. :func:`paired_activations` turns numpy arrays, lists or torch
+tensors (any dtype, any device) into float64 numpy arrays and checks, before any expensive
+work, that
+
+- each is 2-D (tokens × features) with at least one feature,
+- both have the same number of rows n, and n is at least the measure's minimum,
+- neither holds NaN or Inf (the message names the input, the count and the first entry).
+
+A result that is undefined for valid input (e.g. a matrix that is constant over tokens, so it
+has no variance after centring) is NaN with a ``RuntimeWarning`` naming the measure and the
+input, as :func:`thinkalike.measures.cka.cka` does for a constant layer: one degenerate layer
+must not stop a whole grid of comparisons.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+
+def as_float64_matrix(values: Any, name: str) -> np.ndarray:
+    """``values`` as a float64 numpy array; a torch tensor is detached and moved to the CPU first.
+
+    Tensors are cast with ``.double()`` before ``np.asarray`` so that bfloat16 (which numpy
+    cannot hold) converts too.
+    """
+    if hasattr(values, "detach"):  # a torch tensor; no torch import needed for numpy input
+        values = values.detach().cpu().double().numpy()
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be a numeric (tokens, features) matrix: {error}") from None
+
+
+def _check_matrix(matrix: np.ndarray, name: str) -> None:
+    if matrix.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D (tokens, features) matrix; got shape {matrix.shape}")
+    if matrix.shape[1] < 1:
+        raise ValueError(f"{name} has no features (shape {matrix.shape})")
+
+
+def _check_finite(matrix: np.ndarray, name: str) -> None:
+    bad = ~np.isfinite(matrix)
+    if bad.any():
+        row, column = np.argwhere(bad)[0]
+        raise ValueError(
+            f"{name} contains NaN or Inf ({int(bad.sum())} entries; first at token {row}, feature {column})"
+        )
+
+
+def paired_activations(x: Any, y: Any, *, measure: str, min_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """(X, Y) as checked float64 arrays (module docstring); ``measure`` names the caller in messages."""
+    x_matrix, y_matrix = as_float64_matrix(x, "x"), as_float64_matrix(y, "y")
+    _check_matrix(x_matrix, "x")
+    _check_matrix(y_matrix, "y")
+    n_x, n_y = x_matrix.shape[0], y_matrix.shape[0]
+    if n_x != n_y:
+        raise ValueError(f"x and y must hold the same tokens (rows): x has {n_x} tokens, y has {n_y}")
+    if n_x < min_tokens:
+        raise ValueError(f"n: {measure} needs at least {min_tokens} tokens; got n = {n_x}")
+    _check_finite(x_matrix, "x")
+    _check_finite(y_matrix, "y")
+    return x_matrix, y_matrix
+
+
+def centred(matrix: np.ndarray) -> np.ndarray:
+    """Columns minus their means over tokens (first token subtracted first, so constant columns give exact 0)."""
+    shifted = matrix - matrix[:1]
+    return shifted - shifted.mean(axis=0)
+
+
+def numerical_rank(singular_values: np.ndarray, shape: tuple[int, ...]) -> int:
+    """How many singular values exceed max(shape)·ε·s_max (numpy's ``matrix_rank`` and scipy's ``orth`` rule)."""
+    if singular_values.size == 0:
+        return 0
+    tol = max(shape) * np.finfo(np.float64).eps * float(singular_values.max())
+    return int(np.sum(singular_values > tol))
+
+
+def undefined(measure: str, reason: str) -> float:
+    """NaN, with a ``RuntimeWarning`` saying why ``measure`` is undefined on this input."""
+    warnings.warn(f"{measure} is undefined: {reason}; returning NaN", RuntimeWarning, stacklevel=3)
+    return float("nan")

@@ -1,0 +1,118 @@
+r"""Shape metrics: orthogonal Procrustes and the generalized shape metric of Williams et al. 2021.
+
+Inputs X (n × d₁), Y (n × d₂), rows = the same n tokens; computed in float64. Both measures
+centre the columns first (Xc = X − 1x̄ᵀ). Widths may differ: netrep zero-pads the narrower
+matrix to the wider one, which changes none of the quantities below (‖XcᵀYc‖_* and the
+Frobenius norms are those of the padded matrices), so the padding is implicit.
+
+- **Procrustes distance** (the Euclidean shape distance of Ding et al. 2021 and ReSi, after
+  centring and scaling each input to unit Frobenius norm, X̂ = Xc/‖Xc‖_F)::
+
+      d_P(X, Y) = min_{Q orthogonal} ‖X̂Q − Ŷ‖_F = sqrt(2 − 2·‖X̂ᵀŶ‖_*)      ∈ [0, √2]
+
+  (‖·‖_* the nuclear norm: the sum of singular values). A metric on shapes.
+
+- **Angular shape distance with partial whitening** (netrep's ``LinearMetric(alpha,
+  center_columns=True, zero_pad=True, score_method="angular")``, ``netrep/metrics/linear.py``
+  and ``whiten`` in ``netrep/utils.py``). With λⱼ, vⱼ the eigenpairs of XcᵀXc (not divided
+  by n), the partial whitening is X_α = Xc·Z_α, Z_α = Σⱼ (α + (1 − α)·λⱼ^{−1/2}) vⱼvⱼᵀ, i.e.
+  X_α = Xc(α·I + (1 − α)(XcᵀXc)^{−1/2}) — α = 1: no whitening (Procrustes); α = 0: full
+  whitening (CCA). Then::
+
+      θ_α(X, Y) = arccos( ‖X_αᵀY_α‖_* / (‖X_α‖_F ‖Y_α‖_F) )      ∈ [0, π/2]
+
+  which is netrep's angle between X_αU and Y_αV after the optimal rotation (U, V from the SVD
+  of X_αᵀY_α). Evaluated from the thin SVD Xc = U_x S_x V_xᵀ: X_α = U_x diag(aᵢ) V_xᵀ with
+  aᵢ = α·sᵢ + (1 − α) for the singular values sᵢ > tol, so the cosine is
+  ‖diag(a)·U_xᵀU_y·diag(b)‖_* / (‖a‖·‖b‖). At α = 1 this equals arccos(‖X̂ᵀŶ‖_*), and
+  d_P = 2·sin(θ₁/2); at α = 0 with full-rank inputs of equal width it is arccos(mean canonical
+  correlation).
+
+Departures from netrep, stated: netrep clips the eigenvalues of XcᵀXc at an absolute 1e-7;
+here singular values sᵢ ≤ tol = max(n, d)·ε·s_max (numpy's ``matrix_rank`` rule) are dropped
+as null directions (Xc has no component there; netrep's clip makes them vanish too). The two
+agree whenever every kept λⱼ exceeds 1e-7. netrep's ``preserve_variance`` rescaling is one
+scalar per input and does not change the angle.
+
+Invariances. d_P and θ₁ (the default α = 1): orthogonal maps, isotropic scaling, translation
+and permutation of each input's features. θ₀ (α = 0): every invertible linear map. For
+0 < α < 1, mixing I with (XcᵀXc)^{−1/2} mixes units: θ_α then depends on the overall scale of
+each input (and on n), as in netrep, so only orthogonal maps, translation and permutation
+leave it unchanged.
+
+Undefined: an input that is constant over tokens (Xc = 0) gives NaN with a RuntimeWarning.
+Cost: O(n·d₁·d₂ + d₁·d₂·min(d₁, d₂)) for d_P and θ₁; O(n·d·min(n, d)) per input for the thin
+SVDs of θ_α with α < 1.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy import linalg
+
+from thinkalike.measures.inputs import centred, numerical_rank, paired_activations, undefined
+
+MIN_TOKENS = 2
+
+
+def _check_alpha(alpha: float) -> float:
+    value = float(alpha)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"alpha: {alpha} must be in [0, 1] (1 = Procrustes, no whitening; 0 = CCA, full whitening)")
+    return value
+
+
+def _normalised_nuclear_norm(a: np.ndarray, b: np.ndarray) -> float:
+    """‖aᵀb‖_* / (‖a‖_F‖b‖_F), clipped to [0, 1] against rounding."""
+    cosine = linalg.svdvals(a.T @ b).sum() / (np.linalg.norm(a) * np.linalg.norm(b))
+    return float(np.clip(cosine, 0.0, 1.0))
+
+
+def partially_whitened(xc: np.ndarray, alpha: float) -> np.ndarray:
+    """U_x·diag(α·sᵢ + (1 − α)) over the singular values sᵢ > tol of the centred ``xc`` (n × rank).
+
+    It equals netrep's X_α up to an orthogonal factor on the right (module docstring), which
+    leaves Frobenius norms and nuclear norms of cross products unchanged.
+    """
+    u, s, _ = linalg.svd(xc, full_matrices=False)
+    rank = numerical_rank(s, xc.shape)  # singular values come sorted, largest first
+    return u[:, :rank] * (alpha * s[:rank] + (1.0 - alpha))
+
+
+def _centred_pair(x: Any, y: Any, measure: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Centred checked inputs, or None (after a warning) if either is constant over tokens."""
+    x_matrix, y_matrix = paired_activations(x, y, measure=measure, min_tokens=MIN_TOKENS)
+    xc, yc = centred(x_matrix), centred(y_matrix)
+    for name, matrix in (("x", xc), ("y", yc)):
+        if not matrix.any():
+            undefined(measure, f"{name} is constant over tokens (no variance after centring)")
+            return None
+    return xc, yc
+
+
+def procrustes_distance(x: Any, y: Any) -> float:
+    """sqrt(2 − 2‖X̂ᵀŶ‖_*) for centred, unit-Frobenius-norm X̂, Ŷ, in [0, √2] (module docstring)."""
+    pair = _centred_pair(x, y, "procrustes_distance")
+    if pair is None:
+        return float("nan")
+    cosine = _normalised_nuclear_norm(*pair)
+    return math.sqrt(max(0.0, 2.0 - 2.0 * cosine))
+
+
+def angular_shape_distance(x: Any, y: Any, alpha: float = 1.0) -> float:
+    """arccos(‖X_αᵀY_α‖_* / (‖X_α‖_F‖Y_α‖_F)) in [0, π/2]: netrep's ``LinearMetric(alpha)`` angle.
+
+    ``alpha`` = 1: Procrustes (rotations only); 0: CCA (any invertible linear map); between:
+    partial whitening (module docstring, including its scale dependence for 0 < alpha < 1).
+    """
+    alpha = _check_alpha(alpha)
+    pair = _centred_pair(x, y, "angular_shape_distance")
+    if pair is None:
+        return float("nan")
+    xc, yc = pair
+    if alpha < 1.0:
+        xc, yc = partially_whitened(xc, alpha), partially_whitened(yc, alpha)
+    return math.acos(_normalised_nuclear_norm(xc, yc))

@@ -1,0 +1,99 @@
+"""Cross-validated ridge R² against closed-form ridge on contiguous folds and brute-force leave-one-out."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import ortho_group
+
+from thinkalike.measures.predictivity import linear_predictivity
+
+
+def pair(rng: np.random.Generator, n: int, d1: int, d2: int, noise: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    x = rng.standard_normal((n, d1)) * rng.uniform(0.5, 3.0, d1) + 2.0
+    return x, x @ rng.standard_normal((d1, d2)) + noise * rng.standard_normal((n, d2)) - 1.0
+
+
+def ridge_predict(x_train, y_train, x_test, alpha):
+    """Closed-form ridge with an unpenalised intercept: centre on the training rows, solve, add the means back."""
+    mx, my = x_train.mean(0), y_train.mean(0)
+    xc = x_train - mx
+    weights = np.linalg.solve(xc.T @ xc + alpha * np.eye(xc.shape[1]), xc.T @ (y_train - my))
+    return (x_test - mx) @ weights + my
+
+
+def loo_alpha(x, y, alphas):
+    """The α with the least leave-one-out squared error, by refitting without each row."""
+    errors = []
+    for alpha in alphas:
+        rows = np.arange(len(x))
+        errors.append(sum(np.sum((ridge_predict(x[rows != i], y[rows != i], x[i:i + 1], alpha) - y[i]) ** 2)
+                          for i in rows))
+    return alphas[int(np.argmin(errors))]
+
+
+def ref_predictivity(x, y, alphas, n_folds):
+    xs = x / math.sqrt(np.sum((x - x.mean(0)) ** 2) / len(x))
+    predicted = np.empty_like(y)
+    for test in np.array_split(np.arange(len(x)), n_folds):  # contiguous, first folds one longer
+        train = np.setdiff1d(np.arange(len(x)), test)
+        alpha = loo_alpha(xs[train], y[train], alphas)
+        predicted[test] = ridge_predict(xs[train], y[train], xs[test], alpha)
+    return 1.0 - np.sum((y - predicted) ** 2) / np.sum((y - y.mean(0)) ** 2)
+
+
+@pytest.mark.parametrize("n,d1,d2,n_folds", [(37, 5, 11, 5), (23, 7, 3, 4), (30, 40, 2, 3)])
+def test_equals_closed_form_ridge_with_one_alpha(n, d1, d2, n_folds):
+    x, y = pair(np.random.default_rng(n + d1), n, d1, d2, noise=2.0)
+    for alpha in (0.01, 3.0):
+        got = linear_predictivity(x, y, alphas=[alpha], n_folds=n_folds)
+        assert got == pytest.approx(ref_predictivity(x, y, [alpha], n_folds), abs=1e-10)
+
+
+def test_alpha_is_chosen_by_leave_one_out_in_each_training_fold():
+    x, y = pair(np.random.default_rng(1), 25, 6, 4, noise=3.0)
+    alphas = [0.1, 3.0, 100.0]
+    assert linear_predictivity(x, y, alphas=alphas) == pytest.approx(ref_predictivity(x, y, alphas, 5), abs=1e-10)
+
+
+def test_extremes_and_asymmetry():
+    rng = np.random.default_rng(2)
+    x, _ = pair(rng, 40, 6, 1)
+    assert linear_predictivity(x, x, alphas=[1e-9]) == pytest.approx(1.0, abs=1e-9)
+    assert linear_predictivity(x, x[:, :2]) > 0.999
+    assert linear_predictivity(x[:, :2], x) < 0.6  # two columns cannot predict the other four
+    assert linear_predictivity(x, rng.standard_normal((40, 3))) < 0.1  # unrelated: at or below the mean
+
+
+def test_invariances_and_a_linear_map_that_changes_it():
+    rng = np.random.default_rng(3)
+    x, y = pair(rng, 40, 5, 4, noise=2.0)
+    base = linear_predictivity(x, y)
+    qx, qy = ortho_group.rvs(5, random_state=4), ortho_group.rvs(4, random_state=5)
+    assert linear_predictivity(7.0 * x @ qx - 3.0, 0.2 * y[:, ::-1] @ qy + 1.0) == pytest.approx(base, abs=1e-10)
+    assert abs(linear_predictivity(x, y @ np.diag([0.05, 1.0, 1.0, 20.0])) - base) > 1e-3
+
+
+def test_constant_target_gives_nan_with_a_warning():
+    x, _ = pair(np.random.default_rng(6), 12, 3, 1)
+    with pytest.warns(RuntimeWarning, match="linear_predictivity is undefined: y is constant"):
+        assert math.isnan(linear_predictivity(x, np.full((12, 2), 3.0)))
+
+
+def test_bad_input_names_the_parameter():
+    x, y = pair(np.random.default_rng(7), 12, 3, 2)
+    with pytest.raises(ValueError, match="n_folds: 1 must be an integer ≥ 2"):
+        linear_predictivity(x, y, n_folds=1)
+    for alphas in ([], [1.0, -2.0], [np.inf]):
+        with pytest.raises(ValueError, match="alphas: .* must be a non-empty sequence of positive"):
+            linear_predictivity(x, y, alphas=alphas)
+    with pytest.raises(ValueError, match="n: linear_predictivity with n_folds = 5 needs at least 10 tokens; got n = 8"):
+        linear_predictivity(x[:8], y[:8])
+    with pytest.raises(ValueError, match="x has 12 tokens, y has 11"):
+        linear_predictivity(x, y[:11])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        linear_predictivity(x, y)
