@@ -1,5 +1,6 @@
 """A throw-away copy of the project (conf + pyproject) in which real `kedro run`s happen."""
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -22,28 +23,24 @@ def make_project_copy(destination: Path) -> Path:
 
 
 def run_project(project: Path, env: str = "test", **run_kwargs):
-    """One `kedro run` of the project copy; returns the session's catalog (for loading outputs)."""
+    """One `kedro run` of the project copy, from inside it (the working directory is restored after); returns the
+    session's catalog (for loading outputs)."""
     from kedro.framework.session import KedroSession
     from kedro.framework.startup import bootstrap_project
 
-    bootstrap_project(project)
-    with KedroSession.create(project_path=project, env=env,
-                             runtime_params=run_kwargs.pop("runtime_params", None)) as session:
-        session.run(**run_kwargs)
-        return session.load_context().catalog
+    with contextlib.chdir(project):
+        bootstrap_project(project)
+        with KedroSession.create(project_path=project, env=env,
+                                 runtime_params=run_kwargs.pop("runtime_params", None)) as session:
+            session.run(**run_kwargs)
+            return session.load_context().catalog
 
 
 @pytest.fixture(scope="session")
 def tiny_project(tmp_path_factory):
     """The project copy after one full default run (corpus -> zoo -> activations) with conf/test."""
     project = make_project_copy(tmp_path_factory.mktemp("project"))
-    previous = Path.cwd()
-    os.chdir(project)
-    try:
-        catalog = run_project(project)
-    finally:
-        os.chdir(previous)
-    return project, catalog
+    return project, run_project(project)
 
 
 @pytest.fixture(scope="session")

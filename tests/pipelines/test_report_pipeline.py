@@ -3,7 +3,6 @@ project where nothing was saved, it still writes a report that names every missi
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from tests.pipelines.conftest import make_project_copy, run_project
@@ -19,18 +18,13 @@ def test_the_default_run_writes_the_report_of_every_experiment(tiny_project):
     html = _latest(project)
     assert html.count("data:image/png;base64,") >= 5  # figures embedded, the file stands alone
     assert "What the default run finds" in html and "Stitching (diagonal layers" in html
-    assert "Scaling family: not in these outputs" in html  # conf/test has no GPT-NeoX family
+    assert "Scaling family (Brown et al. §5): not in these outputs" in html  # conf/test has no GPT-NeoX family
     assert "Missing inputs" not in html  # every pipeline that could run did
 
 
 def test_the_report_alone_lists_what_was_never_saved(tmp_path):
     project = make_project_copy(tmp_path)
-    previous = Path.cwd()
-    os.chdir(project)
-    try:
-        run_project(project, pipeline_names=["report"])
-    finally:
-        os.chdir(previous)
+    run_project(project, pipeline_names=["report"])
     html = _latest(project)
     for name, pipeline in (("cka_distances", "cka"), ("stitching_penalties", "stitching"),
                            ("models.nli.groups", "nli"), ("models.nli.accuracy_figure", "nli")):

@@ -4,7 +4,6 @@ section adapts to (or names what is wrong with) the models configured."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -53,12 +52,7 @@ def test_the_scaling_node_answers_from_the_saved_cka_tables(tmp_path):
     from thinkalike.reports.scaling import ScalingSettings, analyse_family
 
     project = _family_project(tmp_path)
-    previous = Path.cwd()
-    os.chdir(project)
-    try:
-        catalog = run_project(project, pipeline_names=["corpus", "zoo", "activations", "cka", "scaling"])
-    finally:
-        os.chdir(previous)
+    catalog = run_project(project, pipeline_names=["corpus", "zoo", "activations", "cka", "scaling"])
     members = catalog.load("scaling_members")
     summary = catalog.load("scaling_summary")
     assert list(members["model"]) == ["fam_a", "fam_b", "fam_c", "fam_c_twin"]

@@ -257,12 +257,7 @@ def browser() -> Iterator[Browser]:
 def corpus_project(tmp_path_factory) -> Path:
     """A project copy in which the corpus pipeline ran with conf/test (zoo, activations, cka not run)."""
     project = make_project_copy(tmp_path_factory.mktemp("viz_project"))
-    previous = Path.cwd()
-    os.chdir(project)
-    try:
-        run_project(project, pipeline_names=["corpus"])
-    finally:
-        os.chdir(previous)
+    run_project(project, pipeline_names=["corpus"])
     return project
 
 

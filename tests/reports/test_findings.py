@@ -255,6 +255,18 @@ def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
         timings[column] = 0.0
     timings["run_seconds"] = timings["span_seconds"].sum()
     tables["run_timings"] = timings
+    family = [m for m in models if m.startswith("neox_") and not m.endswith("_twin")]
+    z = {m: float(v) for m, v in zip(family, rng.normal(0, 1, len(family)))}
+    tables["scaling_summary"] = {
+        "family": family, "trend_head_dim": 16, "band": [0.25, 0.75],
+        "early": {"0.0": {"mean": 0.88, "min": 0.84, "max": 0.9}, "0.25": {"mean": 0.86, "min": 0.83, "max": 0.91}},
+        "band_mean_between_members": 0.85, "intra_vs_size_spearman": 0.9,
+        "intra_mean": {m: 0.8 + 0.02 * i for i, m in enumerate(family)}, "structured_members": family[1:],
+        "outliers": [], "robust_z": z,
+        "twins": [{"off_trend": "neox_6l", "twin": "neox_6l_twin", "d_head_off_trend": 40, "d_head_twin": 16,
+                   "band_mean_off_trend": 0.835, "band_mean_twin": 0.837, "difference": 0.002,
+                   "z_off_trend": z["neox_6l"], "z_twin": -0.6, "off_trend_flagged": False, "twin_flagged": False,
+                   "band_mean_off_trend_vs_twin": 0.87}]}
     return tables
 
 
@@ -282,11 +294,12 @@ def test_default_shaped_outputs_fill_every_paragraph():
     round_trip = json.loads(json.dumps(findings, sort_keys=True))
     assert text == render_findings(round_trip), "rendering must not depend on a JSON round trip or the key order"
     paragraphs = [p.replace("\n", " ") for p in text.strip().split("\n\n")]
-    assert len(paragraphs) == 7  # note, timing, CKA, stitching, MLEM, embedding, NLI
+    assert len(paragraphs) == 8  # note, timing, CKA, stitching, MLEM, embedding, NLI, scaling
     assert paragraphs[1].startswith("The default run (measured on ")
     assert paragraphs[2].startswith("What the default run finds (special tokens excluded, 3,313 tokens). CKA: ")
     for start in ("Stitching (diagonal layers; φ trained for 150 SGD steps", "MLEM (word level: 1,000 words",
-                  "Embedding space (V = 394).", "NLI (Brown et al. §4 offline; 200 training pairs"):
+                  "Embedding space (V = 394).", "NLI (Brown et al. §4 offline; 200 training pairs",
+                  "Scaling family (Brown et al. §5; 5 GPT-NeoX sizes, `neox_2l` … `neox_8l`"):
         assert any(p.startswith(start) for p in paragraphs), start
     timing = paragraphs[1]
     assert "a SoLU with GeLU's seed as a control, 3 2-layer and 3 4-layer GeLU seed replicas" in timing
@@ -296,6 +309,7 @@ def test_default_shaped_outputs_fill_every_paragraph():
     assert "stitching (111 stitches, 74 of them trained on 74,688 tokens) 4 min 43 s" in timing
     assert "identity stitching of 90 ordered pairs" in timing and "CKA of 24 pairs" in timing
     assert render_findings(findings) == text
+    assert "Early layers across scale (inconclusive;" in paragraphs[7]  # means above the band, some pairs below
 
 
 def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import base64
 
-from thinkalike.reports.report import MissingInput, report_html, scaling_sentences
+import pytest
+
+from thinkalike.reports.report import MissingInput, report_html
+from thinkalike.reports.scaling import scaling_sentences
 
 
 def _summary(off_trend_flagged: bool, twin_flagged: bool, rho: float = 0.9) -> dict:
@@ -38,10 +41,22 @@ def test_the_sentences_follow_the_numbers():
     assert scaling_sentences(None)[0].startswith("Scaling family: not in these outputs")
 
 
+@pytest.mark.parametrize(("lowest", "mean", "verdict"), [
+    (0.55, 0.9, "reproduced"),        # every pair's early layers above the pairs' intermediate band (0.5)
+    (0.45, 0.9, "inconclusive"),      # the mean above it, one pair below
+    (0.30, 0.5, "not reproduced"),    # no depth's mean above it
+])
+def test_the_early_layer_verdict_has_three_outcomes(lowest, mean, verdict):
+    summary = _summary(off_trend_flagged=False, twin_flagged=False)
+    summary["early"] = {"0.0": {"mean": mean, "min": lowest, "max": 0.95},
+                        "0.25": {"mean": min(mean, 0.5), "min": lowest, "max": 0.6}}
+    assert f"Early layers across scale ({verdict};" in scaling_sentences(summary)[0]
+
+
 def test_the_report_stands_alone_and_names_what_is_missing():
     image = b"\x89PNG\r\n\x1a\nfake"
-    html = report_html("T", "Some `code` and **bold**.", ["A *finding*."], {"scaling_figure": image,
-                                                                           "stitching_figure": None},
+    html = report_html("T", "Some `code` and **bold**.\n\nA *finding*.", {"scaling_figure": image,
+                                                                            "stitching_figure": None},
                        [MissingInput("stitching_penalties", "stitching")])
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
     assert f"data:image/png;base64,{base64.b64encode(image).decode()}" in html

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from thinkalike.reports.findings import collect_findings, render_findings
-from thinkalike.reports.report import FIGURES, MissingInput, report_html, scaling_sentences
+from thinkalike.reports.report import FIGURES, MissingInput, report_html
 
 logger = logging.getLogger(__name__)
 
@@ -49,5 +49,4 @@ def write_report(parameters: dict[str, Any], *values: Any, names: list[str]) -> 
     if missing:
         logger.info("report: %d input(s) never saved, listed in the report: %s", len(missing),
                     ", ".join(m.name for m in missing[:8]) + (" …" if len(missing) > 8 else ""))
-    return report_html("ThinkAlike: every experiment of the run", findings,
-                       scaling_sentences(by_name.get("scaling_summary")), figures, missing)
+    return report_html("ThinkAlike: every experiment of the run", findings, figures, missing)

@@ -34,7 +34,7 @@ def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
         scaling = scaling_plan(parameters) is not None
     except ValueError:  # a broken scaling section: its pipeline names the error; the report reads what was saved
         scaling = True
-    tables = [name for name in TABLES if name not in NOT_READ] + (["scaling_summary"] if scaling else [])
+    tables = [name for name in TABLES if name not in NOT_READ and (scaling or name != "scaling_summary")]
     figures = [name for name, _, pipeline in FIGURES if scaling or pipeline != "scaling"]
     return tables + [model_dataset(model, "model_config") for model in zoo] + figures
 
