@@ -1,4 +1,5 @@
-"""Cross-validated ridge R² against closed-form ridge on contiguous folds and brute-force leave-one-out."""
+"""Cross-validated ridge R² against closed-form ridge on contiguous folds and brute-force leave-one-out,
+and against the sklearn recipe the module's docstring names (which it evaluates from per-fold SVDs)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import numpy as np
 import pytest
 from scipy.stats import ortho_group
 
-from thinkalike.measures.predictivity import linear_predictivity
+from sklearn.linear_model import RidgeCV
+from sklearn.metrics import r2_score
+from sklearn.model_selection import KFold, cross_val_predict
+
+from thinkalike.measures.predictivity import DEFAULT_ALPHAS, linear_predictivity
 
 
 def pair(rng: np.random.Generator, n: int, d1: int, d2: int, noise: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
@@ -51,6 +56,24 @@ def test_equals_closed_form_ridge_with_one_alpha(n, d1, d2, n_folds):
     for alpha in (0.01, 3.0):
         got = linear_predictivity(x, y, alphas=[alpha], n_folds=n_folds)
         assert got == pytest.approx(ref_predictivity(x, y, [alpha], n_folds), abs=1e-10)
+
+
+def sklearn_predictivity(x, y, alphas, n_folds):
+    xs = x / math.sqrt(np.sum((x - x.mean(0)) ** 2) / len(x))
+    predicted = cross_val_predict(RidgeCV(alphas=np.array(alphas)), xs, y, cv=KFold(n_splits=n_folds))
+    return float(r2_score(y, predicted, multioutput="variance_weighted"))
+
+
+@pytest.mark.parametrize("n,d1,d2,n_folds", [(37, 5, 11, 5), (60, 12, 7, 4), (30, 40, 6, 3), (25, 3, 2, 5)])
+def test_equals_sklearn_cross_val_predict_of_ridgecv(n, d1, d2, n_folds):
+    rng = np.random.default_rng(10 * n + d1)
+    x, y = pair(rng, n, d1, d2, noise=float(rng.uniform(0.2, 3.0)))
+    cases = [(x, y), (np.hstack([x, x[:, :2], x[:, :1] - x[:, 1:2]]), y),  # rank-deficient x
+             (x, np.hstack([y, np.full((n, 1), 2.5)]))]  # a constant target column
+    for xs, ys in cases:
+        for alphas in (DEFAULT_ALPHAS, [0.3, 3.0, 30.0]):
+            expected = sklearn_predictivity(xs, ys, alphas, n_folds)
+            assert linear_predictivity(xs, ys, alphas=alphas, n_folds=n_folds) == pytest.approx(expected, abs=1e-10)
 
 
 def test_alpha_is_chosen_by_leave_one_out_in_each_training_fold():

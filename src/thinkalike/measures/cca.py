@@ -23,9 +23,13 @@ Inputs X (n × d₁), Y (n × d₂), rows = the same n tokens; computed in float
   several ρᵢ are equal the canonical variates within that block are not unique and neither are
   their weights.
 
-Rank. Q_x is ``scipy.linalg.orth(Xc)``: the left singular vectors whose singular values exceed
-max(n, d)·ε·s_max, so duplicated or collinear features, d > n and centring (rank ≤ n − 1) are
-handled by reducing each input to its numerical rank r. Beware: when r_x + r_y > n − 1 the two
+Rank. Q_x spans the left singular vectors of Xc whose singular values exceed max(n, d)·ε·s_max
+(``scipy.linalg.orth``'s rule), so duplicated or collinear features, d > n and centring
+(rank ≤ n − 1) are handled by reducing each input to its numerical rank r. It is computed as
+the Q of a thin QR decomposition Xc = QR when R's singular values (those of Xc) give full
+column rank r = d ≤ n − 1 (the usual case; about twice as fast as the SVD), else as
+``scipy.linalg.orth(Xc)``; both span the same column space, so the correlations agree to
+rounding. Beware: when r_x + r_y > n − 1 the two
 column spaces (in the (n − 1)-dimensional space of centred vectors) must share at least
 r_x + r_y − (n − 1) dimensions, so that many correlations are 1 whatever the data — mean CCA of
 wide layers on few tokens is close to 1 by construction; SVCCA's reduction is the usual remedy.
@@ -38,40 +42,95 @@ directions carry 99 % of the variance. PWCCA: isotropic scaling, translation, pe
 either input, and any invertible linear map of Y; not orthogonal maps of X (the weights are
 L1 sums over X's features).
 
-Cost: the thin SVDs, O(n·d·min(n, d)) per input, plus O(n·r_x·r_y).
+Preparation, once per input (:func:`prepare_cca` for mean CCA and PWCCA, :func:`prepare_svcca`
+per ``keep``): the centred matrix and its basis Q_x (or the kept singular vectors), plus Q_xᵀXc
+for PWCCA's weights when the input is PWCCA's first argument. Comparison
+(:func:`mean_cca_prepared`, :func:`svcca_prepared`, :func:`pwcca_prepared`): Q_xᵀQ_y and its
+singular values (PWCCA: with the left singular vectors).
+Cost: the thin QR/SVDs, O(n·d·min(n, d)) per input, plus O(n·r_x·r_y + r_x·r_y·min(r_x, r_y)) per pair.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 from scipy import linalg
 
-from thinkalike.measures.inputs import centred, numerical_rank, paired_activations, undefined
+from thinkalike.measures.inputs import (
+    centred,
+    check_same_tokens,
+    checked_matrix,
+    numerical_rank,
+    paired_activations,
+    undefined,
+)
 
 MIN_TOKENS = 2
 
 
 def _column_space(xc: np.ndarray) -> np.ndarray:
-    """Orthonormal basis (n × rank) of the column space, numerical rank by scipy's default rcond."""
+    """Orthonormal basis (n × rank) of the column space, numerical rank by scipy's ``orth`` rule.
+
+    Thin QR when it has full column rank (module docstring), else ``scipy.linalg.orth``.
+    """
+    n, d = xc.shape
+    if d < n:
+        q, r = linalg.qr(xc, mode="economic", check_finite=False)
+        if numerical_rank(linalg.svdvals(r, check_finite=False), xc.shape) == d:
+            return q
     return linalg.orth(xc)
 
 
-def _bases(x: Any, y: Any, measure: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(Xc, Q_x, Q_y), or None after a warning when either input has no variance."""
-    x_matrix, y_matrix = paired_activations(x, y, measure=measure, min_tokens=MIN_TOKENS)
-    xc = centred(x_matrix)
-    q_x, q_y = _column_space(xc), _column_space(centred(y_matrix))
-    for name, basis in (("x", q_x), ("y", q_y)):
-        if basis.shape[1] == 0:
+@dataclass(frozen=True, eq=False)
+class PreparedCCA:
+    """One input prepared for mean CCA and PWCCA (:func:`prepare_cca`)."""
+
+    centred: np.ndarray  # Xc (n × d)
+    basis: np.ndarray  # Q_x (n × r); r = 0 for an input constant over tokens
+
+    @property
+    def n_tokens(self) -> int:
+        return self.centred.shape[0]
+
+    @cached_property
+    def projection(self) -> np.ndarray:
+        """Q_xᵀXc (r × d): the canonical variates' inner products with the features are Pᵀ·this."""
+        return self.basis.T @ self.centred
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedSVCCA:
+    """One input prepared for SVCCA at one ``keep`` (:func:`prepare_svcca`)."""
+
+    keep: float
+    basis: np.ndarray  # top-k left singular vectors (n × k); k = 0 for a constant input
+
+    @property
+    def n_tokens(self) -> int:
+        return self.basis.shape[0]
+
+
+def prepare_cca(x: Any, *, name: str = "x") -> PreparedCCA:
+    """Centre ``x`` and find an orthonormal basis of its column space, once."""
+    xc = centred(checked_matrix(x, name, measure="canonical correlation analysis", min_tokens=MIN_TOKENS))
+    return PreparedCCA(xc, _column_space(xc))
+
+
+def _check_bases(px: PreparedCCA | PreparedSVCCA, py: PreparedCCA | PreparedSVCCA, measure: str) -> bool:
+    """False (after a warning) when either input has no variance."""
+    check_same_tokens(px.n_tokens, py.n_tokens)
+    for name, prepared in (("x", px), ("y", py)):
+        if prepared.basis.shape[1] == 0:
             undefined(measure, f"{name} is constant over tokens (no variance after centring)")
-            return None
-    return xc, q_x, q_y
+            return False
+    return True
 
 
 def _correlations(q_x: np.ndarray, q_y: np.ndarray) -> np.ndarray:
-    return np.clip(linalg.svdvals(q_x.T @ q_y), 0.0, 1.0)
+    return np.clip(linalg.svdvals(q_x.T @ q_y, check_finite=False), 0.0, 1.0)
 
 
 def canonical_correlations(x: Any, y: Any) -> np.ndarray:
@@ -79,18 +138,24 @@ def canonical_correlations(x: Any, y: Any) -> np.ndarray:
 
     An input constant over tokens gives an empty array with a RuntimeWarning.
     """
-    bases = _bases(x, y, "canonical_correlations")
-    if bases is None:
+    x_matrix, y_matrix = paired_activations(x, y, measure="canonical_correlations", min_tokens=MIN_TOKENS)
+    px, py = prepare_cca(x_matrix), prepare_cca(y_matrix, name="y")
+    if not _check_bases(px, py, "canonical_correlations"):
         return np.empty(0)
-    return _correlations(bases[1], bases[2])
+    return _correlations(px.basis, py.basis)
+
+
+def mean_cca_prepared(px: PreparedCCA, py: PreparedCCA) -> float:
+    """:func:`mean_cca` of two prepared inputs."""
+    if not _check_bases(px, py, "mean_cca"):
+        return float("nan")
+    return float(np.mean(_correlations(px.basis, py.basis)))
 
 
 def mean_cca(x: Any, y: Any) -> float:
     """(1/m) Σᵢ ρᵢ over the m = min(r_x, r_y) canonical correlations."""
-    bases = _bases(x, y, "mean_cca")
-    if bases is None:
-        return float("nan")
-    return float(np.mean(_correlations(bases[1], bases[2])))
+    x_matrix, y_matrix = paired_activations(x, y, measure="mean_cca", min_tokens=MIN_TOKENS)
+    return mean_cca_prepared(prepare_cca(x_matrix), prepare_cca(y_matrix, name="y"))
 
 
 def _check_keep(keep: float) -> float:
@@ -114,24 +179,40 @@ def variance_subspace(xc: np.ndarray, keep: float) -> np.ndarray:
     return u[:, :k]
 
 
+def prepare_svcca(x: Any, keep: float = 0.99, *, name: str = "x") -> PreparedSVCCA:
+    """Centre ``x`` and keep the singular vectors explaining ``keep`` of its variance, once."""
+    keep = _check_keep(keep)
+    xc = centred(checked_matrix(x, name, measure="svcca", min_tokens=MIN_TOKENS))
+    return PreparedSVCCA(keep, variance_subspace(xc, keep))
+
+
+def svcca_prepared(px: PreparedSVCCA, py: PreparedSVCCA) -> float:
+    """:func:`svcca` of two inputs prepared with the same ``keep``."""
+    if px.keep != py.keep:
+        raise ValueError(f"keep: x was prepared with keep = {px.keep}, y with keep = {py.keep}")
+    if not _check_bases(px, py, "svcca"):
+        return float("nan")
+    return float(np.mean(_correlations(px.basis, py.basis)))
+
+
 def svcca(x: Any, y: Any, keep: float = 0.99) -> float:
     """Mean canonical correlation of the subspaces keeping ``keep`` of each input's variance."""
     keep = _check_keep(keep)
     x_matrix, y_matrix = paired_activations(x, y, measure="svcca", min_tokens=MIN_TOKENS)
-    q_x, q_y = variance_subspace(centred(x_matrix), keep), variance_subspace(centred(y_matrix), keep)
-    for name, basis in (("x", q_x), ("y", q_y)):
-        if basis.shape[1] == 0:
-            return undefined("svcca", f"{name} is constant over tokens (no variance after centring)")
-    return float(np.mean(_correlations(q_x, q_y)))
+    return svcca_prepared(prepare_svcca(x_matrix, keep), prepare_svcca(y_matrix, keep, name="y"))
+
+
+def pwcca_prepared(px: PreparedCCA, py: PreparedCCA) -> float:
+    """:func:`pwcca` of two prepared inputs (the weights come from ``px``)."""
+    if not _check_bases(px, py, "pwcca"):
+        return float("nan")
+    rotation_x, rho, _ = linalg.svd(px.basis.T @ py.basis, full_matrices=False, check_finite=False)
+    # ⟨hᵢ, x̃ⱼ⟩ for the variates hᵢ = Q_x pᵢ: (Q_x P)ᵀXc = Pᵀ(Q_xᵀXc)
+    alpha = np.abs(rotation_x[:, : rho.size].T @ px.projection).sum(axis=1)
+    return float(np.dot(alpha / alpha.sum(), np.clip(rho, 0.0, 1.0)))
 
 
 def pwcca(x: Any, y: Any) -> float:
     """Σᵢ wᵢρᵢ, wᵢ ∝ Σⱼ |⟨hᵢ, x̃ⱼ⟩| with hᵢ X's unit canonical variates (module docstring)."""
-    bases = _bases(x, y, "pwcca")
-    if bases is None:
-        return float("nan")
-    xc, q_x, q_y = bases
-    rotation_x, rho, _ = linalg.svd(q_x.T @ q_y, full_matrices=False)
-    variates = q_x @ rotation_x[:, : rho.size]  # hᵢ as columns, orthonormal
-    alpha = np.abs(variates.T @ xc).sum(axis=1)
-    return float(np.dot(alpha / alpha.sum(), np.clip(rho, 0.0, 1.0)))
+    x_matrix, y_matrix = paired_activations(x, y, measure="pwcca", min_tokens=MIN_TOKENS)
+    return pwcca_prepared(prepare_cca(x_matrix), prepare_cca(y_matrix, name="y"))

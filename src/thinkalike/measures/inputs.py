@@ -9,6 +9,11 @@ work, that
 - both have the same number of rows n, and n is at least the measure's minimum,
 - neither holds NaN or Inf (the message names the input, the count and the first entry).
 
+:func:`checked_matrix` makes the same checks on one input: each measure's per-input
+preparation (``prepare_*`` in its module, used by :mod:`thinkalike.measures.layerwise` to
+prepare a layer once for all its layer pairs) starts with it, and the comparison of two
+prepared inputs checks only that they hold the same number of tokens.
+
 A result that is undefined for valid input (e.g. a matrix that is constant over tokens, so it
 has no variance after centring) is NaN with a ``RuntimeWarning`` naming the measure and the
 input, as :func:`thinkalike.measures.cka.cka` does for a constant layer: one degenerate layer
@@ -53,14 +58,32 @@ def _check_finite(matrix: np.ndarray, name: str) -> None:
         )
 
 
+def checked_matrix(values: Any, name: str, *, measure: str, min_tokens: int) -> np.ndarray:
+    """One input as a checked float64 array: 2-D with a feature, at least ``min_tokens`` rows, finite.
+
+    ``name`` names the input in messages (``"x"``, ``"layers_a[3]"``); ``measure`` the caller.
+    """
+    matrix = as_float64_matrix(values, name)
+    _check_matrix(matrix, name)
+    if matrix.shape[0] < min_tokens:
+        raise ValueError(f"n: {measure} needs at least {min_tokens} tokens; got n = {matrix.shape[0]}")
+    _check_finite(matrix, name)
+    return matrix
+
+
+def check_same_tokens(n_x: int, n_y: int) -> None:
+    """Raise unless both inputs hold the same number of tokens (rows)."""
+    if n_x != n_y:
+        raise ValueError(f"x and y must hold the same tokens (rows): x has {n_x} tokens, y has {n_y}")
+
+
 def paired_activations(x: Any, y: Any, *, measure: str, min_tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """(X, Y) as checked float64 arrays (module docstring); ``measure`` names the caller in messages."""
     x_matrix, y_matrix = as_float64_matrix(x, "x"), as_float64_matrix(y, "y")
     _check_matrix(x_matrix, "x")
     _check_matrix(y_matrix, "y")
     n_x, n_y = x_matrix.shape[0], y_matrix.shape[0]
-    if n_x != n_y:
-        raise ValueError(f"x and y must hold the same tokens (rows): x has {n_x} tokens, y has {n_y}")
+    check_same_tokens(n_x, n_y)
     if n_x < min_tokens:
         raise ValueError(f"n: {measure} needs at least {min_tokens} tokens; got n = {n_x}")
     _check_finite(x_matrix, "x")

@@ -33,20 +33,31 @@ permutation of features; not translation or general linear maps (cosine of uncen
 Mutual k-NN and Jaccard are symmetric. A token whose row is all zeros has no cosine: NaN with
 a RuntimeWarning.
 
-Cost: O(n²·d) time for the similarities and O(n²) memory (a few n × n arrays) — subsample
-tokens for large n (:func:`thinkalike.measures.registry.subsample_tokens`).
+Preparation, once per input and k (:func:`prepare_neighbours`, shared by the three measures):
+the cosine similarities, the k-NN sets as a boolean n × n mask and as the sorted flat indices
+i·n + j of its n·k entries, and the similarities there. Comparison: the entries of N_k^X found
+in N_k^Y's mask give the mutual pairs M, so the overlaps are counts per row; CKNNA's masked
+matrices have at most n·k non-zero entries, and h(A, B) is evaluated on those alone (the trace
+term pairs entry (i, j) with (j, i) by a sorted search; h(Mᴷ∘K, Mᴷ∘K) is kept with the input).
+Cost: O(n²·d) time per input for the similarities and O(n²) memory (a few n × n arrays
+while preparing, one n × n boolean mask kept) — subsample tokens for large n
+(:func:`thinkalike.measures.registry.subsample_tokens`); O(n·k·log(n·k)) per pair.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from thinkalike.measures.inputs import paired_activations, undefined
+from thinkalike.measures.inputs import check_same_tokens, checked_matrix, paired_activations, undefined
 
 DEFAULT_K = 10  # Huh et al.'s default topk and ReSi's default k
+CKNNA_MIN_K = 2  # with k = 1 the masked matrices of CKNNA have too few entries
+CKNNA_MIN_TOKENS = 4  # the unbiased HSIC divides by n − 3
 
 
 def _check_k(k: int, n: int, minimum: int = 1) -> int:
@@ -79,60 +90,113 @@ def neighbour_mask(similarities: np.ndarray, k: int) -> np.ndarray:
     return above | (at & (np.cumsum(at, axis=1) <= still_needed))
 
 
-def _masks(
-    x: Any, y: Any, k: int, measure: str, min_tokens: int, min_k: int = 1
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """(K, L, Mᴷ, Mᴸ) for checked inputs, or None after a warning if a token's row is zero."""
-    x_matrix, y_matrix = paired_activations(x, y, measure=measure, min_tokens=min_tokens)
-    k = _check_k(k, x_matrix.shape[0], min_k)
-    for name, matrix in (("x", x_matrix), ("y", y_matrix)):
-        zero_rows = int(np.sum(~matrix.any(axis=1)))
-        if zero_rows:
-            undefined(measure, f"{zero_rows} token(s) of {name} are all-zero rows, which have no cosine similarity")
+def _sparse_hsic(n: int, keys: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    """Huh et al.'s ``hsic_unbiased`` of n × n matrices A, B that are zero outside the sorted flat
+    indices ``keys`` (diagonal excluded), where they hold ``a`` and ``b`` (module docstring)."""
+    rows, cols = np.divmod(keys, n)
+    transposed = cols * n + rows
+    position = np.minimum(np.searchsorted(keys, transposed), keys.size - 1)
+    found = keys[position] == transposed  # (j, i) is an entry too: Aᵢⱼ·Bⱼᵢ counts in tr(AB)
+    trace_ab = float(np.dot(a[found], b[position[found]]))
+    sums = float(a.sum()) * float(b.sum()) / ((n - 1) * (n - 2))
+    ones_ab_ones = float(np.bincount(cols, a, minlength=n) @ np.bincount(rows, b, minlength=n))
+    return (trace_ab + sums - 2.0 * ones_ab_ones / (n - 2)) / (n * (n - 3))
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedNeighbours:
+    """One input prepared for the k-NN measures at one k (:func:`prepare_neighbours`)."""
+
+    n_tokens: int
+    k: int
+    mask: np.ndarray | None  # (n, n) bool, row i = N_k(i); None when undefined
+    keys: np.ndarray | None  # sorted flat indices i·n + j of the mask's n·k entries
+    similarities: np.ndarray | None  # the cosine similarities at ``keys``
+    problem: str | None  # why the measures are undefined, with ``{name}`` for the input's name
+
+    @cached_property
+    def self_hsic(self) -> float:
+        """h(Mᴷ∘K, Mᴷ∘K), CKNNA's normalisation term of this input."""
+        return _sparse_hsic(self.n_tokens, self.keys, self.similarities, self.similarities)
+
+
+def prepare_neighbours(x: Any, k: int = DEFAULT_K, *, name: str = "x") -> PreparedNeighbours:
+    """The k-NN sets of ``x``'s tokens by cosine similarity (and the similarities there), once."""
+    matrix = checked_matrix(x, name, measure="the k-NN measures", min_tokens=2)
+    n = matrix.shape[0]
+    k = _check_k(k, n)
+    zero_rows = int(np.sum(~matrix.any(axis=1)))
+    if zero_rows:
+        problem = f"{zero_rows} token(s) of {{name}} are all-zero rows, which have no cosine similarity"
+        return PreparedNeighbours(n, k, None, None, None, problem)
+    similarities = cosine_similarities(matrix)
+    mask = neighbour_mask(similarities, k)
+    keys = np.flatnonzero(mask)
+    return PreparedNeighbours(n, k, mask, keys, similarities.ravel()[keys], None)
+
+
+def _mutual(px: PreparedNeighbours, py: PreparedNeighbours, measure: str) -> np.ndarray | None:
+    """Positions in ``px.keys`` of the mutual neighbour pairs, or None (after a warning) if undefined."""
+    check_same_tokens(px.n_tokens, py.n_tokens)
+    if px.k != py.k:
+        raise ValueError(f"k: x was prepared with k = {px.k}, y with k = {py.k}")
+    for name, prepared in (("x", px), ("y", py)):
+        if prepared.problem is not None:
+            undefined(measure, prepared.problem.format(name=name))
             return None
-    k_sim, l_sim = cosine_similarities(x_matrix), cosine_similarities(y_matrix)
-    return k_sim, l_sim, neighbour_mask(k_sim, k), neighbour_mask(l_sim, k)
+    return np.flatnonzero(py.mask.ravel()[px.keys])
 
 
-def _shared_counts(x: Any, y: Any, k: int, measure: str) -> np.ndarray | None:
+def _shared_counts(px: PreparedNeighbours, py: PreparedNeighbours, measure: str) -> np.ndarray | None:
     """|N_k^X(i) ∩ N_k^Y(i)| for every token i."""
-    masks = _masks(x, y, k, measure, min_tokens=2)
-    if masks is None:
-        return None
-    return np.sum(masks[2] & masks[3], axis=1)
+    mutual = _mutual(px, py, measure)
+    return None if mutual is None else np.bincount(px.keys[mutual] // px.n_tokens, minlength=px.n_tokens)
+
+
+def mutual_knn_prepared(px: PreparedNeighbours, py: PreparedNeighbours) -> float:
+    """:func:`mutual_knn` of two inputs prepared with the same k."""
+    shared = _shared_counts(px, py, "mutual_knn")
+    return float("nan") if shared is None else float(np.mean(shared) / px.k)
+
+
+def knn_jaccard_prepared(px: PreparedNeighbours, py: PreparedNeighbours) -> float:
+    """:func:`knn_jaccard` of two inputs prepared with the same k."""
+    shared = _shared_counts(px, py, "knn_jaccard")
+    return float("nan") if shared is None else float(np.mean(shared / (2 * px.k - shared)))
+
+
+def cknna_prepared(px: PreparedNeighbours, py: PreparedNeighbours) -> float:
+    """:func:`cknna` of two inputs prepared with the same k (≥ 2, on ≥ 4 tokens)."""
+    if px.n_tokens < CKNNA_MIN_TOKENS:
+        raise ValueError(f"n: cknna needs at least {CKNNA_MIN_TOKENS} tokens; got n = {px.n_tokens}")
+    _check_k(px.k, px.n_tokens, CKNNA_MIN_K)
+    mutual = _mutual(px, py, "cknna")
+    if mutual is None:
+        return float("nan")
+    keys = px.keys[mutual]
+    cross = _sparse_hsic(px.n_tokens, keys, px.similarities[mutual], py.similarities[np.searchsorted(py.keys, keys)])
+    denominator = px.self_hsic * py.self_hsic
+    if not denominator > 0.0:
+        return undefined("cknna", f"its normalisation h(K,K)·h(L,L) = {denominator:.3g} is not positive")
+    return cross / math.sqrt(denominator)
 
 
 def mutual_knn(x: Any, y: Any, k: int = DEFAULT_K) -> float:
     """(1/n) Σᵢ |N_k^X(i) ∩ N_k^Y(i)| / k (Huh et al. 2024)."""
-    shared = _shared_counts(x, y, k, "mutual_knn")
-    return float("nan") if shared is None else float(np.mean(shared) / k)
+    x_matrix, y_matrix = paired_activations(x, y, measure="mutual_knn", min_tokens=2)
+    _check_k(k, x_matrix.shape[0])
+    return mutual_knn_prepared(prepare_neighbours(x_matrix, k), prepare_neighbours(y_matrix, k, name="y"))
 
 
 def knn_jaccard(x: Any, y: Any, k: int = DEFAULT_K) -> float:
     """(1/n) Σᵢ |N ∩ N′| / |N ∪ N′| with |N ∪ N′| = 2k − |N ∩ N′| (ReSi's k-NN Jaccard)."""
-    shared = _shared_counts(x, y, k, "knn_jaccard")
-    return float("nan") if shared is None else float(np.mean(shared / (2 * k - shared)))
-
-
-def _hsic_unbiased(a: np.ndarray, b: np.ndarray) -> float:
-    """Huh et al.'s ``hsic_unbiased`` for matrices with zero diagonals (module docstring)."""
-    n = a.shape[0]
-    trace_ab = float(np.sum(a * b.T))
-    sums = float(a.sum()) * float(b.sum()) / ((n - 1) * (n - 2))
-    ones_ab_ones = float(a.sum(axis=0) @ b.sum(axis=1))
-    return (trace_ab + sums - 2.0 * ones_ab_ones / (n - 2)) / (n * (n - 3))
+    x_matrix, y_matrix = paired_activations(x, y, measure="knn_jaccard", min_tokens=2)
+    _check_k(k, x_matrix.shape[0])
+    return knn_jaccard_prepared(prepare_neighbours(x_matrix, k), prepare_neighbours(y_matrix, k, name="y"))
 
 
 def cknna(x: Any, y: Any, k: int = DEFAULT_K) -> float:
     """h(M∘K, M∘L) / sqrt(h(Mᴷ∘K, Mᴷ∘K)·h(Mᴸ∘L, Mᴸ∘L)) on mutual-neighbour pairs (Huh et al. 2024)."""
-    masks = _masks(x, y, k, "cknna", min_tokens=4, min_k=2)
-    if masks is None:
-        return float("nan")
-    k_sim, l_sim, mask_k, mask_l = masks
-    mutual = mask_k & mask_l
-    cross = _hsic_unbiased(np.where(mutual, k_sim, 0.0), np.where(mutual, l_sim, 0.0))
-    masked_k, masked_l = np.where(mask_k, k_sim, 0.0), np.where(mask_l, l_sim, 0.0)
-    denominator = _hsic_unbiased(masked_k, masked_k) * _hsic_unbiased(masked_l, masked_l)
-    if not denominator > 0.0:
-        return undefined("cknna", f"its normalisation h(K,K)·h(L,L) = {denominator:.3g} is not positive")
-    return cross / math.sqrt(denominator)
+    x_matrix, y_matrix = paired_activations(x, y, measure="cknna", min_tokens=CKNNA_MIN_TOKENS)
+    _check_k(k, x_matrix.shape[0], CKNNA_MIN_K)
+    return cknna_prepared(prepare_neighbours(x_matrix, k), prepare_neighbours(y_matrix, k, name="y"))

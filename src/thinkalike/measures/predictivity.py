@@ -25,20 +25,42 @@ Protocol:
 Invariances: orthogonal maps, isotropic scaling, translation and permutation of either input;
 not general linear maps (the ridge penalty of X and the variance weighting of Y are not
 invariant to them). A Y constant over tokens has no variance to explain: NaN with a
-RuntimeWarning. Cost: O(n_folds·n·d₁·min(n, d₁)) for the ridge fits plus O(n·d₁·d₂).
+RuntimeWarning.
+
+Implementation. Steps 2–4 are what ``cross_val_predict(RidgeCV(alphas), X/s, Y,
+cv=KFold(n_folds))`` and ``r2_score(Y, Ŷ, multioutput="variance_weighted")`` compute
+(``tests/measures/test_predictivity.py`` checks against both), evaluated from one thin SVD
+per training fold, Xc = U·diag(σ)·Vᵀ (Xc the training rows of X/s minus their means), so that
+everything that depends on X alone is prepared once per input (:func:`prepare_predictivity`)
+and reused for every Y:
+
+- leave-one-out (sklearn's efficient form, intercept included): with fₖ = σₖ²/(σₖ² + α) and
+  the hat diagonal hᵢ = Σₖ Uᵢₖ²fₖ, the LOO residual of token i is cᵢ/dᵢ with
+  c = Yc − U·diag(f)·UᵀYc and dᵢ = 1 − hᵢ − (1 − (U·diag(f)·Uᵀ1)ᵢ)/n_train;
+- the squared LOO error Σᵢ ‖cᵢ‖²/dᵢ² is evaluated per α without forming c: writing
+  c = P + U·diag(e)·M (M = UᵀYc, P = Yc − UM, eₖ = 1 − fₖ) and wᵢ = 1/dᵢ²,
+  Σᵢ wᵢ‖cᵢ‖² = Σᵢ wᵢ‖Pᵢ‖² + 2·Σₖ eₖ·Σᵢ wᵢUᵢₖ(PMᵀ)ᵢₖ + Σₖₗ eₖeₗ(MMᵀ)ₖₗ(Uᵀdiag(w)U)ₖₗ,
+  where d, w and Uᵀdiag(w)U (one per α) belong to X; the terms are each of the size of the
+  error (no cancellation of large terms);
+- the α with the least error (the first on ties, as RidgeCV) gives the coefficients
+  V·diag(σ/(σ² + α))·M and the test-fold predictions (X_test − x̄)V·diag(σ/(σ² + α))·M + ȳ.
+
+Per pair this costs O(n·r·d₂) (r = min(n_train, d₁)) instead of RidgeCV's O(n·d₁·d₂) per α.
+Preparation (per input, only when it is the predictor x): the folds' SVDs, O(n_folds·n·d₁·r),
+and the α-dependent d and Uᵀdiag(w)U, O(n_alphas·n_folds·n·r²).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import RidgeCV
-from sklearn.metrics import r2_score
-from sklearn.model_selection import KFold, cross_val_predict
+from scipy import linalg
 
-from thinkalike.measures.inputs import centred, paired_activations, undefined
+from thinkalike.measures.inputs import centred, check_same_tokens, checked_matrix, paired_activations, undefined
 
 DEFAULT_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-4, 4, 9))
 DEFAULT_FOLDS = 5
@@ -53,18 +75,143 @@ def _check_options(alphas: Sequence[float], n_folds: int) -> tuple[float, ...]:
     return values
 
 
+def min_tokens(n_folds: int) -> int:
+    """The fewest tokens for ``n_folds`` folds (two training tokens per fold at least)."""
+    return 2 * n_folds
+
+
+@dataclass(frozen=True)
+class _Fold:
+    """What one training fold of the predictor X contributes, for every α (module docstring)."""
+
+    train: np.ndarray  # token indices
+    test: slice
+    u: np.ndarray  # (n_train, r) left singular vectors of the centred training rows
+    gain: np.ndarray  # (r,) σ, for the coefficients σ/(σ² + α)
+    s2: np.ndarray  # (r,) σ²
+    test_projection: np.ndarray  # (n_test, r): (X_test − x̄_train)·V
+    weights: np.ndarray  # (n_alphas, n_train): wᵢ = 1/dᵢ², d the LOO denominators
+    weighted_gram: np.ndarray  # (n_alphas, r, r): Uᵀ·diag(w)·U
+
+
+def _fold(inputs: np.ndarray, train: np.ndarray, test: slice, alphas: np.ndarray) -> _Fold:
+    x_train = inputs[train]
+    mean = x_train.mean(axis=0)
+    u, sigma, vt = linalg.svd(x_train - mean, full_matrices=False, check_finite=False)
+    s2 = sigma**2
+    hat = s2 / (s2 + alphas[:, None])  # (n_alphas, r): f_k per α
+    n_train = u.shape[0]
+    leverage = (u**2) @ hat.T  # (n_train, n_alphas): hᵢ
+    through_ones = u @ (hat * (u.sum(axis=0))).T  # (U·diag(f)·Uᵀ1)ᵢ, ~0 since the columns are centred
+    denominators = 1.0 - leverage - (1.0 - through_ones) / n_train
+    weights = (1.0 / denominators**2).T
+    weighted_gram = np.empty((alphas.size, u.shape[1], u.shape[1]))
+    for a, w in enumerate(weights):
+        scaled = u * np.sqrt(w)[:, None]
+        np.matmul(scaled.T, scaled, out=weighted_gram[a])  # AᵀA: numpy calls BLAS syrk
+    return _Fold(train, test, u, sigma, s2, (inputs[test] - mean) @ vt.T, weights, weighted_gram)
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedPredictivity:
+    """One input prepared for linear predictivity (:func:`prepare_predictivity`).
+
+    As the target y only the matrix is used; as the predictor x the folds' decompositions are
+    computed on first use and kept.
+    """
+
+    matrix: np.ndarray
+    alphas: tuple[float, ...]
+    n_folds: int
+
+    @property
+    def n_tokens(self) -> int:
+        return self.matrix.shape[0]
+
+    @cached_property
+    def varies(self) -> bool:
+        """Whether the input is not constant over tokens (a target needs variance)."""
+        return bool(centred(self.matrix).any())
+
+    @cached_property
+    def folds(self) -> tuple[_Fold, ...]:
+        """The contiguous KFold folds of the scaled predictor (module docstring, step 1)."""
+        x = self.matrix
+        n = x.shape[0]
+        scale = float(np.sqrt(np.sum(centred(x) ** 2) / n))
+        inputs = x / scale if scale > 0 else x
+        sizes = np.full(self.n_folds, n // self.n_folds)
+        sizes[: n % self.n_folds] += 1  # sklearn's KFold: the first n % n_folds folds are one longer
+        alphas = np.array(self.alphas)
+        folds, start = [], 0
+        for size in sizes:
+            test = slice(start, start + int(size))
+            train = np.concatenate([np.arange(start), np.arange(start + int(size), n)])
+            folds.append(_fold(inputs, train, test, alphas))
+            start += int(size)
+        return tuple(folds)
+
+
+def prepare_predictivity(
+    x: Any, alphas: Sequence[float] = DEFAULT_ALPHAS, n_folds: int = DEFAULT_FOLDS, *, name: str = "x"
+) -> PreparedPredictivity:
+    """The checked matrix of ``x`` with the options; its folds are decomposed when it first predicts."""
+    penalties = _check_options(alphas, n_folds)
+    matrix = checked_matrix(x, name, measure=f"linear_predictivity with n_folds = {n_folds}",
+                            min_tokens=min_tokens(n_folds))
+    return PreparedPredictivity(matrix, penalties, int(n_folds))
+
+
+def _fold_predictions(fold: _Fold, y_train: np.ndarray, alphas: np.ndarray) -> np.ndarray:
+    """Test-fold predictions of RidgeCV fitted on the fold's training rows (module docstring)."""
+    y_mean = y_train.mean(axis=0)
+    yc = y_train - y_mean
+    u = fold.u
+    m = u.T @ yc  # (r, d2)
+    residual = yc - u @ m  # P: the part of Yc outside the span of U
+    errors = fold.weights @ np.einsum("ij,ij->i", residual, residual)  # Σᵢ wᵢ‖Pᵢ‖² per α
+    keep = alphas[:, None] / (fold.s2 + alphas[:, None])  # e = 1 − f, (n_alphas, r)
+    errors += 2.0 * np.einsum("ak,ak->a", keep, fold.weights @ (u * (residual @ m.T)))
+    quadratic = np.matmul(fold.weighted_gram * (m @ m.T), keep[:, :, None])[:, :, 0]
+    errors += np.einsum("ak,ak->a", keep, quadratic)  # Σₖₗ eₖeₗ(MMᵀ)ₖₗ(Uᵀdiag(w)U)ₖₗ per α
+    best = int(np.argmin(errors))
+    coefficients = (fold.gain / (fold.s2 + alphas[best]))[:, None] * m
+    return fold.test_projection @ coefficients + y_mean
+
+
+def _r2_variance_weighted(y: np.ndarray, predicted: np.ndarray) -> float:
+    """``sklearn.metrics.r2_score(y, predicted, multioutput="variance_weighted")`` (force_finite)."""
+    numerator = np.sum((y - predicted) ** 2, axis=0)
+    denominator = np.sum((y - np.mean(y, axis=0)) ** 2, axis=0)
+    scores = np.ones(y.shape[1])
+    valid = (denominator != 0) & (numerator != 0)
+    scores[valid] = 1.0 - numerator[valid] / denominator[valid]
+    scores[(numerator != 0) & (denominator == 0)] = 0.0
+    if not np.any(denominator != 0):
+        return float(np.mean(scores))
+    return float(np.average(scores, weights=denominator))
+
+
+def linear_predictivity_prepared(px: PreparedPredictivity, py: PreparedPredictivity) -> float:
+    """:func:`linear_predictivity` of y from x, both prepared (x's options are used)."""
+    check_same_tokens(px.n_tokens, py.n_tokens)
+    if not py.varies:
+        return undefined("linear_predictivity", "y is constant over tokens (no variance to predict)")
+    y = py.matrix
+    alphas = np.array(px.alphas)
+    predicted = np.empty_like(y)
+    for fold in px.folds:
+        predicted[fold.test] = _fold_predictions(fold, y[fold.train], alphas)
+    return _r2_variance_weighted(y, predicted)
+
+
 def linear_predictivity(
     x: Any, y: Any, alphas: Sequence[float] = DEFAULT_ALPHAS, n_folds: int = DEFAULT_FOLDS
 ) -> float:
     """Cross-validated, variance-weighted ridge R² of y predicted from x (module docstring)."""
     penalties = _check_options(alphas, n_folds)
     x_matrix, y_matrix = paired_activations(
-        x, y, measure=f"linear_predictivity with n_folds = {n_folds}", min_tokens=2 * n_folds
+        x, y, measure=f"linear_predictivity with n_folds = {n_folds}", min_tokens=min_tokens(n_folds)
     )
-    if not centred(y_matrix).any():
-        return undefined("linear_predictivity", "y is constant over tokens (no variance to predict)")
-    scale = float(np.sqrt(np.sum(centred(x_matrix) ** 2) / x_matrix.shape[0]))
-    inputs = x_matrix / scale if scale > 0 else x_matrix
-    # an array, not a tuple: RidgeCV writes its checked value back into a one-element alphas
-    predicted = cross_val_predict(RidgeCV(alphas=np.array(penalties)), inputs, y_matrix, cv=KFold(n_splits=n_folds))
-    return float(r2_score(y_matrix, predicted, multioutput="variance_weighted"))
+    return linear_predictivity_prepared(prepare_predictivity(x_matrix, penalties, n_folds),
+                                        prepare_predictivity(y_matrix, penalties, n_folds, name="y"))

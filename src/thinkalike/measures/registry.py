@@ -13,7 +13,15 @@ y (n × d₂) the same n tokens (numpy arrays or torch tensors). A :class:`Measu
 - ``cost``: time in terms of tokens n and width d (the dominant term);
 - ``symmetric``: f(x, y) = f(y, x);
 - ``max_tokens``: for measures quadratic in n, the default token subsample a pipeline should
-  draw with :func:`subsample_tokens` (None: use all tokens).
+  draw with :func:`subsample_tokens` (None: use all tokens);
+- ``prepare`` and ``compare``: the measure split into per-input work and a cheap comparison,
+  ``function(x, y, **options) == compare(prepare(x, **options), prepare(y, **options))``
+  (to rounding for CKA, exactly for the others), so that a layer is prepared once for all
+  its layer pairs (:func:`thinkalike.measures.layerwise.measure_table`). ``prepare(x,
+  **options, name=...)`` takes the measure's options and a name for messages; measures that
+  share a ``prepare`` (procrustes and angular_shape at alpha = 1; mean_cca and pwcca; the
+  three k-NN measures at one k) can share its result. Without them, the checked float64
+  matrix is prepared and ``function`` compares.
 
 The defining formulas are in each measure's module docstring; ``tests/measures/test_registry.py``
 checks every declared invariance and symmetry, and that every undeclared one fails.
@@ -28,12 +36,35 @@ from typing import Any, Literal
 import numpy as np
 
 from thinkalike.measures import cka as cka_module
-from thinkalike.measures.cca import mean_cca, pwcca, svcca
-from thinkalike.measures.inputs import paired_activations
-from thinkalike.measures.neighbours import cknna, knn_jaccard, mutual_knn
-from thinkalike.measures.predictivity import linear_predictivity
-from thinkalike.measures.rsa import rsa
-from thinkalike.measures.shape import angular_shape_distance, procrustes_distance
+from thinkalike.measures.cca import (
+    mean_cca,
+    mean_cca_prepared,
+    prepare_cca,
+    prepare_svcca,
+    pwcca,
+    pwcca_prepared,
+    svcca,
+    svcca_prepared,
+)
+from thinkalike.measures.inputs import centred, check_same_tokens, checked_matrix, paired_activations, undefined
+from thinkalike.measures.neighbours import (
+    cknna,
+    cknna_prepared,
+    knn_jaccard,
+    knn_jaccard_prepared,
+    mutual_knn,
+    mutual_knn_prepared,
+    prepare_neighbours,
+)
+from thinkalike.measures.predictivity import linear_predictivity, linear_predictivity_prepared, prepare_predictivity
+from thinkalike.measures.rsa import prepare_rsa, rsa, rsa_prepared
+from thinkalike.measures.shape import (
+    angular_shape_distance,
+    angular_shape_prepared,
+    prepare_shape,
+    procrustes_distance,
+    procrustes_prepared,
+)
 
 INVARIANCES = frozenset({"orthogonal", "isotropic_scaling", "permutation", "invertible_linear", "translation"})
 KINDS = ("similarity", "distance")
@@ -44,6 +75,63 @@ def unbiased_cka(x: Any, y: Any) -> float:
     """Linear CKA with the unbiased HSIC estimator (:func:`thinkalike.measures.cka.cka`)."""
     x_matrix, y_matrix = paired_activations(x, y, measure="cka", min_tokens=cka_module.MIN_TOKENS)
     return cka_module.cka(x_matrix, y_matrix, estimator="unbiased")
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedCKA:
+    """One input's share of unbiased linear CKA (:func:`prepare_cka`; notation of :mod:`~thinkalike.measures.cka`)."""
+
+    centred: np.ndarray  # Xc, centred as the cka module does (first token subtracted first)
+    k: np.ndarray  # diag K: ‖xᵢ‖² of the centred rows
+    r: np.ndarray  # K̃1 = K1 − k
+    r_sum: float  # 1ᵀK̃1
+    self_hsic: float  # HSIC₁(K, K)
+
+    @property
+    def n_tokens(self) -> int:
+        return self.centred.shape[0]
+
+
+def _unbiased_hsic(trace: float, r_a: np.ndarray, r_b: np.ndarray, r_sum_a: float, r_sum_b: float) -> float:
+    """HSIC₁ from tr(K̃L̃), K̃1 and L̃1 (the cka module's docstring)."""
+    n = r_a.shape[0]
+    numerator = trace + r_sum_a * r_sum_b / ((n - 1) * (n - 2)) - 2.0 / (n - 2) * float(r_a @ r_b)
+    return numerator / (n * (n - 3))
+
+
+def prepare_cka(x: Any, *, name: str = "x") -> PreparedCKA:
+    """Centre ``x`` and compute its HSIC moments and self-HSIC once (feature form, float64).
+
+    The comparison needs only ‖XcᵀYc‖²_F (O(n·d₁·d₂)); it equals :func:`unbiased_cka` (the cka
+    module's float64 path) to rounding, about 1e-15.
+    """
+    xc = centred(checked_matrix(x, name, measure="cka", min_tokens=cka_module.MIN_TOKENS))
+    k = np.einsum("ij,ij->i", xc, xc)
+    r = xc @ xc.sum(axis=0) - k
+    r_sum = float(r.sum())
+    gram = xc.T @ xc
+    self_hsic = _unbiased_hsic(float(np.sum(gram * gram)) - float(k @ k), r, r, r_sum, r_sum)
+    return PreparedCKA(xc, k, r, r_sum, self_hsic)
+
+
+def unbiased_cka_prepared(px: PreparedCKA, py: PreparedCKA) -> float:
+    """:func:`unbiased_cka` of two prepared inputs: HSIC₁(K, L)/sqrt(HSIC₁(K, K)·HSIC₁(L, L))."""
+    check_same_tokens(px.n_tokens, py.n_tokens)
+    for side, prepared in (("x", px), ("y", py)):
+        if not prepared.k.any():
+            return undefined("cka", f"{side} is constant over tokens (no variance after centring)")
+        if not prepared.self_hsic > 0.0:
+            return undefined("cka", f"{side} has a non-positive unbiased self-HSIC ({prepared.self_hsic:.3g}; "
+                                    "too few tokens for the unbiased estimator?)")
+    cross = px.centred.T @ py.centred
+    trace = float(np.sum(cross * cross)) - float(px.k @ py.k)
+    cross_hsic = _unbiased_hsic(trace, px.r, py.r, px.r_sum, py.r_sum)
+    return cross_hsic / float(np.sqrt(px.self_hsic * py.self_hsic))
+
+
+def _prepare_matrix(x: Any, *, name: str = "x", **options: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """The default preparation: the checked float64 matrix, with the options for ``function``."""
+    return checked_matrix(x, name, measure="this measure", min_tokens=1), options
 
 
 @dataclass(frozen=True)
@@ -58,8 +146,15 @@ class Measure:
     cost: str
     symmetric: bool
     max_tokens: int | None = None
+    prepare: Callable[..., Any] | None = None
+    compare: Callable[[Any, Any], float] | None = None
 
     def __post_init__(self) -> None:
+        if (self.prepare is None) != (self.compare is None):
+            raise ValueError("prepare, compare: give both or neither")
+        if self.prepare is None:
+            object.__setattr__(self, "prepare", _prepare_matrix)
+            object.__setattr__(self, "compare", self._compare_matrices)
         if self.kind not in KINDS:
             raise ValueError(f"kind: {self.kind!r} must be one of {KINDS}")
         unknown = set(self.invariances) - INVARIANCES
@@ -71,24 +166,37 @@ class Measure:
     def __call__(self, x: Any, y: Any, **options: Any) -> float:
         return self.function(x, y, **options)
 
+    def _compare_matrices(self, px: tuple[np.ndarray, dict[str, Any]], py: tuple[np.ndarray, dict[str, Any]]) -> float:
+        """The default comparison: ``function`` on the prepared matrices, with x's options."""
+        return self.function(px[0], py[0], **px[1])
+
 
 _SHAPE = frozenset({"orthogonal", "isotropic_scaling", "permutation", "translation"})
 _COSINE = frozenset({"orthogonal", "isotropic_scaling", "permutation"})
 
 _MEASURES: tuple[Measure, ...] = (
-    Measure("cka", unbiased_cka, "similarity", False, _SHAPE, "n·d² (n²·d when d > n)", True),
-    Measure("procrustes", procrustes_distance, "distance", True, _SHAPE, "n·d²", True),
-    Measure("angular_shape", angular_shape_distance, "distance", True, _SHAPE, "n·d²", True),
-    Measure("mean_cca", mean_cca, "similarity", False, _SHAPE | {"invertible_linear"}, "n·d²", True),
-    Measure("svcca", svcca, "similarity", False, _SHAPE, "n·d²", True),
+    Measure("cka", unbiased_cka, "similarity", False, _SHAPE, "n·d² (n²·d when d > n)", True,
+            prepare=prepare_cka, compare=unbiased_cka_prepared),
+    Measure("procrustes", procrustes_distance, "distance", True, _SHAPE, "n·d²", True,
+            prepare=prepare_shape, compare=procrustes_prepared),
+    Measure("angular_shape", angular_shape_distance, "distance", True, _SHAPE, "n·d²", True,
+            prepare=prepare_shape, compare=angular_shape_prepared),
+    Measure("mean_cca", mean_cca, "similarity", False, _SHAPE | {"invertible_linear"}, "n·d²", True,
+            prepare=prepare_cca, compare=mean_cca_prepared),
+    Measure("svcca", svcca, "similarity", False, _SHAPE, "n·d²", True,
+            prepare=prepare_svcca, compare=svcca_prepared),
     Measure("pwcca", pwcca, "similarity", False, frozenset({"isotropic_scaling", "permutation", "translation"}),
-            "n·d²", False),
+            "n·d²", False, prepare=prepare_cca, compare=pwcca_prepared),
     Measure("rsa", rsa, "similarity", False, frozenset({"isotropic_scaling", "permutation"}), "n²·d", True,
-            QUADRATIC_MAX_TOKENS),
-    Measure("mutual_knn", mutual_knn, "similarity", False, _COSINE, "n²·d", True, QUADRATIC_MAX_TOKENS),
-    Measure("cknna", cknna, "similarity", False, _COSINE, "n²·d", False, QUADRATIC_MAX_TOKENS),  # ≈ symmetric
-    Measure("knn_jaccard", knn_jaccard, "similarity", False, _COSINE, "n²·d", True, QUADRATIC_MAX_TOKENS),
-    Measure("linear_predictivity", linear_predictivity, "similarity", False, _SHAPE, "folds·n·d²", False),
+            QUADRATIC_MAX_TOKENS, prepare=prepare_rsa, compare=rsa_prepared),
+    Measure("mutual_knn", mutual_knn, "similarity", False, _COSINE, "n²·d", True, QUADRATIC_MAX_TOKENS,
+            prepare=prepare_neighbours, compare=mutual_knn_prepared),
+    Measure("cknna", cknna, "similarity", False, _COSINE, "n²·d", False, QUADRATIC_MAX_TOKENS,  # ≈ symmetric
+            prepare=prepare_neighbours, compare=cknna_prepared),
+    Measure("knn_jaccard", knn_jaccard, "similarity", False, _COSINE, "n²·d", True, QUADRATIC_MAX_TOKENS,
+            prepare=prepare_neighbours, compare=knn_jaccard_prepared),
+    Measure("linear_predictivity", linear_predictivity, "similarity", False, _SHAPE, "folds·n·d²", False,
+            prepare=prepare_predictivity, compare=linear_predictivity_prepared),
 )
 
 MEASURES: dict[str, Measure] = {m.name: m for m in _MEASURES}

@@ -22,19 +22,26 @@ transform of either RDM too. Symmetric.
 
 Undefined (NaN with a RuntimeWarning): a token whose features are all equal under
 ``"correlation"`` (its correlation with any token is undefined), or an RDM that is constant.
-Cost: O(n²·d) time and O(n²) memory — subsample tokens for large n
+Preparation, once per input (:func:`prepare_rsa`, per distance and correlation): the RDM, its
+average ranks for ``"spearman"``, centred and scaled to unit norm. Ranks are computed as
+``scipy.stats.rankdata`` does (ties get the average of their positions, so the result does
+not depend on the sort), with an unstable sort, about 4× faster than rankdata's. Comparison
+(:func:`rsa_prepared`): one dot product of two n(n − 1)/2 vectors, clipped to [−1, 1] — the
+Pearson correlation that ``spearmanr`` and ``pearsonr`` compute, to rounding.
+Cost: O(n²·d) time per input for the RDM, O(n² log n) for its ranks, O(n²) per pair; O(n²)
+memory per prepared input — subsample tokens for large n
 (:func:`thinkalike.measures.registry.subsample_tokens`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import numpy as np
 from scipy.spatial.distance import pdist
-from scipy.stats import pearsonr, spearmanr
 
-from thinkalike.measures.inputs import paired_activations, undefined
+from thinkalike.measures.inputs import check_same_tokens, checked_matrix, paired_activations, undefined
 
 Distance = Literal["correlation", "euclidean"]
 Correlation = Literal["spearman", "pearson"]
@@ -54,21 +61,72 @@ def rdm(matrix: np.ndarray, distance: Distance = "correlation") -> np.ndarray:
     return pdist(matrix, metric=distance)
 
 
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks of a 1-D array, ties given their average rank (``scipy.stats.rankdata``'s default).
+
+    The result is the same for any sort order within ties, so an unstable (faster) sort is used.
+    """
+    order = np.argsort(values)
+    ordered = values[order]
+    new_value = np.empty(ordered.size, dtype=bool)
+    new_value[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new_value[1:])
+    group = np.cumsum(new_value) - 1  # tie group of each sorted position
+    bounds = np.append(np.flatnonzero(new_value), ordered.size)  # first position of each group, then the end
+    ranks = np.empty(ordered.size, dtype=np.float64)
+    ranks[order] = 0.5 * (bounds[group] + bounds[group + 1] + 1)
+    return ranks
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedRSA:
+    """One input prepared for RSA with one distance and correlation (:func:`prepare_rsa`)."""
+
+    n_tokens: int
+    distance: str
+    correlation: str
+    unit: np.ndarray | None  # the (ranked) RDM minus its mean, unit norm; None when undefined
+    problem: str | None  # why RSA is undefined for this input, with ``{name}`` for the input's name
+
+
+def prepare_rsa(
+    x: Any, distance: Distance = "correlation", correlation: Correlation = "spearman", *, name: str = "x"
+) -> PreparedRSA:
+    """The RDM of ``x`` (ranked for Spearman), centred and scaled to unit norm, once."""
+    _check_choice("distance", distance, DISTANCES)
+    _check_choice("correlation", correlation, CORRELATIONS)
+    matrix = checked_matrix(x, name, measure="rsa", min_tokens=MIN_TOKENS)
+    n = matrix.shape[0]
+    if distance == "correlation":
+        flat = int(np.sum(np.ptp(matrix, axis=1) == 0))
+        if flat:
+            return PreparedRSA(n, distance, correlation, None,
+                               f"{flat} token(s) of {{name}} have all features equal, so their correlation "
+                               "distance is undefined (use distance='euclidean')")
+    dissimilarities = rdm(matrix, distance)
+    if np.ptp(dissimilarities) == 0:
+        return PreparedRSA(n, distance, correlation, None, "the RDM of {name} is constant")
+    values = average_ranks(dissimilarities) if correlation == "spearman" else dissimilarities
+    deviations = values - values.mean()
+    return PreparedRSA(n, distance, correlation, deviations / np.linalg.norm(deviations), None)
+
+
+def rsa_prepared(px: PreparedRSA, py: PreparedRSA) -> float:
+    """:func:`rsa` of two inputs prepared with the same distance and correlation."""
+    check_same_tokens(px.n_tokens, py.n_tokens)
+    if (px.distance, px.correlation) != (py.distance, py.correlation):
+        raise ValueError(f"distance, correlation: x was prepared with {(px.distance, px.correlation)}, "
+                         f"y with {(py.distance, py.correlation)}")
+    for name, prepared in (("x", px), ("y", py)):
+        if prepared.problem is not None:
+            return undefined("rsa", prepared.problem.format(name=name))
+    return float(np.clip(np.dot(px.unit, py.unit), -1.0, 1.0))
+
+
 def rsa(x: Any, y: Any, distance: Distance = "correlation", correlation: Correlation = "spearman") -> float:
     """Spearman (or Pearson) correlation between the RDMs of x and y (module docstring)."""
     _check_choice("distance", distance, DISTANCES)
     _check_choice("correlation", correlation, CORRELATIONS)
     x_matrix, y_matrix = paired_activations(x, y, measure="rsa", min_tokens=MIN_TOKENS)
-    rdms = []
-    for name, matrix in (("x", x_matrix), ("y", y_matrix)):
-        if distance == "correlation":
-            flat = int(np.sum(np.ptp(matrix, axis=1) == 0))
-            if flat:
-                return undefined("rsa", f"{flat} token(s) of {name} have all features equal, so their "
-                                        "correlation distance is undefined (use distance='euclidean')")
-        dissimilarities = rdm(matrix, distance)
-        if np.ptp(dissimilarities) == 0:
-            return undefined("rsa", f"the RDM of {name} is constant")
-        rdms.append(dissimilarities)
-    statistic = spearmanr if correlation == "spearman" else pearsonr
-    return float(statistic(*rdms).statistic)
+    return rsa_prepared(prepare_rsa(x_matrix, distance, correlation),
+                        prepare_rsa(y_matrix, distance, correlation, name="y"))

@@ -41,19 +41,32 @@ each input (and on n), as in netrep, so only orthogonal maps, translation and pe
 leave it unchanged.
 
 Undefined: an input that is constant over tokens (Xc = 0) gives NaN with a RuntimeWarning.
-Cost: O(n·d₁·d₂ + d₁·d₂·min(d₁, d₂)) for d_P and θ₁; O(n·d·min(n, d)) per input for the thin
-SVDs of θ_α with α < 1.
+
+Preparation (:func:`prepare_shape`, once per input and α; shared by both measures at α = 1):
+the centred matrix (α = 1) or U_x·diag(a) (α < 1) and its Frobenius norm. Comparison
+(:func:`procrustes_prepared`, :func:`angular_shape_prepared`): one cross product and the
+singular values of a d₁ × d₂ (or rank × rank) matrix.
+Cost: O(n·d₁·d₂ + d₁·d₂·min(d₁, d₂)) per pair; O(n·d·min(n, d)) per input for the thin SVD of
+θ_α with α < 1.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import linalg
 
-from thinkalike.measures.inputs import centred, numerical_rank, paired_activations, undefined
+from thinkalike.measures.inputs import (
+    centred,
+    check_same_tokens,
+    checked_matrix,
+    numerical_rank,
+    paired_activations,
+    undefined,
+)
 
 MIN_TOKENS = 2
 
@@ -63,12 +76,6 @@ def _check_alpha(alpha: float) -> float:
     if not 0.0 <= value <= 1.0:
         raise ValueError(f"alpha: {alpha} must be in [0, 1] (1 = Procrustes, no whitening; 0 = CCA, full whitening)")
     return value
-
-
-def _normalised_nuclear_norm(a: np.ndarray, b: np.ndarray) -> float:
-    """‖aᵀb‖_* / (‖a‖_F‖b‖_F), clipped to [0, 1] against rounding."""
-    cosine = linalg.svdvals(a.T @ b).sum() / (np.linalg.norm(a) * np.linalg.norm(b))
-    return float(np.clip(cosine, 0.0, 1.0))
 
 
 def partially_whitened(xc: np.ndarray, alpha: float) -> np.ndarray:
@@ -82,24 +89,60 @@ def partially_whitened(xc: np.ndarray, alpha: float) -> np.ndarray:
     return u[:, :rank] * (alpha * s[:rank] + (1.0 - alpha))
 
 
-def _centred_pair(x: Any, y: Any, measure: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """Centred checked inputs, or None (after a warning) if either is constant over tokens."""
-    x_matrix, y_matrix = paired_activations(x, y, measure=measure, min_tokens=MIN_TOKENS)
-    xc, yc = centred(x_matrix), centred(y_matrix)
-    for name, matrix in (("x", xc), ("y", yc)):
-        if not matrix.any():
-            undefined(measure, f"{name} is constant over tokens (no variance after centring)")
+@dataclass(frozen=True, eq=False)
+class PreparedShape:
+    """One input prepared for the shape metrics at one α (:func:`prepare_shape`)."""
+
+    alpha: float
+    basis: np.ndarray  # Xc (α = 1) or the partially whitened U_x·diag(a) (n × rank)
+    norm: float  # ‖basis‖_F; 0 for an input constant over tokens
+
+    @property
+    def n_tokens(self) -> int:
+        return self.basis.shape[0]
+
+
+def prepare_shape(x: Any, alpha: float = 1.0, *, name: str = "x") -> PreparedShape:
+    """Centre ``x`` (and partially whiten it when α < 1) once, for any number of comparisons."""
+    alpha = _check_alpha(alpha)
+    xc = centred(checked_matrix(x, name, measure="the shape metrics", min_tokens=MIN_TOKENS))
+    if not xc.any():
+        return PreparedShape(alpha, xc, 0.0)
+    basis = xc if alpha == 1.0 else partially_whitened(xc, alpha)
+    return PreparedShape(alpha, basis, float(np.linalg.norm(basis)))
+
+
+def _cosine(px: PreparedShape, py: PreparedShape, measure: str) -> float | None:
+    """‖X_αᵀY_α‖_* / (‖X_α‖_F‖Y_α‖_F) clipped to [0, 1], or None (after a warning) for a constant input."""
+    check_same_tokens(px.n_tokens, py.n_tokens)
+    if px.alpha != py.alpha:
+        raise ValueError(f"alpha: x was prepared with alpha = {px.alpha}, y with alpha = {py.alpha}")
+    for side, prepared in (("x", px), ("y", py)):
+        if prepared.norm == 0.0:
+            undefined(measure, f"{side} is constant over tokens (no variance after centring)")
             return None
-    return xc, yc
+    cosine = linalg.svdvals(px.basis.T @ py.basis).sum() / (px.norm * py.norm)
+    return float(np.clip(cosine, 0.0, 1.0))
+
+
+def procrustes_prepared(px: PreparedShape, py: PreparedShape) -> float:
+    """:func:`procrustes_distance` of two inputs prepared with α = 1."""
+    if px.alpha != 1.0 or py.alpha != 1.0:
+        raise ValueError("alpha: the Procrustes distance needs inputs prepared with alpha = 1")
+    cosine = _cosine(px, py, "procrustes_distance")
+    return float("nan") if cosine is None else math.sqrt(max(0.0, 2.0 - 2.0 * cosine))
+
+
+def angular_shape_prepared(px: PreparedShape, py: PreparedShape) -> float:
+    """:func:`angular_shape_distance` of two inputs prepared with the same α."""
+    cosine = _cosine(px, py, "angular_shape_distance")
+    return float("nan") if cosine is None else math.acos(cosine)
 
 
 def procrustes_distance(x: Any, y: Any) -> float:
     """sqrt(2 − 2‖X̂ᵀŶ‖_*) for centred, unit-Frobenius-norm X̂, Ŷ, in [0, √2] (module docstring)."""
-    pair = _centred_pair(x, y, "procrustes_distance")
-    if pair is None:
-        return float("nan")
-    cosine = _normalised_nuclear_norm(*pair)
-    return math.sqrt(max(0.0, 2.0 - 2.0 * cosine))
+    x_matrix, y_matrix = paired_activations(x, y, measure="procrustes_distance", min_tokens=MIN_TOKENS)
+    return procrustes_prepared(prepare_shape(x_matrix), prepare_shape(y_matrix, name="y"))
 
 
 def angular_shape_distance(x: Any, y: Any, alpha: float = 1.0) -> float:
@@ -109,10 +152,5 @@ def angular_shape_distance(x: Any, y: Any, alpha: float = 1.0) -> float:
     partial whitening (module docstring, including its scale dependence for 0 < alpha < 1).
     """
     alpha = _check_alpha(alpha)
-    pair = _centred_pair(x, y, "angular_shape_distance")
-    if pair is None:
-        return float("nan")
-    xc, yc = pair
-    if alpha < 1.0:
-        xc, yc = partially_whitened(xc, alpha), partially_whitened(yc, alpha)
-    return math.acos(_normalised_nuclear_norm(xc, yc))
+    x_matrix, y_matrix = paired_activations(x, y, measure="angular_shape_distance", min_tokens=MIN_TOKENS)
+    return angular_shape_prepared(prepare_shape(x_matrix, alpha), prepare_shape(y_matrix, alpha, name="y"))

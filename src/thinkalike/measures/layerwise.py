@@ -1,0 +1,321 @@
+r"""Every registered measure on every layer pair of two models, each layer prepared once.
+
+:func:`measure_table` compares layer i of model A (``layers_a[i]``, n × d_a) with layer j of
+model B (``layers_b[j]``, n × d_b) by each measure of :mod:`thinkalike.measures.registry`.
+Every layer of both models holds the same n tokens in the same order.
+
+Cost. Each measure is split into a per-input preparation and a comparison
+(``Measure.prepare`` / ``Measure.compare``; ``function(x, y) = compare(prepare(x), prepare(y))``).
+A layer is prepared once per measure — or once per group of measures that share a preparation
+with the same options (procrustes and angular_shape at alpha = 1; mean_cca and pwcca; the
+three k-NN measures at one k) — and reused for all its layer pairs, so a table of L_a × L_b
+pairs costs (L_a + L_b) preparations plus L_a·L_b comparisons per measure, instead of
+2·L_a·L_b preparations. What each preparation and comparison costs is in the measure's module
+docstring; in short (d ≤ n):
+
+================================  =========================================  ===========================
+measure                           preparation (per layer)                    comparison (per pair)
+================================  =========================================  ===========================
+cka                               centring, XcᵀXc: n·d²                      XcᵀYc: n·d_a·d_b
+procrustes, angular_shape         centring (SVD for alpha < 1: n·d²)         XcᵀYc and its singular values
+mean_cca, pwcca                   thin QR (SVD when rank-deficient): n·d²    Q_xᵀQ_y and its SVD
+svcca                             thin SVD: n·d²                             Q_xᵀQ_y and its singular values
+rsa                               RDM n²·d, its ranks n² log n               a dot product: n²/2
+mutual_knn, knn_jaccard, cknna    cosine similarities n²·d, k-NN sets n²     n·k·log(n·k)
+linear_predictivity               per fold and α, as predictor: n·d²         per fold: n·d_a·d_b
+================================  =========================================  ===========================
+
+Measured on one (shared) core at n = 512, d = 96, 9 × 9 layers, all eleven measures in one
+table: about 25 ms per layer pair in all (2 s for the table), against about 210–240 ms when
+every pair calls the measure functions; linear_predictivity is about a third of it
+(``benchmarks/measures.py`` gives each measure's time as a ratio to CKA's).
+
+Self-comparison. ``layers_b=None`` compares model A with itself: each layer is prepared once
+(as x and as y), and for a measure registered as symmetric the pair (i, j) with i > j is not
+computed but copied from (j, i) — a mirror image, equal to the explicit (layers, layers) table
+to rounding. The diagonal (i, i) is computed like any other pair (so it shows what the measure
+gives for identical inputs, e.g. CKA's 1 up to rounding; a shape distance of a layer to itself
+is sqrt(2 − 2·cos) or arccos(cos) at cos = 1 − O(ε), about 1e-8 rather than 0). Asymmetric
+measures (pwcca, cknna, linear_predictivity) are computed on every pair.
+
+Undefined values (e.g. a layer that is constant over tokens) are NaN. The measure's
+``RuntimeWarning`` is collected and re-issued once per measure and reason when the table is
+done, naming the layer pairs it was raised for (x is layer_a, y is layer_b; a mirrored cell is
+not listed again) or the layers being prepared. Warnings are caught with
+:class:`warnings.catch_warnings`, which is not thread-safe: run tables in processes, not
+threads, when warnings matter.
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from thinkalike.measures import cca, neighbours, predictivity, rsa, shape
+from thinkalike.measures import cka as cka_module
+from thinkalike.measures.inputs import checked_matrix
+from thinkalike.measures.registry import MEASURE_NAMES, MEASURES, Measure
+
+COLUMNS: tuple[str, ...] = ("measure", "layer_a", "layer_b", "value")
+_LISTED_PAIRS = 8  # layer pairs named in a re-issued warning
+
+_MIN_TOKENS: dict[str, int] = {
+    "cka": cka_module.MIN_TOKENS,
+    "procrustes": shape.MIN_TOKENS,
+    "angular_shape": shape.MIN_TOKENS,
+    "mean_cca": cca.MIN_TOKENS,
+    "svcca": cca.MIN_TOKENS,
+    "pwcca": cca.MIN_TOKENS,
+    "rsa": rsa.MIN_TOKENS,
+    "mutual_knn": 2,
+    "knn_jaccard": 2,
+    "cknna": neighbours.CKNNA_MIN_TOKENS,
+}
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _option_names(entry: Measure) -> tuple[list[str], bool]:
+    """The keyword options of the measure's function (after x and y), and whether it takes **kwargs."""
+    parameters = list(inspect.signature(entry.function).parameters.values())[2:]
+    named = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return named, any(p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def _effective_options(entry: Measure, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The options the function will run with: those given, then its defaults."""
+    bound = inspect.signature(entry.function).bind_partial(None, None, **given)
+    bound.apply_defaults()
+    return dict(list(bound.arguments.items())[2:])
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _value_problem(name: str, key: str, value: Any) -> str | None:
+    """What is wrong with one option value on its own (without the token count), or None."""
+    if key == "k":
+        minimum = neighbours.CKNNA_MIN_K if name == "cknna" else 1
+        if not _is_int(value) or value < minimum:
+            return f"{value!r} must be an integer ≥ {minimum}"
+    elif key == "alpha":
+        if not _is_real(value) or not 0.0 <= value <= 1.0:
+            return f"{value!r} must be a number in [0, 1] (1 = no whitening, 0 = full whitening)"
+    elif key == "keep":
+        if not _is_real(value) or not 0.0 < value <= 1.0:
+            return f"{value!r} must be a number in (0, 1] (the fraction of variance kept)"
+    elif key in ("distance", "correlation"):
+        choices = rsa.DISTANCES if key == "distance" else rsa.CORRELATIONS
+        if value not in choices:
+            return f"{value!r} must be one of {', '.join(choices)}"
+    elif key in ("alphas", "n_folds"):
+        try:
+            predictivity._check_options(**{"alphas": predictivity.DEFAULT_ALPHAS, "n_folds": 2, key: value})
+        except (TypeError, ValueError) as error:
+            return str(error).split(": ", 1)[-1]
+    return None
+
+
+def check_measures(
+    measures: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None,
+    n_tokens: int | None = None,
+    where: str = "measures",
+) -> None:
+    """Raise ``ValueError`` naming the setting at fault, before any expensive work.
+
+    ``measures``: registered names (:data:`~thinkalike.measures.registry.MEASURE_NAMES`), each
+    once. ``options[name]``: keyword options of that measure's function, only for listed
+    measures; ``k`` an integer ≥ 1 (cknna: ≥ 2), ``alpha`` in [0, 1], ``keep`` in (0, 1],
+    ``distance``/``correlation`` RSA's choices, ``alphas``/``n_folds`` linear_predictivity's.
+    With ``n_tokens``, also that every measure has enough tokens and that k (given or the
+    default) is < n_tokens and n_folds ≤ n_tokens / 2. Messages start with ``where``, e.g.
+    ``cka.measures.options.mutual_knn.k: 600 must be < 512 tokens``.
+    """
+    if isinstance(measures, str) or not isinstance(measures, Sequence):
+        raise ValueError(f"{where}: must be a list of measure names; got {measures!r}")
+    seen: set[str] = set()
+    for name in measures:
+        if name not in MEASURES:
+            raise ValueError(f"{where}: unknown measure {name!r}; known measures: {', '.join(MEASURE_NAMES)}")
+        if name in seen:
+            raise ValueError(f"{where}: {name!r} is listed more than once")
+        seen.add(name)
+    options = {} if options is None else options
+    if not isinstance(options, Mapping):
+        raise ValueError(f"{where}.options: must be a mapping from measure name to its options; got {options!r}")
+    for name, given in options.items():
+        if name not in seen:
+            listed = ", ".join(measures) if measures else "none"
+            raise ValueError(f"{where}.options.{name}: options given for a measure that is not in {where} "
+                             f"(listed: {listed})")
+        if not isinstance(given, Mapping):
+            raise ValueError(f"{where}.options.{name}: must be a mapping from option to value; got {given!r}")
+        allowed, any_keyword = _option_names(MEASURES[name])
+        for key, value in given.items():
+            if key not in allowed and not any_keyword:
+                takes = f"its options: {', '.join(allowed)}" if allowed else "it takes no options"
+                raise ValueError(f"{where}.options.{name}.{key}: not an option of {name} ({takes})")
+            problem = _value_problem(name, key, value)
+            if problem is not None:
+                raise ValueError(f"{where}.options.{name}.{key}: {problem}")
+    if n_tokens is None:
+        return
+    for name in measures:
+        given = options.get(name, {})
+        effective = _effective_options(MEASURES[name], given)
+        for key in ("k", "n_folds"):
+            if key not in effective:
+                continue
+            value = effective[key]
+            shown = f"{value!r}" if key in given else f"{value!r} (the default)"
+            if key == "k" and value >= n_tokens:
+                raise ValueError(f"{where}.options.{name}.k: {shown} must be < {n_tokens} tokens "
+                                 "(a token is not its own neighbour)")
+            if key == "n_folds" and predictivity.min_tokens(value) > n_tokens:
+                raise ValueError(f"{where}.options.{name}.n_folds: {shown} must be ≤ {n_tokens // 2} for "
+                                 f"{n_tokens} tokens (two tokens per fold at least)")
+        minimum = _MIN_TOKENS.get(name, 1)
+        if n_tokens < minimum:
+            raise ValueError(f"{where}: {name} needs at least {minimum} tokens; got {n_tokens}")
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def _checked_layers(layers: Sequence[Any], side: str) -> list[np.ndarray]:
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence) or len(layers) == 0:
+        raise ValueError(f"{side}: must be a non-empty sequence of (tokens, features) matrices")
+    return [checked_matrix(layer, f"{side}[{i}]", measure="measure_table", min_tokens=1)
+            for i, layer in enumerate(layers)]
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return tuple(_frozen(v) for v in np.asarray(value, dtype=object).ravel())
+    return value
+
+
+def _preparation_key(index: int, entry: Measure, given: Mapping[str, Any]) -> Any:
+    """Equal for measures whose preparations are interchangeable: same function, same options."""
+    bound = inspect.signature(entry.prepare).bind_partial(None, **given)
+    bound.apply_defaults()
+    arguments = list(bound.arguments.items())[1:]
+    key = (entry.prepare, tuple((k, _frozen(v)) for k, v in arguments if k != "name"))
+    try:
+        hash(key)
+    except TypeError:
+        return ("unshared", index)
+    return key
+
+
+def _listed(places: list[str]) -> str:
+    shown = ", ".join(places[:_LISTED_PAIRS])
+    return shown + (f" and {len(places) - _LISTED_PAIRS} more" if len(places) > _LISTED_PAIRS else "")
+
+
+def _reissue(caught: list[tuple[str, bool, str, warnings.WarningMessage]], side_b: str) -> None:
+    """One warning per measure, category and message, naming its layer pairs (or the layers being prepared)."""
+    grouped: dict[tuple[str, type[Warning], str], tuple[list[str], list[str]]] = {}
+    for measure, preparing, place, record in caught:
+        pairs, layers = grouped.setdefault((measure, record.category, str(record.message)), ([], []))
+        (layers if preparing else pairs).append(place)
+    for (measure, category, message), (pairs, layers) in grouped.items():
+        parts = []
+        if pairs:
+            parts.append(f"at (layer_a, layer_b) = {_listed(pairs)}; x is layers_a[layer_a], y is {side_b}[layer_b]")
+        if layers:
+            parts.append(f"while preparing {_listed(layers)}")
+        warnings.warn(f"{message} [measure_table, {measure} {'; '.join(parts)}]", category, stacklevel=3)
+
+
+def measure_table(
+    layers_a: Sequence[Any],
+    layers_b: Sequence[Any] | None,
+    measures: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    progress: str | None = None,
+) -> pd.DataFrame:
+    """Each measure on each layer pair: columns measure, layer_a, layer_b, value (module docstring).
+
+    ``layers_a``/``layers_b``: sequences of (n × d) matrices (numpy, torch), the same n tokens
+    throughout; ``layers_b=None`` compares ``layers_a`` with itself. ``measures``: registered
+    names, in the order of the rows; ``options[name]``: that measure's keyword options (checked
+    by :func:`check_measures` first). One row per measure × (layer_a, layer_b), the pairs in
+    row-major order (layer_b varying fastest). ``progress``: the description of a tqdm bar over
+    the layer pairs (``leave=False``), or None for no bar.
+    """
+    matrices_a = _checked_layers(layers_a, "layers_a")
+    same = layers_b is None
+    matrices_b = matrices_a if same else _checked_layers(layers_b, "layers_b")
+    n_tokens = matrices_a[0].shape[0]
+    for side, matrices in (("layers_a", matrices_a), ("layers_b", matrices_b)):
+        for i, matrix in enumerate(matrices):
+            if matrix.shape[0] != n_tokens:
+                raise ValueError(f"{side}[{i}]: has {matrix.shape[0]} tokens but layers_a[0] has {n_tokens}; "
+                                 "every layer of both models must hold the same tokens (rows)")
+    check_measures(measures, options, n_tokens)
+    names = list(measures)
+    options = {} if options is None else options
+    entries = [MEASURES[name] for name in names]
+    given = [dict(options.get(name, {})) for name in names]
+    keys = [_preparation_key(m, entry, given[m]) for m, entry in enumerate(entries)]
+    n_a, n_b = len(matrices_a), len(matrices_b)
+    values = np.full((len(names), n_a, n_b), np.nan)
+    cache_a: list[dict[Any, Any]] = [{} for _ in range(n_a)]
+    cache_b = cache_a if same else [{} for _ in range(n_b)]
+    side_b = "layers_a" if same else "layers_b"
+    caught: list[tuple[str, bool, str, warnings.WarningMessage]] = []  # measure, preparing?, where, warning
+
+    def prepared(cache: list[dict[Any, Any]], matrices: list[np.ndarray], side: str, i: int, m: int) -> Any:
+        if keys[m] not in cache[i]:
+            with warnings.catch_warnings(record=True) as log:
+                warnings.simplefilter("always")
+                cache[i][keys[m]] = entries[m].prepare(matrices[i], name=f"{side}[{i}]", **given[m])
+            caught.extend((names[m], True, f"{side}[{i}]", record) for record in log)
+        return cache[i][keys[m]]
+
+    bar = None if progress is None else tqdm(total=n_a * n_b, desc=progress, leave=False)
+    try:
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter("always")
+            for i in range(n_a):
+                for j in range(n_b):
+                    for m, entry in enumerate(entries):
+                        if same and entry.symmetric and j < i:
+                            values[m, i, j] = values[m, j, i]
+                            continue
+                        px = prepared(cache_a, matrices_a, "layers_a", i, m)
+                        py = prepared(cache_b, matrices_b, side_b, j, m)
+                        start = len(log)
+                        values[m, i, j] = entry.compare(px, py)
+                        caught.extend((names[m], False, f"({i}, {j})", record) for record in log[start:])
+                    if bar is not None:
+                        bar.update()
+                if not same:
+                    cache_a[i] = {}  # row i done: its layer's preparations are not needed again
+    finally:
+        if bar is not None:
+            bar.close()
+    _reissue(caught, side_b)
+    layer_a, layer_b = np.meshgrid(np.arange(n_a), np.arange(n_b), indexing="ij")
+    return pd.DataFrame({
+        "measure": pd.Series(np.repeat(np.array(names, dtype=object), n_a * n_b), dtype=object),
+        "layer_a": np.tile(layer_a.ravel(), len(names)).astype(np.int64),
+        "layer_b": np.tile(layer_b.ravel(), len(names)).astype(np.int64),
+        "value": values.ravel(),
+    }, columns=list(COLUMNS))
