@@ -276,6 +276,13 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
         recorder.log_table(data, f"tables/{name}.csv")
     elif short == "cka_table":
         _record_cka_table(recorder, namespace, data)
+    elif short == "measures_table":
+        from thinkalike.reports.measures import measure_metrics
+
+        recorder.log_table(data, f"tables/{name}.csv")
+        if len(data) and data["model_a"].iloc[0] != data["model_b"].iloc[0]:
+            recorder.log_metrics({f"{namespace}.{key}": value for key, value in measure_metrics(data).items()},
+                                 what=f"{namespace} measures")
     elif short == "stitch_table":
         recorder.log_table(data, f"tables/{name}.csv")
         recorder.log_metrics({f"{namespace}.{row.stitch}.penalty_{row.layer_f}_{row.layer_g}": float(row.penalty)
@@ -314,7 +321,7 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
 
 
 REPORT_TABLES = frozenset({"zoo_summary", "cka_distances", "cka_group_distances", "cka_group_curves", "scaling_members",
-                           "scaling_pairs"})
+                           "scaling_pairs", "similarity_measures", "dimension_shares"})
 
 
 def _record_nli_output(recorder: RunRecorder, name: str, short: str, data: Any) -> None:

@@ -159,3 +159,103 @@ def test_saved_figures_are_paper_sized(tiny_project):
     buttons = {button.label: button for button in catalog.load("cka_heatmaps_plotly").layout.updatemenus[0].buttons}
     axes = buttons["gelu_1l__neox_xs"].args[1]  # the pair's own axes, set when it is picked
     assert list(axes["xaxis"]["tickvals"]) == [0, 1, 2] and list(axes["yaxis"]["tickvals"]) == [0, 1]
+
+
+def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
+    """conf/test asks for every registered measure on 48 of the pair's rows: the table equals each measure computed
+    here on the rows the CKA reference uses (special tokens out), drawn with the configured seed."""
+    from thinkalike.measures.registry import MEASURE_NAMES, MEASURES, subsample_tokens
+
+    project, catalog = tiny_project
+    table = catalog.load("models.cka.gelu_1l__neox_xs.measures_table")
+    parameters = catalog.load("params:cka")["measures"]
+    assert list(dict.fromkeys(table["measure"])) == list(parameters["names"]) == list(MEASURE_NAMES)
+    a, b = _tokens(catalog.load("models.gelu_1l.activations")), _tokens(catalog.load("models.neox_xs.activations"))
+    special = (catalog.load("models.gelu_1l.activation_index")["is_special"].to_numpy()
+               | catalog.load("models.neox_xs.activation_index")["is_special"].to_numpy())
+    a, b = a[:, ~special], b[:, ~special]
+    rows = subsample_tokens(a.shape[1], parameters["max_tokens"], parameters["seed"])
+    assert (table["n_tokens"] == len(rows)).all() and (table["n_rows"] == a.shape[1]).all()
+    options = parameters["options"]
+    for row in table.itertuples():
+        expected = MEASURES[row.measure](a[row.layer_a, rows], b[row.layer_b, rows], **options.get(row.measure, {}))
+        assert row.value == pytest.approx(expected, rel=1e-9, abs=1e-12, nan_ok=True), row
+    assert len(table) == len(MEASURE_NAMES) * a.shape[0] * b.shape[0]
+    intra = catalog.load("models.cka.neox_xs__neox_xs.measures_table")
+    diagonal = intra[intra["layer_a"] == intra["layer_b"]]
+    for name, values in diagonal.groupby("measure")["value"]:  # a layer against itself: the measure's extreme
+        if name == "linear_predictivity":  # ridge shrinks, and held-out folds: R² of X from X is below 1
+            assert ((values > 0.9) & (values < 1.0)).all(), values
+            continue
+        extreme = 0.0 if MEASURES[name].kind == "distance" else 1.0
+        np.testing.assert_allclose(values, extreme, atol=1e-6, err_msg=name)
+    summary = catalog.load("similarity_measures")
+    assert set(summary["measure"]) == set(MEASURE_NAMES) and len(summary) == len(MEASURE_NAMES) * len(PAIRS)
+    metric = summary[summary["measure"] == "procrustes"].set_index(["model_a", "model_b"])
+    assert metric.loc[("gelu_1l", "neox_xs"), "model_distance"] > 0
+    assert {path.name for path in project.rglob("figures/similarity_heatmaps/*.png")} == {f"{p}.png" for p in PAIRS}
+    shares = catalog.load("dimension_shares")  # rogue dimensions: every layer of both models, once
+    assert sorted(set(shares["model"])) == ["gelu_1l", "neox_xs"] and not shares.duplicated(["model", "layer"]).any()
+    assert ((0 < shares["top1_share"]) & (shares["top1_share"] <= shares["top3_share"])
+            & (shares["top3_share"] <= 1)).all()
+    from thinkalike.measures.rogue import top_share
+
+    first = shares[shares["model"] == "gelu_1l"].iloc[0]
+    assert first["top1_share"] == pytest.approx(top_share(a[int(first["layer"]), rows], 1))
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{project / 'mlflow.db'}")
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    logged = {name for run in runs for name in run.data.metrics}
+    assert "cka.gelu_1l__neox_xs.procrustes.model_distance" in logged
+    assert "cka.gelu_1l__neox_xs.mutual_knn.matched_mean" in logged
+    assert not any(name.startswith("cka.neox_xs__neox_xs.procrustes") for name in logged)  # intra: by construction
+
+
+@pytest.mark.parametrize(("measures", "message"), [
+    ({"names": ["cka", "wasserstein"]}, r"unknown measure 'wasserstein'"),
+    ({"names": ["mutual_knn"], "max_tokens": 64, "options": {"mutual_knn": {"k": 64}}}, r"k.*64"),
+    ({"names": ["angular_shape"], "options": {"angular_shape": {"alpha": 1.5}}}, r"alpha"),
+    ({"names": ["rsa"], "options": {"procrustes": {}}}, r"procrustes"),
+    ({"names": ["rsa"], "max_tokens": 2}, r"cka.measures.max_tokens"),
+    ({"names": ["rsa"], "tokens": 5}, r"unknown setting"),
+])
+def test_bad_measure_settings_are_named(measures, message):
+    from thinkalike.reports.measures import MeasureSettings
+
+    with pytest.raises(ValueError, match=message):
+        MeasureSettings.from_parameters(measures)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"measures": {"names": ["cka", "knn"]}}, r"^cka.measures.*unknown measure 'knn'"),
+    ({"measures": {"names": ["cknna"], "max_tokens": 8, "options": {"cknna": {"k": 9}}}}, r"^cka.measures.*k"),
+])
+def test_bad_measure_settings_fail_at_start_naming_the_parameter(change, message):
+    import yaml
+
+    from tests.pipelines.conftest import PROJECT_ROOT
+    from thinkalike.pipelines.errors import ParameterError
+    from thinkalike.pipelines.validation import validate_parameters
+
+    parameters = {name: yaml.safe_load((PROJECT_ROOT / f"conf/base/parameters_{name}.yml").read_text())[name]
+                  for name in ("corpus", "zoo", "activations", "cka")}
+    parameters["cka"] = {**parameters["cka"], **change}
+    with pytest.raises(ParameterError, match=message):
+        validate_parameters(parameters, ["cka"])
+
+
+def test_streaming_mode_leaves_the_measures_out_and_says_so(caplog):
+    import yaml
+
+    from tests.pipelines.conftest import PROJECT_ROOT
+    from thinkalike.pipelines.cka.pipeline import create_pipeline
+
+    parameters = {name: yaml.safe_load((PROJECT_ROOT / f"conf/base/parameters_{name}.yml").read_text())[name]
+                  for name in ("corpus", "zoo", "activations", "cka")}
+    assert any(node.name.endswith("compare_measures") for node in create_pipeline(parameters).nodes)
+    parameters["cka"] = {**parameters["cka"], "mode": "streaming"}
+    with caplog.at_level("WARNING"):
+        streamed = create_pipeline(parameters)
+    assert not any("measures" in node.name for node in streamed.nodes) and streamed.nodes
+    assert "need the stored activations" in caplog.text and "left out" in caplog.text

@@ -37,8 +37,9 @@ from thinkalike.pipelines.schema import (
     validate_zoo,
 )
 from thinkalike.reports.cka import CKASettings
+from thinkalike.reports.measures import MeasureSettings
 
-CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device", "mode"})
+CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device", "mode", "measures"})
 CKA_MODES = ("stored", "streaming")
 
 
@@ -128,6 +129,12 @@ def _validate_cka(cka: Any, models: dict[str, str]) -> None:
     validate_dataclass(CKASettings, cka, "cka", ignore=CKA_STRUCTURE_KEYS)
     if cka.get("mode", "stored") not in CKA_MODES:
         raise ParameterError(f"cka.mode: must be one of {CKA_MODES}, got {cka['mode']!r}")
+    try:
+        MeasureSettings.from_parameters(cka.get("measures"))
+    except ValueError as error:
+        message = str(error)
+        raise ParameterError(message if message.startswith("cka.measures") else f"cka.measures: {message}") from None
+
     if cka.get("device") is not None:
         try:
             check_device(cka["device"])

@@ -94,7 +94,7 @@ class CKASettings:
     @classmethod
     def from_parameters(cls, parameters: Mapping[str, Any]) -> CKASettings:
         names = cls.__dataclass_fields__
-        unknown = sorted(set(parameters) - set(names) - {"pairs", "groups", "device", "mode"})
+        unknown = sorted(set(parameters) - set(names) - {"pairs", "groups", "device", "mode", "measures"})
         if unknown:
             raise ValueError(f"unknown cka parameter(s) {unknown}; known: {sorted(names)}")
         return cls(**{key: parameters[key] for key in names if key in parameters})

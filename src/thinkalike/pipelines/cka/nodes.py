@@ -23,6 +23,15 @@ from thinkalike.reports.cka import (
     resolve_pooling,
 )
 from thinkalike.reports.figure_menu import dropdown_figure, figure_files
+from thinkalike.reports.measures import (
+    MeasureSettings,
+    aligned_rows,
+    dimension_shares,
+    dimension_shares_figure,
+    measures_heatmap_figure,
+    measures_long_table,
+    measures_summary,
+)
 
 GROUP_DISTANCE_COLUMNS = ["group_a", "group_b", "kind", "mean", "std", "n", "n_finite"]
 CURVE_COLUMNS = ["group_a", "group_b", "relative_depth", "mean", "ci_low", "ci_high", "n"]
@@ -43,6 +52,28 @@ def compare_pair(store_a: ActivationStore, index_a: pd.DataFrame, store_b: Activ
     table = table.assign(**{f"{key}_a": value for key, value in provenance(store_a).items()},
                          **{f"{key}_b": value for key, value in provenance(store_b).items()})
     return table
+
+
+def compare_measures(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore,
+                     index_b: pd.DataFrame, cka: dict[str, Any], *, model_a: str, model_b: str) -> pd.DataFrame:
+    """Every measure of ``cka.measures`` for every layer pair, on the CKA pipeline's rows
+    (:mod:`thinkalike.reports.measures`), with the same provenance columns as the CKA table."""
+    settings = resolve_pooling(CKASettings.from_parameters(cka), index_a, index_b)
+    measures = MeasureSettings.from_parameters(cka.get("measures"))
+    acts_a, acts_b = aligned_rows(store_a, index_a, store_b, index_b, settings)
+    table = measures_long_table(acts_a, None if model_a == model_b else acts_b, measures, settings, model_a=model_a,
+                                model_b=model_b, layer_ids_a=store_a.layers, layer_ids_b=store_b.layers)
+    return table.assign(**{f"{key}_a": value for key, value in provenance(store_a).items()},
+                        **{f"{key}_b": value for key, value in provenance(store_b).items()})
+
+
+def summarise_measures(*tables: pd.DataFrame):
+    """Every pair's matched-layer mean (and product distance, for metrics) per measure, every pair's panel of
+    heatmaps (``<a>__<b>.png``), and every model's layers' rogue-dimension shares (table and figure)."""
+    by_pair = {pair_name(table): table for table in tables}
+    shares = dimension_shares(tables)
+    return (measures_summary(tables), figure_files(by_pair, measures_heatmap_figure), shares,
+            dimension_shares_figure(shares))
 
 
 def pair_name(table: pd.DataFrame) -> str:

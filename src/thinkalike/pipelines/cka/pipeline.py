@@ -7,6 +7,9 @@
 ``cka.mode: stored`` (default) reads the ``activations`` pipeline's stores; ``streaming`` runs
 both models batch by batch inside the pair's node and writes nothing but the CKA results
 (memory: one batch of each model), for models whose activations would not fit on disk.
+
+``cka.measures`` (stored mode): the measures beyond CKA (:mod:`thinkalike.reports.measures`) on the same
+rows, one ``compare_measures`` node per pair beside ``compare_pair`` and ``summarise_measures`` after them.
 """
 
 from __future__ import annotations
@@ -35,10 +38,14 @@ from thinkalike.pipelines.namespaces import (
     model_dataset,
 )
 from thinkalike.pipelines.parameters import section
+from thinkalike.reports.measures import MeasureSettings
 
 logger = logging.getLogger(__name__)
 
 PAIR_OUTPUT = "cka_table"  # the summary reads it and draws the pair's heatmaps
+MEASURES_OUTPUT = "measures_table"  # every measure of cka.measures, every layer pair
+MEASURES_SUMMARY_OUTPUTS = ["similarity_measures", "similarity_heatmaps", "dimension_shares",
+                            "dimension_shares_figure"]
 SUMMARY_OUTPUTS = ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
                    "cka_group_curves_figure", "cka_heatmaps", "cka_heatmaps_plotly"]
 
@@ -49,12 +56,18 @@ def pair_node(function: Callable[..., Any], inputs: list[str], model_a: str, mod
                 namespace=pair_namespace(model_a, model_b))
 
 
-def pair_pipeline(model_a: str, model_b: str) -> Pipeline:
-    """CKA of one pair in its own namespace, from the two models' activation stores."""
+def pair_pipeline(model_a: str, model_b: str, with_measures: bool = False) -> Pipeline:
+    """CKA of one pair in its own namespace, from the two models' activation stores; with ``with_measures`` also
+    every measure of ``cka.measures`` (``compare_measures``, writing ``models.cka.<a>__<b>.measures_table``)."""
     inputs = [model_dataset(model, dataset) for model in (model_a, model_b)
               for dataset in ("activations", "activation_index")]
-    return Pipeline([pair_node(bind(nodes.compare_pair, model_a=model_a, model_b=model_b), [*inputs, "params:cka"],
-                               model_a, model_b)])
+    nodes_ = [pair_node(bind(nodes.compare_pair, model_a=model_a, model_b=model_b), [*inputs, "params:cka"],
+                        model_a, model_b)]
+    if with_measures:
+        nodes_.append(Node(bind(nodes.compare_measures, model_a=model_a, model_b=model_b), [*inputs, "params:cka"],
+                           pair_dataset(model_a, model_b, MEASURES_OUTPUT), name="compare_measures",
+                           namespace=pair_namespace(model_a, model_b)))
+    return Pipeline(nodes_)
 
 
 def streaming_pair_pipeline(model_a: str, model_b: str, source_a: ExtractionSource,
@@ -78,13 +91,22 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     if cka.get("pairs") is None:
         logger.info("cka.pairs is not set: every pair of the %d configured models and each with itself", len(models))
     pairs = all_cka_pairs(parameters)
-    if cka.get("mode", "stored") == "streaming":
+    streaming = cka.get("mode", "stored") == "streaming"
+    with_measures = bool(MeasureSettings.from_parameters(cka.get("measures")).names)
+    if streaming and with_measures:
+        logger.warning("cka.measures.names: the measures beyond CKA need the stored activations (cka.mode: stored); "
+                       "streaming mode computes CKA only, the measures are left out")
+        with_measures = False
+    if streaming:
         n_ctx = external_n_ctx(parameters)
         sources = {name: extraction_source(name, spec, n_ctx) for name, spec in models.items()}
         per_pair = sum((streaming_pair_pipeline(a, b, sources[a], sources[b]) for a, b in pairs), Pipeline([]))
     else:
-        per_pair = sum((pair_pipeline(a, b) for a, b in pairs), Pipeline([]))
+        per_pair = sum((pair_pipeline(a, b, with_measures) for a, b in pairs), Pipeline([]))
     tables = [pair_dataset(a, b, "cka_table") for a, b in pairs]
-    summary = Node(nodes.summarise_cka, ["params:cka", *tables], SUMMARY_OUTPUTS, name="summarise_cka",
-                   namespace=group_namespace("cka"))
-    return per_pair + Pipeline([summary])
+    summaries = [Node(nodes.summarise_cka, ["params:cka", *tables], SUMMARY_OUTPUTS, name="summarise_cka",
+                      namespace=group_namespace("cka"))]
+    if with_measures:
+        summaries.append(Node(nodes.summarise_measures, [pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs],
+                              MEASURES_SUMMARY_OUTPUTS, name="summarise_measures", namespace=group_namespace("cka")))
+    return per_pair + Pipeline(summaries)

@@ -1,0 +1,256 @@
+"""Measures beyond CKA between two models' activation stores, as tables and figures (no Kedro).
+
+The rows compared are exactly the CKA pipeline's: the same pooling and special-token rule
+(:func:`thinkalike.models.alignment.aligned_minibatches`), all of the pair's aligned rows, of which
+``max_tokens`` are drawn once per pair (:func:`thinkalike.measures.registry.subsample_tokens`, seeded;
+the same rows for both models, for every measure and layer pair). Every measure of
+:mod:`thinkalike.measures.registry` is then computed for every layer pair
+(:func:`thinkalike.measures.layerwise.measure_table`: each layer prepared once).
+
+The long table has one row per (measure, layer of a, layer of b): ``model_a, layer_a, model_b, layer_b, measure,
+kind, value, n_tokens, n_rows, pooling, exclude_special_tokens, seed, options`` — ``n_tokens`` the rows the
+measures saw, ``n_rows`` the aligned rows they were drawn from, ``options`` the measure's options as JSON
+(the ``cka`` pipeline adds the provenance columns ``activations_version_a/_b`` and ``spec_a/_b``).
+
+Rogue dimensions (:mod:`thinkalike.measures.rogue`): ``top1_share_a/_b`` and ``top3_share_a/_b`` are the variance
+shares of each layer's largest one and three dimensions on the drawn rows (before any preprocessing), and a
+warning names every layer where one dimension carries more than half. ``cka.measures.standardise`` (every
+dimension z-scored) and ``cka.measures.remove_top_dimensions`` (the k largest dropped, then standardised if
+asked) preprocess both models' rows for every measure; the table records both (``standardised``,
+``removed_top_dimensions``).
+
+Memory: all of a pair's aligned rows are held before the draw (rows × layers × width floats per model: 3 MB for
+the zoo's largest pair); the streaming mode of the CKA pipeline, for stores that do not fit, computes CKA only.
+
+The summary per pair and measure (:func:`pair_measure_summary`) is the mean over the layers matched by relative
+depth (:func:`thinkalike.measures.distances.match_layers_by_relative_depth`), and for a measure that is a
+metric the product distance ``sqrt(Σᵢ dᵢ²)`` over the same cells (as the arccos-CKA model distance).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from thinkalike.measures.distances import match_layers_by_relative_depth
+from thinkalike.measures.layerwise import check_measures, measure_table
+from thinkalike.measures.registry import MEASURES, subsample_tokens
+from thinkalike.measures.rogue import ROGUE_SHARE, remove_top_dimensions, standardise_dimensions, top_share
+from thinkalike.models.activation_store import ActivationStore
+from thinkalike.models.alignment import aligned_minibatches
+from thinkalike.reports.cka import FIGURE_DPI, LAYER_LABEL, MIN_FIGURE_WIDTH_IN, CKASettings
+
+TABLE_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "measure", "kind", "value", "n_tokens", "n_rows",
+                 "pooling", "exclude_special_tokens", "seed", "options", "standardised", "removed_top_dimensions",
+                 "top1_share_a", "top3_share_a", "top1_share_b", "top3_share_b"]
+SHARE_COLUMNS = ["model", "layer", "top1_share", "top3_share", "n_tokens"]
+SUMMARY_COLUMNS = ["model_a", "model_b", "measure", "kind", "matched_mean", "model_distance", "n_matched_layers",
+                   "n_tokens"]
+WHERE = "cka.measures"
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """``cka.measures``: which measures (``names``, registry order kept as given), how many aligned rows they see
+    (``max_tokens``, drawn with ``seed``) and each measure's options (``options.<name>.<option>``)."""
+
+    names: tuple[str, ...] = ()
+    max_tokens: int = 512
+    seed: int = 0
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    standardise: bool = False
+    remove_top_dimensions: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 4:
+            raise ValueError(f"{WHERE}.max_tokens: {self.max_tokens!r} must be an integer ≥ 4")
+        if not isinstance(self.standardise, bool):
+            raise ValueError(f"{WHERE}.standardise: must be true or false, got {self.standardise!r}")
+        if (isinstance(self.remove_top_dimensions, bool) or not isinstance(self.remove_top_dimensions, int)
+                or self.remove_top_dimensions < 0):
+            raise ValueError(f"{WHERE}.remove_top_dimensions: {self.remove_top_dimensions!r} must be an integer ≥ 0")
+        check_measures(list(self.names), self.options, n_tokens=self.max_tokens, where=WHERE)
+
+    @classmethod
+    def from_parameters(cls, parameters: Mapping[str, Any] | None) -> MeasureSettings:
+        """From ``cka.measures`` (absent or null: no measures)."""
+        if not parameters:
+            return cls()
+        if not isinstance(parameters, Mapping):
+            raise ValueError(f"{WHERE}: must be a mapping (names, max_tokens, seed, options), got {parameters!r}")
+        known = ["max_tokens", "names", "options", "remove_top_dimensions", "seed", "standardise"]
+        unknown = sorted(set(parameters) - set(known))
+        if unknown:
+            raise ValueError(f"{WHERE}: unknown setting(s) {unknown}; known: {known}")
+        names = parameters.get("names") or ()
+        if isinstance(names, str) or not isinstance(names, Sequence):
+            raise ValueError(f"{WHERE}.names: must be a list of measure names, got {names!r}")
+        options = parameters.get("options") or {}
+        if not isinstance(options, Mapping) or not all(isinstance(value, Mapping) for value in options.values()):
+            raise ValueError(f"{WHERE}.options: must map measure names to their options, got {options!r}")
+        return cls(names=tuple(str(name) for name in names), max_tokens=parameters.get("max_tokens", 512),
+                   seed=parameters.get("seed", 0), options={name: dict(value) for name, value in options.items()},
+                   standardise=parameters.get("standardise", False),
+                   remove_top_dimensions=parameters.get("remove_top_dimensions", 0))
+
+    def preprocess(self, rows: np.ndarray) -> np.ndarray:
+        """One layer's drawn rows as the measures see them (module docstring)."""
+        if self.remove_top_dimensions:
+            rows = remove_top_dimensions(rows, self.remove_top_dimensions)
+        return standardise_dimensions(rows) if self.standardise else rows
+
+
+def aligned_rows(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame,
+                 settings: CKASettings) -> tuple[np.ndarray, np.ndarray]:
+    """Every aligned row of the pair, ``(La, n, da)`` and ``(Lb, n, db)``, as the CKA pipeline forms them."""
+    batches = list(aligned_minibatches(store_a, index_a, store_b, index_b, pooling=settings.pooling,
+                                       batch_tokens=settings.batch_tokens,
+                                       exclude_special_tokens=settings.exclude_special_tokens))
+    if not batches:
+        raise ValueError(f"no aligned rows to compare for {store_a.model!r} vs {store_b.model!r}")
+    return (np.concatenate([a for a, _ in batches], axis=1), np.concatenate([b for _, b in batches], axis=1))
+
+
+def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures: MeasureSettings,
+                        cka: CKASettings, *, model_a: str, model_b: str, layer_ids_a: Sequence[int],
+                        layer_ids_b: Sequence[int]) -> pd.DataFrame:
+    """The pair's long table (module docstring); ``acts_b`` None: the model against itself."""
+    n_rows = acts_a.shape[1]
+    rows = subsample_tokens(n_rows, measures.max_tokens, measures.seed)
+    check_measures(list(measures.names), measures.options, n_tokens=len(rows), where=WHERE)
+    raw_a = [acts_a[layer, rows] for layer in range(acts_a.shape[0])]
+    raw_b = None if acts_b is None else [acts_b[layer, rows] for layer in range(acts_b.shape[0])]
+    shares_a = layer_shares(raw_a, model_a, layer_ids_a)
+    shares_b = shares_a if raw_b is None else layer_shares(raw_b, model_b, layer_ids_b)
+    table = measure_table([measures.preprocess(layer) for layer in raw_a],
+                          None if raw_b is None else [measures.preprocess(layer) for layer in raw_b],
+                          list(measures.names), measures.options, progress=f"measures {model_a} vs {model_b}")
+    ids_a, ids_b = np.asarray(layer_ids_a, dtype=np.int64), np.asarray(layer_ids_b, dtype=np.int64)
+    position_a, position_b = table["layer_a"].to_numpy(), table["layer_b"].to_numpy()
+    table = table.assign(top1_share_a=shares_a["top1_share"].to_numpy()[position_a],
+                         top3_share_a=shares_a["top3_share"].to_numpy()[position_a],
+                         top1_share_b=shares_b["top1_share"].to_numpy()[position_b],
+                         top3_share_b=shares_b["top3_share"].to_numpy()[position_b],
+                         standardised=measures.standardise, removed_top_dimensions=measures.remove_top_dimensions)
+    table = table.assign(model_a=model_a, model_b=model_b,
+                         layer_a=ids_a[table["layer_a"].to_numpy()], layer_b=ids_b[table["layer_b"].to_numpy()],
+                         kind=[MEASURES[name].kind for name in table["measure"]], n_tokens=len(rows), n_rows=n_rows,
+                         pooling=cka.pooling, exclude_special_tokens=bool(cka.exclude_special_tokens),
+                         seed=measures.seed,
+                         options=[json.dumps(dict(measures.options.get(name, {})), sort_keys=True)
+                                  for name in table["measure"]])
+    return table[TABLE_COLUMNS].reset_index(drop=True)
+
+
+def layer_shares(layers: Sequence[np.ndarray], model: str, layer_ids: Sequence[int]) -> pd.DataFrame:
+    """Each layer's top-1 and top-3 variance shares (:mod:`thinkalike.measures.rogue`), warning for every layer
+    where one dimension carries more than :data:`~thinkalike.measures.rogue.ROGUE_SHARE` of the variance."""
+    table = pd.DataFrame({"model": model, "layer": np.asarray(layer_ids, dtype=np.int64),
+                          "top1_share": [top_share(rows, 1) for rows in layers],
+                          "top3_share": [top_share(rows, min(3, rows.shape[1])) for rows in layers],
+                          "n_tokens": [len(rows) for rows in layers]})
+    rogue = table[table["top1_share"] > ROGUE_SHARE]
+    if len(rogue):
+        warnings.warn(f"{model}: one dimension carries more than {ROGUE_SHARE:.0%} of the variance at layer(s) "
+                      + ", ".join(f"{row.layer} ({row.top1_share:.0%})" for row in rogue.itertuples())
+                      + ": it decides CKA, cosine and Procrustes (cka.measures.standardise / remove_top_dimensions)",
+                      RuntimeWarning, stacklevel=2)
+    return table[SHARE_COLUMNS]
+
+
+def dimension_shares(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Every model's layers' variance shares, once per model and layer, from the pairs' tables."""
+    parts = []
+    for table in tables:
+        for side in ("a", "b"):
+            parts.append(table[[f"model_{side}", f"layer_{side}", f"top1_share_{side}", f"top3_share_{side}",
+                                "n_tokens"]].set_axis(SHARE_COLUMNS, axis=1))
+    if not parts:
+        return pd.DataFrame(columns=SHARE_COLUMNS)
+    return (pd.concat(parts, ignore_index=True).drop_duplicates(["model", "layer"])
+            .sort_values(["model", "layer"]).reset_index(drop=True))
+
+
+def dimension_shares_figure(shares: pd.DataFrame) -> Figure:
+    """The largest dimension's variance share per layer (by relative depth), one line per model, the rogue
+    threshold dashed."""
+    figure = Figure(figsize=(MIN_FIGURE_WIDTH_IN, 4.5), dpi=FIGURE_DPI, layout="constrained")
+    axis = figure.subplots()
+    for model, rows in shares.groupby("model", sort=False):
+        depth = np.linspace(0.0, 1.0, len(rows)) if len(rows) > 1 else np.ones(1)
+        axis.plot(depth, rows["top1_share"], marker="o", markersize=3, label=model)
+    axis.axhline(ROGUE_SHARE, color="grey", linestyle="--", linewidth=1)
+    axis.set(xlabel="relative depth (0 = embeddings)", ylabel="variance share of the largest dimension",
+             ylim=(0, 1), title="Rogue dimensions (Timkey & van Schijndel 2021)")
+    axis.legend(fontsize=7, ncol=2)
+    return figure
+
+
+def measure_matrix(table: pd.DataFrame, name: str) -> np.ndarray:
+    """The (La, Lb) matrix of one measure of a pair's long table."""
+    rows = table[table["measure"] == name]
+    return rows.pivot(index="layer_a", columns="layer_b", values="value").sort_index().sort_index(axis=1).to_numpy()
+
+
+def pair_measure_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per measure of a pair's table: the mean over relative-depth-matched layers and, for metrics, the product
+    distance over them (module docstring)."""
+    records = []
+    for name in dict.fromkeys(table["measure"]):
+        matrix = measure_matrix(table, name)
+        values = np.array([matrix[i, j] for i, j in match_layers_by_relative_depth(*matrix.shape)])
+        records.append({"model_a": table["model_a"].iloc[0], "model_b": table["model_b"].iloc[0], "measure": name,
+                        "kind": MEASURES[name].kind, "matched_mean": float(values.mean()),
+                        "model_distance": float(np.sqrt(np.sum(values ** 2))) if MEASURES[name].is_metric
+                        else float("nan"),
+                        "n_matched_layers": len(values), "n_tokens": int(table["n_tokens"].iloc[0])})
+    return pd.DataFrame(records, columns=SUMMARY_COLUMNS)
+
+
+def measures_summary(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """:func:`pair_measure_summary` of every pair, one table."""
+    parts = [pair_measure_summary(table) for table in tables if len(table)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=SUMMARY_COLUMNS)
+
+
+def measure_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """MLflow metrics of a pair (not of a model with itself): ``<measure>.matched_mean`` and, for metrics,
+    ``<measure>.model_distance``."""
+    metrics = {}
+    for row in pair_measure_summary(table).itertuples():
+        metrics[f"{row.measure}.matched_mean"] = row.matched_mean
+        if np.isfinite(row.model_distance):
+            metrics[f"{row.measure}.model_distance"] = row.model_distance
+    return metrics
+
+
+def measures_heatmap_figure(table: pd.DataFrame) -> Figure:
+    """One panel per measure (layers of b across, of a up the side), each with its own colour scale and bar."""
+    names = list(dict.fromkeys(table["measure"]))
+    model_a, model_b = table["model_a"].iloc[0], table["model_b"].iloc[0]
+    columns = min(4, max(1, len(names)))
+    rows = int(np.ceil(len(names) / columns))
+    figure = Figure(figsize=(max(MIN_FIGURE_WIDTH_IN, 3.2 * columns), 2.8 * rows + 0.6), dpi=FIGURE_DPI,
+                    layout="constrained")
+    axes = np.atleast_1d(figure.subplots(rows, columns, squeeze=False)).ravel()
+    for axis, name in zip(axes, names):
+        matrix = measure_matrix(table, name)
+        image = axis.imshow(matrix, origin="lower", cmap="magma" if MEASURES[name].kind == "similarity" else "viridis",
+                            aspect="auto")
+        axis.set_title(f"{name} ({MEASURES[name].kind})", fontsize=9)
+        axis.set_xlabel(model_b, fontsize=8)
+        axis.set_ylabel(model_a, fontsize=8)
+        axis.tick_params(labelsize=7)
+        figure.colorbar(image, ax=axis, shrink=0.8)
+    for axis in axes[len(names):]:
+        axis.set_visible(False)
+    figure.suptitle(f"{model_a} vs {model_b}: every measure on {int(table['n_tokens'].iloc[0])} rows "
+                    f"({LAYER_LABEL})", fontsize=10)
+    return figure
