@@ -167,7 +167,8 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
     from thinkalike.measures.registry import MEASURE_NAMES, MEASURES, subsample_tokens
 
     project, catalog = tiny_project
-    table = catalog.load("models.cka.gelu_1l__neox_xs.measures_table")
+    full = catalog.load("models.cka.gelu_1l__neox_xs.measures_table")
+    table = full[full["variant"] == "configured"]
     parameters = catalog.load("params:cka")["measures"]
     assert list(dict.fromkeys(table["measure"])) == list(parameters["names"]) == list(MEASURE_NAMES)
     a, b = _tokens(catalog.load("models.gelu_1l.activations")), _tokens(catalog.load("models.neox_xs.activations"))
@@ -181,6 +182,17 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
         expected = MEASURES[row.measure](a[row.layer_a, rows], b[row.layer_b, rows], **options.get(row.measure, {}))
         assert row.value == pytest.approx(expected, rel=1e-9, abs=1e-12, nan_ok=True), row
     assert len(table) == len(MEASURE_NAMES) * a.shape[0] * b.shape[0]
+    from thinkalike.measures.rogue import remove_top_dimensions, standardise_dimensions
+
+    variants = {"raw": lambda x: x, "standardised": standardise_dimensions,
+                "top3_removed": lambda x: remove_top_dimensions(x, 3)}  # the remedies, on the same rows
+    checks = full[full["variant"] != "configured"]
+    assert set(checks["variant"]) == set(variants) and set(checks["measure"]) == {"cka", "procrustes"}
+    for row in checks.itertuples():
+        transform = variants[row.variant]
+        expected = MEASURES[row.measure](transform(a[row.layer_a, rows]), transform(b[row.layer_b, rows]))
+        assert row.value == pytest.approx(expected, rel=1e-9, abs=1e-12), row
+    assert set(catalog.load("rogue_remedies")["variant"]) == set(variants)
     intra = catalog.load("models.cka.neox_xs__neox_xs.measures_table")
     diagonal = intra[intra["layer_a"] == intra["layer_b"]]
     for name, values in diagonal.groupby("measure")["value"]:  # a layer against itself: the measure's extreme
@@ -259,3 +271,27 @@ def test_streaming_mode_leaves_the_measures_out_and_says_so(caplog):
         streamed = create_pipeline(parameters)
     assert not any("measures" in node.name for node in streamed.nodes) and streamed.nodes
     assert "need the stored activations" in caplog.text and "left out" in caplog.text
+
+
+def test_a_planted_rogue_dimension_decides_cka_and_the_remedies_undo_it(tiny_project):
+    """A zoo model's own activations against themselves with one more dimension of noise at 30× the largest
+    standard deviation planted on one side: CKA (1 without it) collapses on the raw rows; removing each side's top
+    dimension or standardising gives most of it back; the planted layers are flagged."""
+    from thinkalike.reports.cka import CKASettings
+    from thinkalike.reports.measures import MeasureSettings, measures_long_table
+
+    _, catalog = tiny_project
+    store = catalog.load("models.gelu_1l.activations")
+    a = _tokens(store)  # (layers, tokens, d)
+    rng = np.random.default_rng(0)
+    scale = 30 * a.std(axis=1).max()
+    planted = np.concatenate([a, scale * rng.normal(size=(*a.shape[:2], 1))], axis=2)  # one more dimension
+    settings = MeasureSettings(names=("cka",), max_tokens=48, remedy_measures=("cka",), remedy_top_dimensions=1)
+    with pytest.warns(RuntimeWarning, match="one dimension carries more than 50%"):
+        table = measures_long_table(a, planted, settings, CKASettings(), model_a="gelu_1l", model_b="planted",
+                                    layer_ids_a=store.layers, layer_ids_b=store.layers)
+    diagonal = table[table["layer_a"] == table["layer_b"]].pivot(index=["layer_a"], columns="variant", values="value")
+    assert (diagonal["raw"] < 0.1).all(), diagonal  # the same model: CKA 1 without the planted dimension
+    assert (diagonal["top1_removed"] > 0.95).all(), diagonal  # measured 0.98-0.99
+    assert (diagonal["standardised"] > 0.95).all(), diagonal  # measured 0.99-1.00
+    assert (table["top1_share_b"] > 0.5).all() and (table["top1_share_a"] < 0.5).all()

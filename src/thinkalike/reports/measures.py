@@ -17,7 +17,11 @@ shares of each layer's largest one and three dimensions on the drawn rows (befor
 warning names every layer where one dimension carries more than half. ``cka.measures.standardise`` (every
 dimension z-scored) and ``cka.measures.remove_top_dimensions`` (the k largest dropped, then standardised if
 asked) preprocess both models' rows for every measure; the table records both (``standardised``,
-``removed_top_dimensions``).
+``removed_top_dimensions``). Those rows have ``variant`` ``configured``. What the remedies change is measured
+on every pair too (``cka.measures.remedies``: a few cheap measures, default CKA and Procrustes): the same
+measures on the drawn rows as they are (``raw``), standardised (``standardised``) and without each layer's
+``remove_top_dimensions`` largest dimensions (``top<k>_removed``), as more rows of the table;
+:func:`remedy_summary` gives each variant's matched-layer mean.
 
 Memory: all of a pair's aligned rows are held before the draw (rows × layers × width floats per model: 3 MB for
 the zoo's largest pair); the streaming mode of the CKA pipeline, for stores that do not fit, computes CKA only.
@@ -47,10 +51,12 @@ from thinkalike.models.activation_store import ActivationStore
 from thinkalike.models.alignment import aligned_minibatches
 from thinkalike.reports.cka import FIGURE_DPI, LAYER_LABEL, MIN_FIGURE_WIDTH_IN, CKASettings
 
-TABLE_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "measure", "kind", "value", "n_tokens", "n_rows",
-                 "pooling", "exclude_special_tokens", "seed", "options", "standardised", "removed_top_dimensions",
-                 "top1_share_a", "top3_share_a", "top1_share_b", "top3_share_b"]
+TABLE_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "measure", "variant", "kind", "value", "n_tokens",
+                 "n_rows", "pooling", "exclude_special_tokens", "seed", "options", "standardised",
+                 "removed_top_dimensions", "top1_share_a", "top3_share_a", "top1_share_b", "top3_share_b"]
 SHARE_COLUMNS = ["model", "layer", "top1_share", "top3_share", "n_tokens"]
+REMEDY_COLUMNS = ["model_a", "model_b", "measure", "variant", "matched_mean", "n_matched_layers"]
+CONFIGURED = "configured"  # the variant of the rows every measure is computed on (cka.measures' preprocessing)
 SUMMARY_COLUMNS = ["model_a", "model_b", "measure", "kind", "matched_mean", "model_distance", "n_matched_layers",
                    "n_tokens"]
 WHERE = "cka.measures"
@@ -67,6 +73,8 @@ class MeasureSettings:
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     standardise: bool = False
     remove_top_dimensions: int = 0
+    remedy_measures: tuple[str, ...] = ("cka", "procrustes")
+    remedy_top_dimensions: int = 3
 
     def __post_init__(self) -> None:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 4:
@@ -76,6 +84,11 @@ class MeasureSettings:
         if (isinstance(self.remove_top_dimensions, bool) or not isinstance(self.remove_top_dimensions, int)
                 or self.remove_top_dimensions < 0):
             raise ValueError(f"{WHERE}.remove_top_dimensions: {self.remove_top_dimensions!r} must be an integer ≥ 0")
+        check_measures(list(self.remedy_measures), {}, n_tokens=self.max_tokens, where=f"{WHERE}.remedies.measures")
+        if (isinstance(self.remedy_top_dimensions, bool) or not isinstance(self.remedy_top_dimensions, int)
+                or self.remedy_top_dimensions < 1):
+            raise ValueError(f"{WHERE}.remedies.remove_top_dimensions: {self.remedy_top_dimensions!r} must be an "
+                             f"integer ≥ 1")
         check_measures(list(self.names), self.options, n_tokens=self.max_tokens, where=WHERE)
 
     @classmethod
@@ -85,7 +98,7 @@ class MeasureSettings:
             return cls()
         if not isinstance(parameters, Mapping):
             raise ValueError(f"{WHERE}: must be a mapping (names, max_tokens, seed, options), got {parameters!r}")
-        known = ["max_tokens", "names", "options", "remove_top_dimensions", "seed", "standardise"]
+        known = ["max_tokens", "names", "options", "remedies", "remove_top_dimensions", "seed", "standardise"]
         unknown = sorted(set(parameters) - set(known))
         if unknown:
             raise ValueError(f"{WHERE}: unknown setting(s) {unknown}; known: {known}")
@@ -98,13 +111,24 @@ class MeasureSettings:
         return cls(names=tuple(str(name) for name in names), max_tokens=parameters.get("max_tokens", 512),
                    seed=parameters.get("seed", 0), options={name: dict(value) for name, value in options.items()},
                    standardise=parameters.get("standardise", False),
-                   remove_top_dimensions=parameters.get("remove_top_dimensions", 0))
+                   remove_top_dimensions=parameters.get("remove_top_dimensions", 0),
+                   **_remedy_settings(parameters.get("remedies", {})))
 
     def preprocess(self, rows: np.ndarray) -> np.ndarray:
         """One layer's drawn rows as the measures see them (module docstring)."""
         if self.remove_top_dimensions:
             rows = remove_top_dimensions(rows, self.remove_top_dimensions)
         return standardise_dimensions(rows) if self.standardise else rows
+
+
+def _remedy_settings(remedies: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``cka.measures.remedies`` (null: none) as :class:`MeasureSettings` fields."""
+    if remedies is None:
+        return {"remedy_measures": ()}
+    if not isinstance(remedies, Mapping) or set(remedies) - {"measures", "remove_top_dimensions"}:
+        raise ValueError(f"{WHERE}.remedies: must map measures and remove_top_dimensions, got {remedies!r}")
+    return {"remedy_measures": tuple(remedies.get("measures", ("cka", "procrustes"))),
+            "remedy_top_dimensions": remedies.get("remove_top_dimensions", 3)}
 
 
 def aligned_rows(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame,
@@ -132,21 +156,60 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
     table = measure_table([measures.preprocess(layer) for layer in raw_a],
                           None if raw_b is None else [measures.preprocess(layer) for layer in raw_b],
                           list(measures.names), measures.options, progress=f"measures {model_a} vs {model_b}")
+    table["variant"] = CONFIGURED
+    if measures.remedy_measures:
+        table = pd.concat([table, _remedy_rows(raw_a, raw_b, measures)], ignore_index=True)
     ids_a, ids_b = np.asarray(layer_ids_a, dtype=np.int64), np.asarray(layer_ids_b, dtype=np.int64)
     position_a, position_b = table["layer_a"].to_numpy(), table["layer_b"].to_numpy()
     table = table.assign(top1_share_a=shares_a["top1_share"].to_numpy()[position_a],
                          top3_share_a=shares_a["top3_share"].to_numpy()[position_a],
                          top1_share_b=shares_b["top1_share"].to_numpy()[position_b],
                          top3_share_b=shares_b["top3_share"].to_numpy()[position_b],
-                         standardised=measures.standardise, removed_top_dimensions=measures.remove_top_dimensions)
+                         standardised=np.where(table["variant"] == CONFIGURED, measures.standardise,
+                                               table["variant"] == "standardised"),
+                         removed_top_dimensions=np.where(
+                             table["variant"] == CONFIGURED, measures.remove_top_dimensions,
+                             np.where(table["variant"] == _removed(measures), measures.remedy_top_dimensions, 0)))
     table = table.assign(model_a=model_a, model_b=model_b,
                          layer_a=ids_a[table["layer_a"].to_numpy()], layer_b=ids_b[table["layer_b"].to_numpy()],
                          kind=[MEASURES[name].kind for name in table["measure"]], n_tokens=len(rows), n_rows=n_rows,
                          pooling=cka.pooling, exclude_special_tokens=bool(cka.exclude_special_tokens),
                          seed=measures.seed,
-                         options=[json.dumps(dict(measures.options.get(name, {})), sort_keys=True)
-                                  for name in table["measure"]])
+                         options=[json.dumps(dict(measures.options.get(name, {}) if variant == CONFIGURED else {}),
+                                             sort_keys=True)
+                                  for name, variant in zip(table["measure"], table["variant"])])
     return table[TABLE_COLUMNS].reset_index(drop=True)
+
+
+def _removed(measures: MeasureSettings) -> str:
+    return f"top{measures.remedy_top_dimensions}_removed"
+
+
+def _remedy_rows(raw_a: list[np.ndarray], raw_b: list[np.ndarray] | None, measures: MeasureSettings) -> pd.DataFrame:
+    """The remedy measures on the raw rows, standardised, and without the largest dimensions (module docstring)."""
+    variants = {"raw": lambda rows: rows, "standardised": standardise_dimensions,
+                _removed(measures): lambda rows: remove_top_dimensions(rows, measures.remedy_top_dimensions)}
+    parts = []
+    for variant, transform in variants.items():
+        part = measure_table([transform(layer) for layer in raw_a],
+                             None if raw_b is None else [transform(layer) for layer in raw_b],
+                             list(measures.remedy_measures))
+        parts.append(part.assign(variant=variant))
+    return pd.concat(parts, ignore_index=True)
+
+
+def remedy_summary(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Per pair, remedy measure and variant: the mean over relative-depth-matched layers."""
+    records = []
+    for table in tables:
+        checks = table[table["variant"] != CONFIGURED]
+        for (name, variant), rows in checks.groupby(["measure", "variant"], sort=False):
+            matrix = rows.pivot(index="layer_a", columns="layer_b", values="value").sort_index().sort_index(axis=1)
+            values = [matrix.to_numpy()[i, j] for i, j in match_layers_by_relative_depth(*matrix.shape)]
+            records.append({"model_a": table["model_a"].iloc[0], "model_b": table["model_b"].iloc[0],
+                            "measure": name, "variant": variant, "matched_mean": float(np.mean(values)),
+                            "n_matched_layers": len(values)})
+    return pd.DataFrame(records, columns=REMEDY_COLUMNS)
 
 
 def layer_shares(layers: Sequence[np.ndarray], model: str, layer_ids: Sequence[int]) -> pd.DataFrame:
@@ -194,8 +257,8 @@ def dimension_shares_figure(shares: pd.DataFrame) -> Figure:
 
 
 def measure_matrix(table: pd.DataFrame, name: str) -> np.ndarray:
-    """The (La, Lb) matrix of one measure of a pair's long table."""
-    rows = table[table["measure"] == name]
+    """The (La, Lb) matrix of one measure of a pair's long table (the ``configured`` rows)."""
+    rows = table[(table["measure"] == name) & (table["variant"] == CONFIGURED)]
     return rows.pivot(index="layer_a", columns="layer_b", values="value").sort_index().sort_index(axis=1).to_numpy()
 
 
@@ -203,7 +266,7 @@ def pair_measure_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per measure of a pair's table: the mean over relative-depth-matched layers and, for metrics, the product
     distance over them (module docstring)."""
     records = []
-    for name in dict.fromkeys(table["measure"]):
+    for name in dict.fromkeys(table.loc[table["variant"] == CONFIGURED, "measure"]):
         matrix = measure_matrix(table, name)
         values = np.array([matrix[i, j] for i, j in match_layers_by_relative_depth(*matrix.shape)])
         records.append({"model_a": table["model_a"].iloc[0], "model_b": table["model_b"].iloc[0], "measure": name,
@@ -233,7 +296,7 @@ def measure_metrics(table: pd.DataFrame) -> dict[str, float]:
 
 def measures_heatmap_figure(table: pd.DataFrame) -> Figure:
     """One panel per measure (layers of b across, of a up the side), each with its own colour scale and bar."""
-    names = list(dict.fromkeys(table["measure"]))
+    names = list(dict.fromkeys(table.loc[table["variant"] == CONFIGURED, "measure"]))
     model_a, model_b = table["model_a"].iloc[0], table["model_b"].iloc[0]
     columns = min(4, max(1, len(names)))
     rows = int(np.ceil(len(names) / columns))

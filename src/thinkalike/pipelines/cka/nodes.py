@@ -31,6 +31,7 @@ from thinkalike.reports.measures import (
     measures_heatmap_figure,
     measures_long_table,
     measures_summary,
+    remedy_summary,
 )
 
 GROUP_DISTANCE_COLUMNS = ["group_a", "group_b", "kind", "mean", "std", "n", "n_finite"]
@@ -69,11 +70,12 @@ def compare_measures(store_a: ActivationStore, index_a: pd.DataFrame, store_b: A
 
 def summarise_measures(*tables: pd.DataFrame):
     """Every pair's matched-layer mean (and product distance, for metrics) per measure, every pair's panel of
-    heatmaps (``<a>__<b>.png``), and every model's layers' rogue-dimension shares (table and figure)."""
+    heatmaps (``<a>__<b>.png``), every model's layers' rogue-dimension shares (table and figure), and what the
+    remedies change (``rogue_remedies``)."""
     by_pair = {pair_name(table): table for table in tables}
     shares = dimension_shares(tables)
     return (measures_summary(tables), figure_files(by_pair, measures_heatmap_figure), shares,
-            dimension_shares_figure(shares))
+            dimension_shares_figure(shares), remedy_summary(tables))
 
 
 def pair_name(table: pd.DataFrame) -> str:

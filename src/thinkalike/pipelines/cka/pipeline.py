@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 PAIR_OUTPUT = "cka_table"  # the summary reads it and draws the pair's heatmaps
 MEASURES_OUTPUT = "measures_table"  # every measure of cka.measures, every layer pair
 MEASURES_SUMMARY_OUTPUTS = ["similarity_measures", "similarity_heatmaps", "dimension_shares",
-                            "dimension_shares_figure"]
+                            "dimension_shares_figure", "rogue_remedies"]
 SUMMARY_OUTPUTS = ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
                    "cka_group_curves_figure", "cka_heatmaps", "cka_heatmaps_plotly"]
 
