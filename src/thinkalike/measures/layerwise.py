@@ -196,7 +196,8 @@ def check_measures(
 # --------------------------------------------------------------------------- the table
 
 
-def _checked_layers(layers: Sequence[Any], side: str) -> list[np.ndarray]:
+def checked_layers(layers: Sequence[Any], side: str) -> list[np.ndarray]:
+    """Every layer of one side as a checked float64 matrix (``side``: the parameter's name for messages)."""
     if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence) or len(layers) == 0:
         raise ValueError(f"{side}: must be a non-empty sequence of (tokens, features) matrices")
     return [checked_matrix(layer, f"{side}[{i}]", measure="measure_table", min_tokens=1)
@@ -209,7 +210,7 @@ def _frozen(value: Any) -> Any:
     return value
 
 
-def _preparation_key(index: int, entry: Measure, given: Mapping[str, Any]) -> Any:
+def preparation_key(index: int, entry: Measure, given: Mapping[str, Any]) -> Any:
     """Equal for measures whose preparations are interchangeable: same function, same options."""
     bound = inspect.signature(entry.prepare).bind_partial(None, **given)
     bound.apply_defaults()
@@ -259,9 +260,9 @@ def measure_table(
     row-major order (layer_b varying fastest). ``progress``: the description of a tqdm bar over
     the layer pairs (``leave=False``), or None for no bar.
     """
-    matrices_a = _checked_layers(layers_a, "layers_a")
+    matrices_a = checked_layers(layers_a, "layers_a")
     same = layers_b is None
-    matrices_b = matrices_a if same else _checked_layers(layers_b, "layers_b")
+    matrices_b = matrices_a if same else checked_layers(layers_b, "layers_b")
     n_tokens = matrices_a[0].shape[0]
     for side, matrices in (("layers_a", matrices_a), ("layers_b", matrices_b)):
         for i, matrix in enumerate(matrices):
@@ -273,7 +274,7 @@ def measure_table(
     options = {} if options is None else options
     entries = [MEASURES[name] for name in names]
     given = [dict(options.get(name, {})) for name in names]
-    keys = [_preparation_key(m, entry, given[m]) for m, entry in enumerate(entries)]
+    keys = [preparation_key(m, entry, given[m]) for m, entry in enumerate(entries)]
     n_a, n_b = len(matrices_a), len(matrices_b)
     values = np.full((len(names), n_a, n_b), np.nan)
     cache_a: list[dict[Any, Any]] = [{} for _ in range(n_a)]
