@@ -276,6 +276,12 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
         recorder.log_table(data, f"tables/{name}.csv")
     elif short == "cka_table":
         _record_cka_table(recorder, namespace, data)
+    elif short == "calibration_table":
+        from thinkalike.reports.measures import calibration_metrics
+
+        recorder.log_table(data, f"tables/{name}.csv")
+        recorder.log_metrics({f"{namespace}.{key}": value for key, value in calibration_metrics(data).items()},
+                             what=f"{namespace} calibration")
     elif short == "measures_table":
         from thinkalike.reports.measures import measure_metrics
 
@@ -321,7 +327,8 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
 
 
 REPORT_TABLES = frozenset({"zoo_summary", "cka_distances", "cka_group_distances", "cka_group_curves", "scaling_members",
-                           "scaling_pairs", "similarity_measures", "dimension_shares", "rogue_remedies"})
+                           "scaling_pairs", "similarity_measures", "dimension_shares", "rogue_remedies",
+                           "similarity_calibration"})
 
 
 def _record_nli_output(recorder: RunRecorder, name: str, short: str, data: Any) -> None:

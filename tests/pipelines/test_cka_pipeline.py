@@ -222,6 +222,33 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
     assert "cka.gelu_1l__neox_xs.procrustes.model_distance" in logged
     assert "cka.gelu_1l__neox_xs.mutual_knn.matched_mean" in logged
     assert not any(name.startswith("cka.neox_xs__neox_xs.procrustes") for name in logged)  # intra: by construction
+    assert "cka.gelu_1l__neox_xs.mutual_knn.best_z" in logged and "cka.gelu_1l__neox_xs.cka.matched_mean_p" in logged
+
+
+def test_calibrated_scores_of_the_pair_against_its_permutation_null(tiny_project):
+    """conf/test calibrates cka, procrustes and mutual_knn with 9 shuffles on the pair of different models only:
+    the observed matched-layer means are the measures table's, every p-value is on the grid 1/10 … 1, and the
+    z-scores agree with the null columns."""
+    from thinkalike.reports.measures import pair_measure_summary
+
+    project, catalog = tiny_project
+    calibration = catalog.load("models.cka.gelu_1l__neox_xs.calibration_table")
+    assert not list(project.glob("data/08_reporting/cka/neox_xs__neox_xs/calibration.parquet"))
+    assert set(calibration["measure"]) == {"cka", "procrustes", "mutual_knn"}
+    assert set(calibration["statistic"]) == {"cell", "matched_mean", "best"}
+    assert (calibration["n_permutations"] == 9).all()
+    p = calibration["p_value"].to_numpy()
+    np.testing.assert_allclose(p * 10, np.round(p * 10), atol=1e-9)
+    assert ((p >= 0.1 - 1e-12) & (p <= 1)).all()
+    measures = catalog.load("models.cka.gelu_1l__neox_xs.measures_table")
+    means = pair_measure_summary(measures).set_index("measure")["matched_mean"]
+    matched = calibration[calibration["statistic"] == "matched_mean"].set_index("measure")
+    for name, row in matched.iterrows():
+        assert row["observed"] == pytest.approx(means[name], rel=1e-9, abs=1e-12)
+        sign = -1 if name == "procrustes" else 1
+        assert row["z"] == pytest.approx(sign * (row["observed"] - row["null_mean"]) / row["null_std"])
+    summary = catalog.load("similarity_calibration")
+    assert set(summary["statistic"]) == {"matched_mean", "best"} and len(summary) == 6
 
 
 @pytest.mark.parametrize(("measures", "message"), [

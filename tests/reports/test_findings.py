@@ -267,6 +267,33 @@ def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
                    "band_mean_off_trend": 0.835, "band_mean_twin": 0.837, "difference": 0.002,
                    "z_off_trend": z["neox_6l"], "z_twin": -0.6, "off_trend_flagged": False, "twin_flagged": False,
                    "band_mean_off_trend_vs_twin": 0.87}]}
+    # measures beyond CKA: seed replicas more alike than SoLU vs GeLU by every measure but rsa
+    from thinkalike.measures.registry import MEASURES
+
+    pairs = [("gelu_2l", "gelu_2l_seed1"), ("gelu_2l", "gelu_2l_seed2"), ("gelu_2l_seed1", "gelu_2l_seed2"),
+             ("solu_2l", "gelu_2l"), ("solu_3l", "gelu_3l"), ("solu_2l_shared_seed", "gelu_2l")]
+    rows = []
+    for name, entry in MEASURES.items():
+        for a, b in pairs:
+            alike = a.startswith("gelu") or name == "rsa"
+            value = (0.9 if alike else 0.5) if entry.kind == "similarity" else (0.2 if alike else 0.6)
+            rows.append({"model_a": a, "model_b": b, "measure": name, "kind": entry.kind,
+                         "matched_mean": value + 0.01 * rng.random(), "model_distance": float("nan"),
+                         "n_matched_layers": 3, "n_tokens": 512})
+    tables["similarity_measures"] = pd.DataFrame(rows)
+    tables["dimension_shares"] = pd.DataFrame({"model": ["gelu_2l"] * 3 + ["neox_8l"] * 3, "layer": [0, 1, 2] * 2,
+                                               "top1_share": [0.05, 0.1, 0.62, 0.04, 0.2, 0.3],
+                                               "top3_share": [0.1, 0.2, 0.7, 0.1, 0.4, 0.5], "n_tokens": 512})
+    tables["rogue_remedies"] = pd.DataFrame(
+        [{"model_a": a, "model_b": b, "measure": "cka", "variant": variant, "n_matched_layers": 3,
+          "matched_mean": 0.6 + {"raw": 0.0, "standardised": 0.05, "top3_removed": -0.02}[variant] * (i + 1)}
+         for i, (a, b) in enumerate(pairs) for variant in ("raw", "standardised", "top3_removed")])
+    tables["similarity_calibration"] = pd.DataFrame(
+        [{"model_a": a, "model_b": b, "measure": name, "statistic": statistic, "layer_a": -1, "layer_b": -1,
+          "observed": 0.5, "null_mean": 0.1, "null_std": 0.05, "z": 8.0 - i, "p_value": 1 / 21,
+          "n_permutations": 20, "n_null": 20, "n_tokens": 512}
+         for i, (a, b) in enumerate(pairs) for name in ("cka", "procrustes")
+         for statistic in ("matched_mean", "best")])
     return tables
 
 
@@ -294,7 +321,7 @@ def test_default_shaped_outputs_fill_every_paragraph():
     round_trip = json.loads(json.dumps(findings, sort_keys=True))
     assert text == render_findings(round_trip), "rendering must not depend on a JSON round trip or the key order"
     paragraphs = [p.replace("\n", " ") for p in text.strip().split("\n\n")]
-    assert len(paragraphs) == 8  # note, timing, CKA, stitching, MLEM, embedding, NLI, scaling
+    assert len(paragraphs) == 9  # note, timing, CKA, stitching, MLEM, embedding, NLI, scaling, measures
     assert paragraphs[1].startswith("The default run (measured on ")
     assert paragraphs[2].startswith("What the default run finds (special tokens excluded, 3,313 tokens). CKA: ")
     for start in ("Stitching (diagonal layers; φ trained for 150 SGD steps", "MLEM (word level: 1,000 words",
@@ -310,6 +337,11 @@ def test_default_shaped_outputs_fill_every_paragraph():
     assert "identity stitching of 90 ordered pairs" in timing and "CKA of 24 pairs" in timing
     assert render_findings(findings) == text
     assert "Early layers across scale (inconclusive;" in paragraphs[7]  # means above the band, some pairs below
+    measures = paragraphs[8]
+    assert measures.startswith("Measures beyond CKA (11 measures on 512 rows per pair).")
+    assert "by 10 of 11 measures" in measures and "not by `rsa`" in measures
+    assert "at most 62 % of its variance (`gelu_2l`, layer 2); 1 of 6 layers are above one half" in measures
+    assert "standardising every dimension by at most 0.30" in measures and "(20 shuffles" in measures
 
 
 def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():

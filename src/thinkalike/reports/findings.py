@@ -56,6 +56,7 @@ TABLES: tuple[str, ...] = (
     "models.nli.stitching", "models.nli.stitching_groups", "models.nli.cka_group_curves", "models.nli.sweep",
     "models.nli.encoder.model_config",
     "scaling_summary",
+    "similarity_measures", "dimension_shares", "rogue_remedies", "similarity_calibration",
 )
 
 #: Numbers from the papers the findings are compared with (not measured here).
@@ -287,6 +288,7 @@ def collect_findings(tables: Mapping[str, Any]) -> dict[str, Any]:
         "embedding": _guarded(_collect_embedding, tables, roles),
         "nli": _guarded(_collect_nli, tables, parameters),
         "scaling": _guarded(_collect_scaling, tables),
+        "measures": _guarded(_collect_measures, tables, roles),
     }
     return json.loads(json.dumps(_jsonable(findings), allow_nan=False))
 
@@ -297,6 +299,61 @@ def _collect_scaling(tables: Mapping[str, Any]) -> dict[str, Any]:
     if not summary:
         return _missing("scaling_summary")
     return dict(summary)
+
+
+def _collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dict[str, Any]:
+    """Per measure: seed replicas against SoLU vs GeLU (different seeds); rogue-dimension shares; what the remedies
+    change on CKA."""
+    summary = _table(tables, "similarity_measures")
+    if summary is None or summary.empty:
+        return _missing("similarity_measures")
+    replica_pairs = [(a, b) for group in roles["replicas"] for i, a in enumerate(group["models"])
+                     for b in group["models"][i + 1:]]
+    solu_gelu = [(p["solu"], p["gelu"]) for p in roles["solu_gelu"]]
+    per_measure = []
+    for name, rows in summary.groupby("measure", sort=False):
+        def values(pairs: Sequence[tuple[str, str]]) -> list[float]:
+            found = (_pair_row(rows, a, b) for a, b in pairs)
+            return [float(row["matched_mean"]) for row in found if row is not None]
+
+        replicas, different = values(replica_pairs), values(solu_gelu)
+        if not replicas or not different:
+            continue
+        distance = rows["kind"].iloc[0] == "distance"
+        separates = (max(replicas) < min(different)) if distance else (min(replicas) > max(different))
+        per_measure.append({"measure": name, "kind": rows["kind"].iloc[0], "replicas": _span(replicas),
+                            "solu_gelu": _span(different), "separates": bool(separates)})
+    shares = _table(tables, "dimension_shares")
+    rogue = None
+    if shares is not None and len(shares):
+        top = shares.loc[shares["top1_share"].idxmax()]
+        rogue = {"max_top1": _f(top["top1_share"]), "model": str(top["model"]), "layer": int(top["layer"]),
+                 "n_layers": int(len(shares)), "n_above_half": int((shares["top1_share"] > 0.5).sum()),
+                 "n_tokens": int(shares["n_tokens"].max())}
+    remedies = _table(tables, "rogue_remedies")
+    changes = None
+    if remedies is not None and len(remedies):
+        cross = remedies[(remedies["model_a"] != remedies["model_b"]) & (remedies["measure"] == "cka")]
+        raw = cross[cross["variant"] == "raw"].set_index(["model_a", "model_b"])["matched_mean"]
+        changes = {}
+        for variant in sorted(set(cross["variant"]) - {"raw"}):
+            other = cross[cross["variant"] == variant].set_index(["model_a", "model_b"])["matched_mean"]
+            delta = (other - raw).dropna()
+            if len(delta):
+                pair = delta.abs().idxmax()
+                changes[variant] = {"max_abs_change": _f(abs(delta[pair])), "change": _f(delta[pair]),
+                                    "pair": list(pair), "n_pairs": int(len(delta))}
+    calibration = _table(tables, "similarity_calibration")
+    calibrated = None
+    if calibration is not None and len(calibration):
+        calibrated = {"n_pairs": int(calibration[["model_a", "model_b"]].drop_duplicates().shape[0]),
+                      "n_permutations": int(calibration["n_permutations"].max()), "statistics": {}}
+        for (statistic, name), rows in calibration.groupby(["statistic", "measure"], sort=False):
+            calibrated["statistics"].setdefault(statistic, []).append(
+                {"measure": name, "z": _span(rows["z"]), "n_significant": int((rows["p_value"] <= 0.05).sum()),
+                 "min_p": _f(rows["p_value"].min())})
+    return {"n_tokens": int(summary["n_tokens"].max()), "n_measures": int(summary["measure"].nunique()),
+            "per_measure": per_measure, "rogue": rogue, "remedies": changes, "calibration": calibrated}
 
 
 def _guarded(collect: Any, *args: Any) -> dict[str, Any]:
@@ -978,7 +1035,7 @@ def render_findings(findings: Mapping[str, Any]) -> str:
     wrapped at :data:`WIDTH` columns like the rest of the README (:func:`wrap`)."""
     paragraphs = [_render_timing(findings), _render_cka(findings), _render_stitching(findings),
                   _render_mlem(findings), _render_embedding(findings), _render_nli(findings),
-                  _render_scaling(findings)]
+                  _render_scaling(findings), _render_measures(findings)]
     note = ("<!-- Generated by `python -m thinkalike.reports.findings_cli --write` from the default run's outputs "
             "(numbers in docs/findings.json); do not edit by hand. -->")
     return "\n\n".join([note, *(wrap(p) for p in paragraphs)]) + "\n"
@@ -1722,3 +1779,57 @@ def _render_scaling(findings: Mapping[str, Any]) -> str:
             f"{_code(family[0]) if family else 'n/a'} … {_code(family[-1]) if family else 'n/a'}; "
             "`report.html` shows its figures).")
     return " ".join([head, *scaling_sentences(scaling)])
+
+
+# --------------------------------------------------------------------------- measures beyond CKA
+
+
+def _remedy_label(variant: str) -> str:
+    """``standardised`` / ``top<k>_removed`` (:mod:`thinkalike.reports.measures`) in words."""
+    if variant == "standardised":
+        return "standardising every dimension"
+    return f"removing each layer's top {variant.removeprefix('top').removesuffix('_removed')} dimensions"
+
+
+def _render_measures(findings: Mapping[str, Any]) -> str:
+    measures = findings.get("measures") or _missing("similarity_measures")
+    if (message := _not_run("Measures beyond CKA", measures)):
+        return message
+    sentences = [f"Measures beyond CKA ({measures['n_measures']} measures on {_int(measures['n_tokens'])} rows per "
+                 "pair)."]
+    per = measures["per_measure"]
+    if per:
+        separating = [m["measure"] for m in per if m["separates"]]
+        others = [m["measure"] for m in per if not m["separates"]]
+        text = (f"Seed replicas are more alike than every SoLU vs GeLU pair (different seeds) by "
+                f"{len(separating)} of {len(per)} measures" + (f" ({_list([_code(m) for m in separating])})"
+                                                              if separating else ""))
+        if others:
+            detail = _list([f"{_code(m['measure'])} (replicas {_range(m['replicas'])}, SoLU vs GeLU "
+                            f"{_range(m['solu_gelu'])})" for m in per if not m["separates"]])
+            text += f"; not by {detail}"
+        sentences.append(text + ".")
+    rogue = measures.get("rogue")
+    if rogue:
+        sentences.append(f"Rogue dimensions: the largest dimension of any layer carries at most "
+                         f"{_num(rogue['max_top1'] * 100, 0)} % of its variance ({_code(rogue['model'])}, layer "
+                         f"{rogue['layer']}); {rogue['n_above_half']} of {rogue['n_layers']} layers are above one half.")
+    remedies = measures.get("remedies") or {}
+    if remedies:
+        parts = [f"{_remedy_label(variant)} by at most {_num(change['max_abs_change'])} ({_code(change['pair'][0])} "
+                 f"vs {_code(change['pair'][1])}: {_signed(change['change'])})" for variant, change in remedies.items()]
+        n_pairs = max(change["n_pairs"] for change in remedies.values())
+        sentences.append(f"Over the {n_pairs} pairs of different models, matched-layer CKA changes with "
+                         f"{_list(parts)}.")
+    calibration = measures.get("calibration")
+    if calibration:
+        parts = []
+        for statistic, label in (("matched_mean", "matched-layer means"), ("best", "best layer pairs")):
+            entries = calibration["statistics"].get(statistic) or []
+            if entries:
+                parts.append(f"{label}: " + _list([f"{_code(e['measure'])} z {_range(e['z'], 1, signed=True)}, "
+                                                    f"{e['n_significant']} at p ≤ 0.05" for e in entries]))
+        sentences.append(f"Against a permutation null of the token correspondence ({calibration['n_permutations']} "
+                         f"shuffles, smallest possible p {_num(1 / (calibration['n_permutations'] + 1), 3)}; "
+                         f"{calibration['n_pairs']} pairs of different models): " + "; ".join(parts) + ".")
+    return " ".join(sentences)

@@ -23,6 +23,11 @@ measures on the drawn rows as they are (``raw``), standardised (``standardised``
 ``remove_top_dimensions`` largest dimensions (``top<k>_removed``), as more rows of the table;
 :func:`remedy_summary` gives each variant's matched-layer mean.
 
+Calibration (``cka.measures.calibration``: ``measures``, ``n_permutations``; pairs of different models only):
+:func:`calibration_long_table` scores every cell, the matched-layer mean and the best layer pair of those
+measures against the permutation null of the token correspondence, on the same drawn, preprocessed rows
+(:mod:`thinkalike.measures.calibration`: z and p-value of each statistic).
+
 Memory: all of a pair's aligned rows are held before the draw (rows × layers × width floats per model: 3 MB for
 the zoo's largest pair); the streaming mode of the CKA pipeline, for stores that do not fit, computes CKA only.
 
@@ -43,6 +48,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from thinkalike.measures.calibration import calibrate
 from thinkalike.measures.distances import match_layers_by_relative_depth
 from thinkalike.measures.layerwise import check_measures, measure_table
 from thinkalike.measures.registry import MEASURES, subsample_tokens
@@ -75,6 +81,8 @@ class MeasureSettings:
     remove_top_dimensions: int = 0
     remedy_measures: tuple[str, ...] = ("cka", "procrustes")
     remedy_top_dimensions: int = 3
+    calibration_measures: tuple[str, ...] = ()
+    calibration_permutations: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 4:
@@ -89,6 +97,13 @@ class MeasureSettings:
                 or self.remedy_top_dimensions < 1):
             raise ValueError(f"{WHERE}.remedies.remove_top_dimensions: {self.remedy_top_dimensions!r} must be an "
                              f"integer ≥ 1")
+        unknown = sorted(set(self.calibration_measures) - set(self.names))
+        if unknown:
+            raise ValueError(f"{WHERE}.calibration.measures: {unknown} are not in {WHERE}.names")
+        permutations = self.calibration_permutations
+        if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations == 1 or permutations < 0:
+            raise ValueError(f"{WHERE}.calibration.n_permutations: {permutations!r} must be 0 (no calibration) or "
+                             f"an integer ≥ 2")
         check_measures(list(self.names), self.options, n_tokens=self.max_tokens, where=WHERE)
 
     @classmethod
@@ -98,7 +113,8 @@ class MeasureSettings:
             return cls()
         if not isinstance(parameters, Mapping):
             raise ValueError(f"{WHERE}: must be a mapping (names, max_tokens, seed, options), got {parameters!r}")
-        known = ["max_tokens", "names", "options", "remedies", "remove_top_dimensions", "seed", "standardise"]
+        known = ["calibration", "max_tokens", "names", "options", "remedies", "remove_top_dimensions", "seed",
+                 "standardise"]
         unknown = sorted(set(parameters) - set(known))
         if unknown:
             raise ValueError(f"{WHERE}: unknown setting(s) {unknown}; known: {known}")
@@ -112,7 +128,13 @@ class MeasureSettings:
                    seed=parameters.get("seed", 0), options={name: dict(value) for name, value in options.items()},
                    standardise=parameters.get("standardise", False),
                    remove_top_dimensions=parameters.get("remove_top_dimensions", 0),
-                   **_remedy_settings(parameters.get("remedies", {})))
+                   **_remedy_settings(parameters.get("remedies", {})),
+                   **_calibration_settings(parameters.get("calibration")))
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether cross-model pairs get a permutation null (:mod:`thinkalike.measures.calibration`)."""
+        return bool(self.calibration_measures) and self.calibration_permutations > 0
 
     def preprocess(self, rows: np.ndarray) -> np.ndarray:
         """One layer's drawn rows as the measures see them (module docstring)."""
@@ -129,6 +151,16 @@ def _remedy_settings(remedies: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ValueError(f"{WHERE}.remedies: must map measures and remove_top_dimensions, got {remedies!r}")
     return {"remedy_measures": tuple(remedies.get("measures", ("cka", "procrustes"))),
             "remedy_top_dimensions": remedies.get("remove_top_dimensions", 3)}
+
+
+def _calibration_settings(calibration: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``cka.measures.calibration`` (null: none) as :class:`MeasureSettings` fields."""
+    if not calibration:
+        return {}
+    if not isinstance(calibration, Mapping) or set(calibration) - {"measures", "n_permutations"}:
+        raise ValueError(f"{WHERE}.calibration: must map measures and n_permutations, got {calibration!r}")
+    return {"calibration_measures": tuple(calibration.get("measures") or ()),
+            "calibration_permutations": calibration.get("n_permutations", 0)}
 
 
 def aligned_rows(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame,
@@ -179,6 +211,49 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
                                              sort_keys=True)
                                   for name, variant in zip(table["measure"], table["variant"])])
     return table[TABLE_COLUMNS].reset_index(drop=True)
+
+
+def drawn_layers(acts: np.ndarray, measures: MeasureSettings) -> list[np.ndarray]:
+    """Each layer's drawn rows (``max_tokens`` of the pair's aligned rows, ``seed``), preprocessed as configured."""
+    rows = subsample_tokens(acts.shape[1], measures.max_tokens, measures.seed)
+    return [measures.preprocess(acts[layer, rows]) for layer in range(acts.shape[0])]
+
+
+def calibration_long_table(acts_a: np.ndarray, acts_b: np.ndarray, measures: MeasureSettings, *, model_a: str,
+                           model_b: str, layer_ids_a: Sequence[int], layer_ids_b: Sequence[int]) -> pd.DataFrame:
+    """The calibrated scores of a pair of different models (:func:`thinkalike.measures.calibration.calibrate`, on
+    the rows the measures saw): ``model_a, model_b, measure, statistic, layer_a, layer_b`` (store layer ids; −1
+    for ``matched_mean``), ``observed, null_mean, null_std, z, p_value, n_permutations, n_null, n_tokens``."""
+    layers_a, layers_b = drawn_layers(acts_a, measures), drawn_layers(acts_b, measures)
+    result = calibrate(layers_a, layers_b, list(measures.calibration_measures),
+                       {name: measures.options[name] for name in measures.calibration_measures
+                        if name in measures.options},
+                       n_permutations=measures.calibration_permutations, seed=measures.seed,
+                       progress=f"calibration {model_a} vs {model_b}")
+    scores = result.scores.copy()
+    ids_a, ids_b = np.asarray(layer_ids_a, dtype=np.int64), np.asarray(layer_ids_b, dtype=np.int64)
+    for column, ids in (("layer_a", ids_a), ("layer_b", ids_b)):
+        positions = scores[column].to_numpy()
+        scores[column] = np.where(positions >= 0, ids[np.clip(positions, 0, None)], -1)
+    scores.insert(0, "model_b", model_b)
+    scores.insert(0, "model_a", model_a)
+    return scores.assign(n_tokens=len(layers_a[0]))
+
+
+def calibration_summary(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The pair statistics (``matched_mean``, ``best``) of every calibrated pair, one table."""
+    parts = [table[table["statistic"] != "cell"] for table in tables if len(table)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def calibration_metrics(table: pd.DataFrame) -> dict[str, float]:
+    """MLflow metrics of a calibrated pair: ``<measure>.<statistic>_z`` and ``…_p`` for the pair statistics."""
+    rows = table[table["statistic"] != "cell"]
+    metrics = {}
+    for row in rows.itertuples():
+        metrics[f"{row.measure}.{row.statistic}_z"] = float(row.z)
+        metrics[f"{row.measure}.{row.statistic}_p"] = float(row.p_value)
+    return metrics
 
 
 def _removed(measures: MeasureSettings) -> str:

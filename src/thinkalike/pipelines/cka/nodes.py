@@ -26,6 +26,8 @@ from thinkalike.reports.figure_menu import dropdown_figure, figure_files
 from thinkalike.reports.measures import (
     MeasureSettings,
     aligned_rows,
+    calibration_long_table,
+    calibration_summary,
     dimension_shares,
     dimension_shares_figure,
     measures_heatmap_figure,
@@ -66,6 +68,22 @@ def compare_measures(store_a: ActivationStore, index_a: pd.DataFrame, store_b: A
                                 model_b=model_b, layer_ids_a=store_a.layers, layer_ids_b=store_b.layers)
     return table.assign(**{f"{key}_a": value for key, value in provenance(store_a).items()},
                         **{f"{key}_b": value for key, value in provenance(store_b).items()})
+
+
+def calibrate_measures(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore,
+                       index_b: pd.DataFrame, cka: dict[str, Any], *, model_a: str, model_b: str) -> pd.DataFrame:
+    """The permutation null of ``cka.measures.calibration``'s measures for a pair of different models, on the rows
+    the measures saw (:func:`thinkalike.reports.measures.calibration_long_table`)."""
+    settings = resolve_pooling(CKASettings.from_parameters(cka), index_a, index_b)
+    acts_a, acts_b = aligned_rows(store_a, index_a, store_b, index_b, settings)
+    return calibration_long_table(acts_a, acts_b, MeasureSettings.from_parameters(cka.get("measures")),
+                                  model_a=model_a, model_b=model_b, layer_ids_a=store_a.layers,
+                                  layer_ids_b=store_b.layers)
+
+
+def summarise_calibration(*tables: pd.DataFrame) -> pd.DataFrame:
+    """The calibrated pair statistics of every calibrated pair."""
+    return calibration_summary(tables)
 
 
 def summarise_measures(*tables: pd.DataFrame):

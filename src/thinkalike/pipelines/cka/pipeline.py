@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 PAIR_OUTPUT = "cka_table"  # the summary reads it and draws the pair's heatmaps
 MEASURES_OUTPUT = "measures_table"  # every measure of cka.measures, every layer pair
+CALIBRATION_OUTPUT = "calibration_table"  # their permutation null (pairs of different models)
+CALIBRATION_SUMMARY = "similarity_calibration"
 MEASURES_SUMMARY_OUTPUTS = ["similarity_measures", "similarity_heatmaps", "dimension_shares",
                             "dimension_shares_figure", "rogue_remedies"]
 SUMMARY_OUTPUTS = ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
@@ -56,9 +58,10 @@ def pair_node(function: Callable[..., Any], inputs: list[str], model_a: str, mod
                 namespace=pair_namespace(model_a, model_b))
 
 
-def pair_pipeline(model_a: str, model_b: str, with_measures: bool = False) -> Pipeline:
+def pair_pipeline(model_a: str, model_b: str, with_measures: bool = False, calibrated: bool = False) -> Pipeline:
     """CKA of one pair in its own namespace, from the two models' activation stores; with ``with_measures`` also
-    every measure of ``cka.measures`` (``compare_measures``, writing ``models.cka.<a>__<b>.measures_table``)."""
+    every measure of ``cka.measures`` (``compare_measures``, writing ``models.cka.<a>__<b>.measures_table``), and
+    with ``calibrated`` (pairs of different models) their permutation null (``calibrate_measures``)."""
     inputs = [model_dataset(model, dataset) for model in (model_a, model_b)
               for dataset in ("activations", "activation_index")]
     nodes_ = [pair_node(bind(nodes.compare_pair, model_a=model_a, model_b=model_b), [*inputs, "params:cka"],
@@ -66,6 +69,10 @@ def pair_pipeline(model_a: str, model_b: str, with_measures: bool = False) -> Pi
     if with_measures:
         nodes_.append(Node(bind(nodes.compare_measures, model_a=model_a, model_b=model_b), [*inputs, "params:cka"],
                            pair_dataset(model_a, model_b, MEASURES_OUTPUT), name="compare_measures",
+                           namespace=pair_namespace(model_a, model_b)))
+    if calibrated and model_a != model_b:
+        nodes_.append(Node(bind(nodes.calibrate_measures, model_a=model_a, model_b=model_b), [*inputs, "params:cka"],
+                           pair_dataset(model_a, model_b, CALIBRATION_OUTPUT), name="calibrate_measures",
                            namespace=pair_namespace(model_a, model_b)))
     return Pipeline(nodes_)
 
@@ -92,7 +99,8 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         logger.info("cka.pairs is not set: every pair of the %d configured models and each with itself", len(models))
     pairs = all_cka_pairs(parameters)
     streaming = cka.get("mode", "stored") == "streaming"
-    with_measures = bool(MeasureSettings.from_parameters(cka.get("measures")).names)
+    measure_settings = MeasureSettings.from_parameters(cka.get("measures"))
+    with_measures = bool(measure_settings.names)
     if streaming and with_measures:
         logger.warning("cka.measures.names: the measures beyond CKA need the stored activations (cka.mode: stored); "
                        "streaming mode computes CKA only, the measures are left out")
@@ -102,11 +110,18 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         sources = {name: extraction_source(name, spec, n_ctx) for name, spec in models.items()}
         per_pair = sum((streaming_pair_pipeline(a, b, sources[a], sources[b]) for a, b in pairs), Pipeline([]))
     else:
-        per_pair = sum((pair_pipeline(a, b, with_measures) for a, b in pairs), Pipeline([]))
+        per_pair = sum((pair_pipeline(a, b, with_measures, with_measures and measure_settings.calibrated)
+                        for a, b in pairs), Pipeline([]))
     tables = [pair_dataset(a, b, "cka_table") for a, b in pairs]
     summaries = [Node(nodes.summarise_cka, ["params:cka", *tables], SUMMARY_OUTPUTS, name="summarise_cka",
                       namespace=group_namespace("cka"))]
     if with_measures:
         summaries.append(Node(nodes.summarise_measures, [pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs],
                               MEASURES_SUMMARY_OUTPUTS, name="summarise_measures", namespace=group_namespace("cka")))
+        calibrated_pairs = [(a, b) for a, b in pairs if a != b]
+        if measure_settings.calibrated and calibrated_pairs:
+            summaries.append(Node(nodes.summarise_calibration,
+                                  [pair_dataset(a, b, CALIBRATION_OUTPUT) for a, b in calibrated_pairs],
+                                  CALIBRATION_SUMMARY, name="summarise_calibration",
+                                  namespace=group_namespace("cka")))
     return per_pair + Pipeline(summaries)

@@ -13,11 +13,13 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.cka.pipeline import CALIBRATION_SUMMARY, MEASURES_SUMMARY_OUTPUTS
 from thinkalike.pipelines.namespaces import group_namespace, model_dataset
 from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.report import nodes
 from thinkalike.pipelines.scaling.family import scaling_plan
 from thinkalike.reports.findings import TABLES
+from thinkalike.reports.measures import MeasureSettings
 from thinkalike.reports.report import FIGURES
 
 NODE_NAME = f"{group_namespace('report')}.write_experiments_report"  # the node's full name
@@ -25,16 +27,32 @@ NODE_NAME = f"{group_namespace('report')}.write_experiments_report"  # the node'
 NOT_READ = ("run_timings",)
 
 
+def _measures_left_out(parameters: Mapping[str, Any]) -> set[str]:
+    """The measures' summaries nothing makes: all without ``cka.measures`` (or in streaming mode), the calibration's
+    without ``cka.measures.calibration``."""
+    cka = section(parameters, "cka")
+    everything = {*MEASURES_SUMMARY_OUTPUTS, CALIBRATION_SUMMARY}
+    try:
+        settings = MeasureSettings.from_parameters(cka.get("measures")) if cka else None
+    except ValueError:  # broken settings: the cka pipeline names the error; the report reads what was saved
+        return set()
+    if settings is None or not settings.names or cka.get("mode", "stored") == "streaming":
+        return everything
+    return set() if settings.calibrated else {CALIBRATION_SUMMARY}
+
+
 def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
     """The catalog datasets the report reads (besides ``parameters``), in the node's order. Without a scaling family
     (:func:`~thinkalike.pipelines.scaling.family.scaling_plan`) the scaling outputs are left out: nothing makes
-    them, and the report says there is no family."""
+    them, and the report says there is no family; likewise the measures' summaries without ``cka.measures``."""
     zoo = list(section(parameters, "zoo").get("models") or {})
     try:
         scaling = scaling_plan(parameters) is not None
     except ValueError:  # a broken scaling section: its pipeline names the error; the report reads what was saved
         scaling = True
-    tables = [name for name in TABLES if name not in NOT_READ and (scaling or name != "scaling_summary")]
+    left_out = set(NOT_READ) | (set() if scaling else {"scaling_summary"})
+    left_out |= _measures_left_out(parameters)
+    tables = [name for name in TABLES if name not in left_out]
     figures = [name for name, _, pipeline in FIGURES if scaling or pipeline != "scaling"]
     return tables + [model_dataset(model, "model_config") for model in zoo] + figures
 
