@@ -44,7 +44,8 @@ def test_the_tiny_run_gives_finite_numbers_that_the_text_quotes(tables):
             "models.nli.groups", "run_timings"} <= set(tables)
     assert set(tables["model_configs"]) == {"gelu_1l", "neox_xs"}
     findings = collect_findings(tables)
-    assert missing_tables(findings) == [] and collect_errors(findings) == []
+    assert missing_tables(findings) == ["scaling_summary"]  # conf/test has no GPT-NeoX family to scale
+    assert collect_errors(findings) == []
     assert render_findings(findings) == render_findings(json.loads(json.dumps(findings, sort_keys=True)))
     text = render_findings(findings).replace("\n", " ")  # the words, whatever the wrapping
 

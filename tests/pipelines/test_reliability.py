@@ -203,10 +203,15 @@ def test_only_missing_outputs_resumes_exactly_what_is_missing(project_copy):
     assert any("mlem/gelu_1l" in path for path in downstream), downstream
     assert not any("neox_xs" in path for path in downstream), downstream
     assert new - downstream == {"07_model_output/activations/gelu_1l", "07_model_output/activation_index/gelu_1l.parquet",
-                   *(f"08_reporting/cka/{pair}/cka.parquet" for pair in ("gelu_1l__gelu_1l", "gelu_1l__neox_xs")),
+                   *(f"08_reporting/cka/{pair}/{file}" for pair in ("gelu_1l__gelu_1l", "gelu_1l__neox_xs")
+                     for file in ("cka.parquet", "measures.parquet")),
+                   "08_reporting/cka/gelu_1l__neox_xs/calibration.parquet",  # pairs of different models only
                    *(f"08_reporting/{file}" for file in ("cka_distances.parquet", "cka_distances.png",
                                                          "cka_group_distances.parquet", "cka_group_curves.parquet",
                                                          "cka_group_curves.png", "cka_heatmaps", "cka_heatmaps.json",
+                                                         "similarity_measures.parquet", "similarity_heatmaps",
+                                                         "dimension_shares.parquet", "dimension_shares.png",
+                                                         "rogue_remedies.parquet", "similarity_calibration.parquet",
                                                          "report.html"))  # the report reads the CKA outputs
                    }, new - downstream
 
