@@ -88,7 +88,7 @@ def test_a_pipeline_that_did_not_run_is_said_so(tables):
     partial = {name: value for name, value in tables.items()
                if name not in ("stitching_penalties", "stitching_phis", "models.nli.groups")}
     findings = collect_findings(partial)
-    assert missing_tables(findings) == ["models.nli.groups", "stitching_penalties"]
+    assert missing_tables(findings) == ["models.nli.groups", "scaling_summary", "stitching_penalties"]
     text = render_findings(findings).replace("\n", " ")
     assert "Stitching: not in these outputs (no `stitching_penalties`: the pipeline was not run)." in text
     assert "NLI (Brown et al. §4 offline): not in these outputs (no `models.nli.groups`: the pipeline was not run)." \
