@@ -16,7 +16,8 @@ def test_word_pooling_compares_models_with_different_tokenizers(tmp_path, monkey
     project = make_project_copy(tmp_path)
     monkeypatch.chdir(project)
     overrides = {"activations": {"models": {"gpt2_local": f"hf:{gpt2_checkpoint}"}, "n_ctx": 64},
-                 "cka": {"pooling": "auto", "pairs": {"intra": True, "explicit": [["gelu_1l", "gpt2_local"]]}}}
+                 "cka": {"pooling": "auto", "pairs": {"intra": True, "explicit": [["gelu_1l", "gpt2_local"]]},
+                         "measures": None}}  # CKA's word pooling is the point here
     catalog = run_project(project, runtime_params=overrides)
     zoo_index = catalog.load("models.gelu_1l.activation_index")
     gpt2_index = catalog.load("models.gpt2_local.activation_index")

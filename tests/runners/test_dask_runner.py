@@ -165,10 +165,10 @@ def sleep_and_clock(seconds, label):
 
 
 def test_a_slow_merge_does_not_hold_back_the_tasks_other_tasks_freed(tmp_path):
-    """``first`` ends at once and the driver spends 3 s merging its report (MLflow logging a summary's figures);
+    """``first`` ends at once and the driver spends 2 s merging its report (MLflow logging a summary's figures);
     meanwhile ``second`` ends and frees ``after_second``, which must be handed out and end while that merge still
     runs (the merges happen in a background thread), and every report is merged before the run returns."""
-    seconds = {"first": 0.0, "second": 1.0, "after_second": 0.1}
+    seconds = {"first": 0.0, "second": 0.5, "after_second": 0.1}
     catalog = DataCatalog({**{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in seconds},
                            **{f"params:{name}_seconds": MemoryDataset(value) for name, value in seconds.items()}})
     pipeline = Pipeline([
@@ -183,7 +183,7 @@ def test_a_slow_merge_does_not_hold_back_the_tasks_other_tasks_freed(tmp_path):
     def slow_merge(report, providers, group, catalog):
         namespace = group.nodes[0].namespace
         if namespace == "first":
-            time.sleep(3.0)
+            time.sleep(2.0)
         merged[namespace] = time.time()
 
     runner = DaskRunner(workers=2)
