@@ -22,7 +22,6 @@ retries for minutes without naming the store, and it cannot degrade to a warning
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import re
@@ -37,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
+
+from thinkalike.io.figures import rendered_png
 
 logger = logging.getLogger(__name__)
 
@@ -366,10 +367,9 @@ class RunRecorder:
 
 
 def png_bytes(figure: Any) -> bytes:
-    """A matplotlib figure as PNG bytes, rendered as MLflow's ``log_figure`` renders it (``savefig`` defaults)."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
+    """A matplotlib figure as PNG bytes, rendered as MLflow's ``log_figure`` renders it (``savefig`` defaults),
+    once: the catalog's copy and MLflow's share the bytes (:func:`thinkalike.io.figures.rendered_png`)."""
+    return rendered_png(figure)
 
 
 @dataclass

@@ -64,3 +64,25 @@ def test_versioned_dataset_streams_and_keeps_versions(tmp_path):
     np.testing.assert_array_equal(older.batch(0).residual, batches(2, seed=1)[0].residual)
     with pytest.raises(DatasetError, match="ActivationStream"):
         ActivationStoreDataset(filepath=path, version=Version(None, "2026-01-03T00.00.00.000Z")).save({"x": 1})
+
+
+def test_a_figure_is_rendered_once_for_the_catalog_and_mlflow(tmp_path, monkeypatch):
+    """The catalog's PNG and the bytes MLflow gets are one rendering (savefig's defaults), byte for byte."""
+    from matplotlib.figure import Figure
+
+    from thinkalike.io.atomic import MatplotlibDataset
+    from thinkalike.tracking import png_bytes
+
+    figure = Figure()
+    figure.subplots().plot([0, 1], [1, 0])
+    renders = []
+    original = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: (renders.append(1), original(self, *a, **k))[1])
+    MatplotlibDataset(filepath=str(tmp_path / "one.png")).save(figure)
+    MatplotlibDataset(filepath=str(tmp_path / "folder")).save({"a.png": figure})
+    assert png_bytes(figure) == (tmp_path / "one.png").read_bytes() == (tmp_path / "folder" / "a.png").read_bytes()
+    assert len(renders) == 1
+    other = Figure()
+    other.subplots().plot([0, 1], [0, 1])
+    MatplotlibDataset(filepath=str(tmp_path / "other.jpg"), save_args={"format": "jpg"}).save(other)
+    assert len(renders) == 2 and (tmp_path / "other.jpg").read_bytes()[:2] == b"\xff\xd8"  # other args: their own

@@ -33,6 +33,7 @@ from kedro_datasets_experimental.safetensors import (
     SafetensorsDataset as _SafetensorsDataset,
 )
 
+from thinkalike.io.figures import rendered_png
 from thinkalike.io.previews import (
     ImagePreview,
     JSONPreview,
@@ -125,6 +126,15 @@ class MatplotlibDataset(AtomicSaveMixin, _MatplotlibDataset):
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+
+    def _save_to_fs(self, full_key_path: str, plot: Any) -> None:
+        """As kedro-datasets writes a figure; with its default save arguments and a ``.png`` name, from the bytes
+        :func:`thinkalike.io.figures.rendered_png` keeps (MLflow's copy is then not rendered again)."""
+        if self._save_args or not full_key_path.removesuffix(PARTIAL_SUFFIX).lower().endswith(".png"):
+            super()._save_to_fs(full_key_path, plot)
+            return
+        with self._fs.open(full_key_path, **self._fs_open_args_save) as file:
+            file.write(rendered_png(plot))
 
     def load(self) -> bytes | dict[str, bytes]:
         """The saved image's bytes; of a folder of figures, ``{file name: bytes}`` (what a report embeds: the
