@@ -328,6 +328,7 @@ def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
 
 REPORT_TABLES = frozenset({"zoo_summary", "cka_distances", "cka_group_distances", "cka_group_curves", "scaling_members",
                            "scaling_pairs", "similarity_measures", "dimension_shares", "rogue_remedies",
+                           "measure_grounding",
                            "similarity_calibration"})
 
 

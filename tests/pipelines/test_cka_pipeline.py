@@ -193,6 +193,19 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
         expected = MEASURES[row.measure](transform(a[row.layer_a, rows]), transform(b[row.layer_b, rows]))
         assert row.value == pytest.approx(expected, rel=1e-9, abs=1e-12), row
     assert set(catalog.load("rogue_remedies")["variant"]) == set(variants)
+    from thinkalike.measures.grounding import layer_monotonicity
+    from thinkalike.reports.measures import measure_matrix
+
+    grounding = catalog.load("measure_grounding").set_index("measure")
+    assert list(grounding.index) == list(MEASURE_NAMES)
+    deep = [m for m in ("gelu_1l", "neox_xs") if len(catalog.load(f"models.{m}.activations").layers) >= 3]
+    for name in MEASURE_NAMES:  # the mean over the models with ≥ 3 layers, recomputed from their own tables
+        expected = [layer_monotonicity(measure_matrix(catalog.load(f"models.cka.{m}__{m}.measures_table"), name),
+                                       MEASURES[name].kind) for m in deep]
+        assert grounding.loc[name, "n_models"] == len(deep)
+        assert grounding.loc[name, "monotonicity"] == pytest.approx(np.mean(expected) if deep else np.nan,
+                                                                    nan_ok=True)
+    assert grounding["specificity"].isna().all()  # conf/test's two groups: no pair of one group to rank
     intra = catalog.load("models.cka.neox_xs__neox_xs.measures_table")
     diagonal = intra[intra["layer_a"] == intra["layer_b"]]
     for name, values in diagonal.groupby("measure")["value"]:  # a layer against itself: the measure's extreme

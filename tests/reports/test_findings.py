@@ -288,6 +288,10 @@ def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
         [{"model_a": a, "model_b": b, "measure": "cka", "variant": variant, "n_matched_layers": 3,
           "matched_mean": 0.6 + {"raw": 0.0, "standardised": 0.05, "top3_removed": -0.02}[variant] * (i + 1)}
          for i, (a, b) in enumerate(pairs) for variant in ("raw", "standardised", "top3_removed")])
+    tables["measure_grounding"] = pd.DataFrame(
+        [{"measure": name, "kind": entry.kind, "monotonicity": 0.9 - 0.05 * i, "monotonicity_chance": 0.0,
+          "n_models": 14, "specificity": 1.0 if name != "rsa" else 0.7, "specificity_chance": 0.5, "n_pairs": 6}
+         for i, (name, entry) in enumerate(MEASURES.items())])
     tables["similarity_calibration"] = pd.DataFrame(
         [{"model_a": a, "model_b": b, "measure": name, "statistic": statistic, "layer_a": -1, "layer_b": -1,
           "observed": 0.5, "null_mean": 0.1, "null_std": 0.05, "z": 8.0 - i, "p_value": 1 / 21,
@@ -342,6 +346,9 @@ def test_default_shaped_outputs_fill_every_paragraph():
     assert "by 10 of 11 measures" in measures and "not by `rsa`" in measures
     assert "at most 62 % of its variance (`gelu_2l`, layer 2); 1 of 6 layers are above one half" in measures
     assert "standardising every dimension by at most 0.30" in measures and "(20 shuffles" in measures
+    assert ("monotonicity within the 14 models compared with themselves (Spearman of alikeness against layer "
+            "distance; chance 0) is highest for `cka` (0.90) and lowest for `linear_predictivity` (0.40)") in measures
+    assert "chance 0.50) is 1 for 10 of 11 measures, lowest for `rsa` (0.70)" in measures
 
 
 def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():

@@ -56,7 +56,7 @@ TABLES: tuple[str, ...] = (
     "models.nli.stitching", "models.nli.stitching_groups", "models.nli.cka_group_curves", "models.nli.sweep",
     "models.nli.encoder.model_config",
     "scaling_summary",
-    "similarity_measures", "dimension_shares", "rogue_remedies", "similarity_calibration",
+    "similarity_measures", "dimension_shares", "rogue_remedies", "similarity_calibration", "measure_grounding",
 )
 
 #: Numbers from the papers the findings are compared with (not measured here).
@@ -352,8 +352,15 @@ def _collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> di
             calibrated["statistics"].setdefault(statistic, []).append(
                 {"measure": name, "z": _span(rows["z"]), "n_significant": int((rows["p_value"] <= 0.05).sum()),
                  "min_p": _f(rows["p_value"].min())})
+    grounding = _table(tables, "measure_grounding")
+    grounded = None
+    if grounding is not None and len(grounding):
+        grounded = [{"measure": str(row.measure), "monotonicity": _f(row.monotonicity), "n_models": int(row.n_models),
+                     "specificity": _f(row.specificity), "chance": _f(row.specificity_chance)}
+                    for row in grounding.itertuples()]
     return {"n_tokens": int(summary["n_tokens"].max()), "n_measures": int(summary["measure"].nunique()),
-            "per_measure": per_measure, "rogue": rogue, "remedies": changes, "calibration": calibrated}
+            "per_measure": per_measure, "rogue": rogue, "remedies": changes, "calibration": calibrated,
+            "grounding": grounded}
 
 
 def _guarded(collect: Any, *args: Any) -> dict[str, Any]:
@@ -1821,6 +1828,22 @@ def _render_measures(findings: Mapping[str, Any]) -> str:
         n_pairs = max(change["n_pairs"] for change in remedies.values())
         sentences.append(f"Over the {n_pairs} pairs of different models, matched-layer CKA changes with "
                          f"{_list(parts)}.")
+    grounding = [g for g in measures.get("grounding") or [] if g["monotonicity"] is not None]
+    if grounding:
+        ranked = sorted(grounding, key=lambda g: -g["monotonicity"])
+        models = max(g["n_models"] for g in grounding)
+        text = (f"Grounding: layer monotonicity within the {models} models compared with themselves (Spearman of "
+                f"alikeness against layer distance; chance 0) is highest for {_code(ranked[0]['measure'])} "
+                f"({_num(ranked[0]['monotonicity'])}) and lowest for {_code(ranked[-1]['measure'])} "
+                f"({_num(ranked[-1]['monotonicity'])})")
+        specific = [g for g in grounding if g["specificity"] is not None]
+        if specific:
+            perfect = [g["measure"] for g in specific if g["specificity"] >= 1 - 1e-9]
+            worst = min(specific, key=lambda g: g["specificity"])
+            text += (f"; specificity (average precision of seed replicas above other architectures, chance "
+                     f"{_num(specific[0]['chance'])}) is 1 for {len(perfect)} of {len(specific)} measures, lowest "
+                     f"for {_code(worst['measure'])} ({_num(worst['specificity'])})")
+        sentences.append(text + ".")
     calibration = measures.get("calibration")
     if calibration:
         parts = []

@@ -23,6 +23,10 @@ measures on the drawn rows as they are (``raw``), standardised (``standardised``
 ``remove_top_dimensions`` largest dimensions (``top<k>_removed``), as more rows of the table;
 :func:`remedy_summary` gives each variant's matched-layer mean.
 
+Grounding (:func:`grounding_table`, the ``measure_grounding`` table): each measure's layer monotonicity within
+the models compared with themselves and its specificity (seed replicas above other architectures, by
+``cka.groups``), from the tables alone.
+
 Calibration (``cka.measures.calibration``: ``measures``, ``n_permutations``; pairs of different models only):
 :func:`calibration_long_table` scores every cell, the matched-layer mean and the best layer pair of those
 measures against the permutation null of the token correspondence, on the same drawn, preprocessed rows
@@ -50,6 +54,7 @@ from matplotlib.figure import Figure
 
 from thinkalike.measures.calibration import calibrate
 from thinkalike.measures.distances import match_layers_by_relative_depth
+from thinkalike.measures.grounding import layer_monotonicity, specificity_auprc
 from thinkalike.measures.layerwise import check_measures, measure_table
 from thinkalike.measures.registry import MEASURES, subsample_tokens
 from thinkalike.measures.rogue import ROGUE_SHARE, remove_top_dimensions, standardise_dimensions, top_share
@@ -357,6 +362,35 @@ def measures_summary(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """:func:`pair_measure_summary` of every pair, one table."""
     parts = [pair_measure_summary(table) for table in tables if len(table)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=SUMMARY_COLUMNS)
+
+
+GROUNDING_COLUMNS = ["measure", "kind", "monotonicity", "monotonicity_chance", "n_models", "specificity",
+                     "specificity_chance", "n_pairs"]
+
+
+def grounding_table(tables: Sequence[pd.DataFrame], groups: Mapping[str, str]) -> pd.DataFrame:
+    """Per measure (:mod:`thinkalike.measures.grounding`): layer monotonicity, the mean over the models compared
+    with themselves that have at least 3 layers; specificity, the average precision of ranking pairs of models of
+    one ``cka.groups`` label (same architecture, other seed) above pairs of two labels, by matched-layer mean,
+    with its chance level (NaN when either kind of pair is missing)."""
+    summary = measures_summary(tables)
+    intra = [table for table in tables if len(table) and table["model_a"].iloc[0] == table["model_b"].iloc[0]]
+    labelled = summary[summary["model_a"].isin(groups) & summary["model_b"].isin(groups)
+                       & (summary["model_a"] != summary["model_b"])]
+    records = []
+    for name in dict.fromkeys(summary["measure"]):
+        kind = MEASURES[name].kind
+        monotone = [layer_monotonicity(measure_matrix(table, name), kind) for table in intra]
+        monotone = [value for value in monotone if np.isfinite(value)]
+        rows = labelled[labelled["measure"] == name]
+        same = [groups[a] == groups[b] for a, b in zip(rows["model_a"], rows["model_b"])]
+        specificity, chance = (specificity_auprc(rows["matched_mean"].to_numpy(), same, kind)
+                               if any(same) and not all(same) else (float("nan"), float("nan")))
+        records.append({"measure": name, "kind": kind,
+                        "monotonicity": float(np.mean(monotone)) if monotone else float("nan"),
+                        "monotonicity_chance": 0.0, "n_models": len(monotone), "specificity": specificity,
+                        "specificity_chance": chance, "n_pairs": len(rows)})
+    return pd.DataFrame(records, columns=GROUNDING_COLUMNS)
 
 
 def measure_metrics(table: pd.DataFrame) -> dict[str, float]:

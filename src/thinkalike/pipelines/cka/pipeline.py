@@ -47,7 +47,7 @@ MEASURES_OUTPUT = "measures_table"  # every measure of cka.measures, every layer
 CALIBRATION_OUTPUT = "calibration_table"  # their permutation null (pairs of different models)
 CALIBRATION_SUMMARY = "similarity_calibration"
 MEASURES_SUMMARY_OUTPUTS = ["similarity_measures", "similarity_heatmaps", "dimension_shares",
-                            "dimension_shares_figure", "rogue_remedies"]
+                            "dimension_shares_figure", "rogue_remedies", "measure_grounding"]
 SUMMARY_OUTPUTS = ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
                    "cka_group_curves_figure", "cka_heatmaps", "cka_heatmaps_plotly"]
 
@@ -116,7 +116,8 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     summaries = [Node(nodes.summarise_cka, ["params:cka", *tables], SUMMARY_OUTPUTS, name="summarise_cka",
                       namespace=group_namespace("cka"))]
     if with_measures:
-        summaries.append(Node(nodes.summarise_measures, [pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs],
+        summaries.append(Node(nodes.summarise_measures,
+                              ["params:cka", *(pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs)],
                               MEASURES_SUMMARY_OUTPUTS, name="summarise_measures", namespace=group_namespace("cka")))
         calibrated_pairs = [(a, b) for a, b in pairs if a != b]
         if measure_settings.calibrated and calibrated_pairs:
