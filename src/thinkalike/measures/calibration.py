@@ -79,13 +79,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from thinkalike.measures.distances import match_layers_by_relative_depth
-from thinkalike.measures.layerwise import (
-    checked_layers,
-    preparation_key,
-    check_measures,
-    measure_table,
-)
-from thinkalike.measures.registry import MEASURES
+from thinkalike.measures.layerwise import checked_pair, measure_plan, measure_table
 
 STATISTICS: tuple[str, ...] = ("cell", "matched_mean", "best")
 COLUMNS: tuple[str, ...] = ("measure", "statistic", "layer_a", "layer_b", "observed", "null_mean", "null_std",
@@ -191,21 +185,9 @@ def calibrate(
         raise ValueError(f"seed: {seed!r} must be a non-negative integer (numpy.random.default_rng)")
     if layers_b is None:
         raise ValueError("layers_b: required; calibrating a model against itself has no independent null")
-    matrices_a = checked_layers(layers_a, "layers_a")
-    matrices_b = checked_layers(layers_b, "layers_b")
+    matrices_a, matrices_b = checked_pair(layers_a, layers_b)
     n_tokens = matrices_a[0].shape[0]
-    for side, matrices in (("layers_a", matrices_a), ("layers_b", matrices_b)):
-        for i, matrix in enumerate(matrices):
-            if matrix.shape[0] != n_tokens:
-                raise ValueError(f"{side}[{i}]: has {matrix.shape[0]} tokens but layers_a[0] has {n_tokens}; "
-                                 "every layer of both models must hold the same tokens (rows)")
-    check_measures(measures, options, n_tokens)
-
-    names = tuple(measures)
-    options = {} if options is None else options
-    entries = [MEASURES[name] for name in names]
-    given = [dict(options.get(name, {})) for name in names]
-    keys = [preparation_key(m, entry, given[m]) for m, entry in enumerate(entries)]
+    names, entries, given, keys = measure_plan(measures, options, n_tokens)
     first_of_key = {key: m for m, key in reversed(list(enumerate(keys)))}
     orientation = np.array([1.0 if entry.kind == "similarity" else -1.0 for entry in entries])
     n_a, n_b = len(matrices_a), len(matrices_b)
@@ -278,4 +260,4 @@ def calibrate(
     table = pd.concat(blocks, ignore_index=True)[list(COLUMNS)]
     table["measure"] = table["measure"].astype(object)
     table["statistic"] = table["statistic"].astype(object)
-    return CalibrationResult(table, observed_table, null, null_matched, null_best, permutations, names)
+    return CalibrationResult(table, observed_table, null, null_matched, null_best, permutations, tuple(names))

@@ -204,6 +204,32 @@ def checked_layers(layers: Sequence[Any], side: str) -> list[np.ndarray]:
             for i, layer in enumerate(layers)]
 
 
+def checked_pair(layers_a: Sequence[Any], layers_b: Sequence[Any] | None) -> tuple[list[np.ndarray],
+                                                                                 list[np.ndarray]]:
+    """Both sides' checked layers (``layers_b`` None: model a's own), every layer with the same tokens (rows)."""
+    matrices_a = checked_layers(layers_a, "layers_a")
+    matrices_b = matrices_a if layers_b is None else checked_layers(layers_b, "layers_b")
+    n_tokens = matrices_a[0].shape[0]
+    for side, matrices in (("layers_a", matrices_a), ("layers_b", matrices_b)):
+        for i, matrix in enumerate(matrices):
+            if matrix.shape[0] != n_tokens:
+                raise ValueError(f"{side}[{i}]: has {matrix.shape[0]} tokens but layers_a[0] has {n_tokens}; "
+                                 "every layer of both models must hold the same tokens (rows)")
+    return matrices_a, matrices_b
+
+
+def measure_plan(measures: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None,
+                 n_tokens: int) -> tuple[list[str], list[Measure], list[dict[str, Any]], list[Any]]:
+    """After :func:`check_measures`: the names, their registry entries, each one's options and its preparation
+    key (:func:`preparation_key`: equal keys share one preparation per layer)."""
+    check_measures(measures, options, n_tokens)
+    names = list(measures)
+    options = {} if options is None else options
+    entries = [MEASURES[name] for name in names]
+    given = [dict(options.get(name, {})) for name in names]
+    return names, entries, given, [preparation_key(m, entry, given[m]) for m, entry in enumerate(entries)]
+
+
 def _frozen(value: Any) -> Any:
     if isinstance(value, (list, tuple, np.ndarray)):
         return tuple(_frozen(v) for v in np.asarray(value, dtype=object).ravel())
@@ -260,21 +286,9 @@ def measure_table(
     row-major order (layer_b varying fastest). ``progress``: the description of a tqdm bar over
     the layer pairs (``leave=False``), or None for no bar.
     """
-    matrices_a = checked_layers(layers_a, "layers_a")
     same = layers_b is None
-    matrices_b = matrices_a if same else checked_layers(layers_b, "layers_b")
-    n_tokens = matrices_a[0].shape[0]
-    for side, matrices in (("layers_a", matrices_a), ("layers_b", matrices_b)):
-        for i, matrix in enumerate(matrices):
-            if matrix.shape[0] != n_tokens:
-                raise ValueError(f"{side}[{i}]: has {matrix.shape[0]} tokens but layers_a[0] has {n_tokens}; "
-                                 "every layer of both models must hold the same tokens (rows)")
-    check_measures(measures, options, n_tokens)
-    names = list(measures)
-    options = {} if options is None else options
-    entries = [MEASURES[name] for name in names]
-    given = [dict(options.get(name, {})) for name in names]
-    keys = [preparation_key(m, entry, given[m]) for m, entry in enumerate(entries)]
+    matrices_a, matrices_b = checked_pair(layers_a, layers_b)
+    names, entries, given, keys = measure_plan(measures, options, matrices_a[0].shape[0])
     n_a, n_b = len(matrices_a), len(matrices_b)
     values = np.full((len(names), n_a, n_b), np.nan)
     cache_a: list[dict[Any, Any]] = [{} for _ in range(n_a)]

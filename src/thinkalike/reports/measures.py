@@ -185,10 +185,9 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
                         layer_ids_b: Sequence[int]) -> pd.DataFrame:
     """The pair's long table (module docstring); ``acts_b`` None: the model against itself."""
     n_rows = acts_a.shape[1]
-    rows = subsample_tokens(n_rows, measures.max_tokens, measures.seed)
-    check_measures(list(measures.names), measures.options, n_tokens=len(rows), where=WHERE)
-    raw_a = [acts_a[layer, rows] for layer in range(acts_a.shape[0])]
-    raw_b = None if acts_b is None else [acts_b[layer, rows] for layer in range(acts_b.shape[0])]
+    raw_a = drawn_rows(acts_a, measures)
+    raw_b = None if acts_b is None else drawn_rows(acts_b, measures)
+    check_measures(list(measures.names), measures.options, n_tokens=len(raw_a[0]), where=WHERE)
     shares_a = layer_shares(raw_a, model_a, layer_ids_a)
     shares_b = shares_a if raw_b is None else layer_shares(raw_b, model_b, layer_ids_b)
     table = measure_table([measures.preprocess(layer) for layer in raw_a],
@@ -210,7 +209,7 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
                              np.where(table["variant"] == _removed(measures), measures.remedy_top_dimensions, 0)))
     table = table.assign(model_a=model_a, model_b=model_b,
                          layer_a=ids_a[table["layer_a"].to_numpy()], layer_b=ids_b[table["layer_b"].to_numpy()],
-                         kind=[MEASURES[name].kind for name in table["measure"]], n_tokens=len(rows), n_rows=n_rows,
+                         kind=[MEASURES[name].kind for name in table["measure"]], n_tokens=len(raw_a[0]), n_rows=n_rows,
                          pooling=cka.pooling, exclude_special_tokens=bool(cka.exclude_special_tokens),
                          seed=measures.seed,
                          options=[json.dumps(dict(measures.options.get(name, {}) if variant == CONFIGURED else {}),
@@ -219,10 +218,15 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
     return table[TABLE_COLUMNS].reset_index(drop=True)
 
 
-def drawn_layers(acts: np.ndarray, measures: MeasureSettings) -> list[np.ndarray]:
-    """Each layer's drawn rows (``max_tokens`` of the pair's aligned rows, ``seed``), preprocessed as configured."""
+def drawn_rows(acts: np.ndarray, measures: MeasureSettings) -> list[np.ndarray]:
+    """Each layer's drawn rows: ``max_tokens`` of the pair's aligned rows (``seed``; the same for both models)."""
     rows = subsample_tokens(acts.shape[1], measures.max_tokens, measures.seed)
-    return [measures.preprocess(acts[layer, rows]) for layer in range(acts.shape[0])]
+    return [acts[layer, rows] for layer in range(acts.shape[0])]
+
+
+def drawn_layers(acts: np.ndarray, measures: MeasureSettings) -> list[np.ndarray]:
+    """:func:`drawn_rows`, preprocessed as configured (what every measure sees)."""
+    return [measures.preprocess(rows) for rows in drawn_rows(acts, measures)]
 
 
 def calibration_long_table(acts_a: np.ndarray, acts_b: np.ndarray, measures: MeasureSettings, *, model_a: str,
