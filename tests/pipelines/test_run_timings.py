@@ -70,7 +70,9 @@ def test_the_default_run_saves_a_row_per_node_and_its_totals_go_to_mlflow(tiny_p
     # run itself (the context's creation before it, the table's save and logging after it)
     session_start = datetime.strptime(session, "%Y-%m-%dT%H.%M.%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
     outside = run.info.end_time / 1000 - session_start
-    assert 0.95 * outside <= run_seconds <= outside
+    # the part outside the run is fixed work (building and validating the pipelines, saving the table), not a
+    # share of the run: on the tiny run it measured 1.4–2.1 s of ~40 s, so the slack is absolute as well
+    assert outside - max(0.05 * outside, 5.0) <= run_seconds <= outside
     assert run_seconds >= (run.info.end_time - run.info.start_time) / 1000  # MLflow's run opens inside it
 
     metrics = run.data.metrics
