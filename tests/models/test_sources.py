@@ -250,3 +250,57 @@ def test_tl_source_takes_the_tokenizer_beside_its_weights(tiny_checkpoints):
     handle = load_model(f"tl:GPT2LMHeadModel?weights={directory}", device="cpu")
     assert handle.tokenizer is not None
     assert handle.tokenizer.get_vocab() == AutoTokenizer.from_pretrained(directory).get_vocab()
+
+
+def _bridge_zoo_config(seed: int) -> dict:
+    bridge = {"n_layers": 1, "d_model": 16, "n_heads": 2, "d_head": 8, "d_mlp": 32, "act_fn": "gelu",
+              "attention_dir": "causal", "d_vocab": 50, "n_ctx": 16, "seed": seed}
+    return {"name": "zoo-b", "family": "bridge", "objective": "causal", "seed": seed, "bridge_config": bridge}
+
+
+def _hf_zoo_config(seed: int) -> dict:
+    config = hf_zoo_config("zoo-b", "gpt_neox", "causal", vocab_size=50, hidden_size=16, num_hidden_layers=1,
+                           num_attention_heads=2, intermediate_size=32, max_position_embeddings=16)
+    return {**json.loads(json.dumps(config)), "seed": seed}
+
+
+@pytest.mark.parametrize("make_config", [_bridge_zoo_config, _hf_zoo_config], ids=["bridge", "hf"])
+def test_a_zoo_initialisation_is_the_point_training_starts_from(make_config):
+    """``zoo:<m>?weights=initial`` rebuilds the weights training starts from: training with a learning rate of 1e-30
+    (AdamW then moves a weight by about 1e-30: nothing, but a zero bias) ends there; with a real learning rate it
+    ends elsewhere, and the initialisation does not read the saved weights."""
+    from thinkalike.models.sources import is_initialisation, zoo_target
+    from thinkalike.models.training import TrainingConfig
+    from thinkalike.models.zoo import train_zoo_model
+
+    config = make_config(3)
+    rows = torch.randint(0, 50, (8, 16), generator=torch.Generator().manual_seed(0)).numpy()
+
+    def trained(learning_rate: float) -> dict[str, torch.Tensor]:
+        settings = TrainingConfig(steps=2, batch_size=4, learning_rate=learning_rate, warmup_steps=0, eval_every=1,
+                                  eval_batches=1, seed=3)
+        module, _ = train_zoo_model(config, settings, rows, rows, None, torch.device("cpu"))
+        return module.state_dict()
+
+    unmoved, moved = trained(1e-30), trained(1e-2)
+    initial = load_model("zoo:zoo-b?weights=initial", zoo_artifacts={"zoo-b": (config, moved)}, device="cpu")
+    weights = initial.module.state_dict()
+    assert weights.keys() == unmoved.keys()
+    for key, value in unmoved.items():
+        torch.testing.assert_close(weights[key], value, rtol=0, atol=1e-25, msg=key)
+    assert any(not torch.equal(moved[key], unmoved[key]) for key in unmoved)
+    saved = load_model("zoo:zoo-b", zoo_artifacts={"zoo-b": (config, moved)}, device="cpu").module.state_dict()
+    assert all(torch.equal(saved[key], moved[key]) for key in moved)
+    assert initial.spec == "zoo:zoo-b?weights=initial" and is_initialisation(initial.spec)
+    assert not is_initialisation("zoo:zoo-b") and not is_initialisation("hf:org/m")
+    assert zoo_target("zoo:zoo-b?weights=initial") == "zoo-b" and zoo_target("hf:org/m") is None
+
+
+def test_a_bad_zoo_weights_option_and_a_seedless_config_are_named():
+    check_model_spec("zoo:a?weights=initial", zoo_names=["a"])
+    _raises("zoo:a?weights=final", "weights='final'", zoo_names=["a"])
+    config = _hf_zoo_config(1)
+    config.pop("seed")
+    with pytest.raises(ModelSourceError, match="no integer seed") as info:
+        load_model("zoo:zoo-b?weights=initial", zoo_artifacts={"zoo-b": (config, {})}, device="cpu")
+    assert "zoo:zoo-b?weights=initial" in str(info.value)

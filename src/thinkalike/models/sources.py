@@ -7,6 +7,8 @@ spec                                        meaning
 ==========================================  ================================================
 ``zoo:<name>``                              a zoo model from ``zoo_artifacts[name]`` =
                                             ``(config dict, state dict)``
+``zoo:<name>?weights=initial``              the same model untrained: its initialisation
+                                            (the config's seed, as training starts from it)
 ``hf:<local directory>``                    a ``save_pretrained`` directory (config.json)
 ``hf:<hub id>[?revision=R]``                a Hugging Face hub id (with ``HF_HUB_OFFLINE=1``
                                             it must already be in the local cache)
@@ -20,7 +22,7 @@ A zoo config with a ``"classifier"`` entry (a fine-tuned copy, :mod:`thinkalike.
 as a :class:`~thinkalike.models.finetune.SequenceClassifierHandle`, whose logits are pooled class logits.
 
 Options: ``revision`` (hf, gguf hub repos), ``trust_remote_code=true`` (hf only; also the
-``trust_remote_code`` argument), ``weights`` (tl). A local path is anything that exists, or that
+``trust_remote_code`` argument), ``weights`` (tl: a path; zoo: ``trained``, the default, or ``initial``). A local path is anything that exists, or that
 starts with ``/``, ``.``, ``~`` or contains more than one ``/``; other targets are hub ids.
 
 Only safe formats are loaded: safetensors where the checkpoint has them, otherwise
@@ -64,12 +66,13 @@ logger = logging.getLogger(__name__)
 
 SOURCES: tuple[str, ...] = ("zoo", "hf", "gguf", "tl")
 _OPTIONS: dict[str, frozenset[str]] = {
-    "zoo": frozenset(),
+    "zoo": frozenset({"weights"}),
     "hf": frozenset({"revision", "trust_remote_code"}),
     "gguf": frozenset({"revision"}),
     "tl": frozenset({"weights"}),
 }
 _TRUE = frozenset({"1", "true", "yes", "on"})
+ZOO_WEIGHTS = ("trained", "initial")  # zoo:<name>?weights=…: the saved weights, or the seeded initialisation
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 _SAFETENSORS_FILES = ("model.safetensors", "model.safetensors.index.json")
 _WEIGHT_FILES = _SAFETENSORS_FILES + ("pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -108,6 +111,26 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
 def spec_options(spec: str) -> dict[str, str]:
     """The ``?key=value&...`` options of a spec (validated against its source)."""
     return _split(spec)[2]
+
+
+def zoo_target(spec: str) -> str | None:
+    """The zoo model a ``zoo:`` spec reads (options stripped); None for any other source."""
+    source, target, _ = _split(spec)
+    return target if source == "zoo" else None
+
+
+def is_initialisation(spec: str) -> bool:
+    """Whether ``spec`` names an untrained model: a zoo model's initialisation (``zoo:<name>?weights=initial``)."""
+    source, _, options = _split(spec)
+    return source == "zoo" and _zoo_weights(spec, options) == "initial"
+
+
+def _zoo_weights(spec: str, options: Mapping[str, str]) -> str:
+    weights = options.get("weights", "trained")
+    if weights not in ZOO_WEIGHTS:
+        raise ModelSourceError(f"model spec {spec!r}: weights={weights!r} must be one of {ZOO_WEIGHTS} for a zoo "
+                               "model (trained: the saved weights; initial: its seeded initialisation, untrained)")
+    return weights
 
 
 def _looks_like_path(target: str) -> bool:
@@ -262,6 +285,7 @@ def check_model_spec(spec: str, zoo_names: Iterable[str] | None = None, *, trust
     """
     source, target, options = _split(spec)
     if source == "zoo":
+        _zoo_weights(spec, options)
         if zoo_names is not None:
             names = sorted(zoo_names)
             if target not in names:
@@ -356,19 +380,26 @@ def _wrap_hf(spec: str, name: str, module: torch.nn.Module, tokenizer, is_causal
         raise UnsupportedArchitectureError(message if spec in message else f"model spec {spec!r}: {message}") from exc
 
 
-def _load_zoo(spec, target, name, zoo_artifacts, tokenizer, device, dtype) -> ModelHandle:
+def _load_zoo(spec, target, options, name, zoo_artifacts, tokenizer, device, dtype) -> ModelHandle:
+    """A zoo model with its saved weights, or (``weights=initial``) built from its config's seed and not loaded:
+    the initialisation :func:`thinkalike.models.zoo.train_zoo_model` starts training from."""
     from thinkalike.models.architectures import build_zoo_module
 
+    initial = _zoo_weights(spec, options) == "initial"
     if zoo_artifacts is None or target not in zoo_artifacts:
         known = sorted(zoo_artifacts) if zoo_artifacts is not None else []
         raise ModelSourceError(f"model spec {spec!r}: unknown zoo model {target!r} (known: {known})")
     config, state_dict = zoo_artifacts[target]
+    if initial and not isinstance(config.get("seed"), int):
+        raise ModelSourceError(f"model spec {spec!r}: the zoo config of {target!r} records no integer seed, so its "
+                               "initialisation cannot be rebuilt")
     try:
-        module = build_zoo_module(config)
+        module = build_zoo_module(config, seed=config["seed"] if initial else None)
     except ModelSourceError as exc:
         raise type(exc)(f"model spec {spec!r}: {exc}") from exc
     try:
-        module.load_state_dict(dict(state_dict), strict=True)
+        if not initial:
+            module.load_state_dict(dict(state_dict), strict=True)
     except RuntimeError as exc:
         raise ModelSourceError(f"model spec {spec!r}: state dict does not match its config: {exc}") from exc
     module.to(device=device, dtype=dtype).eval()
@@ -555,7 +586,7 @@ def load_model(spec: str, *, name: str | None = None,
     device_ = default_device(device)
     dtype_ = _dtype(spec, dtype)
     if source == "zoo":
-        return _load_zoo(spec, target, name, zoo_artifacts, tokenizer, device_, dtype_)
+        return _load_zoo(spec, target, options, name, zoo_artifacts, tokenizer, device_, dtype_)
     if source == "hf":
         return _load_hf(spec, target, options, name, tokenizer, device_, dtype_,
                         _trusts_remote_code(options, trust_remote_code), view)

@@ -108,8 +108,9 @@ def activation_stream(handle: ModelHandle, sequences: dict[str, np.ndarray], act
 
 def extract_zoo_activations(evaluation_sequences: dict[str, np.ndarray], evaluation_index: pd.DataFrame, tokenizer,
                             weights: dict[str, torch.Tensor], config: dict[str, Any], activations: dict[str, Any],
-                            *, model_name: str) -> tuple[ActivationStream, pd.DataFrame]:
-    """Residual streams of a zoo model on the evaluation sequences (corpus tokenizer).
+                            *, model_name: str, spec: str | None = None) -> tuple[ActivationStream, pd.DataFrame]:
+    """Residual streams of a zoo model (``spec``, default ``zoo:<its name>``; ``?weights=initial`` for its
+    initialisation) on the evaluation sequences (corpus tokenizer).
 
     The corpus pipeline packs them (``packed`` layout); with ``activations.packing: sentence``
     they are re-laid one text per row (:func:`one_text_per_row`, the same rows as packing the
@@ -117,8 +118,9 @@ def extract_zoo_activations(evaluation_sequences: dict[str, np.ndarray], evaluat
     """
     if packing_of(activations) == "sentence":
         evaluation_sequences, evaluation_index = one_text_per_row(evaluation_index, text_wrapping(tokenizer).pad)
-    handle = load_model(f"zoo:{config['name']}", name=model_name, zoo_artifacts={config["name"]: (config, weights)},
-                        tokenizer=tokenizer, device=model_device(activations, model_name),
+    handle = load_model(spec or f"zoo:{config['name']}", name=model_name,
+                        zoo_artifacts={config["name"]: (config, weights)}, tokenizer=tokenizer,
+                        device=model_device(activations, model_name),
                         dtype=compute_dtype(activations))
     return activation_stream(handle, evaluation_sequences, activations, model_name), evaluation_index
 

@@ -1,7 +1,8 @@
 """``activations``: per model (namespaced), the residual stream after every block.
 
 Models: every zoo model when ``activations.include_zoo`` is true, plus ``activations.models``
-(``name: spec`` with spec ``zoo:<name>``, ``hf:<id or dir>``, ``gguf:<file>``, ``tl:<arch>``).
+(``name: spec`` with spec ``zoo:<name>``, ``zoo:<name>?weights=initial`` — its initialisation, untrained —,
+``hf:<id or dir>``, ``gguf:<file>``, ``tl:<arch>``).
 A model's extraction is in namespace ``models.<name>``, with its training when it is a zoo model
 (:mod:`thinkalike.pipelines.namespaces`): ``kedro run --pipelines activations --namespaces
 models.gelu_2l`` extracts one model.
@@ -15,6 +16,7 @@ from typing import Any
 
 from kedro.pipeline import Pipeline
 
+from thinkalike.models.sources import zoo_target
 from thinkalike.pipelines.activations import nodes
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.namespaces import (
@@ -53,9 +55,9 @@ class ExtractionSource:
 
 def extraction_source(name: str, spec: str, n_ctx: int) -> ExtractionSource:
     """The extraction function of model ``name`` (``spec``) and the catalog datasets it reads."""
-    if spec.startswith("zoo:"):
-        zoo_name = spec.removeprefix("zoo:")
-        return ExtractionSource(bind(nodes.extract_zoo_activations, model_name=name),
+    zoo_name = zoo_target(spec)
+    if zoo_name is not None:
+        return ExtractionSource(bind(nodes.extract_zoo_activations, model_name=name, spec=spec),
                                 ("evaluation_sequences", "evaluation_index", "tokenizer",
                                  model_dataset(zoo_name, "model_weights"), model_dataset(zoo_name, "model_config")))
     return ExtractionSource(bind(nodes.extract_external_activations, model_name=name, spec=spec, n_ctx=n_ctx),

@@ -53,8 +53,8 @@ def model_handle(embedding: dict[str, Any], model: str, spec: str, *sources: Any
     device = default_device(embedding.get("device"))
     if spec.startswith("zoo:"):
         weights, config, tokenizer = sources
-        return load_model(f"zoo:{config['name']}", name=model, zoo_artifacts={config["name"]: (config, weights)},
-                          tokenizer=tokenizer, device=device)
+        return load_model(spec if spec != "zoo:" else f"zoo:{config['name']}", name=model,
+                          zoo_artifacts={config["name"]: (config, weights)}, tokenizer=tokenizer, device=device)
     return load_model(spec, name=model, device=device)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
+from thinkalike.models.sources import zoo_target
 from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.embedding import nodes
@@ -73,7 +74,8 @@ def zoo_sources(model: str) -> list[str]:
 
 def sources(model: str, spec: str) -> list[str]:
     """What building ``model``'s handle reads: zoo datasets, or nothing (a spec loads itself)."""
-    return zoo_sources(spec.removeprefix("zoo:")) if spec.startswith("zoo:") else []
+    target = zoo_target(spec)
+    return zoo_sources(target) if target is not None else []
 
 
 def model_pipeline(model: str, spec: str, finetuned: bool) -> Pipeline:
@@ -86,7 +88,7 @@ def model_pipeline(model: str, spec: str, finetuned: bool) -> Pipeline:
                              name="measure_keep_k", namespace=box)]
     if finetuned:
         built.append(namespaced_node(bind(nodes.finetune_model, model=model),
-                                     [PARAMS, "params:corpus", *zoo_sources(spec.removeprefix("zoo:"))[:2],
+                                     [PARAMS, "params:corpus", *zoo_sources(zoo_target(spec))[:2],
                                       "tokenizer", "train_sentences"], FINETUNE_OUTPUTS,
                                      name="finetune_top_layers", namespace=box, tags=[GPU_WORK]))
     return Pipeline(built)
