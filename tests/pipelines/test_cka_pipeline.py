@@ -186,7 +186,7 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
 
     variants = {"raw": lambda x: x, "standardised": standardise_dimensions,
                 "top3_removed": lambda x: remove_top_dimensions(x, 3)}  # the remedies, on the same rows
-    checks = full[full["variant"] != "configured"]
+    checks = full[full["variant"] != "configured"]  # a pair of different models: no grounding controls
     assert set(checks["variant"]) == set(variants) and set(checks["measure"]) == {"cka", "procrustes"}
     for row in checks.itertuples():
         transform = variants[row.variant]
@@ -207,7 +207,7 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
                                                                     nan_ok=True)
     assert grounding["specificity"].isna().all()  # conf/test's two groups: no pair of one group to rank
     intra = catalog.load("models.cka.neox_xs__neox_xs.measures_table")
-    diagonal = intra[intra["layer_a"] == intra["layer_b"]]
+    diagonal = intra[(intra["layer_a"] == intra["layer_b"]) & (intra["variant"] == "configured")]
     for name, values in diagonal.groupby("measure")["value"]:  # a layer against itself: the measure's extreme
         if name == "linear_predictivity":  # ridge shrinks, and held-out folds: R² of X from X is below 1
             assert ((values > 0.9) & (values < 1.0)).all(), values
@@ -236,6 +236,98 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
     assert "cka.gelu_1l__neox_xs.mutual_knn.matched_mean" in logged
     assert not any(name.startswith("cka.neox_xs__neox_xs.procrustes") for name in logged)  # intra: by construction
     assert "cka.gelu_1l__neox_xs.mutual_knn.best_z" in logged and "cka.gelu_1l__neox_xs.cka.matched_mean_p" in logged
+
+
+def test_grounding_controls_of_a_model_against_itself_equal_the_measures_recomputed(tiny_project):
+    """A model compared with itself also gets the grounding controls (conf/test: max_components default 5): its
+    middle layer against itself with its rows shuffled, on other tokens, and without its top k principal components —
+    each row equals the measure recomputed here by the stated rule; measure_grounding's sensitivity and null levels
+    are their summaries, and its figure is saved."""
+    from scipy.stats import spearmanr
+
+    from thinkalike.measures.grounding import without_top_components
+    from thinkalike.measures.registry import MEASURE_NAMES, MEASURES, subsample_tokens
+
+    project, catalog = tiny_project
+    table = catalog.load("models.cka.neox_xs__neox_xs.measures_table")
+    parameters = catalog.load("params:cka")["measures"]
+    options, seed = parameters["options"], parameters["seed"]
+    acts = _tokens(catalog.load("models.neox_xs.activations"))
+    acts = acts[:, ~catalog.load("models.neox_xs.activation_index")["is_special"].to_numpy()]
+    drawn = subsample_tokens(acts.shape[1], parameters["max_tokens"], seed)
+    n = len(drawn)
+    shuffled = np.random.default_rng(seed + 1).permutation(n)
+    rest = np.setdiff1d(np.arange(acts.shape[1]), drawn)
+    assert len(rest) >= n  # conf/test has rows to spare: the independent rows are other tokens
+    other = np.sort(np.random.default_rng(seed + 2).choice(rest, size=n, replace=False))
+    controls = table[table["variant"] != "configured"]
+    assert set(controls["variant"]) == {"permuted_rows", "independent_rows", "components_removed"} | {
+        "raw", "standardised", "top3_removed"}
+    for row in controls[controls["variant"].isin(["permuted_rows", "independent_rows", "components_removed"])
+                        ].itertuples():
+        layer = acts[row.layer_a]
+        assert row.layer_a == row.layer_b == acts.shape[0] // 2
+        if row.variant == "permuted_rows":
+            x, y = layer[drawn], layer[drawn][shuffled]
+        elif row.variant == "independent_rows":
+            x, y = layer[drawn], layer[other]
+        else:
+            x, y = without_top_components(layer[drawn], 0), without_top_components(layer[drawn], row.removed_components)
+        expected = MEASURES[row.measure](x, y, **options.get(row.measure, {}))
+        assert row.value == pytest.approx(expected, rel=1e-9, abs=1e-12), row
+    steps = controls[controls["variant"] == "components_removed"]
+    assert sorted(set(steps["removed_components"])) == [0, 1, 2, 3, 4, 5]
+    grounding = catalog.load("measure_grounding").set_index("measure")
+    models = ["gelu_1l", "neox_xs"]
+    tables = [catalog.load(f"models.cka.{m}__{m}.measures_table") for m in models]
+    for name in MEASURE_NAMES:
+        measure = MEASURES[name]
+        sign = 1.0 if measure.kind == "similarity" else -1.0
+        rhos = [spearmanr(-rows["removed_components"], sign * rows["value"]).statistic
+                for t in tables for _, rows in t[(t["measure"] == name) & (t["variant"] == "components_removed")]
+                .sort_values("removed_components").groupby("layer_a")]
+        rhos = [0.0 if np.isnan(rho) else rho for rho in rhos]  # a measure that does not move scores 0
+        assert grounding.loc[name, "sensitivity"] == pytest.approx(np.mean(rhos)), name
+        for variant in ("permuted_rows", "independent_rows"):
+            values = np.concatenate([t.loc[(t["measure"] == name) & (t["variant"] == variant), "value"] for t in tables])
+            alike = 1 - values ** 2 / 2 if name == "procrustes" else np.cos(values) if name == "angular_shape" else values
+            column = "null_permuted" if variant == "permuted_rows" else "null_independent"
+            assert grounding.loc[name, column] == pytest.approx(alike.mean()), (name, variant)
+    assert grounding.loc["cka", "null_permuted"] == pytest.approx(0, abs=0.1)  # unbiased CKA: no correspondence
+    assert grounding["trained_vs_untrained"].isna().all() and (grounding["n_untrained_pairs"] == 0).all()
+    assert list(project.rglob("data/08_reporting/measure_grounding.png/*/measure_grounding.png"))
+
+
+def test_an_untrained_initialisation_is_extracted_and_graded_against_trained_models(tiny_project, tmp_path):
+    """``zoo:gelu_1l?weights=initial`` in activations.models, compared with gelu_1l, and gelu_1l with neox_xs
+    labelled one group (standing in for seed replicas): the untrained model's rows are its own (not gelu_1l's), it
+    takes part in trained vs untrained only, and that score is the average precision of the labelled pair above
+    the untrained one, recomputed from similarity_measures."""
+    import shutil
+
+    from tests.pipelines.conftest import run_project
+    from thinkalike.measures.grounding import separation_auprc
+    from thinkalike.measures.registry import MEASURE_NAMES, MEASURES
+
+    project = shutil.copytree(tiny_project[0], tmp_path / "project")
+    params = {"activations": {"models": {"gelu_1l_untrained": "zoo:gelu_1l?weights=initial"}},
+              "cka": {"pairs": {"explicit": [["gelu_1l", "neox_xs"], ["gelu_1l", "gelu_1l_untrained"]]},
+                      "groups": {"gelu_1l": "lm", "neox_xs": "lm"}}}  # merged into conf/test's
+    catalog = run_project(project, runtime_params=params, pipeline_names=["activations", "cka"],
+                          only_missing_outputs=True)
+    untrained, trained = catalog.load("models.gelu_1l_untrained.activations"), catalog.load("models.gelu_1l.activations")
+    assert untrained.spec == "zoo:gelu_1l?weights=initial" and trained.spec == "zoo:gelu_1l"
+    assert not np.allclose(_tokens(untrained), _tokens(trained))
+    grounding = catalog.load("measure_grounding").set_index("measure")
+    summary = catalog.load("similarity_measures")
+    assert (grounding["n_untrained_pairs"] == 1).all() and (grounding["n_pairs"] == 1).all()
+    assert grounding["n_models"].max() <= 1  # gelu_1l and neox_xs only (the untrained model is left out)
+    for name in MEASURE_NAMES:
+        rows = summary[(summary["measure"] == name) & (summary["model_a"] == "gelu_1l")
+                       & summary["model_b"].isin(["neox_xs", "gelu_1l_untrained"])].sort_values("model_b")
+        expected = separation_auprc(rows["matched_mean"].to_numpy(), [False, True], MEASURES[name].kind)
+        assert (grounding.loc[name, "trained_vs_untrained"], grounding.loc[name, "trained_vs_untrained_chance"]) == (
+            pytest.approx(expected[0]), pytest.approx(0.5)), name
 
 
 def test_calibrated_scores_of_the_pair_against_its_permutation_null(tiny_project):

@@ -95,6 +95,8 @@ def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
     zoo = parameters["zoo"]["models"]
     models = list(zoo)
     depth = {m: _depth(c) for m, c in zoo.items()}
+    depth.update({name: depth[spec.split(":")[1].split("?")[0]]  # zoo initialisations (zoo:<m>?weights=initial)
+                  for name, spec in (parameters["activations"].get("models") or {}).items() if spec.startswith("zoo:")})
     V = 394
     tables: dict = {"parameters": parameters, "model_configs": {m: {**c, "objective": c.get("objective", "causal")}
                                                                 for m, c in zoo.items()}}
@@ -290,7 +292,12 @@ def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
          for i, (a, b) in enumerate(pairs) for variant in ("raw", "standardised", "top3_removed")])
     tables["measure_grounding"] = pd.DataFrame(
         [{"measure": name, "kind": entry.kind, "monotonicity": 0.9 - 0.05 * i, "monotonicity_chance": 0.0,
-          "n_models": 14, "specificity": 1.0 if name != "rsa" else 0.7, "specificity_chance": 0.5, "n_pairs": 6}
+          "n_models": 14, "specificity": 1.0 if name != "rsa" else 0.7, "specificity_chance": 0.5, "n_pairs": 6,
+          "sensitivity": 1.0 if name != "mean_cca" else 0.3, "sensitivity_chance": 0.0,
+          "null_permuted": 0.01 if name not in ("mean_cca", "procrustes") else 0.45, "null_permuted_chance": 0.0,
+          "null_independent": -0.02 if name != "mean_cca" else 0.5, "null_independent_chance": 0.0,
+          "trained_vs_untrained": 1.0 if name != "knn_jaccard" else 0.6, "trained_vs_untrained_chance": 0.5,
+          "n_untrained_pairs": 3}
          for i, (name, entry) in enumerate(MEASURES.items())])
     tables["similarity_calibration"] = pd.DataFrame(
         [{"model_a": a, "model_b": b, "measure": name, "statistic": statistic, "layer_a": -1, "layer_b": -1,
@@ -325,7 +332,7 @@ def test_default_shaped_outputs_fill_every_paragraph():
     round_trip = json.loads(json.dumps(findings, sort_keys=True))
     assert text == render_findings(round_trip), "rendering must not depend on a JSON round trip or the key order"
     paragraphs = [p.replace("\n", " ") for p in text.strip().split("\n\n")]
-    assert len(paragraphs) == 9  # note, timing, CKA, stitching, MLEM, embedding, NLI, scaling, measures
+    assert len(paragraphs) == 10  # note, timing, CKA, stitching, MLEM, embedding, NLI, scaling, measures, guide
     assert paragraphs[1].startswith("The default run (measured on ")
     assert paragraphs[2].startswith("What the default run finds (special tokens excluded, 3,313 tokens). CKA: ")
     for start in ("Stitching (diagonal layers; φ trained for 150 SGD steps", "MLEM (word level: 1,000 words",
@@ -338,7 +345,7 @@ def test_default_shaped_outputs_fill_every_paragraph():
                                              "(and `neox_6l_twin`, its twin of head dimension 16)") \
         in timing and "every model at least 41 % below" in timing and "10 copies 2 min 23 s" in timing
     assert "stitching (111 stitches, 74 of them trained on 74,688 tokens) 4 min 43 s" in timing
-    assert "identity stitching of 90 ordered pairs" in timing and "CKA of 24 pairs" in timing
+    assert "identity stitching of 90 ordered pairs" in timing and "CKA of 27 pairs" in timing
     assert render_findings(findings) == text
     assert "Early layers across scale (inconclusive;" in paragraphs[7]  # means above the band, some pairs below
     measures = paragraphs[8]
@@ -349,6 +356,18 @@ def test_default_shaped_outputs_fill_every_paragraph():
     assert ("monotonicity within the 14 models compared with themselves (Spearman of alikeness against layer "
             "distance; chance 0) is highest for `cka` (0.90) and lowest for `linear_predictivity` (0.40)") in measures
     assert "chance 0.50) is 1 for 10 of 11 measures, lowest for `rsa` (0.70)" in measures
+    guide = paragraphs[9]
+    assert guide.startswith("**Which measure to trust for what** (from `measure_grounding`")
+    # monotonicity 0.9 − 0.05·i passes ρ ≥ 0.8 for the first three measures only
+    assert "to follow a model's layers in order (layer monotonicity ρ ≥ 0.8): `cka`, `procrustes` and " \
+           "`angular_shape`; not " in guide
+    assert "to register the loss of a layer's main directions (ρ ≥ 0.8 as the top 1 … 5 principal components " \
+           "go): " in guide and "not `mean_cca` (0.30)" in guide
+    assert "not `procrustes` (+0.45) and `mean_cca` (+0.45)" in guide or "not `mean_cca` (+0.45) and " \
+           "`procrustes` (+0.45)" in guide
+    assert "to tell a trained model from an untrained one (average precision ≥ 0.99 over 3 trained-vs-untrained " \
+           "pairs; chance 0.50): " in guide and "not `knn_jaccard` (0.60)" in guide
+    assert guide.endswith("Every test: `cka` and `angular_shape`.")  # procrustes fails the permuted null
 
 
 def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():

@@ -14,6 +14,9 @@ y (n × d₂) the same n tokens (numpy arrays or torch tensors). A :class:`Measu
 - ``symmetric``: f(x, y) = f(y, x);
 - ``max_tokens``: for measures quadratic in n, the default token subsample a pipeline should
   draw with :func:`subsample_tokens` (None: use all tokens);
+- ``similarity_of``: for a distance, the similarity it is computed from (Procrustes:
+  ‖X̂ᵀŶ‖_* = 1 − d²/2; the angular shape metric: cos θ) — 1 for identical inputs, 0 for
+  orthogonal ones; :meth:`Measure.alikeness` applies it (the identity for a similarity);
 - ``prepare`` and ``compare``: the measure split into per-input work and a cheap comparison,
   ``function(x, y, **options) == compare(prepare(x, **options), prepare(y, **options))``
   (to rounding for CKA, exactly for the others), so that a layer is prepared once for all
@@ -148,6 +151,7 @@ class Measure:
     max_tokens: int | None = None
     prepare: Callable[..., Any] | None = None
     compare: Callable[[Any, Any], float] | None = None
+    similarity_of: Callable[[np.ndarray], np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         if (self.prepare is None) != (self.compare is None):
@@ -162,6 +166,13 @@ class Measure:
             raise ValueError(f"invariances: {sorted(unknown)} are not among {sorted(INVARIANCES)}")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValueError(f"max_tokens: {self.max_tokens} must be ≥ 1 or None")
+        if (self.similarity_of is None) != (self.kind == "similarity"):
+            raise ValueError("similarity_of: a distance needs the similarity it is computed from; a similarity none")
+
+    def alikeness(self, values: Any) -> np.ndarray:
+        """``values`` as similarities (module docstring): themselves for a similarity measure."""
+        values = np.asarray(values, dtype=np.float64)
+        return values if self.similarity_of is None else self.similarity_of(values)
 
     def __call__(self, x: Any, y: Any, **options: Any) -> float:
         return self.function(x, y, **options)
@@ -178,9 +189,9 @@ _MEASURES: tuple[Measure, ...] = (
     Measure("cka", unbiased_cka, "similarity", False, _SHAPE, "n·d² (n²·d when d > n)", True,
             prepare=prepare_cka, compare=unbiased_cka_prepared),
     Measure("procrustes", procrustes_distance, "distance", True, _SHAPE, "n·d²", True,
-            prepare=prepare_shape, compare=procrustes_prepared),
+            prepare=prepare_shape, compare=procrustes_prepared, similarity_of=lambda d: 1.0 - d ** 2 / 2.0),
     Measure("angular_shape", angular_shape_distance, "distance", True, _SHAPE, "n·d²", True,
-            prepare=prepare_shape, compare=angular_shape_prepared),
+            prepare=prepare_shape, compare=angular_shape_prepared, similarity_of=np.cos),
     Measure("mean_cca", mean_cca, "similarity", False, _SHAPE | {"invertible_linear"}, "n·d²", True,
             prepare=prepare_cca, compare=mean_cca_prepared),
     Measure("svcca", svcca, "similarity", False, _SHAPE, "n·d²", True,

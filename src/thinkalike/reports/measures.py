@@ -23,9 +23,19 @@ measures on the drawn rows as they are (``raw``), standardised (``standardised``
 ``remove_top_dimensions`` largest dimensions (``top<k>_removed``), as more rows of the table;
 :func:`remedy_summary` gives each variant's matched-layer mean.
 
-Grounding (:func:`grounding_table`, the ``measure_grounding`` table): each measure's layer monotonicity within
-the models compared with themselves and its specificity (seed replicas above other architectures, by
-``cka.groups``), from the tables alone.
+Grounding (:mod:`thinkalike.measures.grounding`; :func:`grounding_table`, the ``measure_grounding`` table, and
+:func:`grounding_figure`). A model compared with itself also gets, with ``cka.measures.grounding.max_components``
+K > 0 (default 5), rows for three controls at its middle layer (``len(layers) // 2`` of the stored layers; one
+layer, as they cost about eleven tables of one layer), on the rows every measure sees: ``variant``
+``permuted_rows`` — the layer against itself with its rows shuffled (one seeded permutation); ``independent_rows``
+— the layer on its drawn rows against itself on as many other aligned rows (disjoint tokens; when the pair has
+fewer than twice the drawn rows, the drawn rows' two halves, and ``n_tokens`` says so); ``components_removed`` —
+the layer, centred, against itself without its top k principal components, k = 0 … K (``removed_components``). From the tables alone,
+per measure: layer monotonicity within the trained models compared with themselves; sensitivity to the removed
+components; the null levels (mean alikeness over the permuted and the independent rows); specificity (seed
+replicas above other architectures, by ``cka.groups``); and trained vs untrained — seed-replica pairs above pairs of
+a trained model and an untrained one (a model whose ``spec`` is a zoo initialisation, ``zoo:<m>?weights=initial``;
+untrained models take part in no other test).
 
 Calibration (``cka.measures.calibration``: ``measures``, ``n_permutations``; pairs of different models only):
 :func:`calibration_long_table` scores every cell, the matched-layer mean and the best layer pair of those
@@ -54,20 +64,33 @@ from matplotlib.figure import Figure
 
 from thinkalike.measures.calibration import calibrate
 from thinkalike.measures.distances import match_layers_by_relative_depth
-from thinkalike.measures.grounding import layer_monotonicity, specificity_auprc
+from thinkalike.measures.grounding import (
+    grounding_row,
+    layer_monotonicity,
+    null_level,
+    sensitivity_score,
+    separation_auprc,
+    specificity_auprc,
+    without_top_components,
+)
 from thinkalike.measures.layerwise import check_measures, measure_table
 from thinkalike.measures.registry import MEASURES, subsample_tokens
 from thinkalike.measures.rogue import ROGUE_SHARE, remove_top_dimensions, standardise_dimensions, top_share
 from thinkalike.models.activation_store import ActivationStore
 from thinkalike.models.alignment import aligned_minibatches
+from thinkalike.models.handle import ModelSourceError
+from thinkalike.models.sources import is_initialisation
 from thinkalike.reports.cka import FIGURE_DPI, LAYER_LABEL, MIN_FIGURE_WIDTH_IN, CKASettings
 
 TABLE_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "measure", "variant", "kind", "value", "n_tokens",
                  "n_rows", "pooling", "exclude_special_tokens", "seed", "options", "standardised",
-                 "removed_top_dimensions", "top1_share_a", "top3_share_a", "top1_share_b", "top3_share_b"]
+                 "removed_top_dimensions", "removed_components", "top1_share_a", "top3_share_a", "top1_share_b",
+                 "top3_share_b"]
 SHARE_COLUMNS = ["model", "layer", "top1_share", "top3_share", "n_tokens"]
 REMEDY_COLUMNS = ["model_a", "model_b", "measure", "variant", "matched_mean", "n_matched_layers"]
 CONFIGURED = "configured"  # the variant of the rows every measure is computed on (cka.measures' preprocessing)
+PERMUTED, INDEPENDENT, COMPONENTS = "permuted_rows", "independent_rows", "components_removed"  # grounding controls
+GROUNDING_VARIANTS = (PERMUTED, INDEPENDENT, COMPONENTS)
 SUMMARY_COLUMNS = ["model_a", "model_b", "measure", "kind", "matched_mean", "model_distance", "n_matched_layers",
                    "n_tokens"]
 WHERE = "cka.measures"
@@ -89,6 +112,7 @@ class MeasureSettings:
     remedy_top_dimensions: int = 3
     calibration_measures: tuple[str, ...] = ()
     calibration_permutations: int = 0
+    grounding_components: int = 5
 
     def __post_init__(self) -> None:
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 4:
@@ -110,6 +134,10 @@ class MeasureSettings:
         if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations == 1 or permutations < 0:
             raise ValueError(f"{WHERE}.calibration.n_permutations: {permutations!r} must be 0 (no calibration) or "
                              f"an integer ≥ 2")
+        components = self.grounding_components
+        if isinstance(components, bool) or not isinstance(components, int) or components == 1 or components < 0:
+            raise ValueError(f"{WHERE}.grounding.max_components: {components!r} must be 0 (no grounding controls) or "
+                             f"an integer ≥ 2")
         check_measures(list(self.names), self.options, n_tokens=self.max_tokens, where=WHERE)
 
     @classmethod
@@ -119,8 +147,8 @@ class MeasureSettings:
             return cls()
         if not isinstance(parameters, Mapping):
             raise ValueError(f"{WHERE}: must be a mapping (names, max_tokens, seed, options), got {parameters!r}")
-        known = ["calibration", "max_tokens", "names", "options", "remedies", "remove_top_dimensions", "seed",
-                 "standardise"]
+        known = ["calibration", "grounding", "max_tokens", "names", "options", "remedies", "remove_top_dimensions",
+                 "seed", "standardise"]
         unknown = sorted(set(parameters) - set(known))
         if unknown:
             raise ValueError(f"{WHERE}: unknown setting(s) {unknown}; known: {known}")
@@ -135,7 +163,8 @@ class MeasureSettings:
                    standardise=parameters.get("standardise", False),
                    remove_top_dimensions=parameters.get("remove_top_dimensions", 0),
                    **_remedy_settings(parameters.get("remedies", {})),
-                   **_calibration_settings(parameters.get("calibration")))
+                   **_calibration_settings(parameters.get("calibration")),
+                   **_grounding_settings(parameters.get("grounding", {})))
 
     @property
     def calibrated(self) -> bool:
@@ -169,6 +198,15 @@ def _calibration_settings(calibration: Mapping[str, Any] | None) -> dict[str, An
             "calibration_permutations": calibration.get("n_permutations", 0)}
 
 
+def _grounding_settings(grounding: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``cka.measures.grounding`` (null: no controls) as :class:`MeasureSettings` fields."""
+    if grounding is None:
+        return {"grounding_components": 0}
+    if not isinstance(grounding, Mapping) or set(grounding) - {"max_components"}:
+        raise ValueError(f"{WHERE}.grounding: must map max_components, got {grounding!r}")
+    return {"grounding_components": grounding.get("max_components", 5)}
+
+
 def aligned_rows(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame,
                  settings: CKASettings) -> tuple[np.ndarray, np.ndarray]:
     """Every aligned row of the pair, ``(La, n, da)`` and ``(Lb, n, db)``, as the CKA pipeline forms them."""
@@ -196,6 +234,12 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
     table["variant"] = CONFIGURED
     if measures.remedy_measures:
         table = pd.concat([table, _remedy_rows(raw_a, raw_b, measures)], ignore_index=True)
+    if raw_b is None and measures.grounding_components:
+        table = pd.concat([table, _grounding_rows(acts_a, measures)], ignore_index=True)
+    if "removed_components" not in table:
+        table["removed_components"] = 0
+    if "n_tokens" not in table:
+        table["n_tokens"] = len(raw_a[0])
     ids_a, ids_b = np.asarray(layer_ids_a, dtype=np.int64), np.asarray(layer_ids_b, dtype=np.int64)
     position_a, position_b = table["layer_a"].to_numpy(), table["layer_b"].to_numpy()
     table = table.assign(top1_share_a=shares_a["top1_share"].to_numpy()[position_a],
@@ -209,13 +253,40 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
                              np.where(table["variant"] == _removed(measures), measures.remedy_top_dimensions, 0)))
     table = table.assign(model_a=model_a, model_b=model_b,
                          layer_a=ids_a[table["layer_a"].to_numpy()], layer_b=ids_b[table["layer_b"].to_numpy()],
-                         kind=[MEASURES[name].kind for name in table["measure"]], n_tokens=len(raw_a[0]), n_rows=n_rows,
+                         kind=[MEASURES[name].kind for name in table["measure"]],
+                         n_tokens=table["n_tokens"].fillna(len(raw_a[0])).astype(np.int64),
+                         removed_components=table["removed_components"].fillna(0).astype(np.int64), n_rows=n_rows,
                          pooling=cka.pooling, exclude_special_tokens=bool(cka.exclude_special_tokens),
                          seed=measures.seed,
                          options=[json.dumps(dict(measures.options.get(name, {}) if variant == CONFIGURED else {}),
                                              sort_keys=True)
                                   for name, variant in zip(table["measure"], table["variant"])])
     return table[TABLE_COLUMNS].reset_index(drop=True)
+
+
+def _grounding_rows(acts: np.ndarray, measures: MeasureSettings) -> pd.DataFrame:
+    """A model against itself: the permuted, independent and components-removed controls (module docstring)."""
+    layers = drawn_layers(acts, measures)
+    names, options = list(measures.names), measures.options
+    n_tokens = len(layers[0])
+    shuffled = np.random.default_rng(measures.seed + 1).permutation(n_tokens)
+    drawn = subsample_tokens(acts.shape[1], measures.max_tokens, measures.seed)
+    rest = np.setdiff1d(np.arange(acts.shape[1]), drawn)
+    if len(rest) >= n_tokens:
+        other = np.sort(np.random.default_rng(measures.seed + 2).choice(rest, size=n_tokens, replace=False))
+        first, second = layers, [measures.preprocess(acts[i, other]) for i in range(len(acts))]
+    else:  # fewer than twice the drawn rows: the drawn rows' two halves
+        half = n_tokens // 2
+        first, second = [rows[:half] for rows in layers], [rows[half:2 * half] for rows in layers]
+    index = len(layers) // 2
+    rows = layers[index]
+    steps = [without_top_components(rows, k) for k in range(min(measures.grounding_components, min(rows.shape) - 1) + 1)]
+    removed = measure_table(steps[:1], steps, names, options)
+    parts = [measure_table([rows], [rows[shuffled]], names, options).assign(variant=PERMUTED),
+             measure_table([first[index]], [second[index]], names, options)
+             .assign(variant=INDEPENDENT, n_tokens=len(first[index])),
+             removed.assign(variant=COMPONENTS, removed_components=removed["layer_b"])]
+    return pd.concat(parts, ignore_index=True).assign(layer_a=index, layer_b=index)
 
 
 def drawn_rows(acts: np.ndarray, measures: MeasureSettings) -> list[np.ndarray]:
@@ -287,7 +358,7 @@ def remedy_summary(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Per pair, remedy measure and variant: the mean over relative-depth-matched layers."""
     records = []
     for table in tables:
-        checks = table[table["variant"] != CONFIGURED]
+        checks = table[(table["variant"] != CONFIGURED) & ~table["variant"].isin(GROUNDING_VARIANTS)]
         for (name, variant), rows in checks.groupby(["measure", "variant"], sort=False):
             matrix = rows.pivot(index="layer_a", columns="layer_b", values="value").sort_index().sort_index(axis=1)
             values = [matrix.to_numpy()[i, j] for i, j in match_layers_by_relative_depth(*matrix.shape)]
@@ -368,33 +439,109 @@ def measures_summary(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=SUMMARY_COLUMNS)
 
 
-GROUNDING_COLUMNS = ["measure", "kind", "monotonicity", "monotonicity_chance", "n_models", "specificity",
-                     "specificity_chance", "n_pairs"]
+GROUNDING_TESTS = ("monotonicity", "sensitivity", "null_permuted", "null_independent", "specificity",
+                   "trained_vs_untrained")
+GROUNDING_COLUMNS = ["measure", "kind", *(column for test in GROUNDING_TESTS for column in (test, f"{test}_chance")),
+                     "n_models", "n_pairs", "n_untrained_pairs"]
+
+
+def untrained_models(tables: Sequence[pd.DataFrame]) -> set[str]:
+    """The models whose ``spec`` column names a zoo initialisation (``zoo:<m>?weights=initial``)."""
+    found = set()
+    for table in tables:
+        for side in ("a", "b"):
+            if len(table) and f"spec_{side}" in table:
+                try:
+                    if is_initialisation(str(table[f"spec_{side}"].iloc[0])):
+                        found.add(str(table[f"model_{side}"].iloc[0]))
+                except ModelSourceError:  # not a model spec (a hand-made table): a trained model
+                    continue
+    return found
+
+
+def _sensitivities(table: pd.DataFrame, name: str, kind: str) -> list[float]:
+    rows = table[(table["measure"] == name) & (table["variant"] == COMPONENTS)]
+    return [sensitivity_score(layer.sort_values("removed_components")["value"].to_numpy(), kind)
+            for _, layer in rows.groupby("layer_a")]
+
+
+def _null(tables: Sequence[pd.DataFrame], name: str, variant: str) -> float:
+    values = [table.loc[(table["measure"] == name) & (table["variant"] == variant), "value"] for table in tables]
+    values = pd.concat(values) if values else pd.Series(dtype=float)
+    return null_level(MEASURES[name].alikeness(values.to_numpy())) if len(values) else float("nan")
+
+
+def _ranked(rows: pd.DataFrame, positives: list[bool], kind: str, what: str) -> tuple[float, float]:
+    if not any(positives) or all(positives):
+        return float("nan"), float("nan")
+    return separation_auprc(rows["matched_mean"].to_numpy(), positives, kind, what=what)
 
 
 def grounding_table(tables: Sequence[pd.DataFrame], groups: Mapping[str, str]) -> pd.DataFrame:
-    """Per measure (:mod:`thinkalike.measures.grounding`): layer monotonicity, the mean over the models compared
-    with themselves that have at least 3 layers; specificity, the average precision of ranking pairs of models of
-    one ``cka.groups`` label (same architecture, other seed) above pairs of two labels, by matched-layer mean,
-    with its chance level (NaN when either kind of pair is missing)."""
+    """Per measure, each grounding test's score beside its chance level (module docstring;
+    :mod:`thinkalike.measures.grounding`): ``monotonicity`` (mean over the trained models compared with themselves
+    that have at least 3 layers), ``sensitivity`` (mean over their middle layers), ``null_permuted`` and
+    ``null_independent`` (mean alikeness of their control rows: one per model), ``specificity`` (pairs of trained models, ranked by
+    matched-layer mean: one ``cka.groups`` label above two labels) and ``trained_vs_untrained`` (pairs of trained
+    models of one label above pairs of a trained and an untrained model). NaN where a test has nothing to score."""
     summary = measures_summary(tables)
-    intra = [table for table in tables if len(table) and table["model_a"].iloc[0] == table["model_b"].iloc[0]]
-    labelled = summary[summary["model_a"].isin(groups) & summary["model_b"].isin(groups)
-                       & (summary["model_a"] != summary["model_b"])]
+    untrained = untrained_models(tables)
+    intra = [table for table in tables if len(table) and table["model_a"].iloc[0] == table["model_b"].iloc[0]
+             and table["model_a"].iloc[0] not in untrained]
+    different = summary[summary["model_a"] != summary["model_b"]]
+    trained_pair = ~different["model_a"].isin(untrained) & ~different["model_b"].isin(untrained)
+    labelled = different[trained_pair & different["model_a"].isin(groups) & different["model_b"].isin(groups)]
+    replica = labelled[np.array([groups[a] == groups[b] for a, b in zip(labelled["model_a"], labelled["model_b"])],
+                                dtype=bool)]
+    mixed = different[different["model_a"].isin(untrained) != different["model_b"].isin(untrained)]
     records = []
     for name in dict.fromkeys(summary["measure"]):
         kind = MEASURES[name].kind
-        monotone = [layer_monotonicity(measure_matrix(table, name), kind) for table in intra]
-        monotone = [value for value in monotone if np.isfinite(value)]
+        monotone = [value for value in (layer_monotonicity(measure_matrix(table, name), kind) for table in intra)
+                    if np.isfinite(value)]
+        sensitive = [value for table in intra for value in _sensitivities(table, name, kind)]
         rows = labelled[labelled["measure"] == name]
         same = [groups[a] == groups[b] for a, b in zip(rows["model_a"], rows["model_b"])]
-        specificity, chance = (specificity_auprc(rows["matched_mean"].to_numpy(), same, kind)
-                               if any(same) and not all(same) else (float("nan"), float("nan")))
-        records.append({"measure": name, "kind": kind,
-                        "monotonicity": float(np.mean(monotone)) if monotone else float("nan"),
-                        "monotonicity_chance": 0.0, "n_models": len(monotone), "specificity": specificity,
-                        "specificity_chance": chance, "n_pairs": len(rows)})
+        controls = pd.concat([replica[replica["measure"] == name], mixed[mixed["measure"] == name]])
+        trained = [not (a in untrained or b in untrained) for a, b in zip(controls["model_a"], controls["model_b"])]
+        row = grounding_row(name, kind, monotonicity=float(np.mean(monotone)) if monotone else float("nan"),
+                            sensitivity=float(np.nanmean(sensitive)) if np.isfinite(sensitive).any() else float("nan"),
+                            null_permuted=_null(intra, name, PERMUTED), null_independent=_null(intra, name, INDEPENDENT),
+                            specificity=_ranked(rows, same, kind, "same_architecture"),
+                            trained_vs_untrained=_ranked(controls, trained, kind, "trained"))
+        records.append({**row, "n_models": len(monotone), "n_pairs": len(rows),
+                        "n_untrained_pairs": int(len(controls) - sum(trained))})
     return pd.DataFrame(records, columns=GROUNDING_COLUMNS)
+
+
+def grounding_figure(grounding: pd.DataFrame) -> Figure:
+    """Measures (rows) × grounding tests (columns), each cell coloured by how well the measure passes — ρ for the
+    rank tests, (AP − chance)/(1 − chance) for the ranking tests, 1 − |null alikeness| for the nulls, clipped to
+    [0, 1] — and labelled with the score itself."""
+    tests = [test for test in GROUNDING_TESTS if grounding[test].notna().any()]
+    grades = np.full((len(grounding), len(tests)), np.nan)
+    for column, test in enumerate(tests):
+        score, chance = grounding[test].to_numpy(float), grounding[f"{test}_chance"].to_numpy(float)
+        if test.startswith("null"):
+            grade = 1.0 - np.abs(score)
+        elif test in ("specificity", "trained_vs_untrained"):
+            grade = (score - chance) / (1.0 - chance)
+        else:
+            grade = score
+        grades[:, column] = np.clip(grade, 0.0, 1.0)
+    figure = Figure(figsize=(MIN_FIGURE_WIDTH_IN, 0.42 * len(grounding) + 1.8), dpi=FIGURE_DPI, layout="constrained")
+    axis = figure.subplots()
+    axis.imshow(np.ma.masked_invalid(grades), cmap="RdYlGn", vmin=0.0, vmax=1.0, aspect="auto")
+    for (i, j), grade in np.ndenumerate(grades):
+        value = grounding[tests[j]].iloc[i]
+        axis.text(j, i, "–" if not np.isfinite(value) else f"{value:.2f}", ha="center", va="center", fontsize=8)
+    chance = {test: grounding[f"{test}_chance"].dropna() for test in tests}
+    axis.set_xticks(range(len(tests)), [test.replace("_", " ") + (f"\n(chance {chance[test].iloc[0]:.2f})"
+                                                                  if len(chance[test]) and chance[test].iloc[0] else "")
+                                        for test in tests], fontsize=8)
+    axis.set_yticks(range(len(grounding)), grounding["measure"], fontsize=8)
+    axis.set_title("Grounding: green passes, red fails (cell: the score)", fontsize=10)
+    return figure
 
 
 def measure_metrics(table: pd.DataFrame) -> dict[str, float]:

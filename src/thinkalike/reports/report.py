@@ -26,6 +26,9 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
     ("scaling_figure", "The width/depth family: intra-model CKA against size (fig. 10), each member's "
                        "intermediate-layer CKA against the others with its robust z (fig. 9), early-layer CKA "
                        "across scale (fig. 3) and the largest member's blocks.", "scaling"),
+    ("measure_grounding_figure", "Which similarity measure registers what (Klabunde et al. 2025; Ding et al. "
+                                 "2021): layer monotonicity, sensitivity to removed principal components, the null "
+                                 "on permuted and independent rows, specificity and trained vs untrained.", "cka"),
     ("mlem_similarity_figure", "Feature-based (MLEM, weighted Kendall τ) and RSA similarity of layers "
                                "(Jalouzot et al. 2024).", "mlem"),
     ("mlem_mds_figure", "MDS of the layers by their MLEM feature importances.", "mlem"),

@@ -30,6 +30,7 @@ from thinkalike.reports.measures import (
     calibration_summary,
     dimension_shares,
     dimension_shares_figure,
+    grounding_figure,
     grounding_table,
     measures_heatmap_figure,
     measures_long_table,
@@ -90,12 +91,14 @@ def summarise_calibration(*tables: pd.DataFrame) -> pd.DataFrame:
 def summarise_measures(cka: dict[str, Any], *tables: pd.DataFrame):
     """Every pair's matched-layer mean (and product distance, for metrics) per measure, every pair's panel of
     heatmaps (``<a>__<b>.png``), every model's layers' rogue-dimension shares (table and figure), what the
-    remedies change (``rogue_remedies``) and each measure's grounding scores (``measure_grounding``)."""
+    remedies change (``rogue_remedies``) and each measure's grounding scores (``measure_grounding``, and its
+    figure)."""
     by_pair = {pair_name(table): table for table in tables}
     shares = dimension_shares(tables)
     groups = {str(model): str(group) for model, group in (cka.get("groups") or {}).items()}
+    grounding = grounding_table(tables, groups)
     return (measures_summary(tables), figure_files(by_pair, measures_heatmap_figure), shares,
-            dimension_shares_figure(shares), remedy_summary(tables), grounding_table(tables, groups))
+            dimension_shares_figure(shares), remedy_summary(tables), grounding, grounding_figure(grounding))
 
 
 def pair_name(table: pd.DataFrame) -> str:

@@ -47,7 +47,8 @@ MEASURES_OUTPUT = "measures_table"  # every measure of cka.measures, every layer
 CALIBRATION_OUTPUT = "calibration_table"  # their permutation null (pairs of different models)
 CALIBRATION_SUMMARY = "similarity_calibration"
 MEASURES_SUMMARY_OUTPUTS = ["similarity_measures", "similarity_heatmaps", "dimension_shares",
-                            "dimension_shares_figure", "rogue_remedies", "measure_grounding"]
+                            "dimension_shares_figure", "rogue_remedies", "measure_grounding",
+                            "measure_grounding_figure"]
 SUMMARY_OUTPUTS = ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
                    "cka_group_curves_figure", "cka_heatmaps", "cka_heatmaps_plotly"]
 

@@ -53,7 +53,7 @@ def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
     left_out = set(NOT_READ) | (set() if scaling else {"scaling_summary"})
     left_out |= _measures_left_out(parameters)
     tables = [name for name in TABLES if name not in left_out]
-    figures = [name for name, _, pipeline in FIGURES if scaling or pipeline != "scaling"]
+    figures = [name for name, _, pipeline in FIGURES if (scaling or pipeline != "scaling") and name not in left_out]
     return tables + [model_dataset(model, "model_config") for model in zoo] + figures
 
 
