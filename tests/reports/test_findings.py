@@ -358,16 +358,17 @@ def test_default_shaped_outputs_fill_every_paragraph():
     assert "chance 0.50) is 1 for 10 of 11 measures, lowest for `rsa` (0.70)" in measures
     guide = paragraphs[9]
     assert guide.startswith("**Which measure to trust for what** (from `measure_grounding`")
-    # monotonicity 0.9 − 0.05·i passes ρ ≥ 0.8 for the first three measures only
-    assert "to follow a model's layers in order (layer monotonicity ρ ≥ 0.8): `cka`, `procrustes` and " \
-           "`angular_shape`; not " in guide
-    assert "to register the loss of a layer's main directions (ρ ≥ 0.8 as the top 1 … 5 principal components " \
+    # monotonicity 0.9 − 0.05·i passes ρ ≥ 0.7 for the first five measures only
+    assert "to follow a model's layers in order (layer monotonicity ρ ≥ 0.7): `cka`, `procrustes`, " \
+           "`angular_shape`, `mean_cca` and `svcca`; not `pwcca` (0.65)" in guide
+    assert "to register the loss of a layer's main directions (ρ ≥ 0.7 as the top 1 … 5 principal components " \
            "go): " in guide and "not `mean_cca` (0.30)" in guide
     assert "not `procrustes` (+0.45) and `mean_cca` (+0.45)" in guide or "not `mean_cca` (+0.45) and " \
            "`procrustes` (+0.45)" in guide
     assert "to tell a trained model from an untrained one (average precision ≥ 0.99 over 3 trained-vs-untrained " \
            "pairs; chance 0.50): " in guide and "not `knn_jaccard` (0.60)" in guide
-    assert guide.endswith("Every test: `cka` and `angular_shape`.")  # procrustes fails the permuted null
+    # procrustes fails the permuted null, mean_cca the sensitivity, the rest monotonicity or one ranking
+    assert guide.endswith("Every test: `cka`, `angular_shape` and `svcca`.")
 
 
 def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():

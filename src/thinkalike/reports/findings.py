@@ -1867,7 +1867,8 @@ def _render_measures(findings: Mapping[str, Any]) -> str:
 
 
 #: What a measure must score to be trusted for a test in the guide (:func:`_render_measure_guide`).
-RANK_PASS = 0.8  # Spearman ρ of layer monotonicity and of sensitivity
+RANK_PASS = 0.7  # Spearman ρ of layer monotonicity and of sensitivity (the zoo's 2–8-layer models cap
+#                  monotonicity near 0.8 for most measures: 0.7 separates the two that fall behind)
 NULL_PASS = 0.05  # |mean alikeness| on inputs with no correspondence
 AP_PASS = 0.99  # average precision of a ranking test (specificity, trained vs untrained)
 

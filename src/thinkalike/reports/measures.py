@@ -439,6 +439,7 @@ def measures_summary(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=SUMMARY_COLUMNS)
 
 
+NULL_SCALE = 0.2  # the figure's nulls: red from a mean alikeness of 0.2 on inputs with no correspondence
 GROUNDING_TESTS = ("monotonicity", "sensitivity", "null_permuted", "null_independent", "specificity",
                    "trained_vs_untrained")
 GROUNDING_COLUMNS = ["measure", "kind", *(column for test in GROUNDING_TESTS for column in (test, f"{test}_chance")),
@@ -516,14 +517,14 @@ def grounding_table(tables: Sequence[pd.DataFrame], groups: Mapping[str, str]) -
 
 def grounding_figure(grounding: pd.DataFrame) -> Figure:
     """Measures (rows) × grounding tests (columns), each cell coloured by how well the measure passes — ρ for the
-    rank tests, (AP − chance)/(1 − chance) for the ranking tests, 1 − |null alikeness| for the nulls, clipped to
-    [0, 1] — and labelled with the score itself."""
+    rank tests, (AP − chance)/(1 − chance) for the ranking tests, 1 − |null alikeness|/:data:`NULL_SCALE` for the
+    nulls, clipped to [0, 1] — and labelled with the score itself."""
     tests = [test for test in GROUNDING_TESTS if grounding[test].notna().any()]
     grades = np.full((len(grounding), len(tests)), np.nan)
     for column, test in enumerate(tests):
         score, chance = grounding[test].to_numpy(float), grounding[f"{test}_chance"].to_numpy(float)
         if test.startswith("null"):
-            grade = 1.0 - np.abs(score)
+            grade = 1.0 - np.abs(score) / NULL_SCALE
         elif test in ("specificity", "trained_vs_untrained"):
             grade = (score - chance) / (1.0 - chance)
         else:
