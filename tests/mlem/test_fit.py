@@ -137,3 +137,33 @@ def test_numeric_feature_weight_is_recovered_under_the_bilinear_form():
     assert abs(weights[numeric] - truth[numeric]) <= 0.05, (weights, truth)
     np.testing.assert_allclose(weights, truth, atol=0.08)
     assert fit.spearman.min() > 0.8
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_average_ranks_equal_scipy_rankdata(ties):
+    """The fit's target ranks are scipy's average ranks exactly, ties included (identical stimuli give equal
+    distances)."""
+    from scipy.stats import rankdata
+
+    from thinkalike.mlem.fit import average_ranks
+
+    rng = np.random.default_rng(7)
+    values = rng.integers(0, 30, 500).astype(np.float32) if ties else rng.normal(size=500).astype(np.float32)
+    ranks = average_ranks(torch.from_numpy(values))
+    assert ranks.dtype == torch.float64
+    np.testing.assert_array_equal(ranks.numpy(), rankdata(values))
+    assert (np.unique(values).size < values.size) == ties
+    with pytest.raises(ValueError, match="values: a 1-D tensor"):
+        average_ranks(torch.zeros(2, 2))
+
+
+def test_heldout_spearman_equals_scipy_and_is_zero_on_a_constant_side():
+    from scipy.stats import spearmanr
+
+    from thinkalike.mlem.fit import _centred_ranks, _spearman
+
+    rng = np.random.default_rng(8)
+    x, y = rng.normal(size=400).astype(np.float32), rng.integers(0, 40, 400).astype(np.float32)  # y with ties
+    y = y + 0.5 * x
+    assert _spearman(x, _centred_ranks(y)) == pytest.approx(spearmanr(x, y).statistic, abs=1e-15)
+    assert _spearman(np.ones(400, dtype=np.float32), _centred_ranks(y)) == 0.0 and _centred_ranks(np.ones(3)) is None
