@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from thinkalike.reports.scaling import scaling_sentences
+from thinkalike.models.sources import is_initialisation
 from thinkalike.timings import RUN_PIPELINE, START_ROW, TOTAL, format_seconds, pipeline_totals
 
 START_MARKER = "<!-- findings:start -->"
@@ -273,6 +274,7 @@ def collect_findings(tables: Mapping[str, Any]) -> dict[str, Any]:
     facts = model_facts(tables)
     roles = model_roles(facts)
     parameters = tables.get("parameters") or {}
+    untrained = untrained_models(parameters)  # controls: the MLEM and embedding findings are about trained models
     findings = {
         "machine": {"cpu_count": os.cpu_count(), "system": platform.system(), "architecture": platform.machine(),
                     "platform": platform.platform(), "python": platform.python_version()},
@@ -284,13 +286,45 @@ def collect_findings(tables: Mapping[str, Any]) -> dict[str, Any]:
         "timing": _guarded(_collect_timing, tables),
         "cka": _guarded(_collect_cka, tables, roles, parameters),
         "stitching": _guarded(_collect_stitching, tables, roles, parameters),
-        "mlem": _guarded(_collect_mlem, tables, roles),
-        "embedding": _guarded(_collect_embedding, tables, roles),
+        "mlem": _guarded(_collect_mlem, tables, roles, untrained),
+        "embedding": _guarded(_collect_embedding, without_models(tables, untrained), roles),
         "nli": _guarded(_collect_nli, tables, parameters),
         "scaling": _guarded(_collect_scaling, tables),
         "measures": _guarded(_collect_measures, tables, roles),
     }
     return json.loads(json.dumps(_jsonable(findings), allow_nan=False))
+
+
+def untrained_models(parameters: Mapping[str, Any]) -> list[str]:
+    """The models of ``activations.models`` that are zoo initialisations (``zoo:<m>?weights=initial``): untrained
+    controls, kept out of the findings about trained models."""
+    specs = ((parameters.get("activations") or {}).get("models") or {})
+    return sorted(name for name, spec in specs.items() if isinstance(spec, str) and is_initialisation(spec))
+
+
+def without_models(tables: Mapping[str, Any], models: Sequence[str]) -> dict[str, Any]:
+    """``tables`` with every row of ``models`` left out of its data frames (columns ``model``, ``model_a``,
+    ``model_b``)."""
+    if not models:
+        return dict(tables)
+    kept = {}
+    for name, table in tables.items():
+        if isinstance(table, pd.DataFrame):
+            for column in ("model", "model_a", "model_b"):
+                if column in table:
+                    table = table[~table[column].isin(models)]
+        kept[name] = table
+    return kept
+
+
+def _collect_untrained(tables: Mapping[str, Any], untrained: Sequence[str]) -> list[dict[str, Any]]:
+    """Each untrained control's MLEM held-out Spearman over its layers (the trained models' is beside it)."""
+    profiles = _table(tables, "mlem_profiles")
+    if profiles is None or profiles.empty:
+        return []
+    overall = profiles[(profiles["fold"] == -1) & profiles["model"].isin(untrained)]
+    return [{"model": str(model), "spearman": _span(rows.groupby("layer")["spearman_heldout"].first())}
+            for model, rows in overall.groupby("model", sort=True)]
 
 
 def _collect_scaling(tables: Mapping[str, Any]) -> dict[str, Any]:
@@ -611,7 +645,11 @@ def _collect_stitching(tables: Mapping[str, Any], roles: Mapping[str, Any],
 # --------------------------------------------------------------------------- MLEM
 
 
-def _collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dict[str, Any]:
+def _collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any],
+                  untrained: Sequence[str] = ()) -> dict[str, Any]:
+    """MLEM of the trained models; the ``untrained`` controls' held-out Spearman beside it."""
+    controls = _collect_untrained(tables, untrained)
+    tables = without_models(tables, untrained)
     profiles = _table(tables, "mlem_profiles")
     if profiles is None:
         return _missing("mlem_profiles")
@@ -680,6 +718,7 @@ def _collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dict[s
                             if any(f in wide for f in ("number", "tense")) else []),
         "odd_one_out": {method: _odd_one_out(_table(tables, f"mlem_{method}_similarity"))
                         for method in ("feature", "rsa")},
+        "untrained": controls,
     }
 
 
@@ -1500,6 +1539,10 @@ def _render_mlem(findings: Mapping[str, Any]) -> str:
         minor = [f for f in ("number", "tense") if f in mlem["minor"]]
         names = _list([_capital(_feature(f)) if i == 0 else _feature(f) for i, f in enumerate(minor)])
         text += f" {names} explain {_range(mlem['minor_span'], 2, signed=True)}."
+    controls = [c for c in mlem.get("untrained") or [] if c.get("spearman")]
+    if controls:
+        text += (" Untrained control" + ("s" if len(controls) > 1 else "") + " (a zoo model's initialisation, left "
+                 "out above): " + _list([f"{_code(c['model'])} {_range(c['spearman'])}" for c in controls]) + ".")
     return text
 
 
