@@ -402,7 +402,8 @@ def test_streaming_mode_leaves_the_measures_out_and_says_so(caplog):
     with caplog.at_level("WARNING"):
         streamed = create_pipeline(parameters)
     assert not any("measures" in node.name for node in streamed.nodes) and streamed.nodes
-    assert "need the stored activations" in caplog.text and "left out" in caplog.text
+    assert "need every row of a pair at once, i.e. the stored activations" in caplog.text and "left out" in caplog.text
+    assert "procrustes, angular_shape, mean_cca" in caplog.text  # each measure that does not stream, by name
 
 
 def test_a_planted_rogue_dimension_decides_cka_and_the_remedies_undo_it(tiny_project):

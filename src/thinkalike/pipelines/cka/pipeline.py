@@ -103,8 +103,10 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     measure_settings = MeasureSettings.from_parameters(cka.get("measures"))
     with_measures = bool(measure_settings.names)
     if streaming and with_measures:
-        logger.warning("cka.measures.names: the measures beyond CKA need the stored activations (cka.mode: stored); "
-                       "streaming mode computes CKA only, the measures are left out")
+        others = [name for name in measure_settings.names if name != "cka"]
+        logger.warning("cka.measures.names: streaming mode (cka.mode: streaming) computes CKA only — its minibatch "
+                       "HSIC is the one measure here that streams; %s need every row of a pair at once, i.e. the "
+                       "stored activations (cka.mode: stored), and are left out", ", ".join(others) or "none")
         with_measures = False
     if streaming:
         n_ctx = external_n_ctx(parameters)
