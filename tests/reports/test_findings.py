@@ -396,6 +396,8 @@ def test_the_numbers_in_the_text_are_the_collected_ones():
     assert f"{spearman.min():.2f}–{spearman.max():.2f} over the 18 models — below the > 0.7" in text
     assert ("Untrained control (a zoo model's initialisation, left out above): `gelu_2l_untrained` 0.05–0.07."
             in text)
+    layers = tables["mlem_profiles"].groupby("model")["layer"].nunique().sum()  # every fitted layer, control too
+    assert f"MLEM of 18 models and 1 untrained control ({layers} layers in all)" in text
     assert "`mamba_2l`'s last layer switches to the word's syntactic role (0.41, part of speech 0.30)" in text
     assert "it is the odd one out of the feature-based similarity (weighted τ −0.50 on average" in text
 

@@ -323,8 +323,14 @@ def _collect_untrained(tables: Mapping[str, Any], untrained: Sequence[str]) -> l
     if profiles is None or profiles.empty:
         return []
     overall = profiles[(profiles["fold"] == -1) & profiles["model"].isin(untrained)]
-    return [{"model": str(model), "spearman": _span(rows.groupby("layer")["spearman_heldout"].first())}
-            for model, rows in overall.groupby("model", sort=True)]
+    return [{"model": str(model), "spearman": _span(rows.groupby("layer")["spearman_heldout"].first()),
+             "n_layers": int(rows["layer"].nunique())} for model, rows in overall.groupby("model", sort=True)]
+
+
+def _controls(mlem: Mapping[str, Any]) -> str:
+    """" and N untrained control(s)" when MLEM also fitted untrained controls, else ""."""
+    controls = mlem.get("untrained") or []
+    return f" and {_plural(len(controls), 'untrained control')}" if controls else ""
 
 
 def _collect_scaling(tables: Mapping[str, Any]) -> dict[str, Any]:
@@ -1186,7 +1192,8 @@ def _render_timing(findings: Mapping[str, Any]) -> str:
                        f"trained on {_ints_text(stitching['train_tokens'])} tokens)", "")
                       if "n_stitches" in stitching else ("stitching", "")),
         "cka": (f"CKA of {_plural(cka['n_pairs'], 'pair')}" if "n_pairs" in cka else "CKA", ""),
-        "mlem": ((f"MLEM of {_plural(mlem['n_models'], 'model')} ({mlem['n_layers']} layers in all)", "")
+        "mlem": ((f"MLEM of {_plural(mlem['n_models'], 'model')}{_controls(mlem)} "
+                  f"({mlem['n_layers'] + sum(c['n_layers'] for c in mlem.get('untrained') or [])} layers in all)", "")
                  if "n_models" in mlem else ("MLEM", "")),
         "embedding": ("embedding space (readings, keep-k, alignment, fine-tuning, zero-shot stitching)", ""),
         "nli": ("the NLI experiment", ""),
