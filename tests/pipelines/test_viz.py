@@ -41,6 +41,10 @@ from thinkalike.io.previews import cell_text
 from thinkalike.pipelines.cka.pairs import pair_dataset
 from thinkalike.pipelines.namespaces import MODELS, model_dataset, model_namespace
 
+# kedro-viz loads a dataset's preview on its server when the panel opens; on a loaded 2-core machine that took longer
+# than Playwright's 5-s default (a CI run of 2026-11-27 missed the tokenizer's JSON preview): every expectation here
+# waits up to 30 s, and still fails when what it waits for never comes
+expect.set_options(timeout=30_000)
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 TEST_MODELS = {"gelu_1l", "neox_xs"}  # conf/test/parameters_zoo.yml
 BASE_ONLY_MODELS = {"solu_2l", "gelu_2l", "neox_8l"}  # conf/base/parameters_zoo.yml only
