@@ -147,7 +147,7 @@ def test_a_ready_task_never_waits_behind_a_long_one_while_a_worker_is_idle(tmp_p
         future.add_done_callback(lambda done: outstanding.discard(done.key))
         return future
 
-    runner = DaskRunner(workers=2)
+    runner = DaskRunner(workers=2, spare_workers=0)  # two tasks at most, whatever else the machine runs
     runner._merge = remember
     monkeypatch.setattr(Client, "submit", counting)
     runner.run(pipeline, catalog)
@@ -157,6 +157,39 @@ def test_a_ready_task_never_waits_behind_a_long_one_while_a_worker_is_idle(tmp_p
     assert submitted_before_merge["quick"] >= 3
     assert worker_of["short"] != worker_of["long"], worker_of
     assert ended["short"] < ended["long"]
+
+
+@pytest.mark.parametrize(("outside_cores", "at_once"), [(0.0, 2), (1.0, 3)])
+def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_the_cpu(tmp_path, monkeypatch, caplog,
+                                                                                      outside_cores, at_once):
+    """Four independent 1-s tasks on two workers and a spare: two at a time on an idle machine, three while the
+    outside load (planted) reaches the threshold — counted as tasks handed to Dask and not yet finished."""
+    names = ["a", "b", "c", "d"]
+    catalog = DataCatalog({**{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in names},
+                           "params:seconds": MemoryDataset(1.0)})
+    pipeline = Pipeline([node(sleep_then, ["params:seconds", "params:seconds"], f"{name}.out", name="run",
+                              namespace=name) for name in names])
+    from distributed import Client
+
+    outstanding, most = set(), [0]
+    submit = Client.submit
+
+    def counting(client, *args, **kwargs):
+        future = submit(client, *args, **kwargs)
+        outstanding.add(future.key)
+        most[0] = max(most[0], len(outstanding))
+        future.add_done_callback(lambda done: outstanding.discard(done.key))
+        return future
+
+    runner = DaskRunner(workers=2, spare_workers=1)
+    runner.outside_load = lambda: outside_cores
+    monkeypatch.setattr(Client, "submit", counting)
+    with caplog.at_level("INFO"):
+        runner.run(pipeline, catalog)
+    assert all(catalog.load(f"{name}.out") == 1.0 for name in names)
+    assert most[0] == at_once
+    assert "+1 spare" in caplog.text
+    assert ("3 tasks at once" in caplog.text) == (at_once == 3)
 
 
 def sleep_and_clock(seconds, label):

@@ -15,12 +15,18 @@ def test_runner_params_override_the_configuration():
     assert ClusterSettings.resolve({"cluster": "tcp://node7:8786"}).cluster == "tcp://node7:8786"
 
 
+def test_a_local_cluster_has_one_worker_per_core_and_one_spare_unless_told_otherwise():
+    assert ClusterSettings.resolve({}).local_workers(cores=2) == (2, 1)
+    assert ClusterSettings.resolve({"workers": 3}, {"spare_workers": "0"}).local_workers(cores=2) == (3, 0)
+
+
 @pytest.mark.parametrize(("config", "overrides", "message"), [
     ({"workers": -1}, {}, "dask.yml: DaskRunner workers: expected a positive integer, got -1"),
     ({}, {"gpu_resources": "yes"}, "--runner-params: DaskRunner gpu_resources: expected true or false"),
     ({"slurm": {"partition": "gpu"}}, {}, r"dask.yml: unknown DaskRunner slurm setting\(s\) \['partition'\]"),
     ({"slurm": {"minimum_jobs": 5, "maximum_jobs": 2}}, {}, "minimum_jobs \\(5\\) is above slurm.maximum_jobs"),
     ({"slurm": ["gpu"]}, {}, "slurm: expected a mapping"),
+    ({}, {"spare_workers": "-1"}, "--runner-params: DaskRunner spare_workers: expected an integer >= 0, got '-1'"),
 ])
 def test_bad_values_are_named_with_their_source(config, overrides, message):
     with pytest.raises(ClusterSettingsError, match=message):

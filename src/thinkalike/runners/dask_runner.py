@@ -7,7 +7,8 @@ dataset that crosses tasks is a saved file, so workers share nothing but the pro
 
 Settings (:mod:`thinkalike.runners.settings`): ``conf/<env>/dask.yml``, overridden by ``--runner-params``:
 ``cluster`` — ``local`` (default: a ``LocalCluster`` of one single-threaded worker process per core, or
-``workers`` of them; the nodes' own torch / BLAS threads follow the run's thread policy,
+``workers`` of them, plus ``spare_workers`` (default 1) that get tasks only while processes outside the run use
+the CPU, :mod:`thinkalike.runners.load`; the nodes' own torch / BLAS threads follow the run's thread policy,
 :mod:`thinkalike.threads`), ``slurm`` (dask-jobqueue, ``pip install -e ".[slurm]"``) or a scheduler address
 (``tcp://host:8786``). With ``gpu_resources`` on, task groups holding GPU work (nodes tagged ``gpu``) ask for
 ``resources={"GPU": 1}``; a cluster without a GPU worker is an error at start, not a hang.
@@ -24,11 +25,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import queue
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from kedro.io import MemoryDataset
@@ -36,6 +36,7 @@ from kedro.pipeline import Pipeline
 from kedro.runner import AbstractRunner
 
 from thinkalike.pipelines.namespaces import GPU_WORK
+from thinkalike.runners.load import OutsideLoad, task_slots
 from thinkalike.runners.grouping import TaskGroup, in_memory_crossings, task_groups
 from thinkalike.runners.remote import RemoteHookProvider, TaskReport, run_task_group
 from thinkalike.runners.settings import GPU_RESOURCE, LOCAL, SLURM, ClusterSettings, ClusterSettingsError
@@ -64,6 +65,7 @@ class DaskRunner(AbstractRunner):
 
     def __init__(self, is_async: bool = False, **settings: Any) -> None:
         super().__init__(is_async=is_async)
+        self.outside_load: Callable[[], float] | None = None  # cores used outside the run; None: OutsideLoad().cores
         self.overrides = {key: value for key, value in settings.items() if value is not None}
         self.settings = ClusterSettings.resolve(None, self.overrides)
 
@@ -96,11 +98,12 @@ class DaskRunner(AbstractRunner):
 
             pending = dict(groups)
             running: dict[Any, str] = {}
+            slots = self._slots(client)
 
             def submit_ready() -> None:
                 ready = sorted((name for name, group in pending.items() if group.depends_on <= done_groups),
                                key=lambda name: -priority[name])
-                for name in ready[:max(0, _cluster_threads(client) - len(running))]:  # the rest wait here
+                for name in ready[:max(0, slots() - len(running))]:  # the rest wait here
                     group = pending.pop(name)
                     hooks = [provider.remote_hooks() for provider in providers]
                     future = client.submit(run_task_group, name, group.nodes, catalog, hooks, produced, threads,
@@ -135,6 +138,29 @@ class DaskRunner(AbstractRunner):
                     merges.put(name, report, lambda report=report, name=name: self._merge(
                         report, providers, groups[name], catalog), progress)
 
+    def _slots(self, client: Any) -> Callable[[], int]:
+        """How many tasks may run now. A local cluster with spare workers: one per core's worker thread, plus the
+        spare workers' threads while processes outside the run use the CPU (:mod:`thinkalike.runners.load`; each
+        change is logged); any other cluster: its worker threads now (:func:`_cluster_threads`)."""
+        settings = self.settings
+        if settings.cluster != LOCAL or not settings.spare_workers:
+            return lambda: _cluster_threads(client)
+        workers, spare = settings.local_workers()
+        base, extra = workers * settings.threads_per_worker, spare * settings.threads_per_worker
+        outside = self.outside_load or OutsideLoad().cores
+        current = [base]
+
+        def slots() -> int:
+            cores = outside()
+            allowed = task_slots(base, extra, cores)
+            if allowed != current[0]:
+                self._logger.info("DaskRunner: processes outside the run use %.1f core(s): %d tasks at once",
+                                  cores, allowed)
+                current[0] = allowed
+            return allowed
+
+        return slots
+
     @staticmethod
     def _release(group: TaskGroup, catalog) -> None:
         """Drops the driver's cached versions of the task's outputs, before any task that reads them is submitted
@@ -162,11 +188,13 @@ class DaskRunner(AbstractRunner):
 
         settings = self.settings
         if settings.cluster == LOCAL:
-            workers = settings.workers or os.cpu_count() or 1
-            with _worker_environment(), LocalCluster(n_workers=workers, threads_per_worker=settings.threads_per_worker,
+            workers, spare = settings.local_workers()
+            with _worker_environment(), LocalCluster(n_workers=workers + spare,
+                                                     threads_per_worker=settings.threads_per_worker,
                                                      processes=True, dashboard_address=None,
                                                      silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
-                self._logger.info("DaskRunner: local cluster of %d worker processes, %d thread(s) each", workers,
+                self._logger.info("DaskRunner: local cluster of %d worker processes (+%d spare, given tasks while "
+                                  "processes outside the run use the CPU), %d thread(s) each", workers, spare,
                                   settings.threads_per_worker)
                 yield client, cluster
         elif settings.cluster == SLURM:

@@ -4,7 +4,8 @@ import here).
 ``cluster``: ``local`` (a ``LocalCluster`` on this machine), ``slurm`` (``dask_jobqueue.SLURMCluster``, one worker
 process per job, started and stopped adaptively between ``slurm.minimum_jobs`` and ``slurm.maximum_jobs``), or the
 address of a running scheduler (``tcp://host:8786``). ``workers`` (local; default one per core),
-``threads_per_worker`` (default 1), ``gpu_resources``: GPU work (nodes tagged ``gpu``: training, extraction,
+``spare_workers`` (local; default 1: worker processes beyond ``workers`` that get tasks only while processes outside
+the run use the CPU, :mod:`thinkalike.runners.load`; 0: none), ``threads_per_worker`` (default 1), ``gpu_resources``: GPU work (nodes tagged ``gpu``: training, extraction,
 stitching, fine-tuning) asks for ``resources={"GPU": 1}`` and only workers advertising a GPU take it (default: on
 for ``slurm`` when ``slurm.gpus_per_job`` > 0, off elsewhere). ``slurm``: ``queue`` (partition), ``account``,
 ``cores``, ``memory``, ``walltime``, ``gpus_per_job`` (→ ``#SBATCH --gres=gpu:<n>`` and worker resources
@@ -16,6 +17,7 @@ settings on one machine: options its jobs do not know are left out, and named in
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -41,6 +43,7 @@ class ClusterSettings:
 
     cluster: str = LOCAL
     workers: int | None = None
+    spare_workers: int = 1
     threads_per_worker: int = 1
     gpu_resources: bool = False
     slurm: dict[str, Any] = field(default_factory=lambda: dict(SLURM_DEFAULTS))
@@ -67,6 +70,7 @@ class ClusterSettings:
             raise ClusterSettingsError(f"{where}: DaskRunner cluster: expected {LOCAL!r}, {SLURM!r} or a scheduler "
                                        f"address (tcp://host:port), got {cluster!r}")
         workers = _positive(*value("workers", None), "workers")
+        spare_workers = _count(*value("spare_workers", 1), "spare_workers")
         threads = _positive(*value("threads_per_worker", 1), "threads_per_worker")
         slurm_values, slurm_where = value("slurm", {})
         if not isinstance(slurm_values, Mapping):
@@ -88,8 +92,12 @@ class ClusterSettings:
         if not isinstance(gpu_resources, bool):
             raise ClusterSettingsError(f"{gpu_where}: DaskRunner gpu_resources: expected true or false, got "
                                        f"{gpu_resources!r}")
-        return cls(cluster=cluster, workers=workers, threads_per_worker=threads or 1, gpu_resources=gpu_resources,
-                   slurm=slurm)
+        return cls(cluster=cluster, workers=workers, spare_workers=spare_workers, threads_per_worker=threads or 1,
+                   gpu_resources=gpu_resources, slurm=slurm)
+
+    def local_workers(self, cores: int | None = None) -> tuple[int, int]:
+        """A local cluster's worker processes: (one per core or ``workers``, ``spare_workers``)."""
+        return self.workers or cores or os.cpu_count() or 1, self.spare_workers
 
     def slurm_cluster_options(self) -> dict[str, Any]:
         """Keyword arguments of a dask-jobqueue cluster class: one worker process per job, the GPU directive and the
