@@ -1,12 +1,19 @@
 """Block structure: planted blocks are recovered exactly, the dynamic programme equals an exhaustive search, a
-matrix without blocks is one block, and the bootstrap sees stable blocks as stable."""
+matrix without blocks is one block, and the bootstrap sees stable blocks as stable — within one model's matrix and,
+as matched blocks, in a rectangular inter-model matrix."""
 
 import itertools
 
 import numpy as np
 import pytest
 
-from thinkalike.measures.blocks import best_segmentations, block_stability, segment_blocks
+from thinkalike.measures.blocks import (
+    best_cosegmentations,
+    best_segmentations,
+    block_stability,
+    cosegment_blocks,
+    segment_blocks,
+)
 
 
 def planted(sizes, within=0.9, between=0.3, noise=0.02, seed=0):
@@ -74,3 +81,69 @@ def test_bootstrap_over_minibatches_finds_planted_blocks_stable_and_noise_unstab
 def test_unusable_matrices_are_refused(matrix):
     with pytest.raises(ValueError, match="block structure needs"):
         segment_blocks(matrix)
+
+
+def planted_between(sizes_a, sizes_b, within=0.85, between=0.25, noise=0.02, seed=0):
+    """Model a's blocks of ``sizes_a`` layers matched in order with model b's of ``sizes_b``."""
+    rng = np.random.default_rng(seed)
+    labels_a, labels_b = np.repeat(np.arange(len(sizes_a)), sizes_a), np.repeat(np.arange(len(sizes_b)), sizes_b)
+    return (np.where(labels_a[:, None] == labels_b[None, :], within, between)
+            + rng.normal(0, noise, (len(labels_a), len(labels_b))))
+
+
+def blocks_of(sizes):
+    ends = np.cumsum(sizes)
+    return tuple((int(end - size), int(end - 1)) for size, end in zip(sizes, ends))
+
+
+@pytest.mark.parametrize(("sizes_a", "sizes_b"), [([2, 2, 2], [3, 4, 2]), ([3, 3], [1, 5]), ([1, 2, 3, 3], [3, 2, 2, 2]),
+                                                  ([4, 5], [4, 5])])
+def test_planted_matched_blocks_between_two_models_are_recovered_exactly(sizes_a, sizes_b):
+    found = cosegment_blocks(planted_between(sizes_a, sizes_b))
+    assert found.structured
+    assert found.blocks_a == blocks_of(sizes_a) and found.blocks_b == blocks_of(sizes_b)
+    assert found.within == pytest.approx(0.85, abs=0.02) and found.between == pytest.approx(0.25, abs=0.02)
+    assert found.boundaries == tuple(zip((a for a, _ in found.blocks_a[1:]), (b for b, _ in found.blocks_b[1:])))
+
+
+def matched_contrast(matrix, blocks_a, blocks_b):
+    labels_a = np.concatenate([[t] * (last - first + 1) for t, (first, last) in enumerate(blocks_a)])
+    labels_b = np.concatenate([[t] * (last - first + 1) for t, (first, last) in enumerate(blocks_b)])
+    same = labels_a[:, None] == labels_b[None, :]
+    return matrix[same].mean() - matrix[~same].mean()
+
+
+def test_the_matched_programme_finds_the_best_of_an_exhaustive_search():
+    rng = np.random.default_rng(4)
+    matrix = rng.uniform(0, 1, (5, 7))
+    for k, found in best_cosegmentations(matrix, 4).items():
+        candidates = []
+        for cuts_a in itertools.combinations(range(1, 5), k - 1):
+            for cuts_b in itertools.combinations(range(1, 7), k - 1):
+                edges_a, edges_b = (0, *cuts_a, 5), (0, *cuts_b, 7)
+                blocks_a = tuple((edges_a[t], edges_a[t + 1] - 1) for t in range(k))
+                blocks_b = tuple((edges_b[t], edges_b[t + 1] - 1) for t in range(k))
+                candidates.append((matched_contrast(matrix, blocks_a, blocks_b), blocks_a, blocks_b))
+        best_value, best_a, best_b = max(candidates)
+        assert found.contrast == pytest.approx(best_value, abs=1e-12), k
+        assert (found.blocks_a, found.blocks_b) == (best_a, best_b), k
+
+
+def test_an_inter_model_matrix_without_blocks_is_one_block_and_its_bootstrap_is_unstable():
+    rng = np.random.default_rng(2)
+    flat = 0.6 + rng.normal(0, 0.02, (6, 9))
+    found = cosegment_blocks(flat)
+    assert not found.structured and found.blocks == (((0, 5), (0, 8)),)
+    assert found.within == pytest.approx(0.6, abs=0.01)
+    stable = block_stability([planted_between([2, 4], [3, 6], noise=0.05, seed=s) for s in range(10)], n_resamples=30,
+                             matched=True)
+    assert stable.segmentation.blocks == (((0, 1), (0, 2)), ((2, 5), (3, 8)))
+    assert stable.same_blocks >= 0.9 and stable.boundary_frequency[(2, 3)] >= 0.9
+    noise = [0.5 + rng.normal(0, 0.15, (6, 9)) for _ in range(10)]
+    assert block_stability(noise, n_resamples=30, min_contrast=0.0, matched=True).same_blocks < 0.5
+
+
+@pytest.mark.parametrize("matrix", [np.ones((1, 4)), np.array([[1.0, np.nan], [0.5, 1.0]])])
+def test_unusable_inter_model_matrices_are_refused(matrix):
+    with pytest.raises(ValueError, match="matched blocks need"):
+        cosegment_blocks(matrix)

@@ -17,7 +17,7 @@ def _summary(off_trend_flagged: bool, twin_flagged: bool, rho: float = 0.9) -> d
         "early": {"0.0": {"mean": 0.9, "min": 0.85, "max": 0.95}, "0.25": {"mean": 0.7, "min": 0.6, "max": 0.8}},
         "band_mean_between_members": 0.5, "intra_vs_size_spearman": rho,
         "intra_mean": {"a": 0.3, "b": 0.4, "c": 0.5, "d": 0.55, "e": 0.6},
-        "structured_members": ["c", "d", "e"], "outliers": ["d"] if off_trend_flagged else [],
+        "structured_members": ["c", "d", "e"], "structured_pairs": ["c–e"], "n_member_pairs": 10, "outliers": ["d"] if off_trend_flagged else [],
         "robust_z": {"a": 0.1, "b": -0.5, "c": 0.0, "d": -6.0 if off_trend_flagged else -1.0, "e": 0.7},
         "twins": [{"off_trend": "d", "twin": "d_twin", "d_head_off_trend": 40, "d_head_twin": 16,
                    "band_mean_off_trend": 0.2, "band_mean_twin": 0.5, "difference": 0.3,
@@ -31,6 +31,7 @@ def test_the_sentences_follow_the_numbers():
     text = " ".join(scaling_sentences(_summary(off_trend_flagged=True, twin_flagged=False)))
     assert "Early layers across scale (reproduced" in text and "0.90 at relative depth 0.0" in text
     assert "Block structure (partly reproduced" in text and "3 of 5 members" in text
+    assert "between members, 1 of 10 pairs' CKA matrices have matched blocks" in text
     assert "Intra-model similarity vs scale (reproduced" in text and "ρ = 0.90" in text
     assert "`d` (robust z -6.00) — the off-trend member" in text
     assert "the dissimilarity follows the head dimension" in text

@@ -102,6 +102,23 @@ def test_planted_blocks_and_the_size_trend_are_recovered(tables):
     assert set(result.summary["structured_members"]) == set(FAMILY)
 
 
+def test_planted_matched_blocks_between_two_members_are_recovered_from_either_stored_order(tables):
+    """m (5 layers) against xl (9): m's 0–1, 2–3, 4 matched with xl's 0–1, 2–7, 8; every other pair keeps its smooth
+    fall-off with depth. Stored as (m, xl) or as (xl, m), the pair row reads m's blocks as a's."""
+    labels_m, labels_xl = np.array([0, 0, 1, 1, 2]), np.array([0, 0, 1, 1, 1, 1, 1, 1, 2])
+    planted = np.where(labels_m[:, None] == labels_xl[None, :], 0.9, 0.3)
+    for key in (("m", "xl"), ("xl", "m")):
+        stored = {k: v for k, v in tables.items() if set(k) != {"m", "xl"}}
+        matrix = planted if key == ("m", "xl") else planted.T
+        stored[key] = _long_table(*key, matrix, np.random.default_rng(1))
+        result = analyse_family(stored, FAMILY, ARCHITECTURES, {}, ScalingSettings(n_resamples=5, pair_resamples=10))
+        row = result.pairs[(result.pairs["model_a"] == "m") & (result.pairs["model_b"] == "xl")].iloc[0]
+        assert (row["blocks_a"], row["blocks_b"], row["n_blocks"]) == ("0–1, 2–3, 4–4", "0–1, 2–7, 8–8", 3), key
+        assert row["block_within"] == pytest.approx(0.9, abs=0.01) and row["block_same_fraction"] == 1.0
+        assert "m–xl" in result.summary["structured_pairs"]
+    assert result.summary["n_member_pairs"] == 10
+
+
 def test_early_layers_are_matched_by_relative_depth(tables):
     result = analyse_family(tables, FAMILY, ARCHITECTURES, {}, ScalingSettings(early_depths=(0.0, 0.5)))
     pairs = result.pairs

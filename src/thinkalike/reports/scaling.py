@@ -11,7 +11,10 @@ model equal to it in all but its head dimension, on the family's trend):
   ``early_depths``, the CKA (with the pipeline's bootstrap interval) of layers ``round(δ L_a)`` and
   ``round(δ L_b)``, beside the same pair's mean CKA over the intermediate band;
 * **block structure**: each member's intra-model CKA matrix segmented into contiguous blocks
-  (:func:`thinkalike.measures.blocks.block_stability`, over the minibatches' own matrices);
+  (:func:`thinkalike.measures.blocks.block_stability`, over the minibatches' own matrices), and each pair's
+  inter-model matrix into matched blocks (:func:`thinkalike.measures.blocks.cosegment_blocks`: a's t-th block
+  with b's, bootstrapped over ``pair_resamples`` resamples — each pair's programme costs about ``n_a n_b`` times a
+  member's);
 * **intra-model similarity vs scale** (fig. 10): each member's mean off-diagonal intra-model CKA, and its
   Spearman correlation with the parameter count;
 * **the outlier** (fig. 9): each member's mean intermediate-band CKA (:func:`~thinkalike.measures.family.
@@ -49,7 +52,8 @@ MEMBER_COLUMNS = ["model", "role", "d_model", "n_layers", "n_heads", "d_head", "
                   "n_parameters", "off_trend", "intra_mean", "band_mean_vs_others", "robust_z", "outlier", "blocks",
                   "n_blocks", "block_within", "block_between", "block_same_fraction"]
 PAIR_COLUMNS = ["model_a", "model_b", "relative_depth", "layer_a", "layer_b", "cka", "ci_low", "ci_high",
-                "band_mean"]
+                "band_mean", "blocks_a", "blocks_b", "n_blocks", "block_within", "block_between",
+                "block_same_fraction"]
 
 
 class ScalingConfigError(ValueError):
@@ -100,7 +104,8 @@ def architecture_of(name: str, entry: Mapping[str, Any]) -> Architecture:
 @dataclass(frozen=True)
 class ScalingSettings:
     """``early_depths``: relative depths compared across members; ``band``: the intermediate band ``[low, high]``;
-    ``max_blocks``, ``min_contrast``, ``n_resamples``, ``seed``: the block segmentation and its bootstrap;
+    ``max_blocks``, ``min_contrast``, ``n_resamples``, ``seed``: the block segmentation and its bootstrap
+    (``pair_resamples`` resamples for the matched blocks of every pair);
     ``outlier_z``: the robust z beyond which a member is flagged."""
 
     early_depths: tuple[float, ...] = (0.0, 0.25)
@@ -108,6 +113,7 @@ class ScalingSettings:
     max_blocks: int = 4
     min_contrast: float = 0.1
     n_resamples: int = 200
+    pair_resamples: int = 20
     seed: int = 0
     outlier_z: float = OUTLIER_Z
 
@@ -118,13 +124,16 @@ class ScalingSettings:
         if len(self.band) != 2 or not 0.0 <= self.band[0] <= self.band[1] <= 1.0:
             raise ScalingConfigError(f"scaling.band must be [low, high] with 0 <= low <= high <= 1, got "
                                      f"{list(self.band)}")
-        if int(self.max_blocks) < 2 or int(self.n_resamples) < 1 or not self.outlier_z > 0:
-            raise ScalingConfigError(f"scaling: max_blocks must be >= 2, n_resamples >= 1 and outlier_z > 0, got "
-                                     f"{self.max_blocks}, {self.n_resamples}, {self.outlier_z}")
+        if int(self.max_blocks) < 2 or min(int(self.n_resamples), int(self.pair_resamples)) < 1 \
+                or not self.outlier_z > 0:
+            raise ScalingConfigError(f"scaling: max_blocks must be >= 2, n_resamples and pair_resamples >= 1 and "
+                                     f"outlier_z > 0, got {self.max_blocks}, {self.n_resamples}, "
+                                     f"{self.pair_resamples}, {self.outlier_z}")
 
     @classmethod
     def from_parameters(cls, scaling: Mapping[str, Any]) -> ScalingSettings:
-        known = {"early_depths", "band", "max_blocks", "min_contrast", "n_resamples", "seed", "outlier_z"}
+        known = {"early_depths", "band", "max_blocks", "min_contrast", "n_resamples", "pair_resamples", "seed",
+                 "outlier_z"}
         values = {key: scaling[key] for key in known if scaling.get(key) is not None}
         for key in ("early_depths", "band"):
             if key in values:
@@ -156,11 +165,15 @@ def _matrix(tables: Mapping[tuple[str, str], pd.DataFrame], a: str, b: str) -> t
 
 
 def _batch_matrices(table: pd.DataFrame) -> np.ndarray:
-    """(B, L, L): the intra-model table's per-minibatch matrices (``batch_cka``)."""
+    """(B, L_a, L_b): the table's per-minibatch matrices (``batch_cka``), model a's layers as rows."""
     ordered = table.sort_values(["layer_a", "layer_b"])
-    n = int(ordered["layer_a"].nunique())
+    n_a, n_b = int(ordered["layer_a"].nunique()), int(ordered["layer_b"].nunique())
     values = np.stack([np.asarray(v, dtype=np.float64) for v in ordered["batch_cka"]])
-    return values.T.reshape(-1, n, n)
+    return values.T.reshape(-1, n_a, n_b)
+
+
+def _blocks_text(blocks: Sequence[tuple[int, int]]) -> str:
+    return ", ".join(f"{a}–{b}" for a, b in blocks)
 
 
 def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Sequence[str],
@@ -195,7 +208,7 @@ def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Seque
                                     min(settings.max_blocks, len(matrix)), settings.min_contrast)
         segmentation = stability.segmentation
         boundaries[model] = list(segmentation.boundaries)
-        block_rows[model] = {"blocks": ", ".join(f"{a}–{b}" for a, b in segmentation.blocks),
+        block_rows[model] = {"blocks": _blocks_text(segmentation.blocks),
                              "n_blocks": len(segmentation.blocks) if segmentation.structured else 1,
                              "block_within": segmentation.within, "block_between": segmentation.between,
                              "block_same_fraction": stability.same_blocks}
@@ -209,13 +222,19 @@ def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Seque
             matrix, table = _matrix(tables, a, b)
             cells = table.set_index(["layer_a", "layer_b"])
             band_mean = depth_band_mean(matrix, low, high)
+            matched = block_stability(_batch_matrices(table), settings.pair_resamples, settings.seed,
+                                      min(settings.max_blocks, *matrix.shape), settings.min_contrast, matched=True)
+            found = matched.segmentation
+            pair_blocks = {"blocks_a": _blocks_text(found.blocks_a), "blocks_b": _blocks_text(found.blocks_b),
+                           "n_blocks": len(found.blocks_a) if found.structured else 1, "block_within": found.within,
+                           "block_between": found.between, "block_same_fraction": matched.same_blocks}
             for depth in settings.early_depths:
                 layer_a = relative_depth_layers(architectures[a].n_layers, [depth])[0]
                 layer_b = relative_depth_layers(architectures[b].n_layers, [depth])[0]
                 cell = cells.loc[(layer_a, layer_b)]
                 pair_rows.append({"model_a": a, "model_b": b, "relative_depth": float(depth), "layer_a": layer_a,
                                   "layer_b": layer_b, "cka": float(cell["cka"]), "ci_low": float(cell["ci_low"]),
-                                  "ci_high": float(cell["ci_high"]), "band_mean": band_mean})
+                                  "ci_high": float(cell["ci_high"]), "band_mean": band_mean, **pair_blocks})
     pairs = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
 
     against_others = {m: float(np.mean([band(m, o) for o in family if o != m])) for m in family}
@@ -245,6 +264,9 @@ def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Seque
         "intra_vs_size_spearman": float(rho),
         "intra_mean": {m: float(v) for m, v in zip(on_family["model"], on_family["intra_mean"])},
         "structured_members": [m for m in family if block_rows[m]["n_blocks"] > 1],
+        "structured_pairs": [f"{a}–{b}" for a, b, n in early.drop_duplicates(["model_a", "model_b"])[
+            ["model_a", "model_b", "n_blocks"]].itertuples(index=False) if n > 1],
+        "n_member_pairs": int(len(early.drop_duplicates(["model_a", "model_b"]))),
         "outliers": [m for m in family if abs(z[m]) > settings.outlier_z],
         "robust_z": {m: float(v) for m, v in z.items()},
         "twins": [_twin_summary(odd, twin, family, architectures, band, settings) for odd, twin in twins.items()],
@@ -371,9 +393,13 @@ def scaling_sentences(summary: Mapping[str, Any] | None) -> list[str]:
     structured = summary.get("structured_members") or []
     verdict = "reproduced" if family and len(structured) == len(family) else (
         "partly reproduced" if structured else "not reproduced")
+    pairs_structured, n_pairs = summary.get("structured_pairs"), summary.get("n_member_pairs")
+    between = ("" if pairs_structured is None or not n_pairs else
+               f"; between members, {len(pairs_structured)} of {n_pairs} pairs' CKA matrices have matched blocks "
+               "(a's early block with b's early block, and so on)")
     sentences.append(f"Block structure ({verdict}; the paper sees blocks of consecutive similar layers): "
                      f"{len(structured)} of {len(family)} members have blocks of contrast ≥ the threshold"
-                     + (f" ({', '.join(f'`{m}`' for m in structured)})." if structured else "."))
+                     + (f" ({', '.join(f'`{m}`' for m in structured)})" if structured else "") + between + ".")
     rho = summary.get("intra_vs_size_spearman")
     if rho is not None:
         verdict = "reproduced" if rho >= 0.7 else ("inconclusive" if rho > 0 else "not reproduced")

@@ -25,7 +25,8 @@ def summarise_scaling(scaling: dict[str, Any], *tables: pd.DataFrame, plan: Scal
         raise ValueError(f"scaling: CKA tables {missing} hold other models than their names say")
     result = analyse_family(by_pair, plan.family, plan.architectures, plan.twins, settings)
     summary = result.summary
-    logger.info("scaling: %d members, intra-model CKA vs size Spearman %.2f, outliers %s, blocks in %d of them",
-                len(plan.family), summary["intra_vs_size_spearman"], summary["outliers"] or "none",
-                len(summary["structured_members"]))
+    logger.info("scaling: %d members, intra-model CKA vs size Spearman %.2f, outliers %s, blocks in %d of them and "
+                "matched blocks in %d of their %d pairs", len(plan.family), summary["intra_vs_size_spearman"],
+                summary["outliers"] or "none", len(summary["structured_members"]), len(summary["structured_pairs"]),
+                summary["n_member_pairs"])
     return result.members, result.pairs, summary, scaling_figure(result)
