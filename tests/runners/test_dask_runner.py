@@ -192,6 +192,25 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
     assert ("3 tasks at once" in caplog.text) == (at_once == 3)
 
 
+def session_of_this_process(_):
+    return os.getpid(), os.getsid(0)
+
+
+@pytest.mark.parametrize("own_sessions", [True, False])
+def test_each_worker_leads_its_own_session_unless_told_not_to(tmp_path, own_sessions):
+    """Under Linux's autogroup the CPU is shared per session: a worker in the kedro run's session gets a share of
+    that one session's, a worker leading its own gets its own (thinkalike.runners.load)."""
+    catalog = DataCatalog({"session.out": PickleDataset(filepath=str(tmp_path / "session.pkl")),
+                           "params:x": MemoryDataset(0)})
+    pipeline = Pipeline([node(session_of_this_process, "params:x", "session.out", name="run", namespace="session")])
+    DaskRunner(workers=1, spare_workers=0, own_sessions=own_sessions).run(pipeline, catalog)
+    pid, session = catalog.load("session.out")
+    assert pid != os.getpid()  # it ran in a worker
+    assert (session == pid) == own_sessions
+    if not own_sessions:
+        assert session == os.getsid(0)
+
+
 def sleep_and_clock(seconds, label):
     time.sleep(seconds)
     return time.time()

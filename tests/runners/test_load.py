@@ -8,7 +8,14 @@ import time
 import psutil
 import pytest
 
-from thinkalike.runners.load import BUSY_CORES, CpuReading, OutsideLoad, process_tree_seconds, task_slots
+from thinkalike.runners.load import (
+    BUSY_CORES,
+    CpuReading,
+    OutsideLoad,
+    process_tree_seconds,
+    start_own_session,
+    task_slots,
+)
 
 
 def planted(readings):
@@ -70,3 +77,11 @@ def test_our_own_child_process_is_not_outside_load():
         child.wait()
     assert child.pid in first and child.pid in second
     assert second[child.pid] - first[child.pid] > 0.2  # its CPU time is counted as ours
+
+
+def test_a_child_process_can_lead_its_own_session_and_a_leader_stays_one():
+    code = ("import os; from thinkalike.runners.load import start_own_session; "
+            "before = os.getsid(0) == os.getpid(); led = start_own_session(); again = start_own_session(); "
+            "print(before, led, again, os.getsid(0) == os.getpid())")
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert child.stdout.splitlines()[-1].split() == ["False", "True", "True", "True"]

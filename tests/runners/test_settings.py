@@ -27,6 +27,7 @@ def test_a_local_cluster_has_one_worker_per_core_and_one_spare_unless_told_other
     ({"slurm": {"minimum_jobs": 5, "maximum_jobs": 2}}, {}, "minimum_jobs \\(5\\) is above slurm.maximum_jobs"),
     ({"slurm": ["gpu"]}, {}, "slurm: expected a mapping"),
     ({}, {"spare_workers": "-1"}, "--runner-params: DaskRunner spare_workers: expected an integer >= 0, got '-1'"),
+    ({"own_sessions": "yes"}, {}, "dask.yml: DaskRunner own_sessions: expected true or false, got 'yes'"),
 ])
 def test_bad_values_are_named_with_their_source(config, overrides, message):
     with pytest.raises(ClusterSettingsError, match=message):

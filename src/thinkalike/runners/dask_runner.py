@@ -8,7 +8,8 @@ dataset that crosses tasks is a saved file, so workers share nothing but the pro
 Settings (:mod:`thinkalike.runners.settings`): ``conf/<env>/dask.yml``, overridden by ``--runner-params``:
 ``cluster`` — ``local`` (default: a ``LocalCluster`` of one single-threaded worker process per core, or
 ``workers`` of them, plus ``spare_workers`` (default 1) that get tasks only while processes outside the run use
-the CPU, :mod:`thinkalike.runners.load`; the nodes' own torch / BLAS threads follow the run's thread policy,
+the CPU, each worker in its own session unless ``own_sessions`` is false, :mod:`thinkalike.runners.load`; the
+nodes' own torch / BLAS threads follow the run's thread policy,
 :mod:`thinkalike.threads`), ``slurm`` (dask-jobqueue, ``pip install -e ".[slurm]"``) or a scheduler address
 (``tcp://host:8786``). With ``gpu_resources`` on, task groups holding GPU work (nodes tagged ``gpu``) ask for
 ``resources={"GPU": 1}``; a cluster without a GPU worker is an error at start, not a hang.
@@ -99,6 +100,7 @@ class DaskRunner(AbstractRunner):
             pending = dict(groups)
             running: dict[Any, str] = {}
             slots = self._slots(client)
+            own_sessions = self.settings.cluster == LOCAL and self.settings.own_sessions
 
             def submit_ready() -> None:
                 ready = sorted((name for name, group in pending.items() if group.depends_on <= done_groups),
@@ -107,7 +109,7 @@ class DaskRunner(AbstractRunner):
                     group = pending.pop(name)
                     hooks = [provider.remote_hooks() for provider in providers]
                     future = client.submit(run_task_group, name, group.nodes, catalog, hooks, produced, threads,
-                                           log_level, key=f"{_key(name)}-{uuid.uuid4().hex[:8]}",
+                                           log_level, own_sessions, key=f"{_key(name)}-{uuid.uuid4().hex[:8]}",
                                            priority=priority[name], resources=resources[name] or None, pure=False)
                     running[future] = name
 

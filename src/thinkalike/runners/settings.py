@@ -5,7 +5,9 @@ import here).
 process per job, started and stopped adaptively between ``slurm.minimum_jobs`` and ``slurm.maximum_jobs``), or the
 address of a running scheduler (``tcp://host:8786``). ``workers`` (local; default one per core),
 ``spare_workers`` (local; default 1: worker processes beyond ``workers`` that get tasks only while processes outside
-the run use the CPU, :mod:`thinkalike.runners.load`; 0: none), ``threads_per_worker`` (default 1), ``gpu_resources``: GPU work (nodes tagged ``gpu``: training, extraction,
+the run use the CPU, :mod:`thinkalike.runners.load`; 0: none), ``own_sessions`` (local; default true: each worker
+process leads its own session, so that Linux's autogroup scheduler shares the CPU with other work per process, not
+per session), ``threads_per_worker`` (default 1), ``gpu_resources``: GPU work (nodes tagged ``gpu``: training, extraction,
 stitching, fine-tuning) asks for ``resources={"GPU": 1}`` and only workers advertising a GPU take it (default: on
 for ``slurm`` when ``slurm.gpus_per_job`` > 0, off elsewhere). ``slurm``: ``queue`` (partition), ``account``,
 ``cores``, ``memory``, ``walltime``, ``gpus_per_job`` (→ ``#SBATCH --gres=gpu:<n>`` and worker resources
@@ -44,6 +46,7 @@ class ClusterSettings:
     cluster: str = LOCAL
     workers: int | None = None
     spare_workers: int = 1
+    own_sessions: bool = True
     threads_per_worker: int = 1
     gpu_resources: bool = False
     slurm: dict[str, Any] = field(default_factory=lambda: dict(SLURM_DEFAULTS))
@@ -87,13 +90,17 @@ class ClusterSettings:
         if slurm["minimum_jobs"] > slurm["maximum_jobs"]:
             raise ClusterSettingsError(f"{slurm_where}: DaskRunner slurm.minimum_jobs ({slurm['minimum_jobs']}) is "
                                        f"above slurm.maximum_jobs ({slurm['maximum_jobs']})")
+        own_sessions, sessions_where = value("own_sessions", True)
+        if not isinstance(own_sessions, bool):
+            raise ClusterSettingsError(f"{sessions_where}: DaskRunner own_sessions: expected true or false, got "
+                                       f"{own_sessions!r}")
         gpu_default = cluster == SLURM and slurm["gpus_per_job"] > 0
         gpu_resources, gpu_where = value("gpu_resources", gpu_default)
         if not isinstance(gpu_resources, bool):
             raise ClusterSettingsError(f"{gpu_where}: DaskRunner gpu_resources: expected true or false, got "
                                        f"{gpu_resources!r}")
-        return cls(cluster=cluster, workers=workers, spare_workers=spare_workers, threads_per_worker=threads or 1,
-                   gpu_resources=gpu_resources, slurm=slurm)
+        return cls(cluster=cluster, workers=workers, spare_workers=spare_workers, own_sessions=own_sessions,
+                   threads_per_worker=threads or 1, gpu_resources=gpu_resources, slurm=slurm)
 
     def local_workers(self, cores: int | None = None) -> tuple[int, int]:
         """A local cluster's worker processes: (one per core or ``workers``, ``spare_workers``)."""
