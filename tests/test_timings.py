@@ -147,6 +147,34 @@ def test_spans_from_worker_processes_join_the_table_by_their_wall_clock_start():
     assert table["span_seconds"].sum() > table["run_seconds"].iloc[0]  # the workers overlapped
 
 
+def test_a_workers_wait_between_two_tasks_is_not_counted_in_the_first_tasks_last_node():
+    """One worker runs task 1 (node a, 4 s, then 0.25 s until the task's report), waits 10 s for a free slot's next
+    task, then runs task 2 (node c, 1 s). Each task has its own clock (``remote_hooks``); a's span ends with its
+    task, not at c's start."""
+    driver = FakeMachine()
+    clock = RunClock({"a": "zoo", "c": "cka"}, driver.probes())
+    machine = FakeMachine()
+    machine.wall = 7000.0
+    epoch = driver.probes().epoch()
+    for node, seconds, wait_after in (("a", 4.0, 10.0), ("c", 1.0, 0.0)):
+        task_clock = RunClock({}, machine.probes())
+        task_clock.function_started(node)
+        task_clock.spans[node].started_at = epoch
+        machine.spend(seconds)
+        task_clock.function_finished(node)
+        machine.spend(0.25)
+        task_clock.finish()
+        clock.merge(task_clock.task_spans(), "host:1")
+        machine.spend(wait_after)
+        epoch += seconds + 0.25 + wait_after
+    driver.spend(20.0)
+    clock.finish()
+    table = clock.table().set_index("node")
+    assert table.loc["a", "span_seconds"] == pytest.approx(4.25)  # not 14.25: the wait is nobody's work
+    assert table.loc["a", "other_seconds"] == pytest.approx(0.25)
+    assert table.loc["c", "span_seconds"] == pytest.approx(1.25)
+
+
 def test_peak_memory_is_each_nodes_own():
     table = scripted_run(FakeMachine()).table().set_index("node")
     # make peaked at 900 MiB from 500; the high-water mark is reset when use starts (at 600),

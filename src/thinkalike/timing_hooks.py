@@ -124,7 +124,7 @@ class RunTimingHooks:
         if self._clock is None:
             return worker_name(), []
         self._clock.finish()
-        return worker_name(), list(self._clock.spans.values())
+        return worker_name(), self._clock.task_spans()
 
     def merge_remote(self, report: tuple[str, list]) -> None:
         """On the driver: a task's spans join the run's table."""

@@ -33,7 +33,8 @@ sequential run ``span_seconds`` sums to ``run_seconds`` exactly; under a threade
 overlap, ``other_seconds`` is clipped at 0 and CPU and memory are shared by the nodes running
 at once. Under :class:`thinkalike.runners.DaskRunner` each node is measured in the worker process
 that ran it (``worker``: ``host:pid``; empty for the run's own process), spans follow each other per
-worker, and the nodes' ``span_seconds`` sum to the busy time of all workers together, which is more
+worker within a task and a task's last span ends with the task (a worker waiting for its next task is not
+counted), and the nodes' ``span_seconds`` sum to the busy time of all workers together, which is more
 than ``run_seconds`` when they worked at once.
 """
 
@@ -136,6 +137,7 @@ class NodeSpan:
     open_wall: float = 0.0
     open_cpu: float = 0.0
     worker: str = ""  # the worker process of a cluster run (host:pid); "" in the run's own process
+    task_end_offset: float | None = None  # the last span of a worker's task: seconds from its start to the task's end
 
     @property
     def finished(self) -> bool:
@@ -196,6 +198,14 @@ class RunClock:
                 span.status = FAILED
         self._end_current()
         self.run_end = self.probes.wall()
+
+    def task_spans(self) -> list[NodeSpan]:
+        """In a worker, after its task (:meth:`finish` first): the task's spans, the last one marked with the
+        task's end (``task_end_offset``), so that the worker's idle time until its next task is not counted."""
+        spans = sorted(self.spans.values(), key=lambda span: span.start)
+        if spans and self.run_end is not None:
+            spans[-1].task_end_offset = self.run_end - spans[-1].start
+        return spans
 
     def merge(self, spans: Iterable[NodeSpan], worker: str) -> None:
         """Adds the spans a worker process measured (its clock's ``start`` is rebased on this clock by the
@@ -284,10 +294,13 @@ def span_rows(run_start: float, run_end: float, run_started_at: float, spans: li
 
 
 def _span_ends(spans: list[NodeSpan], run_end: float) -> list[float]:
-    """Where each span (sorted by start) ends: the start of the next span of the same process (see
-    :func:`span_rows`)."""
+    """Where each span (sorted by start) ends: the end of its task when it is a worker task's last span, else the
+    start of the next span of the same process (see :func:`span_rows`)."""
     ends = []
     for index, span in enumerate(spans):
+        if span.task_end_offset is not None:
+            ends.append(span.start + span.task_end_offset)
+            continue
         later = (other for other in spans[index + 1:] if other.worker == span.worker)
         following = next(later, None)
         if following is not None:
@@ -308,6 +321,30 @@ def timing_table(rows: list[dict[str, Any]]):
     for column in NUMERIC:
         table[column] = table[column].astype(float)
     return table
+
+
+def most_at_once(table) -> int:
+    """The most worker processes at work at the same moment: the largest number of worker spans
+    (``started_at`` … ``started_at + span_seconds``, rows with a ``worker``) that overlap by more than a millisecond;
+    0 without workers."""
+    import pandas as pd
+
+    if "worker" not in table:
+        return 0
+    rows = table[table["worker"].fillna("").astype(str) != ""]
+    if rows.empty:
+        return 0
+    started = pd.to_datetime(rows["started_at"], utc=True)
+    starts = (started - started.min()).dt.total_seconds().to_numpy()
+    # a millisecond's slack: one worker's spans follow each other, and its clock and the epoch agree to microseconds
+    ends = starts + rows["span_seconds"].to_numpy(dtype=float) - 1e-3
+    # at equal times an end comes before a start: spans that touch do not overlap
+    events = sorted([(end, -1) for end in ends] + [(start, 1) for start in starts])
+    running = most = 0
+    for _, change in events:
+        running += change
+        most = max(most, running)
+    return most
 
 
 def pipeline_totals(table):

@@ -27,6 +27,7 @@ from thinkalike.reports.findings import (
     replace_region,
     source_digest,
 )
+from thinkalike.timings import most_at_once
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS_JSON = ROOT / "docs" / "findings.json"
@@ -379,6 +380,16 @@ def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():
     text = _words(collect_findings(tables))
     assert "`--runner thinkalike.runners.DaskRunner`, 2 worker processes: a pipeline's time is its nodes' work summed" \
         in text
+    # three workers (a spare among them), node i from 0.5·i s for 0.9 s: never more than two at work at once
+    base = pd.to_datetime(timings["started_at"], utc=True).min()
+    timings["worker"] = ["" if node == "(start)" else f"host:{index % 3}" for index, node in enumerate(timings["node"])]
+    timings["started_at"] = [base + pd.Timedelta(seconds=0.5 * index) for index in range(len(timings))]
+    timings["span_seconds"] = 0.9
+    assert most_at_once(timings) == 2
+    assert "DaskRunner`, 3 worker processes, at most 2 at work at once:" in _words(collect_findings(tables))
+    timings["span_seconds"] = 1.2  # node i overlaps i + 1 and i + 2: all three workers at once
+    assert most_at_once(timings) == 3
+    assert "DaskRunner`, 3 worker processes: a pipeline's" in _words(collect_findings(tables))
 
 
 def test_the_numbers_in_the_text_are_the_collected_ones():

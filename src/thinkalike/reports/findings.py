@@ -40,7 +40,7 @@ import pandas as pd
 
 from thinkalike.reports.scaling import scaling_sentences
 from thinkalike.models.sources import is_initialisation
-from thinkalike.timings import RUN_PIPELINE, START_ROW, TOTAL, format_seconds, pipeline_totals
+from thinkalike.timings import RUN_PIPELINE, START_ROW, TOTAL, format_seconds, most_at_once, pipeline_totals
 
 START_MARKER = "<!-- findings:start -->"
 END_MARKER = "<!-- findings:end -->"
@@ -465,7 +465,7 @@ def _collect_timing(tables: Mapping[str, Any]) -> dict[str, Any]:
     nli_parts["rest"] = _f(nodes.loc[nli & ~function.isin(named), "span_seconds"].sum(), 3)
     workers = nodes["worker"].fillna("").astype(str) if "worker" in nodes else pd.Series([], dtype=str)
     return {"date": started.min().strftime("%Y-%m-%d"), "started_at": started.min().isoformat(),
-            "workers": int(workers[workers != ""].nunique()),
+            "workers": int(workers[workers != ""].nunique()), "most_at_once": most_at_once(nodes),
             "total_seconds": _f(total["seconds"], 3), "peak_rss_mb": _f(table["peak_rss_mb"].max(), 1),
             "failed_nodes": int((table["status"] == "failed").sum()), "pipelines": pipelines,
             "nli_parts": nli_parts if nli.any() else None}
@@ -1175,8 +1175,10 @@ def _render_timing(findings: Mapping[str, Any]) -> str:
             f"{machine['architecture']}")
     workers = findings["timing"].get("workers") or 0
     if workers > 1:
-        head += (f"; `--runner thinkalike.runners.DaskRunner`, {workers} worker processes: a pipeline's time is its "
-                 "nodes' work summed over the workers, the run's is its wall-clock time")
+        at_once = findings["timing"].get("most_at_once")
+        busy = f", at most {at_once} at work at once" if at_once and at_once < workers else ""
+        head += (f"; `--runner thinkalike.runners.DaskRunner`, {workers} worker processes{busy}: a pipeline's time is "
+                 "its nodes' work summed over the workers, the run's is its wall-clock time")
     head += ")"
     if "missing" in timing:
         return head + ": no `run_timings` table in these outputs, so no timings."
