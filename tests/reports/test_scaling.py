@@ -79,7 +79,7 @@ def tables():
 
 
 def test_the_planted_outlier_is_flagged_and_its_twin_is_not(tables):
-    result = analyse_family(tables, FAMILY, ARCHITECTURES, {"l": "l_twin"}, ScalingSettings())
+    result = analyse_family(tables, FAMILY, ARCHITECTURES, {"l": "l_twin"}, ScalingSettings(pair_resamples=1))
     summary = result.summary
     assert summary["outliers"] == ["l"]
     assert summary["trend_head_dim"] == 16
@@ -93,7 +93,7 @@ def test_the_planted_outlier_is_flagged_and_its_twin_is_not(tables):
 
 
 def test_planted_blocks_and_the_size_trend_are_recovered(tables):
-    result = analyse_family(tables, FAMILY, ARCHITECTURES, {"l": "l_twin"}, ScalingSettings(n_resamples=50))
+    result = analyse_family(tables, FAMILY, ARCHITECTURES, {"l": "l_twin"}, ScalingSettings(n_resamples=50, pair_resamples=1))
     members = result.members.set_index("model")
     assert members.loc["xl", "blocks"] == "0–1, 2–7, 8–8"
     assert members.loc["xl", "block_same_fraction"] == 1.0
@@ -120,7 +120,7 @@ def test_planted_matched_blocks_between_two_members_are_recovered_from_either_st
 
 
 def test_early_layers_are_matched_by_relative_depth(tables):
-    result = analyse_family(tables, FAMILY, ARCHITECTURES, {}, ScalingSettings(early_depths=(0.0, 0.5)))
+    result = analyse_family(tables, FAMILY, ARCHITECTURES, {}, ScalingSettings(early_depths=(0.0, 0.5), pair_resamples=1))
     pairs = result.pairs
     row = pairs[(pairs["model_a"] == "s") & (pairs["model_b"] == "xl") & (pairs["relative_depth"] == 0.5)].iloc[0]
     assert (row["layer_a"], row["layer_b"]) == (2, 4)  # round(0.5 * 3) = 2 (half up), 0.5 * 8 = 4
@@ -131,7 +131,7 @@ def test_early_layers_are_matched_by_relative_depth(tables):
 
 
 def test_outputs_for_mlflow_and_the_figure(tables):
-    result = analyse_family(tables, FAMILY, ARCHITECTURES, {"l": "l_twin"}, ScalingSettings(n_resamples=20))
+    result = analyse_family(tables, FAMILY, ARCHITECTURES, {"l": "l_twin"}, ScalingSettings(n_resamples=20, pair_resamples=1))
     metrics = scaling_metrics(result.summary)
     assert metrics["scaling.intra_vs_size_spearman"] == pytest.approx(1.0)
     assert "scaling.twin.l.difference" in metrics and "scaling.robust_z.xl" in metrics

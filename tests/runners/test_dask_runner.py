@@ -159,16 +159,23 @@ def test_a_ready_task_never_waits_behind_a_long_one_while_a_worker_is_idle(tmp_p
     assert ended["short"] < ended["long"]
 
 
-@pytest.mark.parametrize(("outside_cores", "at_once"), [(0.0, 2), (1.0, 3)])
-def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_the_cpu(tmp_path, monkeypatch, caplog,
-                                                                                      outside_cores, at_once):
+def sleep_then_session(seconds):
+    time.sleep(seconds)
+    return os.getpid(), os.getsid(0)
+
+
+@pytest.mark.parametrize(("outside_cores", "at_once", "own_sessions"), [(0.0, 2, True), (1.0, 3, False)])
+def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_the_cpu(
+        tmp_path, monkeypatch, caplog, outside_cores, at_once, own_sessions):
     """Four independent 1-s tasks on two workers and a spare: two at a time on an idle machine, three while the
-    outside load (planted) reaches the threshold — counted as tasks handed to Dask and not yet finished."""
+    outside load (planted) reaches the threshold — counted as tasks handed to Dask and not yet finished. Each worker
+    leads its own session unless told not to: under Linux's autogroup the CPU is shared per session, and a worker in
+    the kedro run's session gets a share of that one session's (thinkalike.runners.load)."""
     names = ["a", "b", "c", "d"]
     catalog = DataCatalog({**{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in names},
                            "params:seconds": MemoryDataset(1.0)})
-    pipeline = Pipeline([node(sleep_then, ["params:seconds", "params:seconds"], f"{name}.out", name="run",
-                              namespace=name) for name in names])
+    pipeline = Pipeline([node(sleep_then_session, "params:seconds", f"{name}.out", name="run", namespace=name)
+                         for name in names])
     from distributed import Client
 
     outstanding, most = set(), [0]
@@ -181,34 +188,19 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
         future.add_done_callback(lambda done: outstanding.discard(done.key))
         return future
 
-    runner = DaskRunner(workers=2, spare_workers=1)
+    runner = DaskRunner(workers=2, spare_workers=1, own_sessions=own_sessions)
     runner.outside_load = lambda: outside_cores
     monkeypatch.setattr(Client, "submit", counting)
     with caplog.at_level("INFO"):
         runner.run(pipeline, catalog)
-    assert all(catalog.load(f"{name}.out") == 1.0 for name in names)
+    for name in names:
+        pid, session = catalog.load(f"{name}.out")
+        assert pid != os.getpid()  # it ran in a worker
+        assert (session == pid) == own_sessions
+        assert own_sessions or session == os.getsid(0)
     assert most[0] == at_once
     assert "+1 spare" in caplog.text
     assert ("3 tasks at once" in caplog.text) == (at_once == 3)
-
-
-def session_of_this_process(_):
-    return os.getpid(), os.getsid(0)
-
-
-@pytest.mark.parametrize("own_sessions", [True, False])
-def test_each_worker_leads_its_own_session_unless_told_not_to(tmp_path, own_sessions):
-    """Under Linux's autogroup the CPU is shared per session: a worker in the kedro run's session gets a share of
-    that one session's, a worker leading its own gets its own (thinkalike.runners.load)."""
-    catalog = DataCatalog({"session.out": PickleDataset(filepath=str(tmp_path / "session.pkl")),
-                           "params:x": MemoryDataset(0)})
-    pipeline = Pipeline([node(session_of_this_process, "params:x", "session.out", name="run", namespace="session")])
-    DaskRunner(workers=1, spare_workers=0, own_sessions=own_sessions).run(pipeline, catalog)
-    pid, session = catalog.load("session.out")
-    assert pid != os.getpid()  # it ran in a worker
-    assert (session == pid) == own_sessions
-    if not own_sessions:
-        assert session == os.getsid(0)
 
 
 def sleep_and_clock(seconds, label):
