@@ -230,7 +230,7 @@ def test_a_slow_merge_does_not_hold_back_the_tasks_other_tasks_freed(tmp_path):
             time.sleep(2.0)
         merged[namespace] = time.time()
 
-    runner = DaskRunner(workers=2)
+    runner = DaskRunner(workers=2, spare_workers=0)  # tasks in a fixed order, whatever else the machine runs
     runner._merge = slow_merge
     runner.run(pipeline, catalog)
     assert set(merged) == set(seconds)  # all merged before run() returned
@@ -253,7 +253,7 @@ def test_a_failing_merge_fails_the_run_after_the_other_reports_are_merged(tmp_pa
             raise OSError("the tracking database is locked")
         merged.append(namespace)
 
-    runner = DaskRunner(workers=2)
+    runner = DaskRunner(workers=2, spare_workers=0)  # tasks in a fixed order, whatever else the machine runs
     runner._merge = failing_merge
     with pytest.raises(OSError, match="database is locked"):
         runner.run(pipeline, catalog)
