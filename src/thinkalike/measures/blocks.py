@@ -36,19 +36,26 @@ import numpy as np
 DEFAULT_MIN_CONTRAST = 0.1
 
 
-@dataclass(frozen=True)
-class Segmentation:
-    """Contiguous blocks (``(first, last)`` layer pairs, inclusive) with their contrast ``within − between``;
-    ``structured`` is False when the best contrast is below the threshold (then one block)."""
+@dataclass(frozen=True, kw_only=True)
+class BlockContrast:
+    """What every block split reports: the mean similarity ``within`` its blocks and ``between`` them, and whether
+    the split is ``structured`` (False: the best contrast was below the threshold, so one block)."""
 
-    blocks: tuple[tuple[int, int], ...]
     within: float
     between: float
     structured: bool
 
     @property
     def contrast(self) -> float:
+        """``within − between``."""
         return self.within - self.between
+
+
+@dataclass(frozen=True)
+class Segmentation(BlockContrast):
+    """Contiguous blocks (``(first, last)`` layer pairs, inclusive) of one similarity matrix."""
+
+    blocks: tuple[tuple[int, int], ...]
 
     @property
     def boundaries(self) -> tuple[int, ...]:
@@ -57,19 +64,12 @@ class Segmentation:
 
 
 @dataclass(frozen=True)
-class CoSegmentation:
+class CoSegmentation(BlockContrast):
     """Matched contiguous blocks of two models' layers: ``blocks_a[t]`` of model a with ``blocks_b[t]`` of model b
-    (``(first, last)``, inclusive), their contrast ``within − between``; ``structured`` False: one block each."""
+    (``(first, last)``, inclusive)."""
 
     blocks_a: tuple[tuple[int, int], ...]
     blocks_b: tuple[tuple[int, int], ...]
-    within: float
-    between: float
-    structured: bool
-
-    @property
-    def contrast(self) -> float:
-        return self.within - self.between
 
     @property
     def blocks(self) -> tuple[tuple[tuple[int, int], tuple[int, int]], ...]:
@@ -133,7 +133,8 @@ def best_segmentations(similarity: np.ndarray, max_blocks: int) -> dict[int, Seg
             start, pairs_before = back[(level, end, pairs)]
             blocks.append((start, end - 1))
             end, pairs = start, pairs_before
-        found[k] = Segmentation(tuple(reversed(blocks)), within / w, (total - within) / (total_pairs - w), True)
+        found[k] = Segmentation(tuple(reversed(blocks)), within=within / w,
+                                 between=(total - within) / (total_pairs - w), structured=True)
     return found
 
 
@@ -148,10 +149,10 @@ def segment_blocks(similarity: np.ndarray, max_blocks: int = 6,
     n = matrix.shape[0]
     off_diagonal = float(matrix[np.triu_indices(n, k=1)].mean())
     if not candidates:
-        return Segmentation(((0, n - 1),), off_diagonal, float("nan"), False)
+        return Segmentation(((0, n - 1),), within=off_diagonal, between=float("nan"), structured=False)
     best = max(candidates.values(), key=lambda segmentation: segmentation.contrast)
     if best.contrast < min_contrast:
-        return Segmentation(((0, n - 1),), off_diagonal, float("nan"), False)
+        return Segmentation(((0, n - 1),), within=off_diagonal, between=float("nan"), structured=False)
     return best
 
 
@@ -210,8 +211,8 @@ def best_cosegmentations(similarity: np.ndarray, max_blocks: int) -> dict[int, C
             blocks_b.append((start_b, end_b - 1))
             left -= (end_a - start_a) * (end_b - start_b)
             end_a, end_b = start_a, start_b
-        found[k] = CoSegmentation(tuple(reversed(blocks_a)), tuple(reversed(blocks_b)), within / w,
-                                  (total - within) / (cells - w), True)
+        found[k] = CoSegmentation(tuple(reversed(blocks_a)), tuple(reversed(blocks_b)), within=within / w,
+                                  between=(total - within) / (cells - w), structured=True)
     return found
 
 
@@ -226,7 +227,8 @@ def cosegment_blocks(similarity: np.ndarray, max_blocks: int = 6,
     n_a, n_b = matrix.shape
     best = max(candidates.values(), key=lambda segmentation: segmentation.contrast) if candidates else None
     if best is None or best.contrast < min_contrast:
-        return CoSegmentation(((0, n_a - 1),), ((0, n_b - 1),), float(matrix.mean()), float("nan"), False)
+        return CoSegmentation(((0, n_a - 1),), ((0, n_b - 1),), within=float(matrix.mean()), between=float("nan"),
+                              structured=False)
     return best
 
 
