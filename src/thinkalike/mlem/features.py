@@ -213,7 +213,7 @@ def pair_differences(values: torch.Tensor, categorical: torch.Tensor, first: tor
     ``values`` is the :class:`FeatureTable` ``values`` as a tensor, ``categorical`` a boolean
     ``(K,)`` mask of the categorical columns.
     """
-    a, b = values[first], values[second]
+    a, b = values.index_select(0, first), values.index_select(0, second)  # as values[first], faster (fit.py)
     categorical_difference = ((a != b) & (a != UNDEFINED_CODE) & (b != UNDEFINED_CODE)).to(values.dtype)
     numeric_difference = torch.nan_to_num((a - b).abs(), nan=0.0)
     return torch.where(categorical, categorical_difference, numeric_difference)

@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from thinkalike.models.handle import ModelHandle, ModelSourceError, default_device
 from thinkalike.models.training import (
     TrainingConfig,
+    adamw,
     learning_rate_factor,
     progress_bar,
 )
@@ -197,7 +198,7 @@ def finetune_classifier(encoder_weights: Mapping[str, torch.Tensor], encoder_con
     module.to(device).train()
     trainable = [parameter for parameter in module.parameters() if parameter.requires_grad]
     schedule = settings.schedule()
-    optimiser = torch.optim.AdamW(trainable, lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    optimiser = adamw(trainable, settings.learning_rate, settings.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: learning_rate_factor(step, schedule))
     order_rng = np.random.default_rng(settings.data_seed)
     order: np.ndarray = np.empty(0, dtype=np.int64)

@@ -105,6 +105,15 @@ def learning_rate_factor(step: int, config: TrainingConfig) -> float:
     return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def adamw(parameters, learning_rate: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW over ``parameters``, the tensors updated together (``foreach``): the same update as torch's per-tensor
+    loop, which torch picks on a CPU — ``m ← β₁m + (1−β₁)g``, ``v ← β₂v + (1−β₂)g²``, ``θ ← θ(1 − ηλ) − η m̂ /
+    (√v̂ + ε)`` — to the bit (tested), with less Python per step (measured 2026-11-27, one thread: 1.56 against
+    2.07 ms per step for a 2-layer zoo model's 37 tensors). torch's ``fused`` kernel is faster still (0.5 ms) but
+    rounds differently, which changes a trained model's weights (~1e-3 after 60 steps) and so the findings."""
+    return torch.optim.AdamW(parameters, lr=learning_rate, weight_decay=weight_decay, foreach=True)
+
+
 def causal_lm_loss(logits: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """Next-token cross-entropy over positions whose target is a real (unmasked) token."""
     targets = input_ids[:, 1:].masked_fill(attention_mask[:, 1:] == 0, -100)
@@ -204,8 +213,7 @@ class LanguageModelTrainer:
         order_rng = np.random.default_rng(config.seed)
         data = torch.as_tensor(train_sequences, dtype=torch.long)
         self.module.to(self.device).train()
-        optimiser = torch.optim.AdamW(self.module.parameters(), lr=config.learning_rate,
-                                      weight_decay=config.weight_decay)
+        optimiser = adamw(self.module.parameters(), config.learning_rate, config.weight_decay)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: learning_rate_factor(step, config))
         rows, started, running = [], time.perf_counter(), []
         with progress_bar(config.steps, self.description, self.progress) as bar:
