@@ -289,7 +289,7 @@ def _closed_port() -> int:
 
 @pytest.mark.parametrize("store", ["directory", "server"])
 def test_an_unusable_store_is_one_warning_and_every_output_is_saved(tmp_path, monkeypatch, store):
-    project = make_project_copy(tmp_path)
+    project = make_project_copy(tmp_path, tracking_db=False)
     monkeypatch.chdir(project)
     if store == "directory":
         (project / "mlflow.db").mkdir()
@@ -311,7 +311,7 @@ def test_an_unusable_store_is_one_warning_and_every_output_is_saved(tmp_path, mo
 def test_strict_mlflow_fails_fast_before_any_node(tmp_path, monkeypatch):
     from thinkalike.tracking import TrackingStoreError
 
-    project = make_project_copy(tmp_path)
+    project = make_project_copy(tmp_path, tracking_db=False)
     monkeypatch.chdir(project)
     (project / "mlflow.db").mkdir()
     _set_mlflow(project, strict="true")
@@ -360,7 +360,7 @@ def test_two_runs_starting_at_once_on_a_fresh_project_both_record(tmp_path):
 
 
 def test_the_database_is_anchored_at_the_project_root(tmp_path, monkeypatch):
-    project = make_project_copy(tmp_path)
+    project = make_project_copy(tmp_path, tracking_db=False)
     monkeypatch.chdir(project / "conf")
     _corpus_run(project)
     assert (project / "mlflow.db").is_file() and not (project / "conf" / "mlflow.db").exists()
