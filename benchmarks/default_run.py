@@ -15,7 +15,8 @@ parquet of both and prints, per pipeline, the seconds attributed to it (its node
 functions, saves and the hooks between them), the CPU seconds of its node functions and its
 highest peak RSS, with the ratio busy / idle, then the whole run (``run_seconds``) and the
 ``kedro run`` process's wall time measured here (which adds Kedro's start-up: imports,
-configuration, building the pipelines).
+configuration, building the pipelines), and a probe of the machine's speed just before and just after each
+run (:func:`machine_probe`: the same node code has taken 20 % more CPU on a slow patch of one machine).
 
 Run (from the project root, in its virtual environment):
 
@@ -78,6 +79,7 @@ def run_once(project: Path, command: list[str], busy: bool, timeout: float | Non
     """One ``kedro run`` in ``project`` (beside a busy process when ``busy``); its wall time and outcome. After
     ``timeout`` seconds the run and every process it started are killed (``returncode`` None)."""
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
+    probe_before = machine_probe()
     spinner = subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) if busy else None
     load_before = os.getloadavg()[0]
     try:
@@ -96,8 +98,39 @@ def run_once(project: Path, command: list[str], busy: bool, timeout: float | Non
         if spinner is not None:
             spinner.kill()
             spinner.wait()
-    return {"returncode": returncode, "process_seconds": wall, "load_before": load_before,
-            "load_after": os.getloadavg()[0], "log": str(project / "run.log")}
+    load_after = os.getloadavg()[0]
+    return {"returncode": returncode, "process_seconds": wall, "load_before": load_before, "load_after": load_after,
+            "probe_ms_before": probe_before, "probe_ms_after": machine_probe(), "log": str(project / "run.log")}
+
+
+PROBE = """
+import time, torch
+torch.set_num_threads(1)
+torch.manual_seed(0)
+x = torch.randn(1024, 64)
+weights = [torch.randn(64, 256, requires_grad=True), torch.randn(256, 64, requires_grad=True)]
+def step():
+    hidden = torch.nn.functional.gelu(torch.nn.functional.layer_norm(x, (64,)) @ weights[0])
+    (hidden @ weights[1]).square().mean().backward()
+for _ in range(20):
+    step()
+times = []
+for _ in range(7):
+    start = time.perf_counter()
+    for _ in range(100):
+        step()
+    times.append((time.perf_counter() - start) / 100 * 1000)
+print(sorted(times)[len(times) // 2])
+"""
+
+
+def machine_probe() -> float:
+    """The machine's speed now: median ms of a fixed one-thread step (a 1,024 × 64 LayerNorm, two products with a
+    GELU between them — a zoo model's MLP at its sizes — and the backward pass), in a fresh process. The same node
+    code's CPU time has varied by more than 20 % between runs on one machine; runs are comparable as multiples of
+    this probe, not as seconds."""
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True)
+    return float(done.stdout.strip().splitlines()[-1])
 
 
 def saved_timings(project: Path) -> pd.DataFrame | None:
@@ -148,6 +181,11 @@ def comparison(tables: dict[str, pd.DataFrame], runs: dict[str, dict]) -> str:
     process_idle, process_busy = runs["idle"]["process_seconds"], runs["busy"]["process_seconds"]
     lines.append(f"| `kedro run` process (measured here) | | {format_seconds(process_idle)} | "
                  f"{format_seconds(process_busy)} | {ratio(process_busy, process_idle)} | | | |")
+    probes = {condition: (run["probe_ms_before"], run["probe_ms_after"]) for condition, run in runs.items()}
+    lines.append("")
+    lines.append("machine probe (`machine_probe`, ms a step, just before → just after each run, no spinner running): "
+                 + "; ".join(f"{condition} {before:.2f} → {after:.2f}"
+                                          for condition, (before, after) in probes.items()))
     return "\n".join(lines)
 
 
