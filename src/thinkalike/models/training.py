@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -105,7 +105,7 @@ def learning_rate_factor(step: int, config: TrainingConfig) -> float:
     return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-def adamw(parameters, learning_rate: float, weight_decay: float) -> torch.optim.AdamW:
+def adamw(parameters: Iterable[torch.nn.Parameter], learning_rate: float, weight_decay: float) -> torch.optim.AdamW:
     """AdamW over ``parameters``, the tensors updated together (``foreach``): the same update as torch's per-tensor
     loop, which torch picks on a CPU — ``m ← β₁m + (1−β₁)g``, ``v ← β₂v + (1−β₂)g²``, ``θ ← θ(1 − ηλ) − η m̂ /
     (√v̂ + ε)`` — to the bit (tested), with less Python per step (measured 2026-11-27, one thread: 1.56 against
