@@ -75,34 +75,6 @@ def kedro_command(env: str | None, pipelines: str | None, runner: str | None = N
     return command
 
 
-def run_once(project: Path, command: list[str], busy: bool, timeout: float | None = None) -> dict:
-    """One ``kedro run`` in ``project`` (beside a busy process when ``busy``); its wall time and outcome. After
-    ``timeout`` seconds the run and every process it started are killed (``returncode`` None)."""
-    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
-    probe_before = machine_probe()
-    spinner = subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) if busy else None
-    load_before = os.getloadavg()[0]
-    try:
-        with open(project / "run.log", "w") as log:
-            start = time.perf_counter()
-            process = subprocess.Popen(command, cwd=project, env=environment, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
-            try:
-                returncode = process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                returncode = None
-            wall = time.perf_counter() - start
-    finally:
-        if spinner is not None:
-            spinner.kill()
-            spinner.wait()
-    load_after = os.getloadavg()[0]
-    return {"returncode": returncode, "process_seconds": wall, "load_before": load_before, "load_after": load_after,
-            "probe_ms_before": probe_before, "probe_ms_after": machine_probe(), "log": str(project / "run.log")}
-
-
 PROBE = """
 import time, torch
 torch.set_num_threads(1)
@@ -131,6 +103,34 @@ def machine_probe() -> float:
     this probe, not as seconds."""
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True)
     return float(done.stdout.strip().splitlines()[-1])
+
+
+def run_once(project: Path, command: list[str], busy: bool, timeout: float | None = None) -> dict:
+    """One ``kedro run`` in ``project`` (beside a busy process when ``busy``); its wall time and outcome. After
+    ``timeout`` seconds the run and every process it started are killed (``returncode`` None)."""
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
+    probe_before = machine_probe()
+    spinner = subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) if busy else None
+    load_before = os.getloadavg()[0]
+    try:
+        with open(project / "run.log", "w") as log:
+            start = time.perf_counter()
+            process = subprocess.Popen(command, cwd=project, env=environment, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+            try:
+                returncode = process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                returncode = None
+            wall = time.perf_counter() - start
+    finally:
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+    load_after = os.getloadavg()[0]
+    return {"returncode": returncode, "process_seconds": wall, "load_before": load_before, "load_after": load_after,
+            "probe_ms_before": probe_before, "probe_ms_after": machine_probe(), "log": str(project / "run.log")}
 
 
 def saved_timings(project: Path) -> pd.DataFrame | None:
@@ -183,9 +183,9 @@ def comparison(tables: dict[str, pd.DataFrame], runs: dict[str, dict]) -> str:
                  f"{format_seconds(process_busy)} | {ratio(process_busy, process_idle)} | | | |")
     probes = {condition: (run["probe_ms_before"], run["probe_ms_after"]) for condition, run in runs.items()}
     lines.append("")
-    lines.append("machine probe (`machine_probe`, ms a step, just before → just after each run, no spinner running): "
-                 + "; ".join(f"{condition} {before:.2f} → {after:.2f}"
-                                          for condition, (before, after) in probes.items()))
+    readings = "; ".join(f"{condition} {before:.2f} → {after:.2f}" for condition, (before, after) in probes.items())
+    lines.append(f"machine probe (`machine_probe`, ms a step, just before → just after each run, no spinner running): "
+                 f"{readings}")
     return "\n".join(lines)
 
 
