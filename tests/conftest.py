@@ -12,3 +12,16 @@ def pytest_configure(config):
 
         torch.set_num_threads(1)
         threadpool_limits(limits=1)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that uses the suite's full tiny run (``tiny_project``) goes to one worker (``--dist loadgroup``),
+    so the run is made once per suite instead of once per worker (~30 s of CPU each time); the group is the
+    longest unit of work, so it goes first, while the other workers share the rest."""
+    import pytest
+
+    grouped = [item for item in items if "tiny_project" in getattr(item, "fixturenames", ())]
+    for item in grouped:
+        item.add_marker(pytest.mark.xdist_group("tiny_project"))
+    chosen = set(map(id, grouped))
+    items[:] = grouped + [item for item in items if id(item) not in chosen]
