@@ -415,6 +415,17 @@ def _load_zoo(spec, target, options, name, zoo_artifacts, tokenizer, device, dty
     return _wrap_hf(spec, name, module, tokenizer, is_causal=config.get("objective", "causal") == "causal")
 
 
+def load_saved_zoo_model(weights: Mapping[str, torch.Tensor], config: Mapping[str, Any], tokenizer=None, *,
+                         name: str | None = None, spec: str | None = None, device: str | torch.device | None = None,
+                         dtype: torch.dtype | str | None = None) -> ModelHandle:
+    """The handle of a zoo model saved as (weights, config) — what the zoo pipeline writes —: :func:`load_model` of
+    ``spec`` (default ``zoo:<config name>``, the trained weights; ``zoo:<name>?weights=initial`` for its
+    initialisation) with these artifacts, named ``name`` (default the config's)."""
+    return load_model(spec or f"zoo:{config['name']}", name=name or config["name"],
+                      zoo_artifacts={config["name"]: (dict(config), dict(weights))}, tokenizer=tokenizer,
+                      device=device, dtype=dtype)
+
+
 def load_classifier(weights: Mapping[str, torch.Tensor], config: Mapping[str, Any], tokenizer=None,
                     device: str | torch.device | None = None, name: str | None = None) -> ModelHandle:
     """The handle of a classifier saved as (weights, config) — e.g. read back from safetensors + JSON —, on
@@ -424,9 +435,7 @@ def load_classifier(weights: Mapping[str, torch.Tensor], config: Mapping[str, An
     from thinkalike.models.finetune import SequenceClassifierHandle, classifier_entry
 
     classifier_entry(config)
-    handle = load_model(f"zoo:{config['name']}", name=name or config["name"],
-                        zoo_artifacts={config["name"]: (dict(config), dict(weights))}, tokenizer=tokenizer,
-                        device=device)
+    handle = load_saved_zoo_model(weights, config, tokenizer, name=name, device=device)
     assert isinstance(handle, SequenceClassifierHandle)  # the zoo source wraps configs with a classifier entry
     return handle
 

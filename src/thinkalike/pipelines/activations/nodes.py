@@ -28,7 +28,7 @@ from thinkalike.language.packing import (
 from thinkalike.models.activation_store import ActivationBatch, ActivationStream, store_size_bytes
 from thinkalike.models.extraction import check_layers, iter_activation_batches
 from thinkalike.models.handle import ModelHandle, ModelSourceError, default_device
-from thinkalike.models.sources import load_model
+from thinkalike.models.sources import load_model, load_saved_zoo_model
 
 COMPUTE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -118,10 +118,8 @@ def extract_zoo_activations(evaluation_sequences: dict[str, np.ndarray], evaluat
     """
     if packing_of(activations) == "sentence":
         evaluation_sequences, evaluation_index = one_text_per_row(evaluation_index, text_wrapping(tokenizer).pad)
-    handle = load_model(spec or f"zoo:{config['name']}", name=model_name,
-                        zoo_artifacts={config["name"]: (config, weights)}, tokenizer=tokenizer,
-                        device=model_device(activations, model_name),
-                        dtype=compute_dtype(activations))
+    handle = load_saved_zoo_model(weights, config, tokenizer, name=model_name, spec=spec,
+                                  device=model_device(activations, model_name), dtype=compute_dtype(activations))
     return activation_stream(handle, evaluation_sequences, activations, model_name), evaluation_index
 
 

@@ -40,7 +40,7 @@ from thinkalike.language.grammar import lexicon_words
 from thinkalike.models.activation_store import ActivationStore
 from thinkalike.models.finetune import FinetuneConfig, predict_labels
 from thinkalike.models.handle import ModelHandle, default_device
-from thinkalike.models.sources import load_classifier, load_model
+from thinkalike.models.sources import load_classifier, load_model, load_saved_zoo_model
 from thinkalike.pipelines.embedding import figures
 from thinkalike.threads import torch_threads
 
@@ -49,13 +49,19 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 def model_handle(embedding: dict[str, Any], model: str, spec: str, *sources: Any) -> ModelHandle:
-    """The handle of ``model``: a zoo model from ``(weights, config, tokenizer)``, any other spec loaded itself."""
+    """The handle of ``model``: a zoo spec from its saved ``(weights, config, tokenizer)``, any other spec loaded
+    itself."""
     device = default_device(embedding.get("device"))
     if spec.startswith("zoo:"):
         weights, config, tokenizer = sources
-        return load_model(spec if spec != "zoo:" else f"zoo:{config['name']}", name=model,
-                          zoo_artifacts={config["name"]: (config, weights)}, tokenizer=tokenizer, device=device)
+        return load_saved_zoo_model(weights, config, tokenizer, name=model, spec=spec, device=device)
     return load_model(spec, name=model, device=device)
+
+
+def zoo_handle(embedding: dict[str, Any], model: str, weights: dict[str, torch.Tensor], config: dict[str, Any],
+               tokenizer) -> ModelHandle:
+    """The handle of the trained zoo model ``model`` from its saved weights and config."""
+    return load_saved_zoo_model(weights, config, tokenizer, name=model, device=default_device(embedding.get("device")))
 
 
 def _embedding_of(handle: ModelHandle, embedding: dict[str, Any]) -> torch.Tensor:
@@ -210,7 +216,7 @@ def finetune_model(embedding: dict[str, Any], corpus: dict[str, Any], weights: d
     settings = _finetune_settings(finetune)
     train = encode_sentences(train_sentences, tokenizer, int(corpus.get("n_ctx", 64)), task,
                              limit=finetune.get("n_train"), seed=int(finetune.get("seed", 0)))
-    base = model_handle(embedding, model, "zoo:", weights, config, tokenizer)
+    base = zoo_handle(embedding, model, weights, config, tokenizer)
     matrix = _embedding_of(base, embedding)
     check_k(int(finetune.get("top_k", 20)), matrix.shape[1], f"embedding.finetune.top_k ({model})")
     with torch_threads(embedding.get("threads")):
@@ -239,8 +245,8 @@ def zero_shot_pair(embedding: dict[str, Any], corpus: dict[str, Any], tuned_weig
     task = finetune.get("task", "tense")
     evaluation = encode_sentences(heldout_sentences, tokenizer, int(corpus.get("n_ctx", 64)), task,
                                   limit=finetune.get("n_eval"), seed=int(finetune.get("seed", 0)) + 1)
-    base_a = model_handle(embedding, model_a, "zoo:", weights_a, config_a, tokenizer)
-    handle_b = model_handle(embedding, model_b, "zoo:", weights_b, config_b, tokenizer)
+    base_a = zoo_handle(embedding, model_a, weights_a, config_a, tokenizer)
+    handle_b = zoo_handle(embedding, model_b, weights_b, config_b, tokenizer)
     matrix_a, matrix_b = _embedding_of(base_a, embedding), _embedding_of(handle_b, embedding)
     check_same_vocabulary(base_a, handle_b, matrix_a, matrix_b)
     tuned = load_classifier(tuned_weights, tuned_config, tokenizer, device=base_a.device, name=f"{model_a}_{task}")

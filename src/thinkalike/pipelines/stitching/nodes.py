@@ -41,7 +41,7 @@ import pandas as pd
 import torch
 
 from thinkalike.models.handle import ModelHandle, default_device
-from thinkalike.models.sources import load_model
+from thinkalike.models.sources import load_saved_zoo_model
 from thinkalike.pipelines.stitching.figure import (
     curves_figure,
     penalty_figure,
@@ -87,8 +87,8 @@ TRAIN_SOURCES = ("heldout", "train_sequences")
 def zoo_handle(model_name: str, weights: dict[str, torch.Tensor], config: dict[str, Any], tokenizer,
                stitching: dict[str, Any]) -> ModelHandle:
     """A zoo model as a handle on ``stitching.device`` (null: CUDA when present, else CPU)."""
-    return load_model(f"zoo:{config['name']}", name=model_name, zoo_artifacts={config["name"]: (config, weights)},
-                      tokenizer=tokenizer, device=default_device(stitching.get("device")))
+    return load_saved_zoo_model(weights, config, tokenizer, name=model_name,
+                                device=default_device(stitching.get("device")))
 
 
 @dataclass(frozen=True)
