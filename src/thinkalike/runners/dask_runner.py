@@ -7,7 +7,7 @@ dataset that crosses tasks is a saved file, so workers share nothing but the pro
 
 Settings (:mod:`thinkalike.runners.settings`): ``conf/<env>/dask.yml``, overridden by ``--runner-params``:
 ``cluster`` — ``local`` (default: a ``LocalCluster`` of one single-threaded worker process per core, or
-``workers`` of them, plus ``spare_workers`` (default 1) that get tasks only while processes outside the run use
+``workers`` of them, plus ``spare_workers`` (default 1), started and given tasks only while processes outside the run use
 the CPU, each worker in its own session unless ``own_sessions`` is false, :mod:`thinkalike.runners.load`; the
 nodes' own torch / BLAS threads follow the run's thread policy,
 :mod:`thinkalike.threads`), ``slurm`` (dask-jobqueue, ``pip install -e ".[slurm]"``) or a scheduler address
@@ -28,6 +28,7 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
@@ -99,7 +100,7 @@ class DaskRunner(AbstractRunner):
 
             pending = dict(groups)
             running: dict[Any, str] = {}
-            slots = self._slots(client)
+            slots = self._slots(client, cluster)
             own_sessions = self.settings.cluster == LOCAL and self.settings.own_sessions
 
             def submit_ready() -> None:
@@ -140,10 +141,12 @@ class DaskRunner(AbstractRunner):
                     merges.put(name, report, lambda report=report, name=name: self._merge(
                         report, providers, groups[name], catalog), progress)
 
-    def _slots(self, client: Any) -> Callable[[], int]:
+    def _slots(self, client: Any, cluster: Any) -> Callable[[], int]:
         """How many tasks may run now. A local cluster with spare workers: one per core's worker thread, plus the
         spare workers' threads while processes outside the run use the CPU (:mod:`thinkalike.runners.load`; each
-        change is logged); any other cluster: its worker threads now (:func:`_cluster_threads`)."""
+        change is logged) — the spare worker processes are started the first time they are wanted, so that on an
+        idle machine the run has one process per core (:meth:`_start_spare_workers`); any other cluster: its worker
+        threads now (:func:`_cluster_threads`)."""
         settings = self.settings
         if settings.cluster != LOCAL or not settings.spare_workers:
             return lambda: _cluster_threads(client)
@@ -152,6 +155,8 @@ class DaskRunner(AbstractRunner):
         outside = self.outside_load or OutsideLoad().cores
         current = [base]
 
+        asked = [False]
+
         def slots() -> int:
             cores = outside()
             allowed = task_slots(base, extra, cores)
@@ -159,9 +164,27 @@ class DaskRunner(AbstractRunner):
                 self._logger.info("DaskRunner: processes outside the run use %.1f core(s): %d tasks at once",
                                   cores, allowed)
                 current[0] = allowed
-            return allowed
+            if allowed > base and not asked[0]:
+                asked[0] = True
+                self._start_spare_workers(client, cluster, workers + spare)
+            return min(allowed, _cluster_threads(client))  # never more tasks than worker threads that exist
 
         return slots
+
+    def _start_spare_workers(self, client: Any, cluster: Any, total: int, timeout: float = 60.0) -> None:
+        """Scales the local cluster to ``total`` worker processes and waits for them to join (a task handed to Dask
+        before its worker exists would be queued behind a running one); a warning when they do not join within
+        ``timeout`` seconds (the run goes on with the workers it has)."""
+        started = time.perf_counter()
+        cluster.scale(total)
+        try:
+            client.wait_for_workers(total, timeout=timeout)
+        except TimeoutError:
+            self._logger.warning("DaskRunner: the spare worker processes did not start within %.0f s; going on "
+                                 "with %d", timeout, len(client.nthreads()))
+            return
+        self._logger.info("DaskRunner: spare worker processes started (%d workers now, %.1f s)", total,
+                          time.perf_counter() - started)
 
     @staticmethod
     def _release(group: TaskGroup, catalog) -> None:
@@ -191,13 +214,13 @@ class DaskRunner(AbstractRunner):
         settings = self.settings
         if settings.cluster == LOCAL:
             workers, spare = settings.local_workers()
-            with _worker_environment(), LocalCluster(n_workers=workers + spare,
+            with _worker_environment(), LocalCluster(n_workers=workers,
                                                      threads_per_worker=settings.threads_per_worker,
                                                      processes=True, dashboard_address=None,
                                                      silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
-                self._logger.info("DaskRunner: local cluster of %d worker processes (+%d spare, given tasks while "
-                                  "processes outside the run use the CPU), %d thread(s) each", workers, spare,
-                                  settings.threads_per_worker)
+                self._logger.info("DaskRunner: local cluster of %d worker processes (+%d spare, started and given "
+                                  "tasks while processes outside the run use the CPU), %d thread(s) each", workers,
+                                  spare, settings.threads_per_worker)
                 yield client, cluster
         elif settings.cluster == SLURM:
             with jobqueue_cluster(settings, self._logger) as cluster, Client(cluster) as client:

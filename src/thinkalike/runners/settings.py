@@ -4,13 +4,13 @@ import here).
 ``cluster``: ``local`` (a ``LocalCluster`` on this machine), ``slurm`` (``dask_jobqueue.SLURMCluster``, one worker
 process per job, started and stopped adaptively between ``slurm.minimum_jobs`` and ``slurm.maximum_jobs``), or the
 address of a running scheduler (``tcp://host:8786``). ``workers`` (local; default one per core),
-``spare_workers`` (local; default 1: worker processes beyond ``workers`` that get tasks only while processes outside
-the run use the CPU, :mod:`thinkalike.runners.load`; 0: none), ``own_sessions`` (local; default true: each worker
-process leads its own session, so that Linux's autogroup scheduler shares the CPU with other work per process, not
-per session), ``threads_per_worker`` (default 1), ``gpu_resources``: GPU work (nodes tagged ``gpu``: training, extraction,
-stitching, fine-tuning) asks for ``resources={"GPU": 1}`` and only workers advertising a GPU take it (default: on
-for ``slurm`` when ``slurm.gpus_per_job`` > 0, off elsewhere). ``slurm``: ``queue`` (partition), ``account``,
-``cores``, ``memory``, ``walltime``, ``gpus_per_job`` (→ ``#SBATCH --gres=gpu:<n>`` and worker resources
+``spare_workers`` (local; default 1: worker processes beyond ``workers``, started and given tasks only while
+processes outside the run use the CPU, :mod:`thinkalike.runners.load`; 0: none), ``own_sessions`` (local; default
+true: each worker process leads its own session, so that Linux's autogroup scheduler shares the CPU with other
+work per process, not per session), ``threads_per_worker`` (default 1), ``gpu_resources``: GPU work (nodes tagged
+``gpu``: training, extraction, stitching, fine-tuning) asks for ``resources={"GPU": 1}`` and only workers
+advertising a GPU take it (default: on for ``slurm`` when ``slurm.gpus_per_job`` > 0, off elsewhere). ``slurm``:
+``queue`` (partition), ``account``, ``cores``, ``memory``, ``walltime``, ``gpus_per_job`` (→ ``#SBATCH --gres=gpu:<n>`` and worker resources
 ``GPU=<n>``), ``job_extra_directives``, ``job_script_prologue`` (e.g. ``module load cuda``, ``source
 .venv/bin/activate``), ``python``, ``minimum_jobs``, ``maximum_jobs``, ``cluster_class`` (default
 ``dask_jobqueue.SLURMCluster``; any dask-jobqueue cluster class, e.g. ``dask_jobqueue.local.LocalCluster`` to try the
