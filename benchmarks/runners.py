@@ -5,8 +5,9 @@ Each runner runs ``kedro run --runner <runner>`` once, one after the other, in a
 wall time measured here, the run's own ``run_seconds`` and the nodes' summed time from its ``run_timings`` table
 (the sum exceeds the run's time when nodes ran at once), and the wall time's ratio to the SequentialRunner's.
 Kedro's ParallelRunner runs no node or dataset hooks in its worker processes (Kedro's documentation says so):
-it saves no ``run_timings`` table and logs no node output to MLflow, and its workers compute with torch's
-default threads, not the run's thread policy — the table says "no table" rather than guess.
+it saves no ``run_timings`` table and logs no node output to MLflow — the table says "no table" rather than guess.
+Its workers are forked from the ``kedro run`` process after the run's hooks set the thread policy, so they compute
+with the run's threads and start with every module already imported.
 
     python benchmarks/runners.py                          # default sizes: about 20 + 10 + 10 min
     python benchmarks/runners.py --env test               # smoke run: about 3 × 1 min
