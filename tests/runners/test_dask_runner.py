@@ -36,6 +36,27 @@ def toy_pipeline() -> Pipeline:
                      node(fail_while_flagged, ["a.two", "params:flag"], "b.out", name="check", namespace="b")])
 
 
+def test_the_workers_import_every_task_module_once_at_the_start(tmp_path):
+    """Modules of the node functions (through partials) and of the datasets' and hooks' classes, each once, sorted;
+    importing them in a process is what unpickling a first task would do."""
+    import functools
+    import json
+
+    from thinkalike.runners.remote import import_modules, task_modules
+
+    pipeline = Pipeline([node(double, "start", "a.one", name="double", namespace="a"),
+                         node(functools.partial(functools.partial(json.dumps, indent=1)), "a.one", "a.two",
+                              name="dumps", namespace="a"),
+                         node(double, "a.two", "b.out", name="again", namespace="b")])
+    assert task_modules(pipeline.nodes) == sorted({__name__, "json"})
+    datasets = [PickleDataset(filepath=str(tmp_path / "a.pkl")), MemoryDataset(1)]
+    assert task_modules(pipeline.nodes, datasets) == sorted({__name__, "json", type(datasets[0]).__module__,
+                                                              type(datasets[1]).__module__})
+    assert import_modules(["json", "thinkalike.runners.grouping"]) == ["json", "thinkalike.runners.grouping"]
+    with pytest.raises(ModuleNotFoundError):
+        import_modules(["thinkalike.no_such_module"])
+
+
 def test_a_failing_node_stops_the_run_with_its_error_and_a_resume_finishes_it(tmp_path, caplog):
     flag = tmp_path / "flag"
     flag.touch()
@@ -205,6 +226,9 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
     assert ("3 tasks at once" in caplog.text) == (at_once == 3)
     # the spare process is started only when it is wanted: on an idle machine the run has one process per core
     assert ("spare worker processes started" in caplog.text) == (at_once == 3)
+    # every worker, the spare too, imported the nodes' modules before its first task
+    assert caplog.text.count("imported the tasks' ") == (2 if at_once == 3 else 1)
+    assert ("3 worker(s) imported" in caplog.text) == (at_once == 3)
     assert len(pids) <= 2 or at_once == 3
 
 

@@ -7,8 +7,8 @@ dataset that crosses tasks is a saved file, so workers share nothing but the pro
 
 Settings (:mod:`thinkalike.runners.settings`): ``conf/<env>/dask.yml``, overridden by ``--runner-params``:
 ``cluster`` — ``local`` (default: a ``LocalCluster`` of one single-threaded worker process per core, or
-``workers`` of them, plus ``spare_workers`` (default 1), started and given tasks only while processes outside the run use
-the CPU, each worker in its own session unless ``own_sessions`` is false, :mod:`thinkalike.runners.load`; the
+``workers`` of them, plus ``spare_workers`` (default 1), started and given tasks only while processes outside the
+run use the CPU, each worker in its own session unless ``own_sessions`` is false, :mod:`thinkalike.runners.load`; the
 nodes' own torch / BLAS threads follow the run's thread policy,
 :mod:`thinkalike.threads`), ``slurm`` (dask-jobqueue, ``pip install -e ".[slurm]"``) or a scheduler address
 (``tcp://host:8786``). With ``gpu_resources`` on, task groups holding GPU work (nodes tagged ``gpu``) ask for
@@ -40,7 +40,7 @@ from kedro.runner import AbstractRunner
 from thinkalike.pipelines.namespaces import GPU_WORK
 from thinkalike.runners.load import OutsideLoad, task_slots
 from thinkalike.runners.grouping import TaskGroup, in_memory_crossings, task_groups
-from thinkalike.runners.remote import RemoteHookProvider, TaskReport, run_task_group
+from thinkalike.runners.remote import RemoteHookProvider, TaskReport, import_modules, run_task_group, task_modules
 from thinkalike.runners.settings import GPU_RESOURCE, LOCAL, SLURM, ClusterSettings, ClusterSettingsError
 from thinkalike.threads import thread_policy
 
@@ -96,11 +96,14 @@ class DaskRunner(AbstractRunner):
         with self._client() as (client, cluster), ReportMerges(self._logger) as merges:
             if any(resources.values()):
                 _check_gpu_capacity(client, cluster)
+            modules = task_modules(pipeline.nodes, [*_datasets(catalog, pipeline), *providers])
+            if self.settings.cluster == LOCAL:
+                self._import_on_workers(client, modules)
             from distributed import wait
 
             pending = dict(groups)
             running: dict[Any, str] = {}
-            slots = self._slots(client, cluster)
+            slots = self._slots(client, cluster, modules)
             own_sessions = self.settings.cluster == LOCAL and self.settings.own_sessions
 
             def submit_ready() -> None:
@@ -141,7 +144,16 @@ class DaskRunner(AbstractRunner):
                     merges.put(name, report, lambda report=report, name=name: self._merge(
                         report, providers, groups[name], catalog), progress)
 
-    def _slots(self, client: Any, cluster: Any) -> Callable[[], int]:
+    def _import_on_workers(self, client: Any, modules: list[str]) -> None:
+        """Every worker imports the modules of the tasks' nodes, datasets and hooks now, all at once (torch,
+        transformers, MLflow, the project: seconds of CPU each), instead of each at its first task — at the start of a
+        run the tasks are a chain (the corpus), and each hop to a worker that had not imported them waited for it."""
+        started = time.perf_counter()
+        client.run(import_modules, modules)
+        self._logger.info("DaskRunner: %d worker(s) imported the tasks' %d modules (%.1f s)", len(client.nthreads()),
+                          len(modules), time.perf_counter() - started)
+
+    def _slots(self, client: Any, cluster: Any, modules: list[str]) -> Callable[[], int]:
         """How many tasks may run now. A local cluster with spare workers: one per core's worker thread, plus the
         spare workers' threads while processes outside the run use the CPU (:mod:`thinkalike.runners.load`; each
         change is logged) — the spare worker processes are started the first time they are wanted, so that on an
@@ -167,6 +179,7 @@ class DaskRunner(AbstractRunner):
             if allowed > base and not asked[0]:
                 asked[0] = True
                 self._start_spare_workers(client, cluster, workers + spare)
+                self._import_on_workers(client, modules)
             return min(allowed, _cluster_threads(client))  # never more tasks than worker threads that exist
 
         return slots
@@ -372,6 +385,12 @@ def _is_in_memory(catalog, name: str) -> bool:
         return False  # given to every task with the catalog, never written
     dataset = catalog.get(name, fallback_to_runtime_pattern=True)
     return isinstance(dataset, MemoryDataset)
+
+
+def _datasets(catalog, pipeline: Pipeline) -> list[Any]:
+    """The catalog's datasets of the pipeline (parameters left out)."""
+    names = [name for name in sorted(pipeline.datasets()) if not name.startswith("params:") and name != "parameters"]
+    return [catalog.get(name, fallback_to_runtime_pattern=True) for name in names]
 
 
 def _plugins(hook_manager) -> list[Any]:

@@ -11,6 +11,8 @@ the tracking store), and the timing table holds every node of every worker.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import logging
 import os
 import socket
@@ -56,6 +58,27 @@ class TaskReport:
 def worker_name() -> str:
     """``host:pid`` of this process."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def task_modules(nodes: Iterable[Node], objects: Iterable[Any] = ()) -> list[str]:
+    """The modules that define the nodes' functions (through ``functools.partial``) and the classes of ``objects``
+    (the datasets the nodes read and write, the hooks sent with a task): what a worker imports when it unpickles
+    its first task."""
+    modules = set()
+    for node in nodes:
+        function = node.func
+        while isinstance(function, functools.partial):
+            function = function.func
+        modules.add(getattr(function, "__module__", None))
+    modules |= {type(item).__module__ for item in objects}
+    return sorted(module for module in modules if module)
+
+
+def import_modules(names: Sequence[str]) -> list[str]:
+    """Imports ``names`` in this process (a worker, before its first task); returns them."""
+    for name in names:
+        importlib.import_module(name)
+    return list(names)
 
 
 def run_task_group(group: str, nodes: Sequence[Node], catalog, hooks: Sequence[Any], produced_in_run: Iterable[str],
