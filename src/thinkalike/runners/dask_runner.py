@@ -96,8 +96,9 @@ class DaskRunner(AbstractRunner):
         with self._client() as (client, cluster), ReportMerges(self._logger) as merges:
             if any(resources.values()):
                 _check_gpu_capacity(client, cluster)
-            modules = task_modules(pipeline.nodes, [*_datasets(catalog, pipeline), *providers])
+            modules: list[str] = []  # what a local cluster's workers import at once (another cluster's: at first use)
             if self.settings.cluster == LOCAL:
+                modules = task_modules(pipeline.nodes, [*_datasets(catalog, pipeline), *providers])
                 self._import_on_workers(client, modules)
             from distributed import wait
 
