@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -105,6 +106,13 @@ def machine_probe() -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
+def children_cpu_seconds() -> float:
+    """User + system CPU seconds of this process's finished (waited-for) child processes and theirs: read before and
+    after a ``kedro run``, the CPU of every process of the run (driver, pool or Dask workers, nannies)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_once(project: Path, command: list[str], busy: bool, timeout: float | None = None) -> dict:
     """One ``kedro run`` in ``project`` (beside a busy process when ``busy``); its wall time and outcome. After
     ``timeout`` seconds the run and every process it started are killed (``returncode`` None)."""
@@ -114,7 +122,7 @@ def run_once(project: Path, command: list[str], busy: bool, timeout: float | Non
     load_before = os.getloadavg()[0]
     try:
         with open(project / "run.log", "w") as log:
-            start = time.perf_counter()
+            start, cpu_before = time.perf_counter(), children_cpu_seconds()
             process = subprocess.Popen(command, cwd=project, env=environment, stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True)
             try:
@@ -123,13 +131,13 @@ def run_once(project: Path, command: list[str], busy: bool, timeout: float | Non
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
                 returncode = None
-            wall = time.perf_counter() - start
+            wall, cpu = time.perf_counter() - start, children_cpu_seconds() - cpu_before
     finally:
         if spinner is not None:
             spinner.kill()
             spinner.wait()
     load_after = os.getloadavg()[0]
-    return {"returncode": returncode, "process_seconds": wall, "load_before": load_before, "load_after": load_after,
+    return {"returncode": returncode, "process_seconds": wall, "cpu_seconds": cpu, "load_before": load_before, "load_after": load_after,
             "probe_ms_before": probe_before, "probe_ms_after": machine_probe(), "log": str(project / "run.log")}
 
 

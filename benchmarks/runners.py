@@ -2,7 +2,8 @@
 
 Each runner runs ``kedro run --runner <runner>`` once, one after the other, in a fresh copy of the project
 (:func:`default_run.fresh_copy`), on an otherwise idle machine. Printed per runner: the ``kedro run`` process's
-wall time measured here, the run's own ``run_seconds`` and the nodes' summed time from its ``run_timings`` table
+wall time measured here, the CPU time of every process of the run (:func:`default_run.children_cpu_seconds`), the
+run's own ``run_seconds`` and the nodes' summed time from its ``run_timings`` table
 (the sum exceeds the run's time when nodes ran at once), and the wall time's ratio to the SequentialRunner's.
 Kedro's ParallelRunner runs no node or dataset hooks in its worker processes (Kedro's documentation says so):
 it saves no ``run_timings`` table and logs no node output to MLflow — the table says "no table" rather than guess.
@@ -54,20 +55,25 @@ def main() -> int:
             rows.append((runner, run, table, nodes))
             print(f"{runner}: exit {run['returncode']}, {run['process_seconds']:.1f} s; log {run['log']}", flush=True)
         base = next((run["process_seconds"] for runner, run, _, _ in rows if runner == "SequentialRunner"), None)
-        print("\n| runner | `kedro run` process | run_seconds | nodes' summed time | workers | vs Sequential |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("\n| runner | `kedro run` process | processes' CPU | run_seconds | nodes' summed time | workers | "
+              "vs Sequential | machine probe (ms) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for runner, run, table, nodes in rows:
             ratio = f"{run['process_seconds'] / base:.2f}×" if base else "–"
+            probe = f"{run['probe_ms_before']:.2f} → {run['probe_ms_after']:.2f}"
+            cpu = format_seconds(run["cpu_seconds"])
             if run["returncode"] is None:
-                print(f"| {runner} | stopped after {format_seconds(run['process_seconds'])} | – | – | – | > {ratio} |")
+                print(f"| {runner} | stopped after {format_seconds(run['process_seconds'])} | {cpu} | – | – | – | "
+                      f"> {ratio} | {probe} |")
                 continue
             if table is None:
-                print(f"| {runner} | {format_seconds(run['process_seconds'])} | no table | no table | – | {ratio} |")
+                print(f"| {runner} | {format_seconds(run['process_seconds'])} | {cpu} | no table | no table | – | "
+                      f"{ratio} | {probe} |")
                 continue
             workers = nodes["worker"].replace("", "(driver)").nunique() if "worker" in nodes else 1
-            print(f"| {runner} | {format_seconds(run['process_seconds'])} | "
+            print(f"| {runner} | {format_seconds(run['process_seconds'])} | {cpu} | "
                   f"{format_seconds(float(table['run_seconds'].iloc[0]))} | "
-                  f"{format_seconds(float(nodes['span_seconds'].sum()))} | {workers} | {ratio} |")
+                  f"{format_seconds(float(nodes['span_seconds'].sum()))} | {workers} | {ratio} | {probe} |")
         return 0 if all(run["returncode"] == 0 for _, run, _, _ in rows) else 1
     finally:
         if args.workdir is None:
