@@ -36,6 +36,19 @@ def test_outside_cores_is_the_machines_busy_time_less_our_processes_per_second()
     assert load.cores() == 0.0
 
 
+def test_a_one_second_burst_outside_does_not_reach_the_threshold_over_the_default_window():
+    """A second of 0.7 cores outside at the start, then nothing: over a one-second window it reads 0.7 cores (the
+    spare would start); over the default window it is averaged with what follows and stays under the threshold."""
+    burst_then_quiet = [CpuReading(0.0, 100.0, {1: 10.0}), CpuReading(1.0, 101.7, {1: 11.0}),
+                        CpuReading(5.5, 106.2, {1: 15.5})]
+    assert OutsideLoad(min_window=1.0, read=planted(burst_then_quiet)).cores() == pytest.approx(0.7)
+    load = OutsideLoad(read=planted(burst_then_quiet))
+    assert load.cores() == 0.0  # under the window: no estimate yet
+    averaged = load.cores()
+    assert averaged == pytest.approx(0.7 / 5.5)
+    assert task_slots(2, 1, averaged) == 2
+
+
 def test_the_spare_workers_get_tasks_only_while_the_outside_load_reaches_the_threshold():
     assert task_slots(2, 1, 0.0) == 2
     assert task_slots(2, 1, BUSY_CORES - 0.01) == 2
