@@ -39,10 +39,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 
 PROJECT = Path(__file__).resolve().parents[1]
 TIMINGS = Path("data/08_reporting/run_timings.parquet")
@@ -113,6 +115,33 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+class OwnCpuSampler:
+    """The CPU seconds (user + system) of one process itself, not its children, read every ``interval`` seconds
+    in a thread until the process ends: the last reading before it exits (at most ``interval`` seconds stale). For
+    a ``kedro run``, the driver's own CPU — with the DaskRunner the scheduler, the nannies and the MLflow logging;
+    with the ParallelRunner the scheduling — apart from its workers'."""
+
+    def __init__(self, pid: int, interval: float = 1.0) -> None:
+        self.seconds = 0.0
+        self._process, self._interval, self._stop = psutil.Process(pid), interval, threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            try:
+                times = self._process.cpu_times()
+            except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+                return
+            self.seconds = times.user + times.system
+            self._stop.wait(self._interval)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.seconds
+
+
 def run_once(project: Path, command: list[str], busy: bool, timeout: float | None = None) -> dict:
     """One ``kedro run`` in ``project`` (beside a busy process when ``busy``); its wall time and outcome. After
     ``timeout`` seconds the run and every process it started are killed (``returncode`` None)."""
@@ -125,6 +154,7 @@ def run_once(project: Path, command: list[str], busy: bool, timeout: float | Non
             start, cpu_before = time.perf_counter(), children_cpu_seconds()
             process = subprocess.Popen(command, cwd=project, env=environment, stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True)
+            driver = OwnCpuSampler(process.pid)
             try:
                 returncode = process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -132,13 +162,14 @@ def run_once(project: Path, command: list[str], busy: bool, timeout: float | Non
                 process.wait()
                 returncode = None
             wall, cpu = time.perf_counter() - start, children_cpu_seconds() - cpu_before
+            driver_cpu = driver.stop()
     finally:
         if spinner is not None:
             spinner.kill()
             spinner.wait()
     load_after = os.getloadavg()[0]
-    return {"returncode": returncode, "process_seconds": wall, "cpu_seconds": cpu, "load_before": load_before, "load_after": load_after,
-            "probe_ms_before": probe_before, "probe_ms_after": machine_probe(), "log": str(project / "run.log")}
+    return {"returncode": returncode, "process_seconds": wall, "cpu_seconds": cpu, "driver_cpu_seconds": driver_cpu,
+            "load_before": load_before, "load_after": load_after, "probe_ms_before": probe_before, "probe_ms_after": machine_probe(), "log": str(project / "run.log")}
 
 
 def saved_timings(project: Path) -> pd.DataFrame | None:

@@ -2,9 +2,9 @@
 
 Each runner runs ``kedro run --runner <runner>`` once, one after the other, in a fresh copy of the project
 (:func:`default_run.fresh_copy`), on an otherwise idle machine. Printed per runner: the ``kedro run`` process's
-wall time measured here, the CPU time of every process of the run (:func:`default_run.children_cpu_seconds`), the
-run's own ``run_seconds`` and the nodes' summed time from its ``run_timings`` table
-(the sum exceeds the run's time when nodes ran at once), and the wall time's ratio to the SequentialRunner's.
+wall time measured here, the CPU time of every process of the run (:func:`default_run.children_cpu_seconds`) and of
+the driver process alone (:class:`default_run.OwnCpuSampler`), the run's own ``run_seconds`` and the nodes' summed
+time from its ``run_timings`` table (the sum exceeds the run's time when nodes ran at once), and the wall time's ratio to the SequentialRunner's.
 Kedro's ParallelRunner runs no node or dataset hooks in its worker processes (Kedro's documentation says so):
 it saves no ``run_timings`` table and logs no node output to MLflow — the table says "no table" rather than guess.
 Its workers are forked from the ``kedro run`` process after the run's hooks set the thread policy, so they compute
@@ -55,13 +55,13 @@ def main() -> int:
             rows.append((runner, run, table, nodes))
             print(f"{runner}: exit {run['returncode']}, {run['process_seconds']:.1f} s; log {run['log']}", flush=True)
         base = next((run["process_seconds"] for runner, run, _, _ in rows if runner == "SequentialRunner"), None)
-        print("\n| runner | `kedro run` process | processes' CPU | run_seconds | nodes' summed time | workers | "
-              "vs Sequential | machine probe (ms) |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("\n| runner | `kedro run` process | processes' CPU | the driver's own CPU | run_seconds | "
+              "nodes' summed time | workers | vs Sequential | machine probe (ms) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for runner, run, table, nodes in rows:
             ratio = f"{run['process_seconds'] / base:.2f}×" if base else "–"
             probe = f"{run['probe_ms_before']:.2f} → {run['probe_ms_after']:.2f}"
-            cpu = format_seconds(run["cpu_seconds"])
+            cpu = f"{format_seconds(run['cpu_seconds'])} | {format_seconds(run['driver_cpu_seconds'])}"
             if run["returncode"] is None:
                 print(f"| {runner} | stopped after {format_seconds(run['process_seconds'])} | {cpu} | – | – | – | "
                       f"> {ratio} | {probe} |")
