@@ -181,8 +181,14 @@ def test_a_ready_task_never_waits_behind_a_long_one_while_a_worker_is_idle(tmp_p
 
 
 def sleep_then_session(seconds):
+    """The worker's pid and session, and what of Dask's periodic work runs in it (its periodic callbacks, the
+    event-loop tick interval) and glibc's trim setting."""
+    from distributed import get_worker
+
     time.sleep(seconds)
-    return os.getpid(), os.getsid(0)
+    worker = get_worker()
+    return (os.getpid(), os.getsid(0), sorted(worker.periodic_callbacks), worker._tick_interval,
+            os.environ.get("MALLOC_TRIM_THRESHOLD_"))
 
 
 @pytest.mark.parametrize(("outside_cores", "at_once", "own_sessions"), [(0.0, 2, True), (1.0, 3, False)])
@@ -191,7 +197,9 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
     """Four independent 1-s tasks on two workers and a spare: two at a time on an idle machine, three while the
     outside load (planted) reaches the threshold — counted as tasks handed to Dask and not yet finished. Each worker
     leads its own session unless told not to: under Linux's autogroup the CPU is shared per session, and a worker in
-    the kedro run's session gets a share of that one session's (thinkalike.runners.load)."""
+    the kedro run's session gets a share of that one session's (thinkalike.runners.load). Every worker runs with
+    Dask's periodic work turned down (no statistical profiler, a 1-s event-loop tick) and without glibc's trim
+    setting."""
     names = ["a", "b", "c", "d"]
     catalog = DataCatalog({**{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in names},
                            "params:seconds": MemoryDataset(1.0)})
@@ -216,8 +224,12 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
         runner.run(pipeline, catalog)
     pids = set()
     for name in names:
-        pid, session = catalog.load(f"{name}.out")
+        pid, session, callbacks, tick_seconds, trim = catalog.load(f"{name}.out")
         pids.add(pid)
+        # Dask's periodic work turned down in every worker, the spare started later too (QUIET_CLUSTER_CONFIG)
+        assert "profile" not in callbacks and "heartbeat" in callbacks
+        assert tick_seconds == 1.0
+        assert trim is None
         assert pid != os.getpid()  # it ran in a worker
         assert (session == pid) == own_sessions
         assert own_sessions or session == os.getsid(0)

@@ -228,7 +228,7 @@ class DaskRunner(AbstractRunner):
         settings = self.settings
         if settings.cluster == LOCAL:
             workers, spare = settings.local_workers()
-            with _worker_environment(), LocalCluster(n_workers=workers,
+            with _cluster_config(), LocalCluster(n_workers=workers,
                                                      threads_per_worker=settings.threads_per_worker,
                                                      processes=True, dashboard_address=None,
                                                      silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
@@ -294,7 +294,7 @@ def jobqueue_cluster(settings: ClusterSettings, logger: logging.Logger) -> Itera
     dropped = sorted(set(options) - accepted)
     if dropped:
         logger.info("DaskRunner: %s jobs take no %s; left out", settings.slurm["cluster_class"], ", ".join(dropped))
-    with _worker_environment(), cluster_class(**{key: value for key, value in options.items() if key in accepted},
+    with _cluster_config(), cluster_class(**{key: value for key, value in options.items() if key in accepted},
                                               silence_logs=logging.WARNING) as cluster:
         cluster.adapt(minimum_jobs=int(settings.slurm["minimum_jobs"]),
                       maximum_jobs=int(settings.slurm["maximum_jobs"]))
@@ -349,17 +349,35 @@ def _check_gpu_capacity(client, cluster) -> None:
                        "set slurm.gpus_per_job, or set gpu_resources: false to run GPU work anywhere")
 
 
+#: Dask's periodic work in the processes of a cluster this runner starts, turned down. With Dask's defaults every
+#: worker's statistical profiler samples each thread's stack every 10 ms (for a dashboard this runner does not start),
+#: every event loop checks its own health every 20 ms (it warns only after 3 s), the memory monitor runs every
+#: 100 ms and the system monitor every 500 ms: each wakes the worker's event-loop thread, which takes the GIL from
+#: the thread computing the node. Measured here (``benchmarks/README.md``, "Dask's periodic work"): a 300-step
+#: training loop in a one-worker ``LocalCluster`` took 12 % more CPU with the defaults than in a forked process,
+#: and the same with these.
+QUIET_CLUSTER_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.worker.memory.monitor-interval": "500ms",
+    "distributed.admin.system-monitor.interval": "2s",
+}
+
+
 @contextlib.contextmanager
-def _worker_environment() -> Iterator[None]:
-    """Worker processes start without Dask's ``MALLOC_TRIM_THRESHOLD_=65536``: setting it turns off glibc's
-    dynamic mmap threshold, so every tensor buffer over 128 KiB is mapped and unmapped at each training step
-    (measured here: workers spent 45 % of their time in the kernel, and a zoo model trained 2.7× slower than in
-    the driver). Dask's one-thread settings for OpenMP / MKL / OpenBLAS stay."""
+def _cluster_config() -> Iterator[None]:
+    """Dask's configuration while this runner starts and runs a cluster: :data:`QUIET_CLUSTER_CONFIG` (a local
+    cluster's nannies hand it to their worker processes, spare workers started later included; a dask-jobqueue
+    cluster's workers read their own configuration on their nodes, so there it reaches the scheduler only), and
+    worker processes started without Dask's ``MALLOC_TRIM_THRESHOLD_=65536``: setting it turns off glibc's dynamic
+    mmap threshold, so every tensor buffer over 128 KiB is mapped and unmapped at each training step (measured
+    here: workers spent 45 % of their time in the kernel, and a zoo model trained 2.7× slower than in the driver).
+    Dask's one-thread settings for OpenMP / MKL / OpenBLAS stay."""
     import dask
 
     environment = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
     environment.pop("MALLOC_TRIM_THRESHOLD_", None)
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": environment}):
+    with dask.config.set({**QUIET_CLUSTER_CONFIG, "distributed.nanny.pre-spawn-environ": environment}):
         yield
 
 
