@@ -15,9 +15,9 @@ then 30 small numpy eigendecompositions. Contenders, each a fresh process per ro
 
 Printed per contender and round: the loop's wall time, the CPU time of its own thread and of its whole process
 over the loop (:func:`time.process_time`: every thread — the worker's event loop, its profiler), and for the Dask
-contenders the CPU the driver process spent meanwhile (scheduler and nanny). Then each contender's medians: wall, process CPU,
-the CPU of the process's threads other than the loop's (process less thread: what Dask's periodic work costs
-in the worker, the number least disturbed by the machine's drifting speed), the driver's, and the process CPU as
+contenders the CPU the driver process spent meanwhile (scheduler and nanny). Then each contender's medians: wall,
+process CPU, the CPU of the process's threads other than the loop's (process less thread: what Dask's periodic
+work costs in the worker, the number least disturbed by the machine's drifting speed), the driver's, and the process CPU as
 a ratio to fork's. Rounds are interleaved so a drift of the machine's speed hits every contender alike.
 
     python benchmarks/dask_overhead.py                    # 300 steps, 3 rounds: about 5 minutes
@@ -27,7 +27,6 @@ a ratio to fork's. Rounds are interleaved so a drift of the machine's speed hits
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import multiprocessing
 import statistics
@@ -90,13 +89,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     results: dict[str, list[dict[str, float]]] = {name: [] for name in CONTENDERS}
-    with contextlib.suppress(AttributeError):
-        logging.getLogger("distributed").setLevel(logging.ERROR)
+    logging.getLogger("distributed").setLevel(logging.ERROR)
     for round_number in range(1, args.rounds + 1):
         for name, contender in CONTENDERS.items():
             result = contender(args.steps)
             results[name].append(result)
-            print(f"round {round_number} {name:14s} wall {result['wall']:6.2f} s, thread CPU {result['thread']:6.2f} s, "
+            print(f"round {round_number} {name:14s} wall {result['wall']:6.2f} s, "
+                  f"thread CPU {result['thread']:6.2f} s, "
                   f"process CPU {result['process']:6.2f} s, driver CPU {result['driver']:5.2f} s", flush=True)
     fork = statistics.median(result["process"] for result in results["fork"])
     print("\n| contender | median wall | median process CPU | its other threads' (process − thread) | "

@@ -169,7 +169,8 @@ def run_once(project: Path, command: list[str], busy: bool, timeout: float | Non
             spinner.wait()
     load_after = os.getloadavg()[0]
     return {"returncode": returncode, "process_seconds": wall, "cpu_seconds": cpu, "driver_cpu_seconds": driver_cpu,
-            "load_before": load_before, "load_after": load_after, "probe_ms_before": probe_before, "probe_ms_after": machine_probe(), "log": str(project / "run.log")}
+            "load_before": load_before, "load_after": load_after, "probe_ms_before": probe_before,
+            "probe_ms_after": machine_probe(), "log": str(project / "run.log")}
 
 
 def saved_timings(project: Path) -> pd.DataFrame | None:

@@ -4,7 +4,8 @@ Each runner runs ``kedro run --runner <runner>`` once, one after the other, in a
 (:func:`default_run.fresh_copy`), on an otherwise idle machine. Printed per runner: the ``kedro run`` process's
 wall time measured here, the CPU time of every process of the run (:func:`default_run.children_cpu_seconds`) and of
 the driver process alone (:class:`default_run.OwnCpuSampler`), the run's own ``run_seconds`` and the nodes' summed
-time from its ``run_timings`` table (the sum exceeds the run's time when nodes ran at once), and the wall time's ratio to the SequentialRunner's.
+time from its ``run_timings`` table (the sum exceeds the run's time when nodes ran at once), and the wall time's
+ratio to the SequentialRunner's.
 Kedro's ParallelRunner runs no node or dataset hooks in its worker processes (Kedro's documentation says so):
 it saves no ``run_timings`` table and logs no node output to MLflow — the table says "no table" rather than guess.
 Its workers are forked from the ``kedro run`` process after the run's hooks set the thread policy, so they compute

@@ -183,12 +183,12 @@ def test_a_ready_task_never_waits_behind_a_long_one_while_a_worker_is_idle(tmp_p
 def sleep_then_session(seconds):
     """The worker's pid and session, and what of Dask's periodic work runs in it (its periodic callbacks, the
     event-loop tick interval) and glibc's trim setting."""
+    import dask
     from distributed import get_worker
 
     time.sleep(seconds)
-    worker = get_worker()
-    return (os.getpid(), os.getsid(0), sorted(worker.periodic_callbacks), worker._tick_interval,
-            os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    return (os.getpid(), os.getsid(0), sorted(get_worker().periodic_callbacks),
+            dask.config.get("distributed.admin.tick.interval"), os.environ.get("MALLOC_TRIM_THRESHOLD_"))
 
 
 @pytest.mark.parametrize(("outside_cores", "at_once", "own_sessions"), [(0.0, 2, True), (1.0, 3, False)])
@@ -224,11 +224,11 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
         runner.run(pipeline, catalog)
     pids = set()
     for name in names:
-        pid, session, callbacks, tick_seconds, trim = catalog.load(f"{name}.out")
+        pid, session, callbacks, tick, trim = catalog.load(f"{name}.out")
         pids.add(pid)
         # Dask's periodic work turned down in every worker, the spare started later too (QUIET_CLUSTER_CONFIG)
         assert "profile" not in callbacks and "heartbeat" in callbacks
-        assert tick_seconds == 1.0
+        assert tick == "1s"
         assert trim is None
         assert pid != os.getpid()  # it ran in a worker
         assert (session == pid) == own_sessions
