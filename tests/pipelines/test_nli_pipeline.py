@@ -188,6 +188,37 @@ def test_the_sweep_runs_only_when_the_seeds_do_not_spread(tiny_project, outputs)
     assert sweep_fractions(spread, *args, nli)["status"].tolist() == ["not_needed"]
 
 
+def test_a_sweep_copy_at_the_experiments_fraction_is_the_experiments_copy(tiny_project, outputs):
+    """At nli.pairs.counterexample_fraction the sweep's copies have the experiment's pairs and seeds: their rows are
+    the experiment's copies' accuracies, and equal what fine-tuning them again gives (the path they skip)."""
+    from thinkalike.language.nli import accuracy_table, generate_pairs
+    from thinkalike.pipelines.nli.analysis import accuracy_summary
+    from thinkalike.pipelines.nli.nodes import SWEEP_COLUMNS, _finetune, _pairs_config, sweep_fractions
+    from thinkalike.models.finetune import copy_seeds
+
+    _, catalog = tiny_project
+    nli = catalog.load("params:nli")
+    fraction = nli["pairs"]["counterexample_fraction"]
+    # a spread of accuracy 1 is below min_spread 2: the sweep runs on the copies' own accuracies
+    swept_nli = {**nli, "min_spread": 2.0, "sweep": {"fractions": [fraction, 0.0], "n_copies": 2}}
+    args = (catalog.load("tokenizer"), catalog.load("models.nli.encoder.model_weights"),
+            catalog.load("models.nli.encoder.model_config"))
+    swept = sweep_fractions(outputs["groups"], *args, swept_nli).set_index("model")
+    by_name = outputs["groups"].set_index("model")
+    accuracies = SWEEP_COLUMNS[4:]
+    pairs = generate_pairs(_pairs_config(nli, counterexample_fraction=fraction))
+    for i, seeds in enumerate(copy_seeds(2, nli["seed"])):
+        row = swept.loc[f"sweep_{fraction:g}_{i}"]
+        assert f"the experiment's {NAMES[i]}" in row["note"]
+        assert row[accuracies].tolist() == by_name.loc[NAMES[i], accuracies].tolist()
+        weights, _, _, predicted = _finetune(pairs, *args, nli, nli["n_ctx"], "again", seeds)
+        again = accuracy_summary(accuracy_table(pairs[pairs["split"] != "train"], predicted, "again")).iloc[0]
+        assert row[accuracies].tolist() == again[accuracies].tolist()
+        saved = catalog.load(f"models.nli.{NAMES[i]}.classifier_weights")  # the very same model, to the bit
+        assert saved.keys() == weights.keys() and all(torch.equal(saved[k], weights[k]) for k in saved)
+        assert "the experiment's" not in swept.loc[f"sweep_0_{i}", "note"]  # another fraction: fine-tuned
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"n_copies": 4, "group_size": 3}, r"^nli.group_size: k = 3 must be between 1 and n_copies / 2 = 2.0"),
     ({"pairs": {"counterexample_fraction": 1.0}}, r"^nli.pairs.counterexample_fraction must be in \[0, 1\)"),

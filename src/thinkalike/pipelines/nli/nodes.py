@@ -50,6 +50,7 @@ from thinkalike.pipelines.nli.analysis import (
     accuracy_summary,
     aggregate_stitching,
     copies_cka_tables,
+    copy_names,
     identity_stitch_table,
     ood_spread,
     split_groups,
@@ -189,7 +190,9 @@ def sweep_fractions(groups: pd.DataFrame, tokenizer, encoder_weights: dict[str, 
     """When the copies' OOD non-entailed accuracies spread less than ``nli.min_spread`` (all heuristic or all
     generalizing), fine-tunes ``nli.sweep.n_copies`` copies at every ``nli.sweep.fractions`` counterexample
     fraction (pairs regenerated, same seeds) and tabulates their accuracies; otherwise a one-row table saying
-    why it did not run."""
+    why it did not run. A sweep copy at the experiment's own fraction (``nli.pairs.counterexample_fraction``)
+    has the same pairs and seeds as the experiment's copy of that index, so its row is that copy's accuracies
+    from ``groups`` (named in the note) rather than a second, identical fine-tuning."""
     spread, minimum = ood_spread(groups), float(nli.get("min_spread", 0.1))
     if spread >= minimum:
         note = f"the seeds spread: OOD non-entailed accuracy range {spread:.3f} >= nli.min_spread = {minimum:g}"
@@ -198,19 +201,37 @@ def sweep_fractions(groups: pd.DataFrame, tokenizer, encoder_weights: dict[str, 
     fractions = [float(f) for f in sweep.get("fractions", [0.0, 0.05, 0.1, 0.2])]
     n_copies = int(sweep.get("n_copies", 3))
     seeds = copy_seeds(n_copies, int(nli.get("seed", 0)))
+    trained = _trained_copies(groups, nli)
+    note = f"range {spread:.3f} < nli.min_spread = {minimum:g}"
     rows = []
     with progress_bar(len(fractions) * n_copies, "nli sweep", bool(nli.get("progress", True))) as bar:
         for fraction in fractions:
-            pairs = generate_pairs(_pairs_config(nli, counterexample_fraction=fraction))
+            pairs = None
             for i, copy_seed in enumerate(seeds):
                 name = f"sweep_{fraction:g}_{i}"
-                *_, predicted = _finetune(pairs, tokenizer, encoder_weights, encoder_config, nli,
-                                          int(nli.get("n_ctx", 64)), name, copy_seed)
-                summary = accuracy_summary(accuracy_table(pairs[pairs["split"] != "train"], predicted, name)).iloc[0]
-                rows.append({"status": "swept", "note": f"range {spread:.3f} < nli.min_spread = {minimum:g}",
-                             "counterexample_fraction": fraction, **summary.to_dict()})
+                same = trained.get((fraction, copy_seed))
+                if same is not None:
+                    rows.append({"status": "swept", "note": f"{note}; the experiment's {same['model']} (same pairs "
+                                 "and seeds)", "counterexample_fraction": fraction, **same, "model": name})
+                else:
+                    pairs = generate_pairs(_pairs_config(nli, counterexample_fraction=fraction)) if pairs is None \
+                        else pairs
+                    *_, predicted = _finetune(pairs, tokenizer, encoder_weights, encoder_config, nli,
+                                              int(nli.get("n_ctx", 64)), name, copy_seed)
+                    summary = accuracy_summary(accuracy_table(pairs[pairs["split"] != "train"], predicted, name))
+                    rows.append({"status": "swept", "note": note, "counterexample_fraction": fraction,
+                                 **summary.iloc[0].to_dict()})
                 bar.update(1)
     return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
+
+
+def _trained_copies(groups: pd.DataFrame, nli: dict[str, Any]) -> dict[tuple[float, tuple[int, int]], dict[str, Any]]:
+    """The experiment's copies by (counterexample fraction, seeds): their model name and accuracies in ``groups``."""
+    fraction = float(_pairs_config(nli).counterexample_fraction)
+    seeds = copy_seeds(int(nli["n_copies"]), int(nli.get("seed", 0)))
+    by_name = groups.set_index("model")
+    return {(fraction, seed): {"model": name, **by_name.loc[name, SWEEP_COLUMNS[4:]].to_dict()}
+            for name, seed in zip(copy_names(len(seeds)), seeds) if name in by_name.index}
 
 
 def _handles(names: list[str], weights_then_configs: tuple, tokenizer, device) -> dict[str, Any]:
