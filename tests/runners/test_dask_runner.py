@@ -220,8 +220,15 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
     runner = DaskRunner(workers=2, spare_workers=1, own_sessions=own_sessions)
     runner.outside_load = lambda: outside_cores
     monkeypatch.setattr(Client, "submit", counting)
+    dask_environment = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PYTHONHASHSEED")
+    monkeypatch.setenv("MKL_NUM_THREADS", "7")  # one set before the run, the others unset
+    for name in dask_environment[:1] + dask_environment[2:]:
+        monkeypatch.delenv(name, raising=False)
     with caplog.at_level("INFO"):
         runner.run(pipeline, catalog)
+    # the nannies wrote Dask's one-thread settings into this process's environment to spawn the workers: put back
+    assert {name: os.environ.get(name) for name in dask_environment} == {
+        "OMP_NUM_THREADS": None, "MKL_NUM_THREADS": "7", "OPENBLAS_NUM_THREADS": None, "PYTHONHASHSEED": None}
     pids = set()
     for name in names:
         pid, session, callbacks, tick, trim = catalog.load(f"{name}.out")

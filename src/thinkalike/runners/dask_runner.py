@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import queue
 import threading
 import time
@@ -229,9 +230,9 @@ class DaskRunner(AbstractRunner):
         if settings.cluster == LOCAL:
             workers, spare = settings.local_workers()
             with _cluster_config(), LocalCluster(n_workers=workers,
-                                                     threads_per_worker=settings.threads_per_worker,
-                                                     processes=True, dashboard_address=None,
-                                                     silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
+                                                 threads_per_worker=settings.threads_per_worker,
+                                                 processes=True, dashboard_address=None,
+                                                 silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
                 self._logger.info("DaskRunner: local cluster of %d worker processes (+%d spare, started and given "
                                   "tasks while processes outside the run use the CPU), %d thread(s) each", workers,
                                   spare, settings.threads_per_worker)
@@ -295,7 +296,7 @@ def jobqueue_cluster(settings: ClusterSettings, logger: logging.Logger) -> Itera
     if dropped:
         logger.info("DaskRunner: %s jobs take no %s; left out", settings.slurm["cluster_class"], ", ".join(dropped))
     with _cluster_config(), cluster_class(**{key: value for key, value in options.items() if key in accepted},
-                                              silence_logs=logging.WARNING) as cluster:
+                                          silence_logs=logging.WARNING) as cluster:
         cluster.adapt(minimum_jobs=int(settings.slurm["minimum_jobs"]),
                       maximum_jobs=int(settings.slurm["maximum_jobs"]))
         logger.info("DaskRunner: %s, %d to %d jobs of %s cores, %s, %d GPU(s) each", type(cluster).__name__,
@@ -372,13 +373,23 @@ def _cluster_config() -> Iterator[None]:
     worker processes started without Dask's ``MALLOC_TRIM_THRESHOLD_=65536``: setting it turns off glibc's dynamic
     mmap threshold, so every tensor buffer over 128 KiB is mapped and unmapped at each training step (measured
     here: workers spent 45 % of their time in the kernel, and a zoo model trained 2.7× slower than in the driver).
-    Dask's one-thread settings for OpenMP / MKL / OpenBLAS stay."""
+    Dask's one-thread settings for OpenMP / MKL / OpenBLAS stay in the workers. A nanny writes those settings (and
+    ``PYTHONHASHSEED``) into this process's own ``os.environ`` before each spawn and leaves them there; they are put
+    back as they were when the cluster closes, so that nothing this process starts afterwards inherits them."""
     import dask
 
     environment = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
     environment.pop("MALLOC_TRIM_THRESHOLD_", None)
-    with dask.config.set({**QUIET_CLUSTER_CONFIG, "distributed.nanny.pre-spawn-environ": environment}):
-        yield
+    before = {key: os.environ.get(key) for key in {*environment, "PYTHONHASHSEED"}}
+    try:
+        with dask.config.set({**QUIET_CLUSTER_CONFIG, "distributed.nanny.pre-spawn-environ": environment}):
+            yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @contextlib.contextmanager
