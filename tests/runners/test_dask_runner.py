@@ -222,7 +222,7 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
     monkeypatch.setattr(Client, "submit", counting)
     dask_environment = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PYTHONHASHSEED")
     monkeypatch.setenv("MKL_NUM_THREADS", "7")  # one set before the run, the others unset
-    for name in dask_environment[:1] + dask_environment[2:]:
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PYTHONHASHSEED"):
         monkeypatch.delenv(name, raising=False)
     with caplog.at_level("INFO"):
         runner.run(pipeline, catalog)
