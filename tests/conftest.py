@@ -4,6 +4,8 @@ for every core slowed the stitching tests by more than 5× here)."""
 
 import os
 
+import pytest
+
 
 def pytest_configure(config):
     if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -14,12 +16,14 @@ def pytest_configure(config):
         threadpool_limits(limits=1)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Every test that uses the suite's full tiny run (``tiny_project``) goes to one worker (``--dist loadgroup``),
     so the run is made once per suite instead of once per worker (~30 s of CPU each time); the group is the
-    longest unit of work, so it goes first, while the other workers share the rest."""
-    import pytest
-
+    longest unit of work, so it goes first, while the other workers share the rest. ``tryfirst``: pytest-xdist
+    reads the ``xdist_group`` marks in its own ``pytest_collection_modifyitems`` (it appends the group to each
+    test's id); a mark added after it does not group anything
+    (``tests/test_suite_setup.py``)."""
     grouped = [item for item in items if "tiny_project" in getattr(item, "fixturenames", ())]
     for item in grouped:
         item.add_marker(pytest.mark.xdist_group("tiny_project"))
