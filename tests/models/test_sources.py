@@ -200,6 +200,35 @@ def test_build_zoo_module_is_seeded_and_validates():
         hf_zoo_config("x", "no_such_type", "causal")
 
 
+@pytest.mark.parametrize(("model_type", "objective"), [("gpt_neox", "causal"), ("llama", "causal"),
+                                                       ("mamba", "causal"), ("gpt2", "causal"), ("bert", "masked")])
+def test_a_zoo_config_names_the_class_the_auto_model_builds(model_type, objective):
+    """The architecture recorded in a zoo config is the class ``AutoModelFor…`` resolves the config to."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
+
+    auto = AutoModelForCausalLM if objective == "causal" else AutoModelForMaskedLM
+    config = hf_zoo_config("m", model_type, objective)
+    assert config["hf_config"]["architectures"] == [auto._model_mapping[type(AutoConfig.for_model(model_type))].__name__]
+    with pytest.raises(ModelSourceError, match=f"no {objective} LM class"):
+        hf_zoo_config("m", "vit" if objective == "causal" else "mamba", objective)  # vision, state space
+
+
+def test_checking_a_zoo_config_imports_no_modeling_code():
+    """Building a zoo config (what the parameter check does for every hf zoo model before a run) leaves the
+    architecture's modeling module unimported: importing it (and transformers' model-loading code) took 1.8 s of a
+    run's start."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from thinkalike.models.architectures import hf_zoo_config; "
+             "hf_zoo_config('m', 'gpt_neox', 'causal', hidden_size=32, num_hidden_layers=2, num_attention_heads=2); "
+             "print('transformers.models.gpt_neox.modeling_gpt_neox' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "False"
+
+
 def test_gguf_llama_round_trip(tiny_llama_gguf, batch):
     path, source = tiny_llama_gguf
     ids, mask = batch

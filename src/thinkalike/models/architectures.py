@@ -37,6 +37,21 @@ def _auto_class(objective: str, name: str):
     raise ModelSourceError(f"zoo model {name!r}: objective must be one of {OBJECTIVES}, got {objective!r}")
 
 
+def _lm_class_name(objective: str, model_type: str, name: str) -> str:
+    """The name of the transformers class of ``objective``'s language model for ``model_type`` (``gpt_neox``,
+    causal: ``GPTNeoXForCausalLM``), from the auto classes' name tables. Asking ``AutoModelForCausalLM``'s mapping
+    for the class itself imports the architecture's modeling module and transformers' model-loading code (1.8 s for
+    GPT-NeoX in a process that has the project imported), which the parameter check before a run has no use for."""
+    from transformers.models.auto import modeling_auto
+
+    names = {"causal": modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+             "masked": modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES}[objective]
+    class_name = names.get(model_type)
+    if not isinstance(class_name, str):
+        raise ModelSourceError(f"zoo model {name!r}: no {objective} LM class for model_type {model_type!r}")
+    return class_name
+
+
 def _hf_config(config: dict):
     from transformers import AutoConfig
 
@@ -112,15 +127,10 @@ def hf_zoo_config(name: str, model_type: str, objective: str, **kwargs: Any) -> 
     ``hf_zoo_config("neox-s", "gpt_neox", "causal", hidden_size=64, num_hidden_layers=2, ...)``."""
     from transformers import AutoConfig
 
-    auto = _auto_class(objective, name)
+    _auto_class(objective, name)  # names a bad objective
     _check_model_type(model_type, name)
     hf_config = AutoConfig.for_model(model_type, **kwargs)
-    mapping = auto._model_mapping
-    try:
-        arch = mapping[type(hf_config)].__name__
-    except KeyError as exc:
-        raise ModelSourceError(f"zoo model {name!r}: no {objective} LM class for model_type {model_type!r}") from exc
-    hf_config.architectures = [arch]
+    hf_config.architectures = [_lm_class_name(objective, hf_config.model_type, name)]
     as_dict = hf_config.to_dict()
     as_dict.pop("transformers_version", None)
     as_dict.pop("_name_or_path", None)
