@@ -57,6 +57,23 @@ def test_the_workers_import_every_task_module_once_at_the_start(tmp_path):
         import_modules(["thinkalike.no_such_module"])
 
 
+def test_a_task_carries_the_datasets_its_nodes_read_and_write_and_no_others(tmp_path):
+    """A task's catalog: its nodes' inputs and outputs (parameters, a dataset only a runtime pattern gives, which the
+    run would give too) — the very dataset objects of the run's catalog, so their versions — and none of the rest."""
+    from thinkalike.runners.remote import task_catalog
+
+    catalog = toy_catalog(tmp_path, tmp_path / "flag")
+    catalog["unused"] = PickleDataset(filepath=str(tmp_path / "unused.pkl"))
+    nodes = [node(fail_while_flagged, ["a.two", "params:flag"], "b.out", name="check", namespace="b"),
+             node(double, "b.out", "b.free", name="free", namespace="b")]
+    part = task_catalog(catalog, nodes)
+    assert sorted(part.keys()) == ["a.two", "b.free", "b.out", "params:flag"]
+    for name in ("a.two", "b.out", "params:flag"):
+        assert part.get(name) is catalog.get(name)
+    assert part.load("params:flag") == str(tmp_path / "flag")
+    assert isinstance(part.get("b.free"), MemoryDataset)
+
+
 def test_a_failing_node_stops_the_run_with_its_error_and_a_resume_finishes_it(tmp_path, caplog):
     flag = tmp_path / "flag"
     flag.touch()

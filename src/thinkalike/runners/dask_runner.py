@@ -41,7 +41,8 @@ from kedro.runner import AbstractRunner
 from thinkalike.pipelines.namespaces import GPU_WORK
 from thinkalike.runners.load import OutsideLoad, task_slots
 from thinkalike.runners.grouping import TaskGroup, in_memory_crossings, task_groups
-from thinkalike.runners.remote import RemoteHookProvider, TaskReport, import_modules, run_task_group, task_modules
+from thinkalike.runners.remote import (RemoteHookProvider, TaskReport, import_modules, run_task_group, task_catalog,
+                                       task_modules)
 from thinkalike.runners.settings import GPU_RESOURCE, LOCAL, SLURM, ClusterSettings, ClusterSettingsError
 from thinkalike.threads import thread_policy
 
@@ -86,7 +87,7 @@ class DaskRunner(AbstractRunner):
         providers = [plugin for plugin in plugins
                      if isinstance(plugin, RemoteHookProvider) and plugin.remote_hooks() is not None]
         threads = thread_policy()
-        produced = sorted(pipeline.all_outputs())
+        produced = set(pipeline.all_outputs())
         priority = _waiting_work(groups)
         resources = {name: _resources(group, self.settings) for name, group in groups.items()}
         log_level = logging.getLogger().getEffectiveLevel()
@@ -114,9 +115,11 @@ class DaskRunner(AbstractRunner):
                 for name in ready[:max(0, slots() - len(running))]:  # the rest wait here
                     group = pending.pop(name)
                     hooks = [provider.remote_hooks() for provider in providers]
-                    future = client.submit(run_task_group, name, group.nodes, catalog, hooks, produced, threads,
-                                           log_level, own_sessions, key=f"{_key(name)}-{uuid.uuid4().hex[:8]}",
-                                           priority=priority[name], resources=resources[name] or None, pure=False)
+                    inputs_made_in_run = sorted({dataset for node in group.nodes for dataset in node.inputs} & produced)
+                    future = client.submit(run_task_group, name, group.nodes, task_catalog(catalog, group.nodes),
+                                           hooks, inputs_made_in_run, threads, log_level, own_sessions,
+                                           key=f"{_key(name)}-{uuid.uuid4().hex[:8]}", priority=priority[name],
+                                           resources=resources[name] or None, pure=False)
                     running[future] = name
 
             while pending or running:
