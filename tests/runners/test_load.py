@@ -36,6 +36,24 @@ def test_outside_cores_is_the_machines_busy_time_less_our_processes_per_second()
     assert load.cores() == 0.0
 
 
+def test_asking_within_a_window_reads_nothing_new():
+    """Within ``min_window`` of the last reading the estimate is returned without reading (a reading walks the process
+    tree); once the window has passed, one reading."""
+    reads, now = [], [0.0]
+
+    def read():
+        reads.append(now[0])
+        return CpuReading(now[0], 100.0 + 0.5 * now[0], {1: 10.0})
+
+    load = OutsideLoad(read=read, clock=lambda: now[0])
+    for step in range(1, 50):
+        now[0] = 0.1 * step  # 4.9 s in all
+        assert load.cores() == 0.0
+    now[0] = 5.0
+    assert load.cores() == pytest.approx(0.5)
+    assert reads == [0.0, 5.0]
+
+
 def test_a_one_second_burst_outside_does_not_reach_the_threshold_over_the_default_window():
     """A second of 0.7 cores outside at the start, then nothing: over a one-second window it reads 0.7 cores (the
     spare would start); over the default window it is averaged with what follows and stays under the threshold."""
