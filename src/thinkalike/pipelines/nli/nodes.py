@@ -214,8 +214,8 @@ def sweep_fractions(groups: pd.DataFrame, tokenizer, encoder_weights: dict[str, 
                     rows.append({"status": "swept", "note": f"{note}; the experiment's {same['model']} (same pairs "
                                  "and seeds)", "counterexample_fraction": fraction, **same, "model": name})
                 else:
-                    pairs = generate_pairs(_pairs_config(nli, counterexample_fraction=fraction)) if pairs is None \
-                        else pairs
+                    if pairs is None:  # this fraction's pairs, made once, when a copy first needs them
+                        pairs = generate_pairs(_pairs_config(nli, counterexample_fraction=fraction))
                     *_, predicted = _finetune(pairs, tokenizer, encoder_weights, encoder_config, nli,
                                               int(nli.get("n_ctx", 64)), name, copy_seed)
                     summary = accuracy_summary(accuracy_table(pairs[pairs["split"] != "train"], predicted, name))
