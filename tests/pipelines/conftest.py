@@ -59,9 +59,21 @@ def run_project(project: Path, env: str = "test", **run_kwargs):
 
 @pytest.fixture(scope="session")
 def tiny_project(tmp_path_factory):
-    """The project copy after one full default run (corpus -> zoo -> activations) with conf/test."""
+    """The project copy after one full default run (corpus -> zoo -> activations) with conf/test. Tests may run more
+    pipelines in it; a copy of it as the run left it stays beside it (:func:`tiny_project_as_run`)."""
     project = make_project_copy(tmp_path_factory.mktemp("project"))
-    return project, run_project(project)
+    catalog = run_project(project)
+    shutil.copytree(project, tmp_path_factory.getbasetemp() / AS_RUN)
+    return project, catalog
+
+
+AS_RUN = "tiny_project_as_run"
+
+
+@pytest.fixture(scope="session")
+def tiny_project_as_run(tiny_project, tmp_path_factory) -> Path:
+    """The tiny project as its run left it, before any test ran more in it (copy it before changing it)."""
+    return tmp_path_factory.getbasetemp() / AS_RUN
 
 
 @pytest.fixture(scope="session")

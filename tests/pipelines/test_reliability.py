@@ -35,11 +35,10 @@ def _versions(project: Path) -> set[Path]:
 
 
 @pytest.fixture()
-def project_copy(tiny_project, tmp_path, monkeypatch):
-    """A private copy of the complete tiny project (data and MLflow database included)."""
-    source, _ = tiny_project
+def project_copy(tiny_project_as_run, tmp_path, monkeypatch):
+    """A private copy of the complete tiny project as its run left it (data and MLflow database included)."""
     project = tmp_path / "project"
-    shutil.copytree(source, project)
+    shutil.copytree(tiny_project_as_run, project)
     monkeypatch.chdir(project)
     return project
 
@@ -190,7 +189,6 @@ def test_a_truncated_shard_is_named(tmp_path):
 # ---------------------------------------------------------------- 2. resume
 def test_only_missing_outputs_resumes_exactly_what_is_missing(project_copy):
     project = project_copy
-    run_project(project, only_missing_outputs=True)  # brings an earlier partial re-run up to date
     before = _versions(project)
     run_project(project, only_missing_outputs=True)
     assert _versions(project) == before, "a complete project re-ran nodes"
