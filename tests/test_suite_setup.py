@@ -8,7 +8,7 @@ pytest_plugins = ["pytester"]
 SUITE_CONFTEST = Path(__file__).with_name("conftest.py")
 
 
-def test_the_tiny_run_tests_share_one_worker_and_go_first(pytester, monkeypatch):
+def test_the_tiny_run_tests_share_one_worker(pytester, monkeypatch):
     """Under ``--dist loadgroup`` every test that uses ``tiny_project`` carries the ``@tiny_project`` group (so the
     session fixture is built on one worker only) and runs on the same worker; it failed while the suite's hook ran
     after pytest-xdist had read the marks (each worker then built the tiny run: ~35 s of CPU twice)."""

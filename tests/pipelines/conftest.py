@@ -57,6 +57,9 @@ def run_project(project: Path, env: str = "test", **run_kwargs):
             return session.load_context().catalog
 
 
+AS_RUN = "tiny_project_as_run"  # the folder, beside the tiny project, of its copy as the run left it
+
+
 @pytest.fixture(scope="session")
 def tiny_project(tmp_path_factory):
     """The project copy after one full default run (corpus -> zoo -> activations) with conf/test. Tests may run more
@@ -65,9 +68,6 @@ def tiny_project(tmp_path_factory):
     catalog = run_project(project)
     shutil.copytree(project, tmp_path_factory.getbasetemp() / AS_RUN)
     return project, catalog
-
-
-AS_RUN = "tiny_project_as_run"
 
 
 @pytest.fixture(scope="session")
