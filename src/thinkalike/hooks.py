@@ -14,16 +14,14 @@ from click import ClickException
 from kedro.config import MissingConfigException
 from kedro.framework.hooks import hook_impl
 
-from thinkalike.pipelines.embedding.metrics import (
-    METRIC_TABLES as EMBEDDING_METRIC_TABLES,
-)
-from thinkalike.pipelines.builders import PIPELINE_BUILDERS
+from thinkalike.pipelines.builders import OUTPUT_RULES, PIPELINE_BUILDERS
 from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import run_parameters
 from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
 from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.scope import pipelines_in_run
 from thinkalike.pipelines.validation import validate_parameters
+from thinkalike.records import record_saved_output as apply_rules
 from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
 from thinkalike.tracking import (
     DeferredRecorder,
@@ -254,115 +252,8 @@ def run_tags(run_params: dict[str, Any], project_root: Path) -> dict[str, str]:
             "kedro_session": str(run_params.get("session_id") or run_params.get("run_id", ""))}
 
 
-def record_saved_output(recorder: RunRecorder, name: str, data: Any) -> None:
-    """What MLflow gets from one saved output: figures, loss curves, corpus statistics, CKA summaries, tables,
-    the run's timings (``timing.<pipeline>.seconds`` …)."""
-    import pandas as pd
-    from matplotlib.figure import Figure
-
-    name = name.removeprefix(f"{MODELS}.")  # MLflow names drop it: gelu_2l.train_loss, cka.<a>__<b>.<metric>
-    short = name.rsplit(".", 1)[-1]
-    namespace = name.rsplit(".", 1)[0] if "." in name else ""
-    if isinstance(data, Figure):
-        recorder.log_figure(data, f"figures/{name}.png")
-    elif isinstance(data, dict) and data and all(isinstance(figure, Figure) for figure in data.values()):
-        for file, figure in data.items():  # a folder of figures (cka_heatmaps …): one PNG each
-            recorder.log_figure(figure, f"figures/{name}/{file}")
-    elif name == "corpus_statistics":
-        recorder.log_metrics({f"corpus.{key}": float(value) for key, value in data.items()
-                              if isinstance(value, (int, float))}, what=name)
-    elif short == "training_curve":
-        recorder.log_metric_history(_curve_histories(namespace, data), what=name)
-        recorder.log_table(data, f"tables/{name}.csv")
-    elif short == "cka_table":
-        _record_cka_table(recorder, namespace, data)
-    elif short == "calibration_table":
-        from thinkalike.reports.measures import calibration_metrics
-
-        recorder.log_table(data, f"tables/{name}.csv")
-        recorder.log_metrics({f"{namespace}.{key}": value for key, value in calibration_metrics(data).items()},
-                             what=f"{namespace} calibration")
-    elif short == "measures_table":
-        from thinkalike.reports.measures import measure_metrics
-
-        recorder.log_table(data, f"tables/{name}.csv")
-        if len(data) and data["model_a"].iloc[0] != data["model_b"].iloc[0]:
-            recorder.log_metrics({f"{namespace}.{key}": value for key, value in measure_metrics(data).items()},
-                                 what=f"{namespace} measures")
-    elif short == "stitch_table":
-        recorder.log_table(data, f"tables/{name}.csv")
-        recorder.log_metrics({f"{namespace}.{row.stitch}.penalty_{row.layer_f}_{row.layer_g}": float(row.penalty)
-                              for row in data.itertuples()}, what=f"{namespace} penalties")
-    elif short == "stitch_curves":
-        from thinkalike.pipelines.stitching.metrics import curve_histories
-
-        recorder.log_metric_history(curve_histories(namespace, data), what=f"{namespace} learning curves")
-    elif short == "mlem_profile":
-        from thinkalike.mlem.fit import ALL_FOLDS
-
-        recorder.log_table(data, f"tables/{name}.csv")
-        overall = data[data["fold"] == ALL_FOLDS].groupby("layer")["spearman_heldout"].first()
-        recorder.log_metrics({f"{namespace}.spearman_heldout_layer_{layer}": float(value)
-                              for layer, value in overall.items()}, what=f"{namespace} held-out Spearman")
-    elif short in EMBEDDING_METRIC_TABLES and isinstance(data, pd.DataFrame):
-        from thinkalike.pipelines.embedding.metrics import embedding_metrics
-
-        recorder.log_table(data, f"tables/{name}.csv")
-        recorder.log_metrics(embedding_metrics(short, namespace, data), what=f"{namespace} {short}")
-    elif name.startswith("nli."):
-        _record_nli_output(recorder, name, short, data)
-    elif name == "run_timings":
-        from thinkalike.timings import timing_metrics
-
-        recorder.log_table(data, f"tables/{name}.csv")
-        recorder.log_metrics(timing_metrics(data), what="run timings")
-    elif name == "report":
-        recorder.log_text(data, "reports/report.html")
-    elif name == "scaling_summary":
-        from thinkalike.reports.scaling import scaling_metrics
-
-        recorder.log_metrics(scaling_metrics(data), what="scaling summary")
-    elif isinstance(data, pd.DataFrame) and name in REPORT_TABLES:
-        recorder.log_table(data, f"tables/{name}.csv")
-
-
-REPORT_TABLES = frozenset({"zoo_summary", "cka_distances", "cka_group_distances", "cka_group_curves", "scaling_members",
-                           "scaling_pairs", "similarity_measures", "dimension_shares", "rogue_remedies",
-                           "measure_grounding",
-                           "similarity_calibration"})
-
-
-def _record_nli_output(recorder: RunRecorder, name: str, short: str, data: Any) -> None:
-    """nli: a copy's accuracy as metrics (``nli.copy_00.ood_passive_non_entailed``), the summary tables as CSV
-    (the baseline's accuracy as metrics too) and the markdown report as a text artifact."""
-    from thinkalike.pipelines.nli.metrics import TABLES, accuracy_metrics
-
-    if short == "accuracy" and name != "nli.accuracy":  # one copy's table, in models.nli.<copy>
-        recorder.log_metrics(accuracy_metrics("nli", data), what=f"{name} metrics")
-    elif short in TABLES and name == f"nli.{short}":
-        recorder.log_table(data, f"tables/{name}.csv")
-        if short == "accuracy":
-            from thinkalike.pipelines.nli.analysis import BASELINE
-
-            recorder.log_metrics(accuracy_metrics("nli", data[data["model"] == BASELINE]), what="nli baseline")
-    elif name == "nli.report":
-        recorder.log_text(data, "reports/nli_report.md")
-
-
-def _curve_histories(model: str, curve) -> dict[str, tuple[list[float], list[int]]]:
-    histories = {}
-    for column in ("train_loss", "heldout_loss"):
-        if column in curve:
-            rows = curve[["step", column]].dropna()
-            histories[f"{model}.{column}"] = (rows[column].tolist(), rows["step"].astype(int).tolist())
-    return histories
-
-
-def _record_cka_table(recorder: RunRecorder, pair: str, table) -> None:
-    """Summary metrics of a model pair (not for a model with itself: CKA 1 and distance 0 by construction)."""
-    from thinkalike.reports.cka import pair_summary
-
-    recorder.log_table(table, f"tables/{pair}.cka_table.csv")
-    if table["model_a"].iloc[0] != table["model_b"].iloc[0]:
-        recorder.log_metrics({f"{pair}.{key}": value for key, value in pair_summary(table).items()},
-                             what=f"{pair} summary")
+def record_saved_output(recorder: RunRecorder | DeferredRecorder, name: str, data: Any) -> None:
+    """What MLflow gets from one saved output: the first of the pipelines' rules that matches it
+    (:data:`thinkalike.pipelines.builders.OUTPUT_RULES`; figures, loss curves, corpus statistics, CKA summaries,
+    tables, the run's timings …)."""
+    apply_rules(OUTPUT_RULES, recorder, name.removeprefix(f"{MODELS}."), data)

@@ -20,20 +20,30 @@ from thinkalike.pipelines.activations.pipeline import (
     create_pipeline as activations_pipeline,
 )
 from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.cka import metrics as cka_metrics
 from thinkalike.pipelines.cka.pipeline import create_pipeline as cka_pipeline
+from thinkalike.pipelines.corpus import metrics as corpus_metrics
 from thinkalike.pipelines.corpus.pipeline import create_pipeline as corpus_pipeline
+from thinkalike.pipelines.embedding import metrics as embedding_metrics
 from thinkalike.pipelines.embedding.pipeline import (
     create_pipeline as embedding_pipeline,
 )
 from thinkalike.pipelines.errors import ParameterError
+from thinkalike.pipelines.mlem import metrics as mlem_metrics
 from thinkalike.pipelines.mlem.pipeline import create_pipeline as mlem_pipeline
+from thinkalike.pipelines.nli import metrics as nli_metrics
 from thinkalike.pipelines.nli.pipeline import create_pipeline as nli_pipeline
+from thinkalike.pipelines.report import metrics as report_metrics
 from thinkalike.pipelines.report.pipeline import create_pipeline as report_pipeline
+from thinkalike.pipelines.scaling import metrics as scaling_metrics
 from thinkalike.pipelines.scaling.pipeline import create_pipeline as scaling_pipeline
+from thinkalike.pipelines.stitching import metrics as stitching_metrics
 from thinkalike.pipelines.stitching.pipeline import (
     create_pipeline as stitching_pipeline,
 )
+from thinkalike.pipelines.zoo import metrics as zoo_metrics
 from thinkalike.pipelines.zoo.pipeline import create_pipeline as zoo_pipeline
+from thinkalike.records import GENERIC_RULES, OutputRule
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +59,22 @@ PIPELINE_BUILDERS: dict[str, Callable[[Mapping[str, Any]], Pipeline]] = {
     "nli": nli_pipeline,
     "report": report_pipeline,
 }
+
+#: What MLflow gets from each pipeline's saved outputs (its ``metrics.RULES``, see :mod:`thinkalike.records`);
+#: a pipeline without an entry logs only its figures.
+PIPELINE_RULES: dict[str, tuple[OutputRule, ...]] = {
+    "corpus": corpus_metrics.RULES,
+    "zoo": zoo_metrics.RULES,
+    "cka": cka_metrics.RULES,
+    "scaling": scaling_metrics.RULES,
+    "stitching": stitching_metrics.RULES,
+    "mlem": mlem_metrics.RULES,
+    "embedding": embedding_metrics.RULES,
+    "nli": nli_metrics.RULES,
+    "report": report_metrics.RULES,
+}
+#: The rules :func:`thinkalike.records.record_saved_output` applies in a run: the generic ones, then every pipeline's.
+OUTPUT_RULES: tuple[OutputRule, ...] = (*GENERIC_RULES, *(rule for rules in PIPELINE_RULES.values() for rule in rules))
 
 
 CONFIGURATION_ERROR = "configuration_error"

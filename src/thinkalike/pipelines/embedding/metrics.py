@@ -1,10 +1,13 @@
-"""The MLflow summary numbers of the ``embedding`` pipeline's tables (called by ``hooks.record_saved_output``)."""
+"""What MLflow gets from the ``embedding`` pipeline's tables: their summary numbers (rules of
+:mod:`thinkalike.records`; no Kedro)."""
 
 from __future__ import annotations
 
 import math
 
 import pandas as pd
+
+from thinkalike.records import OutputRule, Recorder, SavedOutput, log_table
 
 #: Short dataset names whose tables give metrics.
 METRIC_TABLES = frozenset({"keep_k_scores", "alignment_matches", "zero_shot_accuracy", "feature_fractions"})
@@ -33,3 +36,17 @@ def embedding_metrics(short: str, namespace: str, table: pd.DataFrame) -> dict[s
         for source, value in table.groupby("source")["feature_fraction"].mean().items():
             metrics[f"{namespace}.feature_fraction.{source}"] = float(value)
     return {key: value for key, value in metrics.items() if math.isfinite(value)}
+
+
+def _log_metric_table(recorder: Recorder, output: SavedOutput) -> None:
+    log_table(recorder, output)
+    recorder.log_metrics(embedding_metrics(output.short, output.namespace, output.data),
+                         what=f"{output.namespace} {output.short}")
+
+
+#: The tables of :data:`METRIC_TABLES` (per model or pair) as CSV with their summary numbers.
+RULES: tuple[OutputRule, ...] = (
+    OutputRule(f"ending {sorted(METRIC_TABLES)}, a table",
+               lambda output: output.short in METRIC_TABLES and isinstance(output.data, pd.DataFrame),
+               _log_metric_table),
+)

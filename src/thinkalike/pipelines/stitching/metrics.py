@@ -1,4 +1,4 @@
-"""MLflow metric names of the stitching outputs (logged by :func:`thinkalike.hooks.record_saved_output`).
+"""What MLflow gets from the stitching outputs (rules of :mod:`thinkalike.records`; no Kedro).
 
 Beside the penalties (``<pair>.<kind>.penalty_<layer_f>_<layer_g>``), each learned stitch's learning
 curve becomes step-indexed metric histories ``<pair>.<kind>.<value>_<layer_f>_<layer_g>`` for the
@@ -15,6 +15,8 @@ history per key, never several seeds' steps interleaved.
 from __future__ import annotations
 
 import pandas as pd
+
+from thinkalike.records import OutputRule, Recorder, SavedOutput, ending, log_table
 
 CURVE_METRICS: tuple[str, ...] = ("train_loss", "heldout_loss", "heldout_penalty")
 
@@ -35,3 +37,19 @@ def curve_histories(pair: str, curves: pd.DataFrame) -> dict[str, tuple[list[flo
                 histories[f"{pair}.{kind}.{column}_{layer_f}_{layer_g}"] = (
                     present[column].astype(float).tolist(), present["step"].astype(int).tolist())
     return histories
+
+
+def _log_stitch_table(recorder: Recorder, output: SavedOutput) -> None:
+    log_table(recorder, output)
+    recorder.log_metrics({f"{output.namespace}.{row.stitch}.penalty_{row.layer_f}_{row.layer_g}": float(row.penalty)
+                          for row in output.data.itertuples()}, what=f"{output.namespace} penalties")
+
+
+def _log_stitch_curves(recorder: Recorder, output: SavedOutput) -> None:
+    recorder.log_metric_history(curve_histories(output.namespace, output.data),
+                                what=f"{output.namespace} learning curves")
+
+
+#: Each ordered pair's ``stitch_table`` as CSV and its penalties as metrics, its ``stitch_curves`` as histories.
+RULES: tuple[OutputRule, ...] = (ending(["stitch_table"], _log_stitch_table),
+                                 ending(["stitch_curves"], _log_stitch_curves))

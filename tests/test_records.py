@@ -1,0 +1,113 @@
+"""What MLflow gets from saved outputs: each pipeline registers its rules (thinkalike.records), and on every
+dataset the configured pipelines write no two pipelines' rules claim the same output."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from tests.pipelines.conftest import PROJECT_ROOT
+from thinkalike.hooks import record_saved_output
+from thinkalike.pipelines.builders import OUTPUT_RULES, PIPELINE_BUILDERS, PIPELINE_RULES, build_pipelines
+from thinkalike.pipelines.namespaces import MODELS
+from thinkalike.pipelines.parameters import configured_parameters
+from thinkalike.records import GENERIC_RULES, OutputRule, SavedOutput, matching_rules, named
+
+
+class Collected:
+    """A recorder that keeps what it was asked to log."""
+
+    def __init__(self) -> None:
+        self.metrics: dict[str, float] = {}
+        self.histories: dict[str, tuple[list[float], list[int]]] = {}
+        self.artifacts: list[str] = []
+
+    def log_metrics(self, metrics, step=0, what="metrics"):
+        self.metrics.update(metrics)
+
+    def log_metric_history(self, histories, what):
+        self.histories.update(histories)
+
+    def log_figure(self, figure, artifact_file):
+        self.artifacts.append(artifact_file)
+
+    def log_table(self, table, artifact_file):
+        self.artifacts.append(artifact_file)
+
+    def log_text(self, text, artifact_file):
+        self.artifacts.append(artifact_file)
+
+
+def _written(env: str | None) -> set[str]:
+    """Every dataset the pipelines of ``env`` write, and the run's timing table (saved by a hook)."""
+    built = build_pipelines(configured_parameters(PROJECT_ROOT, env))
+    return {name for pipeline in built.values() for name in pipeline.all_outputs()} | {"run_timings"}
+
+
+@pytest.mark.parametrize("env", [None, "test"])
+def test_no_output_is_claimed_by_two_pipelines(env):
+    owners = {rule: pipeline for pipeline, rules in PIPELINE_RULES.items() for rule in rules}
+    claimed = 0
+    for name in sorted(_written(env)):
+        for data in (pd.DataFrame({"model_a": ["a"], "model_b": ["a"]}), {"x": 1}, "text"):
+            output = SavedOutput(name.removeprefix(f"{MODELS}."), data)
+            pipelines = {owners[rule] for rule in matching_rules(OUTPUT_RULES, output) if rule in owners}
+            assert len(pipelines) <= 1, (name, pipelines)
+            claimed += bool(pipelines)
+    assert claimed > 20  # the rules do match the configured outputs (a table of each pipeline at least)
+
+
+def test_every_pipeline_but_the_plain_ones_registers_rules():
+    assert set(PIPELINE_RULES) <= set(PIPELINE_BUILDERS)
+    assert set(PIPELINE_BUILDERS) - set(PIPELINE_RULES) == {"activations"}  # stores and indexes: nothing to log
+
+
+def test_figures_first_then_the_first_matching_rule_only():
+    collected = Collected()
+    figure = Figure()
+    record_saved_output(collected, "models.cka.a__b.stitch_table", figure)  # a figure, whatever its name
+    assert collected.artifacts == ["figures/cka.a__b.stitch_table.png"]
+    first = named(["x"], lambda recorder, output: recorder.log_text("first", "first.txt"))
+    second = named(["x"], lambda recorder, output: recorder.log_text("second", "second.txt"))
+    from thinkalike.records import record_saved_output as apply
+
+    collected = Collected()
+    assert apply((first, second), collected, "x", None) and collected.artifacts == ["first.txt"]
+    assert not apply((first, second), collected, "y", None)
+
+
+def test_each_pipelines_outputs_are_logged_as_before():
+    collected = Collected()
+    curve = pd.DataFrame({"step": [0, 50], "train_loss": [5.0, 3.0], "heldout_loss": [float("nan"), 3.2]})
+    record_saved_output(collected, "models.gelu_2l.training_curve", curve)
+    record_saved_output(collected, "models.nli.copy_03.training_curve", curve)
+    assert collected.histories["gelu_2l.train_loss"] == ([5.0, 3.0], [0, 50])
+    assert collected.histories["gelu_2l.heldout_loss"] == ([3.2], [50])
+    assert "nli.copy_03.train_loss" in collected.histories
+    record_saved_output(collected, "corpus_statistics", {"n_sentences": 8, "name": "x"})
+    assert collected.metrics == {"corpus.n_sentences": 8.0}
+    penalties = pd.DataFrame({"stitch": ["affine"], "layer_f": [1], "layer_g": [1], "penalty": [0.25]})
+    record_saved_output(collected, "models.stitching.a__b.stitch_table", penalties)
+    assert collected.metrics["stitching.a__b.affine.penalty_1_1"] == 0.25
+    accuracy = pd.DataFrame({"model": ["copy_00"], "split": ["ood"], "subcase": ["all"], "label": ["non_entailed"],
+                             "accuracy": [0.5]})
+    record_saved_output(collected, "models.nli.copy_00.accuracy", accuracy)
+    assert collected.metrics["nli.copy_00.ood_all_non_entailed"] == 0.5
+    for name in ("models.nli.copy_00.predictions", "evaluation_index", "models.gelu_2l.model_config"):
+        before = (dict(collected.metrics), list(collected.artifacts))
+        record_saved_output(collected, name, pd.DataFrame({"a": [1]}))  # kept in the catalog only
+        assert (collected.metrics, collected.artifacts) == before, name
+    record_saved_output(collected, "scaling_members", pd.DataFrame({"a": [1]}))
+    record_saved_output(collected, "report", "<html></html>")
+    record_saved_output(collected, "models.nli.report", "# nli")
+    assert collected.artifacts[-3:] == ["tables/scaling_members.csv", "reports/report.html", "reports/nli_report.md"]
+
+
+def test_a_rule_says_what_it_matches():
+    assert all(isinstance(rule, OutputRule) and rule.description for rule in OUTPUT_RULES)
+    assert OUTPUT_RULES[:len(GENERIC_RULES)] == GENERIC_RULES
