@@ -1,25 +1,23 @@
 """The nli pipeline: its outputs in the shared tiny run (conf/test: 4 copies, k = 2), groups, stitching and CKA
-tables against independent recomputation, report sentences on planted tables, the sweep, errors at start."""
+tables against independent recomputation, the sweep, errors at start (the maths and sentences on planted tables:
+tests/nli)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
-from thinkalike.pipelines.nli.analysis import (
+from thinkalike.nli.analysis import (
     BASELINE,
     RELATIONS,
     copy_names,
     identity_stitch_table,
-    split_groups,
     stratified_subset,
 )
-from thinkalike.pipelines.nli.report import (
+from thinkalike.nli.report import (
     cka_sentence,
     distance_sentence,
-    stitching_divergence,
     stitching_sentence,
 )
 from thinkalike.pipelines.schema import ParameterError
@@ -111,65 +109,6 @@ def test_plotly_page_shows_the_tables_numbers(outputs):
     assert "CKA: gen.-to-gen." in traces and "lexical-overlap rule" in traces
 
 
-# --------------------------------------------------------------------------- planted tables
-
-
-def planted_stitching(diverging_layers: set[int], n_layers: int = 4) -> pd.DataFrame:
-    rows = []
-    for layer in range(n_layers + 1):
-        for kind in RELATIONS:
-            high = kind == "between" and layer in diverging_layers
-            mean = 0.3 if high else 0.01
-            rows.append({"data": "test", "layer": layer, "relative_depth": layer / n_layers, "relation": kind,
-                         "mean_penalty": mean, "ci_low": mean - 0.02, "ci_high": mean + 0.02,
-                         "mean_stitched_accuracy": 0.9 - mean, "n_pairs": 6})
-    return pd.DataFrame(rows)
-
-
-def test_the_stitching_sentence_follows_the_numbers():
-    diverging = planted_stitching({3, 4})
-    assert stitching_divergence(diverging, "test") == ([3, 4], [])
-    sentence = stitching_sentence(diverging, "test")
-    assert "diverge at layer(s) 3 and 4" in sentence and "0.300 between groups" in sentence
-    flat = planted_stitching(set())
-    assert "do not diverge" in stitching_sentence(flat, "test")
-    # overlapping intervals: between is higher, but not beyond the within CIs
-    overlapping = planted_stitching({4})
-    overlapping.loc[overlapping["relation"] == "between", ["ci_low"]] = 0.0
-    assert "do not diverge" in stitching_sentence(overlapping, "test")
-
-
-def test_the_cka_and_distance_sentences_follow_the_numbers():
-    rows = []
-    for depth in (0.0, 0.5, 1.0):
-        for a, b in (("generalizing", "generalizing"), ("generalizing", "heuristic"), ("heuristic", "heuristic")):
-            low = a != b and depth == 1.0
-            mean = 0.5 if low else 0.95
-            rows.append({"group_a": a, "group_b": b, "relative_depth": depth, "mean": mean, "ci_low": mean - 0.02,
-                         "ci_high": mean + 0.02, "n": 4})
-    curves = pd.DataFrame(rows)
-    assert "diverge at relative depth(s) 1" in cka_sentence(curves)
-    assert "do not diverge" in cka_sentence(curves.assign(mean=0.95, ci_low=0.93, ci_high=0.97))
-    distances = pd.DataFrame({"group_a": ["generalizing", "generalizing", "heuristic"],
-                              "group_b": ["generalizing", "heuristic", "heuristic"],
-                              "kind": ["within", "between", "within"], "mean": [0.2, 0.9, 0.3], "std": 0.1,
-                              "n": [1, 4, 1], "n_finite": [1, 4, 1]})
-    assert "farther apart than pairs within either group" in distance_sentence(distances)
-    assert "no farther apart" in distance_sentence(distances.assign(mean=[0.2, 0.25, 0.3]))
-
-
-def test_groups_on_a_planted_table_and_k_too_large():
-    accuracy = pd.DataFrame([
-        {"model": m, "split": s, "subcase": "all", "label": lab, "n_pairs": 10, "accuracy": acc}
-        for m, ood in [("a", 0.1), ("b", 0.5), ("c", 0.3), ("d", 0.5), ("e", 0.0), (BASELINE, 0.0)]
-        for s, lab, acc in [("test", "all", 0.9), ("ood", "non_entailed", ood), ("ood", "entailed", 0.9)]])
-    groups = split_groups(accuracy, 2)
-    assert list(groups["model"]) == ["b", "d", "c", "a", "e"]  # ties by name
-    assert list(groups["group"]) == ["generalizing", "generalizing", "middle", "heuristic", "heuristic"]
-    with pytest.raises(ValueError, match="k = 3 must be between 1 and N / 2 = 2.5"):
-        split_groups(accuracy, 3)
-
-
 # --------------------------------------------------------------------------- sweep and errors
 
 
@@ -192,7 +131,7 @@ def test_a_sweep_copy_at_the_experiments_fraction_is_the_experiments_copy(tiny_p
     """At nli.pairs.counterexample_fraction the sweep's copies have the experiment's pairs and seeds: their rows are
     the experiment's copies' accuracies, and equal what fine-tuning them again gives (the path they skip)."""
     from thinkalike.language.nli import accuracy_table, generate_pairs
-    from thinkalike.pipelines.nli.analysis import accuracy_summary
+    from thinkalike.nli.analysis import accuracy_summary
     from thinkalike.pipelines.nli.nodes import SWEEP_COLUMNS, _finetune, _pairs_config, sweep_fractions
     from thinkalike.models.finetune import copy_seeds
 

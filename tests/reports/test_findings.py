@@ -191,7 +191,7 @@ def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
           "chance": 0.735, "n_sentences": 400}
          for b in ["gelu_4l", *replicas[1:], "gelu_3l"] for layer in range(4)])
     # NLI
-    from thinkalike.pipelines.nli.analysis import BASELINE, RELATIONS, copy_names, split_groups
+    from thinkalike.nli.analysis import BASELINE, RELATIONS, copy_names, split_groups
 
     copies = copy_names(10)
     pairs = pd.DataFrame({"split": ["train"] * 200 + ["test"] * 40 + ["ood"] * 80,

@@ -45,6 +45,7 @@ TABLE_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "cka", "ci_low", "c
 SUMMARY_KEYS = ["mean_matched_cka", "arccos_distance", "n_matched_layers", "n_finite_layers"]
 FIGURE_DPI = 150
 MIN_FIGURE_WIDTH_IN = 7.0  # 7 in × 150 dpi = 1050 px
+PLOTLY_WIDTH = 1050  # px: the interactive figures as wide as the PNGs
 LAYER_LABEL = "layer (0 = embeddings)"
 CKA_RANGES = {"unbiased": (-1.0, 1.0), "biased": (0.0, 1.0)}
 _MAX_ANNOTATED_LAYERS = 16

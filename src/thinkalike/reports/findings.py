@@ -893,7 +893,7 @@ def _collect_nli(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> di
     groups, accuracy = _table(tables, "models.nli.groups"), _table(tables, "models.nli.accuracy")
     if groups is None or accuracy is None:
         return _missing(*[n for n in ("models.nli.groups", "models.nli.accuracy") if _table(tables, n) is None])
-    from thinkalike.pipelines.nli.analysis import BASELINE, GENERALIZING, HEURISTIC, accuracy_summary
+    from thinkalike.nli.analysis import BASELINE, GENERALIZING, HEURISTIC, accuracy_summary
 
     nli = parameters.get("nli") or {}
     result: dict[str, Any] = {}
@@ -952,8 +952,8 @@ def _collect_nli(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> di
 def _collect_nli_stitching(by_group: pd.DataFrame | None, stitches: pd.DataFrame | None) -> dict[str, Any]:
     if by_group is None:
         return _missing("models.nli.stitching_groups")
-    from thinkalike.pipelines.nli.analysis import RELATIONS
-    from thinkalike.pipelines.nli.report import stitching_divergence
+    from thinkalike.nli.analysis import RELATIONS
+    from thinkalike.nli.report import stitching_divergence
 
     test = by_group[by_group["data"] == "test"]
     if test.empty or not set(RELATIONS) <= set(test["relation"]):
@@ -977,7 +977,7 @@ def _collect_nli_stitching(by_group: pd.DataFrame | None, stitches: pd.DataFrame
 def _collect_nli_cka(curves: pd.DataFrame | None) -> dict[str, Any]:
     if curves is None:
         return _missing("models.nli.cka_group_curves")
-    from thinkalike.pipelines.nli.report import cka_divergence
+    from thinkalike.nli.report import cka_divergence
 
     deep = curves[curves["relative_depth"] > 0]
     if deep.empty:

@@ -31,7 +31,7 @@ def _log_copy_accuracy(recorder: Recorder, output: SavedOutput) -> None:
 def _log_summary_table(recorder: Recorder, output: SavedOutput) -> None:
     log_table(recorder, output)
     if output.short == "accuracy":  # the lexical-overlap baseline's rows as metrics too
-        from thinkalike.pipelines.nli.analysis import BASELINE
+        from thinkalike.nli.analysis import BASELINE
 
         table = output.data
         recorder.log_metrics(accuracy_metrics(NAMESPACE, table[table["model"] == BASELINE]), what="nli baseline")

@@ -4,8 +4,8 @@
 config, curve, accuracy table, predictions) → ``summarise_accuracy`` (groups, distribution) →
 ``sweep_fractions`` (only when the seeds do not spread) → ``stitch_from_copy`` per copy (identity stitching
 into every other copy at every layer) → ``summarise_stitching`` → ``compare_copies_cka`` (grouped copies) →
-``write_report``. The maths is in :mod:`thinkalike.pipelines.nli.analysis` and
-:mod:`thinkalike.pipelines.nli.report`; tiny models run with ``nli.threads`` torch threads.
+``write_report``. The maths is in :mod:`thinkalike.nli.analysis` and
+:mod:`thinkalike.nli.report`; tiny models run with ``nli.threads`` torch threads.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from thinkalike.models.zoo import (
     zoo_config,
 )
 from thinkalike.pipelines.cka.nodes import summarise_cka
-from thinkalike.pipelines.nli.analysis import (
+from thinkalike.nli.analysis import (
     BASELINE,
     GENERALIZING,
     HEURISTIC,
@@ -57,7 +57,7 @@ from thinkalike.pipelines.nli.analysis import (
     stratified_subset,
     token_activations,
 )
-from thinkalike.pipelines.nli.report import (
+from thinkalike.nli.report import (
     accuracy_figure,
     accuracy_sentence,
     cka_sentence,

@@ -19,7 +19,7 @@ from kedro.pipeline import Node, Pipeline
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, namespaced_node
 from thinkalike.pipelines.nli import nodes
-from thinkalike.pipelines.nli.analysis import copy_names
+from thinkalike.nli.analysis import copy_names
 from thinkalike.pipelines.parameters import section
 
 NLI = group_namespace("nli")

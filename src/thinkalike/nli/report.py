@@ -21,9 +21,8 @@ import plotly.graph_objects as go
 from matplotlib.figure import Figure
 from plotly.subplots import make_subplots
 
-from thinkalike.pipelines.nli.analysis import GENERALIZING, HEURISTIC, MIDDLE, RELATIONS
-from thinkalike.pipelines.stitching.figure import PLOTLY_WIDTH
-from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN
+from thinkalike.nli.analysis import GENERALIZING, HEURISTIC, MIDDLE, RELATIONS
+from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN, PLOTLY_WIDTH
 
 DATA_TITLES = {"test": "in-distribution test pairs (Brown et al. fig. 2a)", "ood": "OOD pairs (HANS-LO analogue, fig. 7)"}
 RELATION_LABELS = {"within_generalizing": "gen.-to-gen.", "within_heuristic": "heur.-to-heur.",
