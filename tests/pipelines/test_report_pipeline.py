@@ -20,6 +20,12 @@ def test_the_default_run_writes_the_report_of_every_experiment(tiny_project):
     assert "What the default run finds" in html and "Stitching (diagonal layers" in html
     assert "Scaling family (Brown et al. §5): not in these outputs" in html  # conf/test has no GPT-NeoX family
     assert "Missing inputs" not in html  # every pipeline that could run did
+    # the index: every summary output the findings do not quote, with what it holds (the summaries are read inside
+    # the models box, so kedro-viz's first view is the corpus, the models box and the report)
+    index = html[html.index("<h2>Every other output of the run</h2>"):]
+    assert "<code>cka_heatmaps</code></td><td style='text-align:left'>cka</td><td style='text-align:left'>folder of" in index
+    assert "<code>stitching_curves</code></td><td style='text-align:left'>stitching</td><td style='text-align:left'>table, " in index
+    assert "never saved" not in index
 
 
 def test_the_report_alone_lists_what_was_never_saved(tmp_path):
@@ -30,3 +36,5 @@ def test_the_report_alone_lists_what_was_never_saved(tmp_path):
                            ("models.nli.groups", "nli"), ("models.nli.accuracy_figure", "nli")):
         assert f"<code>{name}</code> (pipeline <code>{pipeline}</code>)" in html
     assert "data:image/png" not in html
+    index = html[html.index("<h2>Every other output of the run</h2>"):]
+    assert "<code>mlem_mds_plotly</code></td><td style='text-align:left'>mlem</td><td style='text-align:left'>never saved" in index

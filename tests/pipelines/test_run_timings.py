@@ -118,8 +118,8 @@ def test_partial_and_failed_runs_record_what_ran(tmp_path, monkeypatch):
     assert failed.info.status == "FAILED"
     table = saved_table(project, saved_versions(project)[1])
     ran = list(node_rows(table)["node"])
-    assert ran == order[:order.index("fit_tokenizer") + 1]  # nothing after the failed node
-    assert dict(zip(table["node"], table["status"]))["fit_tokenizer"] == "failed"
+    assert ran == order[:order.index("corpus.fit_tokenizer") + 1]  # nothing after the failed node
+    assert dict(zip(table["node"], table["status"]))["corpus.fit_tokenizer"] == "failed"
     assert (node_rows(table)["status"] == "failed").sum() == 1
     assert table["span_seconds"].sum() == pytest.approx(table["run_seconds"].iloc[0], rel=1e-9)
     assert failed.data.metrics["timing.corpus.failed"] == 1

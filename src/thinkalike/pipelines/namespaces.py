@@ -38,6 +38,7 @@ from kedro.pipeline import Node
 from thinkalike.pipelines.errors import ParameterError
 
 MODELS = "models"
+CORPUS = "corpus"  # the corpus's nodes: the language, its tokenizer and packed sequences (a box of its own)
 GPU_WORK = "gpu"  # the tag of nodes that train or run models: a cluster run sends them to GPU workers
 #: The method groups inside ``models``: no model may be named so.
 GROUPS = ("cka", "scaling", "stitching", "mlem", "embedding", "nli", "report")

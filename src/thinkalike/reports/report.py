@@ -2,6 +2,9 @@
 nothing): the findings' paragraphs (:mod:`thinkalike.reports.findings`; the scaling family's verdicts,
 :func:`thinkalike.reports.scaling.scaling_sentences`, are the last) and the saved figures, each PNG embedded as
 base64 with its caption, so the one file opens offline in any browser. An experiment whose outputs are missing is named, with the pipeline that makes them.
+Last, an index of the run's other outputs (the summaries' tables, figure folders, interactive figures and texts that
+the findings do not quote): each with its pipeline and what it holds (:func:`describe_output`), so that one page
+says everything the run saved and where to look for it (the catalog name, in kedro-viz, ``data/`` and MLflow).
 
 The markdown of the paragraphs is rendered by markdown-it-py (CommonMark).
 """
@@ -14,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 from markdown_it import MarkdownIt
 
 #: The figures the report shows, in order: (catalog name, caption, pipeline that draws it).
@@ -50,6 +54,43 @@ td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:right}"""
 
 
 @dataclass(frozen=True)
+class IndexedOutput:
+    """An output the report lists but does not show: its catalog name, its pipeline and what it holds."""
+
+    name: str
+    pipeline: str
+    holds: str
+
+
+def describe_output(data: Any) -> str:
+    """What a saved output holds, in a few words: a table's rows and columns, a folder's number of figures, a
+    plotly figure's number of traces, a text's length."""
+    if isinstance(data, pd.DataFrame):
+        return f"table, {len(data):,} rows × {data.shape[1]} columns"
+    if isinstance(data, bytes):
+        return "figure (PNG)"
+    if isinstance(data, str):
+        return f"text, {len(data):,} characters"
+    if isinstance(data, Mapping):
+        values = list(data.values())
+        if values and all(isinstance(value, bytes) for value in values):
+            return f"folder of {len(values)} figures (PNG)"
+        return f"{len(values)} entries"
+    if hasattr(data, "data") and hasattr(data, "layout"):  # a plotly figure (not imported here)
+        return f"interactive figure (plotly), {len(data.data)} traces"
+    return type(data).__name__
+
+
+def _index_html(indexed: Sequence[IndexedOutput]) -> str:
+    rows = "".join(f"<tr><td style='text-align:left'><code>{html.escape(item.name)}</code></td>"
+                   f"<td style='text-align:left'>{html.escape(item.pipeline)}</td>"
+                   f"<td style='text-align:left'>{html.escape(item.holds)}</td></tr>" for item in indexed)
+    return ("<h2>Every other output of the run</h2><p>Saved by the pipelines, not quoted above; each is a catalog "
+            "dataset (kedro-viz, <code>data/</code>) and is in MLflow where it logs.</p><table><tr><th>dataset</th>"
+            f"<th>pipeline</th><th>holds</th></tr>{rows}</table>")
+
+
+@dataclass(frozen=True)
 class MissingInput:
     """An input the report could not read: its catalog name and the pipeline that makes it."""
 
@@ -64,9 +105,10 @@ def _figure_html(caption: str, image: bytes) -> str:
 
 
 def report_html(title: str, findings_markdown: str, figures: Mapping[str, bytes | None],
-                missing: Sequence[MissingInput]) -> str:
+                missing: Sequence[MissingInput], indexed: Sequence[IndexedOutput] = ()) -> str:
     """The whole report: the findings (markdown; the scaling family's verdicts are its last paragraph), the
-    figures of :data:`FIGURES` that were found (PNG bytes by catalog name) and the list of missing inputs."""
+    figures of :data:`FIGURES` that were found (PNG bytes by catalog name), the list of missing inputs and the
+    index of the run's other outputs."""
     markdown = MarkdownIt("commonmark")
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
@@ -78,5 +120,7 @@ def report_html(title: str, findings_markdown: str, figures: Mapping[str, bytes 
                         "</li>" for m in missing)
         parts.append("<h2>Missing inputs</h2><p class='missing'>Not in the saved outputs (their pipelines were not "
                      f"run): </p><ul>{items}</ul>")
+    if indexed:
+        parts.append(_index_html(indexed))
     parts.append("</body></html>")
     return "\n".join(parts)

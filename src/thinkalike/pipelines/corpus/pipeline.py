@@ -1,4 +1,5 @@
-"""``corpus``: the offline language, its tokenizer and packed token sequences.
+"""``corpus``: the offline language, its tokenizer and packed token sequences (nodes in namespace ``corpus``: one
+box in kedro-viz, one task on a cluster; the datasets keep their names).
 
 The zoo's evaluation sequences (``evaluation_sequences``, ``evaluation_index``: the
 evaluation texts packed with the corpus tokenizer) are built only when some zoo model's
@@ -15,6 +16,7 @@ from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.corpus import nodes
+from thinkalike.pipelines.namespaces import CORPUS
 
 
 def packs_for_zoo(parameters: Mapping[str, Any]) -> bool:
@@ -27,18 +29,18 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     """The corpus nodes; the zoo's evaluation packing only when :func:`packs_for_zoo`."""
     describe_inputs = ["sentences", "train_sequences", "heldout_sequences", "tokenizer", "evaluation_texts"]
     nodes_ = [
-        Node(nodes.generate_corpus, "params:corpus", "sentences", name="generate_corpus"),
+        Node(nodes.generate_corpus, "params:corpus", "sentences", name="generate_corpus", namespace=CORPUS),
         Node(nodes.split_corpus, ["sentences", "params:corpus"], ["train_sentences", "heldout_sentences"],
-             name="split_corpus"),
+             name="split_corpus", namespace=CORPUS),
         Node(nodes.build_evaluation_texts, ["heldout_sentences", "params:corpus"], "evaluation_texts",
-             name="build_evaluation_texts"),
-        Node(nodes.fit_tokenizer, ["train_sentences", "params:corpus"], "tokenizer", name="fit_tokenizer"),
+             name="build_evaluation_texts", namespace=CORPUS),
+        Node(nodes.fit_tokenizer, ["train_sentences", "params:corpus"], "tokenizer", name="fit_tokenizer", namespace=CORPUS),
         Node(nodes.pack_language_model_data, ["train_sentences", "heldout_sentences", "tokenizer", "params:corpus"],
-             ["train_sequences", "heldout_sequences"], name="pack_language_model_data"),
+             ["train_sequences", "heldout_sequences"], name="pack_language_model_data", namespace=CORPUS),
     ]
     if packs_for_zoo(parameters):
         nodes_.append(Node(nodes.pack_evaluation_data, ["evaluation_texts", "tokenizer", "params:corpus"],
-                           ["evaluation_sequences", "evaluation_index"], name="pack_evaluation_data"))
+                           ["evaluation_sequences", "evaluation_index"], name="pack_evaluation_data", namespace=CORPUS))
         describe_inputs.append("evaluation_index")
-    nodes_.append(Node(nodes.describe_corpus, describe_inputs, "corpus_statistics", name="describe_corpus"))
+    nodes_.append(Node(nodes.describe_corpus, describe_inputs, "corpus_statistics", name="describe_corpus", namespace=CORPUS))
     return Pipeline(nodes_)

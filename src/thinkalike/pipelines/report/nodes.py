@@ -6,13 +6,14 @@ import logging
 from typing import Any
 
 from thinkalike.reports.findings import collect_findings, render_findings
-from thinkalike.reports.report import FIGURES, MissingInput, report_html
+from thinkalike.reports.report import FIGURES, IndexedOutput, MissingInput, describe_output, report_html
 
 logger = logging.getLogger(__name__)
 
 _FIGURE_NAMES = {name for name, _, _ in FIGURES}
 _PIPELINE_PREFIXES = (("models.nli.", "nli"), ("cka_", "cka"), ("stitching_", "stitching"), ("mlem_", "mlem"),
                       ("embedding_", "embedding"), ("scaling_", "scaling"), ("zoo_", "zoo"), ("corpus_", "corpus"),
+                      ("similarity_", "cka"), ("dimension_shares", "cka"), ("rogue_", "cka"), ("measure_", "cka"),
                       ("models.", "zoo"))
 
 
@@ -32,10 +33,14 @@ def producing_pipeline(name: str) -> str:
     return "?"
 
 
-def write_report(parameters: dict[str, Any], *values: Any, names: list[str]) -> str:
-    """The report's HTML from the saved outputs ``values`` of datasets ``names`` (:class:`NeverSaved`: never
-    saved)."""
-    by_name = {name: None if isinstance(value, NeverSaved) else value for name, value in zip(names, values)}
+def write_report(parameters: dict[str, Any], *values: Any, names: list[str], indexed: list[str] = ()) -> str:
+    """The report's HTML from the saved outputs ``values`` of datasets ``names`` then ``indexed`` (the run's
+    other outputs, listed in its index; :class:`NeverSaved`: never saved)."""
+    read = {name: None if isinstance(value, NeverSaved) else value
+            for name, value in zip([*names, *indexed], values, strict=True)}
+    by_name = {name: read[name] for name in names}
+    index = [IndexedOutput(name, producing_pipeline(name), "never saved" if read[name] is None
+                           else describe_output(read[name])) for name in indexed]
     missing = [MissingInput(name, producing_pipeline(name)) for name, value in by_name.items() if value is None]
     tables: dict[str, Any] = {name: value for name, value in by_name.items()
                               if value is not None and name not in _FIGURE_NAMES and not name.endswith(".model_config")}
@@ -49,4 +54,4 @@ def write_report(parameters: dict[str, Any], *values: Any, names: list[str]) -> 
     if missing:
         logger.info("report: %d input(s) never saved, listed in the report: %s", len(missing),
                     ", ".join(m.name for m in missing[:8]) + (" …" if len(missing) > 8 else ""))
-    return report_html("ThinkAlike: every experiment of the run", findings, figures, missing)
+    return report_html("ThinkAlike: every experiment of the run", findings, figures, missing, index)

@@ -1,13 +1,14 @@
 """``report``: one node, ``models.report.write_experiments_report``, reading the saved outputs of every experiment (the findings'
 tables, every zoo model's config, the scaling summary and the figures of
-:data:`thinkalike.reports.report.FIGURES`) and writing ``report`` (data/08_reporting/report.html). In a full run it
+:data:`thinkalike.reports.report.FIGURES`, then the summaries' other outputs for its index) and writing ``report``
+(data/08_reporting/report.html). In a full run it
 comes last (it reads every pipeline's outputs); alone (``kedro run --pipelines report``) it reads the latest saved
 versions, and :class:`~thinkalike.pipelines.report.hooks.MissingReportInputsHooks` stands in for any that
 was never saved, which the report lists instead of failing."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kedro.pipeline import Node, Pipeline
@@ -57,7 +58,10 @@ def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
     return tables + [model_dataset(model, "model_config") for model in zoo] + figures
 
 
-def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+def create_pipeline(parameters: Mapping[str, Any], indexed: Sequence[str] = ()) -> Pipeline:
+    """The report node; ``indexed``: the run's other outputs, which it lists in its index (see
+    :func:`thinkalike.pipelines.builders.build_pipelines`: the summaries' outputs no other node reads)."""
     inputs = report_inputs(parameters)
-    return Pipeline([Node(bind(nodes.write_report, names=inputs), ["parameters", *inputs], "report",
-                          name="write_experiments_report", namespace=group_namespace("report"))])
+    listed = [name for name in indexed if name not in inputs and name not in NOT_READ]
+    return Pipeline([Node(bind(nodes.write_report, names=inputs, indexed=listed), ["parameters", *inputs, *listed],
+                          "report", name="write_experiments_report", namespace=group_namespace("report"))])
