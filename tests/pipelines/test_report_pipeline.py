@@ -1,16 +1,40 @@
-"""The ``report`` pipeline: after the suite's default run it holds the findings and the figures; run alone in a
-project where nothing was saved, it still writes a report that names every missing input."""
+"""The ``report`` pipeline: after the suite's default run it holds the findings and the figures, and opens in a
+real headless browser (Chromium, as the kedro-viz tests) with no console error, every figure drawn and the numbers
+the saved tables give; run alone in a project where nothing was saved, it still writes a report that names every
+missing input."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from playwright.sync_api import expect
+
 from tests.pipelines.conftest import make_project_copy, run_project
+from tests.pipelines.test_viz import browser  # noqa: F401 - the headless Chromium of the kedro-viz tests
+from thinkalike.pipelines.report.pipeline import NOT_READ
+from thinkalike.reports.findings import collect_findings, render_findings
+from thinkalike.reports.findings_cli import load_tables, open_catalog
+
+#: A number as the findings print it, not a digit inside a name (``gelu_1l``, ``neox_xs``, ``fig. 9`` is one).
+NUMBER = re.compile(r"(?<![\w.])[-+−]?\d+(?:[.,]\d+)*")
+#: The text of the report's findings section, as the browser renders it (the elements between its two headings).
+FINDINGS_TEXT = """() => {
+  const heading = [...document.querySelectorAll('h2')].find(h => h.textContent === 'Findings');
+  const texts = [];
+  for (let node = heading.nextElementSibling; node && node.tagName !== 'H2'; node = node.nextElementSibling)
+    texts.push(node.innerText);
+  return texts.join('\\n');
+}"""
+
+
+def _latest_path(project: Path) -> Path:
+    versions = sorted((project / "data" / "08_reporting" / "report.html").iterdir())
+    return versions[-1] / "report.html"
 
 
 def _latest(project: Path) -> str:
-    versions = sorted((project / "data" / "08_reporting" / "report.html").iterdir())
-    return (versions[-1] / "report.html").read_text(encoding="utf-8")
+    return _latest_path(project).read_text(encoding="utf-8")
 
 
 def test_the_default_run_writes_the_report_of_every_experiment(tiny_project):
@@ -38,3 +62,29 @@ def test_the_report_alone_lists_what_was_never_saved(tmp_path):
     assert "data:image/png" not in html
     index = html[html.index("<h2>Every other output of the run</h2>"):]
     assert "<code>mlem_mds_plotly</code></td><td style='text-align:left'>mlem</td><td style='text-align:left'>never saved" in index
+
+
+def test_the_report_opens_in_a_browser_with_every_figure_and_the_numbers_of_the_saved_tables(
+        browser, tiny_project_as_run):  # noqa: F811 - the fixture imported above
+    project = tiny_project_as_run  # as the run left it: no later test re-ran a pipeline whose tables it quotes
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(_latest_path(project).as_uri())  # a file: nothing to fetch, offline
+    expect(page.locator("h1")).to_have_text("ThinkAlike: every experiment of the run")
+    images = page.locator("figure img")
+    assert images.count() >= 5
+    for index in range(images.count()):
+        expect(images.nth(index)).to_be_visible()
+        assert images.nth(index).evaluate("image => image.complete && image.naturalWidth > 100"), index
+    shown = page.evaluate(FINDINGS_TEXT)
+    assert not errors, errors
+
+    # the numbers of the findings, computed again from the tables saved on disk (not the report node's inputs)
+    catalog, parameters = open_catalog(project, "test")
+    tables = {name: table for name, table in load_tables(catalog, parameters).items() if name not in NOT_READ}
+    expected = render_findings(collect_findings(tables))
+    numbers = NUMBER.findall(shown)
+    assert len(numbers) > 20  # the sentences do quote numbers
+    assert numbers == NUMBER.findall(expected)
