@@ -15,7 +15,7 @@ from thinkalike.nli.analysis import (
     identity_stitch_table,
     stratified_subset,
 )
-from thinkalike.nli.report import (
+from thinkalike.reports.nli import (
     cka_sentence,
     distance_sentence,
     stitching_sentence,

@@ -953,7 +953,7 @@ def _collect_nli_stitching(by_group: pd.DataFrame | None, stitches: pd.DataFrame
     if by_group is None:
         return _missing("models.nli.stitching_groups")
     from thinkalike.nli.analysis import RELATIONS
-    from thinkalike.nli.report import stitching_divergence
+    from thinkalike.reports.nli import stitching_divergence
 
     test = by_group[by_group["data"] == "test"]
     if test.empty or not set(RELATIONS) <= set(test["relation"]):
@@ -977,7 +977,7 @@ def _collect_nli_stitching(by_group: pd.DataFrame | None, stitches: pd.DataFrame
 def _collect_nli_cka(curves: pd.DataFrame | None) -> dict[str, Any]:
     if curves is None:
         return _missing("models.nli.cka_group_curves")
-    from thinkalike.nli.report import cka_divergence
+    from thinkalike.reports.nli import cka_divergence
 
     deep = curves[curves["relative_depth"] > 0]
     if deep.empty:

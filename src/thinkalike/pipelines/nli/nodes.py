@@ -4,8 +4,8 @@
 config, curve, accuracy table, predictions) → ``summarise_accuracy`` (groups, distribution) →
 ``sweep_fractions`` (only when the seeds do not spread) → ``stitch_from_copy`` per copy (identity stitching
 into every other copy at every layer) → ``summarise_stitching`` → ``compare_copies_cka`` (grouped copies) →
-``write_report``. The maths is in :mod:`thinkalike.nli.analysis` and
-:mod:`thinkalike.nli.report`; tiny models run with ``nli.threads`` torch threads.
+``write_report``. The maths is in :mod:`thinkalike.nli.analysis`, the CKA tables, sentences and figures in
+:mod:`thinkalike.reports.nli`; tiny models run with ``nli.threads`` torch threads.
 """
 
 from __future__ import annotations
@@ -42,14 +42,12 @@ from thinkalike.models.zoo import (
     training_config,
     zoo_config,
 )
-from thinkalike.pipelines.cka.nodes import summarise_cka
 from thinkalike.nli.analysis import (
     BASELINE,
     GENERALIZING,
     HEURISTIC,
     accuracy_summary,
     aggregate_stitching,
-    copies_cka_tables,
     copy_names,
     identity_stitch_table,
     ood_spread,
@@ -57,10 +55,14 @@ from thinkalike.nli.analysis import (
     stratified_subset,
     token_activations,
 )
-from thinkalike.nli.report import (
+from thinkalike.pipelines.cka.nodes import summarise_cka
+from thinkalike.pipelines.nli.schema import group_size
+from thinkalike.reports.cka import CKA_RANGES, CKASettings
+from thinkalike.reports.nli import (
     accuracy_figure,
     accuracy_sentence,
     cka_sentence,
+    copies_cka_tables,
     distance_sentence,
     experiment_plotly,
     markdown_report,
@@ -68,8 +70,6 @@ from thinkalike.nli.report import (
     stitching_sentence,
     sweep_sentence,
 )
-from thinkalike.pipelines.nli.schema import group_size
-from thinkalike.reports.cka import CKA_RANGES, CKASettings
 from thinkalike.stitching import TokenSplit
 from thinkalike.threads import torch_threads
 

@@ -1,13 +1,12 @@
-"""The NLI experiment's maths and sentences on planted tables (no Kedro, no training): groups by OOD accuracy,
-and the stitching, CKA and distance sentences, which must follow the numbers."""
+"""The NLI report's sentences on planted tables (no Kedro, no training): stitching, CKA and distance, which must
+follow the numbers."""
 
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
-from thinkalike.nli.analysis import BASELINE, RELATIONS, split_groups
-from thinkalike.nli.report import (
+from thinkalike.nli.analysis import RELATIONS
+from thinkalike.reports.nli import (
     cka_sentence,
     distance_sentence,
     stitching_divergence,
@@ -57,15 +56,3 @@ def test_the_cka_and_distance_sentences_follow_the_numbers():
                               "n": [1, 4, 1], "n_finite": [1, 4, 1]})
     assert "farther apart than pairs within either group" in distance_sentence(distances)
     assert "no farther apart" in distance_sentence(distances.assign(mean=[0.2, 0.25, 0.3]))
-
-
-def test_groups_on_a_planted_table_and_k_too_large():
-    accuracy = pd.DataFrame([
-        {"model": m, "split": s, "subcase": "all", "label": lab, "n_pairs": 10, "accuracy": acc}
-        for m, ood in [("a", 0.1), ("b", 0.5), ("c", 0.3), ("d", 0.5), ("e", 0.0), (BASELINE, 0.0)]
-        for s, lab, acc in [("test", "all", 0.9), ("ood", "non_entailed", ood), ("ood", "entailed", 0.9)]])
-    groups = split_groups(accuracy, 2)
-    assert list(groups["model"]) == ["b", "d", "c", "a", "e"]  # ties by name
-    assert list(groups["group"]) == ["generalizing", "generalizing", "middle", "heuristic", "heuristic"]
-    with pytest.raises(ValueError, match="k = 3 must be between 1 and N / 2 = 2.5"):
-        split_groups(accuracy, 3)

@@ -1,4 +1,5 @@
-"""The nli experiment's figures and its markdown report, every sentence computed from the tables (no Kedro).
+"""The nli experiment's CKA tables between copies, its figures and its markdown report, every sentence computed
+from the tables (no Kedro; the groups and identity stitching are :mod:`thinkalike.nli.analysis`).
 
 Where the groups *diverge* (a layer's verdict, :func:`stitching_divergence`, :func:`cka_divergence`):
 
@@ -13,16 +14,19 @@ A layer whose between or within interval is undefined (one pair) counts by the m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import torch
 from matplotlib.figure import Figure
 from plotly.subplots import make_subplots
 
+from thinkalike.measures.cka import CKAAccumulator
 from thinkalike.nli.analysis import GENERALIZING, HEURISTIC, MIDDLE, RELATIONS
-from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN, PLOTLY_WIDTH
+from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN, PLOTLY_WIDTH, CKASettings, cka_long_table
 
 DATA_TITLES = {"test": "in-distribution test pairs (Brown et al. fig. 2a)", "ood": "OOD pairs (HANS-LO analogue, fig. 7)"}
 RELATION_LABELS = {"within_generalizing": "gen.-to-gen.", "within_heuristic": "heur.-to-heur.",
@@ -325,3 +329,26 @@ def experiment_plotly(groups: pd.DataFrame, baseline: pd.Series, stitch_groups: 
     figure.update_layout(title="Generalizing vs heuristic NLI copies (Brown et al. 2023 §4)", width=PLOTLY_WIDTH,
                          height=800)
     return figure
+
+
+def copies_cka_tables(activations: Mapping[str, np.ndarray], settings: CKASettings,
+                      on_pair: Callable[[], None] | None = None) -> list[pd.DataFrame]:
+    """CKA of every layer pair of every unordered pair of distinct models (``activations``: model → token
+    activations of the same tokens), minibatches of ``settings.batch_tokens`` consecutive tokens (a last
+    batch under 4 tokens is dropped); one :func:`~thinkalike.reports.cka.cka_long_table` per pair."""
+    tables = []
+    for model_a, model_b in itertools.combinations(activations, 2):
+        a, b = activations[model_a], activations[model_b]
+        if a.shape[1] != b.shape[1]:
+            raise ValueError(f"{model_a!r} and {model_b!r} have activations of {a.shape[1]} and {b.shape[1]} tokens")
+        accumulator = CKAAccumulator(a.shape[0], b.shape[0], estimator=settings.estimator,
+                                     aggregation=settings.aggregation, model_a=model_a, model_b=model_b,
+                                     seed=settings.seed, skip_constant_layers=settings.skip_constant_layers)
+        for start in range(0, a.shape[1], settings.batch_tokens):
+            stop = min(start + settings.batch_tokens, a.shape[1])
+            if stop - start >= 4:
+                accumulator.update(torch.from_numpy(a[:, start:stop]), torch.from_numpy(b[:, start:stop]))
+        tables.append(cka_long_table(accumulator.result(), settings))
+        if on_pair is not None:
+            on_pair()
+    return tables
