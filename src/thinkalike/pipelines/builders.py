@@ -30,8 +30,8 @@ from thinkalike.pipelines.embedding.pipeline import (
 )
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.mlem import metrics as mlem_metrics
-from thinkalike.pipelines.namespaces import CORPUS, GROUPS, MODELS, group_namespace
 from thinkalike.pipelines.mlem.pipeline import create_pipeline as mlem_pipeline
+from thinkalike.pipelines.namespaces import CORPUS, GROUPS, MODELS, group_namespace
 from thinkalike.pipelines.nli import metrics as nli_metrics
 from thinkalike.pipelines.nli.pipeline import create_pipeline as nli_pipeline
 from thinkalike.pipelines.report import metrics as report_metrics
@@ -123,10 +123,9 @@ def build_pipelines(parameters: Mapping[str, Any]) -> dict[str, Pipeline]:
 
 def summaries_unread(pipeline: Pipeline) -> list[str]:
     """The outputs of ``pipeline``'s summary nodes (in a method's namespace ``models.<group>``, the zoo's ``models``
-    or the corpus's)
-    that no node of it reads: what the report lists in its index, so that every summary output is read inside the
-    ``models`` box and kedro-viz's first view is the corpus, the models box and the report. Per-model and per-pair
-    outputs (activation stores …) are never listed: the report would load them."""
+    or the corpus's) that no node of it reads: what the report lists in its index, so that every summary output is
+    read inside the ``models`` box and kedro-viz's first view is the corpus, the models box and the report.
+    Per-model and per-pair outputs (activation stores …) are never listed: the report would load them."""
     summary_namespaces = {CORPUS, MODELS, *(group_namespace(group) for group in GROUPS)}
     read = pipeline.all_inputs()
     return sorted({name for node in pipeline.nodes if node.namespace in summary_namespaces

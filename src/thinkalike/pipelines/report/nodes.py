@@ -1,8 +1,10 @@
-"""The ``report`` node: the findings of :mod:`thinkalike.reports.findings` and the figures, as one HTML file."""
+"""The ``report`` node: the findings of :mod:`thinkalike.reports.findings`, the figures and an index of the run's other
+outputs, as one HTML file."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from thinkalike.reports.findings import collect_findings, render_findings
@@ -33,7 +35,7 @@ def producing_pipeline(name: str) -> str:
     return "?"
 
 
-def write_report(parameters: dict[str, Any], *values: Any, names: list[str], indexed: list[str] = ()) -> str:
+def write_report(parameters: dict[str, Any], *values: Any, names: Sequence[str], indexed: Sequence[str] = ()) -> str:
     """The report's HTML from the saved outputs ``values`` of datasets ``names`` then ``indexed`` (the run's
     other outputs, listed in its index; :class:`NeverSaved`: never saved)."""
     read = {name: None if isinstance(value, NeverSaved) else value
