@@ -334,9 +334,8 @@ def test_viz_build_with_previews_serves_them(browser, corpus_project):
             first_words(corpus_project, "heldout_sentences"))
         open_dataset(page, "train_sequences")
         expect(page.locator(PREVIEW_SELECTORS["TablePreview"])).to_contain_text("input_ids")
-        page = open_graph(browser, url, expand_all=True)
-        open_dataset(page, "cka_group_distances")  # a summary, in the models box: not saved (only the corpus ran)
-        expect(page.locator(PREVIEW_SELECTORS["TablePreview"])).to_contain_text("Not saved yet")
+        open_dataset(page, "report")  # at the top level, not saved: only the corpus ran
+        expect(page.locator(PREVIEW_SELECTORS["JSONPreview"])).to_contain_text("Not saved yet")
 
 
 @pytest.mark.slow
