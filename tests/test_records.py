@@ -16,7 +16,7 @@ from thinkalike.hooks import record_saved_output
 from thinkalike.pipelines.builders import OUTPUT_RULES, PIPELINE_BUILDERS, PIPELINE_RULES, build_pipelines
 from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import configured_parameters
-from thinkalike.records import GENERIC_RULES, OutputRule, SavedOutput, matching_rules, named
+from thinkalike.records import GENERIC_RULES, OutputRule, SavedOutput, apply_rules, matching_rules, named
 
 
 class Collected:
@@ -74,11 +74,9 @@ def test_figures_first_then_the_first_matching_rule_only():
     assert collected.artifacts == ["figures/cka.a__b.stitch_table.png"]
     first = named(["x"], lambda recorder, output: recorder.log_text("first", "first.txt"))
     second = named(["x"], lambda recorder, output: recorder.log_text("second", "second.txt"))
-    from thinkalike.records import record_saved_output as apply
-
     collected = Collected()
-    assert apply((first, second), collected, "x", None) and collected.artifacts == ["first.txt"]
-    assert not apply((first, second), collected, "y", None)
+    assert apply_rules((first, second), collected, "x", None) and collected.artifacts == ["first.txt"]
+    assert not apply_rules((first, second), collected, "y", None)
 
 
 def test_each_pipelines_outputs_are_logged_as_before():

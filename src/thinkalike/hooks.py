@@ -21,7 +21,7 @@ from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
 from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.scope import pipelines_in_run
 from thinkalike.pipelines.validation import validate_parameters
-from thinkalike.records import record_saved_output as apply_rules
+from thinkalike.records import apply_rules
 from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
 from thinkalike.tracking import (
     DeferredRecorder,

@@ -6,7 +6,7 @@ MLflow names read ``gelu_2l.train_loss``, ``cka.<a>__<b>.<metric>``: ``gelu_2l.t
 :class:`Recorder` (:class:`thinkalike.tracking.RunRecorder`, or the :class:`~thinkalike.tracking.DeferredRecorder`
 of a worker process). Each pipeline package lists its rules in its ``metrics`` module (``RULES``);
 :data:`thinkalike.pipelines.builders.OUTPUT_RULES` gathers them after the generic rules here, so a new
-method adds its rules without touching a shared if-chain. :func:`record_saved_output` applies the first
+method adds its rules without touching a shared if-chain. :func:`apply_rules` applies the first
 rule that matches; the rules of different pipelines match disjoint outputs (tested on every dataset of
 the configured pipelines), so their order does not decide anything but for the generic rules first.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
 
 class Recorder(Protocol):
     """The logging calls a rule may make (both recorders of :mod:`thinkalike.tracking` have them)."""
@@ -65,7 +66,8 @@ def named(names: Iterable[str], record: Callable[[Recorder, SavedOutput], None])
 
 
 def ending(shorts: Iterable[str], record: Callable[[Recorder, SavedOutput], None]) -> OutputRule:
-    """A rule for the outputs whose last name part is one of ``shorts`` (one per model or pair: ``<namespace>.<short>``)."""
+    """A rule for the outputs whose last name part is one of ``shorts`` (one per model or pair:
+    ``<namespace>.<short>``)."""
     wanted = frozenset(shorts)
     return OutputRule(f"ending {sorted(wanted)}", lambda output: output.short in wanted, record)
 
@@ -124,7 +126,7 @@ def matching_rules(rules: Iterable[OutputRule], output: SavedOutput) -> list[Out
     return [rule for rule in rules if rule.matches(output)]
 
 
-def record_saved_output(rules: Iterable[OutputRule], recorder: Recorder, name: str, data: Any) -> bool:
+def apply_rules(rules: Iterable[OutputRule], recorder: Recorder, name: str, data: Any) -> bool:
     """Records the saved output ``name`` (as the rules name it) with the first of ``rules`` that matches it;
     False when none does (the output stays in the catalog only)."""
     output = SavedOutput(name, data)

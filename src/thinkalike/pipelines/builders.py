@@ -74,7 +74,8 @@ PIPELINE_RULES: dict[str, tuple[OutputRule, ...]] = {
     "nli": nli_metrics.RULES,
     "report": report_metrics.RULES,
 }
-#: The rules :func:`thinkalike.records.record_saved_output` applies in a run: the generic ones, then every pipeline's.
+#: The rules :func:`thinkalike.records.apply_rules` applies in a run (called by
+#: :func:`thinkalike.hooks.record_saved_output`): the generic ones, then every pipeline's.
 OUTPUT_RULES: tuple[OutputRule, ...] = (*GENERIC_RULES, *(rule for rules in PIPELINE_RULES.values() for rule in rules))
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from thinkalike.records import OutputRule, Recorder, SavedOutput, ending, log_table, tables
 
 
@@ -12,21 +14,25 @@ def _between_models(output: SavedOutput) -> bool:
     return len(table) > 0 and table["model_a"].iloc[0] != table["model_b"].iloc[0]
 
 
+def _log_pair_metrics(recorder: Recorder, output: SavedOutput, metrics: Mapping[str, float], what: str) -> None:
+    """``metrics`` under the pair's namespace: ``cka.<a>__<b>.<key>``."""
+    recorder.log_metrics({f"{output.namespace}.{key}": value for key, value in metrics.items()},
+                         what=f"{output.namespace} {what}")
+
+
 def _log_cka_table(recorder: Recorder, output: SavedOutput) -> None:
     from thinkalike.reports.cka import pair_summary
 
     log_table(recorder, output)
     if _between_models(output):
-        recorder.log_metrics({f"{output.namespace}.{key}": value for key, value in pair_summary(output.data).items()},
-                             what=f"{output.namespace} summary")
+        _log_pair_metrics(recorder, output, pair_summary(output.data), "summary")
 
 
 def _log_calibration_table(recorder: Recorder, output: SavedOutput) -> None:
     from thinkalike.reports.measures import calibration_metrics
 
     log_table(recorder, output)
-    recorder.log_metrics({f"{output.namespace}.{key}": value for key, value in calibration_metrics(output.data).items()},
-                         what=f"{output.namespace} calibration")
+    _log_pair_metrics(recorder, output, calibration_metrics(output.data), "calibration")
 
 
 def _log_measures_table(recorder: Recorder, output: SavedOutput) -> None:
@@ -34,8 +40,7 @@ def _log_measures_table(recorder: Recorder, output: SavedOutput) -> None:
 
     log_table(recorder, output)
     if _between_models(output):
-        recorder.log_metrics({f"{output.namespace}.{key}": value for key, value in measure_metrics(output.data).items()},
-                             what=f"{output.namespace} measures")
+        _log_pair_metrics(recorder, output, measure_metrics(output.data), "measures")
 
 
 #: Each pair's ``cka_table`` / ``measures_table`` as CSV with its summary metrics (pairs of two models only),
