@@ -50,7 +50,7 @@ FIGURES: tuple[tuple[str, str, str], ...] = (
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.5}
 figure{margin:1.5rem 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{color:#444;font-size:.9rem}
 code{background:#f3f3f3;padding:0 .2rem}.missing{color:#8a3b00}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:right}"""
+td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:right}.index td{text-align:left}"""
 
 
 @dataclass(frozen=True)
@@ -82,12 +82,11 @@ def describe_output(data: Any) -> str:
 
 
 def _index_html(indexed: Sequence[IndexedOutput]) -> str:
-    rows = "".join(f"<tr><td style='text-align:left'><code>{html.escape(item.name)}</code></td>"
-                   f"<td style='text-align:left'>{html.escape(item.pipeline)}</td>"
-                   f"<td style='text-align:left'>{html.escape(item.holds)}</td></tr>" for item in indexed)
+    rows = "".join(f"<tr><td><code>{html.escape(item.name)}</code></td><td>{html.escape(item.pipeline)}</td>"
+                   f"<td>{html.escape(item.holds)}</td></tr>" for item in indexed)
     return ("<h2>Every other output of the run</h2><p>Saved by the pipelines, not quoted above; each is a catalog "
-            "dataset (kedro-viz, <code>data/</code>) and is in MLflow where it logs.</p><table><tr><th>dataset</th>"
-            f"<th>pipeline</th><th>holds</th></tr>{rows}</table>")
+            "dataset (kedro-viz, <code>data/</code>) and is in MLflow where it logs.</p><table class='index'>"
+            f"<tr><th>dataset</th><th>pipeline</th><th>holds</th></tr>{rows}</table>")
 
 
 @dataclass(frozen=True)

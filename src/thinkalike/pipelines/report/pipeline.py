@@ -62,6 +62,6 @@ def create_pipeline(parameters: Mapping[str, Any], indexed: Sequence[str] = ()) 
     """The report node; ``indexed``: the run's other outputs, which it lists in its index (see
     :func:`thinkalike.pipelines.builders.build_pipelines`: the summaries' outputs no other node reads)."""
     inputs = report_inputs(parameters)
-    listed = [name for name in indexed if name not in inputs and name not in NOT_READ]
+    listed = [name for name in indexed if name not in inputs]
     return Pipeline([Node(bind(nodes.write_report, names=inputs, indexed=listed), ["parameters", *inputs, *listed],
                           "report", name="write_experiments_report", namespace=group_namespace("report"))])
