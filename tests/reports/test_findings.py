@@ -392,6 +392,16 @@ def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():
     assert "DaskRunner`, 3 worker processes: a pipeline's" in _words(collect_findings(tables))
 
 
+def test_the_timing_paragraph_says_whether_the_run_kept_its_10_minute_budget():
+    tables = default_shaped_tables()
+    timings = tables["run_timings"]
+    for run_seconds, verdict in ((600.0, "within its 10-minute budget"), (600.5, "over its 10-minute budget"),
+                                 (547.8, "within its 10-minute budget")):
+        timings["run_seconds"] = run_seconds
+        text = _words(collect_findings(tables))
+        assert "in all (measured" in text and f"): {verdict}." in text, (run_seconds, verdict)
+
+
 def test_the_numbers_in_the_text_are_the_collected_ones():
     tables = default_shaped_tables(seed=3)
     findings = collect_findings(tables)
