@@ -133,7 +133,7 @@ def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
                 rows.append({"model_f": f, "layer_f": layer, "model_g": g, "layer_g": layer, "stitch": kind,
                              "loss": 2.0 + penalty, "ci_low": penalty - half, "ci_high": penalty + half, "g_loss": 2.0,
                              "f_loss": 2.0, "penalty": penalty, "steps": 0 if kind == "identity" else 150,
-                             "train_tokens": 74688, "eval_tokens": 2496, "ci_level": 0.95,
+                             "tokens_per_step": 0 if kind == "identity" else 1024, "train_tokens": 74688, "eval_tokens": 2496, "ci_level": 0.95,
                              "train_source": "train_sequences"})
     tables["stitching_penalties"] = pd.DataFrame(rows)
     tables["stitching_phis"] = pd.DataFrame({"model_f": [r["model_f"] for r in rows], "n_eval_sequences": 39})
@@ -336,7 +336,8 @@ def test_default_shaped_outputs_fill_every_paragraph():
     assert len(paragraphs) == 10  # note, timing, CKA, stitching, MLEM, embedding, NLI, scaling, measures, guide
     assert paragraphs[1].startswith("The default run (measured on ")
     assert paragraphs[2].startswith("What the default run finds (special tokens excluded, 3,313 tokens). CKA: ")
-    for start in ("Stitching (diagonal layers; φ trained for 150 SGD steps", "MLEM (word level: 1,000 words",
+    for start in ("Stitching (diagonal layers; φ trained for 150 SGD steps of 1,024 tokens on the corpus's training "
+                  "sequences, 74,688 tokens", "MLEM (word level: 1,000 words",
                   "Embedding space (V = 394).", "NLI (Brown et al. §4 offline; 200 training pairs",
                   "Scaling family (Brown et al. §5; 5 GPT-NeoX sizes, `neox_2l` … `neox_8l`"):
         assert any(p.startswith(start) for p in paragraphs), start

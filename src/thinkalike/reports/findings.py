@@ -628,8 +628,8 @@ def _collect_stitching(tables: Mapping[str, Any], roles: Mapping[str, Any],
     return {
         "grid": grid, "kinds": kinds, "n_stitches": int(len(cells)), "n_trained": int((cells["stitch"] != "identity").sum()),
         "n_rows": int(len(penalties)), "n_ordered_pairs": int(len(cells[["model_f", "model_g"]].drop_duplicates())),
-        "steps": column(trained, "steps"), "train_tokens": column(trained, "train_tokens"),
-        "eval_tokens": column(penalties, "eval_tokens"),
+        "steps": column(trained, "steps"), "tokens_per_step": column(trained, "tokens_per_step"),
+        "train_tokens": column(trained, "train_tokens"), "eval_tokens": column(penalties, "eval_tokens"),
         "n_eval_sequences": column(phis, "n_eval_sequences"),
         "train_source": sorted(set(penalties["train_source"].dropna().astype(str))) if "train_source" in penalties else [],
         "ci_level": _span(penalties["ci_level"]) if "ci_level" in penalties else None,
@@ -1362,7 +1362,8 @@ def _render_stitching(findings: Mapping[str, Any]) -> str:
         excluded = st.get("exclude_special_targets") == [True]
         targets = (f" ({_ints_text(st['n_targets'])} scored targets"
                    + (", special tokens excluded" if excluded else "") + ")")
-    head = (f"Stitching ({st['grid'] or 'mixed'} layers; φ trained for {_ints_text(st['steps'])} SGD steps on "
+    per_step = f" of {_ints_text(st['tokens_per_step'])} tokens" if st.get("tokens_per_step") else ""
+    head = (f"Stitching ({st['grid'] or 'mixed'} layers; φ trained for {_ints_text(st['steps'])} SGD steps{per_step} on "
             f"{sources}, {_ints_text(st['train_tokens'])} tokens{seeds}, and evaluated on "
             f"{_ints_text(st['n_eval_sequences'])} held-out sequences, {_ints_text(st['eval_tokens'])} tokens{targets}; "
             f"penalties in nats/token with {level} bootstrap intervals, each set against its floor: the target "
