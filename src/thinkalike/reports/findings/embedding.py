@@ -107,12 +107,19 @@ def _collect_keep_k(keep: pd.DataFrame | None, roles: Mapping[str, Any], vocab: 
     }
 
 
+def _different_models(table: pd.DataFrame | None, name: str) -> pd.DataFrame | dict[str, Any]:
+    """The rows of ``table`` (the catalog's ``name``) that compare two different models, or the section's stand-in
+    when there are none: missing (not in the outputs) or empty."""
+    if table is None:
+        return missing_section(name)
+    rows = table[table["model_a"] != table["model_b"]]
+    return {"empty": True} if rows.empty else rows
+
+
 def _collect_alignment(matches: pd.DataFrame | None) -> dict[str, Any]:
-    if matches is None:
-        return missing_section("embedding_alignment")
-    between = matches[matches["model_a"] != matches["model_b"]]
-    if between.empty:
-        return {"empty": True}
+    between = _different_models(matches, "embedding_alignment")
+    if isinstance(between, dict):
+        return between
     pairs = between[["model_a", "model_b"]].drop_duplicates()
     models = list(dict.fromkeys([*pairs["model_a"], *pairs["model_b"]]))
     by_space = between.groupby("space")["diagonal_fraction"].mean()
@@ -160,11 +167,9 @@ def _collect_finetune(fractions: pd.DataFrame | None, curves: pd.DataFrame | Non
 
 
 def _collect_zero_shot(zero_shot: pd.DataFrame | None) -> dict[str, Any]:
-    if zero_shot is None:
-        return missing_section("embedding_zero_shot")
-    others = zero_shot[zero_shot["model_a"] != zero_shot["model_b"]]
-    if others.empty:
-        return {"empty": True}
+    others = _different_models(zero_shot, "embedding_zero_shot")
+    if isinstance(others, dict):
+        return others
     model = str(others["model_a"].iloc[0])
     others = others[others["model_a"] == model]
     embeddings = others[others["layers_from_b"] == 0]
