@@ -32,6 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from kedro.io import MemoryDataset
@@ -41,6 +42,7 @@ from kedro.runner import AbstractRunner
 from thinkalike.pipelines.namespaces import GPU_WORK
 from thinkalike.runners.load import OutsideLoad, task_slots
 from thinkalike.runners.grouping import TaskGroup, in_memory_crossings, task_groups
+from thinkalike.runners.processes import FORKSERVER, project_modules, start_forkserver, worker_environment
 from thinkalike.runners.remote import (RemoteHookProvider, TaskReport, import_modules, run_task_group, task_catalog,
                                        task_modules)
 from thinkalike.runners.settings import GPU_RESOURCE, LOCAL, SLURM, ClusterSettings, ClusterSettingsError
@@ -72,6 +74,10 @@ class DaskRunner(AbstractRunner):
         self.outside_load: Callable[[], float] | None = None  # cores used outside the run; None: OutsideLoad().cores
         self.overrides = {key: value for key, value in settings.items() if value is not None}
         self.settings = ClusterSettings.resolve(None, self.overrides)
+        if _cluster_known_now(self.overrides) == LOCAL:  # the workers' imports run beside Kedro's own start-up
+            from kedro.framework.project import PACKAGE_NAME
+
+            start_forkserver(project_modules(PACKAGE_NAME), _local_worker_environment())
 
     def _get_executor(self, max_workers: int) -> None:  # the Dask client is the executor (see _run)
         return None
@@ -95,12 +101,13 @@ class DaskRunner(AbstractRunner):
                           sum(bool(item) for item in resources.values()))
         done_groups: set[str] = set()
         done_nodes = []
-        with self._client() as (client, cluster), ReportMerges(self._logger) as merges:
+        # what a local cluster's workers import at once (another cluster's: each at its first task)
+        modules = (task_modules(pipeline.nodes, [*_datasets(catalog, pipeline), *providers])
+                   if self.settings.cluster == LOCAL else [])
+        with self._client(modules) as (client, cluster), ReportMerges(self._logger) as merges:
             if any(resources.values()):
                 _check_gpu_capacity(client, cluster)
-            modules: list[str] = []  # what a local cluster's workers import at once (another cluster's: at first use)
-            if self.settings.cluster == LOCAL:
-                modules = task_modules(pipeline.nodes, [*_datasets(catalog, pipeline), *providers])
+            if modules:
                 self._import_on_workers(client, modules)
             from distributed import wait
 
@@ -220,22 +227,27 @@ class DaskRunner(AbstractRunner):
             provider.merge_remote(hook_report)
 
     @contextlib.contextmanager
-    def _client(self) -> Iterator[tuple[Any, Any]]:
-        """The client and the cluster this runner started (None for a scheduler address)."""
-        with _quiet_logger("distributed"), self._connected() as connection:
+    def _client(self, modules: list[str]) -> Iterator[tuple[Any, Any]]:
+        """The client and the cluster this runner started (None for a scheduler address); a local cluster's workers
+        are forks of a server that imported ``modules`` (:mod:`thinkalike.runners.processes`)."""
+        with _quiet_logger("distributed"), self._connected(modules) as connection:
             yield connection
 
     @contextlib.contextmanager
-    def _connected(self) -> Iterator[tuple[Any, Any]]:
+    def _connected(self, modules: list[str]) -> Iterator[tuple[Any, Any]]:
         from distributed import Client, LocalCluster
 
         settings = self.settings
         if settings.cluster == LOCAL:
             workers, spare = settings.local_workers()
-            with _cluster_config(), LocalCluster(n_workers=workers,
-                                                 threads_per_worker=settings.threads_per_worker,
-                                                 processes=True, dashboard_address=None,
-                                                 silence_logs=logging.WARNING) as cluster, Client(cluster) as client:
+            environment = _local_worker_environment()
+            start_forkserver(["distributed", *modules], environment)  # running already when the runner started it
+            with _cluster_config(local=True), LocalCluster(n_workers=workers,
+                                                           threads_per_worker=settings.threads_per_worker,
+                                                           processes=True, dashboard_address=None,
+                                                           silence_logs=logging.WARNING,
+                                                           env={**os.environ, **environment}) as cluster, \
+                    Client(cluster) as client:
                 self._logger.info("DaskRunner: local cluster of %d worker processes (+%d spare, started and given "
                                   "tasks while processes outside the run use the CPU), %d thread(s) each", workers,
                                   spare, settings.threads_per_worker)
@@ -369,23 +381,21 @@ QUIET_CLUSTER_CONFIG = {
 
 
 @contextlib.contextmanager
-def _cluster_config() -> Iterator[None]:
+def _cluster_config(local: bool = False) -> Iterator[None]:
     """Dask's configuration while this runner starts and runs a cluster: :data:`QUIET_CLUSTER_CONFIG` (a local
     cluster's nannies hand it to their worker processes, spare workers started later included; a dask-jobqueue
-    cluster's workers read their own configuration on their nodes, so there it reaches the scheduler only), and
-    worker processes started without Dask's ``MALLOC_TRIM_THRESHOLD_=65536``: setting it turns off glibc's dynamic
-    mmap threshold, so every tensor buffer over 128 KiB is mapped and unmapped at each training step (measured
-    here: workers spent 45 % of their time in the kernel, and a zoo model trained 2.7× slower than in the driver).
-    Dask's one-thread settings for OpenMP / MKL / OpenBLAS stay in the workers. A nanny writes those settings (and
-    ``PYTHONHASHSEED``) into this process's own ``os.environ`` before each spawn and leaves them there; they are put
-    back as they were when the cluster closes, so that nothing this process starts afterwards inherits them."""
+    cluster's workers read their own configuration on their nodes, so there it reaches the scheduler only) and the
+    workers' environment of :func:`_local_worker_environment`; with ``local``, worker processes forked from this
+    process's forkserver (:mod:`thinkalike.runners.processes`) instead of spawned. A nanny writes that environment
+    into this process's own ``os.environ`` before each start and leaves it there; it is put back as it was when the
+    cluster closes, so that nothing this process starts afterwards inherits it."""
     import dask
 
-    environment = dict(dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {})
-    environment.pop("MALLOC_TRIM_THRESHOLD_", None)
-    before = {key: os.environ.get(key) for key in {*environment, "PYTHONHASHSEED"}}
+    environment = _local_worker_environment()
+    method = {"distributed.worker.multiprocessing-method": FORKSERVER} if local else {}
+    before = {key: os.environ.get(key) for key in environment}
     try:
-        with dask.config.set({**QUIET_CLUSTER_CONFIG, "distributed.nanny.pre-spawn-environ": environment}):
+        with dask.config.set({**QUIET_CLUSTER_CONFIG, **method, "distributed.nanny.pre-spawn-environ": environment}):
             yield
     finally:
         for key, value in before.items():
@@ -393,6 +403,47 @@ def _cluster_config() -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def _local_worker_environment() -> dict[str, str]:
+    """The environment a worker process starts with: Dask's ``distributed.nanny.pre-spawn-environ`` (one thread for
+    OpenMP / MKL / OpenBLAS) without its ``MALLOC_TRIM_THRESHOLD_``, which turns off glibc's dynamic mmap threshold
+    (:func:`thinkalike.runners.processes.worker_environment`)."""
+    import dask
+
+    return worker_environment(dask.config.get("distributed.nanny.pre-spawn-environ", default={}))
+
+
+def _cluster_known_now(overrides: dict[str, Any]) -> str | None:
+    """The cluster a run will use, as far as it is known when the runner is made (before the session reads
+    ``dask.yml``): ``--runner-params cluster=…``, else the ``dask.yml`` of the ``kedro run`` command's environment
+    read with the project's configuration loader; None when neither can be read (the runner made outside ``kedro
+    run``): nothing is started early then."""
+    if overrides.get("cluster") is not None:
+        return str(overrides["cluster"]).strip()
+    import click
+
+    command = click.get_current_context(silent=True)
+    if command is None:
+        return None
+    try:
+        from kedro.config import MissingConfigException
+        from kedro.framework.project import settings
+        from kedro.utils import find_kedro_project
+
+        project = find_kedro_project(Path.cwd())
+        if project is None:
+            return None
+        conf_source = command.params.get("conf_source") or str(project / settings.CONF_SOURCE)
+        environment = command.params.get("env") or os.environ.get("KEDRO_ENV")  # as the session reads it
+        loader = settings.CONFIG_LOADER_CLASS(conf_source=conf_source, env=environment, **settings.CONFIG_LOADER_ARGS)
+        try:
+            config = loader["dask"]
+        except (KeyError, MissingConfigException):  # no dask.yml: the defaults
+            config = {}
+    except Exception:  # noqa: BLE001 - a configuration this cannot read is read, and its error raised, by the session
+        return None
+    return str(((config or {}).get("dask") or {}).get("cluster") or LOCAL).strip()
 
 
 @contextlib.contextmanager
