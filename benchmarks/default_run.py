@@ -31,6 +31,7 @@ a warning is printed when it is above 0.5 before the idle one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -110,9 +111,35 @@ def machine_probe() -> float:
 
 def children_cpu_seconds() -> float:
     """User + system CPU seconds of this process's finished (waited-for) child processes and theirs: read before and
-    after a ``kedro run``, the CPU of every process of the run (driver, pool or Dask workers, nannies)."""
+    after a ``kedro run``, the CPU of every process of the run (driver, pool or Dask workers, nannies) — the
+    DaskRunner's workers are children of a forkserver that its driver never waits for, so this process adopts and
+    reaps the run's orphans (:func:`adopt_orphans`, :func:`reap_orphans`)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def adopt_orphans() -> bool:
+    """Makes this process the parent of its descendants' orphans (Linux's ``PR_SET_CHILD_SUBREAPER``): a process the
+    ``kedro run`` started and left running when it exited (the DaskRunner's forkserver, the parent of its workers)
+    becomes this process's child, so waiting for it counts its CPU and its own children's. False where the system
+    has no such call (the orphans' CPU then goes uncounted)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans(keep: set[int], timeout: float = 60.0) -> None:
+    """Waits (up to ``timeout`` seconds in all) for every child of this process but those in ``keep``: the orphans
+    of a finished ``kedro run`` that :func:`adopt_orphans` made ours, which exit once their parent has gone."""
+    deadline = time.monotonic() + timeout
+    for child in psutil.Process().children():
+        if child.pid in keep:
+            continue
+        with contextlib.suppress(psutil.Error):
+            child.wait(timeout=max(0.0, deadline - time.monotonic()))
 
 
 class OwnCpuSampler:
@@ -142,11 +169,15 @@ class OwnCpuSampler:
         return self.seconds
 
 
-def run_once(project: Path, command: list[str], busy: bool, timeout: float | None = None) -> dict:
-    """One ``kedro run`` in ``project`` (beside a busy process when ``busy``); its wall time and outcome. After
-    ``timeout`` seconds the run and every process it started are killed (``returncode`` None)."""
-    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
+def run_once(project: Path, command: list[str], busy: bool, timeout: float | None = None,
+             extra_environment: dict[str, str] | None = None) -> dict:
+    """One ``kedro run`` in ``project`` (beside a busy process when ``busy``, with ``extra_environment`` on top of this
+    process's); its wall time and outcome. After ``timeout`` seconds the run and every process it started are killed
+    (``returncode`` None)."""
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1",
+                   **(extra_environment or {})}
     probe_before = machine_probe()
+    adopt_orphans()
     spinner = subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) if busy else None
     load_before = os.getloadavg()[0]
     try:
@@ -161,7 +192,9 @@ def run_once(project: Path, command: list[str], busy: bool, timeout: float | Non
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
                 returncode = None
-            wall, cpu = time.perf_counter() - start, children_cpu_seconds() - cpu_before
+            wall = time.perf_counter() - start
+            reap_orphans(keep={spinner.pid} if spinner is not None else set())
+            cpu = children_cpu_seconds() - cpu_before
             driver_cpu = driver.stop()
     finally:
         if spinner is not None:
