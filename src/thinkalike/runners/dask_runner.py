@@ -42,7 +42,8 @@ from kedro.runner import AbstractRunner
 from thinkalike.pipelines.namespaces import GPU_WORK
 from thinkalike.runners.load import OutsideLoad, task_slots
 from thinkalike.runners.grouping import TaskGroup, in_memory_crossings, task_groups
-from thinkalike.runners.processes import FORKSERVER, project_modules, start_forkserver, worker_environment
+from thinkalike.runners.processes import (FORKSERVER, environment_kept, project_modules, start_forkserver,
+                                          worker_environment)
 from thinkalike.runners.remote import (RemoteHookProvider, TaskReport, import_modules, run_task_group, task_catalog,
                                        task_modules)
 from thinkalike.runners.settings import GPU_RESOURCE, LOCAL, SLURM, ClusterSettings, ClusterSettingsError
@@ -393,16 +394,9 @@ def _cluster_config(local: bool = False) -> Iterator[None]:
 
     environment = _local_worker_environment()
     method = {"distributed.worker.multiprocessing-method": FORKSERVER} if local else {}
-    before = {key: os.environ.get(key) for key in environment}
-    try:
-        with dask.config.set({**QUIET_CLUSTER_CONFIG, **method, "distributed.nanny.pre-spawn-environ": environment}):
-            yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with environment_kept(environment), dask.config.set({**QUIET_CLUSTER_CONFIG, **method,
+                                                         "distributed.nanny.pre-spawn-environ": environment}):
+        yield
 
 
 def _local_worker_environment() -> dict[str, str]:

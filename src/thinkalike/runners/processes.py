@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from multiprocessing import forkserver
 
 FORKSERVER = "forkserver"
@@ -50,11 +50,10 @@ def worker_environment(pre_spawn: Mapping[str, object] | None) -> dict[str, str]
 
 
 @contextlib.contextmanager
-def environment_set(variables: Mapping[str, str]) -> Iterator[None]:
-    """``os.environ`` with ``variables`` set inside the block; every one of them put back as it was after (removed
-    when it was unset)."""
-    before = {key: os.environ.get(key) for key in variables}
-    os.environ.update(variables)
+def environment_kept(keys: Iterable[str]) -> Iterator[None]:
+    """The variables ``keys`` of ``os.environ`` put back after the block as they were before it (removed when they
+    were unset), whatever set them inside."""
+    before = {key: os.environ.get(key) for key in keys}
     try:
         yield
     finally:
@@ -63,6 +62,14 @@ def environment_set(variables: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@contextlib.contextmanager
+def environment_set(variables: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``variables`` set inside the block, each put back after (:func:`environment_kept`)."""
+    with environment_kept(variables):
+        os.environ.update(variables)
+        yield
 
 
 def start_forkserver(modules: Sequence[str], environment: Mapping[str, str]) -> None:
