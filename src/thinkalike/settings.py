@@ -2,8 +2,7 @@
 
 import warnings
 
-from kedro.config import OmegaConfigLoader
-
+from thinkalike.config_loader import ReplicateConfigLoader
 from thinkalike.hooks import ClusterSettingsHooks, MlflowTrackingHooks, ParameterHooks, ThreadPolicyHooks
 from thinkalike.pipeline_registry import ProjectContext
 from thinkalike.pipelines.report.hooks import MissingReportInputsHooks
@@ -13,7 +12,8 @@ from thinkalike.timing_hooks import RunTimingHooks
 # for kedro run, kedro viz and notebooks alike (see thinkalike.pipeline_registry).
 CONTEXT_CLASS = ProjectContext
 
-CONFIG_LOADER_CLASS = OmegaConfigLoader
+# Parameters with the run's replicate seeds (`--params replicate=<r>`; thinkalike.replicate_seeds).
+CONFIG_LOADER_CLASS = ReplicateConfigLoader
 CONFIG_LOADER_ARGS = {
     "base_env": "base",
     "default_run_env": "local",

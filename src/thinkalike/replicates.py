@@ -1,0 +1,203 @@
+"""``python -m thinkalike.replicates``: the default run's experiments over k independent replicates, and the
+findings that hold in all of them.
+
+Replicate ``r`` is ``kedro run --env replicates --params replicate=<r>`` (every seed but the data's moved by ``r ×
+1000``: :mod:`thinkalike.replicate_seeds`; replicate 0 is the default run) in its own project folder
+``<workdir>/replicate-<r>`` (``pyproject.toml`` and ``conf/`` copied, its own ``data/``; MLflow runs go to this
+project's store, each tagged with its ``replicate`` parameter). k is ``replicates.count`` of the environment
+(``conf/replicates``: 3), or ``--count``. Replicates are independent: ``--parallel N`` runs N at once (default 1 —
+each run's DaskRunner already keeps every core busy, so on a small machine running them side by side only shares
+the same cores). A replicate that finished before (its ``replicate.json``) is read again, not rerun, unless
+``--rerun``; a replicate that stopped part-way resumes with ``--only-missing-outputs`` (nothing saved is lost).
+
+Then the findings of every replicate are collected from its saved outputs and merged into claims
+(:mod:`thinkalike.reports.findings.claims`): ``docs/findings.json`` (``--repo``) holds each replicate's numbers and
+the claims, each with one margin per replicate and its status; ``--write`` also replaces the README's findings region,
+which states only the claims that hold in every replicate (numbers as ranges over replicates). An MLflow run named
+``replicates`` gets each claim's status (``claim.<id>.holds``: 1 or 0) and smallest margin.
+
+``--threads T`` runs with ``THINKALIKE_THREADS=T`` (a round-off replicate: the same seeds, other float round-off).
+
+    python -m thinkalike.replicates --write                 # k = 3: about 3 × the default run (README)
+    python -m thinkalike.replicates --count 1 --threads 2 --workdir data/roundoff   # round-off stand-in
+    python -m thinkalike.reports.findings_cli --replicates data/replicates --write  # docs again, from saved outputs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+logger = logging.getLogger(__name__)
+
+ENV = "replicates"
+DEFAULT_WORKDIR = Path("data/replicates")
+RUNNER = "thinkalike.runners.DaskRunner"
+MARKER = "replicate.json"
+THREADS_VARIABLE = "THINKALIKE_THREADS"
+
+
+def replicate_count(project: Path, env: str) -> int:
+    """``replicates.count`` of the environment's parameters (a ``ValueError`` naming it when it is not a positive
+    integer)."""
+    from thinkalike.pipelines.parameters import configured_parameters
+
+    count = (configured_parameters(project, env).get("replicates") or {}).get("count")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"replicates.count (conf/{env}): expected a positive integer, got {count!r}")
+    return count
+
+
+def replicate_folder(workdir: Path, replicate: int) -> Path:
+    return workdir / f"replicate-{replicate}"
+
+
+def prepare_project(project: Path, folder: Path) -> Path:
+    """``folder`` as a project of its own: ``pyproject.toml`` and ``conf/`` (without ``conf/local``) copied fresh
+    from ``project`` (its saved ``data/`` kept), and ``conf/local/mlflow.yml`` sending its MLflow runs to
+    ``project``'s store."""
+    from thinkalike.tracking import TrackingSettings, anchored_tracking_uri
+
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(project / "pyproject.toml", folder / "pyproject.toml")
+    if (project / ".telemetry").exists():
+        shutil.copy(project / ".telemetry", folder / ".telemetry")
+    shutil.rmtree(folder / "conf", ignore_errors=True)
+    shutil.copytree(project / "conf", folder / "conf", ignore=shutil.ignore_patterns("local"))
+    (folder / "conf" / "local").mkdir()
+    (folder / "src").mkdir(exist_ok=True)  # the package is the installed one
+    base = yaml.safe_load((project / "conf" / "base" / "mlflow.yml").read_text()) or {}
+    settings = TrackingSettings.from_config(base)
+    mlflow = {**base.get("mlflow", {}), "tracking_uri": anchored_tracking_uri(settings.tracking_uri, project)}
+    (folder / "conf" / "local" / "mlflow.yml").write_text(yaml.safe_dump({"mlflow": mlflow}, sort_keys=False))
+    return folder
+
+
+def finished(folder: Path) -> dict[str, Any] | None:
+    """The record of a replicate that finished in ``folder``, or ``None``."""
+    path = folder / MARKER
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def kedro_command(env: str, replicate: int, resume: bool) -> list[str]:
+    script = Path(sys.executable).with_name("kedro")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "kedro"]
+    command += ["run", "--env", env, "--runner", RUNNER, "--params", f"replicate={replicate}"]
+    return command + (["--only-missing-outputs"] if resume else [])
+
+
+def run_replicate(project: Path, workdir: Path, env: str, replicate: int, threads: str | None) -> dict[str, Any]:
+    """One replicate's ``kedro run`` in its folder (log: ``run.log`` there); its record, also saved as
+    ``replicate.json`` when it succeeded."""
+    from thinkalike.io.atomic import atomic_write_text
+    from thinkalike.reports.findings_cli import git_state
+
+    folder = replicate_folder(workdir, replicate)
+    resume = (folder / "data").exists()
+    prepare_project(project, folder)
+    command = kedro_command(env, replicate, resume)
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    if threads is not None:
+        environment[THREADS_VARIABLE] = threads
+    logger.info("replicate %d: %s in %s%s (log: %s)", replicate, "resuming" if resume else "running", folder,
+                f", {THREADS_VARIABLE}={threads}" if threads else "", folder / "run.log")
+    started = time.perf_counter()
+    with open(folder / "run.log", "a") as log:
+        returncode = subprocess.run(command, cwd=folder, env=environment, stdout=log, stderr=subprocess.STDOUT).returncode
+    record = {"replicate": replicate, "returncode": returncode, "seconds": round(time.perf_counter() - started, 1),
+              "finished_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command[1:],
+              "threads": threads or os.environ.get(THREADS_VARIABLE), **git_state(project)}
+    if returncode == 0:
+        atomic_write_text(folder / MARKER, json.dumps(record, indent=1) + "\n")
+    logger.info("replicate %d: %s after %.0f s", replicate, "done" if returncode == 0 else f"failed ({returncode})",
+                record["seconds"])
+    return record
+
+
+def run_replicates(project: Path, workdir: Path, env: str, count: int, parallel: int, threads: str | None,
+                   rerun: bool) -> list[dict[str, Any]]:
+    """Replicates 0 … count − 1 (those finished before reused unless ``rerun``), ``parallel`` at a time."""
+    records: dict[int, dict[str, Any]] = {}
+    todo = []
+    for replicate in range(count):
+        folder = replicate_folder(workdir, replicate)
+        done = None if rerun else finished(folder)
+        if done is not None:
+            logger.info("replicate %d: finished before (%s, commit %s): read again, not rerun (--rerun runs it)",
+                        replicate, done.get("finished_at"), str(done.get("git_commit"))[:12])
+            records[replicate] = done
+        else:
+            if rerun and folder.exists():
+                shutil.rmtree(folder / "data", ignore_errors=True)
+                (folder / MARKER).unlink(missing_ok=True)
+            todo.append(replicate)
+    if todo:
+        logger.info("running %d replicate(s) of the default run, %d at a time: each takes about as long as the default "
+                    "run (README: about 9–10 min on 2 cores)", len(todo), parallel)
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        for record in pool.map(lambda r: run_replicate(project, workdir, env, r, threads), todo):
+            records[record["replicate"]] = record
+    return [records[r] for r in range(count)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m thinkalike.replicates", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--project", type=Path, default=Path.cwd(), help="the Kedro project (default: cwd)")
+    parser.add_argument("--env", default=ENV, help=f"configuration environment (default: {ENV})")
+    parser.add_argument("--count", type=int, help="replicates (default: replicates.count of the environment)")
+    parser.add_argument("--workdir", type=Path, help=f"where the replicates' projects go (default: {DEFAULT_WORKDIR})")
+    parser.add_argument("--parallel", type=int, default=1, help="replicates run at once (default 1)")
+    parser.add_argument("--threads", help=f"{THREADS_VARIABLE} for the runs (a round-off replicate)")
+    parser.add_argument("--rerun", action="store_true", help="run replicates that finished before again")
+    parser.add_argument("--repo", type=Path, help="where docs/findings.json and README.md are (default: the project)")
+    parser.add_argument("--write", action="store_true", help="also replace the README's findings region")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    project = args.project.resolve()
+    if args.parallel < 1:
+        print(f"error: --parallel: expected a positive integer, got {args.parallel}", file=sys.stderr)
+        return 2
+    if args.threads is not None:
+        from thinkalike.threads import thread_policy
+
+        try:
+            thread_policy(args.threads)
+        except ValueError as error:
+            print(f"error: --threads: {error}", file=sys.stderr)
+            return 2
+    try:
+        count = args.count if args.count is not None else replicate_count(project, args.env)
+        if count < 1:
+            raise ValueError(f"--count: expected a positive integer, got {count}")
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    workdir = (args.workdir or project / DEFAULT_WORKDIR).resolve()
+    records = run_replicates(project, workdir, args.env, count, args.parallel, args.threads, args.rerun)
+    failed = [r["replicate"] for r in records if r.get("returncode") != 0]
+    if failed:
+        print(f"error: replicate(s) {failed} failed; their logs: "
+              + ", ".join(str(replicate_folder(workdir, r) / 'run.log') for r in failed), file=sys.stderr)
+        return 1
+    from thinkalike.reports.findings_cli import write_replicate_findings
+
+    return write_replicate_findings([replicate_folder(workdir, r["replicate"]) for r in records], args.env,
+                                    (args.repo or project).resolve(), args.write, records=records)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
