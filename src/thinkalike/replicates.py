@@ -102,8 +102,7 @@ def kedro_command(env: str, replicate: int, resume: bool) -> list[str]:
 def run_replicate(project: Path, workdir: Path, env: str, replicate: int, threads: str | None) -> dict[str, Any]:
     """One replicate's ``kedro run`` in its folder (log: ``run.log`` there); its record, also saved as
     ``replicate.json`` when it succeeded."""
-    from thinkalike.io.atomic import atomic_write_text
-    from thinkalike.reports.findings_cli import git_state
+    from thinkalike.provenance import git_state, write_text_atomically
 
     folder = replicate_folder(workdir, replicate)
     resume = (folder / "data").exists()
@@ -121,7 +120,7 @@ def run_replicate(project: Path, workdir: Path, env: str, replicate: int, thread
               "finished_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command[1:],
               "threads": threads or os.environ.get(THREADS_VARIABLE), **git_state(project)}
     if returncode == 0:
-        atomic_write_text(folder / MARKER, json.dumps(record, indent=1) + "\n")
+        write_text_atomically(folder / MARKER, json.dumps(record, indent=1) + "\n")
     logger.info("replicate %d: %s after %.0f s", replicate, "done" if returncode == 0 else f"failed ({returncode})",
                 record["seconds"])
     return record

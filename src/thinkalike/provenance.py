@@ -1,0 +1,29 @@
+"""Where saved results come from, and writing them safely (no Kedro): the git commit of a work tree, and a text
+file written through a temporary file and a rename so that it is never left half-written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+
+def git_state(root: Path) -> dict[str, Any]:
+    """The commit checked out at ``root`` and whether the files under ``src/`` and ``conf/base/`` differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+
+    try:
+        return {"git_commit": git("rev-parse", "HEAD").strip(),
+                "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", "src", "conf/base").strip())}
+    except (OSError, subprocess.CalledProcessError):
+        return {"git_commit": None, "git_dirty": None}
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """``text`` to ``path`` through a temporary file beside it and a rename: never half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
