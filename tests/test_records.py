@@ -109,3 +109,18 @@ def test_each_pipelines_outputs_are_logged_as_before():
 def test_a_rule_says_what_it_matches():
     assert all(isinstance(rule, OutputRule) and rule.description for rule in OUTPUT_RULES)
     assert OUTPUT_RULES[:len(GENERIC_RULES)] == GENERIC_RULES
+
+
+def test_a_runs_claims_become_metrics_named_claim_id():
+    """The report's ``run_claims`` reach MLflow as one metric per claim, ``claim.<id>`` = its margin (undecided ones
+    left out), and as ``reports/claims.json``."""
+    from thinkalike.tracking import DeferredRecorder
+
+    recorder = DeferredRecorder()
+    claims = {"claims": [{"id": "cka.solu_gelu_below_replicas", "margin": 0.021},
+                         {"id": "nli.stitching_groups_diverge", "margin": -0.3},
+                         {"id": "mlem.runner_up.x", "margin": None}]}
+    record_saved_output(recorder, "run_claims", claims)
+    metrics = [args[0] for name, args in recorder.calls if name == "log_metrics"]
+    assert metrics == [{"claim.cka.solu_gelu_below_replicas": 0.021, "claim.nli.stitching_groups_diverge": -0.3}]
+    assert [args[1] for name, args in recorder.calls if name == "log_text"] == ["reports/claims.json"]

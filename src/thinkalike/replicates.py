@@ -16,10 +16,15 @@ the claims, each with one margin per replicate and its status; ``--write`` also 
 which states only the claims that hold in every replicate (numbers as ranges over replicates). An MLflow run named
 ``replicates`` gets each claim's status (``claim.<id>.holds``: 1 or 0) and smallest margin.
 
-``--threads T`` runs with ``THINKALIKE_THREADS=T`` (a round-off replicate: the same seeds, other float round-off).
+``--set-env KEY=VALUE`` (repeatable) runs with that environment variable: a *round-off replicate* keeps replicate 0's
+seeds and changes only float round-off, standing in for another CPU. Thread counts do not do that here (a training
+loop at 1 and 2 threads gave bit-identical weights: torch splits its GEMMs over rows, not over the sums); other
+kernels do: ``ATEN_CPU_CAPABILITY=avx2`` (torch's own vectorised kernels for an AVX2 machine instead of AVX-512) with
+``MKL_CBWR=COMPATIBLE`` (MKL's GEMMs in their portable code path) — what a run on another x86 CPU gets.
 
     python -m thinkalike.replicates --write                 # k = 3: about 3 × the default run (README)
-    python -m thinkalike.replicates --count 1 --threads 2 --workdir data/roundoff   # round-off stand-in
+    python -m thinkalike.replicates --count 1 --workdir data/roundoff \
+        --set-env ATEN_CPU_CAPABILITY=avx2 --set-env MKL_CBWR=COMPATIBLE          # round-off stand-in
     python -m thinkalike.reports.findings_cli --replicates data/replicates --write  # docs again, from saved outputs
 """
 
@@ -47,7 +52,6 @@ ENV = "replicates"
 DEFAULT_WORKDIR = Path("data/replicates")
 RUNNER = "thinkalike.runners.DaskRunner"
 MARKER = "replicate.json"
-THREADS_VARIABLE = "THINKALIKE_THREADS"
 
 
 def replicate_count(project: Path, env: str) -> int:
@@ -99,7 +103,8 @@ def kedro_command(env: str, replicate: int, resume: bool) -> list[str]:
     return command + (["--only-missing-outputs"] if resume else [])
 
 
-def run_replicate(project: Path, workdir: Path, env: str, replicate: int, threads: str | None) -> dict[str, Any]:
+def run_replicate(project: Path, workdir: Path, env: str, replicate: int,
+                  extra_environment: dict[str, str]) -> dict[str, Any]:
     """One replicate's ``kedro run`` in its folder (log: ``run.log`` there); its record, also saved as
     ``replicate.json`` when it succeeded."""
     from thinkalike.provenance import git_state, write_text_atomically
@@ -108,17 +113,16 @@ def run_replicate(project: Path, workdir: Path, env: str, replicate: int, thread
     resume = (folder / "data").exists()
     prepare_project(project, folder)
     command = kedro_command(env, replicate, resume)
-    environment = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    if threads is not None:
-        environment[THREADS_VARIABLE] = threads
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", **extra_environment}
+    settings = " ".join(f"{key}={value}" for key, value in extra_environment.items())
     logger.info("replicate %d: %s in %s%s (log: %s)", replicate, "resuming" if resume else "running", folder,
-                f", {THREADS_VARIABLE}={threads}" if threads else "", folder / "run.log")
+                f" with {settings}" if settings else "", folder / "run.log")
     started = time.perf_counter()
     with open(folder / "run.log", "a") as log:
         returncode = subprocess.run(command, cwd=folder, env=environment, stdout=log, stderr=subprocess.STDOUT).returncode
     record = {"replicate": replicate, "returncode": returncode, "seconds": round(time.perf_counter() - started, 1),
               "finished_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command[1:],
-              "threads": threads or os.environ.get(THREADS_VARIABLE), **git_state(project)}
+              "environment": extra_environment, **git_state(project)}
     if returncode == 0:
         write_text_atomically(folder / MARKER, json.dumps(record, indent=1) + "\n")
     logger.info("replicate %d: %s after %.0f s", replicate, "done" if returncode == 0 else f"failed ({returncode})",
@@ -126,8 +130,8 @@ def run_replicate(project: Path, workdir: Path, env: str, replicate: int, thread
     return record
 
 
-def run_replicates(project: Path, workdir: Path, env: str, count: int, parallel: int, threads: str | None,
-                   rerun: bool) -> list[dict[str, Any]]:
+def run_replicates(project: Path, workdir: Path, env: str, count: int, parallel: int,
+                   extra_environment: dict[str, str], rerun: bool) -> list[dict[str, Any]]:
     """Replicates 0 … count − 1 (those finished before reused unless ``rerun``), ``parallel`` at a time."""
     records: dict[int, dict[str, Any]] = {}
     todo = []
@@ -147,9 +151,20 @@ def run_replicates(project: Path, workdir: Path, env: str, count: int, parallel:
         logger.info("running %d replicate(s) of the default run, %d at a time: each takes about as long as the default "
                     "run (README: about 9–10 min on 2 cores)", len(todo), parallel)
     with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-        for record in pool.map(lambda r: run_replicate(project, workdir, env, r, threads), todo):
+        for record in pool.map(lambda r: run_replicate(project, workdir, env, r, extra_environment), todo):
             records[record["replicate"]] = record
     return [records[r] for r in range(count)]
+
+
+def environment_settings(pairs: Sequence[str]) -> dict[str, str]:
+    """``["KEY=VALUE", …]`` as a dict; a ``ValueError`` naming the first that is not ``KEY=VALUE``."""
+    settings = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip() or not key.replace("_", "").isalnum():
+            raise ValueError(f"expected KEY=VALUE, got {pair!r}")
+        settings[key.strip()] = value
+    return settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--count", type=int, help="replicates (default: replicates.count of the environment)")
     parser.add_argument("--workdir", type=Path, help=f"where the replicates' projects go (default: {DEFAULT_WORKDIR})")
     parser.add_argument("--parallel", type=int, default=1, help="replicates run at once (default 1)")
-    parser.add_argument("--threads", help=f"{THREADS_VARIABLE} for the runs (a round-off replicate)")
+    parser.add_argument("--set-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="an environment variable for the runs (repeatable; a round-off replicate)")
     parser.add_argument("--rerun", action="store_true", help="run replicates that finished before again")
     parser.add_argument("--repo", type=Path, help="where docs/findings.json and README.md are (default: the project)")
     parser.add_argument("--write", action="store_true", help="also replace the README's findings region")
@@ -170,14 +186,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.parallel < 1:
         print(f"error: --parallel: expected a positive integer, got {args.parallel}", file=sys.stderr)
         return 2
-    if args.threads is not None:
-        from thinkalike.threads import thread_policy
-
-        try:
-            thread_policy(args.threads)
-        except ValueError as error:
-            print(f"error: --threads: {error}", file=sys.stderr)
-            return 2
+    try:
+        extra_environment = environment_settings(args.set_env)
+    except ValueError as error:
+        print(f"error: --set-env: {error}", file=sys.stderr)
+        return 2
     try:
         count = args.count if args.count is not None else replicate_count(project, args.env)
         if count < 1:
@@ -186,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     workdir = (args.workdir or project / DEFAULT_WORKDIR).resolve()
-    records = run_replicates(project, workdir, args.env, count, args.parallel, args.threads, args.rerun)
+    records = run_replicates(project, workdir, args.env, count, args.parallel, extra_environment, args.rerun)
     failed = [r["replicate"] for r in records if r.get("returncode") != 0]
     if failed:
         print(f"error: replicate(s) {failed} failed; their logs: "

@@ -14,9 +14,11 @@ from thinkalike.reports.findings import (
     END_MARKER,
     START_MARKER,
     collect_errors,
+    claims_of,
     collect_findings,
     missing_tables,
     readme_region,
+    render_document,
     render_findings,
 )
 from thinkalike.reports.findings_cli import load_tables, main, open_catalog
@@ -55,31 +57,30 @@ def test_the_tiny_run_gives_finite_numbers_that_the_text_quotes(tables):
                                         "report"}
     assert f"— {format_seconds(timing['total_seconds'])} in all (measured {timing['date']}" in text
     assert f"zoo of 2 models {format_seconds(timing['pipelines']['zoo']['seconds'])}" in text
+    # every claim's sentence is in the text exactly when it holds in this run (one run: no "varies" list)
+    claims = claims_of(findings)
+    assert claims and len({c.id for c in claims}) == len(claims)
+    for claim in claims:
+        if claim.group is None:
+            assert (claim.text.rstrip(".")[1:] in text) == claim.holds, claim.id
 
     cka = findings["cka"]
     assert cka["n_pairs"] == 3 and _finite(*cka["n_tokens"])
-    assert f"What the default run finds (special tokens excluded, {int(cka['n_tokens'][0]):,} tokens)." in text
 
     stitching = findings["stitching"]
     assert stitching["grid"] == "diagonal" and stitching["n_stitches"] == 18 and stitching["n_trained"] == 9
     assert _finite(*stitching["self"]["span"]) and stitching["self"]["identity_max_abs"] == 0
-    low, high = stitching["self"]["span"]
-    signed = lambda value: f"{value:+.3f}".replace("-", "\u2212")  # noqa: E731
-    assert f"Self-stitching floors are {signed(low)} to {signed(high)}" in text
-    assert "No SoLU/GeLU pair with different seeds was stitched." in text  # the tiny zoo has none
+    assert not any(c.id.startswith("stitching.asymmetry.") for c in claims)  # the tiny zoo has no SoLU/GeLU pair
 
     mlem = findings["mlem"]
     assert mlem["n_models"] == 2 and _finite(*mlem["spearman"])
-    assert f"{mlem['spearman'][0]:.2f}–{mlem['spearman'][1]:.2f} over the 2 models" in text
 
     keep = findings["embedding"]["keep_k"]
     assert keep["V"] == tables["corpus_statistics"]["vocab_size"] and _finite(*keep["small_transpose"])
-    assert f"Embedding space (V = {keep['V']})." in text
 
     nli = findings["nli"]
     assert nli["n_copies"] == 4 and _finite(*nli["test"], *nli["ood_non_entailed"])
-    assert f"{nli['n_copies']} copies of one 2-layer encoder" in text
-    assert f"The copies score {nli['test'][0]:.3f}–{nli['test'][1]:.3f} in distribution" in text
+    assert [c.id for c in claims if c.id.startswith("nli.test_")] == ["nli.test_below_rule", "nli.test_above_rule"]
     assert nli["stitching"]["layers"] == [0, 1, 2] and all(
         _finite(*values) for values in nli["stitching"]["curves"].values())
 
@@ -91,9 +92,10 @@ def test_a_pipeline_that_did_not_run_is_said_so(tables):
     assert missing_tables(findings) == ["models.nli.groups", "scaling_summary", "stitching_penalties"]
     text = render_findings(findings).replace("\n", " ")
     assert "Stitching: not in these outputs (no `stitching_penalties`: the pipeline was not run)." in text
-    assert "NLI (Brown et al. §4 offline): not in these outputs (no `models.nli.groups`: the pipeline was not run)." \
+    assert "NLI (Brown et al. §4, offline): not in these outputs (no `models.nli.groups`: the pipeline was not run)." \
         in text
-    assert "MLEM (word level" in text  # the others are unaffected
+    assert "**MLEM.** " in text  # the others are unaffected
+    assert {c.id.split(".")[0] for c in claims_of(findings)} >= {"mlem", "embedding"}
 
 
 def test_the_command_writes_the_json_and_the_readme_region(tiny_project, tmp_path, capsys):
@@ -107,7 +109,32 @@ def test_the_command_writes_the_json_and_the_readme_region(tiny_project, tmp_pat
     assert main(["--project", str(project), "--env", "test", "--repo", str(repo), "--write"]) == 0
     document = json.loads((repo / "docs" / "findings.json").read_text())
     assert len(document["source_digest"]) == 64 and "generated_at" in document
+    assert len(document["replicates"]) == 1 and {c["status"] for c in document["claims"]} == {"holds"}
     readme = (repo / "README.md").read_text()
-    assert readme_region(readme) == render_findings(document)
+    assert readme_region(readme) == render_document(document)
     assert readme.startswith("# Project\n\n") and readme.endswith(f"{END_MARKER}\n\n## After\n")
     assert "wrote " in capsys.readouterr().out
+
+
+def test_the_claims_command_prints_the_latest_runs_claims_and_checks_them(tiny_project, tmp_path, capsys):
+    """``findings_cli --claims``: every claim of the run with its margin, in the shape docs/findings.json lists them;
+    ``--check`` compares them with a committed document (here: made from this very run, so every claim holds)."""
+    project, _ = tiny_project
+    assert main(["--project", str(project), "--env", "test", "--claims"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    claims = printed["claims"]
+    assert set(printed) == {"claims"} and claims
+    assert {"id", "text", "template", "margin", "values"} <= set(claims[0])
+    again = [c.as_json() for c in claims_of(collect_findings(load_tables(*open_catalog(project, "test"))))]
+    assert [c["id"] for c in claims] == [c["id"] for c in again]  # stable ids: the same run, the same claims
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    committed = {"claims": [{**c, "status": "holds" if c["margin"] is not None and c["margin"] > 0 else "mixed"}
+                            for c in claims]}
+    (repo / "docs" / "findings.json").write_text(json.dumps(committed))
+    assert main(["--project", str(project), "--env", "test", "--claims", "--check", "--repo", str(repo)]) == 0
+    # a committed claim that does not hold in this run fails the check (both directions of a comparison are claims,
+    # so a run always has some that do not hold)
+    failing = next(c for c in claims if not (c["margin"] is not None and c["margin"] > 0))
+    (repo / "docs" / "findings.json").write_text(json.dumps({"claims": [{**failing, "status": "holds"}]}))
+    assert main(["--project", str(project), "--env", "test", "--claims", "--check", "--repo", str(repo)]) == 1

@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -21,8 +20,11 @@ from thinkalike.reports.findings import (
     END_MARKER,
     REGENERATE,
     START_MARKER,
+    claims_of,
     collect_findings,
+    findings_document,
     readme_region,
+    render_document,
     render_findings,
     replace_region,
     source_digest,
@@ -31,11 +33,10 @@ from thinkalike.timings import most_at_once
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS_JSON = ROOT / "docs" / "findings.json"
-SKIP_DIGEST = "THINKALIKE_SKIP_FINDINGS_DIGEST"
 NOT_GENERATED = f"docs/findings.json is not generated yet — {REGENERATE}"
 
 
-# --------------------------------------------------------------------------- (a), (b): the committed findings
+# --------------------------------------------------------------------------- (a): the committed findings
 
 
 def _document() -> dict:
@@ -48,21 +49,26 @@ def test_readme_region_is_what_findings_json_renders_to():
     document = _document()
     region = readme_region((ROOT / "README.md").read_text(encoding="utf-8"))
     assert region is not None, f"README.md has no {START_MARKER} … {END_MARKER} region: {REGENERATE}"
-    assert region == render_findings(document), (
+    assert region == render_document(document), (
         "the README findings differ from what docs/findings.json renders to (hand-edited, or the renderer "
         f"changed): {REGENERATE}")
 
 
-def test_findings_json_comes_from_the_current_code():
-    """Skipped only when THINKALIKE_SKIP_FINDINGS_DIGEST=1 (development between default runs)."""
+def test_findings_json_holds_claims_with_a_margin_per_replicate_and_a_status():
     document = _document()
-    if os.environ.get(SKIP_DIGEST) == "1":
-        pytest.skip(f"{SKIP_DIGEST}=1: the findings' source digest is not checked")
-    current = source_digest(ROOT)
-    assert document.get("source_digest") == current, (
-        f"docs/findings.json was generated from other code or configuration (digest "
-        f"{str(document.get('source_digest'))[:12]}, commit {str(document.get('git_commit'))[:12]}) than the "
-        f"tracked files under src/ and conf/base/ now ({current[:12]}): {REGENERATE}")
+    replicates = document["replicates"]
+    assert len(replicates) >= 3 and document["git_commit"] and document["command"]
+    claims = document["claims"]
+    assert len({c["id"] for c in claims}) == len(claims)
+    for claim in claims:
+        assert len(claim["margin"]) == len(replicates)
+        holds_everywhere = all(m is not None and m > 0 for m in claim["margin"])
+        assert claim["status"] == ("holds" if holds_everywhere else "mixed"), claim["id"]
+        assert any(m is not None and m > 0 for m in claim["margin"])  # stated somewhere
+    # the claims are those of each replicate's own findings, recomputed here from the committed numbers
+    again = findings_document([r["findings"] for r in replicates], [r["run"] for r in replicates])["claims"]
+    assert [(c["id"], c["margin"], c["status"]) for c in again] == \
+        [(c["id"], c["margin"], c["status"]) for c in claims]
 
 
 # --------------------------------------------------------------------------- tables shaped like the default run's
@@ -325,52 +331,36 @@ def _numbers(value) -> list:
     return [value] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
 
 
-def test_default_shaped_outputs_fill_every_paragraph():
+SECTIONS = {"zoo", "timing", "cka", "stitching", "mlem", "embedding", "nli", "scaling", "measures"}
+
+
+def test_default_shaped_outputs_give_claims_in_every_section():
     findings = collect_findings(default_shaped_tables())
+    claims = claims_of(findings)
+    assert {c.id.split(".")[0] for c in claims} == SECTIONS
+    assert len({c.id for c in claims}) == len(claims)
+    assert all(math.isfinite(n) for n in _numbers(findings))
     text = render_findings(findings)
     assert "not in these outputs" not in text and "n/a" not in text, text
-    assert all(math.isfinite(n) for n in _numbers(findings))
     round_trip = json.loads(json.dumps(findings, sort_keys=True))
     assert text == render_findings(round_trip), "rendering must not depend on a JSON round trip or the key order"
+    assert [c.as_json() for c in claims] == [c.as_json() for c in claims_of(round_trip)]
     paragraphs = [p.replace("\n", " ") for p in text.strip().split("\n\n")]
-    assert len(paragraphs) == 10  # note, timing, CKA, stitching, MLEM, embedding, NLI, scaling, measures, guide
-    assert paragraphs[1].startswith("The default run (measured on ")
-    assert paragraphs[2].startswith("What the default run finds (special tokens excluded, 3,313 tokens). CKA: ")
-    for start in ("Stitching (diagonal layers; φ trained for 150 SGD steps of 1,024 tokens on the corpus's training "
-                  "sequences, 74,688 tokens", "MLEM (word level: 1,000 words",
-                  "Embedding space (V = 394).", "NLI (Brown et al. §4 offline; 200 training pairs",
-                  "Scaling family (Brown et al. §5; 5 GPT-NeoX sizes, `neox_2l` … `neox_8l`"):
-        assert any(p.startswith(start) for p in paragraphs), start
-    timing = paragraphs[1]
+    assert paragraphs[1].startswith("**One run** (") and paragraphs[2].startswith("The default run (measured on ")
+    for title in ("The zoo", "Run time", "CKA", "Stitching", "MLEM", "Embedding space", "NLI (Brown et al. §4, offline)",
+                  "Scaling family (Brown et al. §5)", "Measures beyond CKA"):
+        assert any(p.startswith(f"**{title}.** ") for p in paragraphs), title
+    timing = paragraphs[2]
     assert "a SoLU with GeLU's seed as a control, 3 2-layer and 3 4-layer GeLU seed replicas" in timing
     assert "zoo of 18 models" in timing and ("a GPT-NeoX family of 5 sizes of which `neox_6l` has head dimension 40 "
                                              "(and `neox_6l_twin`, its twin of head dimension 16)") \
-        in timing and "every model at least 41 % below" in timing and "10 copies 2 min 23 s" in timing
+        in timing and "10 copies 2 min 23 s" in timing
     assert "stitching (111 stitches, 74 of them trained on 74,688 tokens) 4 min 43 s" in timing
     assert "identity stitching of 90 ordered pairs" in timing and "CKA of 27 pairs" in timing
-    assert render_findings(findings) == text
-    assert "Early layers across scale (inconclusive;" in paragraphs[7]  # means above the band, some pairs below
-    measures = paragraphs[8]
-    assert measures.startswith("Measures beyond CKA (11 measures on 512 rows per pair).")
-    assert "by 10 of 11 measures" in measures and "not by `rsa`" in measures
-    assert "at most 62 % of its variance (`gelu_2l`, layer 2); 1 of 6 layers are above one half" in measures
-    assert "standardising every dimension by at most 0.30" in measures and "(20 shuffles" in measures
-    assert ("monotonicity within the 14 models compared with themselves (Spearman of alikeness against layer "
-            "distance; chance 0) is highest for `cka` (0.90) and lowest for `linear_predictivity` (0.40)") in measures
-    assert "chance 0.50) is 1 for 10 of 11 measures, lowest for `rsa` (0.70)" in measures
-    guide = paragraphs[9]
-    assert guide.startswith("**Which measure to trust for what** (from `measure_grounding`")
-    # monotonicity 0.9 − 0.05·i passes ρ ≥ 0.7 for the first five measures only
-    assert "to follow a model's layers in order (layer monotonicity ρ ≥ 0.7): `cka`, `procrustes`, " \
-           "`angular_shape`, `mean_cca` and `svcca`; not `pwcca` (0.65)" in guide
-    assert "to register the loss of a layer's main directions (ρ ≥ 0.7 as the top 1 … 5 principal components " \
-           "go): " in guide and "not `mean_cca` (0.30)" in guide
-    assert "not `procrustes` (+0.45) and `mean_cca` (+0.45)" in guide or "not `mean_cca` (+0.45) and " \
-           "`procrustes` (+0.45)" in guide
-    assert "to tell a trained model from an untrained one (average precision ≥ 0.99 over 3 trained-vs-untrained " \
-           "pairs; chance 0.50): " in guide and "not `knn_jaccard` (0.60)" in guide
-    # procrustes fails the permuted null, mean_cca the sensitivity, the rest monotonicity or one ranking
-    assert guide.endswith("Every test: `cka`, `angular_shape` and `svcca`.")
+    # a single run states only what holds in it, and nothing as varying
+    assert "Not findings" not in text
+    held = [c for c in claims if c.holds]
+    assert held and all(c.margin > 0 for c in held)
 
 
 def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():
@@ -393,35 +383,57 @@ def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():
     assert "DaskRunner`, 3 worker processes: a pipeline's" in _words(collect_findings(tables))
 
 
-def test_the_timing_paragraph_says_whether_the_run_kept_its_10_minute_budget():
+def _claim(findings: dict, claim_id: str):
+    return next(c for c in claims_of(findings) if c.id == claim_id)
+
+
+def test_the_run_time_claim_says_whether_the_run_kept_its_10_minute_budget():
     tables = default_shaped_tables()
     timings = tables["run_timings"]
-    for run_seconds, verdict in ((600.0, "within its 10-minute budget"), (600.5, "over its 10-minute budget"),
-                                 (547.8, "within its 10-minute budget")):
+    for run_seconds, within in ((599.5, True), (600.5, False), (547.8, True)):
         timings["run_seconds"] = run_seconds
-        text = _words(collect_findings(tables))
-        assert "in all (measured" in text and f"): {verdict}." in text, (run_seconds, verdict)
+        claim = _claim(collect_findings(tables), "timing.within_budget")
+        assert claim.holds == within and claim.margin == pytest.approx((600 - run_seconds) / 60), run_seconds
+        assert "within its 10-minute budget" in claim.text
+        assert ("within its 10-minute budget" in _words(collect_findings(tables))) == within
 
 
-def test_the_numbers_in_the_text_are_the_collected_ones():
+def test_the_numbers_in_the_claims_are_the_collected_ones():
     tables = default_shaped_tables(seed=3)
     findings = collect_findings(tables)
-    text = _words(findings)
     distances = tables["cka_distances"].set_index(["model_a", "model_b"])
     control = distances.loc[("solu_2l_shared_seed", "gelu_2l")]
-    assert f"gives {control['mean_matched_cka']:.2f} (distance {control['arccos_distance']:.2f})" in text
-    groups = tables["models.nli.groups"]
-    low, high = groups["test_accuracy"].min(), groups["test_accuracy"].max()
-    assert f"The copies score {low:.3f}–{high:.3f} in distribution" in text
-    trained = tables["mlem_profiles"][tables["mlem_profiles"]["model"] != "gelu_2l_untrained"]
-    spearman = trained.groupby(["model", "layer"])["spearman_heldout"].first()
-    assert f"{spearman.min():.2f}–{spearman.max():.2f} over the 18 models — below the > 0.7" in text
-    assert ("Untrained control (a zoo model's initialisation, left out above): `gelu_2l_untrained` 0.05–0.07."
-            in text)
-    layers = tables["mlem_profiles"].groupby("model")["layer"].nunique().sum()  # every fitted layer, control too
-    assert f"MLEM of 18 models and 1 untrained control ({layers} layers in all)" in text
-    assert "`mamba_2l`'s last layer switches to the word's syntactic role (0.41, part of speech 0.30)" in text
-    assert "it is the odd one out of the feature-based similarity (weighted τ −0.50 on average" in text
+    raises = _claim(findings, "cka.shared_init_raises")
+    assert raises.values["control"] == pytest.approx(control["mean_matched_cka"], abs=1e-6)
+    assert f"({control['mean_matched_cka']:.2f})" in raises.text
+    solu_gelu = [distances.loc[pair, "mean_matched_cka"] for pair in (("solu_2l", "gelu_2l"), ("solu_3l", "gelu_3l"))]
+    replicas = [distances.loc[pair, "mean_matched_cka"] for pair in (("gelu_2l", "gelu_2l_seed1"),
+                                                                     ("gelu_2l", "gelu_2l_seed2"),
+                                                                     ("gelu_2l_seed1", "gelu_2l_seed2"))]
+    below = _claim(findings, "cka.solu_gelu_below_replicas")
+    above = _claim(findings, "cka.solu_gelu_above_replicas")
+    assert below.margin == pytest.approx(min(replicas) - max(solu_gelu), abs=1e-5)
+    assert above.margin == pytest.approx(min(solu_gelu) - max(replicas), abs=1e-5)
+    assert not (below.holds and above.holds)
+    zoo = _claim(findings, "zoo.beats_unigram_margin")
+    assert zoo.margin == pytest.approx(tables["zoo_summary"]["improvement"].min() - 0.3, abs=1e-5)
+
+
+def test_which_gpt_neox_member_is_closest_is_one_claim_per_member():
+    def planted(scores: dict) -> dict:
+        members = [{"model": m, "cka": v, "distance": 1 - v, "head_dim": 16} for m, v in scores.items()]
+        return {"cka": {"solu_gelu": [], "replicas": [], "control": [],
+                        "neox": {"reference": "neox_8l", "members": members, "odd": ["neox_6l"]}}}
+
+    first = planted({"neox_2l": 0.80, "neox_4l": 0.88, "neox_6l": 0.86})
+    second = planted({"neox_2l": 0.90, "neox_4l": 0.70, "neox_6l": 0.86})
+    for findings, closest, furthest in ((first, "neox_4l", "neox_2l"), (second, "neox_2l", "neox_4l")):
+        claims = claims_of(findings)
+        assert [c.id for c in claims] == [c.id for c in claims_of(first)]  # the same ids whichever way it goes
+        held = {c.id for c in claims if c.holds}
+        assert held == {f"cka.neox_closest.{closest}", f"cka.neox_furthest.{furthest}"}
+    assert _claim(first, "cka.neox_closest.neox_4l").margin == pytest.approx(0.02)
+    assert "`neox_6l` (odd head size)" in _claim(first, "cka.neox_closest.neox_6l").text
 
 
 def test_paragraphs_are_wrapped_without_starting_a_line_with_a_markdown_block_marker():
@@ -434,11 +446,14 @@ def test_paragraphs_are_wrapped_without_starting_a_line_with_a_markdown_block_ma
     assert wrap(" ".join(["w"] * 60)).replace("\n", " ") == " ".join(["w"] * 60)
 
 
+def _held(findings: dict) -> set[str]:
+    return {c.id for c in claims_of(findings) if c.holds}
+
+
 def test_stitching_asymmetry_is_measured_against_the_self_floor():
-    text = _words(collect_findings(default_shaped_tables(asymmetry=0.08)))
-    assert ("Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at every layer, "
-            "with both φ kinds and at both depths — the asymmetry Brown et al. report") in text
-    assert "The same-seed control keeps the asymmetry" in text
+    held = _held(collect_findings(default_shaped_tables(asymmetry=0.08)))
+    assert {"stitching.asymmetry.every_cell", "stitching.control_asymmetry.every_cell"} <= held
+    assert "stitching.asymmetry.no_cell" not in held
     # the same raw penalties with GeLU's floors raised above SoLU's: over the floors the asymmetry reverses
     tables = default_shaped_tables(asymmetry=0.08)
     penalties = tables["stitching_penalties"]
@@ -446,9 +461,11 @@ def test_stitching_asymmetry_is_measured_against_the_self_floor():
         (penalties["stitch"] != "identity")
     for column in ("penalty", "ci_low", "ci_high"):
         penalties.loc[gelu_self, column] += 0.2
-    text = _words(collect_findings(tables))
-    assert "cost no more than GeLU's into SoLU at any of 14 layer cells — not the asymmetry Brown et al. report" in text
-    assert "The same-seed control loses the asymmetry" in text
+    reversed_ = collect_findings(tables)
+    held = _held(reversed_)
+    assert "stitching.asymmetry.no_cell" in held and "stitching.asymmetry.every_cell" not in held
+    assert "stitching.control_asymmetry.every_cell" not in held
+    assert "not the asymmetry Brown et al. report" in _words(reversed_)
 
 
 def test_several_phi_seeds_per_stitch_are_averaged():
@@ -459,63 +476,50 @@ def test_several_phi_seeds_per_stitch_are_averaged():
     tables["stitching_penalties"] = twice
     findings = collect_findings(tables)
     assert findings["stitching"]["n_stitches"] == len(penalties) and findings["stitching"]["phi_seeds"] == 2
-    assert "2 φ seeds each (averaged)" in _words(findings)
-
-
-def test_phi_seed_columns_and_scored_targets_are_reported():
-    tables = default_shaped_tables()
-    penalties = tables["stitching_penalties"]
-    trained = penalties["stitch"] != "identity"
-    penalties["n_phi_seeds"] = np.where(trained, 3, 1)
-    penalties["penalty_seed_min"] = penalties["penalty"] - np.where(trained, 0.004, 0.0)
-    penalties["penalty_seed_max"] = penalties["penalty"] + np.where(trained, 0.003, 0.0)
-    penalties["penalty_seed_std"] = np.where(trained, 0.003, 0.0)
-    penalties["n_targets"] = 2457
-    penalties["exclude_special_targets"] = True
-    text = _words(collect_findings(tables))
-    assert ("74,688 tokens, 3 φ seeds per stitch (penalties are the first seed's; across seeds a penalty varies by "
-            "up to 0.007), and evaluated on 39 held-out sequences, 2,496 tokens (2,457 scored targets, special tokens "
-            "excluded);") in text
+    assert _held(findings) == _held(collect_findings(default_shaped_tables()))  # 0.002 decides nothing here
 
 
 def test_nli_verdicts_follow_the_numbers():
     tables = default_shaped_tables()
-    text = _words(collect_findings(tables))
-    assert "costs more accuracy the deeper it is for every relation" in text
-    assert "the groups do not diverge as Brown et al. found" in text
-    assert "CKA does not separate the groups either" in text
-    assert "every copy answers \"entailed\" to most of them" in text
-    assert "highest on relative clauses" in text and "lowest on prepositional phrases" in text
+    held = _held(collect_findings(tables))
+    assert {f"nli.stitching_deeper_costs_more.{r}" for r in ("between", "within_generalizing", "within_heuristic")} \
+        <= held
+    assert {"nli.stitching_groups_do_not_diverge", "nli.cka_does_not_separate_groups", "nli.ood_said_entailed_majority",
+            "nli.subcase_highest.relative_clause", "nli.subcase_lowest.preposition"} <= held
+    assert "nli.stitching_groups_diverge" not in held
     by_group = tables["models.nli.stitching_groups"]
     between = (by_group["relation"] == "between") & (by_group["data"] == "test") & (by_group["layer"] >= 3)
     for column in ("mean_penalty", "ci_low", "ci_high"):
         by_group.loc[between, column] += 0.3
-    text = _words(collect_findings(tables))
-    assert "at layer(s) 3 and 4 stitching *between* the groups is worse than within both with separated intervals: " \
-           "the groups diverge there" in text
+    held = _held(collect_findings(tables))
+    assert "nli.stitching_groups_diverge" in held and "nli.stitching_groups_do_not_diverge" not in held
 
 
 def test_mlem_comparison_with_the_paper_follows_the_numbers():
     tables = default_shaped_tables()
+    assert "mlem.spearman_below_paper" in _held(collect_findings(tables))
     tables["mlem_profiles"].loc[tables["mlem_profiles"]["model"] == "neox_8l", "spearman_heldout"] = 0.75
-    text = _words(collect_findings(tables))
-    assert "reaching the > 0.7 the paper reports on BERT, GPT-2 and Mamba only at its top" in text
+    held = _held(collect_findings(tables))
+    assert "mlem.spearman_reaches_paper" in held and "mlem.spearman_below_paper" not in held
 
 
 @pytest.mark.parametrize("table, sentence", [
-    ("stitching_penalties", "Stitching: not in these outputs (no `stitching_penalties`: the pipeline was not run)."),
-    ("cka_distances", "CKA: not in these outputs (no `cka_distances`: the pipeline was not run)."),
-    ("mlem_profiles", "MLEM: not in these outputs (no `mlem_profiles`: the pipeline was not run)."),
-    ("embedding_keep_k", "keep-k: not in these outputs (no `embedding_keep_k`: the pipeline was not run)."),
-    ("models.nli.groups", "NLI (Brown et al. §4 offline): not in these outputs (no `models.nli.groups`: the "
+    ("stitching_penalties", "**Stitching.** Stitching: not in these outputs (no `stitching_penalties`: the pipeline was "
+                            "not run)."),
+    ("cka_distances", "**CKA.** CKA: not in these outputs (no `cka_distances`: the pipeline was not run)."),
+    ("mlem_profiles", "**MLEM.** MLEM: not in these outputs (no `mlem_profiles`: the pipeline was not run)."),
+    ("models.nli.groups", "NLI (Brown et al. §4, offline): not in these outputs (no `models.nli.groups`: the "
                           "pipeline was not run)."),
     ("run_timings", ": no `run_timings` table in these outputs, so no timings."),
 ])
 def test_a_missing_table_says_its_pipeline_was_not_run(table, sentence):
     tables = default_shaped_tables()
     del tables[table]
-    text = _words(collect_findings(tables))
-    assert sentence in text
+    findings = collect_findings(tables)
+    assert sentence in _words(findings)
+    section = {"stitching_penalties": "stitching.", "cka_distances": "cka.", "mlem_profiles": "mlem.",
+               "models.nli.groups": "nli.", "run_timings": "timing."}[table]
+    assert not any(c.id.startswith(section) for c in claims_of(findings))
 
 
 def test_a_table_without_the_columns_it_needs_spoils_only_its_own_paragraph():
@@ -528,12 +532,16 @@ def test_a_table_without_the_columns_it_needs_spoils_only_its_own_paragraph():
     assert len(errors) == 1 and errors[0].startswith("mlem: KeyError") and "spearman_heldout" in errors[0]
     text = _words(findings)
     assert "MLEM: its tables could not be read (KeyError: " in text
-    assert "Stitching (diagonal layers" in text and "the NLI experiment" in text
+    assert "**Stitching.** " in text and "the NLI experiment" in text
+    sections = {c.id.split(".")[0] for c in claims_of(findings)}
+    assert "mlem" not in sections and {"stitching", "nli", "cka"} <= sections
 
 
 def test_no_outputs_at_all_still_render():
-    text = _words(collect_findings({}))
+    findings = collect_findings({})
+    text = _words(findings)
     assert text.count("not in these outputs") >= 7 and "no `run_timings` table" in text
+    assert claims_of(findings) == []
 
 
 # --------------------------------------------------------------------------- the README region and the digest

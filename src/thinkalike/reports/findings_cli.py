@@ -1,17 +1,20 @@
-"""``python -m thinkalike.reports.findings_cli [--project PATH] [--env ENV] [--repo PATH] [--write]``: the README's
-findings from a project's latest saved outputs.
+"""``python -m thinkalike.reports.findings_cli``: the README's findings — claims with their margins — from saved outputs.
 
-Opens the Kedro project at PATH (default: the current directory) with its catalog (``--env``: the configuration
-environment the run used; default: Kedro's), loads the latest version of every table
-:data:`thinkalike.reports.findings.TABLES` names (a table never saved — its pipeline was not run — is left out,
-and its paragraph says so), every zoo model's saved config and the parameters, and writes ``docs/findings.json``
-under the repository (``--repo``, default: PATH): the numbers
-(:func:`~thinkalike.reports.findings.collect_findings`), ``source_digest`` (the SHA-256 of the git-tracked files
-under ``src/`` and ``conf/base/``: :func:`~thinkalike.reports.findings.source_digest`) and, for information, the
-git commit and whether those files differ from it. With ``--write`` it also replaces the README's region between
-the markers with :func:`~thinkalike.reports.findings.render_findings` (one read-modify-write of README.md). The
-tests (``tests/reports/test_findings.py``) check that the README region is what the JSON renders to and that the
-JSON's digest is that of the current code.
+* ``--replicates DIR [--roundoff DIR2] [--write]``: every replicate project ``DIR/replicate-<r>`` that
+  ``python -m thinkalike.replicates`` ran (their latest saved outputs; ``--env``: the environment they ran with,
+  default ``replicates``) → ``docs/findings.json`` under ``--repo``: each replicate's collected numbers
+  (:func:`~thinkalike.reports.findings.collect_findings`) and the merged claims (one margin per replicate, a status),
+  with the commit, date, machine and command; ``--roundoff DIR2`` adds what a run of DIR2 (replicate 0's seeds, other
+  float round-off: ``--set-env ATEN_CPU_CAPABILITY=avx2 --set-env MKL_CBWR=COMPATIBLE``) moves against replicate 0. ``--write`` also replaces the README's region between
+  the markers with :func:`~thinkalike.reports.findings.render_document`. An MLflow run named ``replicates`` gets each
+  claim's status (``claim.<id>.holds``, 1 or 0) and smallest margin (``claim.<id>.margin_min``).
+* ``--claims``: prints ``{"claims": [...]}`` as JSON — every claim of the project's (``--project``) latest run with
+  its margin — to check a run on any machine against the committed claims (a committed claim that holds should have
+  a margin > 0); with ``--check`` also compares them with the repository's ``docs/findings.json`` and exits 1 when a
+  committed claim that holds does not hold in this run.
+* Neither: one project's latest run as a one-replicate document (as before replicates).
+
+A table never saved (its pipeline was not run) is left out, and its section says so.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import argparse
 import json
 import logging
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -29,13 +31,18 @@ from typing import Any
 
 from thinkalike.reports.findings import (
     TABLES,
+    claims_of,
     collect_errors,
     collect_findings,
+    findings_document,
     missing_tables,
-    render_findings,
+    render_document,
     replace_region,
+    roundoff_comparison,
     source_digest,
 )
+from thinkalike.provenance import git_state, write_text_atomically
+from thinkalike.reports.findings.claims import HOLDS, check_against, single_run
 
 logger = logging.getLogger(__name__)
 
@@ -43,13 +50,14 @@ FINDINGS_JSON = Path("docs/findings.json")
 README = Path("README.md")
 
 
-def open_catalog(project: Path, env: str | None = None) -> tuple[Any, dict[str, Any]]:
+def open_catalog(project: Path, env: str | None = None,
+                 runtime_params: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
     """The project's catalog and parameters (no run: the session only loads the context)."""
     from kedro.framework.session import KedroSession
     from kedro.framework.startup import bootstrap_project
 
     bootstrap_project(project)
-    with KedroSession.create(project_path=project, env=env) as session:
+    with KedroSession.create(project_path=project, env=env, runtime_params=runtime_params) as session:
         context = session.load_context()
         return context.catalog, dict(context.params)
 
@@ -80,28 +88,109 @@ def load_tables(catalog: Any, parameters: dict[str, Any]) -> dict[str, Any]:
     return tables
 
 
-def git_state(root: Path) -> dict[str, Any]:
-    """The commit checked out at ``root`` and whether the files the digest covers differ from it."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
+def project_findings(project: Path, env: str | None, replicate: int | None = None) -> dict[str, Any]:
+    """The findings of a project's latest saved outputs (``replicate``: the ``--params replicate=<r>`` it ran with)."""
+    runtime = None if replicate is None else {"replicate": replicate}
+    catalog, parameters = open_catalog(project, env, runtime)
+    return collect_findings(load_tables(catalog, parameters))
 
+
+def replicate_folders(workdir: Path) -> list[Path]:
+    """``workdir/replicate-<r>`` for r = 0, 1, … as long as they exist."""
+    folders = []
+    while (workdir / f"replicate-{len(folders)}").is_dir():
+        folders.append(workdir / f"replicate-{len(folders)}")
+    return folders
+
+
+def run_record(folder: Path) -> dict[str, Any] | None:
+    """The record ``python -m thinkalike.replicates`` left in a replicate's folder, or ``None``."""
+    path = folder / "replicate.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def document_of(findings: list[dict[str, Any]], runs: list[dict[str, Any] | None], root: Path,
+                command: str) -> dict[str, Any]:
+    """docs/findings.json's content: the replicates' findings and claims with the digest, the commit, when they were
+    collected and the command that regenerates them."""
+    return {**findings_document(findings, runs), "source_digest": source_digest(root), **git_state(root),
+            "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command}
+
+
+def log_claim_status(document: dict[str, Any], repo: Path) -> None:
+    """An MLflow run ``replicates`` in the project's store: each claim's status (``claim.<id>.holds``: 1 or 0) and
+    smallest margin (``claim.<id>.margin_min``), and docs/findings.json as an artifact. A store that cannot be used
+    is one log line, not a failure (the findings are written either way)."""
     try:
-        return {"git_commit": git("rev-parse", "HEAD").strip(),
-                "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", "src", "conf/base").strip())}
-    except (OSError, subprocess.CalledProcessError):
-        return {"git_commit": None, "git_dirty": None}
+        import mlflow
+        import yaml
+
+        from thinkalike.tracking import TrackingSettings, anchored_tracking_uri
+
+        config = yaml.safe_load((repo / "conf" / "base" / "mlflow.yml").read_text())
+        settings = TrackingSettings.from_config(config)
+        if not settings.enabled:
+            return
+        client = mlflow.MlflowClient(tracking_uri=anchored_tracking_uri(settings.tracking_uri, repo))
+        experiment = client.get_experiment_by_name(settings.experiment)
+        experiment_id = experiment.experiment_id if experiment else client.create_experiment(settings.experiment)
+        run = client.create_run(experiment_id, run_name="replicates",
+                                tags={"replicates": str(len(document["replicates"])),
+                                      "git_commit": str(document.get("git_commit"))})
+        metrics = []
+        for claim in document["claims"]:
+            margins = [m for m in claim["margin"] if m is not None]
+            metrics.append(mlflow.entities.Metric(f"claim.{claim['id']}.holds", float(claim["status"] == HOLDS), 0, 0))
+            if margins:
+                metrics.append(mlflow.entities.Metric(f"claim.{claim['id']}.margin_min", float(min(margins)), 0, 0))
+        for start in range(0, len(metrics), 900):
+            client.log_batch(run.info.run_id, metrics=metrics[start:start + 900])
+        client.log_text(run.info.run_id, json.dumps(document["claims"], indent=1), "claims.json")
+        client.set_terminated(run.info.run_id)
+        logger.info("MLflow run %s (replicates): %d claims' status", run.info.run_id, len(document["claims"]))
+    except Exception as error:  # noqa: BLE001 — tracking is a convenience here; the JSON is the record
+        logger.warning("claims' status not logged to MLflow: %s", str(error).splitlines()[0])
 
 
-def findings_document(tables: dict[str, Any], root: Path) -> dict[str, Any]:
-    """docs/findings.json's content: the findings with the digest, the commit and when they were collected."""
-    return {**collect_findings(tables), "source_digest": source_digest(root), **git_state(root),
-            "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+def write_replicate_findings(folders: list[Path], env: str | None, repo: Path, write: bool,
+                             records: list[dict[str, Any]] | None = None, roundoff: Path | None = None,
+                             command: str = "python -m thinkalike.replicates --write") -> int:
+    """docs/findings.json (and with ``write`` the README region) from the replicates in ``folders``; 0, or 1 when a
+    section could not be collected (then the README is not written)."""
+    findings = []
+    for replicate, folder in enumerate(folders):
+        logger.info("replicate %d: collecting the findings of %s", replicate, folder)
+        findings.append(project_findings(folder, env, replicate))
+    runs = records if records is not None else [run_record(folder) for folder in folders]
+    document = document_of(findings, runs, repo, command)
+    if roundoff is not None:
+        other = project_findings(roundoff, env, 0)
+        environment = (run_record(roundoff) or {}).get("environment") or {}
+        setting = " ".join(f"{key}={value}" for key, value in environment.items()) or "another run"
+        document["roundoff"] = roundoff_comparison(findings[0], other, setting)
+    write_json(document, repo / FINDINGS_JSON)
+    held = sum(c["status"] == HOLDS for c in document["claims"])
+    print(f"wrote {repo / FINDINGS_JSON}: {len(folders)} replicate(s), {len(document['claims'])} claims, {held} hold in "
+          f"all (commit {(document['git_commit'] or 'none')[:12]}{' + uncommitted changes' if document['git_dirty'] else ''})")
+    errors = [e for f in findings for e in collect_errors(f)]
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    missing = sorted({m for f in findings for m in missing_tables(f)})
+    if missing:
+        print("not in the outputs (their sections say so): " + ", ".join(missing), file=sys.stderr)
+    if errors:
+        print("the README was not written: a table did not have what the findings need", file=sys.stderr)
+        return 1
+    log_claim_status(document, repo)
+    if write:
+        changed = write_readme(repo / README, render_document(document))
+        print(f"{'updated' if changed else 'unchanged'}: {repo / README}")
+    return 0
 
 
 def write_json(document: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n",
-                    encoding="utf-8")
+    write_text_atomically(path, json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False,
+                                           allow_nan=False) + "\n")
 
 
 def write_readme(path: Path, rendered: str) -> bool:
@@ -116,38 +205,52 @@ def write_readme(path: Path, rendered: str) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m thinkalike.reports.findings_cli", description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="the Kedro project (default: cwd)")
-    parser.add_argument("--env", default=None, help="configuration environment of the run (default: Kedro's)")
+    parser.add_argument("--env", default=None, help="configuration environment of the run(s) (default: Kedro's; "
+                                                    "with --replicates: replicates)")
     parser.add_argument("--repo", type=Path, default=None,
-                        help="the git work tree whose src/ and conf/base/ are digested and whose docs/findings.json "
-                             "and README.md are written (default: the project)")
+                        help="the git work tree whose docs/findings.json and README.md are written (default: the "
+                             "project)")
+    parser.add_argument("--replicates", type=Path, help="the folder of the replicates' projects (data/replicates)")
+    parser.add_argument("--roundoff", type=Path, help="a replicate-0 project with other round-off, to compare")
+    parser.add_argument("--claims", action="store_true", help="print the latest run's claims as JSON")
+    parser.add_argument("--check", action="store_true", help="with --claims: compare with docs/findings.json")
     parser.add_argument("--write", action="store_true", help="also replace the README region")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     project = args.project.resolve()
     repo = (args.repo or project).resolve()
+    if args.claims:
+        claims = single_run(claims_of(project_findings(project, args.env)))
+        print(json.dumps({"claims": claims}, indent=1, ensure_ascii=False, allow_nan=False))
+        if not args.check:
+            return 0
+        committed = json.loads((repo / FINDINGS_JSON).read_text(encoding="utf-8"))["claims"]
+        checked = check_against(committed, claims)
+        failing = [c for c in checked if not c["holds"]]
+        print(f"{len(checked) - len(failing)} of {len(checked)} committed claims that hold also hold in this run"
+              + (": not " + ", ".join(c["id"] for c in failing) if failing else ""), file=sys.stderr)
+        return 1 if failing else 0
     try:
         source_digest(repo)
     except RuntimeError as error:
         print(f"error: {error}; --repo must name the git work tree of the code that ran", file=sys.stderr)
         return 2
-    catalog, parameters = open_catalog(project, args.env)
-    document = findings_document(load_tables(catalog, parameters), repo)
-    write_json(document, repo / FINDINGS_JSON)
-    print(f"wrote {repo / FINDINGS_JSON} (source digest {document['source_digest'][:12]}, commit "
-          f"{(document['git_commit'] or 'none')[:12]}{' + uncommitted changes' if document['git_dirty'] else ''})")
-    missing = missing_tables(document)
-    if missing:
-        print("not in the outputs (their paragraphs say so): " + ", ".join(missing), file=sys.stderr)
-    errors = collect_errors(document)
-    for error in errors:
-        print(f"error: {error}", file=sys.stderr)
-    if errors:
-        print("the README was not written: a table did not have what the findings need", file=sys.stderr)
-        return 1
-    if args.write:
-        changed = write_readme(repo / README, render_findings(document))
-        print(f"{'updated' if changed else 'unchanged'}: {repo / README}")
-    return 0
+    if args.replicates is not None:
+        folders = replicate_folders(args.replicates.resolve())
+        if not folders:
+            print(f"error: --replicates: no {args.replicates}/replicate-0 (python -m thinkalike.replicates makes them)",
+                  file=sys.stderr)
+            return 2
+        if args.roundoff is not None and not (args.roundoff / "conf").is_dir():
+            print(f"error: --roundoff: {args.roundoff} is not a replicate's project folder", file=sys.stderr)
+            return 2
+        command = (f"python -m thinkalike.reports.findings_cli --replicates {args.replicates}"
+                   + (f" --roundoff {args.roundoff}" if args.roundoff else "") + (" --write" if args.write else ""))
+        return write_replicate_findings(folders, args.env or "replicates", repo, args.write, roundoff=args.roundoff,
+                                        command=command)
+    return write_replicate_findings([project], args.env, repo, args.write, records=[None],
+                                    command="python -m thinkalike.reports.findings_cli" + (" --write" if args.write else ""))
 
 
 if __name__ == "__main__":

@@ -72,6 +72,50 @@ def cka_divergence(curves: pd.DataFrame) -> tuple[list[float], list[float]]:
     return strict, means_only
 
 
+def _divergence_gaps(by_layer: pd.DataFrame, value: str, larger: bool) -> list[dict[str, float | None]]:
+    """Per layer (sorted) with every relation: how far between is beyond both withins, the numbers behind
+    :func:`_divergent_layers`. ``means``: between − max within (``larger``) or min within − between; ``intervals``:
+    between's CI end beyond the nearest within CI end (``ci_low − max ci_high``, or ``min ci_low − ci_high``),
+    ``None`` when an interval is undefined. A layer is strict in :func:`_divergent_layers` exactly when both are
+    > 0, means only when ``means`` > 0 and ``intervals`` is ``None``."""
+    gaps: list[dict[str, float | None]] = []
+    for layer, part in by_layer.groupby("layer", sort=True):
+        rows = part.set_index("relation")
+        if not set(RELATIONS) <= set(rows.index):
+            continue
+        between = rows.loc["between"]
+        within = rows.loc[["within_generalizing", "within_heuristic"]]
+        if larger:
+            means = float(between[value] - within[value].max())
+            bounds = [between["ci_low"], *within["ci_high"]]
+        else:
+            means = float(within[value].min() - between[value])
+            bounds = [between["ci_high"], *within["ci_low"]]
+        bounds = [float(b) for b in bounds]
+        if np.isfinite(bounds).all():
+            intervals: float | None = (bounds[0] - max(bounds[1:])) if larger else (min(bounds[1:]) - bounds[0])
+        else:
+            intervals = None
+        gaps.append({"layer": float(layer) if isinstance(layer, float) else int(layer), "means": means,
+                     "intervals": intervals})
+    return gaps
+
+
+def stitching_gaps(groups_table: pd.DataFrame, data: str) -> list[dict[str, float | None]]:
+    """Per layer: how far the between-group penalty is above both within-group ones on ``data``, by the means and
+    by the intervals (:func:`_divergence_gaps`; > 0 in both exactly at :func:`stitching_divergence`'s layers)."""
+    part = groups_table[groups_table["data"] == data].rename(columns={"mean_penalty": "value"})
+    return _divergence_gaps(part, "value", larger=True)
+
+
+def cka_gaps(curves: pd.DataFrame) -> list[dict[str, float | None]]:
+    """Per relative depth (``layer``): how far between-group CKA is below both within-group CKAs, by the means and
+    by the intervals (:func:`_divergence_gaps`; > 0 in both exactly at :func:`cka_divergence`'s depths)."""
+    named = curves.assign(relation=[_cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])],
+                          layer=curves["relative_depth"])
+    return _divergence_gaps(named[named["relation"].notna()], "mean", larger=False)
+
+
 def _cka_relation(group_a: str, group_b: str) -> str | None:
     if MIDDLE in (group_a, group_b):
         return None

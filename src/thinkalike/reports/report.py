@@ -1,6 +1,6 @@
 """One self-contained HTML report of every experiment, from saved outputs only (no Kedro import; recomputes
-nothing): the findings' paragraphs (:mod:`thinkalike.reports.findings`; the scaling family's verdicts,
-:func:`thinkalike.reports.scaling.scaling_sentences`, are the last) and the saved figures, each PNG embedded as
+nothing): the findings' claims (:mod:`thinkalike.reports.findings`, the scaling family's verdicts among them:
+:func:`thinkalike.reports.findings.scaling.claims_scaling`) and the saved figures, each PNG embedded as
 base64 with its caption, so the one file opens offline in any browser. An experiment whose outputs are missing is named, with the pipeline that makes them.
 Last, an index of the run's other outputs (the summaries' tables, figure folders, interactive figures and texts that
 the findings do not quote): each with its pipeline and what it holds (:func:`describe_output`), so that one page
@@ -105,7 +105,7 @@ def _figure_html(caption: str, image: bytes) -> str:
 
 def report_html(title: str, findings_markdown: str, figures: Mapping[str, bytes | None],
                 missing: Sequence[MissingInput], indexed: Sequence[IndexedOutput] = ()) -> str:
-    """The whole report: the findings (markdown; the scaling family's verdicts are its last paragraph), the
+    """The whole report: the findings (markdown; the scaling family's verdicts among its claims), the
     figures of :data:`FIGURES` that were found (PNG bytes by catalog name), the list of missing inputs and the
     index of the run's other outputs."""
     markdown = MarkdownIt("commonmark")

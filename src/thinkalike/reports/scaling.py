@@ -22,9 +22,9 @@ model equal to it in all but its head dimension, on the family's trend):
 * **the cause**: the off-trend member against its twin — the same statistic for both, against the same other
   members, each one's z-score in the family (the twin in its sibling's place), and the CKA between the two.
 
-:func:`scaling_sentences` says each answer in one sentence beside the paper's, with a verdict computed from the
-numbers (early layers: *reproduced* when every pair's matched early-layer CKA exceeds the pairs' mean
-intermediate-band CKA, *inconclusive* when only the mean over pairs does, else *not reproduced*).
+:func:`thinkalike.reports.findings.scaling.claims_scaling` states each answer as claims beside the paper's, with a
+verdict computed from the numbers (early layers: *reproduced* when every pair's matched early-layer CKA exceeds the
+pairs' mean intermediate-band CKA, *inconclusive* when only the mean over pairs does, else *not reproduced*).
 """
 
 from __future__ import annotations
@@ -363,77 +363,3 @@ def scaling_figure(result: ScalingResult) -> Figure:
     return figure
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.2f}"
-
-
-def scaling_sentences(summary: Mapping[str, Any] | None) -> list[str]:
-    """One sentence per question of Brown et al. 2023 §5 (early layers, blocks, intra-model similarity vs scale,
-    the outlier and its cause), each computed from the scaling summary's numbers and saying which way it came out
-    beside what the paper reports."""
-    if not summary:
-        return ["Scaling family: not in these outputs (no `scaling_summary`: no family is configured, or the scaling "
-                "pipeline was not run)."]
-    sentences = []
-    early = summary.get("early") or {}
-    band_mean = summary.get("band_mean_between_members")
-    if early and band_mean is not None:
-        parts = ", ".join(f"{_fmt(v['mean'])} at relative depth {depth} (lowest {_fmt(v['min'])})"
-                          for depth, v in sorted(early.items(), key=lambda item: float(item[0])))
-        lowest = min(v["min"] for v in early.values())
-        highest_mean = max(v["mean"] for v in early.values())
-        # every pair's early CKA above the intermediate band: reproduced; no depth's mean above it: not reproduced;
-        # the means above it but some pair below: inconclusive
-        verdict = ("reproduced" if lowest > band_mean else
-                   "not reproduced" if highest_mean <= band_mean else "inconclusive")
-        sentences.append(f"Early layers across scale ({verdict}; the paper finds early layers highly similar across "
-                         f"Pythia sizes): matched early layers of every pair of members have mean CKA {parts}, "
-                         f"against {_fmt(band_mean)} for their intermediate layers.")
-    family = summary.get("family") or []
-    structured = summary.get("structured_members") or []
-    verdict = "reproduced" if family and len(structured) == len(family) else (
-        "partly reproduced" if structured else "not reproduced")
-    pairs_structured, n_pairs = summary.get("structured_pairs"), summary.get("n_member_pairs")
-    between = ("" if pairs_structured is None or not n_pairs else
-               f"; between members, {len(pairs_structured)} of {n_pairs} pairs' CKA matrices have matched blocks "
-               "(a's early block with b's early block, and so on)")
-    sentences.append(f"Block structure ({verdict}; the paper sees blocks of consecutive similar layers): "
-                     f"{len(structured)} of {len(family)} members have blocks of contrast ≥ the threshold"
-                     + (f" ({', '.join(f'`{m}`' for m in structured)})" if structured else "") + between + ".")
-    rho = summary.get("intra_vs_size_spearman")
-    if rho is not None:
-        verdict = "reproduced" if rho >= 0.7 else ("inconclusive" if rho > 0 else "not reproduced")
-        intra = summary.get("intra_mean") or {}
-        sentences.append(f"Intra-model similarity vs scale ({verdict}; the paper finds it rising with scale, "
-                         f"fig. 10): Spearman ρ = {_fmt(rho)} between size and mean off-diagonal CKA ("
-                         + ", ".join(f"`{m}` {_fmt(v)}" for m, v in intra.items()) + ").")
-    outliers = summary.get("outliers") or []
-    z = summary.get("robust_z") or {}
-    twins = summary.get("twins") or []
-    off_trend = [t["off_trend"] for t in twins]
-    if outliers:
-        match = "the off-trend member, as pythia-2.8b in the paper" if set(outliers) & set(off_trend) else \
-            "not the off-trend member"
-        sentences.append(f"Outlier (reproduced in kind): {', '.join(f'`{m}` (robust z {_fmt(z[m])})' for m in outliers)}"
-                         f" — {match}.")
-    else:
-        extreme = max(z, key=lambda m: abs(z[m])) if z else None
-        sentences.append("Outlier (not reproduced; the paper finds pythia-2.8b unlike every other member): no member's "
-                         "intermediate-layer CKA against the others lies beyond the robust-z threshold"
-                         + (f" (most extreme `{extreme}`, z {_fmt(z[extreme])})." if extreme else "."))
-    for twin in twins:
-        odd, other = twin["off_trend"], twin["twin"]
-        if twin["off_trend_flagged"] and not twin["twin_flagged"]:
-            cause = "the dissimilarity follows the head dimension"
-        elif twin["off_trend_flagged"] and twin["twin_flagged"]:
-            cause = "the twin is as unlike the family: the head dimension is not the cause"
-        else:
-            cause = ("neither is an outlier, so there is no dissimilarity to explain; the head dimension changes the "
-                     f"statistic by {twin['difference']:+.2f}")
-        sentences.append(f"The cause (tested here, not in the paper): `{odd}` (head dimension "
-                         f"{twin['d_head_off_trend']}) has mean intermediate-layer CKA {_fmt(twin['band_mean_off_trend'])}"
-                         f" against the other members (z {_fmt(twin['z_off_trend'])}), its twin `{other}` (head dimension "
-                         f"{twin['d_head_twin']}, all else equal) {_fmt(twin['band_mean_twin'])} (z "
-                         f"{_fmt(twin['z_twin'])}); the two have {_fmt(twin['band_mean_off_trend_vs_twin'])} with each "
-                         f"other — {cause}.")
-    return sentences

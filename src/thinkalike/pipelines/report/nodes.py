@@ -7,7 +7,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from thinkalike.reports.findings import collect_findings, render_findings
+from thinkalike.reports.findings import claims_of, collect_findings, render_findings
+from thinkalike.reports.findings.claims import single_run
 from thinkalike.reports.report import FIGURES, IndexedOutput, MissingInput, describe_output, report_html
 
 logger = logging.getLogger(__name__)
@@ -35,9 +36,11 @@ def producing_pipeline(name: str) -> str:
     return "?"
 
 
-def write_report(parameters: dict[str, Any], *values: Any, names: Sequence[str], indexed: Sequence[str] = ()) -> str:
+def write_report(parameters: dict[str, Any], *values: Any, names: Sequence[str],
+                 indexed: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
     """The report's HTML from the saved outputs ``values`` of datasets ``names`` then ``indexed`` (the run's
-    other outputs, listed in its index; :class:`NeverSaved`: never saved)."""
+    other outputs, listed in its index; :class:`NeverSaved`: never saved), and the run's claims
+    (``{"claims": [...]}``, every proposition with its margin: :func:`thinkalike.reports.findings.claims_of`)."""
     read = {name: None if isinstance(value, NeverSaved) else value
             for name, value in zip([*names, *indexed], values, strict=True)}
     by_name = {name: read[name] for name in names}
@@ -51,9 +54,11 @@ def write_report(parameters: dict[str, Any], *values: Any, names: Sequence[str],
                                for name, value in by_name.items()
                                if name.endswith(".model_config") and name.startswith("models.") and value is not None
                                and name != "models.nli.encoder.model_config"}
-    findings = render_findings(collect_findings(tables))
+    collected = collect_findings(tables)
+    findings = render_findings(collected)
     figures = {name: by_name.get(name) for name in _FIGURE_NAMES}
     if missing:
         logger.info("report: %d input(s) never saved, listed in the report: %s", len(missing),
                     ", ".join(m.name for m in missing[:8]) + (" …" if len(missing) > 8 else ""))
-    return report_html("ThinkAlike: every experiment of the run", findings, figures, missing, index)
+    claims = {"claims": single_run(claims_of(collected))}
+    return report_html("ThinkAlike: every experiment of the run", findings, figures, missing, index), claims

@@ -1,7 +1,8 @@
 """``report``: one node, ``models.report.write_experiments_report``, reading the saved outputs of every experiment (the findings'
 tables, every zoo model's config, the scaling summary and the figures of
 :data:`thinkalike.reports.report.FIGURES`, then the summaries' other outputs for its index) and writing ``report``
-(data/08_reporting/report.html). In a full run it
+(data/08_reporting/report.html) and ``run_claims`` (the run's claims with their margins, logged to MLflow as
+``claim.<id>``). In a full run it
 comes last (it reads every pipeline's outputs); alone (``kedro run --pipelines report``) it reads the latest saved
 versions, and :class:`~thinkalike.pipelines.report.hooks.MissingReportInputsHooks` stands in for any that
 was never saved, which the report lists instead of failing."""
@@ -64,4 +65,4 @@ def create_pipeline(parameters: Mapping[str, Any], indexed: Sequence[str] = ()) 
     inputs = report_inputs(parameters)
     listed = [name for name in indexed if name not in inputs]
     return Pipeline([Node(bind(nodes.write_report, names=inputs, indexed=listed), ["parameters", *inputs, *listed],
-                          "report", name="write_experiments_report", namespace=group_namespace("report"))])
+                          ["report", "run_claims"], name="write_experiments_report", namespace=group_namespace("report"))])

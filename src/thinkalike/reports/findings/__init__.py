@@ -1,16 +1,19 @@
-"""The README's findings — the timing paragraph and "What the default run finds" — computed from a run's saved
-outputs (no Kedro import: :mod:`thinkalike.reports.findings_cli` loads the tables through the catalog).
+"""The README's findings — what the default run finds, as claims that hold — computed from saved outputs (no Kedro
+import: :mod:`thinkalike.reports.findings_cli` loads the tables through the catalog).
 
-* :func:`collect_findings` ``(tables) -> dict``: every number the paragraphs quote, from the loaded tables
+* :func:`collect_findings` ``(tables) -> dict``: every number the findings quote, from one run's loaded tables
   (catalog name → DataFrame or dict; :data:`TABLES` lists them; ``model_configs`` maps every zoo model to its
-  saved ``models.<model>.model_config``; ``parameters`` is the run's parameters). The dict is plain JSON (NaN is
-  ``None``), so ``render_findings(json.load(...))`` gives exactly what ``render_findings(collect_findings(...))``
-  gives.
-* :func:`render_findings` ``(findings) -> str``: the markdown of the README region between
-  :data:`START_MARKER` and :data:`END_MARKER`; deterministic. Every number is read from the dict and every
-  claim that depends on numbers (an asymmetry, an order, "below what the paper reports", "the groups do not
-  diverge") is decided from them, so the sentence says whichever way it comes out. A section whose tables are
-  missing (its pipeline was not run) says so instead.
+  saved ``models.<model>.model_config``; ``parameters`` is the run's parameters). Plain JSON (NaN is ``None``).
+* :func:`claims_of` ``(findings) -> list[Claim]``: every comparative sentence as a claim
+  (:mod:`.claims`: a stable id, the sentence, a margin > 0 exactly when it holds in that run), section by section
+  (:data:`SECTIONS`; each section module's ``claims_*``).
+* :func:`findings_document` ``(replicates) -> dict``: the replicates' findings and their merged claims — one
+  margin per replicate and a status, *holds* (> 0 in every replicate) or *mixed* — as ``docs/findings.json`` holds
+  them.
+* :func:`render_document` ``(document) -> str``: the README region between :data:`START_MARKER` and
+  :data:`END_MARKER`: where the findings come from, the first replicate's timing paragraph, then per section the
+  claims that hold (each number as its range over the replicates) and those that vary, listed as such with their
+  margins; deterministic. :func:`render_findings` does the same for one run (the experiments report).
 
 Who is who comes from the saved model configs (:func:`model_facts`, :func:`model_roles`), not from names:
 SoLU/GeLU pairs are causal TransformerLens bridges of equal shape whose activations are ``solu*`` and ``gelu``
@@ -19,14 +22,13 @@ their seed; the *GPT-NeoX family* is every ``gpt_neox`` model; encoders are mask
 
 Stitching asymmetries are measured against the self-stitching floor: a penalty of f → g at layers (l, m) is
 compared with g → g at (m, m), same φ kind — the penalty a φ trained on g's own stream already costs (or gains).
-"Above the floor" means the two bootstrap intervals are separated; ``excess`` is the penalty less the floor's.
 Where a penalty table holds several rows per stitch (one per φ seed), they are averaged and their intervals
 joined (lowest low, highest high).
 
-One module per paragraph, each with its ``collect_*`` (numbers from tables) and ``render_*`` (the sentences):
-:mod:`.timing`, :mod:`.cka`, :mod:`.stitching`, :mod:`.mlem`, :mod:`.embedding`, :mod:`.nli`, :mod:`.measures`
-(the scaling family's sentences are :mod:`thinkalike.reports.scaling`'s); :mod:`.text` writes numbers and lists,
-:mod:`.readme` finds and replaces the README region and digests the source. This module puts them together.
+One module per section, each with its ``collect_*`` (numbers from tables) and ``claims_*`` (the claims):
+:mod:`.timing` (and the zoo), :mod:`.cka`, :mod:`.stitching`, :mod:`.mlem`, :mod:`.embedding`, :mod:`.nli`,
+:mod:`.scaling`, :mod:`.measures`; :mod:`.claims` builds, merges and renders claims, :mod:`.text` writes numbers
+and lists, :mod:`.readme` finds and replaces the README region. This module puts them together.
 """
 
 from __future__ import annotations
@@ -34,16 +36,18 @@ from __future__ import annotations
 import json
 import os
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from thinkalike.models.sources import is_initialisation
-from thinkalike.reports.findings.cka import collect_cka, render_cka
-from thinkalike.reports.findings.embedding import collect_embedding, render_embedding
-from thinkalike.reports.findings.measures import collect_measures, render_measure_guide, render_measures
-from thinkalike.reports.findings.mlem import collect_mlem, render_mlem
-from thinkalike.reports.findings.nli import collect_nli, render_nli
+from thinkalike.reports.findings.cka import claims_cka, collect_cka
+from thinkalike.reports.findings.claims import (HOLDS, MIXED, Claim, by_section, merge_claims, render_claims,
+                                                single_run)
+from thinkalike.reports.findings.embedding import claims_embedding, collect_embedding
+from thinkalike.reports.findings.measures import claims_measures, collect_measures
+from thinkalike.reports.findings.mlem import claims_mlem, collect_mlem
+from thinkalike.reports.findings.nli import claims_nli, collect_nli
 from thinkalike.reports.findings.readme import (  # the README region and its digest: this package's API too
     END_MARKER,
     REGENERATE,
@@ -52,16 +56,17 @@ from thinkalike.reports.findings.readme import (  # the README region and its di
     replace_region,
     source_digest,
 )
-from thinkalike.reports.findings.stitching import collect_stitching, render_stitching
-from thinkalike.reports.findings.text import (LITERATURE, code_text, guarded, jsonable, missing_section,
-                                              not_run_sentence, table_of, without_models, wrap)
-from thinkalike.reports.findings.timing import (RUN_BUDGET_SECONDS, collect_corpus, collect_timing, collect_zoo,
-                                                render_timing)
-from thinkalike.reports.scaling import scaling_sentences
+from thinkalike.reports.findings.scaling import claims_scaling
+from thinkalike.reports.findings.stitching import claims_stitching, collect_stitching
+from thinkalike.reports.findings.text import (LITERATURE, guarded, jsonable, missing_section, not_run_sentence,
+                                              plural_text, seconds_text, table_of, without_models, wrap)
+from thinkalike.reports.findings.timing import (RUN_BUDGET_SECONDS, claims_timing, collect_corpus, collect_timing,
+                                                collect_zoo, render_timing)
 
 
-__all__ = ["END_MARKER", "REGENERATE", "START_MARKER", "TABLES", "collect_errors", "collect_findings", "missing_tables",
-           "model_facts", "model_roles", "readme_region", "render_findings", "replace_region", "source_digest", "wrap"]
+__all__ = ["END_MARKER", "REGENERATE", "START_MARKER", "TABLES", "claims_of", "collect_errors", "collect_findings",
+           "findings_document", "missing_tables", "model_facts", "model_roles", "readme_region", "render_document",
+           "render_findings", "replace_region", "source_digest", "wrap"]
 
 #: Catalog datasets :func:`collect_findings` reads (any may be missing); plus ``parameters`` and ``model_configs``.
 TABLES: tuple[str, ...] = (
@@ -264,27 +269,173 @@ def missing_tables(findings: Any) -> list[str]:
     return sorted(found)
 
 
+#: The findings' sections in the README's order: (id prefix of their claims, title, collected section, claims).
+SECTIONS: tuple[tuple[str, str, str, Callable[[Mapping[str, Any]], list[Claim]]], ...] = (
+    ("zoo", "The zoo", "zoo", claims_timing),
+    ("timing", "Run time", "timing", lambda findings: []),
+    ("cka", "CKA", "cka", claims_cka),
+    ("stitching", "Stitching", "stitching", claims_stitching),
+    ("mlem", "MLEM", "mlem", claims_mlem),
+    ("embedding", "Embedding space", "embedding", claims_embedding),
+    ("nli", "NLI (Brown et al. §4, offline)", "nli", claims_nli),
+    ("scaling", "Scaling family (Brown et al. §5)", "scaling", claims_scaling),
+    ("measures", "Measures beyond CKA", "measures", claims_measures),
+)
+
+
+def claims_of(findings: Mapping[str, Any]) -> list[Claim]:
+    """Every claim of one run's findings (:mod:`.claims`), section by section; each id starts with its section's
+    name (``cka.…``), so ids are unique across sections. A section that cannot be read gives none. The findings are
+    read with their keys sorted, so the claims' order never depends on how a dict was ordered (a JSON round trip
+    may sort it)."""
+    findings = json.loads(json.dumps(findings, sort_keys=True))
+    claims: list[Claim] = []
+    seen: set[str] = set()
+    for _, _, _, claims_of_section in SECTIONS:
+        for claim in claims_of_section(findings):
+            if claim.id in seen:
+                raise ValueError(f"claim id {claim.id!r} is not unique")
+            seen.add(claim.id)
+            claims.append(claim)
+    return claims
+
+
+def findings_document(replicates: Sequence[Mapping[str, Any]],
+                      runs: Sequence[Mapping[str, Any] | None] | None = None) -> dict[str, Any]:
+    """The findings of one or more replicates (each :func:`collect_findings`' dict; ``runs``: each replicate's run
+    record, :mod:`thinkalike.replicates`) with their merged claims: ``{"claims": [...], "replicates": [{"replicate",
+    "run", "findings"}, ...]}`` — every claim that holds in at least one replicate, one margin per replicate, and
+    its status (:func:`~thinkalike.reports.findings.claims.merge_claims`)."""
+    runs = list(runs) if runs is not None else [None] * len(replicates)
+    return {"claims": merge_claims([single_run(claims_of(findings)) for findings in replicates]),
+            "replicates": [{"replicate": index, "run": run, "findings": findings}
+                           for index, (findings, run) in enumerate(zip(replicates, runs, strict=True))]}
+
+
 def render_findings(findings: Mapping[str, Any]) -> str:
-    """The README region's markdown (module docstring): the timing paragraph, then the findings paragraphs, each
-    wrapped at :data:`WIDTH` columns like the rest of the README (:func:`wrap`)."""
-    paragraphs = [render_timing(findings), render_cka(findings), render_stitching(findings),
-                  render_mlem(findings), render_embedding(findings), render_nli(findings),
-                  _render_scaling(findings), render_measures(findings)]
-    guide = render_measure_guide(findings)
-    if guide:
-        paragraphs.append(guide)
-    note = ("<!-- Generated by `python -m thinkalike.reports.findings_cli --write` from the default run's outputs "
-            "(numbers in docs/findings.json); do not edit by hand. -->")
+    """One run's findings as markdown (the experiments report): its claims that hold in this run, and
+    :func:`render_document` of a one-replicate document."""
+    return render_document(findings_document([findings]))
+
+
+def _provenance(document: Mapping[str, Any]) -> str:
+    replicates = document["replicates"]
+    claims = document["claims"]
+    held = sum(c["status"] == HOLDS for c in claims)
+    mixed = sum(c["status"] == MIXED for c in claims)
+    first = replicates[0]["findings"]
+    machine = first.get("machine") or {}
+    where = (f"{machine.get('cpu_count', 'n/a')} CPU cores, {machine.get('system', '')} "
+             f"{machine.get('architecture', '')}").strip()
+    if len(replicates) == 1:
+        return (f"**One run** ({where}). A run is one replicate: each sentence below is a claim that holds in this "
+                f"run ({held} claims; its margin is in the run's MLflow metrics as `claim.<id>`). Which claims hold "
+                "across replicates, and so on another machine, is what `python -m thinkalike.replicates` decides "
+                "(`docs/findings.json` of the repository).")
+    commit = document.get("git_commit") or "an uncommitted tree"
+    seconds = [(r.get("run") or {}).get("seconds") for r in replicates]
+    known = [s for s in seconds if s is not None]
+    each = (seconds_text(min(known)) if known and seconds_text(min(known)) == seconds_text(max(known))
+            else f"{seconds_text(min(known))}–{seconds_text(max(known))}" if known else "")
+    cost = f"; each replicate's `kedro run` took {each}, {seconds_text(sum(known))} in all" if known else ""
+    return (f"**Where these findings come from.** {len(replicates)} replicates of the default run "
+            f"(`{document.get('command') or 'python -m thinkalike.replicates --write'}`; replicate r moves every "
+            f"seed but the data's by r × 1000 — zoo initialisation and data order, φ, the NLI encoder and copies, MLEM, "
+            f"the measures' row samples, the embedding fine-tune — while the corpus and the NLI pairs stay the same) "
+            f"at commit `{str(commit)[:12]}`, generated {document.get('generated_at', 'n/a')} on {where}{cost}. "
+            f"A sentence below is a claim that holds in every replicate ({held} of {held + mixed}), with each number's "
+            f"range over the replicates; {plural_text(mixed, 'claim')} held in some replicates only and "
+            f"{'is' if mixed == 1 else 'are'} listed as varying, with their margins. `docs/findings.json` has every "
+            "claim's margin per replicate; `python -m thinkalike.reports.findings_cli --claims` prints a run's own.")
+
+
+def render_document(document: Mapping[str, Any]) -> str:
+    """The findings region's markdown from a findings document (:func:`findings_document`): where it comes from, the
+    first replicate's timing paragraph, then each section's claims (:func:`~thinkalike.reports.findings.claims.
+    render_claims`: those that hold, then those that vary), each paragraph wrapped like the rest of the README."""
+    replicates = document["replicates"]
+    first = replicates[0]["findings"]
+    word = "replicates" if len(replicates) > 1 else "runs"
+    paragraphs = [_provenance(document), render_timing(first)]
+    sections = by_section(document["claims"])
+    for prefix, title, section, _ in SECTIONS:
+        collected = first.get(section) or {}
+        claims = sections.get(prefix, [])
+        if prefix == "timing" and not claims:
+            continue
+        if not claims:
+            message = not_run_sentence(title, collected) if isinstance(collected, Mapping) else None
+            paragraphs.append(f"**{title}.** " + (message or "No claim holds in any replicate."))
+            continue
+        paragraphs.append(f"**{title}.** " + " ".join(render_claims(claims, word)))
+    roundoff = document.get("roundoff")
+    if roundoff:
+        paragraphs.append(render_roundoff(roundoff, document["claims"]))
+    note = ("<!-- Generated by `python -m thinkalike.reports.findings_cli --replicates data/replicates --write` from "
+            "the replicates' saved outputs (numbers and claims in docs/findings.json); do not edit by hand. -->")
     return "\n\n".join([note, *(wrap(p) for p in paragraphs)]) + "\n"
 
 
-def _render_scaling(findings: Mapping[str, Any]) -> str:
-    """The scaling family's answers, in the report's own sentences (:func:`thinkalike.reports.scaling.scaling_sentences`)."""
-    scaling = findings.get("scaling") or missing_section("scaling_summary")
-    if (message := not_run_sentence("Scaling family (Brown et al. §5)", scaling)):
-        return message
-    family = scaling.get("family") or []
-    head = (f"Scaling family (Brown et al. §5; {len(family)} GPT-NeoX sizes, "
-            f"{code_text(family[0]) if family else 'n/a'} … {code_text(family[-1]) if family else 'n/a'}; "
-            "`report.html` shows its figures).")
-    return " ".join([head, *scaling_sentences(scaling)])
+def _roundoff_against_replicates(roundoff: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
+    """How round-off's largest change of a margin compares with the claims that hold: how many of them hold by less."""
+    held = [c for c in claims if c["status"] == HOLDS]
+    if not held:
+        return ""
+    changes = roundoff.get("margin_changes") or {}
+    within = sorted(c["id"] for c in held
+                    if min(m for m in c["margin"] if m is not None) <= changes.get(c["id"], 0.0))
+    text = (f" Of the {len(held)} claims that hold in every replicate, {len(within)} hold by no more than round-off "
+            f"moved their own margin here")
+    return text + (f" ({', '.join(f'`{i}`' for i in within[:6])}{' …' if len(within) > 6 else ''}): those could "
+                   "turn over on another CPU." if within else ": round-off alone would not turn any of them over.")
+
+
+def render_roundoff(roundoff: Mapping[str, Any], claims: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The paragraph on what float round-off alone moves (:func:`roundoff_comparison`), against the claims' margins."""
+    flipped = roundoff.get("claims_changed") or []
+    changed = ("no claim changed side" if not flipped else
+               f"{plural_text(len(flipped), 'claim')} changed side: " + ", ".join(f"`{c}`" for c in flipped))
+    return (f"**Round-off alone** (replicate 0 again with the same seeds and other float kernels, "
+            f"`{roundoff['setting']}`, standing in for another CPU): {roundoff['n_changed']:,} of "
+            f"{roundoff['n_numbers']:,} collected numbers moved, the median by {roundoff['median_change']:.2g} and the "
+            f"largest by {roundoff['max_change']:.2g} (`{roundoff['max_path']}`); of the {roundoff['n_claims']} claims "
+            f"of replicate 0, {changed} ({roundoff['n_margins_moved']} margins moved at all). Bit for bit the same: a "
+            "run on one machine, whatever the runner or the load (the Dask parity test checks every output; a training loop "
+            "at 1 and 2 threads gave identical weights too). Not the same: across CPUs, whose vector units and BLAS kernels differ, the numbers "
+            "move at round-off and training amplifies it; so a finding is stated only when it holds in every seed "
+            "replicate." + _roundoff_against_replicates(roundoff, claims))
+
+
+def roundoff_comparison(reference: Mapping[str, Any], other: Mapping[str, Any], setting: str) -> dict[str, Any]:
+    """What float round-off alone moves between two runs with the same seeds: how many of the collected numbers differ
+    (and by how much, absolutely), and which claims of ``reference`` change side in ``other``."""
+    a, b = dict(_numbers_of(reference)), dict(_numbers_of(other))
+    common = sorted(set(a) & set(b))
+    changes = {path: abs(a[path] - b[path]) for path in common if a[path] != b[path]}
+    ordered = sorted(changes.values())
+    claims_a = {c.id: c.margin for c in claims_of(reference)}
+    claims_b = {c.id: c.margin for c in claims_of(other)}
+    from thinkalike.reports.findings.claims import holds
+
+    flipped = sorted(i for i in claims_a if holds(claims_a[i]) != holds(claims_b.get(i)))
+    margin_changes = {i: round(abs(claims_a[i] - claims_b[i]), 9) for i in claims_a
+                      if claims_a[i] is not None and claims_b.get(i) is not None}
+    largest = max(changes, key=changes.get) if changes else "none"
+    return {"setting": setting, "n_numbers": len(common), "n_changed": len(changes),
+            "median_change": ordered[len(ordered) // 2] if ordered else 0.0,
+            "max_change": ordered[-1] if ordered else 0.0, "max_path": largest,
+            "n_claims": len(claims_a), "claims_changed": flipped,
+            "n_margins_moved": sum(change > 0 for change in margin_changes.values()),
+            "margin_changes": margin_changes}
+
+
+def _numbers_of(value: Any, path: str = "") -> list[tuple[str, float]]:
+    """Every number of a findings dict with its dotted path (timing and the machine left out: they are not results)."""
+    if isinstance(value, Mapping):
+        return [pair for key, item in value.items() if not (path == "" and key in ("timing", "machine", "roles"))
+                for pair in _numbers_of(item, f"{path}.{key}".strip("."))]
+    if isinstance(value, list):
+        return [pair for i, item in enumerate(value) for pair in _numbers_of(item, f"{path}[{i}]")]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [(path, float(value))]
+    return []

@@ -1,5 +1,6 @@
-"""The CKA paragraph of the findings: SoLU vs GeLU at equal depth, seed replicas, the same-seed control and the
-GPT-NeoX family against its largest member, from ``cka_distances`` (:mod:`thinkalike.reports.findings`).
+"""The CKA section of the findings: SoLU vs GeLU at equal depth, seed replicas, the same-seed control and the
+GPT-NeoX family against its largest member, from ``cka_distances`` (:mod:`thinkalike.reports.findings`):
+:func:`collect_cka` (the numbers) and :func:`claims_cka` (the claims).
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thinkalike.reports.findings.text import (as_float, code_text, list_text, missing_section, not_run_sentence,
-                                              number_text, pair_row, range_text, span_of, table_of, tokens_text)
+from thinkalike.reports.findings.claims import Claim, best_of, greater
+from thinkalike.reports.findings.text import as_float, missing_section, not_run_sentence, pair_row, span_of, table_of
 
 
 def collect_cka(tables: Mapping[str, Any], roles: Mapping[str, Any], parameters: Mapping[str, Any]) -> dict[str, Any]:
@@ -55,64 +56,63 @@ def collect_cka(tables: Mapping[str, Any], roles: Mapping[str, Any], parameters:
             "solu_gelu": solu_gelu, "control": control, "replicas": replicas, "neox": neox}
 
 
-def render_cka(findings: Mapping[str, Any]) -> str:
-    """The paragraph "What the default run finds … CKA: …" from the collected numbers."""
-    cka = findings["cka"]
-    intro = "What the default run finds"
-    if (message := not_run_sentence("CKA", cka)):
-        return f"{intro}. {message}"
-    special = "special tokens excluded, " if cka.get("exclude_special_tokens") else ""
-    sentences = []
-    sg, replicas, control = cka["solu_gelu"], cka["replicas"], cka["control"]
-    if sg:
-        by_depth = list_text([f"{number_text(p['distance'])} at {p['depth']} layers" for p in sg])
-        text = (f"SoLU vs GeLU at equal depth have matched-layer CKA {range_text(span_of(p['cka'] for p in sg))} "
-                f"(arccos distance {by_depth})")
-        if replicas:
-            rep = span_of(p["cka"] for p in replicas)
-            sg_span = span_of(p["cka"] for p in sg)
-            relation = ("less than" if sg_span[1] < rep[0] else "more than" if sg_span[0] > rep[1]
-                        else "overlapping with the CKA")
-            text += (f", {relation} between GeLU seed replicas ({range_text(rep)}, distance "
-                     f"{range_text(span_of(p['distance'] for p in replicas))})")
-        sentences.append(text)
-    else:
-        sentences.append("no SoLU/GeLU pair at equal depth with different seeds was compared")
-    if control:
+def claims_cka(findings: Mapping[str, Any]) -> list[Claim]:
+    """The CKA paragraph's claims (:mod:`thinkalike.reports.findings.claims`): SoLU/GeLU against seed replicas (both
+    directions, intervals over the pairs separated), the same-seed control's gain against the activation function's
+    loss, and which GPT-NeoX member is closest to and furthest from the family's reference."""
+    cka = findings.get("cka") or {}
+    if not_run_sentence("CKA", cka):
+        return []
+    claims: list[Claim] = []
+    sg, replicas, control = cka.get("solu_gelu") or [], cka.get("replicas") or [], cka.get("control") or []
+    sg_span, rep_span = span_of(p["cka"] for p in sg), span_of(p["cka"] for p in replicas)
+    if sg_span and rep_span:
+        values = {"solu_gelu": sg_span, "replicas": rep_span,
+                  "sg_distance": span_of(p["distance"] for p in sg),
+                  "rep_distance": span_of(p["distance"] for p in replicas)}
+        claims.append(greater("cka.solu_gelu_below_replicas",
+                              "SoLU vs GeLU at equal depth (different seeds) have lower matched-layer CKA ({solu_gelu}; "
+                              "arccos distance {sg_distance}) than GeLU seed replicas ({replicas}; distance "
+                              "{rep_distance})", rep_span[0], sg_span[1], **values))
+        claims.append(greater("cka.solu_gelu_above_replicas",
+                              "SoLU vs GeLU at equal depth (different seeds) have higher matched-layer CKA ({solu_gelu}) "
+                              "than GeLU seed replicas ({replicas})", sg_span[0], rep_span[1], **values))
+    if control and sg:
         c = control[0]
-        text = (f"the same-seed control (a SoLU that shares GeLU's initial weights) gives {number_text(c['cka'])} "
-                f"(distance {number_text(c['distance'])})")
         same_depth = [p for p in sg if p["depth"] == c["depth"]] or sg
         reps = [p for p in replicas if p["depth"] == c["depth"]] or replicas
-        if same_depth and reps:
-            base = float(np.mean([p["cka"] for p in same_depth]))
-            gain = c["cka"] - base
+        base = float(np.mean([p["cka"] for p in same_depth]))
+        gain = None if c["cka"] is None else c["cka"] - base
+        values = {"control": c["cka"], "control_distance": c["distance"], "gain": gain, "base": base}
+        claims.append(Claim("cka.shared_init_raises",
+                            "The same-seed control (a SoLU that shares GeLU's initial weights) has higher matched-layer "
+                            "CKA ({control}) than SoLU vs GeLU with different seeds ({base}): a shared initialisation "
+                            "alone raises CKA by {gain}", gain, values))
+        claims.append(Claim("cka.shared_init_lowers",
+                            "The same-seed control has lower matched-layer CKA ({control}) than SoLU vs GeLU with "
+                            "different seeds ({base})", None if gain is None else -gain, values))
+        if reps and gain is not None:
             loss = float(np.mean([p["cka"] for p in reps])) - base
-            if loss > 0:
-                comparison = ("more than" if gain > loss else "less than") + \
-                    f" the {number_text(loss)} the activation function takes away (seed replicas against SoLU/GeLU)"
-            else:
-                comparison = "while the activation function takes nothing away (SoLU/GeLU are not below the replicas)"
-            text += (f", so a shared initialisation alone {'raises' if gain >= 0 else 'lowers'} CKA by "
-                     f"{number_text(abs(gain))}, {comparison}")
-        sentences.append(text)
-    neox = cka["neox"]
-    if neox and neox["members"]:
-        members = neox["members"]
-        odd = set(neox["odd"])
-
-        def name(m: Mapping[str, Any]) -> str:
-            return (f"the odd-head-size {code_text(m['model'])}" if m["model"] in odd else code_text(m["model"]))
-
-        if len(members) == 1:
-            family = (f"In the GPT-NeoX family, {name(members[0])} against {code_text(neox['reference'])}: "
-                      f"{number_text(members[0]['cka'])} (distance {number_text(members[0]['distance'])})")
-        else:
-            middle = "".join(f", then {name(m)} ({number_text(m['cka'])})" for m in members[1:-1])
-            family = (f"In the GPT-NeoX family against {code_text(neox['reference'])}, {name(members[0])} is closest "
-                      f"({number_text(members[0]['cka'])}){middle}, and {name(members[-1])} furthest "
-                      f"({number_text(members[-1]['cka'])}, distance {number_text(members[-1]['distance'])})")
-    else:
-        family = "No GPT-NeoX family pairs were compared"
-    return (f"{intro} ({special}{tokens_text(cka['n_tokens'])} tokens). CKA: " + "; ".join(sentences) + ". "
-            + family + ".")
+            values = {**values, "loss": loss}
+            claims.append(Claim("cka.activation_lowers",
+                                "GeLU seed replicas have higher matched-layer CKA than SoLU vs GeLU at the same depth "
+                                "by {loss}: the activation function takes CKA away", loss, values))
+            claims.append(Claim("cka.shared_init_outweighs_activation",
+                                "A shared initialisation raises CKA by more ({gain}) than the activation function "
+                                "takes away ({loss})", gain - loss, values))
+            claims.append(Claim("cka.activation_outweighs_shared_init",
+                                "The activation function takes away more CKA ({loss}) than a shared initialisation "
+                                "adds ({gain})", loss - gain, values))
+    neox = cka.get("neox") or {}
+    members = neox.get("members") or []
+    if len(members) > 1:
+        scores = {m["model"]: m["cka"] for m in members}
+        extra = {m["model"]: {"reference": neox["reference"], "distance": m["distance"],
+                              "odd": " (odd head size)" if m["model"] in set(neox.get("odd") or []) else ""}
+                 for m in members}
+        claims += best_of("cka.neox_closest", "In the GPT-NeoX family, `{name}`{odd} is the closest to `{reference}` "
+                          "(matched-layer CKA {score}; distance {distance})", scores, higher=True, values=extra)
+        claims += best_of("cka.neox_furthest", "In the GPT-NeoX family, `{name}`{odd} is the furthest from "
+                          "`{reference}` (matched-layer CKA {score}; distance {distance})", scores, higher=False,
+                          values=extra)
+    return claims

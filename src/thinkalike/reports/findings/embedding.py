@@ -9,9 +9,10 @@ from typing import Any
 
 import pandas as pd
 
-from thinkalike.reports.findings.text import (as_float, code_text, guarded, int_list, int_text, ints_text, list_text,
-                                              missing_section, not_run_sentence, number_text, plural_text, range_text,
-                                              span_of, table_of)
+from thinkalike.reports.findings.claims import Claim, best_of, greater
+from thinkalike.reports.findings.text import (LITERATURE, as_float, code_text, guarded, int_list, ints_text,
+                                              list_text, missing_section, not_run_sentence, number_text, span_of,
+                                              table_of)
 
 
 #: keep-k: E' = E^T counts as "level with" E^+ within this much.
@@ -24,9 +25,6 @@ FRACTION_MARGIN = 0.05
 
 GROUP_LABELS = {"FF_key": "FF keys", "FF_value": "FF values", "W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V",
                 "W_O": "W_O", "head": "the classifier head"}
-
-
-DISTRIBUTION_LABELS = {"normal": "N(0,1)", "ff_values": "FF values", "residual": "residual states"}
 
 
 TASK_LABELS = {"tense": "tense", "subject_number": "the subject's number", "sentence_type": "the sentence type"}
@@ -81,6 +79,20 @@ def _collect_keep_k(keep: pd.DataFrame | None, roles: Mapping[str, Any], vocab: 
         small_n = int(len(at_small))
     else:
         small_level = small_n = 0
+    by_k = []  # for the claims (claims_embedding): E^T against E^+ at every k
+    if {"transpose", "pinv"} <= set(paired.columns):
+        for k, part in paired.groupby(level="k"):
+            gap = part["transpose"] - part["pinv"]
+            by_k.append({"k": int(k), "transpose": span_of(part["transpose"]), "pinv": span_of(part["pinv"]),
+                         "min_gap": None if gap.isna().any() else as_float(gap.min()),
+                         "n_level": int((part["transpose"] >= part["pinv"] - KEEP_K_LEVEL).sum()),
+                         "n_cases": int(len(part))})
+    end = max(ks)
+    end_gaps = []  # per model and distribution: E^T's best score before the largest k minus its score there
+    for _, curve in transpose.groupby(["model", "distribution"]):
+        at_end, before = curve.loc[curve["k"] == end, "score"], curve.loc[curve["k"] < end, "score"]
+        if len(at_end) and len(before):
+            end_gaps.append(float(before.max()) - float(at_end.iloc[0]))
     finetuned = table_of(tables, "embedding_feature_fractions")
     models = list(dict.fromkeys(one["model"]))
     reference = (str(finetuned["model"].iloc[0]) if finetuned is not None and len(finetuned)
@@ -104,6 +116,8 @@ def _collect_keep_k(keep: pd.DataFrame | None, roles: Mapping[str, Any], vocab: 
                       for name, members in families.items() if condition.index.isin(members).any()},
         "condition_all": span_of(condition),
         "neox_ff_mid": span_of(scores("pinv", mid, roles["gpt_neox"], ["ff_values"])),
+        "by_k": by_k, "k_end": end, "transpose_at_end": span_of(scores("transpose", end)),
+        "transpose_end_gap": as_float(min(end_gaps)) if end_gaps else None,
     }
 
 
@@ -161,7 +175,7 @@ def _collect_finetune(fractions: pd.DataFrame | None, curves: pd.DataFrame | Non
                                "step"].max()) if "model" in curves else int(curves["step"].max())
     return {"model": model, "task": str(part["task"].iloc[0]), "top_layers": int_list(diff.reset_index()["layer"]),
             "k": int_list(part["k"]), "steps": steps, "accuracy": own, "chance": chance, "n_cells": len(cells),
-            "above": sorted(above, key=lambda c: c["random"] - c["finetune"]),
+            "above": sorted(above, key=lambda c: c["random"] - c["finetune"]), "cells": cells,
             "classifier": ({"fraction": as_float(classifier["feature_fraction"].mean()),
                             "chance": as_float(classifier["chance_fraction"].mean())} if len(classifier) else None)}
 
@@ -179,124 +193,259 @@ def _collect_zero_shot(zero_shot: pd.DataFrame | None) -> dict[str, Any]:
             "embeddings_only": [{"model": str(r.model_b),
                                  "accuracy": as_float(r.accuracy)} for r in embeddings.itertuples()],
             "blocks": span_of(blocks["accuracy"]), "n_blocks": int(len(blocks)),
-            "blocks_below_chance": int((blocks["accuracy"] < chance).sum())}
+            "blocks_below_chance": int((blocks["accuracy"] < chance).sum()),
+            "cases": [{"model": str(r.model_b), "layers": int(r.layers_from_b), "accuracy": as_float(r.accuracy)}
+                      for r in blocks.itertuples()],
+            "n_sentences": int(others["n_sentences"].iloc[0]) if "n_sentences" in others else None}
 
 
-def _distribution_order(name: str) -> tuple[int, str]:
-    order = list(DISTRIBUTION_LABELS)
-    return (order.index(name) if name in order else len(order), name)
+# ---- claims ---------------------------------------------------------------------------------------------------------
+
+#: Classifier rows count as "level with" chance within this much (the fine-tune fractions' criterion).
+CLASSIFIER_MARGIN = FRACTION_MARGIN
+
+SPACE_WORDS = {"projected": "projected into vocabulary space", "raw": "not projected"}
 
 
-def render_embedding(findings: Mapping[str, Any]) -> str:
-    """The embedding-space paragraph from the collected numbers."""
-    emb = findings["embedding"]
-    keep, alignment, finetune, zero = emb["keep_k"], emb["alignment"], emb["finetune"], emb["zero_shot"]
-    lit = findings["literature"]
-    sentences = []
-    if (message := not_run_sentence("keep-k", keep)):
-        head = "Embedding space."
-        sentences.append(message)
-    else:
-        V = keep["V"]
-        head = f"Embedding space (V = {int_text(V)})."
-        n = ints_text(keep["n"])
-        clauses = []
-        if keep["pinv_at_V"]:
-            clause = f"with E′ = E⁺ the score reaches {range_text(keep['pinv_at_V'])} at k = V"
-            if keep["reference_mid"]:
-                values = list_text([f"{number_text(keep['reference_mid'][d])} for {DISTRIBUTION_LABELS.get(d, d)}"
-                                for d in sorted(keep["reference_mid"], key=_distribution_order)])
-                clause += f" ({values} at k = {keep['k_mid']} on {keep['reference']})"
-            clauses.append(clause)
-        if keep["transpose_peak_k"]:
-            clause = (f"with E′ = Eᵀ it peaks at k = {range_text(keep['transpose_peak_k'], 0)} "
-                      f"({range_text(keep['transpose_peak'])})")
-            if keep["transpose_at_V"]:
-                clause += f" and ends at {range_text(keep['transpose_at_V'])} at k = V"
-            clauses.append(clause)
-        text = f"keep-k (appendix A protocol, one sample of {n}, k = {list_text([str(k) for k in keep['ks']])}): " + \
-            ", ".join(clauses)
-        small = keep["k_small"]
-        share = f"{number_text(100 * small / V, 1)} % of V"
-        if keep["level_ks"]:
-            where = ("only at k = " if len(keep["level_ks"]) < len(keep["ks"]) else "at every k: ") + \
-                list_text([str(k) for k in keep["level_ks"]])
-            text += f"{'; ' if clauses else ''}{where} is Eᵀ level with or ahead of E⁺ for every model and distribution"
-        else:
-            text += f"{'; ' if clauses else ''}at no k is Eᵀ level with or ahead of E⁺ for every model and distribution"
-        paper_share = f"{number_text(100 * lit['keep_k_k'] / lit['keep_k_vocabulary'], 1)} %"
-        text += (f" (at k = {small}, {share}, Eᵀ vs E⁺ give {range_text(keep['small_transpose'])} vs "
-                 f"{range_text(keep['small_pinv'])}, level or ahead in {keep['small_level']} of {keep['small_n']} cases; "
-                 f"the paper, at k ≈ {int_text(lit['keep_k_k'])} ({paper_share} of GPT-2's {int_text(lit['keep_k_vocabulary'])}), "
-                 f"reports {number_text(lit['keep_k_transpose'])} vs {number_text(lit['keep_k_pinv'])}).")
-        names = {"bridges": "the bridges", "mamba": "Mamba", "encoders": "the encoder", "gpt_neox": "GPT-NeoX"}
-        conditions = list_text([f"{range_text(keep['condition'][key], 1)} for {name}" for key, name in names.items()
-                            if key in keep["condition"]])
-        if conditions:
-            text += f" E's condition number is {conditions}"
-            if keep["neox_ff_mid"]:
-                text += f"; GPT-NeoX's FF values reach {range_text(keep['neox_ff_mid'])} at k = {keep['k_mid']} (E⁺)"
-            text += "."
-        sentences.append(text)
-    if (message := not_run_sentence("Layer alignment", alignment)):
-        sentences.append(message)
-    else:
-        projected = alignment["by_space"].get("projected")
-        raw = alignment["by_space"].get("raw")
-        groups = ", ".join(f"{GROUP_LABELS.get(g['group'], g['group'])} {number_text(g['fraction'])}"
-                           for g in alignment["by_group"])
-        chance = f" (chance for {alignment['n_layers'][0]} layers: {number_text(alignment['chance'] * 100, 0)} %)" \
-            if alignment["chance"] is not None else ""
-        text = (f"Layer alignment of {list_text([code_text(m) for m in alignment['models']])} ({plural_text(alignment['n_pairs'], 'pair')}): "
-                f"projected into vocabulary space the Hungarian matching puts {number_text((projected or 0) * 100, 0)} % of "
-                f"layers on the diagonal ({groups}), not projected {number_text((raw or 0) * 100, 0)} %{chance}")
-        if projected is not None and raw is not None and projected > raw:
-            best = alignment["by_group"][0]["group"] if alignment["by_group"] else None
-            text += (" — the paper's finding, most clearly for " + GROUP_LABELS.get(best, best) if best else "")
-        else:
-            text += " — not the paper's finding (projection does not help)"
-        sentences.append(text + ".")
-    if (message := not_run_sentence("Fine-tuning", finetune)):
-        sentences.append(message)
-    else:
-        layers = list_text([str(layer) for layer in finetune["top_layers"]])
-        text = (f"Fine-tuning {finetune['model']}'s top {plural_text(len(finetune['top_layers']), 'block')} "
-                f"(layer{'s' if len(finetune['top_layers']) > 1 else ''} {layers}) and a "
-                f"head on {TASK_LABELS.get(finetune['task'], finetune['task'])}"
-                + (f" ({finetune['steps']} steps)" if finetune["steps"] else ""))
-        if finetune["accuracy"] is not None:
-            text += (f" reaches {number_text(finetune['accuracy'], 3)} held-out accuracy against a majority rate of "
-                     f"{number_text(finetune['chance'], 3)}")
-        k = ints_text(finetune["k"])
-        if finetune["above"]:
-            above = list_text([f"{GROUP_LABELS.get(c['group'], c['group'])} at layer {c['layer']} "
-                           f"({number_text(c['finetune'])} vs {number_text(c['random'])})" for c in finetune["above"]])
-            text += (f"; among the top {k} tokens of its largest ΔW rows, the fraction that carry the task's "
-                     f"feature is above that of random rows of the same matrices (by ≥ {number_text(FRACTION_MARGIN)}) in "
-                     f"{above}, and level or below in the other {finetune['n_cells'] - len(finetune['above'])} of "
-                     f"{finetune['n_cells']}")
-        else:
-            text += (f"; among the top {k} tokens of its largest ΔW rows, the fraction that carry the task's feature "
-                     f"is nowhere above that of random rows of the same matrices by {number_text(FRACTION_MARGIN)} "
-                     f"({finetune['n_cells']} group × layer cells)")
-        if finetune["classifier"]:
-            c = finetune["classifier"]
-            text += (f"; the classifier rows give {number_text(c['fraction'])} ({number_text(c['chance'])} by chance)")
-        sentences.append(text + ".")
-    if (message := not_run_sentence("Zero-shot stitching", zero)):
-        sentences.append(message)
-    else:
-        only = list_text([f"{number_text(e['accuracy'])} from {code_text(e['model'])}"
-                          for e in zero["embeddings_only"]])
-        text = (f"Zero-shot stitching x_A = x_B E_B E_A⁺ into the fine-tuned {zero['model']} (own accuracy "
-                f"{number_text(zero['own'], 3)}, majority rate {number_text(zero['chance'], 3)}): keeping only B's embeddings gives "
-                f"{only}")
-        if zero["n_blocks"]:
-            below = zero["blocks_below_chance"] == zero["n_blocks"]
-            text += (f", and running B's blocks gives {range_text(zero['blocks'])}, "
-                     + ("below the majority rate every time — across seeds the map through the vocabulary does not "
-                        "carry these small models' block outputs" if below else
-                        f"below the majority rate in {zero['blocks_below_chance']} of {zero['n_blocks']} cases"
-                        if zero["blocks_below_chance"] else "never below the majority rate"))
-        sentences.append(text + ".")
-    return head + " " + " ".join(sentences)
+def claims_embedding(findings: Mapping[str, Any]) -> list[Claim]:
+    """The embedding-space paragraph's claims (:mod:`thinkalike.reports.findings.claims`), per part (keep-k,
+    alignment, fine-tuning, zero-shot stitching), none for a part that was not run:
+
+    * ``embedding.keep_k.level.k<k>`` / ``embedding.keep_k.behind.k<k>`` (every k): Eᵀ level with or ahead of E⁺
+      (within :data:`KEEP_K_LEVEL`) for every model and distribution; margin ``min(Eᵀ − E⁺) + KEEP_K_LEVEL`` over
+      the cases at that k / its negative (findings collected before ``by_k``: the smallest k only, undecided);
+    * ``embedding.keep_k.transpose_peaks_before_end`` / ``embedding.keep_k.transpose_highest_at_end``: every Eᵀ
+      curve peaks before the largest k; margin the smallest, over models and distributions, of its best score before
+      the largest k minus its score there / its negative (findings collected before ``transpose_end_gap``: in k,
+      ``k_end − latest peak k``);
+    * ``embedding.alignment.projected_above_raw`` / ``embedding.alignment.raw_above_projected``: the paper's finding
+      (projection puts more layers on the diagonal); margin ``projected − raw`` / ``raw − projected``;
+    * ``embedding.alignment.<space>_above_chance`` / ``embedding.alignment.<space>_below_chance`` (projected,
+      raw): the diagonal fraction against chance (1 / layers); margin ``fraction − chance`` / ``chance − fraction``;
+    * ``embedding.alignment.most_on_diagonal.<group>`` (each weight group): the group whose projected matching puts
+      the most layers on the diagonal (:func:`best_of`); margin its fraction minus the largest other group's;
+    * ``embedding.finetune.above_majority`` / ``embedding.finetune.at_or_below_majority``: the fine-tuned model's
+      held-out accuracy against the majority rate; margin ``accuracy − majority`` / ``majority − accuracy + ½ / n``
+      (n: held-out sentences; accuracies are multiples of 1 / n);
+    * ``embedding.finetune.above_random.<group>.layer<L>`` / ``embedding.finetune.not_above_random.<group>.layer<L>``
+      (each weight group and layer fine-tuned): the feature fraction of ΔW rows above random rows' by at least
+      :data:`FRACTION_MARGIN`; margin ``ΔW − random − FRACTION_MARGIN`` / its negative (findings collected before
+      ``cells``: the cells above only);
+    * ``embedding.finetune.classifier_above_chance`` / ``…_level_with_chance`` / ``…_below_chance``: the classifier
+      rows' feature fraction against chance; margin ``fraction − chance − m`` / ``m − |fraction − chance|`` /
+      ``chance − fraction − m`` (``m``: :data:`CLASSIFIER_MARGIN`);
+    * ``embedding.zero_shot.blocks_below_majority_every_time`` / ``embedding.zero_shot.blocks_never_below_majority``:
+      zero-shot stitching with B's blocks against the majority rate in every case; margin ``majority − max`` /
+      ``min − majority + ½ / n``;
+    * ``embedding.zero_shot.below_majority.<model>.layers<ℓ>`` / ``embedding.zero_shot.at_or_above_majority.<model>
+      .layers<ℓ>`` (each donor B and number ℓ ≥ 1 of its layers run): margin ``majority − accuracy`` /
+      ``accuracy − majority + ½ / n`` (findings collected before ``cases``: none).
+    """
+    emb = findings.get("embedding")
+    if not isinstance(emb, Mapping) or not emb:
+        return []
+    literature = findings.get("literature") or LITERATURE
+    zero = emb.get("zero_shot") or {}
+    n_sentences = zero.get("n_sentences") if isinstance(zero, Mapping) else None
+    half_step = 0.5 / n_sentences if n_sentences else 0.0
+    claims: list[Claim] = []
+    parts = (("keep-k", "keep_k", lambda section: _keep_k_claims(section, literature)),
+             ("Layer alignment", "alignment", _alignment_claims),
+             ("Fine-tuning", "finetune", lambda section: _finetune_claims(section, half_step)),
+             ("Zero-shot stitching", "zero_shot", lambda section: _zero_shot_claims(section, half_step)))
+    for what, key, make in parts:
+        section = emb.get(key)
+        if isinstance(section, Mapping) and section and not not_run_sentence(what, section):
+            claims += make(section)
+    return claims
+
+
+def _keep_k_claims(keep: Mapping[str, Any], literature: Mapping[str, Any]) -> list[Claim]:
+    claims: list[Claim] = []
+    V, small = keep.get("V"), keep.get("k_small")
+    level = number_text(KEEP_K_LEVEL)
+    by_k = keep.get("by_k")
+    if by_k is None and small is not None:  # collected before by_k: the smallest k, undecided
+        by_k = [{"k": small, "transpose": keep.get("small_transpose"), "pinv": keep.get("small_pinv"),
+                 "min_gap": None, "n_level": keep.get("small_level"), "n_cases": keep.get("small_n")}]
+    paper = {"paper_k": literature["keep_k_k"], "paper_vocabulary": literature["keep_k_vocabulary"],
+             "paper_share": 100 * literature["keep_k_k"] / literature["keep_k_vocabulary"],
+             "paper_transpose": literature["keep_k_transpose"], "paper_pinv": literature["keep_k_pinv"]}
+    for entry in by_k or []:
+        k = int(entry["k"])
+        values = {"k": k, "transpose": entry["transpose"], "pinv": entry["pinv"], "n_level": entry["n_level"],
+                  "n_cases": entry["n_cases"], "level": KEEP_K_LEVEL}
+        paper_clause = ""
+        if k == small and V:
+            values.update(paper, share=100 * k / V)
+            paper_clause = ("; {share:1} % of V — the paper, at k ≈ {paper_k:d} ({paper_share:1} % of GPT-2's "
+                            "{paper_vocabulary:d}), reports {paper_transpose} vs {paper_pinv}")
+        gap = entry.get("min_gap")
+        margin = None if gap is None else float(gap) + KEEP_K_LEVEL
+        counts = "{transpose} vs {pinv}, level or ahead in {n_level:d} of {n_cases:d} cases"
+        claims.append(Claim(f"embedding.keep_k.level.k{k}",
+                            "keep-k at k = {k:d}: Eᵀ is level with (within {level}) or ahead of E⁺ for every model and "
+                            "distribution (" + counts + paper_clause + ")", margin, values,
+                            f"keep-k: Eᵀ is level with (within {level}) or ahead of E⁺ for every model and "
+                            "distribution at", "k = {k:d} (" + counts + paper_clause + ")"))
+        claims.append(Claim(f"embedding.keep_k.behind.k{k}",
+                            "keep-k at k = {k:d}: Eᵀ falls behind E⁺ by more than {level} for some model and "
+                            "distribution (" + counts + ")", None if margin is None else -margin, values,
+                            f"keep-k: Eᵀ falls behind E⁺ by more than {level} for some model and distribution at",
+                            "k = {k:d} (" + counts + ")"))
+    ks = keep.get("ks") or []
+    end = keep.get("k_end") or (max(ks) if ks else None)
+    peak_k = keep.get("transpose_peak_k")
+    if end is not None and peak_k:
+        at_end = keep.get("transpose_at_end") or (keep.get("transpose_at_V") if end == V else None)
+        if "transpose_end_gap" in keep:
+            before = keep["transpose_end_gap"]
+            after = None if before is None else -float(before)
+        else:  # collected before transpose_end_gap: in k
+            before = float(end) - float(peak_k[1])
+            after = -before if before > 0 else None
+        values = {"k_end": end, "peak_k": peak_k, "peak": keep.get("transpose_peak"),
+                  **({"at_end": at_end} if at_end else {})}
+        ending = ", and ends lower: {at_end} at k = {k_end:d}" if at_end else ""
+        claims.append(Claim("embedding.keep_k.transpose_peaks_before_end",
+                            "keep-k with E′ = Eᵀ peaks before k = {k_end:d} for every model and distribution — at "
+                            "k = {peak_k:0} ({peak})" + ending, before, values))
+        claims.append(Claim("embedding.keep_k.transpose_highest_at_end",
+                            "keep-k with E′ = Eᵀ is highest at the largest k = {k_end:d} for some model and "
+                            "distribution", after, values))
+    return claims
+
+
+def _alignment_claims(alignment: Mapping[str, Any]) -> list[Claim]:
+    claims: list[Claim] = []
+    by_space = alignment.get("by_space") or {}
+    projected, raw, chance = by_space.get("projected"), by_space.get("raw"), alignment.get("chance")
+    models = list_text([code_text(m) for m in alignment.get("models") or []])
+    base = {"models": models, "n_pairs": alignment.get("n_pairs"), "projected": projected, "raw": raw}
+    head = "Layer alignment of {models} ({n_pairs:d} pairs): "
+    if projected is not None and raw is not None:
+        claims.append(greater("embedding.alignment.projected_above_raw",
+                              head + "projected into vocabulary space the Hungarian matching puts {projected:%} of "
+                              "layers on the diagonal, not projected {raw:%} — the paper's finding", projected, raw,
+                              **base))
+        claims.append(greater("embedding.alignment.raw_above_projected",
+                              head + "projected into vocabulary space the Hungarian matching puts {projected:%} of "
+                              "layers on the diagonal, not projected {raw:%} — not the paper's finding (projection "
+                              "does not help)", raw, projected, **base))
+    n_layers = alignment.get("n_layers") or []
+    if chance is not None:
+        for space, fraction in by_space.items():
+            if fraction is None:
+                continue
+            values = {**base, "fraction": fraction, "chance": chance, "n_layers": n_layers[0] if n_layers else None,
+                      "space": SPACE_WORDS.get(space, space)}
+            for claim_id, words, a, b in ((f"embedding.alignment.{space}_above_chance", "above", fraction, chance),
+                                          (f"embedding.alignment.{space}_below_chance", "below", chance, fraction)):
+                claim = greater(claim_id, "Layer alignment {space}: the Hungarian matching puts {fraction:%} of layers "
+                                f"on the diagonal, {words} chance " + "({chance:%} for {n_layers:d} layers)", a, b,
+                                **values)
+                claims.append(Claim(claim.id, claim.template, claim.margin, claim.values,
+                                    f"Layer alignment {words} chance (1 / the number of layers)",
+                                    "{space} ({fraction:%} of layers on the diagonal, chance {chance:%})"))
+    groups = {g["group"]: g["fraction"] for g in alignment.get("by_group") or []}
+    if len(groups) > 1:
+        extra = {g: {"label": GROUP_LABELS.get(g, g),
+                     "others": span_of(v for other, v in groups.items() if other != g)} for g in groups}
+        claims += best_of("embedding.alignment.most_on_diagonal",
+                          "Projected into vocabulary space, {label} put the most layers on the diagonal of any weight "
+                          "group ({score}; the others {others})",
+                          groups, higher=True, values=extra)
+    return claims
+
+
+def _finetune_claims(finetune: Mapping[str, Any], half_step: float) -> list[Claim]:
+    claims: list[Claim] = []
+    top = finetune.get("top_layers") or []
+    base = {"model": finetune.get("model"), "task": TASK_LABELS.get(finetune.get("task"), finetune.get("task")),
+            "n_top": len(top), "layers": list_text([str(layer) for layer in top]),
+            **({"steps": finetune["steps"]} if finetune.get("steps") else {})}
+    what = ("Fine-tuning {model}'s top {n_top:d} blocks (layers {layers}) and a head on {task}"
+            + (" ({steps:d} steps)" if "steps" in base else ""))
+    accuracy, chance = finetune.get("accuracy"), finetune.get("chance")
+    if accuracy is not None and chance is not None:
+        values = {**base, "accuracy": accuracy, "chance": chance}
+        claims.append(greater("embedding.finetune.above_majority",
+                              what + " reaches {accuracy:3} held-out accuracy, above the majority rate of {chance:3}",
+                              accuracy, chance, **values))
+        claims.append(Claim("embedding.finetune.at_or_below_majority",
+                            what + " reaches only {accuracy:3} held-out accuracy, not above the majority rate of "
+                            "{chance:3}", float(chance) - float(accuracy) + half_step, values))
+    cells = finetune.get("cells")
+    if cells is None:  # collected before cells: the cells above only
+        cells = finetune.get("above") or []
+    k = ints_text(finetune.get("k"))
+    threshold = number_text(FRACTION_MARGIN)
+    for cell in cells:
+        if cell.get("finetune") is None or cell.get("random") is None:
+            continue
+        excess = float(cell["finetune"]) - float(cell["random"]) - FRACTION_MARGIN
+        values = {**base, "k": k, "label": GROUP_LABELS.get(cell["group"], cell["group"]), "layer": cell["layer"],
+                  "finetune": cell["finetune"], "random": cell["random"], "threshold": FRACTION_MARGIN}
+        where = ("In {model}'s fine-tuning, among the top {k} tokens of its largest ΔW rows of {label} at layer "
+                 "{layer:d}, the fraction that carry the task's feature ({finetune}) is ")
+        item = "{label} at layer {layer:d} ({finetune} vs {random})"
+        lead = ("among the top tokens of the fine-tuning's largest ΔW rows, the fraction that carry the task's feature "
+                "is ")
+        claims.append(Claim(f"embedding.finetune.above_random.{cell['group']}.layer{cell['layer']}",
+                            where + "above that of random rows of the same matrix ({random}) by ≥ {threshold}",
+                            excess, values,
+                            lead + f"above that of random rows of the same matrices (by ≥ {threshold}) in", item))
+        claims.append(Claim(f"embedding.finetune.not_above_random.{cell['group']}.layer{cell['layer']}",
+                            where + "level with or below that of random rows of the same matrix ({random}; not above "
+                            "by {threshold})", -excess, values,
+                            lead + f"level with or below that of random rows of the same matrices (not above by "
+                            f"{threshold}) in", item))
+    classifier = finetune.get("classifier")
+    if classifier and classifier.get("fraction") is not None and classifier.get("chance") is not None:
+        diff = float(classifier["fraction"]) - float(classifier["chance"])
+        values = {"model": finetune.get("model"), "fraction": classifier["fraction"], "chance": classifier["chance"],
+                  "threshold": CLASSIFIER_MARGIN}
+        rows = ("The rows of {model}'s fine-tuned classifier head give a feature fraction of {fraction} ({chance} by "
+                "chance): ")
+        claims.append(Claim("embedding.finetune.classifier_above_chance",
+                            rows + "above chance by more than {threshold}", diff - CLASSIFIER_MARGIN, values))
+        claims.append(Claim("embedding.finetune.classifier_level_with_chance",
+                            rows + "level with chance (within {threshold})", CLASSIFIER_MARGIN - abs(diff), values))
+        claims.append(Claim("embedding.finetune.classifier_below_chance",
+                            rows + "below chance by more than {threshold}", -diff - CLASSIFIER_MARGIN, values))
+    return claims
+
+
+def _zero_shot_claims(zero: Mapping[str, Any], half_step: float) -> list[Claim]:
+    claims: list[Claim] = []
+    chance, blocks = zero.get("chance"), zero.get("blocks")
+    base = {"model": zero.get("model"), "own": zero.get("own"), "chance": chance}
+    head = ("Zero-shot stitching x_A = x_B E_B E_A⁺ into the fine-tuned {model} (own accuracy {own:3}, majority rate "
+            "{chance:3}): ")
+    if chance is None:
+        return claims
+    if blocks and zero.get("n_blocks"):
+        values = {**base, "blocks": blocks, "n_blocks": zero["n_blocks"]}
+        claims.append(greater("embedding.zero_shot.blocks_below_majority_every_time",
+                              head + "running B's blocks gives {blocks}, below the majority rate every time "
+                              "({n_blocks:d} cases) — across seeds the map through the vocabulary does not carry these "
+                              "small models' block outputs", chance, blocks[1], **values))
+        claims.append(Claim("embedding.zero_shot.blocks_never_below_majority",
+                            head + "running B's blocks gives {blocks}, never below the majority rate ({n_blocks:d} "
+                            "cases)", float(blocks[0]) - float(chance) + half_step, values))
+    for case in zero.get("cases") or []:
+        if case.get("accuracy") is None:
+            continue
+        values = {**base, "donor": case["model"], "n": case["layers"], "accuracy": case["accuracy"]}
+        item = "`{donor}` up to layer {n:d} ({accuracy})"
+        lead = "Zero-shot stitching into the fine-tuned model, running B up to a layer, gives accuracy "
+        suffix = f"{case['model']}.layers{case['layers']}"
+        claims.append(Claim(f"embedding.zero_shot.below_majority.{suffix}",
+                            head + "running `{donor}` up to layer {n:d} gives {accuracy}, below the majority rate",
+                            float(chance) - float(case["accuracy"]), values, lead + "below the majority rate for",
+                            item))
+        claims.append(Claim(f"embedding.zero_shot.at_or_above_majority.{suffix}",
+                            head + "running `{donor}` up to layer {n:d} gives {accuracy}, at or above the majority "
+                            "rate", float(case["accuracy"]) - float(chance) + half_step, values,
+                            lead + "at or above the majority rate for", item))
+    return claims

@@ -5,17 +5,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from thinkalike.reports.findings.text import (as_float, code_text, int_text, list_text, missing_section,
-                                              not_run_sentence, number_text, pair_row, range_text, signed_text, span_of,
-                                              table_of)
+from thinkalike.reports.findings.claims import Claim, best_of, every
+from thinkalike.reports.findings.text import (as_float, missing_section, not_run_sentence, number_text, pair_row,
+                                              span_of, table_of)
 
 
 def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dict[str, Any]:
     """Per measure: seed replicas against SoLU vs GeLU (different seeds); rogue-dimension shares; what the remedies
-    change on CKA."""
+    change on CKA; the permutation calibration (per statistic and measure: z span, pairs at p ≤ 0.05, smallest and
+    largest p, pairs); the grounding tests."""
     summary = table_of(tables, "similarity_measures")
     if summary is None or summary.empty:
         return missing_section("similarity_measures")
@@ -63,7 +65,8 @@ def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dic
         for (statistic, name), rows in calibration.groupby(["statistic", "measure"], sort=False):
             calibrated["statistics"].setdefault(statistic, []).append(
                 {"measure": name, "z": span_of(rows["z"]), "n_significant": int((rows["p_value"] <= 0.05).sum()),
-                 "min_p": as_float(rows["p_value"].min())})
+                 "min_p": as_float(rows["p_value"].min()), "max_p": as_float(rows["p_value"].max()),
+                 "n_pairs": int(rows[["model_a", "model_b"]].drop_duplicates().shape[0])})
     grounding = table_of(tables, "measure_grounding")
     grounded = None
     if grounding is not None and len(grounding):
@@ -81,140 +84,247 @@ def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dic
             "grounding": grounded}
 
 
-def _remedy_label(variant: str) -> str:
-    """``standardised`` / ``top<k>_removed`` (:mod:`thinkalike.reports.measures`) in words."""
-    if variant == "standardised":
-        return "standardising every dimension"
-    return f"removing each layer's top {variant.removeprefix('top').removesuffix('_removed')} dimensions"
-
-
-def render_measures(findings: Mapping[str, Any]) -> str:
-    """The measures-beyond-CKA paragraph (replicas against SoLU/GeLU per measure, rogue dimensions, grounding,
-    calibration) from the collected numbers."""
-    measures = findings.get("measures") or missing_section("similarity_measures")
-    if (message := not_run_sentence("Measures beyond CKA", measures)):
-        return message
-    sentences = [f"Measures beyond CKA ({measures['n_measures']} measures on {int_text(measures['n_tokens'])} rows per "
-                 "pair)."]
-    per = measures["per_measure"]
-    if per:
-        separating = [m["measure"] for m in per if m["separates"]]
-        others = [m["measure"] for m in per if not m["separates"]]
-        text = (f"Seed replicas are more alike than every SoLU vs GeLU pair (different seeds) by "
-                f"{len(separating)} of {len(per)} measures" + (f" ({list_text([code_text(m) for m in separating])})"
-                                                              if separating else ""))
-        if others:
-            detail = list_text([f"{code_text(m['measure'])} (replicas {range_text(m['replicas'])}, SoLU vs GeLU "
-                            f"{range_text(m['solu_gelu'])})" for m in per if not m["separates"]])
-            text += f"; not by {detail}"
-        sentences.append(text + ".")
-    rogue = measures.get("rogue")
-    if rogue:
-        sentences.append(f"Rogue dimensions: the largest dimension of any layer carries at most "
-                         f"{number_text(rogue['max_top1'] * 100, 0)} % of its variance ({code_text(rogue['model'])}, layer "
-                         f"{rogue['layer']}); {rogue['n_above_half']} of {rogue['n_layers']} layers are above one half.")
-    remedies = measures.get("remedies") or {}
-    if remedies:
-        parts = [f"{_remedy_label(variant)} by at most {number_text(change['max_abs_change'])} ({code_text(change['pair'][0])} "
-                 f"vs {code_text(change['pair'][1])}: {signed_text(change['change'])})"
-                 for variant, change in remedies.items()]
-        n_pairs = max(change["n_pairs"] for change in remedies.values())
-        sentences.append(f"Over the {n_pairs} pairs of different models, matched-layer CKA changes with "
-                         f"{list_text(parts)}.")
-    grounding = [g for g in measures.get("grounding") or [] if g["monotonicity"] is not None]
-    if grounding:
-        ranked = sorted(grounding, key=lambda g: -g["monotonicity"])
-        models = max(g["n_models"] for g in grounding)
-        text = (f"Grounding: layer monotonicity within the {models} models compared with themselves (Spearman of "
-                f"alikeness against layer distance; chance 0) is highest for {code_text(ranked[0]['measure'])} "
-                f"({number_text(ranked[0]['monotonicity'])}) and lowest for {code_text(ranked[-1]['measure'])} "
-                f"({number_text(ranked[-1]['monotonicity'])})")
-        specific = [g for g in grounding if g["specificity"] is not None]
-        if specific:
-            perfect = [g["measure"] for g in specific if g["specificity"] >= 1 - 1e-9]
-            worst = min(specific, key=lambda g: g["specificity"])
-            text += (f"; specificity (average precision of seed replicas above other architectures, chance "
-                     f"{number_text(specific[0]['chance'])}) is 1 for {len(perfect)} of {len(specific)} measures, lowest "
-                     f"for {code_text(worst['measure'])} ({number_text(worst['specificity'])})")
-        sentences.append(text + ".")
-    calibration = measures.get("calibration")
-    if calibration:
-        parts = []
-        for statistic, label in (("matched_mean", "matched-layer means"), ("best", "best layer pairs")):
-            entries = calibration["statistics"].get(statistic) or []
-            if entries:
-                parts.append(f"{label}: "
-                             + list_text([f"{code_text(e['measure'])} z {range_text(e['z'], 1, signed=True)}, "
-                                                    f"{e['n_significant']} at p ≤ 0.05" for e in entries]))
-        sentences.append(f"Against a permutation null of the token correspondence ({calibration['n_permutations']} "
-                         f"shuffles, smallest possible p {number_text(1 / (calibration['n_permutations'] + 1), 3)}; "
-                         f"{calibration['n_pairs']} pairs of different models): " + "; ".join(parts) + ".")
-    return " ".join(sentences)
-
-
-#: What a measure must score to be trusted for a test in the guide (:func:`render_measure_guide`).
+#: What a measure must score to be trusted for a test in the guide (:func:`_guide_tests`, :func:`_guide_claims`).
 RANK_PASS = 0.7  # Spearman ρ of layer monotonicity and of sensitivity (the zoo's 2–8-layer models cap
-
-
 #                  monotonicity near 0.8 for most measures: 0.7 separates the two that fall behind)
 NULL_PASS = 0.05  # |mean alikeness| on inputs with no correspondence
-
-
 AP_PASS = 0.99  # average precision of a ranking test (specificity, trained vs untrained)
 
 
-def _scores(grounding: Sequence[Mapping[str, Any]], test: str) -> list[tuple[str, float]]:
-    return [(g["measure"], g[test]) for g in grounding if g.get(test) is not None]
+# ---- claims ---------------------------------------------------------------------------------------------------------
+
+#: The significance level of the calibration's "every pair significant" (``p ≤ 0.05``, as ``n_significant`` counts).
+SIGNIFICANCE = 0.05
+#: Below 1 by this much a collected average precision (six decimals) no longer reads "1".
+PERFECT_TOLERANCE = 1e-6
+_STATISTIC_LABELS = {"matched_mean": "matched-layer means", "best": "best layer pairs"}
 
 
-def _guide_line(what: str, scored: list[tuple[str, float]], passes: Any, criterion: str, signed: bool = False) -> str:
-    """"<what> (<criterion>): <passing measures>; not <failing ones, worst first, with their scores>"."""
-    good = [name for name, value in scored if passes(value)]
-    bad = sorted([(name, value) for name, value in scored if not passes(value)], key=lambda item: abs(item[1]),
-                 reverse=True)
-    text = f"{what} ({criterion}): " + (list_text([code_text(name) for name in good]) if good else "no measure")
-    if bad:
-        text += "; not " + list_text([f"{code_text(name)} ({signed_text(value, 2) if signed else number_text(value)})"
-                                 for name, value in bad])
-    return text
+def _separations(entry: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """(replicas closer, SoLU/GeLU closer) for one measure's spans: the gap between the nearer side's worst pair and
+    the other side's best pair, in the measure's own units (a distance is closer when smaller); ``None`` when a
+    span is missing."""
+    replicas, solu_gelu = entry.get("replicas"), entry.get("solu_gelu")
+    if not replicas or not solu_gelu or None in (*replicas, *solu_gelu):
+        return None, None
+    if entry.get("kind") == "distance":
+        return float(solu_gelu[0]) - float(replicas[1]), float(replicas[0]) - float(solu_gelu[1])
+    return float(replicas[0]) - float(solu_gelu[1]), float(solu_gelu[0]) - float(replicas[1])
 
 
-def render_measure_guide(findings: Mapping[str, Any]) -> str | None:
-    """**Which measure to trust for what**: per grounding test, the measures that pass it (criteria above) and
-    the scores of those that do not; then the measures that pass every test that was run."""
-    measures = findings.get("measures") or {}
-    grounding = measures.get("grounding") or []
-    if not grounding or "error" in measures:
-        return None
-    lines, passed = [], {g["measure"]: True for g in grounding}
+def _separation_claims(per_measure: Sequence[Mapping[str, Any]]) -> list[Claim]:
+    """Per measure ``m``, three claims of which at most one holds:
 
-    def test(key: str, what: str, passes: Any, criterion: str, signed: bool = False) -> None:
-        scored = _scores(grounding, key)
-        if scored:
-            lines.append(_guide_line(what, scored, passes, criterion, signed))
-            for name, value in scored:
-                passed[name] = passed[name] and bool(passes(value))
+    * ``measures.replicas_vs_solu_gelu.<m>.replicas_closer``: every seed-replica pair is more alike than every SoLU
+      vs GeLU pair; margin ``min(replicas) − max(SoLU/GeLU)`` for a similarity, ``min(SoLU/GeLU) − max(replicas)``
+      for a distance;
+    * ``….solu_gelu_closer``: the reverse; margin the same gap the other way round;
+    * ``….overlap``: neither side more alike than every pair of the other; margin
+      ``min(−replicas_closer, −solu_gelu_closer)``;
 
-    test("monotonicity", "to follow a model's layers in order", lambda v: v >= RANK_PASS,
-         f"layer monotonicity ρ ≥ {number_text(RANK_PASS, 1)}")
-    test("sensitivity", "to register the loss of a layer's main directions", lambda v: v >= RANK_PASS,
-         f"ρ ≥ {number_text(RANK_PASS, 1)} as the top 1 … 5 principal components go")
-    test("null_permuted", "to read 0 on rows with no correspondence", lambda v: abs(v) <= NULL_PASS,
-         f"|alikeness| ≤ {number_text(NULL_PASS)} with the rows shuffled", signed=True)
-    test("null_independent", "to read 0 on other inputs", lambda v: abs(v) <= NULL_PASS,
-         f"|alikeness| ≤ {number_text(NULL_PASS)} on other tokens", signed=True)
+    and ``measures.replicas_vs_solu_gelu.every_measure``: replicas closer by every measure, margin the smallest
+    ``replicas_closer`` margin."""
+    claims: list[Claim] = []
+    closer: list[float | None] = []
+    lead = "Seed replicas are more alike than every SoLU vs GeLU pair (different seeds)"
+    for entry in per_measure:
+        name = str(entry["measure"])
+        values = {"name": name, "kind": str(entry.get("kind")), "replicas": entry.get("replicas"),
+                  "solu_gelu": entry.get("solu_gelu")}
+        replicas_closer, solu_gelu_closer = _separations(entry)
+        overlap = None if replicas_closer is None or solu_gelu_closer is None \
+            else min(-replicas_closer, -solu_gelu_closer)
+        closer.append(replicas_closer)
+        prefix = f"measures.replicas_vs_solu_gelu.{name}"
+        item = "`{name}` (replicas {replicas}, SoLU vs GeLU {solu_gelu})"
+        claims.append(Claim(f"{prefix}.replicas_closer", lead + " by `{name}` ({kind}: replicas {replicas}, SoLU vs "
+                            "GeLU {solu_gelu})", replicas_closer, values,
+                            group="Measures by which seed replicas are more alike than every SoLU vs GeLU pair "
+                                  "(different seeds)", item=item))
+        claims.append(Claim(f"{prefix}.solu_gelu_closer", "Every SoLU vs GeLU pair (different seeds) is more alike "
+                            "than every pair of seed replicas by `{name}` ({kind}: SoLU vs GeLU {solu_gelu}, replicas "
+                            "{replicas})", solu_gelu_closer, values,
+                            group="Measures by which every SoLU vs GeLU pair (different seeds) is more alike than "
+                                  "every pair of seed replicas", item=item))
+        claims.append(Claim(f"{prefix}.overlap", "By `{name}` seed replicas ({replicas}) and SoLU vs GeLU pairs "
+                            "({solu_gelu}) overlap: the replicas are not more alike than every SoLU vs GeLU pair",
+                            overlap, values, group="Measures by which seed replicas and SoLU vs GeLU pairs "
+                                                   "(different seeds) overlap, neither side more alike than every "
+                                                   "pair of the other", item=item))
+    if per_measure:
+        claims.append(every("measures.replicas_vs_solu_gelu.every_measure", lead + " by every one of the {n:d} "
+                            "measures", closer, n=len(per_measure)))
+    return claims
+
+
+def _rogue_claims(rogue: Mapping[str, Any] | None) -> list[Claim]:
+    """``measures.rogue.none_above_half``: no layer's largest dimension carries more than half its variance, margin
+    ``0.5 − max top-1 share``; ``measures.rogue.some_above_half``: the reverse, margin ``max share − 0.5``."""
+    if not rogue:
+        return []
+    share = rogue.get("max_top1")
+    values = {key: rogue.get(key) for key in ("max_top1", "model", "layer", "n_layers", "n_above_half")}
+    layers = "{n_above_half:d} of {n_layers:d} layers are above one half"
+    return [Claim("measures.rogue.none_above_half", "Rogue dimensions: the largest dimension of any layer carries at "
+                  "most {max_top1:%} of its variance (`{model}`, layer {layer:d}), below one half: " + layers,
+                  None if share is None else 0.5 - float(share), values),
+            Claim("measures.rogue.some_above_half", "Rogue dimensions: the largest dimension of some layer carries "
+                  "more than one half of its variance, up to {max_top1:%} (`{model}`, layer {layer:d}); " + layers,
+                  None if share is None else float(share) - 0.5, values)]
+
+
+def _grounding_claims(grounding: Sequence[Mapping[str, Any]]) -> list[Claim]:
+    """``measures.grounding.monotonicity_highest.<m>`` / ``monotonicity_lowest.<m>`` (:func:`best_of`: the gap to
+    the runner-up); ``measures.grounding.specificity_lowest.<m>`` (:func:`best_of`); ``measures.grounding.
+    specificity_perfect.<m>``: specificity 1 (as collected, six decimals), margin
+    ``specificity − (1 − 10⁻⁶)``."""
+    if not grounding:
+        return []
+    models = max((g.get("n_models") or 0) for g in grounding)
     chance = next((g["chance"] for g in grounding if g.get("chance") is not None), None)
-    test("specificity", "to tell seed replicas from other architectures", lambda v: v >= AP_PASS,
-         f"average precision ≥ {number_text(AP_PASS)}; chance {number_text(chance)}")
-    untrained = next((g for g in grounding if g.get("trained_vs_untrained") is not None), None)
-    if untrained:
-        test("trained_vs_untrained", "to tell a trained model from an untrained one", lambda v: v >= AP_PASS,
-             f"average precision ≥ {number_text(AP_PASS)} over {untrained['n_untrained_pairs']} trained-vs-untrained pairs; "
-             f"chance {number_text(untrained['untrained_chance'])}")
-    if not lines:
+    monotonicity = {str(g["measure"]): g.get("monotonicity") for g in grounding}
+    specificity = {str(g["measure"]): g.get("specificity") for g in grounding}
+    extra = {str(g["measure"]): {"n_models": models, "chance": chance} for g in grounding}
+    lead = ("Grounding: layer monotonicity within the {n_models:d} models compared with themselves (Spearman of "
+            "alikeness against layer distance; chance 0) is ")
+    claims = best_of("measures.grounding.monotonicity_highest", lead + "highest for `{name}` ({score})",
+                     monotonicity, higher=True, values=extra)
+    claims += best_of("measures.grounding.monotonicity_lowest", lead + "lowest for `{name}` ({score})", monotonicity,
+                      higher=False, values=extra)
+    about = "specificity (average precision of seed replicas above other architectures, chance {chance})"
+    claims += best_of("measures.grounding.specificity_lowest", "Grounding: " + about + " is lowest for `{name}` "
+                      "({score})", specificity, higher=False, values=extra)
+    for name, score in specificity.items():
+        claims.append(Claim(f"measures.grounding.specificity_perfect.{name}", "Grounding: " + about + " is 1 for "
+                            "`{name}`", None if score is None else float(score) - (1 - PERFECT_TOLERANCE),
+                            {"name": name, "score": score, "chance": chance},
+                            group="Measures with specificity 1 (average precision of seed replicas above other "
+                                  "architectures)", item="`{name}`"))
+    return claims
+
+
+def _largest_p(entry: Mapping[str, Any], n_pairs: int | None, n_permutations: int | None) -> float | None:
+    """An entry's largest p-value: ``max_p`` as collected; for findings collected before it was (no ``max_p``), the
+    bound its count allows on the permutation grid ``(1 + k) / (1 + F)``: the largest grid value ≤ 0.05 when every
+    pair is significant, else the smallest one above."""
+    if entry.get("max_p") is not None:
+        return float(entry["max_p"])
+    count, pairs = entry.get("n_significant"), entry.get("n_pairs", n_pairs)
+    if count is None or not pairs or not n_permutations:
         return None
-    every = [name for name, ok in passed.items() if ok]
-    closing = (f"Every test: {list_text([code_text(name) for name in every])}." if every
-               else "No measure passes every test.")
-    return ("**Which measure to trust for what** (from `measure_grounding` of this run; the criteria are ours, "
-            "the scores the table's): " + "; ".join(lines) + ". " + closing)
+    steps = math.floor(SIGNIFICANCE * (n_permutations + 1) + 1e-9)
+    return (steps if count >= pairs else steps + 1) / (n_permutations + 1)
+
+
+def _calibration_claims(calibration: Mapping[str, Any] | None) -> list[Claim]:
+    """Per statistic ``s`` and measure ``m`` against the permutation null: ``measures.calibration.<s>.<m>.
+    every_pair_significant``, margin ``0.05 − largest p`` (:func:`_largest_p`); ``….some_pair_not_significant``,
+    margin ``largest p − 0.05``."""
+    if not calibration:
+        return []
+    claims: list[Claim] = []
+    n_pairs, n_permutations = calibration.get("n_pairs"), calibration.get("n_permutations")
+    statistics = calibration.get("statistics") or {}
+    # the render's order (matched-layer means first), not the dict's: a JSON round trip may sort its keys
+    for statistic in sorted(statistics, key=lambda s: (s != "matched_mean", s)):
+        entries = statistics[statistic]
+        label = _STATISTIC_LABELS.get(statistic, statistic)
+        for entry in entries:
+            name = str(entry["measure"])
+            largest = _largest_p(entry, n_pairs, n_permutations)
+            values = {"name": name, "statistic": label, "z": entry.get("z"),
+                      "n_significant": entry.get("n_significant"),
+                      "n_pairs": entry.get("n_pairs", n_pairs), "n_permutations": n_permutations,
+                      "max_p": largest}
+            prefix = f"measures.calibration.{statistic}.{name}"
+            against = ("Against a permutation null of the token correspondence ({n_permutations:d} shuffles), ")
+            claims.append(Claim(f"{prefix}.every_pair_significant", against + "every one of the {n_pairs:d} pairs of "
+                                "different models is significant at p ≤ 0.05 by the {statistic} of `{name}` "
+                                "(z {z:+1}, largest p {max_p:3})", None if largest is None else SIGNIFICANCE - largest,
+                                values,
+                                group=f"Measures whose {label} are significant at p ≤ 0.05 for every pair of "
+                                      "different models against a permutation null of the token correspondence",
+                                item="`{name}` (z {z:+1}, {n_significant:d} of {n_pairs:d} pairs)"))
+            claims.append(Claim(f"{prefix}.some_pair_not_significant", against + "some pair of different models is "
+                                "not significant at p ≤ 0.05 by the {statistic} of `{name}` ({n_significant:d} of "
+                                "{n_pairs:d} pairs are; largest p {max_p:3})",
+                                None if largest is None else largest - SIGNIFICANCE, values))
+    return claims
+
+
+def _guide_tests(grounding: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, Callable[[float], float], str, bool]]:
+    """The guide's tests, in the guide's order: (key, what a measure passing it is to be trusted for, its excess
+    over the criterion, the criterion in words, whether its scores are signed)."""
+    chance = next((g["chance"] for g in grounding if g.get("chance") is not None), None)
+    untrained = next((g for g in grounding if g.get("trained_vs_untrained") is not None), None)
+    over_rank: Callable[[float], float] = lambda v: v - RANK_PASS  # noqa: E731
+    near_zero: Callable[[float], float] = lambda v: NULL_PASS - abs(v)  # noqa: E731
+    over_ap: Callable[[float], float] = lambda v: v - AP_PASS  # noqa: E731
+    untrained_criterion = (f"average precision ≥ {number_text(AP_PASS)} over {untrained['n_untrained_pairs']} "
+                           f"trained-vs-untrained pairs; chance {number_text(untrained['untrained_chance'])}"
+                           if untrained else f"average precision ≥ {number_text(AP_PASS)}")
+    return [
+        ("monotonicity", "to follow a model's layers in order", over_rank,
+         f"layer monotonicity ρ ≥ {number_text(RANK_PASS, 1)}", False),
+        ("sensitivity", "to register the loss of a layer's main directions", over_rank,
+         f"ρ ≥ {number_text(RANK_PASS, 1)} as the top 1 … 5 principal components go", False),
+        ("null_permuted", "to read 0 on rows with no correspondence", near_zero,
+         f"|alikeness| ≤ {number_text(NULL_PASS)} with the rows shuffled", True),
+        ("null_independent", "to read 0 on other inputs", near_zero,
+         f"|alikeness| ≤ {number_text(NULL_PASS)} on other tokens", True),
+        ("specificity", "to tell seed replicas from other architectures", over_ap,
+         f"average precision ≥ {number_text(AP_PASS)}; chance {number_text(chance)}", False),
+        ("trained_vs_untrained", "to tell a trained model from an untrained one", over_ap, untrained_criterion, False),
+    ]
+
+
+def _guide_claims(grounding: Sequence[Mapping[str, Any]]) -> list[Claim]:
+    """Per guide test ``t`` and measure ``m`` (the criteria of :func:`_guide_tests`): ``measures.guide.<t>.
+    passes.<m>``, margin ``score − threshold`` (ρ ≥ 0.7, average precision ≥ 0.99) or ``0.05 − |score|`` for
+    the tests that must read 0 (a score exactly at the threshold passes in the guide's words, margin 0 here);
+    ``measures.guide.<t>.fails.<m>``, its negation. Per measure, ``measures.guide.every_test.<m>``: it passes every
+    test it was scored on, margin the smallest of those excesses (:func:`every`);
+    ``measures.guide.no_measure_passes_every_test``: margin ``−max`` of those."""
+    claims: list[Claim] = []
+    names = [str(g["measure"]) for g in grounding]
+    excesses: dict[str, list[float]] = {name: [] for name in names}
+    for key, what, excess, criterion, signed in _guide_tests(grounding):
+        score_spec = "{score:+2}" if signed else "{score}"
+        for g in grounding:
+            name, score = str(g["measure"]), g.get(key)
+            margin = None if score is None else excess(float(score))
+            if margin is not None:
+                excesses[name].append(margin)
+            values = {"name": name, "score": score}
+            claims.append(Claim(f"measures.guide.{key}.passes.{name}", f"`{{name}}` is to be trusted {what} "
+                                f"({criterion}): {score_spec}", margin, values,
+                                group=f"{what[:1].upper()}{what[1:]} ({criterion})", item=f"`{{name}}` ({score_spec})"))
+            claims.append(Claim(f"measures.guide.{key}.fails.{name}", f"`{{name}}` is not to be trusted {what} "
+                                f"({criterion}): {score_spec}", None if margin is None else -margin, values,
+                                group=f"Not to be trusted {what} ({criterion})", item=f"`{{name}}` ({score_spec})"))
+    passes_all: list[float | None] = []
+    for name in names:
+        claim = every(f"measures.guide.every_test.{name}", "`{name}` passes every one of the {n_tests:d} tests of "
+                      "the guide it was scored on", excesses[name], name=name, n_tests=len(excesses[name]))
+        claims.append(Claim(claim.id, claim.template, claim.margin, claim.values, group="Every test", item="`{name}`"))
+        passes_all.append(claim.margin)
+    known = [m for m in passes_all if m is not None]
+    claims.append(Claim("measures.guide.no_measure_passes_every_test", "No measure passes every test of the guide",
+                        -max(known) if known else None, {}))
+    return claims
+
+
+def claims_measures(findings: Mapping[str, Any]) -> list[Claim]:
+    """The claims of the measures-beyond-CKA section (replicas against SoLU/GeLU per measure, rogue dimensions,
+    grounding, calibration) and of the guide to which measure to trust for what, from the whole findings dict;
+    ``[]`` when the section is missing or errored.
+    Each claim's margin is stated where it is built: :func:`_separation_claims` (replicas against SoLU/GeLU per
+    measure), :func:`_rogue_claims`, :func:`_grounding_claims`, :func:`_calibration_claims`, :func:`_guide_claims`.
+    What the remedies change on CKA ("by at most …") compares with nothing and is not a claim."""
+    measures = findings.get("measures") or missing_section("similarity_measures")
+    if not_run_sentence("Measures beyond CKA", measures):
+        return []
+    grounding = measures.get("grounding") or []
+    return [*_separation_claims(measures.get("per_measure") or []), *_rogue_claims(measures.get("rogue")),
+            *_grounding_claims(grounding), *_calibration_claims(measures.get("calibration")),
+            *_guide_claims(grounding)]

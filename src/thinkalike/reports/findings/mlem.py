@@ -9,9 +9,14 @@ from typing import Any
 
 import pandas as pd
 
-from thinkalike.reports.findings.text import (as_float, capitalised, code_text, int_list, ints_text, list_text,
-                                              missing_section, not_run_sentence, number_text, range_text, signed_text,
-                                              span_of, table_of, tokens_text, without_models)
+from thinkalike.reports.findings.claims import Claim, best_of, greater
+from thinkalike.reports.findings.text import (LITERATURE, as_float, code_text, int_list, missing_section,
+                                              not_run_sentence, number_text, span_of, table_of, without_models)
+
+
+#: Number and tense count as explaining "next to nothing" when their permutation importance stays within this much of 0
+#: at every layer (the measures' criterion for "reads 0": |alikeness| ≤ 0.05).
+NEAR_ZERO = 0.05
 
 
 FEATURE_LABELS = {"pos": "part of speech", "word_role": "the word's syntactic role", "word_position": "word position",
@@ -74,9 +79,11 @@ def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any],
         "bridges_blocks": rows_of(bridges, "blocks"),
         "neox_embeddings": rows_of(neox, "embeddings"), "neox_blocks": rows_of(neox, "blocks"),
     }
+    features = [str(f) for f in wide.columns]
     mamba = [{"model": m, "layer": last[m], "spearman": as_float(spearman[(m, last[m])]),
               "top": str(top[(m, last[m])]), "top_importance": as_float(wide.loc[(m, last[m])].max()),
-              "dominant_importance": as_float(wide.loc[(m, last[m]), dominant]) if dominant in wide else None}
+              "dominant_importance": as_float(wide.loc[(m, last[m]), dominant]) if dominant in wide else None,
+              "importances": {f: as_float(wide.loc[(m, last[m]), f]) for f in features}}
              for m in roles["mamba"] if m in models]
     exceptions = [{"model": m, "layer": int(layer), "top": str(feature)} for (m, layer), feature in top.items()
                   if feature != dominant]
@@ -102,7 +109,23 @@ def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any],
         "odd_one_out": {method: _odd_one_out(table_of(tables, f"mlem_{method}_similarity"))
                         for method in ("feature", "rsa")},
         "untrained": controls,
+        # for the claims (claims_mlem): every feature's count of layers on top, its importance there, its smallest
+        # excess over the other features' importance (> 0: on top at every layer), and each group's importances
+        "top_counts": {f: int((top == f).sum()) for f in features},
+        "top_spans": {f: span_of(wide.loc[top[top == f].index, f]) for f in features},
+        "top_excess": {f: _smallest_excess(wide, f) for f in features},
+        "group_importance": {name: {f: {"mean": as_float(wide.loc[keys, f].mean()), "span": span_of(wide.loc[keys, f])}
+                                    for f in features}
+                             for name, keys in groups.items() if len(keys)},
     }
+
+
+def _smallest_excess(wide: pd.DataFrame, feature: str) -> float | None:
+    """The smallest excess, over the layers, of ``feature``'s importance over the largest of the other features'."""
+    others = wide.drop(columns=[feature])
+    if others.empty:
+        return None
+    return as_float((wide[feature] - others.max(axis=1)).min())
 
 
 def _odd_one_out(similarity: pd.DataFrame | None) -> dict[str, Any] | None:
@@ -115,95 +138,281 @@ def _odd_one_out(similarity: pd.DataFrame | None) -> dict[str, Any] | None:
     means = other.groupby(["model_a", "layer_a"])["similarity"].mean()
     model, layer = means.idxmin()
     own = other[(other["model_a"] == model) & (other["layer_a"] == layer)]["similarity"]
+    lows = other.groupby(["model_a", "layer_a"])["similarity"].min()
     return {"model": str(model), "layer": int(layer), "mean": as_float(means.min()), "min": as_float(own.min()),
-            "overall_min": as_float(other["similarity"].min())}
+            "overall_min": as_float(other["similarity"].min()),
+            "layers": [{"model": str(m), "layer": int(lay), "mean": as_float(v), "min": as_float(lows[(m, lay)])}
+                       for (m, lay), v in means.items()]}
 
 
 def _feature(name: str) -> str:
     return FEATURE_LABELS.get(name, code_text(name))
 
 
-def render_mlem(findings: Mapping[str, Any]) -> str:
-    """The MLEM paragraph from the collected numbers."""
-    mlem = findings["mlem"]
-    if (message := not_run_sentence("MLEM", mlem)):
-        return message
-    paper = findings["literature"]["mlem_spearman"]
-    stimuli = {"corpus": "of the evaluation sentences", "controlled": "of the controlled stimuli"}
-    words = ("words" if mlem["level"] == ["word"] else "sentences" if mlem["level"] == ["sentence"]
-             else "stimuli")
-    n_stimuli = tokens_text(mlem["n_stimuli"]) if mlem["n_stimuli"] else "n/a"
-    head = (f"MLEM ({list_text(mlem['level'])} level: {n_stimuli} {words} "
-            f"{list_text([stimuli.get(s, s) for s in mlem['stimuli']])}, {mlem['n_folds']} folds, "
-            f"{ints_text(mlem['pairs_per_step'])} pairs per step; held-out Spearman of each layer, layer 0 = "
-            f"embeddings): {range_text(mlem['spearman'])} over the {mlem['n_models']} models — "
-            + (f"below the > {number_text(paper, 1)} the paper reports on BERT, GPT-2 and Mamba"
-               if mlem["spearman"][1] < paper
-               else f"reaching the > {number_text(paper, 1)} the paper reports on BERT, GPT-2 and Mamba only at "
-                    "its top")
-            + ".")
-    groups = mlem["spearman_groups"]
-    details = []
-    if groups.get("bridges_embeddings") and groups.get("bridges_first_block"):
-        low, high = groups["bridges_embeddings"], groups["bridges_first_block"]
-        verb = "rise" if sum(high) > sum(low) else "fall"
-        details.append(f"GeLU/SoLU bridges {verb} from {range_text(low)} at the embeddings to {range_text(high)} after the "
-                       "first block")
-    if groups.get("neox_embeddings") and groups.get("neox_blocks"):
-        emb, blocks = groups["neox_embeddings"], groups["neox_blocks"]
-        if emb[0] > blocks[1] or (sum(emb) > sum(blocks) and emb[1] > blocks[1]):
-            details.append(f"the GPT-NeoX family is highest at the embeddings ({range_text(emb)}) and lower after "
-                           f"({range_text(blocks)})")
+# ---- claims ---------------------------------------------------------------------------------------------------------
+
+#: Where each runner-up is sought (the ``spearman_groups`` rows it is averaged over).
+RUNNER_UP_WHERE = {"bridges_blocks": "in the GeLU/SoLU bridges after the embeddings",
+                   "neox_embeddings": "at GPT-NeoX's embeddings", "neox_blocks": "in GPT-NeoX's blocks"}
+
+#: The odd-one-out similarities: their label and the statistic they average.
+SIMILARITY_LABELS = {"feature": ("feature-based similarity", "weighted τ"), "rsa": ("RSA similarity", "Spearman ρ")}
+
+
+def _middle(span: Sequence[float]) -> float:
+    return (float(span[0]) + float(span[1])) / 2
+
+
+def _second_margin(scores: Mapping[str, float | None], name: str) -> float | None:
+    """"``name`` is the second highest of ``scores``": the smaller of its gap below the highest of the others and its
+    gap above the next of them (only the gap below when there is one other); ``None`` when it or all others lack a
+    score."""
+    score = scores.get(name)
+    others = sorted((float(v) for other, v in scores.items() if other != name and v is not None), reverse=True)
+    if score is None or not others:
+        return None
+    below = others[0] - float(score)
+    return below if len(others) == 1 else min(below, float(score) - others[1])
+
+
+def _top_counts(mlem: Mapping[str, Any]) -> dict[str, int]:
+    """How many layers each feature is on top at: collected (``top_counts``), or for findings collected before it,
+    from the dominant feature's count and the exceptions (every feature named anywhere, :data:`FEATURE_LABELS`)."""
+    if mlem.get("top_counts") is not None:
+        return {str(f): int(n) for f, n in mlem["top_counts"].items()}
+    counts = {f: 0 for f in FEATURE_LABELS}
+    counts.update({str(f): 0 for f in mlem.get("minor") or {}})
+    counts.update({str(r["feature"]): 0 for r in (mlem.get("runner_up") or {}).values() if r})
+    counts[str(mlem["dominant"])] = int(mlem.get("dominant_top") or 0)
+    for exception in mlem.get("exceptions") or []:
+        counts[str(exception["top"])] = counts.get(str(exception["top"]), 0) + 1
+    return counts
+
+
+def _top_spans(mlem: Mapping[str, Any]) -> dict[str, list[float] | None]:
+    """Each feature's importance at the layers where it is on top: collected (``top_spans``), or for findings
+    collected before it, the dominant feature's span and the Mamba last layers' top importance."""
+    if mlem.get("top_spans") is not None:
+        return dict(mlem["top_spans"])
+    spans: dict[str, list[float] | None] = {str(mlem["dominant"]): mlem.get("dominant_span")}
+    exceptions = {(e["model"], int(e["layer"])): str(e["top"]) for e in mlem.get("exceptions") or []}
+    known = {(m["model"], int(m["layer"])): m.get("top_importance") for m in mlem.get("mamba") or []}
+    for key, feature in exceptions.items():
+        if key in known and known[key] is not None:
+            values = [*(spans.get(feature) or []), float(known[key])]
+            spans[feature] = [min(values), max(values)]
+    return spans
+
+
+def _top_excess(mlem: Mapping[str, Any], feature: str) -> float | None:
+    """The smallest excess of ``feature``'s importance over the other features' at any layer: collected
+    (``top_excess``), or for findings collected before it and the dominant feature, its excess at the exceptions that
+    are Mamba last layers (``None`` when an exception is elsewhere or there is none to measure)."""
+    if mlem.get("top_excess") is not None:
+        return mlem["top_excess"].get(feature)
+    if feature != mlem.get("dominant"):
+        return None
+    known = {(m["model"], int(m["layer"])): m for m in mlem.get("mamba") or []}
+    excesses = []
+    for exception in mlem.get("exceptions") or []:
+        m = known.get((exception["model"], int(exception["layer"])))
+        if m is None or m.get("dominant_importance") is None or m.get("top_importance") is None:
+            return None
+        excesses.append(float(m["dominant_importance"]) - float(m["top_importance"]))
+    return min(excesses) if excesses else None
+
+
+def claims_mlem(findings: Mapping[str, Any]) -> list[Claim]:
+    """The MLEM paragraph's claims (:mod:`thinkalike.reports.findings.claims`), ``[]`` when MLEM was not run:
+
+    * ``mlem.spearman_below_paper`` / ``mlem.spearman_reaches_paper``: the held-out Spearman over the trained
+      models' layers against the paper's > 0.7; margin ``paper − max`` / ``max − paper``;
+    * ``mlem.bridges_rise_after_first_block`` / ``mlem.bridges_fall_after_first_block``: the GeLU/SoLU bridges'
+      Spearman at their embeddings against after the first block, compared by the two spans' midpoints; margin
+      ``mid(first block) − mid(embeddings)`` / its negative;
+    * ``mlem.neox_highest_at_embeddings`` / ``mlem.neox_highest_after_embeddings``: GPT-NeoX's Spearman at its
+      embeddings (E) against its blocks (B) — separated, or higher in midpoint and maximum; margin
+      ``max(E_low − B_high, min(mid(E) − mid(B), E_high − B_high))`` / the same with E and B swapped;
+    * ``mlem.most_layers_on_top.<feature>``: the feature with the largest permutation importance at the most
+      layers (:func:`best_of` over the counts); margin its count minus the largest other count (layers);
+    * ``mlem.on_top_at_every_layer.<feature>``: that feature's importance is the largest at every layer; margin the
+      smallest excess over the other features' largest importance at a layer (:func:`every`);
+    * ``mlem.runner_up.<group>.<feature>`` (``group``: bridges_blocks, neox_embeddings, neox_blocks): the feature
+      with the second-largest mean importance over the group's layers; margin the smaller of its gap below the
+      largest other mean and above the next one;
+    * ``mlem.last_layer_top.<model>.<feature>`` (each Mamba): the feature on top at its last layer; margin its
+      importance minus the largest other feature's there (findings collected before ``importances``: against the
+      dominant feature's only);
+    * ``mlem.odd_one_out.<method>.<model>.layer<L>`` (``method``: feature, rsa): the layer with the lowest mean
+      similarity to other models' layers (:func:`best_of`, lower); margin the next lowest mean minus its mean;
+    * ``mlem.near_zero.<feature>`` / ``mlem.beyond_near_zero.<feature>`` (number, tense): importance within
+      ±:data:`NEAR_ZERO` at every layer; margin ``NEAR_ZERO − max |importance|`` / its negative;
+    * ``mlem.untrained_below_trained.<model>`` / ``mlem.untrained_above_trained.<model>`` (each untrained control):
+      its Spearman span against the trained models'; margin ``trained_low − control_high`` /
+      ``control_low − trained_high``.
+    """
+    mlem = findings.get("mlem")
+    if not isinstance(mlem, Mapping) or not mlem or not_run_sentence("MLEM", mlem):
+        return []
+    claims: list[Claim] = []
+    paper = float((findings.get("literature") or LITERATURE)["mlem_spearman"])
+    spearman, n_models = mlem.get("spearman"), mlem.get("n_models")
+    if spearman:
+        values = {"spearman": spearman, "n_models": n_models, "paper": paper, "top": spearman[1]}
+        claims.append(greater("mlem.spearman_below_paper",
+                              "MLEM's held-out Spearman of each layer (layer 0 = embeddings) is {spearman} over the "
+                              "{n_models:d} models — below the > {paper:1} the paper reports on BERT, GPT-2 and Mamba",
+                              paper, spearman[1], **values))
+        claims.append(greater("mlem.spearman_reaches_paper",
+                              "MLEM's held-out Spearman of each layer ({spearman} over the {n_models:d} models) "
+                              "reaches the > {paper:1} the paper reports on BERT, GPT-2 and Mamba at its top ({top})",
+                              spearman[1], paper, **values))
+    claims += _spearman_group_claims(mlem.get("spearman_groups") or {})
+    claims += _feature_claims(mlem)
+    claims += _last_layer_claims(mlem)
+    claims += _odd_one_out_claims(mlem.get("odd_one_out") or {})
+    minor = mlem.get("minor") or {}
+    for feature in ("number", "tense"):
+        span = minor.get(feature)
+        if not span:
+            continue
+        largest = max(abs(float(span[0])), abs(float(span[1])))
+        values = {"label": _feature(feature), "span": span, "largest": largest, "threshold": NEAR_ZERO}
+        claims.append(Claim(f"mlem.near_zero.{feature}",
+                            "{label} explains next to nothing: its permutation importance is {span:+2} over the "
+                            "layers, within ±{threshold} at every one", NEAR_ZERO - largest, values,
+                            f"Next to nothing explained (permutation importance within ±{number_text(NEAR_ZERO)} at "
+                            "every layer)", "{label} ({span:+2})"))
+        claims.append(Claim(f"mlem.beyond_near_zero.{feature}",
+                            "{label} explains more than next to nothing: its permutation importance is {span:+2} over "
+                            "the layers, beyond ±{threshold} somewhere", largest - NEAR_ZERO, values))
+    trained = mlem.get("spearman")
+    for control in mlem.get("untrained") or []:
+        if not control.get("spearman") or not trained:
+            continue
+        values = {"model": control["model"], "control": control["spearman"], "trained": trained}
+        claims.append(greater(f"mlem.untrained_below_trained.{control['model']}",
+                              "The untrained control `{model}` (a zoo model's initialisation, left out of the trained "
+                              "models' numbers) has held-out Spearman {control}, below every trained model's layers "
+                              "({trained})", trained[0], control["spearman"][1], **values))
+        claims.append(greater(f"mlem.untrained_above_trained.{control['model']}",
+                              "The untrained control `{model}` has held-out Spearman {control}, above every trained "
+                              "model's layers ({trained})", control["spearman"][0], trained[1], **values))
+    return claims
+
+
+def _spearman_group_claims(groups: Mapping[str, Any]) -> list[Claim]:
+    """The bridges' rise or fall after the first block and GPT-NeoX's embeddings against its blocks."""
+    claims: list[Claim] = []
+    low, high = groups.get("bridges_embeddings"), groups.get("bridges_first_block")
+    if low and high:
+        change = _middle(high) - _middle(low)
+        values = {"embeddings": low, "first_block": high}
+        claims.append(Claim("mlem.bridges_rise_after_first_block",
+                            "The GeLU/SoLU bridges' held-out Spearman rises from {embeddings} at the embeddings to "
+                            "{first_block} after the first block", change, values))
+        claims.append(Claim("mlem.bridges_fall_after_first_block",
+                            "The GeLU/SoLU bridges' held-out Spearman falls from {embeddings} at the embeddings to "
+                            "{first_block} after the first block", -change, values))
+    emb, blocks = groups.get("neox_embeddings"), groups.get("neox_blocks")
+    if emb and blocks:
+        def above(a: Sequence[float], b: Sequence[float]) -> float:
+            return max(a[0] - b[1], min(_middle(a) - _middle(b), a[1] - b[1]))
+
+        values = {"embeddings": emb, "blocks": blocks}
+        claims.append(Claim("mlem.neox_highest_at_embeddings",
+                            "The GPT-NeoX family's held-out Spearman is highest at the embeddings ({embeddings}) and "
+                            "lower after ({blocks})", above(emb, blocks), values))
+        claims.append(Claim("mlem.neox_highest_after_embeddings",
+                            "The GPT-NeoX family's held-out Spearman is higher after the embeddings ({blocks}) than at "
+                            "them ({embeddings})", above(blocks, emb), values))
+    return claims
+
+
+def _feature_claims(mlem: Mapping[str, Any]) -> list[Claim]:
+    """Which feature is on top at the most layers, at every layer, and the runner-up in each group."""
+    claims: list[Claim] = []
+    if not mlem.get("dominant") and mlem.get("top_counts") is None:
+        return claims
+    counts, spans = _top_counts(mlem), _top_spans(mlem)
+    n_layers, n_models = mlem.get("n_layers"), mlem.get("n_models")
+    extra = {f: {"label": _feature(f), "count": counts[f], "n_layers": n_layers, "n_models": n_models,
+                 **({"span": spans[f]} if spans.get(f) else {})} for f in counts}
+    most = best_of("mlem.most_layers_on_top", "", {f: float(n) for f, n in counts.items()}, higher=True, values=extra)
+    for claim in most:
+        feature = claim.id.rsplit(".", 1)[1]
+        template = ("{label} has the largest permutation importance at more layers than any other feature: at "
+                    "{count:d} of {n_layers:d} layers of the {n_models:d} models"
+                    + (" ({span} there)" if "span" in claim.values else ""))
+        claims.append(Claim(claim.id, template, claim.margin, {**claim.values, **extra[feature]}))
+    for feature in counts:
+        values = extra[feature]
+        template = ("{label} has the largest permutation importance at every one of the {n_layers:d} layers of the "
+                    "{n_models:d} models" + (" ({span} there)" if "span" in values else ""))
+        claims.append(Claim(f"mlem.on_top_at_every_layer.{feature}", template, _top_excess(mlem, feature), values))
+    group_importance = mlem.get("group_importance")
+    for group, where in RUNNER_UP_WHERE.items():
+        part = (group_importance or {}).get(group)
+        if part:
+            scores = {f: v.get("mean") for f, v in part.items()}
+            candidates = [(f, _second_margin(scores, f), {"span": v.get("span"), "mean": v.get("mean")})
+                          for f, v in part.items()]
+        elif group_importance is None and (winner := (mlem.get("runner_up") or {}).get(group)):
+            candidates = [(str(winner["feature"]), None, {"span": winner["span"]})]  # collected before the means
         else:
-            details.append(f"the GPT-NeoX family gives {range_text(emb)} at the embeddings and {range_text(blocks)} after")
-    for m in mlem["mamba"]:
-        details.append(f"{code_text(m['model'])} reaches {number_text(m['spearman'])} at its last layer")
-    text = head + (" " + capitalised(list_text(details)) + "." if details else "")
-    n = mlem["n_layers"]
-    dominant = _feature(mlem["dominant"])
-    share = ("every layer" if mlem["dominant_top"] == n else f"{mlem['dominant_top']} of {n} layers")
-    runner = []
-    labels = {"bridges_blocks": "in the GeLU/SoLU bridges after the embeddings",
-              "neox_embeddings": "at GPT-NeoX's embeddings", "neox_blocks": "in GPT-NeoX's blocks"}
-    for key, where in labels.items():
-        r = mlem["runner_up"].get(key)
-        if r:
-            runner.append(f"{_feature(r['feature'])} {where} ({range_text(r['span'])})")
-    text += (f" {capitalised(dominant)} has the largest permutation importance at {share} of the {mlem['n_models']} "
-             f"models ({range_text(mlem['dominant_span'])} there)")
-    if runner:
-        text += "; the runner-up is " + list_text(runner)
-    text += "."
-    odd = mlem["odd_one_out"]
-    for m in mlem["mamba"]:
-        if m["top"] != mlem["dominant"]:
-            text += (f" {code_text(m['model'])}'s last layer switches to {_feature(m['top'])} ({number_text(m['top_importance'])}, "
-                     f"{dominant} {number_text(m['dominant_importance'])})")
-        else:
-            text += f" {code_text(m['model'])}'s last layer keeps {dominant} on top"
-        marks = []
-        for method, label in (("feature", "feature-based similarity"), ("rsa", "RSA similarity")):
-            o = odd.get(method)
-            if o is None:
-                continue
-            is_it = o["model"] == m["model"] and o["layer"] == m["layer"]
-            marks.append((label, is_it, o))
-        if marks:
-            said = []
-            for label, is_it, o in marks:
-                who = "it is" if is_it else f"{code_text(o['model'])} layer {o['layer']} is"
-                measure = "weighted τ" if label.startswith("feature") else "Spearman ρ"
-                said.append(f"{who} the odd one out of the {label} ({measure} {signed_text(o['mean'], 2)} on average "
-                            f"with other models' layers, down to {signed_text(o['min'], 2)})")
-            text += "; " + "; ".join(said)
-        text += "."
-    if mlem["minor_span"]:
-        minor = [f for f in ("number", "tense") if f in mlem["minor"]]
-        names = list_text([capitalised(_feature(f)) if i == 0 else _feature(f) for i, f in enumerate(minor)])
-        text += f" {names} explain {range_text(mlem['minor_span'], 2, signed=True)}."
-    controls = [c for c in mlem.get("untrained") or [] if c.get("spearman")]
-    if controls:
-        text += (" Untrained control" + ("s" if len(controls) > 1 else "") + " (a zoo model's initialisation, left "
-                 "out above): " + list_text([f"{code_text(c['model'])} {range_text(c['spearman'])}"
-                                             for c in controls]) + ".")
-    return text
+            continue
+        for feature, margin, numbers in candidates:
+            values = {"label": _feature(feature), "where": where,
+                      **{k: v for k, v in numbers.items() if v is not None}}
+            mean = " (mean {mean})" if "mean" in values else ""
+            claims.append(Claim(f"mlem.runner_up.{group}.{feature}",
+                                "{label} has the second-largest mean permutation importance {where}" + mean
+                                + ", ranging {span}", margin, values,
+                                "The runner-up (the second-largest mean permutation importance) is",
+                                "{label} {where} ({span})"))
+    return claims
+
+
+def _last_layer_claims(mlem: Mapping[str, Any]) -> list[Claim]:
+    """Which feature is on top at each Mamba's last layer: it keeps the dominant feature or switches."""
+    claims: list[Claim] = []
+    dominant = mlem.get("dominant")
+    for m in mlem.get("mamba") or []:
+        scores = dict(m.get("importances") or {})
+        if not scores:  # collected before ``importances``: the top and the dominant feature only
+            scores = {f: v for f, v in ((m.get("top"), m.get("top_importance")),
+                                        (dominant, m.get("dominant_importance"))) if f is not None and v is not None}
+        dominant_score = scores.get(dominant) if dominant else None
+        extra = {f: {"model": m["model"], "layer": m["layer"], "label": _feature(f),
+                     **({"dominant_label": _feature(dominant), "dominant_score": dominant_score}
+                        if dominant_score is not None and f != dominant else {})} for f in scores}
+        for claim in best_of(f"mlem.last_layer_top.{m['model']}", "", scores, higher=True, values=extra):
+            feature = claim.id.rsplit(".", 1)[1]
+            if feature == dominant:
+                template = "`{model}`'s last layer (layer {layer:d}) keeps {label} on top ({score})"
+            else:
+                template = ("`{model}`'s last layer (layer {layer:d}) switches to {label} ({score}"
+                            + ("; {dominant_label} {dominant_score})" if "dominant_score" in claim.values else ")"))
+            claims.append(Claim(claim.id, template, claim.margin, claim.values))
+    return claims
+
+
+def _odd_one_out_claims(odd: Mapping[str, Any]) -> list[Claim]:
+    """Which layer is the odd one out of each similarity (the lowest mean similarity to other models' layers)."""
+    claims: list[Claim] = []
+    for method, (label, measure) in SIMILARITY_LABELS.items():
+        o = odd.get(method)
+        if not o:
+            continue
+        template = ("`{model}` layer {layer:d} is the odd one out of the " + label + " (" + measure
+                    + " {score:+2} on average with other models' layers, down to {min:+2})")
+        layers = o.get("layers")
+        if layers is None:  # collected before the per-layer means: the odd one alone, undecided
+            claims.append(Claim(f"mlem.odd_one_out.{method}.{o['model']}.layer{o['layer']}", template, None,
+                                {"model": o["model"], "layer": o["layer"], "score": o["mean"], "min": o["min"]}))
+            continue
+        scores = {f"{r['model']}.layer{r['layer']}": r["mean"] for r in layers}
+        extra = {f"{r['model']}.layer{r['layer']}": {"model": r["model"], "layer": r["layer"], "min": r["min"]}
+                 for r in layers}
+        claims += best_of(f"mlem.odd_one_out.{method}", template, scores, higher=False, values=extra)
+    return claims

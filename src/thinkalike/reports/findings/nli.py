@@ -5,19 +5,27 @@ identity stitching within and between groups, CKA and the counterexample sweep
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from thinkalike.reports.findings.text import (as_float, guarded, int_list, int_text, ints_text, list_text,
-                                              missing_section, not_run_sentence, number_text, range_text, span_of,
-                                              table_of)
+from thinkalike.reports.findings.claims import Claim, best_of, every, finite, greater
+from thinkalike.reports.findings.text import (LITERATURE, as_float, guarded, int_list, list_text, missing_section,
+                                              not_run_sentence, number_text, span_of, table_of)
 
 
 #: OOD penalties / fractions: an NLI copy is "mostly heuristic" below this OOD non-entailed accuracy.
 HEURISTIC_BELOW = 0.5
+
+#: A copy answers "entailed" to *most* OOD pairs above this fraction.
+MAJORITY = 0.5
+
+#: The pipeline's defaults (:class:`thinkalike.pipelines.nli.schema.NLIParameters`) where the parameters leave them
+#: out: ``nli.min_spread`` and ``nli.sweep.fractions``.
+DEFAULT_MIN_SPREAD = 0.1
+DEFAULT_SWEEP_FRACTIONS = (0.0, 0.05, 0.1, 0.2)
 
 
 RELATION_LABELS = {"between": "between groups", "within_generalizing": "within the generalizing copies",
@@ -48,6 +56,9 @@ def collect_nli(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> dic
                            "ood_per_subcase_label": int_list(ood.values)}
     result["counterexample_fraction"] = as_float(pair_settings.get("counterexample_fraction"))
     result["counterexample_subcases"] = list(pair_settings.get("counterexample_subcases") or [])
+    result["min_spread"] = as_float(nli.get("min_spread", DEFAULT_MIN_SPREAD))
+    result["sweep_fractions"] = [as_float(f) for f in
+                                 ((nli.get("sweep") or {}).get("fractions") or DEFAULT_SWEEP_FRACTIONS)]
     encoder = tables.get("models.nli.encoder.model_config")
     arch = (encoder.get("bridge_config") or encoder.get("architecture") or {}) if isinstance(encoder, Mapping) else {}
     result["encoder_layers"] = arch.get("n_layers") or ((nli.get("encoder") or {}).get("architecture") or {}).get("n_layers")
@@ -96,7 +107,7 @@ def _collect_nli_stitching(by_group: pd.DataFrame | None, stitches: pd.DataFrame
     if by_group is None:
         return missing_section("models.nli.stitching_groups")
     from thinkalike.nli.analysis import RELATIONS
-    from thinkalike.reports.nli import stitching_divergence
+    from thinkalike.reports.nli import stitching_divergence, stitching_gaps
 
     test = by_group[by_group["data"] == "test"]
     if test.empty or not set(RELATIONS) <= set(test["relation"]):
@@ -115,13 +126,20 @@ def _collect_nli_stitching(by_group: pd.DataFrame | None, stitches: pd.DataFrame
     return {"layers": layers, "curves": curves, "increasing": increasing,
             "most_interchangeable": min(means, key=means.get), "diverge": strict, "diverge_means_only": means_only,
             "ood_span": span_of(ood["mean_penalty"]) if len(ood) else None,
-            "ood_diverge": ood_strict, "ood_diverge_means_only": ood_means_only, "n_ordered_pairs": n_ordered}
+            "ood_diverge": ood_strict, "ood_diverge_means_only": ood_means_only, "n_ordered_pairs": n_ordered,
+            "gaps": _gaps(stitching_gaps(by_group, "test"))}
+
+
+def _gaps(gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`thinkalike.reports.nli.stitching_gaps` / ``cka_gaps`` as plain JSON (``None`` for undefined)."""
+    return [{"layer": g["layer"], "means": as_float(g["means"]), "intervals": as_float(g["intervals"])}
+            for g in gaps]
 
 
 def _collect_nli_cka(curves: pd.DataFrame | None) -> dict[str, Any]:
     if curves is None:
         return missing_section("models.nli.cka_group_curves")
-    from thinkalike.reports.nli import cka_divergence
+    from thinkalike.reports.nli import cka_divergence, cka_gaps
 
     deep = curves[curves["relative_depth"] > 0]
     if deep.empty:
@@ -130,7 +148,8 @@ def _collect_nli_cka(curves: pd.DataFrame | None) -> dict[str, Any]:
     within = deep[(deep["group_a"] == deep["group_b"]) & (deep["group_a"] != "middle")]
     strict, means_only = cka_divergence(curves)
     return {"depths": span_of(deep["relative_depth"]), "between": span_of(between["mean"]),
-            "within": span_of(within["mean"]), "diverge": strict, "diverge_means_only": means_only}
+            "within": span_of(within["mean"]), "diverge": strict, "diverge_means_only": means_only,
+            "gaps": _gaps(cka_gaps(curves))}
 
 
 def _collect_sweep(sweep: pd.DataFrame | None) -> dict[str, Any]:
@@ -146,94 +165,258 @@ def _collect_sweep(sweep: pd.DataFrame | None) -> dict[str, Any]:
                                             for fraction, values in by_fraction]}
 
 
-def render_nli(findings: Mapping[str, Any]) -> str:
-    """The NLI paragraph from the collected numbers."""
-    nli = findings["nli"]
-    if (message := not_run_sentence("NLI (Brown et al. §4 offline)", nli)):
-        return message
-    pairs = nli.get("pairs") or {}
-    fraction = nli.get("counterexample_fraction")
-    subcases = list_text(nli.get("counterexample_subcases") or [])
-    per_label = ints_text(pairs.get("ood_per_subcase_label"))
-    steps = ints_text(nli.get("finetune_steps"))
-    head = (f"NLI (Brown et al. §4 offline; {int_text(pairs.get('train'))} training pairs with "
-            f"{number_text((fraction or 0) * 100, 0)} % {subcases} counterexamples, {int_text(pairs.get('test'))} test pairs, "
-            f"{pairs.get('ood_subcases', 'n/a')} × {per_label} OOD pairs per label; {nli['n_copies']} copies of one "
-            f"{nli.get('encoder_layers') or 'n/a'}-layer encoder, {steps} fine-tuning steps each).")
+# ---- claims ---------------------------------------------------------------------------------------------------------
+
+#: Who "the most interchangeable" are, per relation.
+INTERCHANGEABLE_LABELS = {"within_heuristic": "the heuristic copies", "within_generalizing": "the generalizing copies",
+                          "between": "copies of different groups"}
+
+#: The relations in the order the paragraph lists them.
+RELATION_ORDER = ("between", "within_generalizing", "within_heuristic")
+
+
+def claims_nli(findings: Mapping[str, Any]) -> list[Claim]:
+    """The NLI paragraph's claims (:mod:`thinkalike.reports.findings.claims`), ``[]`` when the section was not run.
+
+    Ids (``<…>``: configuration names) and margins, each > 0 exactly when the sentence holds:
+
+    * ``nli.test_below_rule`` / ``nli.test_above_rule``: the copies' in-distribution accuracy against the
+      lexical-overlap rule's — ``rule − max(copies)`` / ``min(copies) − rule``;
+    * ``nli.all_mostly_heuristic`` / ``nli.some_mostly_heuristic`` / ``nli.none_mostly_heuristic``: OOD non-entailed
+      accuracy against :data:`HEURISTIC_BELOW` — ``0.5 − max``, ``min(0.5 − min, max − 0.5)``, ``min − 0.5``;
+    * ``nli.mccoy_within`` / ``nli.mccoy_below`` / ``nli.mccoy_above`` / ``nli.mccoy_reaches_below`` /
+      ``nli.mccoy_reaches_above``: the copies' OOD non-entailed span ``[lo, hi]`` against McCoy et al.'s ``[a, b]``
+      — ``min(lo − a, b − hi)``, ``a − hi``, ``lo − b``, ``min(a − lo, hi − a)``, ``min(hi − b, b − lo)``;
+    * ``nli.subcase_highest.<subcase>`` / ``nli.subcase_lowest.<subcase>``: the copies' mean OOD non-entailed
+      accuracy per subcase (:func:`~thinkalike.reports.findings.claims.best_of`: the gap to the runner-up);
+    * ``nli.stitching_deeper_costs_more.<relation>``: identity stitching's mean penalty on test pairs rises with the
+      layer — the smallest step from one layer to the next (:func:`~thinkalike.reports.findings.claims.every`);
+    * ``nli.stitching_most_interchangeable.<relation>``: the lowest mean penalty over layers (best_of, lower);
+    * ``nli.stitching_groups_diverge`` (Brown et al., reproduced when it holds): the largest, over layers whose
+      intervals are defined, of ``min(between − max within mean, between ci_low − max within ci_high)``;
+      ``nli.stitching_groups_diverge_means_only``: the largest between − max within mean over layers whose
+      intervals are undefined; ``nli.stitching_groups_do_not_diverge``: minus the largest of both (no layer
+      diverges either way);
+    * ``nli.ood_said_entailed_majority`` / ``nli.ood_said_non_entailed_majority``: the fraction of OOD pairs every
+      copy calls "entailed" against half — ``min − 0.5`` / ``0.5 − max``;
+    * ``nli.cka_separates_groups`` / ``nli.cka_separates_groups_means_only`` / ``nli.cka_does_not_separate_groups``:
+      as for stitching, with CKA *below*: ``min(min within − between mean, min within ci_low − between ci_high)``
+      per relative depth;
+    * ``nli.copies_spread`` / ``nli.copies_do_not_spread``: the copies' OOD non-entailed range (max − min)
+      against ``nli.min_spread`` — ``spread − min_spread`` / ``min_spread − spread`` (the sweep runs exactly when
+      the second holds);
+    * ``nli.sweep_widest.<fraction>``: the sweep's range of OOD non-entailed accuracy per configured
+      counterexample fraction (best_of, higher: the recommended fraction); ``nli.sweep_spreads.<fraction>`` /
+      ``nli.sweep_does_not_spread.<fraction>``: that range against ``nli.min_spread`` (both directions; ``None``
+      where the fraction was not swept).
+
+    The stitching and CKA divergence margins need the per-layer ``gaps`` (collected since claims exist); findings
+    without them leave those three claims each undecided (margin ``None``). Findings without ``min_spread`` use
+    :data:`DEFAULT_MIN_SPREAD`, the pipeline's default."""
+    nli = findings.get("nli") or {}
+    if not nli or not_run_sentence("NLI", nli):
+        return []
+    mccoy = (findings.get("literature") or {}).get("mccoy_ood_non_entailed") or LITERATURE["mccoy_ood_non_entailed"]
+    return [*_accuracy_claims(nli, mccoy), *_subcase_claims(nli), *_stitching_claims(nli),
+            *_said_entailed_claims(nli), *_cka_claims(nli), *_sweep_claims(nli)]
+
+
+def _span(value: Any) -> tuple[float, float] | None:
+    """``(low, high)`` of a collected span with both ends finite, else ``None``."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        return None
+    low, high = finite(value[0]), finite(value[1])
+    return None if low is None or high is None else (low, high)
+
+
+def _smallest(*margins: float | None) -> float | None:
+    """The smallest margin, ``None`` when any is missing ("both hold")."""
+    return None if any(m is None for m in margins) else min(float(m) for m in margins if m is not None)
+
+
+def _accuracy_claims(nli: Mapping[str, Any], mccoy: Sequence[float]) -> list[Claim]:
+    claims: list[Claim] = []
     base = nli.get("baseline") or {}
-    mccoy = findings["literature"]["mccoy_ood_non_entailed"]
-    mostly = ("are all mostly heuristic out of distribution" if nli["mostly_heuristic"]
-              else f"{nli['n_heuristic']} of {nli['n_copies']} are mostly heuristic out of distribution")
-    text = (f"The copies score {range_text(nli['test'], 3)} in distribution (the lexical-overlap rule: "
-            f"{number_text(base.get('test'), 3)}) and {mostly}: OOD non-entailed accuracy {range_text(nli['ood_non_entailed'])} "
-            f"(the rule: {number_text(base.get('ood_non_entailed'))}; McCoy et al.'s 100 BERTs: {range_text(mccoy)})")
-    if nli.get("highest_subcase") and nli["highest_subcase"] != nli["lowest_subcase"]:
-        hi, lo = nli["highest_subcase"], nli["lowest_subcase"]
-        text += (f", highest on {SUBCASE_LABELS.get(hi, hi)} ({range_text(nli['subcases'][hi]['span'])}) and lowest "
-                 f"on {SUBCASE_LABELS.get(lo, lo)} ({range_text(nli['subcases'][lo]['span'])})")
-    text += "."
-    groups = nli["groups"]
-    st = nli["stitching"]
-    split = (f"Split into the top and bottom {groups['k']} of {nli['n_copies']} by that accuracy (generalizing "
-             f"{range_text(groups['generalizing'])}, heuristic {range_text(groups['heuristic'])})")
-    if (message := not_run_sentence("identity stitching", st)):
-        text += f" {split}; {message}"
-    else:
-        layers = st["layers"]
-        order = ["between", "within_generalizing", "within_heuristic"]
-        curves = "; ".join(f"{RELATION_LABELS[r]} " + " / ".join(number_text(v) for v in st["curves"][r])
-                           for r in order)
-        if len(st["increasing"]) == len(order):
-            deeper = "costs more accuracy the deeper it is for every relation"
-        elif st["increasing"]:
-            deeper = ("costs more accuracy the deeper it is " + list_text([RELATION_LABELS[r]
-                                                                           for r in st["increasing"]])
-                      + " but not for every relation")
-        else:
-            deeper = "does not cost more accuracy the deeper it is"
-        most = st["most_interchangeable"]
-        interchangeable = {"within_heuristic": "the heuristic copies are the most interchangeable",
-                           "within_generalizing": "the generalizing copies are the most interchangeable",
-                           "between": "copies of different groups are the most interchangeable"}[most]
-        if st["diverge"]:
-            verdict = (f"at layer(s) {list_text([str(v) for v in st['diverge']])} stitching *between* the groups is worse "
-                       "than within both with separated intervals: the groups diverge there, as Brown et al. found")
-        elif st["diverge_means_only"]:
-            verdict = (f"stitching *between* the groups is worse than within both by the means only (an interval "
-                       f"is undefined) at layer(s) {list_text([str(v) for v in st['diverge_means_only']])}")
-        else:
-            verdict = ("at no layer is stitching *between* the groups worse than within both with separated "
-                       "intervals: the groups do not diverge as Brown et al. found")
-        text += (f" {split}, identity stitching on in-distribution test pairs {deeper} — at layers "
-                 f"{layers[0]}–{layers[-1]}: {curves} — so {interchangeable}, but {verdict}.")
-        if st["ood_span"]:
-            text += f" On OOD pairs the penalties are {range_text(st['ood_span'], 2, signed=True)}"
-            said = nli.get("ood_said_entailed")
-            if said and said[0] > 0.5:
-                text += (f" (every copy answers \"entailed\" to most of them: "
-                         f"{number_text(said[0] * 100, 0)}–{number_text(said[1] * 100, 0)} %)")
-            text += "."
-    cka = nli["cka"]
-    if (message := not_run_sentence("CKA of the copies", cka)):
-        text += " " + message
-    else:
-        separated = bool(cka["diverge"])
-        text += (f" CKA {'separates the groups' if separated else 'does not separate the groups either'} "
-                 f"(between {range_text(cka['between'])} vs within {range_text(cka['within'])} at relative depths "
-                 f"{range_text(cka['depths'], 2)}"
-                 + (f"; separated at {list_text([number_text(d) for d in cka['diverge']])}" if separated else "") +
-                 ").")
-    sweep = nli["sweep"]
-    if (message := not_run_sentence("Counterexample-fraction sweep", sweep)):
-        text += " " + message
-    elif sweep["status"] == "swept":
-        values = list_text([f"{range_text(f['span'])} at {number_text(f['fraction'], 2).rstrip('0').rstrip('.')}"
-                        for f in sweep["fractions"]])
-        text += f" A sweep of the counterexample fraction gives OOD non-entailed accuracy {values}."
-    else:
-        text += (" The counterexample-fraction sweep did not run (" + sweep["note"].replace(">=", "≥")
-                 + "); `kedro run --pipelines nli --nodes models.nli.sweep_fractions --params "
-                   "\"nli.min_spread=1.0,nli.sweep.n_copies=3\"` runs it.")
-    text += (" How the encoder's pretraining masking decides how well the copies learn the task is measured by "
-             "`benchmarks/nli_pretraining.py`, outside the default run.")
-    return head + " " + text
+    if (test := _span(nli.get("test"))) is not None:
+        rule = finite(base.get("test"))
+        values = {"test": list(test), "rule": rule}
+        claims.append(greater("nli.test_below_rule", "the copies score {test:3} in distribution, below the "
+                              "lexical-overlap rule ({rule:3})", rule, test[1], **values))
+        claims.append(greater("nli.test_above_rule", "the copies score {test:3} in distribution, above the "
+                              "lexical-overlap rule ({rule:3})", test[0], rule, **values))
+    if (ood := _span(nli.get("ood_non_entailed"))) is None:
+        return claims
+    low, high = ood
+    values = {"ood": list(ood), "rule": finite(base.get("ood_non_entailed")), "below": HEURISTIC_BELOW,
+              "n_heuristic": nli.get("n_heuristic"), "n_copies": nli.get("n_copies"), "mccoy": list(mccoy)}
+    claims += [
+        Claim("nli.all_mostly_heuristic", "the copies are all mostly heuristic out of distribution: OOD non-entailed "
+              "accuracy {ood}, below {below} (the lexical-overlap rule: {rule})", HEURISTIC_BELOW - high, values),
+        Claim("nli.some_mostly_heuristic", "{n_heuristic:d} of {n_copies:d} copies are mostly heuristic out of "
+              "distribution and the others are not: OOD non-entailed accuracy {ood}, on both sides of {below} (the "
+              "lexical-overlap rule: {rule})", min(HEURISTIC_BELOW - low, high - HEURISTIC_BELOW), values),
+        Claim("nli.none_mostly_heuristic", "no copy is mostly heuristic out of distribution: OOD non-entailed "
+              "accuracy {ood}, above {below} (the lexical-overlap rule: {rule})", low - HEURISTIC_BELOW, values)]
+    a, b = float(mccoy[0]), float(mccoy[1])
+    claims += [
+        Claim("nli.mccoy_within", "the copies' OOD non-entailed accuracies ({ood}) lie within the range of McCoy et "
+              "al.'s 100 BERTs ({mccoy}), as they found", min(low - a, b - high), values),
+        Claim("nli.mccoy_below", "the copies' OOD non-entailed accuracies ({ood}) are all below McCoy et al.'s 100 "
+              "BERTs ({mccoy})", a - high, values),
+        Claim("nli.mccoy_above", "the copies' OOD non-entailed accuracies ({ood}) are all above McCoy et al.'s 100 "
+              "BERTs ({mccoy})", low - b, values),
+        Claim("nli.mccoy_reaches_below", "the copies' OOD non-entailed accuracies ({ood}) overlap McCoy et al.'s 100 "
+              "BERTs ({mccoy}) and reach below the lowest of them", min(a - low, high - a), values),
+        Claim("nli.mccoy_reaches_above", "the copies' OOD non-entailed accuracies ({ood}) overlap McCoy et al.'s 100 "
+              "BERTs ({mccoy}) and reach above the highest of them", min(high - b, b - low), values)]
+    return claims
+
+
+def _subcase_claims(nli: Mapping[str, Any]) -> list[Claim]:
+    subcases = nli.get("subcases") or {}
+    if not subcases:
+        return []
+    scores = {str(s): finite(v.get("mean")) for s, v in subcases.items()}
+    extra = {str(s): {"label": SUBCASE_LABELS.get(str(s), str(s)), "span": v.get("span")} for s, v in subcases.items()}
+    return [*best_of("nli.subcase_highest", "out of distribution the copies are the most accurate on non-entailed "
+                     "{label} ({span}; mean {score:3})", scores, higher=True, values=extra),
+            *best_of("nli.subcase_lowest", "out of distribution the copies are the least accurate on non-entailed "
+                     "{label} ({span}; mean {score:3})", scores, higher=False, values=extra)]
+
+
+def _divergence_margins(gaps: Sequence[Mapping[str, Any]] | None) -> tuple[float | None, float | None,
+                                                                              float | None]:
+    """(diverge with separated intervals, diverge by the means only, diverge nowhere) from per-layer ``gaps``
+    (:func:`thinkalike.reports.nli.stitching_gaps`): a layer's score is ``min(means, intervals)`` where its
+    intervals are defined, ``means`` where not; "diverge" is the largest strict score, "means only" the largest
+    score of a layer without intervals, "nowhere" minus the largest score of all (``None`` where there is none)."""
+    if gaps is None:
+        return None, None, None
+    strict = [_smallest(finite(g.get("means")), finite(g.get("intervals"))) for g in gaps
+              if g.get("intervals") is not None]
+    loose = [finite(g.get("means")) for g in gaps if g.get("intervals") is None]
+
+    def largest(scores: list[float | None]) -> float | None:
+        return None if not scores or any(s is None for s in scores) else max(s for s in scores if s is not None)
+
+    nowhere = largest(strict + loose)
+    return largest(strict), largest(loose), None if nowhere is None else -nowhere
+
+
+def _layers_text(layers: Sequence[Any] | None) -> str:
+    return list_text([number_text(v) if isinstance(v, float) else str(v) for v in layers or []]) or "none"
+
+
+def _stitching_claims(nli: Mapping[str, Any]) -> list[Claim]:
+    st = nli.get("stitching") or {}
+    if not st or not_run_sentence("identity stitching", st):
+        return []
+    layers, curves = list(st.get("layers") or []), st.get("curves") or {}
+    if not layers or not set(RELATION_ORDER) <= set(curves):
+        return []
+    at = f"at layers {layers[0]}–{layers[-1]}"
+    points = " / ".join("{layer_" + str(layer) + "}" for layer in layers)
+    claims: list[Claim] = []
+    for relation in RELATION_ORDER:
+        curve = [finite(v) for v in curves[relation]]
+        steps = [None if a is None or b is None else b - a for a, b in zip(curve, curve[1:])]
+        values = {"label": RELATION_LABELS[relation], **{f"layer_{layer}": v for layer, v in zip(layers, curve)}}
+        claim = every(f"nli.stitching_deeper_costs_more.{relation}", "identity stitching on in-distribution test "
+                      "pairs {label} costs more accuracy the deeper it is, " + at + ": " + points, steps, **values)
+        claims.append(Claim(claim.id, claim.template, claim.margin, claim.values,
+                            group=f"Identity stitching on in-distribution test pairs costs more accuracy the deeper "
+                                  f"it is, {at}", item="{label} " + points))
+    means = {r: (float(np.nanmean(known)) if (known := [v for v in curves[r] if v is not None]) else None)
+             for r in RELATION_ORDER}
+    claims += best_of("nli.stitching_most_interchangeable", "{label} are the most interchangeable: identity "
+                      "stitching on in-distribution test pairs costs them the least accuracy (mean penalty {score:3} "
+                      + at + ")", means, higher=False,
+                      values={r: {"label": INTERCHANGEABLE_LABELS[r]} for r in RELATION_ORDER})
+    last = {f"{r}_last": finite(curves[r][-1]) for r in RELATION_ORDER}
+    values = {**last, "layers": _layers_text(st.get("diverge")), "means_layers":
+              _layers_text(st.get("diverge_means_only"))}
+    numbers = (f"at layer {layers[-1]}: between {{between_last}} vs within the generalizing copies "
+               "{within_generalizing_last} and the heuristic ones {within_heuristic_last}")
+    strict, loose, nowhere = _divergence_margins(st.get("gaps"))
+    claims += [
+        Claim("nli.stitching_groups_diverge", "the groups diverge as Brown et al. found: at layer(s) {layers} identity "
+              "stitching *between* the groups costs more accuracy on in-distribution test pairs than within both, "
+              "with separated intervals (" + numbers + ")", strict, values),
+        Claim("nli.stitching_groups_diverge_means_only", "identity stitching *between* the groups costs more "
+              "accuracy on in-distribution test pairs than within both by the means only (an interval is "
+              "undefined) at layer(s) {means_layers}", loose, values),
+        Claim("nli.stitching_groups_do_not_diverge", "the groups do not diverge as Brown et al. found: at no layer "
+              "is identity stitching *between* the groups worse than within both on in-distribution test pairs "
+              "(" + numbers + ")", nowhere, values)]
+    return claims
+
+
+def _said_entailed_claims(nli: Mapping[str, Any]) -> list[Claim]:
+    if (said := _span(nli.get("ood_said_entailed"))) is None:
+        return []
+    values = {"said": list(said), "said_non": [1 - said[1], 1 - said[0]]}
+    return [Claim("nli.ood_said_entailed_majority", "every copy answers \"entailed\" to most OOD pairs ({said:%})",
+                  said[0] - MAJORITY, values),
+            Claim("nli.ood_said_non_entailed_majority", "every copy answers \"non-entailed\" to most OOD pairs "
+                  "({said_non:%})", MAJORITY - said[1], values)]
+
+
+def _cka_claims(nli: Mapping[str, Any]) -> list[Claim]:
+    cka = nli.get("cka") or {}
+    if not cka or not_run_sentence("CKA of the copies", cka):
+        return []
+    values = {"between": cka.get("between"), "within": cka.get("within"), "depths": cka.get("depths"),
+              "separated": _layers_text(cka.get("diverge")),
+              "means_depths": _layers_text(cka.get("diverge_means_only"))}
+    numbers = "between {between} vs within {within} at relative depths {depths}"
+    strict, loose, nowhere = _divergence_margins(cka.get("gaps"))
+    return [Claim("nli.cka_separates_groups", "CKA separates the groups at relative depth(s) {separated}: "
+                  "between-group CKA is below both within-group CKAs with separated intervals (" + numbers + ")",
+                  strict, values),
+            Claim("nli.cka_separates_groups_means_only", "CKA between the groups is below CKA within both by the "
+                  "means only (an interval is undefined) at relative depth(s) {means_depths} (" + numbers + ")",
+                  loose, values),
+            Claim("nli.cka_does_not_separate_groups", "CKA does not separate the groups: at no relative depth is "
+                  "between-group CKA below both within-group CKAs (" + numbers + ")", nowhere, values)]
+
+
+def _fraction_name(fraction: Any) -> str:
+    return f"{float(fraction):g}"
+
+
+def _sweep_claims(nli: Mapping[str, Any]) -> list[Claim]:
+    claims: list[Claim] = []
+    min_spread = finite(nli.get("min_spread"))
+    min_spread = DEFAULT_MIN_SPREAD if min_spread is None else min_spread
+    if (ood := _span(nli.get("ood_non_entailed"))) is not None:
+        spread = ood[1] - ood[0]
+        values = {"spread": spread, "min_spread": min_spread, "ood": list(ood)}
+        claims += [Claim("nli.copies_spread", "the copies' OOD non-entailed accuracies ({ood:3}) spread by {spread:3}, "
+                         "at least nli.min_spread = {min_spread}, so the counterexample-fraction sweep is not needed",
+                         spread - min_spread, values),
+                   Claim("nli.copies_do_not_spread", "the copies' OOD non-entailed accuracies ({ood:3}) spread by only "
+                         "{spread:3}, less than nli.min_spread = {min_spread}, so the counterexample-fraction sweep "
+                         "runs",
+                         min_spread - spread, values)]
+    sweep = nli.get("sweep") or {}
+    swept = ({_fraction_name(f["fraction"]): _span(f.get("span")) for f in sweep.get("fractions") or []
+              if f.get("fraction") is not None}
+             if not not_run_sentence("sweep", sweep) and sweep.get("status") == "swept" else {})
+    configured = nli.get("sweep_fractions") or list(swept) or DEFAULT_SWEEP_FRACTIONS
+    names = list(dict.fromkeys(_fraction_name(f) for f in configured))
+    spreads = {n: (None if (s := swept.get(n)) is None else s[1] - s[0]) for n in names}
+    extra = {n: {"span": None if swept.get(n) is None else list(swept[n]), "spread": spreads[n],
+                 "min_spread": min_spread} for n in names}
+    claims += best_of("nli.sweep_widest", "the counterexample-fraction sweep spreads the copies' OOD non-entailed "
+                      "accuracy the most at fraction {name} (range {score:3}: {span:3}), the recommended "
+                      "nli.pairs.counterexample_fraction", spreads, higher=True, values=extra)
+    for name in names:
+        spread = spreads[name]
+        claims += [
+            Claim(f"nli.sweep_spreads.{name}", "at counterexample fraction {fraction} the sweep's copies spread by at "
+                  "least nli.min_spread = {min_spread} (OOD non-entailed accuracy {span:3}, range {spread:3})",
+                  None if spread is None else spread - min_spread, {"fraction": name, **extra[name]}),
+            Claim(f"nli.sweep_does_not_spread.{name}", "at counterexample fraction {fraction} the sweep's copies "
+                  "spread by less than nli.min_spread = {min_spread} (OOD non-entailed accuracy {span:3}, range "
+                  "{spread:3})", None if spread is None else min_spread - spread, {"fraction": name, **extra[name]})]
+    return claims

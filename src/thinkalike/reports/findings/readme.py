@@ -18,8 +18,9 @@ END_MARKER = "<!-- findings:end -->"
 DIGEST_FOLDERS: tuple[str, ...] = ("src", "conf/base")
 
 
-REGENERATE = ("regenerate the findings from a default run of this code: `HF_HUB_OFFLINE=1 kedro run`, then "
-              "`python -m thinkalike.reports.findings_cli --write` (writes docs/findings.json and the README region)")
+REGENERATE = ("regenerate the findings from the replicates' saved outputs: `python -m thinkalike.reports.findings_cli "
+              "--replicates data/replicates --write` (after `python -m thinkalike.replicates`; writes "
+              "docs/findings.json and the README region)")
 
 
 def tracked_files(root: str | os.PathLike, folders: Sequence[str] = DIGEST_FOLDERS) -> list[str]:

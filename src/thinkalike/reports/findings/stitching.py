@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from thinkalike.reports.findings.claims import Claim, every, greater
 from thinkalike.reports.findings.text import (as_float, int_list, ints_text, list_text, missing_section,
-                                              not_run_sentence, number_text, range_text, span_of, table_of)
+                                              not_run_sentence, number_text, span_of, table_of)
 
 
 KIND_LABELS = {"identity": "identity", "affine": "affine", "affine_ln": "affine + LayerNorm"}
@@ -41,19 +42,28 @@ def _direction(cells: pd.DataFrame, f: str, g: str, kind: str) -> dict[str, Any]
     if rows.empty:
         return None
     layers, penalties, excess, above, below = [], [], [], 0, 0
+    above_gap: list[float] = []
+    below_gap: list[float] = []
     for row in rows.sort_values(["layer_f", "layer_g"]).itertuples():
         floor = _cell(cells, g, int(row.layer_g), g, int(row.layer_g), kind)
         layers.append([int(row.layer_f), int(row.layer_g)])
         penalties.append(float(row.penalty))
         if floor is None:
             excess.append(math.nan)
+            above_gap.append(math.nan)
+            below_gap.append(math.nan)
             continue
         excess.append(float(row.penalty) - float(floor["penalty"]))
         above += bool(row.ci_low > floor["ci_high"])
         below += bool(row.ci_high < floor["ci_low"])
+        above_gap.append(float(row.ci_low) - float(floor["ci_high"]))
+        below_gap.append(float(floor["ci_low"]) - float(row.ci_high))
     return {"layers": layers, "penalty": [as_float(p) for p in penalties], "excess": [as_float(e) for e in excess],
             "penalty_span": span_of(penalties), "excess_span": span_of(excess),
-            "above_floor": above, "below_floor": below, "n": len(layers)}
+            "above_floor": above, "below_floor": below, "n": len(layers),
+            # per layer cell: the interval's gap above the floor's (ci_low − floor's ci_high; > 0: above) and below it
+            # (floor's ci_low − ci_high; > 0: below), the margins of the claims (claims_stitching)
+            "above_gap": [as_float(v) for v in above_gap], "below_gap": [as_float(v) for v in below_gap]}
 
 
 def _stitch_pair(cells: pd.DataFrame, pair: Mapping[str, Any], kinds: Sequence[str]) -> dict[str, Any]:
@@ -109,7 +119,9 @@ def collect_stitching(tables: Mapping[str, Any], roles: Mapping[str, Any],
             by_layer = part.groupby("layer_f")["penalty"].mean()
             self_trained[kind] = {"span": span_of(part["penalty"]),
                                   "layer0": span_of(part.loc[part["layer_f"] == 0, "penalty"]),
-                                  "lowest_layer": int(by_layer.idxmin())}
+                                  "lowest_layer": int(by_layer.idxmin()),
+                                  # [layer, mean floor over the self-stitched models] per layer
+                                  "by_layer": [[int(layer), as_float(v)] for layer, v in by_layer.items()]}
     self_all = self_rows[self_rows["stitch"].isin(trained_kinds)]
     self_identity = self_rows[self_rows["stitch"] == "identity"]
 
@@ -151,146 +163,283 @@ def collect_stitching(tables: Mapping[str, Any], roles: Mapping[str, Any],
     }
 
 
-def _direction_text(label: str, side: Mapping[str, Any], target: str) -> str:
-    floor = []
-    if side["above_floor"]:
-        floor.append(f"above {target}'s floor at {side['above_floor']}")
-    if side["below_floor"]:
-        floor.append(f"below it at {side['below_floor']}" if side["above_floor"]
-                     else f"below {target}'s floor at {side['below_floor']}")
-    where = ((list_text(floor) + f" of {side['n']} layers") if floor
-             else f"overlapping {target}'s floor at all {side['n']} layers")
-    return (f"{label} {range_text(side['penalty_span'], 3, signed=True)} ({range_text(side['excess_span'], 3, signed=True)} "
-            f"relative to the floor; interval {where})")
+# ---- claims ---------------------------------------------------------------------------------------------------------
+
+#: The two populations of SoLU/GeLU pairs: (key of the findings, id word, the text that opens a sentence).
+POPULATIONS = (("solu_gelu", "between", "Between SoLU and GeLU with different seeds"),
+               ("control", "control", "In the same-seed control"))
+
+#: The two directions of a pair: (key of the pair's kind entry, id word, label, the target whose floor it is set
+#: against).
+DIRECTIONS = (("s_to_g", "solu_to_gelu", "SoLU→GeLU", "GeLU"), ("g_to_s", "gelu_to_solu", "GeLU→SoLU", "SoLU"))
+
+BROWN = "the asymmetry Brown et al. report"
 
 
-def _asymmetry(pairs: Sequence[Mapping[str, Any]], kinds: Sequence[str]) -> tuple[int, int, int]:
-    """(cells where S→G exceeds G→S over their floors, cells where it is the other way, cells)."""
-    asym = rev = n = 0
-    for pair in pairs:
-        for kind in kinds:
-            if kind in pair["kinds"]:
-                asym += pair["kinds"][kind]["asymmetric"]
-                rev += pair["kinds"][kind]["reversed"]
-                n += pair["kinds"][kind]["n_cells"]
-    return asym, rev, n
+def _finite(values: Sequence[Any] | None) -> list[float]:
+    return [float(v) for v in values or [] if v is not None and math.isfinite(float(v))]
 
 
-def render_stitching(findings: Mapping[str, Any]) -> str:
-    """The stitching paragraph from the collected numbers; the asymmetry it states is decided from them."""
-    st = findings["stitching"]
-    if (message := not_run_sentence("Stitching", st)):
-        return message
-    trained = [k for k in st["kinds"] if k != "identity"]
-    level = f"{number_text(st['ci_level'][0] * 100, 0)} %" if st.get("ci_level") else "n/a"
-    source = {"train_sequences": "the corpus's training sequences", "heldout": "held-out sequences"}
-    sources = list_text([source.get(s, s) for s in st["train_source"]]) or "n/a"
-    seeds = f", {st['phi_seeds']} φ seeds each (averaged)" if st["phi_seeds"] > 1 else ""
-    seed_columns = st.get("seed_columns")
-    if seed_columns and seed_columns["n"] and max(seed_columns["n"]) > 1:
-        seeds = (f", {ints_text(seed_columns['n'])} φ seeds per stitch (penalties are the first seed's; across seeds "
-                 f"a penalty varies by up to {number_text(seed_columns['max_spread'], 3)})")
-    targets = ""
-    if st.get("n_targets"):
-        excluded = st.get("exclude_special_targets") == [True]
-        targets = (f" ({ints_text(st['n_targets'])} scored targets"
-                   + (", special tokens excluded" if excluded else "") + ")")
-    per_step = f" of {ints_text(st['tokens_per_step'])} tokens" if st.get("tokens_per_step") else ""
-    head = (f"Stitching ({st['grid'] or 'mixed'} layers; φ trained for {ints_text(st['steps'])} SGD steps{per_step} on "
-            f"{sources}, {ints_text(st['train_tokens'])} tokens{seeds}, and evaluated on "
-            f"{ints_text(st['n_eval_sequences'])} held-out sequences, {ints_text(st['eval_tokens'])} tokens{targets}; "
-            f"penalties in nats/token with {level} bootstrap intervals, each set against its floor: the target "
-            "model stitched into itself at the same layer with the same φ kind).")
-    sentences = [head]
-    sg = [p for p in st["solu_gelu"] if p["kinds"]]
+def _cell_asymmetries(entry: Mapping[str, Any]) -> list[float]:
+    """Per layer cell of one pair and φ kind: SoLU→GeLU's excess over GeLU's floor less GeLU→SoLU's (at the
+    transposed layers) over SoLU's (what ``_stitch_pair`` counts)."""
+    forward, backward = entry["s_to_g"], entry["g_to_s"]
+    reverse = {tuple(layers): e for layers, e in zip(backward["layers"], backward["excess"])}
+    return [float(e) - float(reverse[(lg, lf)]) for (lf, lg), e in zip(forward["layers"], forward["excess"])
+            if e is not None and reverse.get((lg, lf)) is not None]
+
+
+def _flag(holds_by_counts: bool) -> float:
+    """A margin decided from collected counts or flags alone (findings collected before the per-cell numbers
+    were): +1 when the statement holds by them, −1 when not."""
+    return 1.0 if holds_by_counts else -1.0
+
+
+def _scope_text(n_kinds: int, n_depths: int) -> str:
+    """", with both φ kinds and at both depths": the scope of "at every layer" over the φ kinds and depths the cells
+    span."""
+    kinds = ", with both φ kinds" if n_kinds == 2 else ", with every φ kind" if n_kinds > 2 else ""
+    depths = " and at both depths" if n_depths == 2 else " and at every depth" if n_depths > 2 else ""
+    return kinds + depths
+
+
+def _pair_text(pairs: Sequence[Mapping[str, Any]]) -> str:
+    return list_text([f"`{p['solu']}` and `{p['gelu']}`" for p in pairs])
+
+
+def _asymmetry_claims(prefix: str, pairs: Sequence[Mapping[str, Any]], trained: Sequence[str],
+                      lead: Mapping[str, str]) -> list[Claim]:
+    """"Every cell" / "some cells" / "no cell" of the asymmetry over the pairs' floors (``lead``: each one's
+    template); margins from the per-cell asymmetries ``a`` (SoLU→GeLU over its floor less GeLU→SoLU over its):
+    ``min(a)``; ``min(max(a), −min(a))``; ``−max(a)``."""
+    cells = [a for p in pairs for kind in trained if kind in p["kinds"] for a in _cell_asymmetries(p["kinds"][kind])]
+    n_kinds = len([k for k in trained if any(k in p["kinds"] for p in pairs)])
+    values = {"asymmetry": span_of(cells), "n": len(cells), "n_more": sum(a > 0 for a in cells),
+              "n_less": sum(a < 0 for a in cells),
+              "scope": _scope_text(n_kinds, len({p["depth"] for p in pairs})), "pairs": _pair_text(pairs)}
+    some = min(max(cells), -min(cells)) if cells else None
+    return [every(f"{prefix}.every_cell", lead["every_cell"], cells, **values),
+            Claim(f"{prefix}.some_cells", lead["some_cells"], some, values),
+            every(f"{prefix}.no_cell", lead["no_cell"], [-a for a in cells], **values)]
+
+
+def _floor_claims(population: str, opening: str, pairs: Sequence[Mapping[str, Any]],
+                  trained: Sequence[str]) -> list[Claim]:
+    """Per φ kind and direction, merged over ``pairs``: where its bootstrap intervals lie against the target's floor.
+    Margins over the layer cells, from ``g`` = the interval's gap above the floor's (``above_gap``) or below it
+    (``below_gap``): ``above_every`` min(g); ``above_partly`` (above at some but not every layer)
+    min(max(g), −min(g)); ``below_every`` and ``below_partly`` likewise; ``within`` (overlapping the floor at every
+    layer) −max(every gap above and below)."""
+    claims: list[Claim] = []
+    for kind in trained:
+        sides = [p["kinds"][kind] for p in pairs if kind in p["kinds"]]
+        if not sides:
+            continue
+        label = KIND_LABELS.get(kind, kind)
+        for key, word, direction, target in DIRECTIONS:
+            parts = [s[key] for s in sides]
+            n = sum(p["n"] for p in parts)
+            counts = {"above": sum(p["above_floor"] for p in parts), "below": sum(p["below_floor"] for p in parts)}
+            values = {"penalty": span_of(v for p in parts for v in (p["penalty_span"] or [])),
+                      "excess": span_of(v for p in parts for v in (p["excess_span"] or [])), "n": n, **counts}
+            head = (f"{opening}, {label} φ stitching {direction} costs {{penalty:+3}} nats/token ({{excess:+3}} "
+                    f"relative to {target}'s floor), its interval ")
+            has_gaps = all("above_gap" in p and "below_gap" in p for p in parts)
+            margins: dict[str, float | None] = {}
+            for side in ("above", "below"):
+                if has_gaps:
+                    gaps = [v for p in parts for v in p[f"{side}_gap"]]
+                    found = _finite(gaps)
+                    complete = bool(gaps) and len(found) == len(gaps)
+                    margins[f"{side}_every"] = min(found) if complete else None
+                    margins[f"{side}_partly"] = min(max(found), -min(found)) if complete else None
+                else:
+                    margins[f"{side}_every"] = _flag(n > 0 and counts[side] == n)
+                    margins[f"{side}_partly"] = _flag(0 < counts[side] < n)
+            if has_gaps:
+                gaps = [v for p in parts for side in ("above", "below") for v in p[f"{side}_gap"]]
+                found = _finite(gaps)
+                margins["within"] = -max(found) if found and len(found) == len(gaps) else None
+            else:
+                margins["within"] = _flag(n > 0 and counts["above"] == counts["below"] == 0)
+            texts = {"above_every": f"above {target}'s floor at every layer ({{above:d}} of {{n:d}})",
+                     "above_partly": f"above {target}'s floor at {{above:d}} of {{n:d}} layers",
+                     "below_every": f"below {target}'s floor at every layer ({{below:d}} of {{n:d}})",
+                     "below_partly": f"below {target}'s floor at {{below:d}} of {{n:d}} layers",
+                     "within": f"overlapping {target}'s floor at every layer ({{n:d}})"}
+            for relation, text in texts.items():
+                claims.append(Claim(f"stitching.floor.{population}.{kind}.{word}.{relation}", head + text,
+                                    margins[relation], values))
+    return claims
+
+
+def claims_stitching(findings: Mapping[str, Any]) -> list[Claim]:
+    """The stitching paragraph's claims (:mod:`thinkalike.reports.findings.claims`), every penalty set against its
+    floor (the target stitched into itself at the same layer with the same φ kind); trained φ kinds only, as the
+    paragraph. ``a`` is a layer cell's asymmetry: SoLU→GeLU's excess over GeLU's floor less GeLU→SoLU's over
+    SoLU's, at the transposed layers.
+
+    * ``stitching.asymmetry.{every_cell,some_cells,no_cell}`` — SoLU/GeLU pairs with different seeds, over every
+      φ kind, depth and layer: SoLU→GeLU costs more at every cell (margin ``min(a)``), at some but not all
+      (``min(max(a), −min(a))``), less at every cell (``−max(a)``);
+    * ``stitching.control_asymmetry.{every_cell,some_cells,no_cell}`` — the same for the same-seed control;
+    * ``stitching.control_asymmetry.{smaller,larger}`` — the control's mean asymmetry (mean of ``a`` per φ kind,
+      averaged) against the different-seed pairs' at the control's depth: margin ``between − control`` and
+      ``control − between``;
+    * ``stitching.asymmetry.<kind>.<solu>.<gelu>`` / ``stitching.asymmetry_reversed.<kind>.<solu>.<gelu>`` — per
+      pair (control included) and φ kind: SoLU→GeLU costs more over its floor at every layer (``min(a)``), or
+      GeLU→SoLU does (``−max(a)``);
+    * ``stitching.floor.<between|control>.<kind>.<solu_to_gelu|gelu_to_solu>.<relation>`` — per population, φ
+      kind and direction (pairs merged): the intervals against the target's floor (:func:`_floor_claims`: relation
+      ``above_every``, ``above_partly``, ``below_every``, ``below_partly``, ``within``);
+    * ``stitching.self_floor.{mostly_below_zero,mostly_not_below_zero}`` — the share of trained self-stitching
+      floors below zero less one half, and one half less it;
+    * ``stitching.self_floor.{lowest_at_embeddings,lowest_past_embeddings}`` — per trained φ kind, the lowest mean
+      floor past layer 0 less layer 0's, the smallest over kinds (and its negation);
+    * ``stitching.self_floor.{gain_at_embeddings,no_gain_at_embeddings}`` — minus the highest layer-0 floor (every
+      floor at layer 0 below zero), and that highest floor;
+    * ``stitching.identity.{control_below_between,control_not_below_between}`` — identity stitching's lowest
+      penalty between SoLU and GeLU with different seeds less the same-seed control's highest, and its negation.
+
+    Findings collected before the per-cell interval gaps and per-layer floors were decide the floor and
+    "lowest at the embeddings" claims from the collected counts alone (margin ±1).
+    """
+    st = findings.get("stitching") or {}
+    if not_run_sentence("Stitching", st):
+        return []
+    trained = [k for k in st.get("kinds") or [] if k != "identity"]
+    sg = [p for p in st.get("solu_gelu") or [] if p.get("kinds")]
+    control = [p for p in st.get("control") or [] if p.get("kinds")]
+    claims: list[Claim] = []
     if sg:
-        asym, rev, n = _asymmetry(sg, trained)
-        depths = sorted({p["depth"] for p in sg})
-        if n and asym == n:
-            scope = "at every layer" + (", with both φ kinds" if len(trained) == 2 else ", with every φ kind"
-                                        if len(trained) > 2 else "") + (" and at both depths" if len(depths) == 2
-                                                                          else " and at every depth"
-                                                                          if len(depths) > 2 else "")
-            claim = (f"Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU {scope} "
-                     "— the asymmetry Brown et al. report")
-        elif asym:
-            claim = (f"Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at "
-                     f"{asym} of {n} layer cells (φ kinds × depths × layers) and less at {rev} — the asymmetry "
-                     "Brown et al. report holds only in part")
-        else:
-            claim = ("Over their floors, SoLU's features stitched into GeLU cost no more than GeLU's into SoLU at any "
-                     f"of {n} layer cells — not the asymmetry Brown et al. report")
-        parts = []
-        for kind in trained:
-            sides = [p["kinds"][kind] for p in sg if kind in p["kinds"]]
-            if not sides:
-                continue
-            parts.append(f"{KIND_LABELS.get(kind, kind)} " + _merged_direction("SoLU→GeLU", sides, "s_to_g", "GeLU")
-                         + ", " + _merged_direction("GeLU→SoLU", sides, "g_to_s", "SoLU"))
-        sentences.append(claim + ": " + "; ".join(parts) + ".")
-    else:
-        sentences.append("No SoLU/GeLU pair with different seeds was stitched.")
-    control = [p for p in st["control"] if p["kinds"]]
+        claims += _asymmetry_claims("stitching.asymmetry", sg, trained, {
+            "every_cell": "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at "
+                          "every layer{scope} — " + BROWN + " (by {asymmetry:+3} nats/token per layer cell)",
+            "some_cells": "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at "
+                          "{n_more:d} of {n:d} layer cells (φ kinds × depths × layers) and less at {n_less:d} — "
+                          + BROWN + " holds only in part",
+            "no_cell": "Over their floors, SoLU's features stitched into GeLU cost less than GeLU's into SoLU at every "
+                       "one of {n:d} layer cells — not " + BROWN})
     if control:
-        asym, rev, n = _asymmetry(control, trained)
-        sg_mean = [p["kinds"][k]["mean_asymmetry"] for p in sg for k in trained if k in p["kinds"]
-                   and p["depth"] in {c["depth"] for c in control}]
-        c_mean = [p["kinds"][k]["mean_asymmetry"] for p in control for k in trained if k in p["kinds"]]
-        if n and asym == n:
-            verdict = "keeps the asymmetry"
-            if sg_mean and c_mean:
-                verdict += (", smaller" if np.mean(c_mean) < np.mean(sg_mean) else ", no smaller")
-        elif asym:
-            verdict = f"keeps the asymmetry at {asym} of {n} layer cells"
-        else:
-            verdict = "loses the asymmetry"
-        parts = []
+        claims += _asymmetry_claims("stitching.control_asymmetry", control, trained, {
+            "every_cell": "The same-seed control ({pairs}) keeps the asymmetry over the floors at every layer{scope} "
+                          "(by {asymmetry:+3} nats/token per layer cell)",
+            "some_cells": "The same-seed control ({pairs}) keeps the asymmetry over the floors at {n_more:d} of {n:d} "
+                          "layer cells and reverses it at {n_less:d}",
+            "no_cell": "The same-seed control ({pairs}) loses the asymmetry: over the floors SoLU→GeLU costs less "
+                       "than GeLU→SoLU at every one of {n:d} layer cells"})
+        depths = {c["depth"] for c in control}
+        c_mean = [m for p in control for k in trained if k in p["kinds"]
+                  if (m := p["kinds"][k].get("mean_asymmetry")) is not None]
+        sg_mean = [m for p in sg if p["depth"] in depths for k in trained if k in p["kinds"]
+                   if (m := p["kinds"][k].get("mean_asymmetry")) is not None]
+        control_mean = float(np.mean(c_mean)) if c_mean else None
+        between_mean = float(np.mean(sg_mean)) if sg_mean else None
+        values = {"control": control_mean, "between": between_mean, "pairs": _pair_text(control)}
+        claims.append(greater("stitching.control_asymmetry.smaller",
+                              "The same-seed control's asymmetry over the floors is smaller (SoLU→GeLU less GeLU→SoLU, "
+                              "{control:+3} nats/token on average) than that of SoLU and GeLU with different seeds at "
+                              "the same depth ({between:+3})", between_mean, control_mean, **values))
+        claims.append(greater("stitching.control_asymmetry.larger",
+                              "The same-seed control's asymmetry over the floors is larger (SoLU→GeLU less GeLU→SoLU, "
+                              "{control:+3} nats/token on average) than that of SoLU and GeLU with different seeds at "
+                              "the same depth ({between:+3})", control_mean, between_mean, **values))
+    seen: set[str] = set()
+    for pair in [*sg, *control]:
+        same = "the same-seed " if pair.get("same_seed") else ""
         for kind in trained:
-            sides = [p["kinds"][kind] for p in control if kind in p["kinds"]]
-            if sides:
-                parts.append(f"{KIND_LABELS.get(kind, kind)} " + _merged_direction("SoLU→GeLU", sides, "s_to_g", "GeLU")
-                             + ", " + _merged_direction("GeLU→SoLU", sides, "g_to_s", "SoLU"))
-        sentences.append(f"The same-seed control {verdict}: " + "; ".join(parts) + ".")
-    own = st["self"]
-    if own["span"]:
-        embeddings = [v["layer0"] for v in own["trained"].values() if v["layer0"]]
-        lowest_at_0 = all(v["lowest_layer"] == 0 for v in own["trained"].values())
-        steps = f" ({ints_text(own['zoo_steps'])} training steps)" if own["zoo_steps"] else ""
-        text = f"Self-stitching floors are {range_text(own['span'], 3, signed=True)}"
-        if own["n_negative"] * 2 > own["n"]:
-            text += (f": with {ints_text(st['train_tokens'])} training tokens a trained φ on an under-trained "
-                     f"model{steps} acts as a little extra training")
-            if lowest_at_0 and embeddings:
-                text += (", most at the embeddings (layer 0: "
-                         f"{range_text([min(e[0] for e in embeddings), max(e[1] for e in embeddings)], 3, signed=True)})")
-            text += ", so penalties down to the floor are not a gain from the other model"
-        sentences.append(text + ".")
-    identity = []
-    if own["identity_max_abs"] is not None:
-        identity.append("Identity stitching costs " + ("exactly 0" if own["identity_max_abs"] == 0 else
-                                                       f"at most {number_text(own['identity_max_abs'], 3)}")
-                        + " for a model with itself")
-    if st["identity_between"]:
-        identity.append(f"{range_text(st['identity_between'], 2)} between SoLU and GeLU with different seeds")
-    if st["identity_control"]:
-        text = f"{range_text(st['identity_control'], 2)} for the same-seed control"
-        if st["identity_between"] and st["identity_control"][1] < st["identity_between"][0]:
-            text += (": identity stitching between two separately trained models measures mostly their "
-                     "initialisation")
-        identity.append(text)
-    if identity:
-        sentences.append(list_text(identity[:1] + [", ".join(identity[1:])] if len(identity) > 1 else identity,
-                               "and").replace(" and ", " and ", 1) + ".")
-    sentences.append("(`stitching.train_source: heldout`, φ trained on the held-out sequences left after the "
-                     "evaluation split, is not part of the default run; conf/base/parameters_stitching.yml notes "
-                     "what it gave.)")
-    return " ".join(sentences)
+            if kind not in pair["kinds"]:
+                continue
+            cells = _cell_asymmetries(pair["kinds"][kind])
+            key = f"{kind}.{pair['solu']}.{pair['gelu']}"
+            if key in seen:
+                continue
+            seen.add(key)
+            values = {"asymmetry": span_of(cells), "kind": KIND_LABELS.get(kind, kind), "solu": pair["solu"],
+                      "gelu": pair["gelu"]}
+            which = "{kind} φ between `{solu}` and " + same + "`{gelu}`"
+            for name, lead, margin in (
+                    ("asymmetry", "SoLU→GeLU stitching costs more than GeLU→SoLU", min(cells) if cells else None),
+                    ("asymmetry_reversed", "GeLU→SoLU stitching costs more than SoLU→GeLU",
+                     -max(cells) if cells else None)):
+                group = f"Over its floor, {lead} at every layer with"
+                claims.append(Claim(f"stitching.{name}.{key}",
+                                    f"{group} {which}, by {{asymmetry:+3}} nats/token (SoLU→GeLU less GeLU→SoLU)",
+                                    margin, values, group, which + " ({asymmetry:+3})"))
+    for key, population, opening in POPULATIONS:
+        pairs = sg if key == "solu_gelu" else control
+        claims += _floor_claims(population, opening, pairs, trained)
+    claims += _self_claims(st)
+    claims += _identity_claims(st)
+    return claims
 
 
-def _merged_direction(label: str, sides: Sequence[Mapping[str, Any]], key: str, target: str) -> str:
-    parts = [s[key] for s in sides]
-    merged = {"penalty_span": span_of(v for p in parts for v in (p["penalty_span"] or [])),
-              "excess_span": span_of(v for p in parts for v in (p["excess_span"] or [])),
-              "above_floor": sum(p["above_floor"] for p in parts), "below_floor": sum(p["below_floor"] for p in parts),
-              "n": sum(p["n"] for p in parts)}
-    return _direction_text(label, merged, target)
+def _self_claims(st: Mapping[str, Any]) -> list[Claim]:
+    """The self-stitching floors' claims (margins: :func:`claims_stitching`)."""
+    own = st.get("self") or {}
+    trained = own.get("trained") or {}
+    if not own.get("n"):
+        return []
+    share = own["n_negative"] / own["n"]
+    steps = f" ({ints_text(own['zoo_steps'])} training steps)" if own.get("zoo_steps") else ""
+    values = {"span": own.get("span"), "n_negative": own["n_negative"], "n": own["n"],
+              "train_tokens": ints_text(st.get("train_tokens"))}
+    claims = [
+        Claim("stitching.self_floor.mostly_below_zero",
+              "Most self-stitching floors are below zero ({n_negative:d} of {n:d}; {span:+3} nats/token): with "
+              "{train_tokens} training tokens a trained φ on an under-trained model" + steps + " acts as a little "
+              "extra training, so penalties down to the floor are not a gain from the other model", share - 0.5,
+              values),
+        Claim("stitching.self_floor.mostly_not_below_zero",
+              "Most self-stitching floors are not below zero (below at {n_negative:d} of {n:d}; {span:+3} nats/token)",
+              0.5 - share, values)]
+    if trained:
+        layer0 = [v["layer0"] for v in trained.values() if v.get("layer0")]
+        values = {"layer0": span_of(x for span in layer0 for x in span), "kinds": list_text(
+            [KIND_LABELS.get(k, k) for k in trained])}
+        lowest: float | None
+        if all(v.get("by_layer") for v in trained.values()):
+            gaps = []
+            for v in trained.values():
+                at0 = [m for layer, m in v["by_layer"] if layer == 0 and m is not None]
+                past = [m for layer, m in v["by_layer"] if layer != 0 and m is not None]
+                gaps.append(min(past) - at0[0] if at0 and past else None)
+            lowest = None if any(g is None for g in gaps) else min(gaps)
+        else:
+            lowest = _flag(all(v.get("lowest_layer") == 0 for v in trained.values()))
+        claims += [
+            Claim("stitching.self_floor.lowest_at_embeddings",
+                  "The self-stitching floors are lowest at the embeddings (layer 0: {layer0:+3} nats/token) with "
+                  "every φ kind ({kinds})", lowest, values),
+            Claim("stitching.self_floor.lowest_past_embeddings",
+                  "With some φ kind the self-stitching floors are not lowest at the embeddings (layer 0: {layer0:+3} "
+                  "nats/token)", None if lowest is None else -lowest, values)]
+        if layer0:
+            high = max(span[1] for span in layer0)
+            claims += [
+                Claim("stitching.self_floor.gain_at_embeddings",
+                      "At the embeddings (layer 0) every self-stitching floor is below zero ({layer0:+3} nats/token): "
+                      "a gain", -high, values),
+                Claim("stitching.self_floor.no_gain_at_embeddings",
+                      "At the embeddings (layer 0) not every self-stitching floor is below zero ({layer0:+3} "
+                      "nats/token)", high, values)]
+    return claims
+
+
+def _identity_claims(st: Mapping[str, Any]) -> list[Claim]:
+    """Identity stitching between SoLU and GeLU with different seeds against the same-seed control (margins:
+    :func:`claims_stitching`)."""
+    between, control = st.get("identity_between"), st.get("identity_control")
+    if not between or not control:
+        return []
+    own = (st.get("self") or {}).get("identity_max_abs")
+    itself = "n/a" if own is None else "exactly 0" if own == 0 else f"at most {number_text(own, 3)}"
+    values = {"between": between, "control": control, "itself": itself}
+    return [greater("stitching.identity.control_below_between",
+                    "Identity stitching costs {itself} for a model with itself and {between} nats/token between SoLU "
+                    "and GeLU with different seeds, {control} for the same-seed control: identity stitching between "
+                    "two separately trained models measures mostly their initialisation", between[0], control[1],
+                    **values),
+            greater("stitching.identity.control_not_below_between",
+                    "Identity stitching's penalties for the same-seed control ({control} nats/token) reach those "
+                    "between SoLU and GeLU with different seeds ({between})", control[1], between[0], **values)]

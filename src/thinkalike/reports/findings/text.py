@@ -133,19 +133,6 @@ def signed_text(value: float | None, digits: int = 3) -> str:
     return text.replace("-", MINUS)
 
 
-def range_text(span: Sequence[float] | None, digits: int = 2, signed: bool = False) -> str:
-    """``0.80–0.83``; ``−0.013 to +0.022`` (signed, or when a bound is negative); one number when equal."""
-    if not span:
-        return "n/a"
-    low, high = span
-    signed = signed or (low is not None and number_text(low, digits).startswith(MINUS))
-    show = (lambda v: signed_text(v, digits)) if signed else (lambda v: number_text(v, digits))
-    a, b = show(low), show(high)
-    if a == b:
-        return a
-    return f"{a} to {b}" if signed else f"{a}–{b}"
-
-
 def int_text(value: Any) -> str:
     """An integer with thousands separators (``74,688``); ``n/a`` for ``None``."""
     return "n/a" if value is None else f"{int(value):,}"
@@ -223,16 +210,3 @@ def plural_text(n: int | None, one: str, many: str | None = None) -> str:
     if n is None:
         return f"n/a {many or one + 's'}"
     return f"{int_text(n)} {one if n == 1 else (many or one + 's')}"
-
-
-def tokens_text(span: Sequence[float] | None) -> str:
-    """A token count or range: ``3,313`` or ``2,496–3,313``; ``n/a`` when there is none."""
-    if not span:
-        return "n/a"
-    low, high = int(span[0]), int(span[1])
-    return int_text(low) if low == high else f"{int_text(low)}–{int_text(high)}"
-
-
-def capitalised(text: str) -> str:
-    """``text`` with a capital first letter, unless it starts with inline code."""
-    return text[:1].upper() + text[1:] if text and not text.startswith("`") else text

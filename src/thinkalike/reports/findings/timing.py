@@ -4,12 +4,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
+from thinkalike.reports.findings.claims import Claim
 from thinkalike.reports.findings.text import (as_float, code_text, int_text, ints_text, list_text, missing_section,
                                               number_text, plural_text, seconds_text, table_of)
 from thinkalike.timings import RUN_PIPELINE, START_ROW, TOTAL, most_at_once, pipeline_totals
@@ -165,10 +165,9 @@ def render_timing(findings: Mapping[str, Any]) -> str:
     missing = [name for name in PIPELINE_ORDER if name not in pipelines]
     total = timing["total_seconds"]
     budget = findings["budget_seconds"]
-    verdict = (f"within its {budget // 60}-minute budget" if total is not None and total <= budget
-               else f"over its {budget // 60}-minute budget")
     text = (f"{head}: " + "; ".join(items) + f" — {seconds_text(total)} in all (measured {timing['date']}, "
-            f"{number_text((timing['peak_rss_mb'] or 0) / 1024, 1)} GB peak memory): {verdict}")
+            f"{number_text((timing['peak_rss_mb'] or 0) / 1024, 1)} GB peak memory; its budget: "
+            f"{budget // 60} minutes)")
     if missing:
         text += f". Not timed in this run: {list_text(missing)}"
     if timing["failed_nodes"]:
@@ -177,8 +176,28 @@ def render_timing(findings: Mapping[str, Any]) -> str:
 
 
 def _zoo_margin(zoo: Mapping[str, Any]) -> str:
-    if zoo["n_beat_margin"] == zoo["n_models"]:
-        return (f"every model at least {math.floor(zoo['min_improvement'] * 100)} % below the corpus unigram entropy "
-                "on held-out text")
-    return (f"{zoo['n_beat_margin']} of {zoo['n_models']} models at least {number_text(zoo['margin'] * 100, 0)} % below "
-            f"the corpus unigram entropy on held-out text (the least {number_text(zoo['min_improvement'] * 100, 0)} %)")
+    """The zoo models' improvement on the corpus unigram entropy (whether each beats the margin is a claim)."""
+    return (f"each model {number_text(zoo['min_improvement'] * 100, 0)}–{number_text(zoo['max_improvement'] * 100, 0)} % "
+            "below the corpus unigram entropy on held-out text")
+
+
+def claims_timing(findings: Mapping[str, Any]) -> list[Claim]:
+    """The run's claims about itself: the zoo's models beat the unigram baseline by the configured margin (margin:
+    the least improvement − the margin) and the run kept its budget (margin: budget − total seconds, in minutes) or not (the negative)."""
+    claims = []
+    zoo = findings.get("zoo") or {}
+    if "n_models" in zoo and zoo.get("margin") is not None:
+        claims.append(Claim("zoo.beats_unigram_margin",
+                            "Every zoo model's held-out loss is at least {margin:%} below the corpus unigram entropy "
+                            "(the least improvement: {least:%})",
+                            zoo["min_improvement"] - zoo["margin"],
+                            {"margin": zoo["margin"], "least": zoo["min_improvement"]}))
+    timing = findings.get("timing") or {}
+    if timing.get("total_seconds") is not None:
+        budget = findings["budget_seconds"]
+        values = {"minutes": timing["total_seconds"] / 60, "budget": budget // 60}
+        claims.append(Claim("timing.within_budget", "The default run takes {minutes:1} min on this machine, within "
+                            "its {budget:d}-minute budget", (budget - timing["total_seconds"]) / 60, values))
+        claims.append(Claim("timing.over_budget", "The default run takes {minutes:1} min on this machine, over its "
+                            "{budget:d}-minute budget", (timing["total_seconds"] - budget) / 60, values))
+    return claims

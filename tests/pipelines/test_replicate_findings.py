@@ -1,0 +1,36 @@
+"""``findings_cli --replicates``: the findings of several replicates merged into claims, without running (the tiny
+project's saved outputs stand in for replicates)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+from tests.pipelines.conftest import PROJECT_ROOT as ROOT
+from thinkalike.reports.findings_cli import replicate_folders, write_replicate_findings
+
+
+def test_replicates_findings_merge_each_replicates_claims(tiny_project_as_run, tmp_path):
+    workdir = tmp_path / "replicates"
+    for replicate in range(2):  # the same saved run twice: every claim holds in both or in neither
+        shutil.copytree(tiny_project_as_run, workdir / f"replicate-{replicate}")
+        (workdir / f"replicate-{replicate}" / "replicate.json").write_text(json.dumps({"seconds": 60.0}))
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "code.py").write_text("x = 1\n")
+    shutil.copytree(ROOT / "conf" / "base", repo / "conf" / "base")
+    (repo / "README.md").write_text("# R\n\n<!-- findings:start -->\n<!-- findings:end -->\n")
+    subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "src/code.py", "README.md"], check=True)
+    (repo / "conf" / "base" / "mlflow.yml").write_text("mlflow: {enabled: false}\n")
+    folders = replicate_folders(workdir)
+    assert [f.name for f in folders] == ["replicate-0", "replicate-1"]
+    assert write_replicate_findings(folders, "test", repo, write=True) == 0
+    document = json.loads((repo / "docs" / "findings.json").read_text())
+    assert [r["replicate"] for r in document["replicates"]] == [0, 1]
+    assert document["claims"] and all(c["status"] == "holds" and len(c["margin"]) == 2 and c["margin"][0] ==
+                                      c["margin"][1] for c in document["claims"])
+    readme = (repo / "README.md").read_text().replace("\n", " ")
+    assert "**Where these findings come from.** 2 replicates of the default run" in readme
+    assert "each replicate's `kedro run` took 1 min 0 s, 2 min 0 s in all" in readme  # one number when they agree

@@ -1,0 +1,53 @@
+"""``python -m thinkalike.replicates`` and ``findings_cli --replicates``: each replicate in its own project folder
+with this project's MLflow store, finished replicates read again rather than rerun, and the findings of several
+replicates merged into claims (without running: the tiny project's saved outputs stand in for replicates)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from thinkalike.replicates import (environment_settings, finished, kedro_command, main, prepare_project,
+                                   run_replicates)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_replicate_folder_is_a_project_whose_mlflow_runs_go_to_this_projects_store(tmp_path):
+    folder = prepare_project(ROOT, tmp_path / "replicate-1")
+    assert (folder / "pyproject.toml").exists() and (folder / "conf" / "base" / "catalog.yml").exists()
+    mlflow = yaml.safe_load((folder / "conf" / "local" / "mlflow.yml").read_text())["mlflow"]
+    assert mlflow["tracking_uri"] == f"sqlite:///{ROOT / 'mlflow.db'}" and mlflow["experiment"] == "thinkalike"
+    command = kedro_command("replicates", 1, resume=False)
+    assert command[-6:] == ["--env", "replicates", "--runner", "thinkalike.runners.DaskRunner", "--params",
+                            "replicate=1"][-6:]
+    assert kedro_command("replicates", 1, resume=True)[-1] == "--only-missing-outputs"
+
+
+def test_finished_replicates_are_read_again_not_rerun(tmp_path, caplog):
+    workdir = tmp_path / "replicates"
+    for replicate in range(2):
+        (workdir / f"replicate-{replicate}").mkdir(parents=True)
+        (workdir / f"replicate-{replicate}" / "replicate.json").write_text(json.dumps(
+            {"replicate": replicate, "returncode": 0, "seconds": 600.0 + replicate}))
+    with caplog.at_level("INFO"):
+        records = run_replicates(ROOT, workdir, "replicates", 2, 1, {}, rerun=False)
+    assert [r["seconds"] for r in records] == [600.0, 601.0]
+    assert "read again, not rerun" in caplog.text
+    assert finished(workdir / "replicate-0")["replicate"] == 0 and finished(tmp_path) is None
+
+
+def test_bad_settings_are_one_line_errors_before_any_run(tmp_path, capsys):
+    assert environment_settings(["A=1", "MKL_CBWR=COMPATIBLE"]) == {"A": "1", "MKL_CBWR": "COMPATIBLE"}
+    with pytest.raises(ValueError, match="expected KEY=VALUE, got 'oops'"):
+        environment_settings(["oops"])
+    assert main(["--project", str(ROOT), "--set-env", "oops", "--workdir", str(tmp_path)]) == 2
+    assert main(["--project", str(ROOT), "--count", "0", "--workdir", str(tmp_path)]) == 2
+    assert main(["--project", str(ROOT), "--parallel", "0", "--workdir", str(tmp_path)]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert errors == ["error: --set-env: expected KEY=VALUE, got 'oops'", "error: --count: expected a positive "
+                      "integer, got 0", "error: --parallel: expected a positive integer, got 0"]
+    assert not list(tmp_path.iterdir())  # nothing started
