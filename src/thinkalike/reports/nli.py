@@ -37,24 +37,13 @@ RELATION_COLORS = {"within_generalizing": "tab:blue", "within_heuristic": "tab:r
 # --------------------------------------------------------------------------- verdicts
 
 
-def _divergent_layers(by_layer: pd.DataFrame, value: str, larger: bool) -> tuple[list[int], list[int]]:
+def _divergent_layers(by_layer: pd.DataFrame, value: str, larger: bool) -> tuple[list, list]:
     """(layers where between is beyond both withins with non-overlapping CIs, layers where only the means are —
-    because an interval is undefined). ``by_layer``: one row per (layer, relation) with value, ci_low, ci_high."""
-    strict, means_only = [], []
-    for layer, part in by_layer.groupby("layer", sort=True):
-        rows = part.set_index("relation")
-        if not set(RELATIONS) <= set(rows.index):
-            continue
-        between = rows.loc["between"]
-        within = rows.loc[["within_generalizing", "within_heuristic"]]
-        sign = 1.0 if larger else -1.0
-        if not (sign * (between[value] - within[value]) > 0).all():
-            continue
-        bounds = [between["ci_low" if larger else "ci_high"], *within["ci_high" if larger else "ci_low"]]
-        if not np.isfinite(bounds).all():
-            means_only.append(int(layer))
-        elif all(sign * (bounds[0] - bound) > 0 for bound in bounds[1:]):
-            strict.append(int(layer))
+    because an interval is undefined), from :func:`_divergence_gaps`. ``by_layer``: one row per (layer, relation)
+    with value, ci_low, ci_high; a layer is returned as it is named (an int, or a relative depth)."""
+    gaps = _divergence_gaps(by_layer, value, larger)
+    strict = [g["layer"] for g in gaps if g["means"] > 0 and g["intervals"] is not None and g["intervals"] > 0]
+    means_only = [g["layer"] for g in gaps if g["means"] > 0 and g["intervals"] is None]
     return strict, means_only
 
 

@@ -338,11 +338,15 @@ def _provenance(document: Mapping[str, Any]) -> str:
     each = (seconds_text(min(known)) if known and seconds_text(min(known)) == seconds_text(max(known))
             else f"{seconds_text(min(known))}–{seconds_text(max(known))}" if known else "")
     cost = f"; each replicate's `kedro run` took {each}, {seconds_text(sum(known))} in all" if known else ""
-    return (f"**Where these findings come from.** {len(replicates)} replicates of the default run "
-            f"(`{document.get('command') or 'python -m thinkalike.replicates --write'}`; replicate r moves every "
-            f"seed but the data's by r × 1000 — zoo initialisation and data order, φ, the NLI encoder and copies, MLEM, "
-            f"the measures' row samples, the embedding fine-tune — while the corpus and the NLI pairs stay the same) "
-            f"at commit `{str(commit)[:12]}`, generated {document.get('generated_at', 'n/a')} on {where}{cost}. "
+    run_commits = sorted({str((r.get("run") or {}).get("git_commit"))[:12] for r in replicates
+                          if (r.get("run") or {}).get("git_commit")})
+    ran = (f"run at commit {', '.join(f'`{c}`' for c in run_commits)} (`python -m thinkalike.replicates`), "
+           if run_commits else "")
+    return (f"**Where these findings come from.** {len(replicates)} replicates of the default run, {ran}replicate r "
+            f"moving every seed but the data's by r × 1000 — zoo initialisation and data order, φ, the NLI encoder and "
+            f"copies, MLEM, the measures' row samples, the embedding fine-tune — while the corpus and the NLI pairs "
+            f"stay the same; collected at commit `{str(commit)[:12]}` by `{document.get('command') or 'n/a'}`, "
+            f"{document.get('generated_at', 'n/a')}, on {where}{cost}. "
             f"A sentence below is a claim that holds in every replicate ({held} of {held + mixed}), with each number's "
             f"range over the replicates; {plural_text(mixed, 'claim')} held in some replicates only and "
             f"{'is' if mixed == 1 else 'are'} listed as varying, with their margins. `docs/findings.json` has every "

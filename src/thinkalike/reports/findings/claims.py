@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from thinkalike.reports.findings.text import MINUS, int_text, list_text, number_text, signed_text
+from thinkalike.reports.findings.text import as_float as finite  # a finite float or None: claims.finite
 
 HOLDS = "holds"
 MIXED = "mixed"
@@ -72,17 +73,6 @@ class Claim:
 def holds(margin: float | None) -> bool:
     """Whether a margin says the claim holds (> 0; ``None`` and NaN do not)."""
     return margin is not None and math.isfinite(float(margin)) and float(margin) > 0
-
-
-def finite(value: Any, digits: int = 6) -> float | None:
-    """``value`` as a finite float rounded to ``digits`` decimals, else ``None``."""
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return round(number, digits) if math.isfinite(number) else None
 
 
 # ---- building claims ----------------------------------------------------------------------------------------------
