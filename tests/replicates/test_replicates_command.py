@@ -51,3 +51,22 @@ def test_bad_settings_are_one_line_errors_before_any_run(tmp_path, capsys):
     assert errors == ["error: --set-env: expected KEY=VALUE, got 'oops'", "error: --count: expected a positive "
                       "integer, got 0", "error: --parallel: expected a positive integer, got 0"]
     assert not list(tmp_path.iterdir())  # nothing started
+
+
+def test_the_replicates_claims_status_goes_to_an_mlflow_run(tmp_path):
+    from mlflow import MlflowClient
+
+    from thinkalike.reports.findings_cli import log_claim_status
+
+    (tmp_path / "conf" / "base").mkdir(parents=True)
+    (tmp_path / "conf" / "base" / "mlflow.yml").write_text("mlflow: {tracking_uri: 'sqlite:///mlflow.db', "
+                                                           "experiment: thinkalike}\n")
+    document = {"git_commit": "abc", "replicates": [{}, {}, {}],
+                "claims": [{"id": "cka.a", "status": "holds", "margin": [0.2, 0.1, 0.3]},
+                           {"id": "nli.b", "status": "mixed", "margin": [0.2, -0.1, None]}]}
+    log_claim_status(document, tmp_path)
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("thinkalike").experiment_id])
+    assert len(runs) == 1 and runs[0].info.run_name == "replicates" and runs[0].data.tags["replicates"] == "3"
+    assert runs[0].data.metrics == {"claim.cka.a.holds": 1.0, "claim.cka.a.margin_min": 0.1,
+                                    "claim.nli.b.holds": 0.0, "claim.nli.b.margin_min": -0.1}
