@@ -67,8 +67,8 @@ def test_rendering_states_claims_that_hold_and_lists_the_rest_as_varying():
     merged = merge_claims([_run({"a": 0.2, "b": 0.1}), _run({"a": 0.3, "b": -0.05})])
     sentences = render_claims(merged)
     assert sentences[0] == "A holds (0.20–0.30)."
-    assert sentences[1].startswith("Not findings — these vary across replicates: b holds (")
-    assert "margin −0.050 to +0.100, holds in 1 of 2" in sentences[1]
+    assert sentences[1].startswith("Not findings — these claims hold in some replicates only")
+    assert sentences[1].endswith(": `b` (1 of 2).")
     grouped = [Claim(f"m.pass.{n}", "`{name}` passes", s, {"name": n}, group="To pass", item="`{name}`")
                for n, s in (("x", 0.1), ("y", 0.2))]
     assert render_claims(merge_claims([single_run(grouped)])) == ["To pass: `x` and `y`."]

@@ -349,8 +349,8 @@ def _provenance(document: Mapping[str, Any]) -> str:
             f"{document.get('generated_at', 'n/a')}, on {where}{cost}. "
             f"A sentence below is a claim that holds in every replicate ({held} of {held + mixed}), with each number's "
             f"range over the replicates; {plural_text(mixed, 'claim')} held in some replicates only and "
-            f"{'is' if mixed == 1 else 'are'} listed as varying, with their margins. `docs/findings.json` has every "
-            "claim's margin per replicate; `python -m thinkalike.reports.findings_cli --claims` prints a run's own.")
+            f"{'is' if mixed == 1 else 'are'} named at the end of each section as varying. `docs/findings.json` has "
+            "every claim's sentence and margin per replicate; `python -m thinkalike.reports.findings_cli --claims` prints a run's own.")
 
 
 def render_document(document: Mapping[str, Any]) -> str:

@@ -209,14 +209,6 @@ def check_against(committed: Sequence[Mapping[str, Any]], run: Sequence[Mapping[
 
 # ---- rendering ------------------------------------------------------------------------------------------------------
 
-def margin_text(margins: Sequence[float | None]) -> str:
-    """The margins' range over replicates, signed (``−0.012 to +0.034``), with how many hold."""
-    found = [m for m in margins if m is not None]
-    held = sum(holds(m) for m in margins)
-    span = value_text([[min(found), max(found)]], "+3") if found else "n/a"
-    return f"margin {span}, holds in {held} of {len(margins)}"
-
-
 def _sentence(text: str) -> str:
     text = text.strip()
     return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".") if text else text
@@ -224,8 +216,8 @@ def _sentence(text: str) -> str:
 
 def render_claims(claims: Sequence[Mapping[str, Any]], replicate_word: str = "replicates") -> list[str]:
     """Sentences for merged claims (:func:`merge_claims`), in their order: those that hold as findings (grouped
-    claims joined into one list per group), then one sentence listing the mixed ones with their margins. With one
-    replicate, ``replicate_word`` names what was run ("run")."""
+    claims joined into one list per group), then one sentence naming the mixed ones (their ids without the section,
+    and in how many replicates they hold). With one replicate, ``replicate_word`` names what was run ("run")."""
     held = [c for c in claims if c["status"] == HOLDS]
     mixed = [c for c in claims if c["status"] == MIXED]
     sentences: list[str] = []
@@ -244,8 +236,10 @@ def render_claims(claims: Sequence[Mapping[str, Any]], replicate_word: str = "re
             items = [fill(c["item"], c["values"]) for c in groups[group]]
             sentences[index] = _sentence(f"{group}: {list_text(items)}")
     if mixed:
-        listed = [f"{c['text'].rstrip('.')} ({margin_text(c['margin'])})" for c in mixed]
-        sentences.append(f"Not findings — these vary across {replicate_word}: " + "; ".join(listed) + ".")
+        listed = [f"`{c['id'].split('.', 1)[-1]}` ({sum(holds(m) for m in c['margin'])} of {len(c['margin'])})"
+                  for c in mixed]
+        sentences.append(f"Not findings — these claims hold in some {replicate_word} only (how many in brackets; "
+                         "`docs/findings.json` has their sentences and margins): " + ", ".join(listed) + ".")
     return sentences
 
 
