@@ -5,7 +5,8 @@
   default ``replicates``) → ``docs/findings.json`` under ``--repo``: each replicate's collected numbers
   (:func:`~thinkalike.reports.findings.collect_findings`) and the merged claims (one margin per replicate, a status),
   with the commit, date, machine and command; ``--roundoff DIR2`` adds what a run of DIR2 (replicate 0's seeds, other
-  float round-off: ``--set-env ATEN_CPU_CAPABILITY=avx2 --set-env MKL_CBWR=COMPATIBLE``) moves against replicate 0. ``--write`` also replaces the README's region between
+  float round-off: ``--set-env ATEN_CPU_CAPABILITY=avx2 --set-env MKL_CBWR=COMPATIBLE``) moves against replicate 0,
+  and counts it as one more replicate: a claim holds only when round-off does not turn it over either. ``--write`` also replaces the README's region between
   the markers with :func:`~thinkalike.reports.findings.render_document`. An MLflow run named ``replicates`` gets each
   claim's status (``claim.<id>.holds``, 1 or 0) and smallest margin (``claim.<id>.margin_min``).
 * ``--claims``: prints ``{"claims": [...]}`` as JSON — every claim of the project's (``--project``) latest run with
@@ -162,12 +163,17 @@ def write_replicate_findings(folders: list[Path], env: str | None, repo: Path, w
         logger.info("replicate %d: collecting the findings of %s", replicate, folder)
         findings.append(project_findings(folder, env, replicate))
     runs = records if records is not None else [run_record(folder) for folder in folders]
-    document = document_of(findings, runs, repo, command)
-    if roundoff is not None:
+    comparison = None
+    if roundoff is not None:  # a replicate too: a claim holds only if round-off does not turn it over either
+        logger.info("round-off replicate: collecting the findings of %s", roundoff)
         other = project_findings(roundoff, env, 0)
-        environment = (run_record(roundoff) or {}).get("environment") or {}
-        setting = " ".join(f"{key}={value}" for key, value in environment.items()) or "another run"
-        document["roundoff"] = roundoff_comparison(findings[0], other, setting)
+        record = {**(run_record(roundoff) or {}), "roundoff": True}
+        setting = " ".join(f"{key}={value}" for key, value in (record.get("environment") or {}).items())
+        comparison = roundoff_comparison(findings[0], other, setting or "another run")
+        findings, runs = [*findings, other], [*runs, record]
+    document = document_of(findings, runs, repo, command)
+    if comparison is not None:
+        document["roundoff"] = comparison
     write_json(document, repo / FINDINGS_JSON)
     held = sum(c["status"] == HOLDS for c in document["claims"])
     print(f"wrote {repo / FINDINGS_JSON}: {len(folders)} replicate(s), {len(document['claims'])} claims, {held} hold in "

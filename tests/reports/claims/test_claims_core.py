@@ -78,3 +78,12 @@ def test_a_run_is_checked_against_the_committed_claims_by_id():
     committed = merge_claims([_run({"a": 0.2, "b": 0.1}), _run({"a": 0.3, "b": -0.05})])
     checked = check_against(committed, _run({"a": -0.01, "b": 0.4}))
     assert checked == [{"id": "a", "text": committed[0]["text"], "margin": -0.01, "holds": False}]  # only what holds
+
+
+def test_claims_that_hold_by_less_than_round_off_moves_them_are_not_stated():
+    from thinkalike.reports.findings import at_risk
+
+    merged = merge_claims([_run({"a": 0.2, "b": 0.01}), _run({"a": 0.3, "b": 0.02})])
+    roundoff = {"margin_changes": {"a": 0.05, "b": 0.015}}
+    assert at_risk(roundoff, merged) == ["b"]  # b's smallest margin (0.01) is within round-off's change of it
+    assert render_claims(merged, withheld=frozenset(at_risk(roundoff, merged))) == ["A holds (0.20–0.30)."]

@@ -214,11 +214,13 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".") if text else text
 
 
-def render_claims(claims: Sequence[Mapping[str, Any]], replicate_word: str = "replicates") -> list[str]:
+def render_claims(claims: Sequence[Mapping[str, Any]], replicate_word: str = "replicates",
+                  withheld: frozenset[str] = frozenset()) -> list[str]:
     """Sentences for merged claims (:func:`merge_claims`), in their order: those that hold as findings (grouped
     claims joined into one list per group), then one sentence naming the mixed ones (their ids without the section,
-    and in how many replicates they hold). With one replicate, ``replicate_word`` names what was run ("run")."""
-    held = [c for c in claims if c["status"] == HOLDS]
+    and in how many replicates they hold). With one replicate, ``replicate_word`` names what was run ("run").
+    ``withheld``: ids of claims that hold but are not stated (they hold by no more than round-off moves them)."""
+    held = [c for c in claims if c["status"] == HOLDS and c["id"] not in withheld]
     mixed = [c for c in claims if c["status"] == MIXED]
     sentences: list[str] = []
     groups: dict[str, list[Mapping[str, Any]]] = {}
