@@ -211,7 +211,7 @@ def test_only_missing_outputs_resumes_exactly_what_is_missing(project_copy):
                                                          "dimension_shares.parquet", "dimension_shares.png",
                                                          "rogue_remedies.parquet", "similarity_calibration.parquet",
                                                          "measure_grounding.parquet", "measure_grounding.png",
-                                                         "report.html"))  # the report reads the CKA outputs
+                                                         "report.html", "run_claims.json"))  # the report reads the CKA outputs
                    }, new - downstream
 
 

@@ -48,7 +48,7 @@ def test_the_default_run_writes_the_report_of_every_experiment(tiny_project):
     project, _ = tiny_project
     html = _latest(project)
     assert html.count("data:image/png;base64,") >= 5  # figures embedded, the file stands alone
-    assert "What the default run finds" in html and "Stitching (diagonal layers" in html
+    assert "<strong>One run</strong>" in html and "<strong>MLEM.</strong>" in html  # the claims that hold in this run
     assert "Scaling family (Brown et al. §5): not in these outputs" in html  # conf/test has no GPT-NeoX family
     assert "Missing inputs" not in html  # every pipeline that could run did
     # the index: every summary output the findings do not quote, with what it holds (the summaries are read inside
