@@ -14,12 +14,28 @@ Speed is reported as a ratio to CKA timed the same way in the same process (the 
 be shared, so absolute times drift; the ratios drift less).
 
 Usage: python benchmarks/measures.py [--tokens 512 1024 --dims 64 96 --layers 5 --repeats 3 --direct]
+
+Grid mode (``--grid L``): one model of L layers (n = the first ``--tokens``, d = the first of ``--dims``)
+against itself, all measures in one table with the default configuration's options
+(``conf/base/parameters_cka.yml``), and one calibration of that model against a second one (L layers
+each side) with the configured calibration measures and ``--permutations`` permutations: the time and
+the peak of traced memory (``tracemalloc``: numpy's buffers included) of each, for this checkout's
+``thinkalike.measures`` and, in the same process, for the package as it was at git revision
+``--before`` (its files loaded from ``git show`` under another name), with the ratio before / after.
+
+    OMP_NUM_THREADS=1 python benchmarks/measures.py --grid 31 --tokens 512 --dims 576 576 --permutations 2
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import subprocess
+import sys
+import tempfile
 import time
+import tracemalloc
+from pathlib import Path
 
 import numpy as np
 
@@ -56,6 +72,79 @@ def direct(layers_a: list[np.ndarray], layers_b: list[np.ndarray], name: str) ->
             entry(x, y)
 
 
+GRID_OPTIONS = {"angular_shape": {"alpha": 0.5}, "svcca": {"keep": 0.99},
+                "rsa": {"distance": "correlation", "correlation": "spearman"}, "mutual_knn": {"k": 10},
+                "cknna": {"k": 10}, "knn_jaccard": {"k": 10}}
+CALIBRATION_MEASURES = ["cka", "procrustes", "mutual_knn"]
+
+
+def measures_at(revision: str, folder: Path):
+    """``thinkalike.measures`` as it was at ``revision``, importable as ``_measures_<revision>``."""
+    name = "_measures_" + "".join(c if c.isalnum() else "_" for c in revision)
+    package = folder / name
+    package.mkdir()
+    files = subprocess.run(["git", "ls-tree", "--name-only", revision, "src/thinkalike/measures/"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    for path in files:
+        if path.endswith(".py"):
+            text = subprocess.run(["git", "show", f"{revision}:{path}"], capture_output=True, text=True,
+                                  check=True).stdout
+            (package / Path(path).name).write_text(text.replace("thinkalike.measures", name))
+    sys.path.insert(0, str(folder))
+    return importlib.import_module(f"{name}.layerwise"), importlib.import_module(f"{name}.calibration")
+
+
+def traced(fn, *args, **kwargs) -> tuple[float, float, float]:
+    """(wall seconds, peak traced MB, CPU seconds of this process) of one call."""
+    tracemalloc.start()
+    start, cpu = time.perf_counter(), time.process_time()
+    fn(*args, **kwargs)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    return seconds, peak, cpu
+
+
+def grid(args: argparse.Namespace) -> None:
+    from thinkalike.measures import calibration, layerwise
+
+    from thinkalike.measures.distances import match_layers_by_relative_depth
+
+    layers_a, layers_b = make_layers(args.grid, args.tokens[0], args.dims[0], args.dims[1], args.seed)
+    grid_pairs = None if args.pairs == "all" else match_layers_by_relative_depth(args.grid, args.grid)
+    with tempfile.TemporaryDirectory() as folder:
+        before = measures_at(args.before, Path(folder)) if args.before else None
+        print(f"{args.grid} layers x n = {args.tokens[0]} tokens x d = {args.dims[0]} (self table: "
+              f"{args.grid ** 2 if grid_pairs is None else len(grid_pairs)} cells x {len(MEASURE_NAMES)} measures); "
+              f"calibration vs a second model of width {args.dims[1]}: {CALIBRATION_MEASURES}, "
+              f"{args.permutations} permutations; pairs: {args.pairs}", flush=True)
+        rows = []
+        for label, (table_module, calibration_module) in (("after", (layerwise, calibration)),
+                                                            ("before", before or (None, None))):
+            if table_module is None or (label == "after" and args.before_only):
+                continue
+            extra = {} if grid_pairs is None else {"pairs": grid_pairs}  # (the package before had no grid)
+            table = traced(table_module.measure_table, layers_a, None, list(MEASURE_NAMES), GRID_OPTIONS, **extra)
+            print(f"{label}: table {table[0]:.1f} s ({table[2]:.1f} CPU s), peak {table[1]:.0f} MB", flush=True)
+            if not args.permutations:
+                rows.append((label, table, (float("nan"),) * 3))
+                continue
+            calibrated = traced(calibration_module.calibrate, layers_a, layers_b, CALIBRATION_MEASURES,
+                                {"mutual_knn": {"k": 10}}, n_permutations=args.permutations, seed=0, **extra)
+            print(f"{label}: calibration {calibrated[0]:.1f} s ({calibrated[2]:.1f} CPU s), peak {calibrated[1]:.0f} MB",
+                  flush=True)
+            rows.append((label, table, calibrated))
+        print("\n| | table s | table CPU s | table peak MB | calibration s | calibration CPU s | calibration peak MB |"
+              "\n|---|---:|---:|---:|---:|---:|---:|")
+        for label, table, calibrated in rows:
+            print(f"| {label} | {table[0]:.1f} | {table[2]:.1f} | {table[1]:.0f} | {calibrated[0]:.1f} | "
+                  f"{calibrated[2]:.1f} | {calibrated[1]:.0f} |")
+        if len(rows) == 2:
+            (_, ta, ca), (_, tb, cb) = rows
+            print(f"| before / after | {tb[0] / ta[0]:.1f}x | {tb[2] / ta[2]:.1f}x | {tb[1] / ta[1]:.1f}x | "
+                  f"{cb[0] / ca[0]:.1f}x | {cb[2] / ca[2]:.1f}x | {cb[1] / ca[1]:.1f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, nargs="+", default=[512, 1024])
@@ -64,7 +153,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timings per measure; the fastest is reported")
     parser.add_argument("--direct", action="store_true", help="also time the measure functions on every pair")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--grid", type=int, default=0, help="grid mode: layers per model (module docstring)")
+    parser.add_argument("--permutations", type=int, default=20,
+                        help="grid mode: calibration permutations (0: no calibration)")
+    parser.add_argument("--before-only", action="store_true", help="grid mode: time only the package at --before")
+    parser.add_argument("--before", default="", help="grid mode: git revision to compare with (e.g. HEAD)")
+    parser.add_argument("--pairs", choices=["all", "relative"], default="all",
+                        help="grid mode: every layer pair, or those matched by relative depth (cka.measures.layers)")
     args = parser.parse_args()
+    if args.grid:
+        grid(args)
+        return
 
     for tokens in args.tokens:
         layers_a, layers_b = make_layers(args.layers, tokens, *args.dims, args.seed)

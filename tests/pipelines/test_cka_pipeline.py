@@ -363,6 +363,8 @@ def test_calibrated_scores_of_the_pair_against_its_permutation_null(tiny_project
     ({"names": ["rsa"], "options": {"procrustes": {}}}, r"procrustes"),
     ({"names": ["rsa"], "max_tokens": 2}, r"cka.measures.max_tokens"),
     ({"names": ["rsa"], "tokens": 5}, r"unknown setting"),
+    ({"names": ["rsa"], "layers": "every"}, r"^cka.measures.layers: 'every' must be one of diagonal, relative, all, "
+                                            r"auto$"),
 ])
 def test_bad_measure_settings_are_named(measures, message):
     from thinkalike.reports.measures import MeasureSettings
@@ -374,6 +376,7 @@ def test_bad_measure_settings_are_named(measures, message):
 @pytest.mark.parametrize(("change", "message"), [
     ({"measures": {"names": ["cka", "knn"]}}, r"^cka.measures.*unknown measure 'knn'"),
     ({"measures": {"names": ["cknna"], "max_tokens": 8, "options": {"cknna": {"k": 9}}}}, r"^cka.measures.*k"),
+    ({"measures": {"names": ["cka"], "layers": "some"}}, r"^cka.measures.layers: 'some' must be one of"),
 ])
 def test_bad_measure_settings_fail_at_start_naming_the_parameter(change, message):
     import yaml
@@ -406,7 +409,7 @@ def test_streaming_mode_leaves_the_measures_out_and_says_so(caplog):
     assert "procrustes, angular_shape, mean_cca" in caplog.text  # each measure that does not stream, by name
 
 
-def test_a_planted_rogue_dimension_decides_cka_and_the_remedies_undo_it(tiny_project):
+def test_a_planted_rogue_dimension_decides_cka_and_the_remedies_undo_it(tiny_project, caplog, recwarn):
     """A zoo model's own activations against themselves with one more dimension of noise at 30× the largest
     standard deviation planted on one side: CKA (1 without it) collapses on the raw rows; removing each side's top
     dimension or standardising gives most of it back; the planted layers are flagged."""
@@ -420,9 +423,13 @@ def test_a_planted_rogue_dimension_decides_cka_and_the_remedies_undo_it(tiny_pro
     scale = 30 * a.std(axis=1).max()
     planted = np.concatenate([a, scale * rng.normal(size=(*a.shape[:2], 1))], axis=2)  # one more dimension
     settings = MeasureSettings(names=("cka",), max_tokens=48, remedy_measures=("cka",), remedy_top_dimensions=1)
-    with pytest.warns(RuntimeWarning, match="one dimension carries more than 50%"):
+    with caplog.at_level("INFO", logger="thinkalike.reports.measures"):
         table = measures_long_table(a, planted, settings, CKASettings(), model_a="gelu_1l", model_b="planted",
                                     layer_ids_a=store.layers, layer_ids_b=store.layers)
+    rogue = [r for r in caplog.records if "one dimension carries more than 50%" in r.getMessage()]
+    assert len(rogue) == 1 and rogue[0].levelname == "WARNING"  # a log line naming the model and the settings
+    assert rogue[0].getMessage().startswith("planted:") and "cka.measures.standardise" in rogue[0].getMessage()
+    assert not [w for w in recwarn if "carries more than" in str(w.message)]  # not a Python warning
     diagonal = table[table["layer_a"] == table["layer_b"]].pivot(index=["layer_a"], columns="variant", values="value")
     assert (diagonal["raw"] < 0.1).all(), diagonal  # the same model: CKA 1 without the planted dimension
     assert (diagonal["top1_removed"] > 0.95).all(), diagonal  # measured 0.98-0.99

@@ -49,14 +49,19 @@ matched_mean and best NaN for that table (observed or permuted), as
 statistic gives NaN z and p-value.
 
 Exactness. The observed table is :func:`measure_table`'s own result; each null table equals
-``measure_table(layers_a, [b[π_p] for b in layers_b], ...)`` exactly (same preparations and
-comparisons), but model A's layers are prepared once for all permutations through the
-measures' public ``prepare``/``compare`` split (:mod:`~thinkalike.measures.registry`), with
-preparations shared between measures as ``measure_table`` shares them; only the permuted B
-layers are prepared again.
+``measure_table(layers_a, [b[π_p] for b in layers_b], ...)`` to rounding (about 1e-13), but no
+layer is decomposed again for a permutation: model A's layers are prepared once for all
+permutations through the measures' public ``prepare``/``compare`` split
+(:mod:`~thinkalike.measures.registry`), with preparations shared between measures as
+``measure_table`` shares them, and model B's layers are prepared once too, each permutation
+moving their preparations with the rows (a prepared input's ``permuted(π)``: the centred rows,
+bases and row factors, Grams, RDM entries and k-NN masks of X[π] are those of X relabelled, with
+no new decomposition, Gram product, distance or sort). A preparation without ``permuted``, or
+whose ``permuted`` returns None (a k-NN graph with ties at a k-th neighbour, where the tie rule
+follows the token order), is prepared again from the permuted rows.
 
-Cost: one observed table plus P null tables, each L_b preparations (of B's permuted layers)
-plus L_a·L_b comparisons per measure (A's L_a preparations are done once) — about P + 1
+Cost: one observed table plus P null tables, each L_a·L_b comparisons per measure and L_b
+relabellings of B's preparations (A's L_a and B's L_b preparations are done once) — about P + 1
 ``measure_table`` calls, somewhat less for measures whose preparation dominates (RSA, k-NN).
 Memory: A's preparations for all layers at once (``measure_table`` keeps one row's), e.g. an
 n × n mask (k-NN) and an n(n−1)/2 vector (RSA) per layer, plus the P × measures × L_a × L_b null
@@ -79,7 +84,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from thinkalike.measures.distances import match_layers_by_relative_depth
-from thinkalike.measures.layerwise import checked_pair, measure_plan, measure_table
+from thinkalike.measures.layerwise import wanted_cells, checked_pair, measure_plan, measure_table
 
 STATISTICS: tuple[str, ...] = ("cell", "matched_mean", "best")
 COLUMNS: tuple[str, ...] = ("measure", "statistic", "layer_a", "layer_b", "observed", "null_mean", "null_std",
@@ -121,17 +126,19 @@ def null_permutations(n_tokens: int, n_permutations: int, seed: int) -> np.ndarr
     return np.stack([rng.permutation(n_tokens) for _ in range(n_permutations)])
 
 
-def _statistics(values: np.ndarray, orientation: np.ndarray,
-                pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """matched_mean, best and the flat index of the best cell, for values (..., measures, L_a, L_b).
+def _statistics(values: np.ndarray, orientation: np.ndarray, pairs: list[tuple[int, int]],
+                wanted: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """matched_mean, best and the flat index of the best cell, for values (..., measures, L_a, L_b); ``best`` over
+    the ``wanted`` cells (L_a, L_b; None: all).
 
-    NaN (and index −1) where a table has a NaN cell (for matched_mean: a NaN matched cell).
+    NaN (and index −1) where a table has a NaN cell among them (for matched_mean: a NaN matched cell).
     """
     rows, cols = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
     matched = values[..., rows, cols].mean(axis=-1)
     flat = values.reshape(values.shape[:-2] + (-1,)) * orientation[:, None]
-    undefined = np.isnan(flat).any(axis=-1)
-    index = np.argmax(np.where(np.isnan(flat), -np.inf, flat), axis=-1)
+    searched = np.ones(flat.shape[-1], dtype=bool) if wanted is None else wanted.ravel()
+    undefined = (np.isnan(flat) & searched).any(axis=-1)
+    index = np.argmax(np.where(np.isnan(flat) | ~searched, -np.inf, flat), axis=-1)
     best = np.take_along_axis(flat, index[..., None], axis=-1)[..., 0] * orientation
     return matched, np.where(undefined, np.nan, best), np.where(undefined, NO_LAYER, index)
 
@@ -168,6 +175,7 @@ def calibrate(
     n_permutations: int,
     seed: int,
     progress: str | None = None,
+    pairs: Sequence[tuple[int, int]] | None = None,
 ) -> CalibrationResult:
     """Observed cell, matched_mean and best statistics, their permutation nulls, z and p (module docstring).
 
@@ -177,7 +185,10 @@ def calibrate(
     ``n_permutations``: P ≥ 2 permuted tables (the smallest p-value is 1/(P+1)). ``seed``:
     of :func:`null_permutations`. ``progress``: the description of a tqdm bar over the
     permutations (``leave=False``), or None. Every argument is checked, raising ``ValueError``
-    naming it, before any table is computed. Cost: about P + 1 tables.
+    naming it, before any table is computed. Cost: about P + 1 tables. ``pairs``: only these (layer_a, layer_b)
+    cells, as :func:`~thinkalike.measures.layerwise.measure_table` takes them (the others NaN, with NaN scores);
+    the relative-depth-matched pairs are added (matched_mean needs them), and ``best`` is the best of these cells
+    in the observed and in every permuted table alike.
     """
     if not _is_int(n_permutations) or n_permutations < 2:
         raise ValueError(f"n_permutations: {n_permutations!r} must be an integer ≥ 2 (a null needs a spread)")
@@ -191,9 +202,11 @@ def calibrate(
     first_of_key = {key: m for m, key in reversed(list(enumerate(keys)))}
     orientation = np.array([1.0 if entry.kind == "similarity" else -1.0 for entry in entries])
     n_a, n_b = len(matrices_a), len(matrices_b)
-    pairs = match_layers_by_relative_depth(n_a, n_b)
+    matched_pairs = match_layers_by_relative_depth(n_a, n_b)
+    grid = None if pairs is None else sorted(set(map(tuple, pairs)) | set(matched_pairs))
+    wanted = wanted_cells(grid, n_a, n_b)
 
-    observed_table = measure_table(matrices_a, matrices_b, names, options)
+    observed_table = measure_table(matrices_a, matrices_b, names, options, pairs=grid)
     observed = observed_table["value"].to_numpy().reshape(len(names), n_a, n_b)
 
     permutations = null_permutations(n_tokens, n_permutations, seed)
@@ -210,16 +223,36 @@ def calibrate(
                 caught.setdefault((names[m], record.category, str(record.message)), set()).add(p)
         return prepared
 
+    def permuted_all(base: dict[Any, Any], matrix: np.ndarray, index: int, p: int,
+                     permutation: np.ndarray) -> dict[Any, Any]:
+        """B's layer ``index`` with its rows permuted: each preparation moved with its rows where it can be
+        (``permuted``; module docstring), else prepared again from the permuted rows."""
+        prepared = {}
+        for key, m in first_of_key.items():
+            move = getattr(base[key], "permuted", None)
+            moved = None if move is None else move(permutation)
+            if moved is None:
+                with warnings.catch_warnings(record=True) as log:
+                    warnings.simplefilter("always")
+                    moved = entries[m].prepare(matrix[permutation], name=f"layers_b[{index}]", **given[m])
+                for record in log:
+                    caught.setdefault((names[m], record.category, str(record.message)), set()).add(p)
+            prepared[key] = moved
+        return prepared
+
     prepared_a = [prepare_all(matrix, "layers_a", i, -1) for i, matrix in enumerate(matrices_a)]
-    caught.clear()  # A's preparation warnings were already issued by the observed table
+    base_b = [prepare_all(matrix, "layers_b", j, -1) for j, matrix in enumerate(matrices_b)]
+    caught.clear()  # A's and B's preparation warnings were already issued by the observed table
     bar = None if progress is None else tqdm(total=n_permutations, desc=progress, leave=False)
     try:
         for p, permutation in enumerate(permutations):
             for j, matrix in enumerate(matrices_b):
-                prepared_b = prepare_all(matrix[permutation], "layers_b", j, p)
+                if not wanted[:, j].any():
+                    continue
+                prepared_b = permuted_all(base_b[j], matrix, j, p, permutation)
                 with warnings.catch_warnings(record=True) as log:
                     warnings.simplefilter("always")
-                    for i in range(n_a):
+                    for i in np.flatnonzero(wanted[:, j]):
                         for m, entry in enumerate(entries):
                             start = len(log)
                             null[p, m, i, j] = entry.compare(prepared_a[i][keys[m]], prepared_b[keys[m]])
@@ -232,8 +265,9 @@ def calibrate(
             bar.close()
     _reissue(caught, n_permutations)
 
-    observed_matched, observed_best, best_index = _statistics(observed, orientation, pairs)
-    null_matched, null_best, _ = _statistics(null, orientation, pairs)
+    searched = None if grid is None else wanted
+    observed_matched, observed_best, best_index = _statistics(observed, orientation, matched_pairs, searched)
+    null_matched, null_best, _ = _statistics(null, orientation, matched_pairs, searched)
     cell_scores = _scores(observed, null, orientation)
     matched_scores = _scores(observed_matched, null_matched, orientation)
     best_scores = _scores(observed_best, null_best, orientation)

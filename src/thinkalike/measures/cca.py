@@ -48,6 +48,18 @@ for PWCCA's weights when the input is PWCCA's first argument. Comparison
 (:func:`mean_cca_prepared`, :func:`svcca_prepared`, :func:`pwcca_prepared`): Q_xᵀQ_y and its
 singular values (PWCCA: with the left singular vectors).
 Cost: the thin QR/SVDs, O(n·d·min(n, d)) per input, plus O(n·r_x·r_y + r_x·r_y·min(r_x, r_y)) per pair.
+
+Wide inputs (r_x + r_y > n − 1). Mean CCA and SVCCA then take the sum of the correlations from the
+orthogonal complements of the two bases inside 1⊥ (:func:`thinkalike.measures.compact.correlation_sum`:
+Σρ = (r_x + r_y − (n − 1)) + Σρ⊥), whose singular value problem is (n − 1 − r_x) × (n − 1 − r_y) instead
+of r_x × r_y, when that is smaller; each input's complement is found once
+(``PreparedCCA.complement``). When one basis spans all of 1⊥ every correlation is 1, and PWCCA,
+Σ wᵢρᵢ with Σ wᵢ = 1, is 1 without a decomposition. The values equal the direct ones to rounding
+(about 1e-13). Narrow inputs (r_x + r_y ≤ n − 1) are computed as above.
+
+Row permutations (the calibration null, :mod:`thinkalike.measures.calibration`): a prepared input's
+``permuted(π)`` is the preparation of X[π] — its centred rows and basis rows permuted (the same
+column space, rows relabelled), no decomposition.
 """
 
 from __future__ import annotations
@@ -59,6 +71,7 @@ from typing import Any
 import numpy as np
 from scipy import linalg
 
+from thinkalike.measures.compact import complement_basis, correlation_sum, use_complements
 from thinkalike.measures.inputs import (
     centred,
     check_same_tokens,
@@ -100,6 +113,27 @@ class PreparedCCA:
         """Q_xᵀXc (r × d): the canonical variates' inner products with the features are Pᵀ·this."""
         return self.basis.T @ self.centred
 
+    @cached_property
+    def complement(self) -> np.ndarray:
+        """Orthonormal basis of the part of 1⊥ orthogonal to Q_x (n × (n − 1 − r))."""
+        return complement_basis(self.basis)
+
+    def release(self) -> None:
+        """Drop Q_xᵀXc, used only while this input is PWCCA's first argument."""
+        self.__dict__.pop("projection", None)
+
+    @property
+    def spans_everything(self) -> bool:
+        """Whether Q_x spans all of 1⊥ (r = n − 1): every canonical correlation with it is 1."""
+        return self.basis.shape[1] >= self.n_tokens - 1
+
+    def permuted(self, permutation: np.ndarray) -> PreparedCCA:
+        """The preparation of X[π] (module docstring)."""
+        moved = PreparedCCA(self.centred[permutation], self.basis[permutation])
+        if "complement" in self.__dict__:
+            moved.__dict__["complement"] = self.complement[permutation]
+        return moved
+
 
 @dataclass(frozen=True, eq=False)
 class PreparedSVCCA:
@@ -111,6 +145,28 @@ class PreparedSVCCA:
     @property
     def n_tokens(self) -> int:
         return self.basis.shape[0]
+
+    @cached_property
+    def complement(self) -> np.ndarray:
+        """Orthonormal basis of the part of 1⊥ orthogonal to the kept singular vectors."""
+        return complement_basis(self.basis)
+
+    def permuted(self, permutation: np.ndarray) -> PreparedSVCCA:
+        """The preparation of X[π] (module docstring)."""
+        moved = PreparedSVCCA(self.keep, self.basis[permutation])
+        if "complement" in self.__dict__:
+            moved.__dict__["complement"] = self.complement[permutation]
+        return moved
+
+
+def _mean_correlation(px: PreparedCCA | PreparedSVCCA, py: PreparedCCA | PreparedSVCCA) -> float:
+    """Mean of the min(r_x, r_y) canonical correlations, from the complements when cheaper (module docstring)."""
+    k_x, k_y = px.basis.shape[1], py.basis.shape[1]
+    if use_complements(k_x, k_y, px.n_tokens):
+        total = correlation_sum(px.basis, py.basis, px.complement, py.complement)
+    else:
+        total = correlation_sum(px.basis, py.basis)
+    return total / min(k_x, k_y)
 
 
 def prepare_cca(x: Any, *, name: str = "x") -> PreparedCCA:
@@ -149,7 +205,7 @@ def mean_cca_prepared(px: PreparedCCA, py: PreparedCCA) -> float:
     """:func:`mean_cca` of two prepared inputs."""
     if not _check_bases(px, py, "mean_cca"):
         return float("nan")
-    return float(np.mean(_correlations(px.basis, py.basis)))
+    return _mean_correlation(px, py)
 
 
 def mean_cca(x: Any, y: Any) -> float:
@@ -192,7 +248,7 @@ def svcca_prepared(px: PreparedSVCCA, py: PreparedSVCCA) -> float:
         raise ValueError(f"keep: x was prepared with keep = {px.keep}, y with keep = {py.keep}")
     if not _check_bases(px, py, "svcca"):
         return float("nan")
-    return float(np.mean(_correlations(px.basis, py.basis)))
+    return _mean_correlation(px, py)
 
 
 def svcca(x: Any, y: Any, keep: float = 0.99) -> float:
@@ -206,6 +262,8 @@ def pwcca_prepared(px: PreparedCCA, py: PreparedCCA) -> float:
     """:func:`pwcca` of two prepared inputs (the weights come from ``px``)."""
     if not _check_bases(px, py, "pwcca"):
         return float("nan")
+    if px.spans_everything or py.spans_everything:  # every ρᵢ = 1 and Σ wᵢ = 1 (module docstring)
+        return 1.0
     rotation_x, rho, _ = linalg.svd(px.basis.T @ py.basis, full_matrices=False, check_finite=False)
     # ⟨hᵢ, x̃ⱼ⟩ for the variates hᵢ = Q_x pᵢ: (Q_x P)ᵀXc = Pᵀ(Q_xᵀXc)
     alpha = np.abs(rotation_x[:, : rho.size].T @ px.projection).sum(axis=1)

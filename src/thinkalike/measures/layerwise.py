@@ -25,6 +25,26 @@ mutual_knn, knn_jaccard, cknna    cosine similarities n²·d, k-NN sets n²     
 linear_predictivity               per fold and α, as predictor: n·d²         per fold: n·d_a·d_b
 ================================  =========================================  ===========================
 
+Wide layers (d > n). The comparisons move to the token space where that is cheaper, each layer's
+part still computed once (:mod:`thinkalike.measures.compact`): CKA takes ⟨XcXcᵀ, YcYcᵀ⟩_F (O(n²) per
+pair) when d_a·d_b > n²; the shape metrics multiply n × n row factors (Xc = L·Qᵀ) instead of the
+n × d bases; mean CCA and SVCCA take the sum of the correlations from the two bases' complements in
+1⊥ when r_x + r_y > n − 1 (and PWCCA is 1 without a decomposition when a basis spans all of 1⊥);
+linear predictivity leaves out the terms that vanish when a fold's U is square. Every value equals
+the direct computation to rounding (``tests/measures/test_shared_work.py``: 1e-9 against the
+definitions); layers with d ≤ n go through the same arithmetic as before, bit for bit.
+
+Memory. A layer's preparations are dropped after the last row that needs them: model A's after
+its row; model B's (and, comparing a model with itself, every layer's) after the last row with a
+cell in its column — so every pair keeps them all, a grid of a few pairs per layer
+(``pairs``) only a few. What only a first argument needs (linear predictivity's fold
+decompositions, PWCCA's Q_xᵀXc) is dropped when the layer's row is done, comparing a model with
+itself (the prepared input's ``release()``).
+
+Grid. ``pairs`` limits the table to some layer pairs (the others NaN); ``estimate`` receives one line
+after the first few pairs: the pairs × measures and the whole table's time extrapolated from them
+(:func:`cost_estimate`).
+
 Measured on one (shared) core at n = 512, d = 96, 9 × 9 layers, all eleven measures in one
 table: about 25 ms per layer pair in all (2 s for the table), against about 210–240 ms when
 every pair calls the measure functions; linear_predictivity is about a third of it
@@ -50,8 +70,9 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -64,6 +85,7 @@ from thinkalike.measures.inputs import checked_matrix
 from thinkalike.measures.registry import MEASURE_NAMES, MEASURES, Measure
 
 COLUMNS: tuple[str, ...] = ("measure", "layer_a", "layer_b", "value")
+ESTIMATE_AFTER = 5  # layer pairs timed before measure_table's cost estimate
 _LISTED_PAIRS = 8  # layer pairs named in a re-issued warning
 
 _MIN_TOKENS: dict[str, int] = {
@@ -269,6 +291,59 @@ def _reissue(caught: list[tuple[str, bool, str, warnings.WarningMessage]], side_
         warnings.warn(f"{message} [measure_table, {measure} {'; '.join(parts)}]", category, stacklevel=3)
 
 
+def wanted_cells(pairs: Sequence[tuple[int, int]] | None, n_a: int, n_b: int) -> np.ndarray:
+    """(n_a, n_b) bool: the cells of ``pairs`` (None: every cell), each checked to be a layer pair."""
+    if pairs is None:
+        return np.ones((n_a, n_b), dtype=bool)
+    wanted = np.zeros((n_a, n_b), dtype=bool)
+    for i, j in pairs:
+        if not (0 <= i < n_a and 0 <= j < n_b):
+            raise ValueError(f"pairs: ({i}, {j}) is not a layer pair of {n_a} × {n_b} layers")
+        wanted[i, j] = True
+    return wanted
+
+
+class _Clock:
+    """Seconds spent preparing layers and comparing pairs, and the pairs done, for :func:`cost_estimate`."""
+
+    def __init__(self) -> None:
+        self.preparing = self.comparing = 0.0
+        self.pairs = 0
+        self._mark = 0.0
+
+    def start(self) -> None:
+        self._mark = time.perf_counter()
+
+    def prepared(self) -> None:
+        now = time.perf_counter()
+        self.preparing += now - self._mark
+        self._mark = now
+
+    def compared(self) -> None:
+        self.comparing += time.perf_counter() - self._mark
+
+    def pair_done(self) -> None:
+        self.pairs += 1
+
+
+def duration(seconds: float) -> str:
+    """``42 s``, ``6 min``, ``1.5 h``: a rough duration for a log line."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def cost_estimate(clock: _Clock, pairs: int, measures: int, layers: int, prepared: int) -> str:
+    """One line: pairs × measures, what the first pairs took, and the whole table's time extrapolated as
+    (preparation time per layer prepared so far) × every layer + (comparison time per pair so far) × every pair."""
+    taken = clock.preparing + clock.comparing
+    total = clock.preparing / max(prepared, 1) * layers + clock.comparing / max(clock.pairs, 1) * pairs
+    return (f"{pairs} layer pairs × {measures} measures; the first {clock.pairs} took {taken:.1f} s, "
+            f"about {duration(max(total, taken))} in all")
+
+
 def measure_table(
     layers_a: Sequence[Any],
     layers_b: Sequence[Any] | None,
@@ -276,6 +351,9 @@ def measure_table(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     *,
     progress: str | None = None,
+    pairs: Sequence[tuple[int, int]] | None = None,
+    estimate: Callable[[str], None] | None = None,
+    estimate_after: int = ESTIMATE_AFTER,
 ) -> pd.DataFrame:
     """Each measure on each layer pair: columns measure, layer_a, layer_b, value (module docstring).
 
@@ -285,6 +363,10 @@ def measure_table(
     by :func:`check_measures` first). One row per measure × (layer_a, layer_b), the pairs in
     row-major order (layer_b varying fastest). ``progress``: the description of a tqdm bar over
     the layer pairs (``leave=False``), or None for no bar.
+
+    ``pairs``: compute only these (layer_a, layer_b) cells (every cell still has its row; the others are NaN),
+    each layer still prepared once; None: every pair. ``estimate``: called once, with one line, after the first
+    ``estimate_after`` pairs (or all, if fewer): :func:`cost_estimate` of the whole table.
     """
     same = layers_b is None
     matrices_a, matrices_b = checked_pair(layers_a, layers_b)
@@ -296,33 +378,57 @@ def measure_table(
     side_b = "layers_a" if same else "layers_b"
     caught: list[tuple[str, bool, str, warnings.WarningMessage]] = []  # measure, preparing?, where, warning
 
+    layers_seen: set[tuple[str, int]] = set()  # the layers prepared so far, for the cost estimate
+
     def prepared(cache: list[dict[Any, Any]], matrices: list[np.ndarray], side: str, i: int, m: int) -> Any:
         if keys[m] not in cache[i]:
+            layers_seen.add((side, i))
             with warnings.catch_warnings(record=True) as log:
                 warnings.simplefilter("always")
                 cache[i][keys[m]] = entries[m].prepare(matrices[i], name=f"{side}[{i}]", **given[m])
             caught.extend((names[m], True, f"{side}[{i}]", record) for record in log)
         return cache[i][keys[m]]
 
-    bar = None if progress is None else tqdm(total=n_a * n_b, desc=progress, leave=False)
+    wanted = wanted_cells(pairs, n_a, n_b)
+    total = int(wanted.sum())
+    # the last row that needs layer j of b (self-comparison: also as row j's first argument); −1: none
+    last_row = np.where(wanted.any(axis=0), n_a - 1 - np.argmax(wanted[::-1], axis=0), -1)
+    if same:
+        last_row = np.maximum(last_row, np.arange(n_b))
+    clock = _Clock()
+    bar = None if progress is None else tqdm(total=total, desc=progress, leave=False)
     try:
         with warnings.catch_warnings(record=True) as log:
             warnings.simplefilter("always")
             for i in range(n_a):
-                for j in range(n_b):
+                for j in np.flatnonzero(wanted[i]):
                     for m, entry in enumerate(entries):
-                        if same and entry.symmetric and j < i:
+                        if same and entry.symmetric and j < i and wanted[j, i]:
                             values[m, i, j] = values[m, j, i]
                             continue
+                        clock.start()
                         px = prepared(cache_a, matrices_a, "layers_a", i, m)
                         py = prepared(cache_b, matrices_b, side_b, j, m)
+                        clock.prepared()
                         start = len(log)
                         values[m, i, j] = entry.compare(px, py)
+                        clock.compared()
                         caught.extend((names[m], False, f"({i}, {j})", record) for record in log[start:])
+                    clock.pair_done()
+                    if estimate is not None and clock.pairs == min(estimate_after, total):
+                        estimate(cost_estimate(clock, total, len(names), n_a if same else n_a + n_b,
+                                               len(layers_seen)))
                     if bar is not None:
                         bar.update()
                 if not same:
                     cache_a[i] = {}  # row i done: its layer's preparations are not needed again
+                else:  # row i done: layer i is only a second argument from now on
+                    for prepared_input in cache_a[i].values():
+                        release = getattr(prepared_input, "release", None)
+                        if release is not None:
+                            release()
+                for j in np.flatnonzero(last_row == i):  # no later row compares with layer j
+                    cache_b[j] = {}
     finally:
         if bar is not None:
             bar.close()

@@ -39,6 +39,11 @@ i·n + j of its n·k entries, and the similarities there. Comparison: the entrie
 in N_k^Y's mask give the mutual pairs M, so the overlaps are counts per row; CKNNA's masked
 matrices have at most n·k non-zero entries, and h(A, B) is evaluated on those alone (the trace
 term pairs entry (i, j) with (j, i) by a sorted search; h(Mᴷ∘K, Mᴷ∘K) is kept with the input).
+Row permutations (the calibration null): ``PreparedNeighbours.permuted(π)`` is the preparation of
+X[π] without the similarities: the neighbour mask with rows and columns permuted, the similarities
+looked up at the new entries (O(n² + n·k·log(n·k))). The lower-index-first rule for ties depends on
+the token order, so an input with a tie at some row's k-th neighbour (``tied``) is prepared again
+instead (None).
 Cost: O(n²·d) time per input for the similarities and O(n²) memory (a few n × n arrays
 while preparing, one n × n boolean mask kept) — subsample tokens for large n
 (:func:`thinkalike.measures.registry.subsample_tokens`); O(n·k·log(n·k)) per pair.
@@ -80,6 +85,11 @@ def neighbour_mask(similarities: np.ndarray, k: int) -> np.ndarray:
     ``np.partition`` finds each row's k-th largest value t; the mask takes every j with
     Sᵢⱼ > t and then the lowest indices among Sᵢⱼ = t until k are taken (O(n²), no full sort).
     """
+    return _mask_and_ties(similarities, k)[0]
+
+
+def _mask_and_ties(similarities: np.ndarray, k: int) -> tuple[np.ndarray, bool]:
+    """:func:`neighbour_mask`, and whether some row had more tokens at its k-th similarity than places left."""
     s = similarities.copy()
     np.fill_diagonal(s, -np.inf)
     n = s.shape[0]
@@ -87,7 +97,8 @@ def neighbour_mask(similarities: np.ndarray, k: int) -> np.ndarray:
     above = s > kth
     at = s == kth
     still_needed = k - above.sum(axis=1, keepdims=True)
-    return above | (at & (np.cumsum(at, axis=1) <= still_needed))
+    tied = bool(np.any(at.sum(axis=1, keepdims=True) > still_needed))
+    return above | (at & (np.cumsum(at, axis=1) <= still_needed)), tied
 
 
 def _sparse_hsic(n: int, keys: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
@@ -113,6 +124,20 @@ class PreparedNeighbours:
     keys: np.ndarray | None  # sorted flat indices i·n + j of the mask's n·k entries
     similarities: np.ndarray | None  # the cosine similarities at ``keys``
     problem: str | None  # why the measures are undefined, with ``{name}`` for the input's name
+    tied: bool = False  # a tie at some row's k-th neighbour: the mask depends on the token order
+
+    def permuted(self, permutation: np.ndarray) -> PreparedNeighbours | None:
+        """The preparation of X[π] from this one (module docstring); None when ``tied`` (prepare X[π] again)."""
+        if self.problem is not None:
+            return self
+        if self.tied:
+            return None
+        n = self.n_tokens
+        mask = self.mask[np.ix_(permutation, permutation)]
+        keys = np.flatnonzero(mask)
+        rows, cols = np.divmod(keys, n)
+        similarities = self.similarities[np.searchsorted(self.keys, permutation[rows] * n + permutation[cols])]
+        return PreparedNeighbours(n, self.k, mask, keys, similarities, None, False)
 
     @cached_property
     def self_hsic(self) -> float:
@@ -130,9 +155,9 @@ def prepare_neighbours(x: Any, k: int = DEFAULT_K, *, name: str = "x") -> Prepar
         problem = f"{zero_rows} token(s) of {{name}} are all-zero rows, which have no cosine similarity"
         return PreparedNeighbours(n, k, None, None, None, problem)
     similarities = cosine_similarities(matrix)
-    mask = neighbour_mask(similarities, k)
+    mask, tied = _mask_and_ties(similarities, k)
     keys = np.flatnonzero(mask)
-    return PreparedNeighbours(n, k, mask, keys, similarities.ravel()[keys], None)
+    return PreparedNeighbours(n, k, mask, keys, similarities.ravel()[keys], None, tied)
 
 
 def _mutual(px: PreparedNeighbours, py: PreparedNeighbours, measure: str) -> np.ndarray | None:

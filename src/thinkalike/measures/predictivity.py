@@ -46,6 +46,9 @@ and reused for every Y:
   V·diag(σ/(σ² + α))·M and the test-fold predictions (X_test − x̄)V·diag(σ/(σ² + α))·M + ȳ.
 
 Per pair this costs O(n·r·d₂) (r = min(n_train, d₁)) instead of RidgeCV's O(n·d₁·d₂) per α.
+When the predictor is at least as wide as a training fold has tokens, U is square (orthogonal) and
+P = Yc − U·UᵀYc = 0, so the two terms with P are left out (they are rounding noise then) — about half
+of a pair's products at d ≥ n.
 Preparation (per input, only when it is the predictor x): the folds' SVDs, O(n_folds·n·d₁·r),
 and the α-dependent d and Uᵀdiag(w)U, O(n_alphas·n_folds·n·r²).
 """
@@ -133,6 +136,14 @@ class PreparedPredictivity:
         """Whether the input is not constant over tokens (a target needs variance)."""
         return bool(centred(self.matrix).any())
 
+    def permuted(self, permutation: np.ndarray) -> PreparedPredictivity:
+        """The preparation of X[π] (its folds, if it is ever a predictor, are decomposed on first use)."""
+        return PreparedPredictivity(self.matrix[permutation], self.alphas, self.n_folds)
+
+    def release(self) -> None:
+        """Drop the folds' decompositions (tens of MB at d ≥ n), kept only while this input is the predictor."""
+        self.__dict__.pop("folds", None)
+
     @cached_property
     def folds(self) -> tuple[_Fold, ...]:
         """The contiguous KFold folds of the scaled predictor (module docstring, step 1)."""
@@ -168,10 +179,13 @@ def _fold_predictions(fold: _Fold, y_train: np.ndarray, alphas: np.ndarray) -> n
     yc = y_train - y_mean
     u = fold.u
     m = u.T @ yc  # (r, d2)
-    residual = yc - u @ m  # P: the part of Yc outside the span of U
-    errors = fold.weights @ np.einsum("ij,ij->i", residual, residual)  # Σᵢ wᵢ‖Pᵢ‖² per α
     keep = alphas[:, None] / (fold.s2 + alphas[:, None])  # e = 1 − f, (n_alphas, r)
-    errors += 2.0 * np.einsum("ak,ak->a", keep, fold.weights @ (u * (residual @ m.T)))
+    if u.shape[1] < u.shape[0]:
+        residual = yc - u @ m  # P: the part of Yc outside the span of U
+        errors = fold.weights @ np.einsum("ij,ij->i", residual, residual)  # Σᵢ wᵢ‖Pᵢ‖² per α
+        errors += 2.0 * np.einsum("ak,ak->a", keep, fold.weights @ (u * (residual @ m.T)))
+    else:  # U square: P = 0 (module docstring)
+        errors = np.zeros(alphas.size)
     quadratic = np.matmul(fold.weighted_gram * (m @ m.T), keep[:, :, None])[:, :, 0]
     errors += np.einsum("ak,ak->a", keep, quadratic)  # Σₖₗ eₖeₗ(MMᵀ)ₖₗ(Uᵀdiag(w)U)ₖₗ per α
     best = int(np.argmin(errors))

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
@@ -94,6 +95,23 @@ class PreparedCKA:
     def n_tokens(self) -> int:
         return self.centred.shape[0]
 
+    @property
+    def width(self) -> int:
+        return self.centred.shape[1]
+
+    @cached_property
+    def gram(self) -> np.ndarray:
+        """K = XcXcᵀ (n × n), for pairs where ⟨K, L⟩_F is cheaper than ‖XcᵀYc‖²_F (d₁·d₂ > n²)."""
+        return self.centred @ self.centred.T
+
+    def permuted(self, permutation: np.ndarray) -> PreparedCKA:
+        """The preparation of X[π]: every per-token quantity permuted, the sums and self-HSIC unchanged."""
+        moved = PreparedCKA(self.centred[permutation], self.k[permutation], self.r[permutation], self.r_sum,
+                            self.self_hsic)
+        if "gram" in self.__dict__:
+            moved.__dict__["gram"] = self.gram[np.ix_(permutation, permutation)]
+        return moved
+
 
 def _unbiased_hsic(trace: float, r_a: np.ndarray, r_b: np.ndarray, r_sum_a: float, r_sum_b: float) -> float:
     """HSIC₁ from tr(K̃L̃), K̃1 and L̃1 (the cka module's docstring)."""
@@ -105,7 +123,8 @@ def _unbiased_hsic(trace: float, r_a: np.ndarray, r_b: np.ndarray, r_sum_a: floa
 def prepare_cka(x: Any, *, name: str = "x") -> PreparedCKA:
     """Centre ``x`` and compute its HSIC moments and self-HSIC once (feature form, float64).
 
-    The comparison needs only ‖XcᵀYc‖²_F (O(n·d₁·d₂)); it equals :func:`unbiased_cka` (the cka
+    The comparison needs only ‖XcᵀYc‖²_F (O(n·d₁·d₂)), or ⟨XcXcᵀ, YcYcᵀ⟩_F, the same number (O(n²) per pair,
+    each side's n × n Gram formed once), when d₁·d₂ > n²; it equals :func:`unbiased_cka` (the cka
     module's float64 path) to rounding, about 1e-15.
     """
     xc = centred(checked_matrix(x, name, measure="cka", min_tokens=cka_module.MIN_TOKENS))
@@ -126,8 +145,13 @@ def unbiased_cka_prepared(px: PreparedCKA, py: PreparedCKA) -> float:
         if not prepared.self_hsic > 0.0:
             return undefined("cka", f"{side} has a non-positive unbiased self-HSIC ({prepared.self_hsic:.3g}; "
                                     "too few tokens for the unbiased estimator?)")
-    cross = px.centred.T @ py.centred
-    trace = float(np.sum(cross * cross)) - float(px.k @ py.k)
+    n = px.n_tokens
+    if px.width * py.width > n * n:  # wide layers: ‖XcᵀYc‖²_F = ⟨K, L⟩_F in the token space
+        squared = float(np.vdot(px.gram, py.gram))
+    else:
+        cross = px.centred.T @ py.centred
+        squared = float(np.sum(cross * cross))
+    trace = squared - float(px.k @ py.k)
     cross_hsic = _unbiased_hsic(trace, px.r, py.r, px.r_sum, py.r_sum)
     return cross_hsic / float(np.sqrt(px.self_hsic * py.self_hsic))
 

@@ -28,6 +28,9 @@ average ranks for ``"spearman"``, centred and scaled to unit norm. Ranks are com
 not depend on the sort), with an unstable sort, about 4× faster than rankdata's. Comparison
 (:func:`rsa_prepared`): one dot product of two n(n − 1)/2 vectors, clipped to [−1, 1] — the
 Pearson correlation that ``spearmanr`` and ``pearsonr`` compute, to rounding.
+Row permutations (the calibration null): ``PreparedRSA.permuted(π)`` is the preparation of X[π]: the
+condensed RDM's entries (hence their ranks) move with the tokens
+(:func:`thinkalike.measures.compact.permuted_condensed`), O(n²), no distances or sort.
 Cost: O(n²·d) time per input for the RDM, O(n² log n) for its ranks, O(n²) per pair; O(n²)
 memory per prepared input — subsample tokens for large n
 (:func:`thinkalike.measures.registry.subsample_tokens`).
@@ -41,6 +44,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 from scipy.spatial.distance import pdist
 
+from thinkalike.measures.compact import permuted_condensed
 from thinkalike.measures.inputs import check_same_tokens, checked_matrix, paired_activations, undefined
 
 Distance = Literal["correlation", "euclidean"]
@@ -87,6 +91,13 @@ class PreparedRSA:
     correlation: str
     unit: np.ndarray | None  # the (ranked) RDM minus its mean, unit norm; None when undefined
     problem: str | None  # why RSA is undefined for this input, with ``{name}`` for the input's name
+
+    def permuted(self, permutation: np.ndarray) -> PreparedRSA:
+        """The preparation of X[π] (module docstring)."""
+        if self.unit is None:
+            return self
+        return PreparedRSA(self.n_tokens, self.distance, self.correlation,
+                           permuted_condensed(self.unit, permutation), None)
 
 
 def prepare_rsa(

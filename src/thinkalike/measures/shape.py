@@ -48,17 +48,28 @@ the centred matrix (α = 1) or U_x·diag(a) (α < 1) and its Frobenius norm. Com
 singular values of a d₁ × d₂ (or rank × rank) matrix.
 Cost: O(n·d₁·d₂ + d₁·d₂·min(d₁, d₂)) per pair; O(n·d·min(n, d)) per input for the thin SVD of
 θ_α with α < 1.
+
+Wide inputs (d > n). A basis wider than it has rows is replaced, once per input, by its row factor
+L (n × n, basis = L·Qᵀ with Qᵀ·Q = I; :func:`thinkalike.measures.compact.row_factor`), which leaves the
+singular values of the cross product unchanged (X_αᵀY_α = Q_x·L_xᵀY_α), so a pair costs
+O(n·min(n, d₁)·min(n, d₂)) plus the singular values of a min(n, d₁) × min(n, d₂) matrix. Equal to the
+direct computation to rounding; inputs with d ≤ n are computed exactly as before.
+
+Row permutations (the calibration null): ``PreparedShape.permuted(π)`` is the preparation of X[π]
+(its basis rows, and its row factor's, permuted; the norm unchanged), without a decomposition.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 from scipy import linalg
 
+from thinkalike.measures.compact import compact
 from thinkalike.measures.inputs import (
     centred,
     check_same_tokens,
@@ -101,6 +112,18 @@ class PreparedShape:
     def n_tokens(self) -> int:
         return self.basis.shape[0]
 
+    @cached_property
+    def factor(self) -> np.ndarray:
+        """What the comparison multiplies: the basis, or its row factor when it is wider than it has rows."""
+        return compact(self.basis)
+
+    def permuted(self, permutation: np.ndarray) -> PreparedShape:
+        """The preparation of X[π] (module docstring)."""
+        moved = PreparedShape(self.alpha, self.basis[permutation], self.norm)
+        if "factor" in self.__dict__:
+            moved.__dict__["factor"] = self.factor[permutation]
+        return moved
+
 
 def prepare_shape(x: Any, alpha: float = 1.0, *, name: str = "x") -> PreparedShape:
     """Centre ``x`` (and partially whiten it when α < 1) once, for any number of comparisons."""
@@ -121,7 +144,7 @@ def _cosine(px: PreparedShape, py: PreparedShape, measure: str) -> float | None:
         if prepared.norm == 0.0:
             undefined(measure, f"{side} is constant over tokens (no variance after centring)")
             return None
-    cosine = linalg.svdvals(px.basis.T @ py.basis).sum() / (px.norm * py.norm)
+    cosine = linalg.svdvals(px.factor.T @ py.factor).sum() / (px.norm * py.norm)
     return float(np.clip(cosine, 0.0, 1.0))
 
 

@@ -13,8 +13,9 @@ measures saw, ``n_rows`` the aligned rows they were drawn from, ``options`` the 
 (the ``cka`` pipeline adds the provenance columns ``activations_version_a/_b`` and ``spec_a/_b``).
 
 Rogue dimensions (:mod:`thinkalike.measures.rogue`): ``top1_share_a/_b`` and ``top3_share_a/_b`` are the variance
-shares of each layer's largest one and three dimensions on the drawn rows (before any preprocessing), and a
-warning names every layer where one dimension carries more than half. ``cka.measures.standardise`` (every
+shares of each layer's largest one and three dimensions on the drawn rows (before any preprocessing), and one
+log line (``logger.warning``, not a Python warning) names the model, every layer where one dimension carries more
+than half, and the settings that change it. ``cka.measures.standardise`` (every
 dimension z-scored) and ``cka.measures.remove_top_dimensions`` (the k largest dropped, then standardised if
 asked) preprocess both models' rows for every measure; the table records both (``standardised``,
 ``removed_top_dimensions``). Those rows have ``variant`` ``configured``. What the remedies change is measured
@@ -40,10 +41,23 @@ untrained models take part in no other test).
 Calibration (``cka.measures.calibration``: ``measures``, ``n_permutations``; pairs of different models only):
 :func:`calibration_long_table` scores every cell, the matched-layer mean and the best layer pair of those
 measures against the permutation null of the token correspondence, on the same drawn, preprocessed rows
-(:mod:`thinkalike.measures.calibration`: z and p-value of each statistic).
+(:mod:`thinkalike.measures.calibration`: z and p-value of each statistic), on the cells of the layer grid below
+(``best``: the best of those cells, in the observed and every permuted table alike).
 
 Memory: all of a pair's aligned rows are held before the draw (rows × layers × width floats per model: 3 MB for
 the zoo's largest pair); the streaming mode of the CKA pipeline, for stores that do not fit, computes CKA only.
+
+Layer grid (``cka.measures.layers``; :meth:`MeasureSettings.layer_pairs`): ``all`` every layer pair; ``relative``
+the pairs matched by relative depth (:func:`thinkalike.measures.distances.match_layers_by_relative_depth`: one per
+layer of the shallower model — the cells the matched-layer summaries below use, so those are the same as with
+``all``); ``diagonal`` those and the pairs of equal position; ``auto`` (default) ``all`` when both models store at
+most 13 layers (12 and the embeddings), else ``relative`` — a 30-layer model with itself is 31 pairs, not 961,
+unless asked. The remedy rows follow the same grid; cells outside it keep their rows with a NaN ``value`` (the
+heatmaps leave them blank; the layer-monotonicity grounding test, which needs every pair of a model with itself,
+is NaN for that model and left out of the mean). After the table's first few pairs, before the rest, one log
+line (``INFO``) gives the grid, the pairs × measures and the time of the whole table estimated from those pairs
+(:func:`thinkalike.measures.layerwise.cost_estimate`), e.g. ``measures m vs m (cka.measures.layers: relative): 31
+layer pairs × 11 measures; the first 5 took 4.2 s, about 28 s in all``.
 
 The summary per pair and measure (:func:`pair_measure_summary`) is the mean over the layers matched by relative
 depth (:func:`thinkalike.measures.distances.match_layers_by_relative_depth`), and for a measure that is a
@@ -53,7 +67,7 @@ metric the product distance ``sqrt(Σᵢ dᵢ²)`` over the same cells (as the a
 from __future__ import annotations
 
 import json
-import warnings
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +109,10 @@ SUMMARY_COLUMNS = ["model_a", "model_b", "measure", "kind", "matched_mean", "mod
                    "n_tokens"]
 WHERE = "cka.measures"
 OVERVIEW_DPI = 100
+LAYER_GRIDS = ("diagonal", "relative", "all", "auto")
+AUTO_ALL_LAYERS = 13  # ``auto``: every layer pair when both models store at most 12 layers and the embeddings
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -113,8 +131,11 @@ class MeasureSettings:
     calibration_measures: tuple[str, ...] = ()
     calibration_permutations: int = 0
     grounding_components: int = 5
+    layers: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.layers not in LAYER_GRIDS:
+            raise ValueError(f"{WHERE}.layers: {self.layers!r} must be one of {', '.join(LAYER_GRIDS)}")
         if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int) or self.max_tokens < 4:
             raise ValueError(f"{WHERE}.max_tokens: {self.max_tokens!r} must be an integer ≥ 4")
         if not isinstance(self.standardise, bool):
@@ -147,8 +168,8 @@ class MeasureSettings:
             return cls()
         if not isinstance(parameters, Mapping):
             raise ValueError(f"{WHERE}: must be a mapping (names, max_tokens, seed, options), got {parameters!r}")
-        known = ["calibration", "grounding", "max_tokens", "names", "options", "remedies", "remove_top_dimensions",
-                 "seed", "standardise"]
+        known = ["calibration", "grounding", "layers", "max_tokens", "names", "options", "remedies",
+                 "remove_top_dimensions", "seed", "standardise"]
         unknown = sorted(set(parameters) - set(known))
         if unknown:
             raise ValueError(f"{WHERE}: unknown setting(s) {unknown}; known: {known}")
@@ -162,9 +183,29 @@ class MeasureSettings:
                    seed=parameters.get("seed", 0), options={name: dict(value) for name, value in options.items()},
                    standardise=parameters.get("standardise", False),
                    remove_top_dimensions=parameters.get("remove_top_dimensions", 0),
+                   layers=parameters.get("layers", "auto"),
                    **_remedy_settings(parameters.get("remedies", {})),
                    **_calibration_settings(parameters.get("calibration")),
                    **_grounding_settings(parameters.get("grounding", {})))
+
+    def layer_grid(self, layers_a: int, layers_b: int) -> str:
+        """The grid ``layers`` gives for models of ``layers_a`` and ``layers_b`` stored layers (``auto`` resolved:
+        ``all`` when both have at most :data:`AUTO_ALL_LAYERS`, else ``relative``)."""
+        if self.layers != "auto":
+            return self.layers
+        return "all" if max(layers_a, layers_b) <= AUTO_ALL_LAYERS else "relative"
+
+    def layer_pairs(self, layers_a: int, layers_b: int) -> list[tuple[int, int]] | None:
+        """The (position in a, position in b) cells the measures are computed on (None: every pair): ``relative``
+        the pairs matched by relative depth (:func:`~thinkalike.measures.distances.match_layers_by_relative_depth`,
+        the cells of the matched-layer summaries), ``diagonal`` those and the pairs of equal position."""
+        grid = self.layer_grid(layers_a, layers_b)
+        if grid == "all":
+            return None
+        matched = match_layers_by_relative_depth(layers_a, layers_b)
+        if grid == "relative":
+            return matched
+        return sorted(set(matched) | {(i, i) for i in range(min(layers_a, layers_b))})
 
     @property
     def calibrated(self) -> bool:
@@ -228,12 +269,17 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
     check_measures(list(measures.names), measures.options, n_tokens=len(raw_a[0]), where=WHERE)
     shares_a = layer_shares(raw_a, model_a, layer_ids_a)
     shares_b = shares_a if raw_b is None else layer_shares(raw_b, model_b, layer_ids_b)
+    pairs = measures.layer_pairs(len(raw_a), len(raw_a if raw_b is None else raw_b))
+    where = f"measures {model_a} vs {model_b}"
     table = measure_table([measures.preprocess(layer) for layer in raw_a],
                           None if raw_b is None else [measures.preprocess(layer) for layer in raw_b],
-                          list(measures.names), measures.options, progress=f"measures {model_a} vs {model_b}")
+                          list(measures.names), measures.options, progress=where, pairs=pairs,
+                          estimate=lambda line: logger.info(
+                              "%s (%s.layers: %s): %s", where, WHERE,
+                              measures.layer_grid(len(raw_a), len(raw_a if raw_b is None else raw_b)), line))
     table["variant"] = CONFIGURED
     if measures.remedy_measures:
-        table = pd.concat([table, _remedy_rows(raw_a, raw_b, measures)], ignore_index=True)
+        table = pd.concat([table, _remedy_rows(raw_a, raw_b, measures, pairs)], ignore_index=True)
     if raw_b is None and measures.grounding_components:
         table = pd.concat([table, _grounding_rows(acts_a, measures)], ignore_index=True)
     if "removed_components" not in table:
@@ -310,7 +356,8 @@ def calibration_long_table(acts_a: np.ndarray, acts_b: np.ndarray, measures: Mea
                        {name: measures.options[name] for name in measures.calibration_measures
                         if name in measures.options},
                        n_permutations=measures.calibration_permutations, seed=measures.seed,
-                       progress=f"calibration {model_a} vs {model_b}")
+                       progress=f"calibration {model_a} vs {model_b}",
+                       pairs=measures.layer_pairs(len(layers_a), len(layers_b)))
     scores = result.scores.copy()
     ids_a, ids_b = np.asarray(layer_ids_a, dtype=np.int64), np.asarray(layer_ids_b, dtype=np.int64)
     for column, ids in (("layer_a", ids_a), ("layer_b", ids_b)):
@@ -341,7 +388,8 @@ def _removed(measures: MeasureSettings) -> str:
     return f"top{measures.remedy_top_dimensions}_removed"
 
 
-def _remedy_rows(raw_a: list[np.ndarray], raw_b: list[np.ndarray] | None, measures: MeasureSettings) -> pd.DataFrame:
+def _remedy_rows(raw_a: list[np.ndarray], raw_b: list[np.ndarray] | None, measures: MeasureSettings,
+                 pairs: Sequence[tuple[int, int]] | None = None) -> pd.DataFrame:
     """The remedy measures on the raw rows, standardised, and without the largest dimensions (module docstring)."""
     variants = {"raw": lambda rows: rows, "standardised": standardise_dimensions,
                 _removed(measures): lambda rows: remove_top_dimensions(rows, measures.remedy_top_dimensions)}
@@ -349,7 +397,7 @@ def _remedy_rows(raw_a: list[np.ndarray], raw_b: list[np.ndarray] | None, measur
     for variant, transform in variants.items():
         part = measure_table([transform(layer) for layer in raw_a],
                              None if raw_b is None else [transform(layer) for layer in raw_b],
-                             list(measures.remedy_measures))
+                             list(measures.remedy_measures), pairs=pairs)
         parts.append(part.assign(variant=variant))
     return pd.concat(parts, ignore_index=True)
 
@@ -369,18 +417,20 @@ def remedy_summary(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 
 def layer_shares(layers: Sequence[np.ndarray], model: str, layer_ids: Sequence[int]) -> pd.DataFrame:
-    """Each layer's top-1 and top-3 variance shares (:mod:`thinkalike.measures.rogue`), warning for every layer
-    where one dimension carries more than :data:`~thinkalike.measures.rogue.ROGUE_SHARE` of the variance."""
+    """Each layer's top-1 and top-3 variance shares (:mod:`thinkalike.measures.rogue`); one log line (a warning
+    record of this module's logger, not a Python warning) names the model, every layer where one dimension
+    carries more than :data:`~thinkalike.measures.rogue.ROGUE_SHARE` of the variance, and the settings that
+    change it."""
     table = pd.DataFrame({"model": model, "layer": np.asarray(layer_ids, dtype=np.int64),
                           "top1_share": [top_share(rows, 1) for rows in layers],
                           "top3_share": [top_share(rows, min(3, rows.shape[1])) for rows in layers],
                           "n_tokens": [len(rows) for rows in layers]})
     rogue = table[table["top1_share"] > ROGUE_SHARE]
     if len(rogue):
-        warnings.warn(f"{model}: one dimension carries more than {ROGUE_SHARE:.0%} of the variance at layer(s) "
-                      + ", ".join(f"{row.layer} ({row.top1_share:.0%})" for row in rogue.itertuples())
-                      + ": it decides CKA, cosine and Procrustes (cka.measures.standardise / remove_top_dimensions)",
-                      RuntimeWarning, stacklevel=2)
+        logger.warning("%s: one dimension carries more than %.0f%% of the variance at layer(s) %s: it decides CKA, "
+                       "cosine and Procrustes (set %s.standardise: true or %s.remove_top_dimensions: k to change it)",
+                       model, 100 * ROGUE_SHARE,
+                       ", ".join(f"{row.layer} ({row.top1_share:.0%})" for row in rogue.itertuples()), WHERE, WHERE)
     return table[SHARE_COLUMNS]
 
 
