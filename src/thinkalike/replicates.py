@@ -16,16 +16,17 @@ the claims, each with one margin per replicate and its status; ``--write`` also 
 which states only the claims that hold in every replicate (numbers as ranges over replicates). An MLflow run named
 ``replicates`` gets each claim's status (``claim.<id>.holds``: 1 or 0) and smallest margin.
 
-``--set-env KEY=VALUE`` (repeatable) runs with that environment variable: a *round-off replicate* keeps replicate 0's
-seeds and changes only float round-off, standing in for another CPU. Thread counts do not do that here (a training
-loop at 1 and 2 threads gave bit-identical weights: torch splits its GEMMs over rows, not over the sums); other
-kernels do: ``ATEN_CPU_CAPABILITY=avx2`` (torch's own vectorised kernels for an AVX2 machine instead of AVX-512) with
+``--roundoff`` also runs a *round-off replicate*: replicate 0's seeds again with another CPU's float kernels
+(:func:`other_kernels`), in ``<workdir>/roundoff``, counted as one more replicate (a claim holds only if round-off does
+not turn it over either). Thread counts are no such stand-in here (a training loop at 1 and 2 threads gave
+bit-identical weights: torch splits its GEMMs over rows, not over the sums); other kernels are:
+``ATEN_CPU_CAPABILITY=avx2`` (torch's own vectorised kernels for an AVX2 machine instead of AVX-512) with
 ``MKL_CBWR=COMPATIBLE`` (MKL's GEMMs in their portable code path) — what a run on another x86 CPU gets.
+``--set-env KEY=VALUE`` (repeatable) sets an environment variable for every run.
 
-    python -m thinkalike.replicates --write                 # k = 3: about 3 × the default run (README)
-    python -m thinkalike.replicates --count 1 --workdir data/roundoff \
-        --set-env ATEN_CPU_CAPABILITY=avx2 --set-env MKL_CBWR=COMPATIBLE          # round-off stand-in
-    python -m thinkalike.reports.findings_cli --replicates data/replicates --write  # docs again, from saved outputs
+    python -m thinkalike.replicates --roundoff --write      # k = 3 and the round-off replicate: about 4 default runs
+    python -m thinkalike.reports.findings_cli --replicates data/replicates --roundoff data/replicates/roundoff \
+        --write                                             # the docs again, from the saved outputs
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ ENV = "replicates"
 DEFAULT_WORKDIR = Path("data/replicates")
 RUNNER = "thinkalike.runners.DaskRunner"
 MARKER = "replicate.json"
+ROUNDOFF = "roundoff"  # the round-off replicate's folder under the work directory
 
 
 def replicate_count(project: Path, env: str) -> int:
@@ -103,13 +105,13 @@ def kedro_command(env: str, replicate: int, resume: bool) -> list[str]:
     return command + (["--only-missing-outputs"] if resume else [])
 
 
-def run_replicate(project: Path, workdir: Path, env: str, replicate: int,
-                  extra_environment: dict[str, str]) -> dict[str, Any]:
-    """One replicate's ``kedro run`` in its folder (log: ``run.log`` there); its record, also saved as
-    ``replicate.json`` when it succeeded."""
+def run_replicate(project: Path, workdir: Path, env: str, replicate: int, extra_environment: dict[str, str],
+                  folder: Path | None = None) -> dict[str, Any]:
+    """One replicate's ``kedro run`` in its folder (``folder``, default ``workdir/replicate-<r>``; log: ``run.log``
+    there); its record, also saved as ``replicate.json`` when it succeeded."""
     from thinkalike.provenance import git_state, write_text_atomically
 
-    folder = replicate_folder(workdir, replicate)
+    folder = folder or replicate_folder(workdir, replicate)
     resume = (folder / "data").exists()
     prepare_project(project, folder)
     command = kedro_command(env, replicate, resume)
@@ -156,6 +158,29 @@ def run_replicates(project: Path, workdir: Path, env: str, count: int, parallel:
     return [records[r] for r in range(count)]
 
 
+def other_kernels(capability: str | None = None) -> dict[str, str]:
+    """The environment that makes this machine compute with another CPU's float kernels: torch's AVX2 kernels where it
+    runs AVX-512 (``capability``: torch's, by default), else its portable ones; MKL's GEMMs in their compatible path."""
+    if capability is None:
+        import torch
+
+        capability = torch.backends.cpu.get_cpu_capability()
+    return {"ATEN_CPU_CAPABILITY": "avx2" if capability == "AVX512" else "default", "MKL_CBWR": "COMPATIBLE"}
+
+
+def run_roundoff(project: Path, workdir: Path, env: str, extra_environment: dict[str, str],
+                 rerun: bool) -> dict[str, Any]:
+    """The round-off replicate (module docstring) in ``workdir/roundoff``: reused when it finished before."""
+    folder = workdir / ROUNDOFF
+    done = None if rerun else finished(folder)
+    if done is not None:
+        logger.info("round-off replicate: finished before (%s): read again, not rerun", done.get("finished_at"))
+        return done
+    if rerun:
+        shutil.rmtree(folder / "data", ignore_errors=True)
+    return run_replicate(project, workdir, env, 0, {**other_kernels(), **extra_environment}, folder=folder)
+
+
 def environment_settings(pairs: Sequence[str]) -> dict[str, str]:
     """``["KEY=VALUE", …]`` as a dict; a ``ValueError`` naming the first that is not ``KEY=VALUE``."""
     settings = {}
@@ -176,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=1, help="replicates run at once (default 1)")
     parser.add_argument("--set-env", action="append", default=[], metavar="KEY=VALUE",
                         help="an environment variable for the runs (repeatable; a round-off replicate)")
+    parser.add_argument("--roundoff", action="store_true",
+                        help="also run replicate 0 with another CPU's float kernels and count it")
     parser.add_argument("--rerun", action="store_true", help="run replicates that finished before again")
     parser.add_argument("--repo", type=Path, help="where docs/findings.json and README.md are (default: the project)")
     parser.add_argument("--write", action="store_true", help="also replace the README's findings region")
@@ -200,15 +227,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     workdir = (args.workdir or project / DEFAULT_WORKDIR).resolve()
     records = run_replicates(project, workdir, args.env, count, args.parallel, extra_environment, args.rerun)
-    failed = [r["replicate"] for r in records if r.get("returncode") != 0]
+    failed = [str(replicate_folder(workdir, r["replicate"]) / "run.log") for r in records if r.get("returncode") != 0]
+    if args.roundoff:
+        roundoff = run_roundoff(project, workdir, args.env, extra_environment, args.rerun)
+        if roundoff.get("returncode") != 0:
+            failed.append(str(workdir / ROUNDOFF / "run.log"))
     if failed:
-        print(f"error: replicate(s) {failed} failed; their logs: "
-              + ", ".join(str(replicate_folder(workdir, r) / 'run.log') for r in failed), file=sys.stderr)
+        print(f"error: {len(failed)} run(s) failed; their logs: " + ", ".join(failed), file=sys.stderr)
         return 1
     from thinkalike.reports.findings_cli import write_replicate_findings
 
+    command = "python -m thinkalike.replicates" + (" --roundoff" if args.roundoff else "") + \
+        (" --write" if args.write else "")
     return write_replicate_findings([replicate_folder(workdir, r["replicate"]) for r in records], args.env,
-                                    (args.repo or project).resolve(), args.write, records=records)
+                                    (args.repo or project).resolve(), args.write, records=records,
+                                    roundoff=workdir / ROUNDOFF if args.roundoff else None, command=command)
 
 
 if __name__ == "__main__":

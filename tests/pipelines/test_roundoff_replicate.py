@@ -8,22 +8,14 @@ import os
 import subprocess
 import sys
 
-import torch
-
 from thinkalike.reports.findings import claims_of, roundoff_comparison
+from thinkalike.replicates import other_kernels
 from thinkalike.reports.findings_cli import project_findings
 
 from tests.pipelines.conftest import make_project_copy
 
 #: A claim "stable enough to test": its margin in the reference run is at least this far from 0.
 STABLE_MARGIN = 0.05
-
-
-def other_kernels() -> dict[str, str]:
-    """Environment that makes this machine compute with another CPU's kernels: AVX2 where it runs AVX-512, else
-    torch's portable (non-vectorised) kernels; MKL's GEMMs in their compatible code path."""
-    capability = torch.backends.cpu.get_cpu_capability()
-    return {"ATEN_CPU_CAPABILITY": "avx2" if capability == "AVX512" else "default", "MKL_CBWR": "COMPATIBLE"}
 
 
 def test_other_kernels_move_the_numbers_but_not_the_claims_that_hold_clearly(tiny_project_as_run, tmp_path):

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from thinkalike.replicates import (environment_settings, finished, kedro_command, main, prepare_project,
-                                   run_replicates)
+from thinkalike.replicates import (environment_settings, finished, kedro_command, main, other_kernels,
+                                   prepare_project, run_replicates, run_roundoff)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,3 +70,12 @@ def test_the_replicates_claims_status_goes_to_an_mlflow_run(tmp_path):
     assert len(runs) == 1 and runs[0].info.run_name == "replicates" and runs[0].data.tags["replicates"] == "3"
     assert runs[0].data.metrics == {"claim.cka.a.holds": 1.0, "claim.cka.a.margin_min": 0.1,
                                     "claim.nli.b.holds": 0.0, "claim.nli.b.margin_min": -0.1}
+
+
+def test_the_round_off_replicate_uses_another_cpus_kernels_and_is_reused_once_finished(tmp_path):
+    assert other_kernels("AVX512") == {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE"}
+    assert other_kernels("AVX2")["ATEN_CPU_CAPABILITY"] == "default"  # never the machine's own kernels
+    (tmp_path / "roundoff").mkdir()
+    (tmp_path / "roundoff" / "replicate.json").write_text(json.dumps({"replicate": 0, "returncode": 0,
+                                                                     "environment": other_kernels("AVX512")}))
+    assert run_roundoff(ROOT, tmp_path, "replicates", {}, rerun=False)["environment"]["MKL_CBWR"] == "COMPATIBLE"
