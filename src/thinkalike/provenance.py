@@ -1,8 +1,10 @@
-"""Where saved results come from, and writing them safely (no Kedro): the git commit of a work tree, and a text
-file written through a temporary file and a rename so that it is never left half-written."""
+"""Where saved results come from, and writing them safely (no Kedro): the git commit of a work tree, the record a
+finished run leaves in its project folder, and a text file written through a temporary file and a rename so that it
+is never left half-written."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -27,3 +29,13 @@ def write_text_atomically(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
+
+
+#: The record a finished replicate leaves in its project folder (``python -m thinkalike.replicates``).
+RUN_RECORD = "replicate.json"
+
+
+def run_record(folder: Path) -> dict[str, Any] | None:
+    """The record of a run that finished in ``folder`` (:data:`RUN_RECORD`), or ``None``."""
+    path = folder / RUN_RECORD
+    return json.loads(path.read_text()) if path.exists() else None

@@ -47,12 +47,13 @@ from typing import Any
 
 import yaml
 
+from thinkalike.provenance import RUN_RECORD, git_state, run_record, write_text_atomically
+
 logger = logging.getLogger(__name__)
 
 ENV = "replicates"
 DEFAULT_WORKDIR = Path("data/replicates")
 RUNNER = "thinkalike.runners.DaskRunner"
-MARKER = "replicate.json"
 ROUNDOFF = "roundoff"  # the round-off replicate's folder under the work directory
 
 
@@ -92,12 +93,6 @@ def prepare_project(project: Path, folder: Path) -> Path:
     return folder
 
 
-def finished(folder: Path) -> dict[str, Any] | None:
-    """The record of a replicate that finished in ``folder``, or ``None``."""
-    path = folder / MARKER
-    return json.loads(path.read_text()) if path.exists() else None
-
-
 def kedro_command(env: str, replicate: int, resume: bool) -> list[str]:
     script = Path(sys.executable).with_name("kedro")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "kedro"]
@@ -109,7 +104,6 @@ def run_replicate(project: Path, workdir: Path, env: str, replicate: int, extra_
                   folder: Path | None = None) -> dict[str, Any]:
     """One replicate's ``kedro run`` in its folder (``folder``, default ``workdir/replicate-<r>``; log: ``run.log``
     there); its record, also saved as ``replicate.json`` when it succeeded."""
-    from thinkalike.provenance import git_state, write_text_atomically
 
     folder = folder or replicate_folder(workdir, replicate)
     resume = (folder / "data").exists()
@@ -126,7 +120,7 @@ def run_replicate(project: Path, workdir: Path, env: str, replicate: int, extra_
               "finished_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command[1:],
               "environment": extra_environment, **git_state(project)}
     if returncode == 0:
-        write_text_atomically(folder / MARKER, json.dumps(record, indent=1) + "\n")
+        write_text_atomically(folder / RUN_RECORD, json.dumps(record, indent=1) + "\n")
     logger.info("replicate %d: %s after %.0f s", replicate, "done" if returncode == 0 else f"failed ({returncode})",
                 record["seconds"])
     return record
@@ -139,7 +133,7 @@ def run_replicates(project: Path, workdir: Path, env: str, count: int, parallel:
     todo = []
     for replicate in range(count):
         folder = replicate_folder(workdir, replicate)
-        done = None if rerun else finished(folder)
+        done = None if rerun else run_record(folder)
         if done is not None:
             logger.info("replicate %d: finished before (%s, commit %s): read again, not rerun (--rerun runs it)",
                         replicate, done.get("finished_at"), str(done.get("git_commit"))[:12])
@@ -147,7 +141,7 @@ def run_replicates(project: Path, workdir: Path, env: str, count: int, parallel:
         else:
             if rerun and folder.exists():
                 shutil.rmtree(folder / "data", ignore_errors=True)
-                (folder / MARKER).unlink(missing_ok=True)
+                (folder / RUN_RECORD).unlink(missing_ok=True)
             todo.append(replicate)
     if todo:
         logger.info("running %d replicate(s) of the default run, %d at a time: each takes about as long as the default "
@@ -172,7 +166,7 @@ def run_roundoff(project: Path, workdir: Path, env: str, extra_environment: dict
                  rerun: bool) -> dict[str, Any]:
     """The round-off replicate (module docstring) in ``workdir/roundoff``: reused when it finished before."""
     folder = workdir / ROUNDOFF
-    done = None if rerun else finished(folder)
+    done = None if rerun else run_record(folder)
     if done is not None:
         logger.info("round-off replicate: finished before (%s): read again, not rerun", done.get("finished_at"))
         return done

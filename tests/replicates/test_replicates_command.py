@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from thinkalike.replicates import (environment_settings, finished, kedro_command, main, other_kernels,
-                                   prepare_project, run_replicates, run_roundoff)
+from thinkalike.provenance import run_record
+from thinkalike.replicates import (environment_settings, kedro_command, main, other_kernels, prepare_project,
+                                   run_replicates, run_roundoff)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +38,7 @@ def test_finished_replicates_are_read_again_not_rerun(tmp_path, caplog):
         records = run_replicates(ROOT, workdir, "replicates", 2, 1, {}, rerun=False)
     assert [r["seconds"] for r in records] == [600.0, 601.0]
     assert "read again, not rerun" in caplog.text
-    assert finished(workdir / "replicate-0")["replicate"] == 0 and finished(tmp_path) is None
+    assert run_record(workdir / "replicate-0")["replicate"] == 0 and run_record(tmp_path) is None
 
 
 def test_bad_settings_are_one_line_errors_before_any_run(tmp_path, capsys):

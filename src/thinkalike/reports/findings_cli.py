@@ -42,7 +42,7 @@ from thinkalike.reports.findings import (
     roundoff_comparison,
     source_digest,
 )
-from thinkalike.provenance import git_state, write_text_atomically
+from thinkalike.provenance import git_state, run_record, write_text_atomically
 from thinkalike.reports.findings.claims import HOLDS, check_against, single_run
 
 logger = logging.getLogger(__name__)
@@ -102,12 +102,6 @@ def replicate_folders(workdir: Path) -> list[Path]:
     while (workdir / f"replicate-{len(folders)}").is_dir():
         folders.append(workdir / f"replicate-{len(folders)}")
     return folders
-
-
-def run_record(folder: Path) -> dict[str, Any] | None:
-    """The record ``python -m thinkalike.replicates`` left in a replicate's folder, or ``None``."""
-    path = folder / "replicate.json"
-    return json.loads(path.read_text()) if path.exists() else None
 
 
 def document_of(findings: list[dict[str, Any]], runs: list[dict[str, Any] | None], root: Path,
