@@ -24,6 +24,9 @@ the peak of traced memory (``tracemalloc``: numpy's buffers included) of each, f
 ``--before`` (its files loaded from ``git show`` under another name), with the ratio before / after.
 
     OMP_NUM_THREADS=1 python benchmarks/measures.py --grid 31 --tokens 512 --dims 576 576 --permutations 2
+
+``--fit-rows``: this checkout's table with the measures fitted to the rows as the pipeline runs them (the CCA
+family in at most n // 10 principal components, :func:`thinkalike.measures.layerwise.fit_to_rows`).
 """
 
 from __future__ import annotations
@@ -124,7 +127,11 @@ def grid(args: argparse.Namespace) -> None:
             if table_module is None or (label == "after" and args.before_only):
                 continue
             extra = {} if grid_pairs is None else {"pairs": grid_pairs}  # (the package before had no grid)
-            table = traced(table_module.measure_table, layers_a, None, list(MEASURE_NAMES), GRID_OPTIONS, **extra)
+            names, options = list(MEASURE_NAMES), GRID_OPTIONS
+            if args.fit_rows and label == "after":  # as the pipeline runs them (the package before could not)
+                names, options, notes = layerwise.fit_to_rows(names, options, args.tokens[0], args.dims[0])
+                print(f"{label}: {'; '.join(notes) or 'nothing to fit'}", flush=True)
+            table = traced(table_module.measure_table, layers_a, None, names, options, **extra)
             print(f"{label}: table {table[0]:.1f} s ({table[2]:.1f} CPU s), peak {table[1]:.0f} MB", flush=True)
             if not args.permutations:
                 rows.append((label, table, (float("nan"),) * 3))
@@ -157,6 +164,9 @@ def main() -> None:
     parser.add_argument("--permutations", type=int, default=20,
                         help="grid mode: calibration permutations (0: no calibration)")
     parser.add_argument("--before-only", action="store_true", help="grid mode: time only the package at --before")
+    parser.add_argument("--fit-rows", action="store_true",
+                        help="grid mode: the measures fitted to the rows as the pipeline runs them (the CCA family in "
+                             "at most n // 10 principal components; thinkalike.measures.layerwise.fit_to_rows)")
     parser.add_argument("--before", default="", help="grid mode: git revision to compare with (e.g. HEAD)")
     parser.add_argument("--pairs", choices=["all", "relative"], default="all",
                         help="grid mode: every layer pair, or those matched by relative depth (cka.measures.layers)")

@@ -12,6 +12,9 @@ import functools
 import math
 import re
 
+import logging
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -136,11 +139,13 @@ def test_a_measure_without_a_preparation_is_compared_by_its_function(monkeypatch
         Measure("m", plain.function, "similarity", False, frozenset(), "n", True, prepare=lambda x: x)
 
 
-def test_a_constant_layer_gives_nan_cells_and_one_warning_per_measure_naming_the_pairs():
+def test_a_constant_layer_gives_nan_cells_and_one_log_line_per_measure_naming_the_pairs(caplog):
     layers_a, layers_b = layers(10, (5, 6)), [np.full((N, 3), 2.0), layers(11, (4,))[0]]
-    with pytest.warns(RuntimeWarning) as record:
-        table = measure_table(layers_a, layers_b, ["cka", "mean_cca", "mutual_knn"])
-    messages = [str(w.message) for w in record]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a log line, not a Python warning
+        with caplog.at_level(logging.WARNING, logger="thinkalike.measures.layerwise"):
+            table = measure_table(layers_a, layers_b, ["cka", "mean_cca", "mutual_knn"])
+    messages = [r.getMessage() for r in caplog.records]
     grid = table.value.to_numpy().reshape(3, 2, 2)
     assert np.isnan(grid[:2, :, 0]).all() and np.isfinite(grid[:2, :, 1]).all()  # cka, mean_cca
     assert np.isfinite(grid[2]).all()  # cosines of a constant (non-zero) layer are defined

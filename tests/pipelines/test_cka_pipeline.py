@@ -1,5 +1,7 @@
 """The cka pipeline: config of pairs, and its outputs on the tiny project run."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -177,9 +179,12 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
     a, b = a[:, ~special], b[:, ~special]
     rows = subsample_tokens(a.shape[1], parameters["max_tokens"], parameters["seed"])
     assert (table["n_tokens"] == len(rows)).all() and (table["n_rows"] == a.shape[1]).all()
-    options = parameters["options"]
+    options = {name: {**parameters["options"].get(name, {}),  # the CCA family fitted to the rows: n // 10 components
+                      **({"max_dims": len(rows) // 10} if MEASURES[name].rows_per_dimension else {})}
+               for name in MEASURE_NAMES}
+    assert all(json.loads(row.options) == options[row.measure] for row in table.itertuples())
     for row in table.itertuples():
-        expected = MEASURES[row.measure](a[row.layer_a, rows], b[row.layer_b, rows], **options.get(row.measure, {}))
+        expected = MEASURES[row.measure](a[row.layer_a, rows], b[row.layer_b, rows], **options[row.measure])
         assert row.value == pytest.approx(expected, rel=1e-9, abs=1e-12, nan_ok=True), row
     assert len(table) == len(MEASURE_NAMES) * a.shape[0] * b.shape[0]
     from thinkalike.measures.rogue import remove_top_dimensions, standardise_dimensions
@@ -273,7 +278,10 @@ def test_grounding_controls_of_a_model_against_itself_equal_the_measures_recompu
             x, y = layer[drawn], layer[other]
         else:
             x, y = without_top_components(layer[drawn], 0), without_top_components(layer[drawn], row.removed_components)
-        expected = MEASURES[row.measure](x, y, **options.get(row.measure, {}))
+        used = {**options.get(row.measure, {}),  # the CCA family fitted to the control's rows: n // 10 components
+                **({"max_dims": len(x) // 10} if MEASURES[row.measure].rows_per_dimension else {})}
+        assert json.loads(row.options) == used, row
+        expected = MEASURES[row.measure](x, y, **used)
         assert row.value == pytest.approx(expected, rel=1e-9, abs=1e-12), row
     steps = controls[controls["variant"] == "components_removed"]
     assert sorted(set(steps["removed_components"])) == [0, 1, 2, 3, 4, 5]

@@ -73,6 +73,7 @@ against 1.95–2.35 s for the observed table (``measure_table``), i.e. a permuta
 
 from __future__ import annotations
 
+import logging
 import numbers
 import warnings
 from collections.abc import Mapping, Sequence
@@ -85,6 +86,8 @@ from tqdm.auto import tqdm
 
 from thinkalike.measures.distances import match_layers_by_relative_depth
 from thinkalike.measures.layerwise import wanted_cells, checked_pair, measure_plan, measure_table
+
+logger = logging.getLogger(__name__)
 
 STATISTICS: tuple[str, ...] = ("cell", "matched_mean", "best")
 COLUMNS: tuple[str, ...] = ("measure", "statistic", "layer_a", "layer_b", "observed", "null_mean", "null_std",
@@ -160,10 +163,11 @@ def _scores(observed: np.ndarray, null: np.ndarray, orientation: np.ndarray) -> 
     return {"null_mean": null_mean, "null_std": null_std, "z": z, "p_value": p_value, "n_null": n_null}
 
 
-def _reissue(caught: dict[tuple[str, type[Warning], str], set[int]], n_permutations: int) -> None:
-    for (name, category, message), permutations in caught.items():
-        warnings.warn(f"{message} [calibrate null, {name}: in {len(permutations)} of {n_permutations} "
-                      "permutations]", category, stacklevel=3)
+def _log_undefined(caught: dict[tuple[str, type[Warning], str], set[int]], n_permutations: int) -> None:
+    """One warning log line per measure and message, with how many permutations raised it."""
+    for (name, _category, message), permutations in caught.items():
+        logger.warning("%s [calibrate null, %s: in %d of %d permutations]", message, name, len(permutations),
+                       n_permutations)
 
 
 def calibrate(
@@ -263,7 +267,7 @@ def calibrate(
     finally:
         if bar is not None:
             bar.close()
-    _reissue(caught, n_permutations)
+    _log_undefined(caught, n_permutations)
 
     searched = None if grid is None else wanted
     observed_matched, observed_best, best_index = _statistics(observed, orientation, matched_pairs, searched)

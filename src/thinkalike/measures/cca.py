@@ -35,6 +35,14 @@ r_x + r_y − (n − 1) dimensions, so that many correlations are 1 whatever the
 wide layers on few tokens is close to 1 by construction; SVCCA's reduction is the usual remedy.
 An input constant over tokens (rank 0) gives NaN with a RuntimeWarning.
 
+Too few rows. Even short of that forced overlap, r canonical correlations of n independent rows are
+large by chance (their mean is about sqrt(r/n) for r ≪ n, and → 1 as r → n). So each measure takes
+``max_dims``: when an input's rank exceeds it, the input is first reduced to its top ``max_dims``
+principal components (the leading left singular vectors of Xc; PWCCA's weights still sum over X's own
+centred features). :data:`ROWS_PER_DIMENSION` = 10 is what the pipelines require
+(:attr:`thinkalike.measures.registry.Measure.rows_per_dimension`): ``max_dims = n // 10``. The
+default ``max_dims=None`` is the textbook definition, as the outside libraries compute it.
+
 Invariances. ρ (hence mean CCA): any invertible linear map of either input, translation
 (so orthogonal maps, isotropic scaling and permutation too). SVCCA: orthogonal maps,
 isotropic scaling, translation, permutation — not general linear maps, which change which
@@ -82,6 +90,20 @@ from thinkalike.measures.inputs import (
 )
 
 MIN_TOKENS = 2
+ROWS_PER_DIMENSION = 10  # rows the CCA family needs per canonical dimension (module docstring, "Too few rows")
+
+
+def _check_max_dims(max_dims: int | None) -> int | None:
+    if max_dims is not None and (isinstance(max_dims, bool) or not isinstance(max_dims, (int, np.integer))
+                                 or max_dims < 1):
+        raise ValueError(f"max_dims: {max_dims!r} must be a positive integer or None (no reduction)")
+    return None if max_dims is None else int(max_dims)
+
+
+def _top_components(xc: np.ndarray, max_dims: int) -> np.ndarray:
+    """The top ``max_dims`` left singular vectors of ``xc`` (at most its numerical rank)."""
+    u, s, _ = linalg.svd(xc, full_matrices=False, check_finite=False)
+    return u[:, : min(max_dims, numerical_rank(s, xc.shape))]
 
 
 def _column_space(xc: np.ndarray) -> np.ndarray:
@@ -169,10 +191,15 @@ def _mean_correlation(px: PreparedCCA | PreparedSVCCA, py: PreparedCCA | Prepare
     return total / min(k_x, k_y)
 
 
-def prepare_cca(x: Any, *, name: str = "x") -> PreparedCCA:
-    """Centre ``x`` and find an orthonormal basis of its column space, once."""
+def prepare_cca(x: Any, max_dims: int | None = None, *, name: str = "x") -> PreparedCCA:
+    """Centre ``x`` and find an orthonormal basis of its column space (its top ``max_dims`` principal
+    components when its rank is larger), once."""
+    max_dims = _check_max_dims(max_dims)
     xc = centred(checked_matrix(x, name, measure="canonical correlation analysis", min_tokens=MIN_TOKENS))
-    return PreparedCCA(xc, _column_space(xc))
+    basis = _column_space(xc)
+    if max_dims is not None and basis.shape[1] > max_dims:
+        basis = _top_components(xc, max_dims)
+    return PreparedCCA(xc, basis)
 
 
 def _check_bases(px: PreparedCCA | PreparedSVCCA, py: PreparedCCA | PreparedSVCCA, measure: str) -> bool:
@@ -208,10 +235,11 @@ def mean_cca_prepared(px: PreparedCCA, py: PreparedCCA) -> float:
     return _mean_correlation(px, py)
 
 
-def mean_cca(x: Any, y: Any) -> float:
-    """(1/m) Σᵢ ρᵢ over the m = min(r_x, r_y) canonical correlations."""
+def mean_cca(x: Any, y: Any, max_dims: int | None = None) -> float:
+    """(1/m) Σᵢ ρᵢ over the m = min(r_x, r_y) canonical correlations (each side in at most ``max_dims``
+    principal components)."""
     x_matrix, y_matrix = paired_activations(x, y, measure="mean_cca", min_tokens=MIN_TOKENS)
-    return mean_cca_prepared(prepare_cca(x_matrix), prepare_cca(y_matrix, name="y"))
+    return mean_cca_prepared(prepare_cca(x_matrix, max_dims), prepare_cca(y_matrix, max_dims, name="y"))
 
 
 def _check_keep(keep: float) -> float:
@@ -221,8 +249,9 @@ def _check_keep(keep: float) -> float:
     return value
 
 
-def variance_subspace(xc: np.ndarray, keep: float) -> np.ndarray:
-    """Top-k left singular vectors of the centred ``xc``, k the smallest with Σ_{i≤k} sᵢ² ≥ keep·Σ sᵢ².
+def variance_subspace(xc: np.ndarray, keep: float, max_dims: int | None = None) -> np.ndarray:
+    """Top-k left singular vectors of the centred ``xc``, k the smallest with Σ_{i≤k} sᵢ² ≥ keep·Σ sᵢ²
+    and at most ``max_dims``.
 
     k never exceeds the numerical rank (the basis of :func:`scipy.linalg.orth`).
     """
@@ -232,14 +261,15 @@ def variance_subspace(xc: np.ndarray, keep: float) -> np.ndarray:
         return u[:, :0]
     explained = np.cumsum(s[:rank] ** 2) / np.sum(s[:rank] ** 2)
     k = min(int(np.searchsorted(explained, keep * (1.0 - 1e-12))) + 1, rank)
-    return u[:, :k]
+    return u[:, : k if max_dims is None else min(k, max_dims)]
 
 
-def prepare_svcca(x: Any, keep: float = 0.99, *, name: str = "x") -> PreparedSVCCA:
-    """Centre ``x`` and keep the singular vectors explaining ``keep`` of its variance, once."""
-    keep = _check_keep(keep)
+def prepare_svcca(x: Any, keep: float = 0.99, max_dims: int | None = None, *, name: str = "x") -> PreparedSVCCA:
+    """Centre ``x`` and keep the singular vectors explaining ``keep`` of its variance (at most ``max_dims``),
+    once."""
+    keep, max_dims = _check_keep(keep), _check_max_dims(max_dims)
     xc = centred(checked_matrix(x, name, measure="svcca", min_tokens=MIN_TOKENS))
-    return PreparedSVCCA(keep, variance_subspace(xc, keep))
+    return PreparedSVCCA(keep, variance_subspace(xc, keep, max_dims))
 
 
 def svcca_prepared(px: PreparedSVCCA, py: PreparedSVCCA) -> float:
@@ -251,11 +281,12 @@ def svcca_prepared(px: PreparedSVCCA, py: PreparedSVCCA) -> float:
     return _mean_correlation(px, py)
 
 
-def svcca(x: Any, y: Any, keep: float = 0.99) -> float:
-    """Mean canonical correlation of the subspaces keeping ``keep`` of each input's variance."""
+def svcca(x: Any, y: Any, keep: float = 0.99, max_dims: int | None = None) -> float:
+    """Mean canonical correlation of the subspaces keeping ``keep`` of each input's variance (at most
+    ``max_dims`` directions each)."""
     keep = _check_keep(keep)
     x_matrix, y_matrix = paired_activations(x, y, measure="svcca", min_tokens=MIN_TOKENS)
-    return svcca_prepared(prepare_svcca(x_matrix, keep), prepare_svcca(y_matrix, keep, name="y"))
+    return svcca_prepared(prepare_svcca(x_matrix, keep, max_dims), prepare_svcca(y_matrix, keep, max_dims, name="y"))
 
 
 def pwcca_prepared(px: PreparedCCA, py: PreparedCCA) -> float:
@@ -270,7 +301,8 @@ def pwcca_prepared(px: PreparedCCA, py: PreparedCCA) -> float:
     return float(np.dot(alpha / alpha.sum(), np.clip(rho, 0.0, 1.0)))
 
 
-def pwcca(x: Any, y: Any) -> float:
-    """Σᵢ wᵢρᵢ, wᵢ ∝ Σⱼ |⟨hᵢ, x̃ⱼ⟩| with hᵢ X's unit canonical variates (module docstring)."""
+def pwcca(x: Any, y: Any, max_dims: int | None = None) -> float:
+    """Σᵢ wᵢρᵢ, wᵢ ∝ Σⱼ |⟨hᵢ, x̃ⱼ⟩| with hᵢ X's unit canonical variates (module docstring; each side in at
+    most ``max_dims`` principal components)."""
     x_matrix, y_matrix = paired_activations(x, y, measure="pwcca", min_tokens=MIN_TOKENS)
-    return pwcca_prepared(prepare_cca(x_matrix), prepare_cca(y_matrix, name="y"))
+    return pwcca_prepared(prepare_cca(x_matrix, max_dims), prepare_cca(y_matrix, max_dims, name="y"))

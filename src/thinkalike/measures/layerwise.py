@@ -59,9 +59,9 @@ is sqrt(2 − 2·cos) or arccos(cos) at cos = 1 − O(ε), about 1e-8 rather tha
 measures (pwcca, cknna, linear_predictivity) are computed on every pair.
 
 Undefined values (e.g. a layer that is constant over tokens) are NaN. The measure's
-``RuntimeWarning`` is collected and re-issued once per measure and reason when the table is
-done, naming the layer pairs it was raised for (x is layer_a, y is layer_b; a mirrored cell is
-not listed again) or the layers being prepared. Warnings are caught with
+``RuntimeWarning`` is collected and logged (a warning log line, not a Python warning) once per
+measure and reason when the table is done, naming the layer pairs it was raised for (x is layer_a,
+y is layer_b; a mirrored cell is not listed again) or the layers being prepared. Warnings are caught with
 :class:`warnings.catch_warnings`, which is not thread-safe: run tables in processes, not
 threads, when warnings matter.
 """
@@ -69,6 +69,7 @@ threads, when warnings matter.
 from __future__ import annotations
 
 import inspect
+import logging
 import numbers
 import time
 import warnings
@@ -83,6 +84,8 @@ from thinkalike.measures import cca, neighbours, predictivity, rsa, shape
 from thinkalike.measures import cka as cka_module
 from thinkalike.measures.inputs import checked_matrix
 from thinkalike.measures.registry import MEASURE_NAMES, MEASURES, Measure
+
+logger = logging.getLogger(__name__)
 
 COLUMNS: tuple[str, ...] = ("measure", "layer_a", "layer_b", "value")
 ESTIMATE_AFTER = 5  # layer pairs timed before measure_table's cost estimate
@@ -143,6 +146,9 @@ def _value_problem(name: str, key: str, value: Any) -> str | None:
         choices = rsa.DISTANCES if key == "distance" else rsa.CORRELATIONS
         if value not in choices:
             return f"{value!r} must be one of {', '.join(choices)}"
+    elif key == "max_dims":
+        if value is not None and (not _is_int(value) or value < 1):
+            return f"{value!r} must be a positive integer (principal components kept) or null (none dropped)"
     elif key in ("alphas", "n_folds"):
         try:
             predictivity._check_options(**{"alphas": predictivity.DEFAULT_ALPHAS, "n_folds": 2, key: value})
@@ -215,6 +221,42 @@ def check_measures(
             raise ValueError(f"{where}: {name} needs at least {minimum} tokens; got {n_tokens}")
 
 
+def fit_to_rows(measures: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None, n_tokens: int,
+                width: int) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
+    """The measures as ``n_tokens`` rows allow them on layers up to ``width`` wide: (kept names, options, notes).
+
+    A measure with a rows requirement (:attr:`~thinkalike.measures.registry.Measure.rows_per_dimension`) gets
+    ``max_dims = n_tokens // rows_per_dimension`` unless its options set ``max_dims``; when that is below 1 it
+    is left out. ``notes`` has one line for the measures working in a reduced space (``max_dims`` < ``width``) and
+    one for those left out, each naming the setting that changes it.
+    """
+    options = {name: dict(given) for name, given in (options or {}).items()}
+    kept, reduced, dropped = [], [], []
+    for name in measures:
+        entry = MEASURES[name]
+        limit = entry.max_dims(n_tokens)
+        if limit is None or "max_dims" in options.get(name, {}):
+            kept.append(name)
+        elif limit < 1:
+            dropped.append(name)
+            options.pop(name, None)
+        else:
+            kept.append(name)
+            options.setdefault(name, {})["max_dims"] = limit
+            if limit < width:
+                reduced.append(name)
+    notes = []
+    if reduced:
+        limit = MEASURES[reduced[0]].max_dims(n_tokens)
+        notes.append(f"{', '.join(reduced)} compare each layer's top {limit} principal components, not all {width} "
+                     f"dimensions: {n_tokens} rows support {limit} "
+                     f"({MEASURES[reduced[0]].rows_per_dimension} rows per dimension; more rows: max_tokens)")
+    if dropped:
+        notes.append(f"{', '.join(dropped)} left out: {n_tokens} rows are fewer than "
+                     f"{MEASURES[dropped[0]].rows_per_dimension} per dimension (more rows: max_tokens)")
+    return kept, options, notes
+
+
 # --------------------------------------------------------------------------- the table
 
 
@@ -276,8 +318,8 @@ def _listed(places: list[str]) -> str:
     return shown + (f" and {len(places) - _LISTED_PAIRS} more" if len(places) > _LISTED_PAIRS else "")
 
 
-def _reissue(caught: list[tuple[str, bool, str, warnings.WarningMessage]], side_b: str) -> None:
-    """One warning per measure, category and message, naming its layer pairs (or the layers being prepared)."""
+def _log_undefined(caught: list[tuple[str, bool, str, warnings.WarningMessage]], side_b: str) -> None:
+    """One log line per measure and message, naming its layer pairs (or the layers being prepared)."""
     grouped: dict[tuple[str, type[Warning], str], tuple[list[str], list[str]]] = {}
     for measure, preparing, place, record in caught:
         pairs, layers = grouped.setdefault((measure, record.category, str(record.message)), ([], []))
@@ -288,7 +330,7 @@ def _reissue(caught: list[tuple[str, bool, str, warnings.WarningMessage]], side_
             parts.append(f"at (layer_a, layer_b) = {_listed(pairs)}; x is layers_a[layer_a], y is {side_b}[layer_b]")
         if layers:
             parts.append(f"while preparing {_listed(layers)}")
-        warnings.warn(f"{message} [measure_table, {measure} {'; '.join(parts)}]", category, stacklevel=3)
+        logger.warning("%s [measure_table, %s %s]", message, measure, "; ".join(parts))
 
 
 def wanted_cells(pairs: Sequence[tuple[int, int]] | None, n_a: int, n_b: int) -> np.ndarray:
@@ -432,7 +474,7 @@ def measure_table(
     finally:
         if bar is not None:
             bar.close()
-    _reissue(caught, side_b)
+    _log_undefined(caught, side_b)
     layer_a, layer_b = np.meshgrid(np.arange(n_a), np.arange(n_b), indexing="ij")
     return pd.DataFrame({
         "measure": pd.Series(np.repeat(np.array(names, dtype=object), n_a * n_b), dtype=object),

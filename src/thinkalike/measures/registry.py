@@ -14,6 +14,12 @@ y (n × d₂) the same n tokens (numpy arrays or torch tensors). A :class:`Measu
 - ``symmetric``: f(x, y) = f(y, x);
 - ``max_tokens``: for measures quadratic in n, the default token subsample a pipeline should
   draw with :func:`subsample_tokens` (None: use all tokens);
+- ``rows_per_dimension``: rows (tokens) the measure needs per dimension it compares, or None when any
+  count will do; a measure with a requirement takes a ``max_dims`` option (each input reduced to its top
+  ``max_dims`` principal components) and :meth:`Measure.max_dims` gives ``n // rows_per_dimension``. The CCA
+  family needs :data:`thinkalike.measures.cca.ROWS_PER_DIMENSION` (10): on fewer rows its canonical
+  correlations are large by chance, and all 1 when the widths pass the rows. Linear predictivity needs none:
+  its R² is scored on held-out folds, so independent inputs give ≈ 0 at any width;
 - ``similarity_of``: for a distance, the similarity it is computed from (Procrustes:
   ‖X̂ᵀŶ‖_* = 1 − d²/2; the angular shape metric: cos θ) — 1 for identical inputs, 0 for
   orthogonal ones; :meth:`Measure.alikeness` applies it (the identity for a similarity);
@@ -41,6 +47,7 @@ import numpy as np
 
 from thinkalike.measures import cka as cka_module
 from thinkalike.measures.cca import (
+    ROWS_PER_DIMENSION,
     mean_cca,
     mean_cca_prepared,
     prepare_cca,
@@ -176,6 +183,11 @@ class Measure:
     prepare: Callable[..., Any] | None = None
     compare: Callable[[Any, Any], float] | None = None
     similarity_of: Callable[[np.ndarray], np.ndarray] | None = None
+    rows_per_dimension: int | None = None
+
+    def max_dims(self, n_tokens: int) -> int | None:
+        """The most dimensions ``n_tokens`` rows support: ``n_tokens // rows_per_dimension`` (None: no limit)."""
+        return None if self.rows_per_dimension is None else n_tokens // self.rows_per_dimension
 
     def __post_init__(self) -> None:
         if (self.prepare is None) != (self.compare is None):
@@ -217,11 +229,11 @@ _MEASURES: tuple[Measure, ...] = (
     Measure("angular_shape", angular_shape_distance, "distance", True, _SHAPE, "n·d²", True,
             prepare=prepare_shape, compare=angular_shape_prepared, similarity_of=np.cos),
     Measure("mean_cca", mean_cca, "similarity", False, _SHAPE | {"invertible_linear"}, "n·d²", True,
-            prepare=prepare_cca, compare=mean_cca_prepared),
+            prepare=prepare_cca, compare=mean_cca_prepared, rows_per_dimension=ROWS_PER_DIMENSION),
     Measure("svcca", svcca, "similarity", False, _SHAPE, "n·d²", True,
-            prepare=prepare_svcca, compare=svcca_prepared),
+            prepare=prepare_svcca, compare=svcca_prepared, rows_per_dimension=ROWS_PER_DIMENSION),
     Measure("pwcca", pwcca, "similarity", False, frozenset({"isotropic_scaling", "permutation", "translation"}),
-            "n·d²", False, prepare=prepare_cca, compare=pwcca_prepared),
+            "n·d²", False, prepare=prepare_cca, compare=pwcca_prepared, rows_per_dimension=ROWS_PER_DIMENSION),
     Measure("rsa", rsa, "similarity", False, frozenset({"isotropic_scaling", "permutation"}), "n²·d", True,
             QUADRATIC_MAX_TOKENS, prepare=prepare_rsa, compare=rsa_prepared),
     Measure("mutual_knn", mutual_knn, "similarity", False, _COSINE, "n²·d", True, QUADRATIC_MAX_TOKENS,

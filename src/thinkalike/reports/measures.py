@@ -8,8 +8,9 @@ the same rows for both models, for every measure and layer pair). Every measure 
 (:func:`thinkalike.measures.layerwise.measure_table`: each layer prepared once).
 
 The long table has one row per (measure, layer of a, layer of b): ``model_a, layer_a, model_b, layer_b, measure,
-kind, value, n_tokens, n_rows, pooling, exclude_special_tokens, seed, options`` — ``n_tokens`` the rows the
-measures saw, ``n_rows`` the aligned rows they were drawn from, ``options`` the measure's options as JSON
+kind, value, n_tokens, n_rows, pooling, exclude_special_tokens, seed, options, dims_a, dims_b`` — ``n_tokens`` the
+rows the measures saw, ``n_rows`` the aligned rows they were drawn from, ``options`` the measure's options as JSON,
+``dims_a/_b`` the dimensions of each layer the measure compared (the width, or fewer principal components)
 (the ``cka`` pipeline adds the provenance columns ``activations_version_a/_b`` and ``spec_a/_b``).
 
 Rogue dimensions (:mod:`thinkalike.measures.rogue`): ``top1_share_a/_b`` and ``top3_share_a/_b`` are the variance
@@ -44,6 +45,12 @@ measures against the permutation null of the token correspondence, on the same d
 (:mod:`thinkalike.measures.calibration`: z and p-value of each statistic), on the cells of the layer grid below
 (``best``: the best of those cells, in the observed and every permuted table alike).
 
+Rows enough for each measure (:meth:`MeasureSettings.fitted_to`): a measure that needs rows per dimension (the CCA
+family: 10, :attr:`thinkalike.measures.registry.Measure.rows_per_dimension`) compares each layer's top
+``max_tokens // 10`` principal components when the layers are wider (its ``max_dims`` option, recorded in
+``options`` and ``dims_a/_b``), or is left out below one; one log line per pair says which and why. Without it
+512 rows of 576- and 384-wide layers give mean CCA ≈ 1 whatever the data.
+
 Memory: all of a pair's aligned rows are held before the draw (rows × layers × width floats per model: 3 MB for
 the zoo's largest pair); the streaming mode of the CKA pipeline, for stores that do not fit, computes CKA only.
 
@@ -69,7 +76,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -87,7 +94,7 @@ from thinkalike.measures.grounding import (
     specificity_auprc,
     without_top_components,
 )
-from thinkalike.measures.layerwise import check_measures, measure_table
+from thinkalike.measures.layerwise import check_measures, fit_to_rows, measure_table
 from thinkalike.measures.registry import MEASURES, subsample_tokens
 from thinkalike.measures.rogue import ROGUE_SHARE, remove_top_dimensions, standardise_dimensions, top_share
 from thinkalike.models.activation_store import ActivationStore
@@ -99,7 +106,7 @@ from thinkalike.reports.cka import FIGURE_DPI, LAYER_LABEL, MIN_FIGURE_WIDTH_IN,
 TABLE_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "measure", "variant", "kind", "value", "n_tokens",
                  "n_rows", "pooling", "exclude_special_tokens", "seed", "options", "standardised",
                  "removed_top_dimensions", "removed_components", "top1_share_a", "top3_share_a", "top1_share_b",
-                 "top3_share_b"]
+                 "top3_share_b", "dims_a", "dims_b"]
 SHARE_COLUMNS = ["model", "layer", "top1_share", "top3_share", "n_tokens"]
 REMEDY_COLUMNS = ["model_a", "model_b", "measure", "variant", "matched_mean", "n_matched_layers"]
 CONFIGURED = "configured"  # the variant of the rows every measure is computed on (cka.measures' preprocessing)
@@ -207,6 +214,21 @@ class MeasureSettings:
             return matched
         return sorted(set(matched) | {(i, i) for i in range(min(layers_a, layers_b))})
 
+    def fitted_to(self, n_tokens: int, width: int) -> tuple[MeasureSettings, list[str]]:
+        """These settings as ``n_tokens`` rows allow on layers up to ``width`` wide, and the log lines that say
+        what changed (:func:`thinkalike.measures.layerwise.fit_to_rows`: the CCA family in at most
+        ``n_tokens // 10`` principal components, or left out)."""
+        names, options, notes = fit_to_rows(self.names, self.options, n_tokens, width)
+        fitted = replace(self, names=tuple(names), options=options,
+                         calibration_measures=tuple(m for m in self.calibration_measures if m in names),
+                         remedy_measures=tuple(m for m in self.remedy_measures if m in names) or self.remedy_measures)
+        return fitted, notes
+
+    def dimensions(self, name: str, width: int) -> int:
+        """The dimensions measure ``name`` compares of a layer ``width`` wide (its ``max_dims`` option, if less)."""
+        limit = self.options.get(name, {}).get("max_dims")
+        return width if limit is None else min(width, int(limit))
+
     @property
     def calibrated(self) -> bool:
         """Whether cross-model pairs get a permutation null (:mod:`thinkalike.measures.calibration`)."""
@@ -267,10 +289,15 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
     raw_a = drawn_rows(acts_a, measures)
     raw_b = None if acts_b is None else drawn_rows(acts_b, measures)
     check_measures(list(measures.names), measures.options, n_tokens=len(raw_a[0]), where=WHERE)
+    where = f"measures {model_a} vs {model_b}"
+    width_a, width_b = raw_a[0].shape[1], (raw_a if raw_b is None else raw_b)[0].shape[1]
+    configured = measures
+    measures, notes = configured.fitted_to(len(raw_a[0]), max(width_a, width_b))
+    for note in notes:
+        logger.info("%s: %s (%s.max_tokens: %d)", where, note, WHERE, measures.max_tokens)
     shares_a = layer_shares(raw_a, model_a, layer_ids_a)
     shares_b = shares_a if raw_b is None else layer_shares(raw_b, model_b, layer_ids_b)
     pairs = measures.layer_pairs(len(raw_a), len(raw_a if raw_b is None else raw_b))
-    where = f"measures {model_a} vs {model_b}"
     table = measure_table([measures.preprocess(layer) for layer in raw_a],
                           None if raw_b is None else [measures.preprocess(layer) for layer in raw_b],
                           list(measures.names), measures.options, progress=where, pairs=pairs,
@@ -281,7 +308,7 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
     if measures.remedy_measures:
         table = pd.concat([table, _remedy_rows(raw_a, raw_b, measures, pairs)], ignore_index=True)
     if raw_b is None and measures.grounding_components:
-        table = pd.concat([table, _grounding_rows(acts_a, measures)], ignore_index=True)
+        table = pd.concat([table, _grounding_rows(acts_a, configured)], ignore_index=True)
     if "removed_components" not in table:
         table["removed_components"] = 0
     if "n_tokens" not in table:
@@ -292,6 +319,8 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
                          top3_share_a=shares_a["top3_share"].to_numpy()[position_a],
                          top1_share_b=shares_b["top1_share"].to_numpy()[position_b],
                          top3_share_b=shares_b["top3_share"].to_numpy()[position_b],
+                         dims_a=[measures.dimensions(name, width_a) for name in table["measure"]],
+                         dims_b=[measures.dimensions(name, width_b) for name in table["measure"]],
                          standardised=np.where(table["variant"] == CONFIGURED, measures.standardise,
                                                table["variant"] == "standardised"),
                          removed_top_dimensions=np.where(
@@ -304,16 +333,17 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
                          removed_components=table["removed_components"].fillna(0).astype(np.int64), n_rows=n_rows,
                          pooling=cka.pooling, exclude_special_tokens=bool(cka.exclude_special_tokens),
                          seed=measures.seed,
-                         options=[json.dumps(dict(measures.options.get(name, {}) if variant == CONFIGURED else {}),
+                         options=[json.dumps(_options_used(configured, name, variant, rows, max(width_a, width_b)),
                                              sort_keys=True)
-                                  for name, variant in zip(table["measure"], table["variant"])])
+                                  for name, variant, rows in zip(table["measure"], table["variant"],
+                                                                      table["n_tokens"].fillna(len(raw_a[0])))])
     return table[TABLE_COLUMNS].reset_index(drop=True)
 
 
 def _grounding_rows(acts: np.ndarray, measures: MeasureSettings) -> pd.DataFrame:
-    """A model against itself: the permuted, independent and components-removed controls (module docstring)."""
+    """A model against itself: the permuted, independent and components-removed controls (module docstring), each
+    with the measures fitted to its rows (``measures`` as configured, not yet fitted)."""
     layers = drawn_layers(acts, measures)
-    names, options = list(measures.names), measures.options
     n_tokens = len(layers[0])
     shuffled = np.random.default_rng(measures.seed + 1).permutation(n_tokens)
     drawn = subsample_tokens(acts.shape[1], measures.max_tokens, measures.seed)
@@ -326,13 +356,27 @@ def _grounding_rows(acts: np.ndarray, measures: MeasureSettings) -> pd.DataFrame
         first, second = [rows[:half] for rows in layers], [rows[half:2 * half] for rows in layers]
     index = len(layers) // 2
     rows = layers[index]
+    names, options = _fitted(measures, rows)
     steps = [without_top_components(rows, k) for k in range(min(measures.grounding_components, min(rows.shape) - 1) + 1)]
     removed = measure_table(steps[:1], steps, names, options)
     parts = [measure_table([rows], [rows[shuffled]], names, options).assign(variant=PERMUTED),
-             measure_table([first[index]], [second[index]], names, options)
+             measure_table([first[index]], [second[index]], *_fitted(measures, first[index]))
              .assign(variant=INDEPENDENT, n_tokens=len(first[index])),
              removed.assign(variant=COMPONENTS, removed_components=removed["layer_b"])]
     return pd.concat(parts, ignore_index=True).assign(layer_a=index, layer_b=index)
+
+
+def _options_used(configured: MeasureSettings, name: str, variant: str, n_tokens: int, width: int) -> dict[str, Any]:
+    """The options a row's measure ran with: the configured ones fitted to the row's tokens (the remedies: none)."""
+    if variant != CONFIGURED and variant not in GROUNDING_VARIANTS:
+        return {}
+    return dict(configured.fitted_to(int(n_tokens), width)[0].options.get(name, {}))
+
+
+def _fitted(measures: MeasureSettings, rows: np.ndarray) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """The measures' names and options refitted to ``rows`` (a control on fewer rows than were drawn)."""
+    fitted, _ = measures.fitted_to(rows.shape[0], rows.shape[1])
+    return list(fitted.names), dict(fitted.options)
 
 
 def drawn_rows(acts: np.ndarray, measures: MeasureSettings) -> list[np.ndarray]:
@@ -352,6 +396,7 @@ def calibration_long_table(acts_a: np.ndarray, acts_b: np.ndarray, measures: Mea
     the rows the measures saw): ``model_a, model_b, measure, statistic, layer_a, layer_b`` (store layer ids; −1
     for ``matched_mean``), ``observed, null_mean, null_std, z, p_value, n_permutations, n_null, n_tokens``."""
     layers_a, layers_b = drawn_layers(acts_a, measures), drawn_layers(acts_b, measures)
+    measures, _ = measures.fitted_to(len(layers_a[0]), max(layers_a[0].shape[1], layers_b[0].shape[1]))
     result = calibrate(layers_a, layers_b, list(measures.calibration_measures),
                        {name: measures.options[name] for name in measures.calibration_measures
                         if name in measures.options},
