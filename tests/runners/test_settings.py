@@ -15,9 +15,21 @@ def test_runner_params_override_the_configuration():
     assert ClusterSettings.resolve({"cluster": "tcp://node7:8786"}).cluster == "tcp://node7:8786"
 
 
-def test_a_local_cluster_has_one_worker_per_core_and_one_spare_unless_told_otherwise():
-    assert ClusterSettings.resolve({}).local_workers(cores=2) == (2, 1)
+def test_a_local_cluster_has_one_worker_per_core_and_no_spare_in_the_run_s_session_unless_told_otherwise():
+    settings = ClusterSettings.resolve({})
+    assert settings.local_workers(cores=2) == (2, 0)
+    assert settings.own_sessions is False
     assert ClusterSettings.resolve({"workers": 3}, {"spare_workers": "0"}).local_workers(cores=2) == (3, 0)
+    assert ClusterSettings.resolve({"workers": 3}, {"spare_workers": "1"}).local_workers(cores=2) == (3, 1)
+    assert ClusterSettings.resolve({"own_sessions": True}).own_sessions is True
+
+
+def test_the_base_dask_file_states_the_settings_defaults():
+    stated = yaml.safe_load((PROJECT_ROOT / "conf/base/dask.yml").read_text())["dask"]
+    defaults = ClusterSettings()
+    for key in ("cluster", "workers", "spare_workers", "own_sessions", "threads_per_worker"):
+        assert stated[key] == getattr(defaults, key), key
+    assert ClusterSettings.resolve(stated) == ClusterSettings.resolve({})
 
 
 @pytest.mark.parametrize(("config", "overrides", "message"), [

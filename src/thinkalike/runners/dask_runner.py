@@ -7,9 +7,10 @@ dataset that crosses tasks is a saved file, so workers share nothing but the pro
 
 Settings (:mod:`thinkalike.runners.settings`): ``conf/<env>/dask.yml``, overridden by ``--runner-params``:
 ``cluster`` — ``local`` (default: a ``LocalCluster`` of one single-threaded worker process per core, or
-``workers`` of them, plus ``spare_workers`` (default 1), started and given tasks only while processes outside the
-run use the CPU, each worker in its own session unless ``own_sessions`` is false, :mod:`thinkalike.runners.load`; the
-nodes' own torch / BLAS threads follow the run's thread policy,
+``workers`` of them, in the ``kedro run``'s session; opt-in, since each takes CPU from other processes on a shared
+machine: ``spare_workers`` (default 0) more worker processes, started and given tasks only while processes outside
+the run use the CPU, and ``own_sessions`` (default false), each worker in its own session,
+:mod:`thinkalike.runners.load`; the nodes' own torch / BLAS threads follow the run's thread policy,
 :mod:`thinkalike.threads`), ``slurm`` (dask-jobqueue, ``pip install -e ".[slurm]"``) or a scheduler address
 (``tcp://host:8786``). With ``gpu_resources`` on, task groups holding GPU work (nodes tagged ``gpu``) ask for
 ``resources={"GPU": 1}``; a cluster without a GPU worker is an error at start, not a hang.
@@ -35,6 +36,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from click import ClickException
 from kedro.io import MemoryDataset
 from kedro.pipeline import Pipeline
 from kedro.runner import AbstractRunner
@@ -59,8 +61,12 @@ class ClusterSettingsSource(Protocol):
         ...
 
 
-class ClusterError(RuntimeError):
-    """A pipeline or cluster that this runner refuses before any task runs."""
+class ClusterError(RuntimeError, ClickException):
+    """A pipeline or cluster that this runner refuses before any task runs. A click exception, so that the ``kedro``
+    command line shows it as one line (``Error: …``), not a traceback."""
+
+    def __init__(self, message: str) -> None:
+        ClickException.__init__(self, message)
 
 
 class DaskRunner(AbstractRunner):

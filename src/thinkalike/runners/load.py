@@ -18,6 +18,10 @@ so the run's processes count as the processes they are: three workers and one sp
 already ends a worker at once when the ``kedro run`` process goes away (a pipe it watches), so a worker in its own
 session is not left behind.
 
+Both are opt-in (``dask.spare_workers``, default 0; ``dask.own_sessions``, default false;
+:mod:`thinkalike.runners.settings`): each wins the run CPU time by taking it from the other processes (the outsider
+above: 99 % of a core to 50 %, 98 % to 50 %), more than the run's fair share of a shared machine.
+
 The reading (:class:`OutsideLoad`), over the window ``Δt`` since the previous reading::
 
     outside cores = (Δ busy CPU time of the machine − Δ CPU time of this process and its descendants) / Δt

@@ -1,13 +1,17 @@
 """The DaskRunner's settings: ``conf/<env>/dask.yml`` (key ``dask``), overridden by ``--runner-params`` (no Dask
-import here).
+import here); a setting that cannot be used is one ``Error: …`` line of ``kedro run`` (:class:`ClusterSettingsError`).
 
 ``cluster``: ``local`` (a ``LocalCluster`` on this machine), ``slurm`` (``dask_jobqueue.SLURMCluster``, one worker
 process per job, started and stopped adaptively between ``slurm.minimum_jobs`` and ``slurm.maximum_jobs``), or the
 address of a running scheduler (``tcp://host:8786``). ``workers`` (local; default one per core),
-``spare_workers`` (local; default 1: worker processes beyond ``workers``, started and given tasks only while
-processes outside the run use the CPU, :mod:`thinkalike.runners.load`; 0: none), ``own_sessions`` (local; default
-true: each worker process leads its own session, so that Linux's autogroup scheduler shares the CPU with other
-work per process, not per session), ``threads_per_worker`` (default 1), ``gpu_resources``: GPU work (nodes tagged
+``spare_workers`` (local; default 0; opt-in: that many worker processes beyond ``workers``, started and given tasks
+only while processes outside the run use the CPU, :mod:`thinkalike.runners.load`; those outside processes then share
+their cores with more of the run's processes and get less of them — measured on 2 cores beside one busy process:
+its share fell from about 99 % of a core to 50 %, where the CPU is shared per process, i.e. with autogroup off or
+with ``own_sessions``), ``own_sessions`` (local; default false; opt-in: each worker process leads its own session,
+so that Linux's autogroup scheduler, which shares the CPU equally between sessions, counts the run as one session per
+worker instead of one — a busy process in another session fell from 98 % of a core to 50 % beside 3 workers),
+``threads_per_worker`` (default 1), ``gpu_resources``: GPU work (nodes tagged
 ``gpu``: training, extraction, stitching, fine-tuning) asks for ``resources={"GPU": 1}`` and only workers
 advertising a GPU take it (default: on for ``slurm`` when ``slurm.gpus_per_job`` > 0, off elsewhere). ``slurm``:
 ``queue`` (partition), ``account``, ``cores``, ``memory``, ``walltime``, ``gpus_per_job`` (→ ``#SBATCH --gres=gpu:<n>`` and worker resources
@@ -21,8 +25,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
+
+from click import ClickException
 
 LOCAL = "local"
 SLURM = "slurm"
@@ -35,18 +41,24 @@ SLURM_DEFAULTS: dict[str, Any] = {
 }
 
 
-class ClusterSettingsError(ValueError):
-    """A DaskRunner setting that cannot be used; the message names it and where it came from."""
+class ClusterSettingsError(ValueError, ClickException):
+    """A DaskRunner setting that cannot be used; the message names it and where it came from. A click exception, so
+    that the ``kedro`` command line shows it as one line (``Error: …``), not a traceback."""
+
+    def __init__(self, message: str) -> None:
+        ClickException.__init__(self, message)
 
 
 @dataclass(frozen=True)
 class ClusterSettings:
-    """Resolved DaskRunner settings (see the module docstring)."""
+    """Resolved DaskRunner settings (see the module docstring). The defaults here are the only ones: what
+    :meth:`resolve` uses for a key that neither ``dask.yml`` nor ``--runner-params`` sets (``conf/base/dask.yml``
+    states the same values; a test keeps them equal)."""
 
     cluster: str = LOCAL
-    workers: int | None = None
-    spare_workers: int = 1
-    own_sessions: bool = True
+    workers: int | None = None  # None: one per core
+    spare_workers: int = 0  # opt-in: more than the run's fair share of a shared machine's CPU
+    own_sessions: bool = False  # opt-in: the run's workers escape Linux's per-session (autogroup) fairness
     threads_per_worker: int = 1
     gpu_resources: bool = False
     slurm: dict[str, Any] = field(default_factory=lambda: dict(SLURM_DEFAULTS))
@@ -64,17 +76,19 @@ class ClusterSettings:
                 raise ClusterSettingsError(f"{source}: unknown DaskRunner setting(s) {unknown}; known: {sorted(known)}")
             merged.update({key: (value, source) for key, value in values.items() if value is not None})
 
-        def value(key: str, default: Any) -> tuple[Any, str]:
-            return merged.get(key, (default, "default"))
+        defaults = {item.name: item.default for item in fields(cls) if item.default is not MISSING}
 
-        cluster, where = value("cluster", LOCAL)
+        def value(key: str, default: Any = MISSING) -> tuple[Any, str]:
+            return merged.get(key, (defaults[key] if default is MISSING else default, "default"))
+
+        cluster, where = value("cluster")
         cluster = str(cluster).strip()
         if cluster not in (LOCAL, SLURM) and "://" not in cluster:
             raise ClusterSettingsError(f"{where}: DaskRunner cluster: expected {LOCAL!r}, {SLURM!r} or a scheduler "
                                        f"address (tcp://host:port), got {cluster!r}")
-        workers = _positive(*value("workers", None), "workers")
-        spare_workers = _count(*value("spare_workers", 1), "spare_workers")
-        threads = _positive(*value("threads_per_worker", 1), "threads_per_worker")
+        workers = _positive(*value("workers"), "workers")
+        spare_workers = _count(*value("spare_workers"), "spare_workers")
+        threads = _positive(*value("threads_per_worker"), "threads_per_worker")
         slurm_values, slurm_where = value("slurm", {})
         if not isinstance(slurm_values, Mapping):
             raise ClusterSettingsError(f"{slurm_where}: DaskRunner slurm: expected a mapping, got {slurm_values!r}")
@@ -90,7 +104,7 @@ class ClusterSettings:
         if slurm["minimum_jobs"] > slurm["maximum_jobs"]:
             raise ClusterSettingsError(f"{slurm_where}: DaskRunner slurm.minimum_jobs ({slurm['minimum_jobs']}) is "
                                        f"above slurm.maximum_jobs ({slurm['maximum_jobs']})")
-        own_sessions, sessions_where = value("own_sessions", True)
+        own_sessions, sessions_where = value("own_sessions")
         if not isinstance(own_sessions, bool):
             raise ClusterSettingsError(f"{sessions_where}: DaskRunner own_sessions: expected true or false, got "
                                        f"{own_sessions!r}")
