@@ -214,11 +214,11 @@ def saved_timings(project: Path) -> pd.DataFrame | None:
 
 def ordered_totals(table: pd.DataFrame) -> pd.DataFrame:
     """Per-pipeline totals (:func:`thinkalike.timings.pipeline_totals`) in the registry's order, (run) first."""
-    from thinkalike.pipeline_registry import PIPELINE_BUILDERS
+    from thinkalike.pipelines.specs import pipeline_specs
     from thinkalike.timings import RUN_PIPELINE, TOTAL, pipeline_totals
 
     totals = pipeline_totals(table).set_index("pipeline")
-    order = [RUN_PIPELINE, *PIPELINE_BUILDERS]
+    order = [RUN_PIPELINE, *pipeline_specs()]
     order = [name for name in order if name in totals.index] + \
             [name for name in totals.index if name not in order and name != TOTAL] + [TOTAL]
     return totals.loc[order]

@@ -9,7 +9,7 @@ process, on the same batches:
 * **bare**: ``module(input_ids, attention_mask)`` under ``torch.no_grad`` (logits), the floor;
 * **extraction**: :func:`thinkalike.models.extraction.iter_activation_batches`, consumed as the streaming
   CKA consumes it (every layer's residual stream of every real token, copied to host memory);
-* **streaming CKA**: :func:`thinkalike.reports.cka.compute_cka` of the two lazy streams (``cka.mode:
+* **streaming CKA**: :func:`thinkalike.cka.compute.compute_cka` of the two lazy streams (``cka.mode:
   streaming``: nothing written to disk), every layer pair, on the GPU.
 
 Printed as JSON: tokens/s of each, extraction / bare, peak GPU memory (``torch.cuda.max_memory_allocated``) and
@@ -32,10 +32,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
+from thinkalike.cka.compute import compute_cka  # noqa: E402
+from thinkalike.cka.settings import CKASettings  # noqa: E402
 from thinkalike.models.activation_store import ActivationStream  # noqa: E402
 from thinkalike.models.extraction import iter_activation_batches  # noqa: E402
 from thinkalike.models.hf import HFModelHandle  # noqa: E402
-from thinkalike.reports.cka import CKASettings, compute_cka  # noqa: E402
 
 PYTHIA_SHAPES = {  # the hub configs of EleutherAI/pythia-6.9b-deduped and pythia-2.8b-deduped
     "pythia-6.9b": {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,

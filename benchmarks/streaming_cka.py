@@ -3,7 +3,7 @@
 Same two models (GPT-NeoX and a GeLU bridge, as in ``extraction_speed.py``), same tokens:
 
 * **stored**: both models extracted into activation stores on disk (what the ``activations``
-  pipeline does), then :func:`thinkalike.reports.cka.compute_cka` reads the stores;
+  pipeline does), then :func:`thinkalike.cka.compute.compute_cka` reads the stores;
 * **streaming**: ``compute_cka`` on the two lazy :class:`ActivationStream` s (what
   ``cka.mode: streaming`` does): each batch is computed when CKA needs it; nothing is written.
 
@@ -36,9 +36,10 @@ import torch  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from extraction_speed import VOCAB, models  # noqa: E402
 
+from thinkalike.cka.compute import compute_cka  # noqa: E402
+from thinkalike.cka.settings import CKASettings  # noqa: E402
 from thinkalike.models.activation_store import ActivationStream, write_activation_store  # noqa: E402
 from thinkalike.models.extraction import iter_activation_batches  # noqa: E402
-from thinkalike.reports.cka import CKASettings, compute_cka  # noqa: E402
 
 
 class LazyBatches:

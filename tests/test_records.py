@@ -13,9 +13,10 @@ from matplotlib.figure import Figure
 
 from tests.pipelines.conftest import PROJECT_ROOT
 from thinkalike.hooks import record_saved_output
-from thinkalike.pipelines.builders import OUTPUT_RULES, PIPELINE_BUILDERS, PIPELINE_RULES, build_pipelines
+from thinkalike.pipelines.builders import all_output_rules, build_pipelines
 from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import configured_parameters
+from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.records import GENERIC_RULES, OutputRule, SavedOutput, apply_rules, matching_rules, named
 
 
@@ -51,20 +52,19 @@ def _written(env: str | None) -> set[str]:
 
 @pytest.mark.parametrize("env", [None, "test"])
 def test_no_output_is_claimed_by_two_pipelines(env):
-    owners = {rule: pipeline for pipeline, rules in PIPELINE_RULES.items() for rule in rules}
+    owners = {rule: name for name, spec in pipeline_specs().items() for rule in spec.rules}
     claimed = 0
     for name in sorted(_written(env)):
         for data in (pd.DataFrame({"model_a": ["a"], "model_b": ["a"]}), {"x": 1}, "text"):
             output = SavedOutput(name.removeprefix(f"{MODELS}."), data)
-            pipelines = {owners[rule] for rule in matching_rules(OUTPUT_RULES, output) if rule in owners}
+            pipelines = {owners[rule] for rule in matching_rules(all_output_rules(), output) if rule in owners}
             assert len(pipelines) <= 1, (name, pipelines)
             claimed += bool(pipelines)
     assert claimed > 20  # the rules do match the configured outputs (a table of each pipeline at least)
 
 
 def test_every_pipeline_but_the_plain_ones_registers_rules():
-    assert set(PIPELINE_RULES) <= set(PIPELINE_BUILDERS)
-    assert set(PIPELINE_BUILDERS) - set(PIPELINE_RULES) == {"activations"}  # stores and indexes: nothing to log
+    assert {name for name, spec in pipeline_specs().items() if not spec.rules} == {"activations"}  # stores, indexes
 
 
 def test_figures_first_then_the_first_matching_rule_only():
@@ -107,8 +107,9 @@ def test_each_pipelines_outputs_are_logged_as_before():
 
 
 def test_a_rule_says_what_it_matches():
-    assert all(isinstance(rule, OutputRule) and rule.description for rule in OUTPUT_RULES)
-    assert OUTPUT_RULES[:len(GENERIC_RULES)] == GENERIC_RULES
+    rules = all_output_rules()
+    assert all(isinstance(rule, OutputRule) and rule.description for rule in rules)
+    assert rules[:len(GENERIC_RULES)] == GENERIC_RULES
 
 
 def test_a_runs_claims_become_metrics_named_claim_id():

@@ -1,5 +1,11 @@
-"""Several figures as one: a dict of matplotlib figures per file name, one plotly figure with a dropdown.
+"""What every method's figures share: their style, and several figures as one (no Kedro).
 
+Style: figures are :class:`matplotlib.figure.Figure` objects made without pyplot, so no backend is
+chosen or forced here: they save anywhere (Kedro, MLflow) and display inline in notebooks. They are
+sized to be read in a paper: at least :data:`MIN_FIGURE_WIDTH_IN` inches wide at :data:`FIGURE_DPI`
+dots per inch (≥ 1050 px); plotly figures are :data:`PLOTLY_WIDTH` px wide.
+
+Several figures as one: a dict of matplotlib figures per file name, one plotly figure with a dropdown.
 A method's per-pair (or per-model) figures are drawn by its summary node and saved as one dataset
 each (kedro-viz then draws them inside the method's box, not on the top level): matplotlib figures
 as a folder of PNGs (:class:`thinkalike.io.atomic.MatplotlibDataset` saves a dict ``{file: figure}``),
@@ -12,7 +18,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+import matplotlib
 import plotly.graph_objects as go
+from cycler import cycler
+
+FIGURE_DPI = 150
+MIN_FIGURE_WIDTH_IN = 7.0  # 7 in × 150 dpi = 1050 px
+PLOTLY_WIDTH = 1050  # px: the interactive figures as wide as the PNGs
+LAYER_LABEL = "layer (0 = embeddings)"
+
+#: 40 distinct (line style, colour) combinations: the 10 tab10 colours solid, then dashed, …
+DISTINCT_LINES = cycler(linestyle=["-", "--", "-.", ":"]) * cycler(color=list(matplotlib.colormaps["tab10"].colors))
 
 Item = TypeVar("Item")
 

@@ -14,12 +14,13 @@ from click import ClickException
 from kedro.config import MissingConfigException
 from kedro.framework.hooks import hook_impl
 
-from thinkalike.pipelines.builders import OUTPUT_RULES, PIPELINE_BUILDERS
+from thinkalike.pipelines.builders import all_output_rules
 from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import run_parameters
 from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
 from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.scope import pipelines_in_run
+from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
 from thinkalike.records import apply_rules
 from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
@@ -78,7 +79,7 @@ def run_pipelines(run_params: dict[str, Any], pipeline) -> tuple[list[str], dict
     the registered pipelines."""
     from kedro.framework.project import pipelines as registered
 
-    built = {name: registered[name] for name in PIPELINE_BUILDERS}
+    built = {name: registered[name] for name in pipeline_specs()}
     return pipelines_in_run(run_params.get("pipeline_names"), built, pipeline), built
 
 
@@ -142,8 +143,8 @@ class MlflowTrackingHooks:
     what the catalog holds and resuming never depends on MLflow.
     """
 
-    def __init__(self) -> None:
-        self._recorder: RunRecorder | DeferredRecorder | None = None
+    def __init__(self, recorder: RunRecorder | DeferredRecorder | None = None) -> None:
+        self._recorder = recorder
         self._settings: TrackingSettings | None = None
         self._project_root: Path | None = None
 
@@ -189,9 +190,7 @@ class MlflowTrackingHooks:
         (:class:`thinkalike.tracking.DeferredRecorder`) for the driver, MLflow's one writer."""
         if self._recorder is None:
             return None
-        worker_hooks = MlflowTrackingHooks()
-        worker_hooks._recorder = DeferredRecorder()
-        return worker_hooks
+        return MlflowTrackingHooks(DeferredRecorder())
 
     def report(self) -> DeferredRecorder | None:
         return self._recorder if isinstance(self._recorder, DeferredRecorder) else None
@@ -254,6 +253,6 @@ def run_tags(run_params: dict[str, Any], project_root: Path) -> dict[str, str]:
 
 def record_saved_output(recorder: RunRecorder | DeferredRecorder, name: str, data: Any) -> None:
     """What MLflow gets from one saved output: the first of the pipelines' rules that matches it
-    (:data:`thinkalike.pipelines.builders.OUTPUT_RULES`; figures, loss curves, corpus statistics, CKA summaries,
+    (:func:`thinkalike.pipelines.builders.all_output_rules`; figures, loss curves, corpus statistics, CKA summaries,
     tables, the run's timings …)."""
-    apply_rules(OUTPUT_RULES, recorder, name.removeprefix(f"{MODELS}."), data)
+    apply_rules(all_output_rules(), recorder, name.removeprefix(f"{MODELS}."), data)

@@ -25,10 +25,10 @@ from kedro.framework.project import pipelines
 from kedro.pipeline import Pipeline
 from kedro.utils import find_kedro_project
 
-from thinkalike.pipelines.builders import PIPELINE_BUILDERS, build_pipelines
+from thinkalike.pipelines.builders import build_pipelines
 from thinkalike.pipelines.parameters import configured_parameters, loader_parameters
 
-__all__ = ["PIPELINE_BUILDERS", "ProjectContext", "build_pipelines", "install_pipelines", "register_pipelines"]
+__all__ = ["ProjectContext", "build_pipelines", "install_pipelines", "register_pipelines"]
 
 
 def register_pipelines() -> dict[str, Pipeline]:

@@ -5,7 +5,7 @@ MLflow names read ``gelu_2l.train_loss``, ``cka.<a>__<b>.<metric>``: ``gelu_2l.t
 ``cka.a__b.cka_table``, ``nli.copy_00.accuracy``) or by kind of data, and records them with a
 :class:`Recorder` (:class:`thinkalike.tracking.RunRecorder`, or the :class:`~thinkalike.tracking.DeferredRecorder`
 of a worker process). Each pipeline package lists its rules in its ``metrics`` module (``RULES``);
-:data:`thinkalike.pipelines.builders.OUTPUT_RULES` gathers them after the generic rules here, so a new
+:func:`thinkalike.pipelines.builders.all_output_rules` gathers them after the generic rules here, so a new
 method adds its rules without touching a shared if-chain. :func:`apply_rules` applies the first
 rule that matches; the rules of different pipelines match disjoint outputs (tested on every dataset of
 the configured pipelines), so their order does not decide anything but for the generic rules first.

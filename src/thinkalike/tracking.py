@@ -185,50 +185,153 @@ def process_is_alive(pid: int) -> bool:
     return True
 
 
-@dataclass
-class RunRecorder:
-    """One MLflow run of a ``kedro run``; after a store failure every call is a recorded no-op.
-
-    ``not_logged`` lists what could not be logged (reported once at :meth:`end`).
-    """
+@dataclass(frozen=True)
+class TrackingStore:
+    """The MLflow store of a project: where it is (relative ``sqlite:///`` paths anchored at the project root),
+    whether it can be used, and the experiment and runs in it."""
 
     settings: TrackingSettings
     project_root: Path
-    run_id: str | None = None
+
+    @property
+    def uri(self) -> str:
+        return anchored_tracking_uri(self.settings.tracking_uri, self.project_root)
+
+    def probe(self) -> None:
+        """Raises :class:`TrackingStoreError` naming the store when it is unusable (:func:`probe_store`)."""
+        probe_store(self.uri, self.settings.probe_timeout_s)
+
+    def client(self):
+        from mlflow import MlflowClient
+
+        return MlflowClient(tracking_uri=self.uri)
+
+    def open_run(self, run_name: str, tags: Mapping[str, str]) -> tuple[Any, str]:
+        """A new run in the experiment (created or restored when needed; stale runs of this host marked FAILED),
+        tagged with ``tags`` and this host and process: ``(client, run_id)``."""
+        with self._creation_lock():  # creating the client creates (migrates) the database
+            client = self.client()
+            experiment_id = self._experiment_id(client)
+        self._fail_stale_runs(client, experiment_id)
+        all_tags = {**tags, HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+        return client, client.create_run(experiment_id, run_name=run_name, tags=all_tags).info.run_id
+
+    def _experiment_id(self, client) -> str:
+        """The experiment's id, created (runs-table kind, local artifacts) or restored when needed."""
+        experiment = client.get_experiment_by_name(self.settings.experiment)
+        if experiment is None:
+            return client.create_experiment(self.settings.experiment, artifact_location=self._artifact_location(),
+                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+        if experiment.lifecycle_stage == "deleted":
+            client.restore_experiment(experiment.experiment_id)
+        if experiment.tags.get(EXPERIMENT_KIND_TAG) is None:
+            client.set_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+        return experiment.experiment_id
+
+    def _artifact_location(self) -> str | None:
+        """``<project root>/mlartifacts`` beside a local SQLite store; the server's default otherwise."""
+        if sqlite_path(self.uri) is None:
+            return None
+        return (Path(self.project_root).resolve() / ARTIFACT_FOLDER).as_uri()
+
+    @contextmanager
+    def _creation_lock(self) -> Iterator[None]:
+        database = sqlite_path(self.uri)
+        if database is None:
+            yield
+            return
+        from filelock import FileLock
+
+        with FileLock(str(database) + ".lock", timeout=120):
+            yield
+
+    def _fail_stale_runs(self, client, experiment_id: str) -> None:
+        host = socket.gethostname()
+        for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'",
+                                      max_results=1000):
+            tags = run.data.tags
+            if tags.get(HOST_TAG) == host and tags.get(PID_TAG, "").isdigit() \
+                    and not process_is_alive(int(tags[PID_TAG])):
+                client.set_terminated(run.info.run_id, "FAILED")
+                logger.warning("MLflow run %s was left RUNNING by a process that no longer exists; "
+                               "marked FAILED", run.info.run_id)
+
+
+@dataclass
+class StoreFailures:
+    """The failure policy: the first store failure (a warning, or in strict mode an error) and what was not logged
+    after it (reported once at the run's end)."""
+
+    store: TrackingStore
     failure: str | None = None
     not_logged: list[str] = field(default_factory=list)
 
+    def fail(self, error: BaseException, what: str) -> None:
+        if self.store.settings.strict:
+            raise TrackingStoreError(f"{error} (mlflow.strict is true, so the run stops; set it to false to "
+                                     "run without MLflow)") from error
+        if self.failure is None:
+            self.failure = str(error)
+            unlogged = ("nothing of this run (parameters, metrics, tables, figures) is logged"
+                        if what == "the whole run" else f"from {what} on, nothing more is logged")
+            warnings.warn(f"MLflow store {self.store.uri} is unusable: {error}. The run goes on and saves every "
+                          f"catalog output, but {unlogged} to MLflow (set mlflow.strict: true to stop instead).",
+                          RuntimeWarning, stacklevel=4)
+        self.not_logged.append(what)
+
+    @contextmanager
+    def guard(self, what: str) -> Iterator[None]:
+        """Any store failure inside becomes :meth:`fail` (a strict-mode error passes through)."""
+        try:
+            yield
+        except TrackingStoreError:
+            raise
+        except Exception as error:  # noqa: BLE001 - any store failure degrades to a warning (or strict error)
+            self.fail(error, what)
+
+    def report(self) -> None:
+        """One log line listing what was not logged, when anything was."""
+        if self.failure is not None and self.not_logged:
+            shown = ", ".join(self.not_logged[:8]) + (" …" if len(self.not_logged) > 8 else "")
+            logger.info("Not logged to MLflow (%d items): %s. Every catalog output was saved.",
+                        len(self.not_logged), shown)
+
+
+class RunRecorder:
+    """One MLflow run of a ``kedro run`` in its :class:`TrackingStore`; after a store failure every call is a
+    recorded no-op (:class:`StoreFailures`)."""
+
+    def __init__(self, settings: TrackingSettings, project_root: Path) -> None:
+        self.settings = settings
+        self.store = TrackingStore(settings, Path(project_root))
+        self.failures = StoreFailures(self.store)
+        self.run_id: str | None = None
+
     @property
     def tracking_uri(self) -> str:
-        return anchored_tracking_uri(self.settings.tracking_uri, self.project_root)
+        return self.store.uri
 
     @property
     def active(self) -> bool:
-        return self.run_id is not None and self.failure is None
+        return self.run_id is not None and self.failures.failure is None
 
     def check(self) -> None:
         """Probes the store: raises in strict mode, else warns once and disables logging."""
         if not self.settings.enabled:
             return
         try:
-            probe_store(self.tracking_uri, self.settings.probe_timeout_s)
+            self.store.probe()
         except TrackingStoreError as error:
-            self._fail(error, "the whole run")
+            self.failures.fail(error, "the whole run")
 
     def start(self, run_name: str, parameters: Mapping[str, Any], tags: Mapping[str, str]) -> None:
         """Opens the run (experiment created if needed), marks stale runs failed, logs params and tags."""
-        if not self.settings.enabled or self.failure is not None:
+        if not self.settings.enabled or self.failures.failure is not None:
             return
-        with self._guard("the run itself"):
+        with self.failures.guard("the run itself"):
             from mlflow.entities import Param
 
-            with self._creation_lock():  # creating the client creates (migrates) the database
-                client = self._client()
-                experiment_id = self._experiment_id(client)
-            self._fail_stale_runs(client, experiment_id)
-            all_tags = {**tags, HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
-            run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
-            self.run_id = run.info.run_id
+            client, self.run_id = self.store.open_run(run_name, tags)
             params = [Param(key, value) for key, value in flatten_parameters(parameters).items()]
             for start in range(0, len(params), 100):
                 client.log_batch(self.run_id, params=params[start:start + 100])
@@ -270,93 +373,22 @@ class RunRecorder:
         self._when_active(artifact_file, lambda client: client.log_text(self.run_id, text, artifact_file))
 
     def end(self, status: str) -> None:
-        """Closes the run with ``status`` (FINISHED / FAILED); warns once about anything not logged."""
+        """Closes the run with ``status`` (FINISHED / FAILED); says once what was not logged."""
         if self.active:
-            with self._guard("the run's end"):
-                self._client().set_terminated(self.run_id, status)
-        if self.failure is not None and self.not_logged:
-            shown = ", ".join(self.not_logged[:8]) + (" …" if len(self.not_logged) > 8 else "")
-            logger.info("Not logged to MLflow (%d items): %s. Every catalog output was saved.",
-                        len(self.not_logged), shown)
-
-    # ------------------------------------------------------------------ internals
-    def _client(self):
-        from mlflow import MlflowClient
-
-        return MlflowClient(tracking_uri=self.tracking_uri)
-
-    def _experiment_id(self, client) -> str:
-        """The experiment's id, created (runs-table kind, local artifacts) or restored when needed."""
-        experiment = client.get_experiment_by_name(self.settings.experiment)
-        if experiment is None:
-            return client.create_experiment(self.settings.experiment, artifact_location=self._artifact_location(),
-                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
-        if experiment.lifecycle_stage == "deleted":
-            client.restore_experiment(experiment.experiment_id)
-        if experiment.tags.get(EXPERIMENT_KIND_TAG) is None:
-            client.set_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
-        return experiment.experiment_id
-
-    def _artifact_location(self) -> str | None:
-        """``<project root>/mlartifacts`` beside a local SQLite store; the server's default otherwise."""
-        if sqlite_path(self.tracking_uri) is None:
-            return None
-        return (Path(self.project_root).resolve() / ARTIFACT_FOLDER).as_uri()
-
-    @contextmanager
-    def _creation_lock(self) -> Iterator[None]:
-        database = sqlite_path(self.tracking_uri)
-        if database is None:
-            yield
-            return
-        from filelock import FileLock
-
-        with FileLock(str(database) + ".lock", timeout=120):
-            yield
-
-    def _fail_stale_runs(self, client, experiment_id: str) -> None:
-        host = socket.gethostname()
-        for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'",
-                                      max_results=1000):
-            tags = run.data.tags
-            if tags.get(HOST_TAG) == host and tags.get(PID_TAG, "").isdigit() \
-                    and not process_is_alive(int(tags[PID_TAG])):
-                client.set_terminated(run.info.run_id, "FAILED")
-                logger.warning("MLflow run %s was left RUNNING by a process that no longer exists; "
-                               "marked FAILED", run.info.run_id)
-
-    def _fail(self, error: BaseException, what: str) -> None:
-        if self.settings.strict:
-            raise TrackingStoreError(f"{error} (mlflow.strict is true, so the run stops; set it to false to "
-                                     "run without MLflow)") from error
-        if self.failure is None:
-            self.failure = str(error)
-            unlogged = ("nothing of this run (parameters, metrics, tables, figures) is logged"
-                        if what == "the whole run" else f"from {what} on, nothing more is logged")
-            warnings.warn(f"MLflow store {self.tracking_uri} is unusable: {error}. The run goes on and saves every "
-                          f"catalog output, but {unlogged} to MLflow (set mlflow.strict: true to stop instead).",
-                          RuntimeWarning, stacklevel=3)
-        self.not_logged.append(what)
-
-    @contextmanager
-    def _guard(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except TrackingStoreError:
-            raise
-        except Exception as error:  # noqa: BLE001 - any store failure degrades to a warning (or strict error)
-            self._fail(error, what)
+            with self.failures.guard("the run's end"):
+                self.store.client().set_terminated(self.run_id, status)
+        self.failures.report()
 
     def _when_active(self, what: str, log: Callable[[Any], None]) -> None:
         """Calls ``log(client)`` when the run is open; records ``what`` as not logged after a failure."""
         if not self.settings.enabled:
             return
         if not self.active:
-            if self.failure is not None:
-                self.not_logged.append(what)
+            if self.failures.failure is not None:
+                self.failures.not_logged.append(what)
             return
-        with self._guard(what):
-            log(self._client())
+        with self.failures.guard(what):
+            log(self.store.client())
 
     def _log_metric_batches(self, client, histories: Mapping[str, tuple[list[float], list[int]]]) -> None:
         from mlflow.entities import Metric

@@ -15,17 +15,11 @@ import pytest
 from matplotlib.figure import Figure
 from PIL import Image
 
+from thinkalike.cka.compute import distance_table, pair_summary
+from thinkalike.cka.figures import distance_matrix_figure, group_curves_figure, heatmap_figure, heatmap_plotly
+from thinkalike.cka.settings import CKASettings
+from thinkalike.figures import LAYER_LABEL
 from thinkalike.pipelines.zoo.nodes import training_curves_figure
-from thinkalike.reports.cka import (
-    LAYER_LABEL,
-    CKASettings,
-    distance_matrix_figure,
-    distance_table,
-    group_curves_figure,
-    heatmap_figure,
-    heatmap_plotly,
-    pair_summary,
-)
 
 
 def pair_table(matrix: np.ndarray, model_a: str = "gpt", model_b: str = "bert", skip: bool = False) -> pd.DataFrame:
@@ -161,7 +155,7 @@ def test_skip_constant_layers_setting_is_checked():
 
 
 def test_importing_the_library_does_not_choose_a_matplotlib_backend():
-    code = ("import matplotlib; import thinkalike.reports.cka, thinkalike.pipelines.zoo.nodes; "
+    code = ("import matplotlib; import thinkalike.cka.figures, thinkalike.pipelines.zoo.nodes; "
             "print(matplotlib.get_backend())")
     env_backend = "svg"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -170,8 +164,8 @@ def test_importing_the_library_does_not_choose_a_matplotlib_backend():
 
 
 def test_a_stored_layer_subset_keeps_its_layer_numbers():
+    from thinkalike.cka.compute import cka_long_table
     from thinkalike.measures.cka import CKAAccumulator
-    from thinkalike.reports.cka import cka_long_table
 
     rng = np.random.default_rng(3)
     accumulator = CKAAccumulator(3, 2)
@@ -189,8 +183,8 @@ def test_a_stored_layer_subset_keeps_its_layer_numbers():
 def test_the_table_keeps_each_minibatchs_cka_and_their_mean_is_the_cell():
     """``batch_cka``: one value per minibatch per cell; with mean_of_ratios their mean is the cell's CKA, and each
     equals CKA computed on that minibatch alone."""
+    from thinkalike.cka.compute import cka_long_table
     from thinkalike.measures.cka import CKAAccumulator, cka_matrix
-    from thinkalike.reports.cka import cka_long_table
 
     rng = np.random.default_rng(3)
     batches = [(rng.normal(size=(3, 50, 6)), rng.normal(size=(2, 50, 5))) for _ in range(4)]

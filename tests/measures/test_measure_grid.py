@@ -1,5 +1,5 @@
 """cka.measures.layers (the layer grid), the cost estimate line and the rogue-dimension log line
-(thinkalike.reports.measures), on small random activations (no project)."""
+(thinkalike.measures.tables), on small random activations (no project)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from thinkalike.cka.settings import CKASettings
 from thinkalike.measures.distances import match_layers_by_relative_depth
-from thinkalike.reports.cka import CKASettings
-from thinkalike.reports.measures import (
+from thinkalike.measures.figures import measures_heatmap_figure
+from thinkalike.measures.tables import (
     MeasureSettings,
     dimension_shares,
-    measures_heatmap_figure,
     remedy_summary,
     grounding_table,
     layer_shares,
@@ -96,7 +96,7 @@ def test_grounding_takes_a_model_with_itself_on_the_diagonal_grid():
 
 
 def test_one_estimate_line_before_the_rest(caplog):
-    with caplog.at_level(logging.INFO, logger="thinkalike.reports.measures"):
+    with caplog.at_level(logging.INFO, logger="thinkalike.measures.tables"):
         table(activations(3, 4), activations(4, 4), settings(layers="all"))
     lines = [r.getMessage() for r in caplog.records if "layer pairs" in r.getMessage()]
     assert len(lines) == 1, lines
@@ -108,10 +108,10 @@ def test_one_estimate_line_before_the_rest(caplog):
 def test_the_rogue_dimension_is_one_log_line_not_a_warning(caplog, recwarn):
     rows = np.random.default_rng(5).standard_normal((3, 50, 6))
     rows[1, :, 2] *= 30.0  # layer 1: one dimension carries almost all of the variance
-    with caplog.at_level(logging.INFO, logger="thinkalike.reports.measures"):
+    with caplog.at_level(logging.INFO, logger="thinkalike.measures.tables"):
         shares = layer_shares(list(rows), "gpt", [0, 4, 8])
     assert shares["top1_share"].iloc[1] > 0.9
-    records = [r for r in caplog.records if r.name == "thinkalike.reports.measures"]
+    records = [r for r in caplog.records if r.name == "thinkalike.measures.tables"]
     assert len(records) == 1 and records[0].levelno == logging.WARNING
     message = records[0].getMessage()
     assert message.startswith("gpt: one dimension carries more than 50% of the variance at layer(s) 4 (")

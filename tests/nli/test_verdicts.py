@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from thinkalike.nli.analysis import RELATIONS
-from thinkalike.reports.nli import (
+from thinkalike.nli.verdicts import (
     cka_sentence,
     distance_sentence,
     stitching_divergence,

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from tests.reference_cka import ref_grid
+from thinkalike.cka.compute import TABLE_COLUMNS
+from thinkalike.cka.settings import CKASettings
 from thinkalike.pipelines.cka.pairs import configured_pairs
-from thinkalike.reports.cka import TABLE_COLUMNS, CKASettings
 
 MODELS = ["a", "b", "c", "d"]
 
@@ -102,7 +103,7 @@ def test_figures_are_saved_and_logged_to_mlflow(tiny_project):
 def test_a_dropdown_figure_shows_one_figure_at_a_time():
     import plotly.graph_objects as go
 
-    from thinkalike.reports.figure_menu import dropdown_figure
+    from thinkalike.figures import dropdown_figure
 
     first = go.Figure([go.Heatmap(z=[[1, 2]]), go.Scatter(y=[1])], layout={"title": "first", "xaxis_title": "x1"})
     second = go.Figure([go.Heatmap(z=[[3]])], layout={"title": "second", "xaxis_title": "x2"})
@@ -199,7 +200,7 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
         assert row.value == pytest.approx(expected, rel=1e-9, abs=1e-12), row
     assert set(catalog.load("rogue_remedies")["variant"]) == set(variants)
     from thinkalike.measures.grounding import layer_monotonicity
-    from thinkalike.reports.measures import measure_matrix
+    from thinkalike.measures.tables import measure_matrix
 
     grounding = catalog.load("measure_grounding").set_index("measure")
     assert list(grounding.index) == list(MEASURE_NAMES)
@@ -342,7 +343,7 @@ def test_calibrated_scores_of_the_pair_against_its_permutation_null(tiny_project
     """conf/test calibrates cka, procrustes and mutual_knn with 9 shuffles on the pair of different models only:
     the observed matched-layer means are the measures table's, every p-value is on the grid 1/10 … 1, and the
     z-scores agree with the null columns."""
-    from thinkalike.reports.measures import pair_measure_summary
+    from thinkalike.measures.tables import pair_measure_summary
 
     project, catalog = tiny_project
     calibration = catalog.load("models.cka.gelu_1l__neox_xs.calibration_table")
@@ -375,7 +376,7 @@ def test_calibrated_scores_of_the_pair_against_its_permutation_null(tiny_project
                                             r"auto$"),
 ])
 def test_bad_measure_settings_are_named(measures, message):
-    from thinkalike.reports.measures import MeasureSettings
+    from thinkalike.measures.tables import MeasureSettings
 
     with pytest.raises(ValueError, match=message):
         MeasureSettings.from_parameters(measures)
@@ -421,8 +422,8 @@ def test_a_planted_rogue_dimension_decides_cka_and_the_remedies_undo_it(tiny_pro
     """A zoo model's own activations against themselves with one more dimension of noise at 30× the largest
     standard deviation planted on one side: CKA (1 without it) collapses on the raw rows; removing each side's top
     dimension or standardising gives most of it back; the planted layers are flagged."""
-    from thinkalike.reports.cka import CKASettings
-    from thinkalike.reports.measures import MeasureSettings, measures_long_table
+    from thinkalike.cka.settings import CKASettings
+    from thinkalike.measures.tables import MeasureSettings, measures_long_table
 
     _, catalog = tiny_project
     store = catalog.load("models.gelu_1l.activations")
@@ -431,7 +432,7 @@ def test_a_planted_rogue_dimension_decides_cka_and_the_remedies_undo_it(tiny_pro
     scale = 30 * a.std(axis=1).max()
     planted = np.concatenate([a, scale * rng.normal(size=(*a.shape[:2], 1))], axis=2)  # one more dimension
     settings = MeasureSettings(names=("cka",), max_tokens=48, remedy_measures=("cka",), remedy_top_dimensions=1)
-    with caplog.at_level("INFO", logger="thinkalike.reports.measures"):
+    with caplog.at_level("INFO", logger="thinkalike.measures.tables"):
         table = measures_long_table(a, planted, settings, CKASettings(), model_a="gelu_1l", model_b="planted",
                                     layer_ids_a=store.layers, layer_ids_b=store.layers)
     rogue = [r for r in caplog.records if "one dimension carries more than 50%" in r.getMessage()]

@@ -21,11 +21,12 @@ from tests.models.conftest import save_sentence_encoder
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
 from tests.pipelines.hub_cache import hub_ids, use_hub_cache
 from thinkalike.pipelines.activations.pipeline import configured_models
-from thinkalike.pipelines.builders import PIPELINE_BUILDERS, build_pipelines, configuration_error_pipeline
+from thinkalike.pipelines.builders import build_pipelines, configuration_error_pipeline
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
 from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.scope import pipelines_in_run
+from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
 
 ENVIRONMENTS = sorted(folder.name for folder in (PROJECT_ROOT / "conf").iterdir()
@@ -73,7 +74,7 @@ def test_every_environment_builds_and_validates_offline(tmp_path, monkeypatch, e
     parameters = configured_parameters(project, env)
     use_hub_cache(monkeypatch, tmp_path / "hub", hub_ids(configured_models(parameters).values()))
     built = session_pipelines(project, env)
-    assert set(PIPELINE_BUILDERS) <= set(built)
+    assert set(pipeline_specs()) <= set(built)
     for name in ("corpus", "activations", "cka", "mlem", "nli", "report"):
         assert built[name].nodes, f"{env}: pipeline {name} is empty"
     if env in (None, "pythia"):  # the scaling family: the zoo's GPT-NeoX family, or Pythia 70m … 6.9b
@@ -130,9 +131,9 @@ def test_a_section_the_run_does_not_use_cannot_stop_it(tmp_path, monkeypatch):
 def test_the_pipelines_of_a_run_follow_the_names_and_the_node_filters(tmp_path):
     project = make_project_copy(tmp_path)
     built = build_pipelines(configured_parameters(project, "test"))
-    registered = {name: built[name] for name in PIPELINE_BUILDERS}
-    assert pipelines_in_run(None, registered) == list(PIPELINE_BUILDERS)
-    assert pipelines_in_run(["__default__"], registered) == list(PIPELINE_BUILDERS)
+    registered = {name: built[name] for name in pipeline_specs()}
+    assert pipelines_in_run(None, registered) == list(pipeline_specs())
+    assert pipelines_in_run(["__default__"], registered) == list(pipeline_specs())
     assert pipelines_in_run(["cka", "corpus"], registered) == ["corpus", "cka"]
     one_pair = built["__default__"].only_nodes_with_namespaces(["models.cka.gelu_1l__neox_xs"])
     assert not built["scaling"].nodes  # conf/test has no GPT-NeoX family: an empty pipeline stays in (scope.py)

@@ -15,7 +15,7 @@ from thinkalike.nli.analysis import (
     identity_stitch_table,
     stratified_subset,
 )
-from thinkalike.reports.nli import (
+from thinkalike.nli.verdicts import (
     cka_sentence,
     distance_sentence,
     stitching_sentence,

@@ -10,15 +10,12 @@ from kedro.pipeline import Node
 
 from tests.pipelines.conftest import make_project_copy
 from thinkalike.pipelines.builders import has_configuration_error
-from thinkalike.pipeline_registry import (
-    PIPELINE_BUILDERS,
-    build_pipelines,
-    register_pipelines,
-)
+from thinkalike.pipeline_registry import build_pipelines, register_pipelines
 from thinkalike.pipelines.cka.pairs import pair_namespace
 from thinkalike.pipelines.namespaces import model_dataset
 from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.pipelines.schema import ParameterError
+from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
 
 TEST_MODELS = {"gelu_1l", "neox_xs"}
@@ -82,15 +79,15 @@ def test_default_is_the_sum_and_dotted_names_do_not_warn(project, monkeypatch):
         warnings.simplefilter("always")
         built = build_pipelines(parameters)
     assert not [warning for warning in caught if "contain '.'" in str(warning.message)]
-    assert set(built) == {"corpus", "zoo", "activations", "cka", "stitching", "__default__"} | set(PIPELINE_BUILDERS)
-    assert set(built["__default__"].nodes) == {node for name in PIPELINE_BUILDERS for node in built[name].nodes}
+    assert set(built) == {"corpus", "zoo", "activations", "cka", "stitching", "__default__"} | set(pipeline_specs())
+    assert set(built["__default__"].nodes) == {node for name in pipeline_specs() for node in built[name].nodes}
     assert built["nli"].nodes
 
-    for name, build in PIPELINE_BUILDERS.items():  # each alone too (the warning is printed once a process)
+    for name, spec in pipeline_specs().items():  # each alone too (the warning is printed once a process)
         monkeypatch.setattr(Node, "__dotted_dataset_name_warned__", False, raising=False)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            build(parameters)
+            spec.build(parameters)
         assert not [warning for warning in caught if "contain '.'" in str(warning.message)], name
 
 

@@ -12,7 +12,8 @@ import pytest
 from mlflow import MlflowClient
 
 from tests.pipelines.conftest import make_project_copy, run_project
-from thinkalike.pipeline_registry import PIPELINE_BUILDERS, build_pipelines
+from thinkalike.pipeline_registry import build_pipelines
+from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.corpus import nodes as corpus_nodes
 from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.timing_hooks import pipeline_membership
@@ -55,7 +56,7 @@ def test_the_default_run_saves_a_row_per_node_and_its_totals_go_to_mlflow(tiny_p
     membership = pipeline_membership(default)
     assert dict(zip(nodes["node"], nodes["pipeline"])) == {name: membership[name] for name in nodes["node"]}
     # every registered pipeline with nodes ran and is named (conf/test has no GPT-NeoX family: scaling is empty)
-    assert set(nodes["pipeline"]) == {name for name in PIPELINE_BUILDERS if default[name].nodes}
+    assert set(nodes["pipeline"]) == {name for name in pipeline_specs() if default[name].nodes}
     assert not default["scaling"].nodes
     assert set(table["status"]) == {"completed"}
     assert (table[["seconds", "cpu_seconds", "load_seconds", "save_seconds", "other_seconds"]] >= 0).all().all()
@@ -77,7 +78,7 @@ def test_the_default_run_saves_a_row_per_node_and_its_totals_go_to_mlflow(tiny_p
 
     metrics = run.data.metrics
     totals = pipeline_totals(table).set_index("pipeline")
-    ran = [pipeline for pipeline in PIPELINE_BUILDERS if default[pipeline].nodes]
+    ran = [pipeline for pipeline in pipeline_specs() if default[pipeline].nodes]
     for pipeline in ran:
         assert metrics[f"timing.{pipeline}.seconds"] == pytest.approx(totals.loc[pipeline, "seconds"])
         assert metrics[f"timing.{pipeline}.nodes"] == (nodes["pipeline"] == pipeline).sum()

@@ -9,15 +9,15 @@ import pytest
 
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
 from thinkalike.pipelines.schema import ParameterError, validate_stitching
-from thinkalike.pipelines.stitching.figure import (
+from thinkalike.pipelines.stitching.pipeline import SUMMARY_OUTPUTS
+from thinkalike.pipelines.stitching.plan import layer_grid, ordered_pairs
+from thinkalike.stitching.figures import (
     curves_figure,
     penalty_heatmap,
     penalty_heatmap_plotly,
     penalty_matrix,
     penalty_plotly,
 )
-from thinkalike.pipelines.stitching.pipeline import SUMMARY_OUTPUTS
-from thinkalike.pipelines.stitching.plan import layer_grid, ordered_pairs
 
 PAIR = ("gelu_1l", "neox_xs")
 NAMESPACE = f"models.stitching.{PAIR[0]}__{PAIR[1]}"
@@ -218,7 +218,7 @@ def _seeded(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_penalty_figures_show_the_seed_spread_beside_the_interval():
-    from thinkalike.pipelines.stitching.figure import SEED_OFFSET, penalty_figure
+    from thinkalike.stitching.figures import SEED_OFFSET, penalty_figure
 
     table = _grid_table()
     table = _seeded(table[table["layer_f"] == table["layer_g"]])

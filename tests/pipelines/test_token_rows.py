@@ -11,7 +11,7 @@ import yaml
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
 from thinkalike.models.activation_store import write_activation_store
 from thinkalike.pipelines.schema import ParameterError, validate_activations
-from thinkalike.pipelines.validation import _validate_cka
+from thinkalike.pipelines.cka.schema import validate_cka
 
 
 def test_default_cka_excludes_special_tokens_and_records_it(tiny_project):
@@ -55,7 +55,7 @@ def test_new_settings_are_validated_by_name():
     with pytest.raises(ParameterError, match=r"^activations\.final_norm"):
         validate_activations({"final_norm": "yes"})
     with pytest.raises(ParameterError, match=r"^cka\.exclude_special_tokens"):
-        _validate_cka({"exclude_special_tokens": "no", "pairs": {"intra": True}}, {"m": "zoo:m"})
+        validate_cka({"exclude_special_tokens": "no", "pairs": {"intra": True}}, {"m": "zoo:m"})
 
 
 def _checkpoint_with_a_four_token_wrapping(directory: Path) -> Path:

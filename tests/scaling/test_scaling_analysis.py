@@ -1,4 +1,4 @@
-"""The scaling-family analysis (thinkalike.reports.scaling) on planted CKA tables: the planted blocks, the planted
+"""The scaling-family analysis (thinkalike.scaling.analysis) on planted CKA tables: the planted blocks, the planted
 outlier, its on-trend twin, the trend of intra-model similarity with size and the early-layer cells are recovered."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from thinkalike.reports.scaling import (
+from thinkalike.scaling.analysis import (
     Architecture,
     ScalingConfigError,
     ScalingSettings,
     analyse_family,
     architecture_of,
-    scaling_figure,
     scaling_metrics,
 )
+from thinkalike.scaling.figures import scaling_figure
 
 #: name: (d_model, blocks, heads, d_head); "l" is off-trend (head dimension 40), "l_twin" its on-trend twin
 SHAPES = {"xs": (32, 2, 2, 16), "s": (48, 3, 3, 16), "m": (64, 4, 4, 16), "l": (80, 6, 2, 40),

@@ -18,7 +18,7 @@ Conventions (those of the paper's public code)
 Modules: :mod:`~thinkalike.embedding.space` (E, E′, checks, token labels), :mod:`~.parameters` (parameter
 vectors per family), :mod:`~.topk` (top-k of a factored product by row blocks), :mod:`~.reading` (tables and
 report), :mod:`~.invertibility` (keep-k robust invertibility, appendix A), :mod:`~.alignment` (layer
-alignment, §5.1), :mod:`~.zero_shot` (zero-shot stitching map, §5.2).
+alignment, §5.1), :mod:`~.zero_shot` (zero-shot stitching map, §5.2), :mod:`~.figures` (the pipeline's figures).
 """
 
 from thinkalike.embedding.alignment import (

@@ -1,4 +1,4 @@
-"""Figures of the ``embedding`` pipeline (matplotlib object API, ≥ 1000 px wide)."""
+"""Figures of the ``embedding`` pipeline (matplotlib object API, no pyplot, ≥ 1000 px wide; no Kedro)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Measures beyond CKA between two models' activation stores, as tables and figures (no Kedro).
+"""Measures beyond CKA between two models' activation stores, as tables (no Kedro; their figures:
+:mod:`thinkalike.measures.figures`).
 
 The rows compared are exactly the CKA pipeline's: the same pooling and special-token rule
 (:func:`thinkalike.models.alignment.aligned_minibatches`), all of the pair's aligned rows, of which
@@ -26,10 +27,11 @@ measures on the drawn rows as they are (``raw``), standardised (``standardised``
 :func:`remedy_summary` gives each variant's matched-layer mean.
 
 Grounding (:mod:`thinkalike.measures.grounding`; :func:`grounding_table`, the ``measure_grounding`` table, and
-:func:`grounding_figure`). A model compared with itself also gets, with ``cka.measures.grounding.max_components``
-K > 0 (default 5), rows for three controls at its middle layer (``len(layers) // 2`` of the stored layers; one
-layer, as they cost about eleven tables of one layer), on the rows every measure sees: ``variant``
-``permuted_rows`` — the layer against itself with its rows shuffled (one seeded permutation); ``independent_rows``
+:func:`~thinkalike.measures.figures.grounding_figure`). A model compared with itself also gets, with
+``cka.measures.grounding.max_components`` K > 0 (default 5), rows for three controls at its middle layer
+(``len(layers) // 2`` of the stored layers; one layer, as they cost about eleven tables of one layer), on the rows
+every measure sees: ``variant`` ``permuted_rows`` — the layer against itself with its rows shuffled (one seeded
+permutation); ``independent_rows``
 — the layer on its drawn rows against itself on as many other aligned rows (disjoint tokens; when the pair has
 fewer than twice the drawn rows, the drawn rows' two halves, and ``n_tokens`` says so); ``components_removed`` —
 the layer, centred, against itself without its top k principal components, k = 0 … K (``removed_components``). From the tables alone,
@@ -81,8 +83,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
+from thinkalike.cka.settings import CKASettings
 from thinkalike.measures.calibration import calibrate
 from thinkalike.measures.distances import match_layers_by_relative_depth
 from thinkalike.measures.grounding import (
@@ -101,7 +103,6 @@ from thinkalike.models.activation_store import ActivationStore
 from thinkalike.models.alignment import aligned_minibatches
 from thinkalike.models.handle import ModelSourceError
 from thinkalike.models.sources import is_initialisation
-from thinkalike.reports.cka import FIGURE_DPI, LAYER_LABEL, MIN_FIGURE_WIDTH_IN, CKASettings
 
 TABLE_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "measure", "variant", "kind", "value", "n_tokens",
                  "n_rows", "pooling", "exclude_special_tokens", "seed", "options", "standardised",
@@ -115,7 +116,6 @@ GROUNDING_VARIANTS = (PERMUTED, INDEPENDENT, COMPONENTS)
 SUMMARY_COLUMNS = ["model_a", "model_b", "measure", "kind", "matched_mean", "model_distance", "n_matched_layers",
                    "n_tokens"]
 WHERE = "cka.measures"
-OVERVIEW_DPI = 100
 LAYER_GRIDS = ("diagonal", "relative", "all", "auto")
 AUTO_ALL_LAYERS = 13  # ``auto``: every layer pair when both models store at most 12 layers and the embeddings
 
@@ -492,21 +492,6 @@ def dimension_shares(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
             .sort_values(["model", "layer"]).reset_index(drop=True))
 
 
-def dimension_shares_figure(shares: pd.DataFrame) -> Figure:
-    """The largest dimension's variance share per layer (by relative depth), one line per model, the rogue
-    threshold dashed."""
-    figure = Figure(figsize=(MIN_FIGURE_WIDTH_IN, 4.5), dpi=FIGURE_DPI, layout="constrained")
-    axis = figure.subplots()
-    for model, rows in shares.groupby("model", sort=False):
-        depth = np.linspace(0.0, 1.0, len(rows)) if len(rows) > 1 else np.ones(1)
-        axis.plot(depth, rows["top1_share"], marker="o", markersize=3, label=model)
-    axis.axhline(ROGUE_SHARE, color="grey", linestyle="--", linewidth=1)
-    axis.set(xlabel="relative depth (0 = embeddings)", ylabel="variance share of the largest dimension",
-             ylim=(0, 1), title="Rogue dimensions (Timkey & van Schijndel 2021)")
-    axis.legend(fontsize=7, ncol=2)
-    return figure
-
-
 def measure_matrix(table: pd.DataFrame, name: str) -> np.ndarray:
     """The (La, Lb) matrix of one measure of a pair's long table (the ``configured`` rows)."""
     rows = table[(table["measure"] == name) & (table["variant"] == CONFIGURED)]
@@ -534,7 +519,6 @@ def measures_summary(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=SUMMARY_COLUMNS)
 
 
-NULL_SCALE = 0.2  # the figure's nulls: red from a mean alikeness of 0.2 on inputs with no correspondence
 GROUNDING_TESTS = ("monotonicity", "sensitivity", "null_permuted", "null_independent", "specificity",
                    "trained_vs_untrained")
 GROUNDING_COLUMNS = ["measure", "kind", *(column for test in GROUNDING_TESTS for column in (test, f"{test}_chance")),
@@ -610,36 +594,6 @@ def grounding_table(tables: Sequence[pd.DataFrame], groups: Mapping[str, str]) -
     return pd.DataFrame(records, columns=GROUNDING_COLUMNS)
 
 
-def grounding_figure(grounding: pd.DataFrame) -> Figure:
-    """Measures (rows) × grounding tests (columns), each cell coloured by how well the measure passes — ρ for the
-    rank tests, (AP − chance)/(1 − chance) for the ranking tests, 1 − |null alikeness|/:data:`NULL_SCALE` for the
-    nulls, clipped to [0, 1] — and labelled with the score itself."""
-    tests = [test for test in GROUNDING_TESTS if grounding[test].notna().any()]
-    grades = np.full((len(grounding), len(tests)), np.nan)
-    for column, test in enumerate(tests):
-        score, chance = grounding[test].to_numpy(float), grounding[f"{test}_chance"].to_numpy(float)
-        if test.startswith("null"):
-            grade = 1.0 - np.abs(score) / NULL_SCALE
-        elif test in ("specificity", "trained_vs_untrained"):
-            grade = (score - chance) / (1.0 - chance)
-        else:
-            grade = score
-        grades[:, column] = np.clip(grade, 0.0, 1.0)
-    figure = Figure(figsize=(MIN_FIGURE_WIDTH_IN, 0.42 * len(grounding) + 1.8), dpi=FIGURE_DPI, layout="constrained")
-    axis = figure.subplots()
-    axis.imshow(np.ma.masked_invalid(grades), cmap="RdYlGn", vmin=0.0, vmax=1.0, aspect="auto")
-    for (i, j), grade in np.ndenumerate(grades):
-        value = grounding[tests[j]].iloc[i]
-        axis.text(j, i, "–" if not np.isfinite(value) else f"{value:.2f}", ha="center", va="center", fontsize=8)
-    chance = {test: grounding[f"{test}_chance"].dropna() for test in tests}
-    axis.set_xticks(range(len(tests)), [test.replace("_", " ") + (f"\n(chance {chance[test].iloc[0]:.2f})"
-                                                                  if len(chance[test]) and chance[test].iloc[0] else "")
-                                        for test in tests], fontsize=8)
-    axis.set_yticks(range(len(grounding)), grounding["measure"], fontsize=8)
-    axis.set_title("Grounding: green passes, red fails (cell: the score)", fontsize=10)
-    return figure
-
-
 def measure_metrics(table: pd.DataFrame) -> dict[str, float]:
     """MLflow metrics of a pair (not of a model with itself): ``<measure>.matched_mean`` and, for metrics,
     ``<measure>.model_distance``."""
@@ -649,32 +603,3 @@ def measure_metrics(table: pd.DataFrame) -> dict[str, float]:
         if np.isfinite(row.model_distance):
             metrics[f"{row.measure}.model_distance"] = row.model_distance
     return metrics
-
-
-def measures_heatmap_figure(table: pd.DataFrame) -> Figure:
-    """One panel per measure (layers of b across, of a up the side), each with its own colour scale, its range in
-    the title (no colour bars: eleven of them took half a second more per pair)."""
-    names = list(dict.fromkeys(table.loc[table["variant"] == CONFIGURED, "measure"]))
-    model_a, model_b = table["model_a"].iloc[0], table["model_b"].iloc[0]
-    columns = min(4, max(1, len(names)))
-    rows = int(np.ceil(len(names) / columns))
-    # an overview at 100 dpi (≥ 1280 px wide for four panels), spaced by hand: the constrained layout and 150 dpi
-    # tripled its drawing time (1.6 s against 0.45 s per pair, 39 pairs in the default run)
-    figure = Figure(figsize=(max(MIN_FIGURE_WIDTH_IN * FIGURE_DPI / OVERVIEW_DPI, 3.2 * columns), 2.8 * rows + 0.6),
-                    dpi=OVERVIEW_DPI)
-    axes = np.atleast_1d(figure.subplots(rows, columns, squeeze=False)).ravel()
-    figure.subplots_adjust(left=0.06, right=0.98, bottom=0.06, top=0.9, wspace=0.35, hspace=0.55)
-    for axis, name in zip(axes, names):
-        matrix = measure_matrix(table, name)
-        axis.imshow(matrix, origin="lower", cmap="magma" if MEASURES[name].kind == "similarity" else "viridis",
-                    aspect="auto")
-        low, high = np.nanmin(matrix), np.nanmax(matrix)
-        axis.set_title(f"{name} ({MEASURES[name].kind}): {low:.2f} dark … {high:.2f} bright", fontsize=8)
-        axis.set_xlabel(model_b, fontsize=8)
-        axis.set_ylabel(model_a, fontsize=8)
-        axis.tick_params(labelsize=7)
-    for axis in axes[len(names):]:
-        axis.set_visible(False)
-    figure.suptitle(f"{model_a} vs {model_b}: every measure on {int(table['n_tokens'].iloc[0])} rows "
-                    f"({LAYER_LABEL})", fontsize=10)
-    return figure

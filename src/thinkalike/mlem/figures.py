@@ -18,8 +18,8 @@ import plotly.graph_objects as go
 from matplotlib.figure import Figure
 from plotly.subplots import make_subplots
 
+from thinkalike.figures import DISTINCT_LINES, FIGURE_DPI, MIN_FIGURE_WIDTH_IN
 from thinkalike.mlem.fit import ALL_FOLDS
-from thinkalike.reports.cka import DISTINCT_LINES, FIGURE_DPI, MIN_FIGURE_WIDTH_IN
 
 METHOD_TITLES = {"feature": "feature-based (weighted Kendall τ of importance profiles)",
                  "rsa": "RSA (Spearman of neural distances)"}

@@ -12,19 +12,22 @@
   groups, both directions) with the t interval of the mean across pairs
   (:func:`thinkalike.measures.distances.mean_interval`).
 * Token activations for CKA (:func:`token_activations`): every layer's residual stream at the real,
-  non-special tokens of the in-distribution test pairs (their CKA tables:
-  :func:`thinkalike.reports.nli.copies_cka_tables`).
+  non-special tokens of the in-distribution test pairs (their CKA tables: :func:`copies_cka_tables`).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
+from thinkalike.cka.compute import cka_long_table
+from thinkalike.cka.settings import CKASettings
 from thinkalike.language.packing import special_token_ids
+from thinkalike.measures.cka import CKAAccumulator
 from thinkalike.measures.distances import mean_interval, relative_depth
 from thinkalike.models.handle import ModelHandle
 from thinkalike.stitching import (
@@ -204,3 +207,26 @@ def token_activations(handle: ModelHandle, split: TokenSplit, tokenizer, batch_s
     streams = all_streams(handle, split, batch_size).cpu()
     keep = split.attention_mask.bool() & ~torch.isin(split.input_ids, special)
     return streams[:, keep].to(torch.float32).numpy()
+
+
+def copies_cka_tables(activations: Mapping[str, np.ndarray], settings: CKASettings,
+                      on_pair: Callable[[], None] | None = None) -> list[pd.DataFrame]:
+    """CKA of every layer pair of every unordered pair of distinct models (``activations``: model → token
+    activations of the same tokens), minibatches of ``settings.batch_tokens`` consecutive tokens (a last
+    batch under 4 tokens is dropped); one :func:`~thinkalike.cka.compute.cka_long_table` per pair."""
+    tables = []
+    for model_a, model_b in itertools.combinations(activations, 2):
+        a, b = activations[model_a], activations[model_b]
+        if a.shape[1] != b.shape[1]:
+            raise ValueError(f"{model_a!r} and {model_b!r} have activations of {a.shape[1]} and {b.shape[1]} tokens")
+        accumulator = CKAAccumulator(a.shape[0], b.shape[0], estimator=settings.estimator,
+                                     aggregation=settings.aggregation, model_a=model_a, model_b=model_b,
+                                     seed=settings.seed, skip_constant_layers=settings.skip_constant_layers)
+        for start in range(0, a.shape[1], settings.batch_tokens):
+            stop = min(start + settings.batch_tokens, a.shape[1])
+            if stop - start >= 4:
+                accumulator.update(torch.from_numpy(a[:, start:stop]), torch.from_numpy(b[:, start:stop]))
+        tables.append(cka_long_table(accumulator.result(), settings))
+        if on_pair is not None:
+            on_pair()
+    return tables

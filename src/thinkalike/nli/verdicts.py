@@ -1,5 +1,6 @@
-"""The nli experiment's CKA tables between copies, its figures and its markdown report, every sentence computed
-from the tables (no Kedro; the groups and identity stitching are :mod:`thinkalike.nli.analysis`).
+"""The nli experiment's verdicts and its markdown report, every sentence computed from the tables (no Kedro; the
+groups, identity stitching and the CKA tables between copies are :mod:`thinkalike.nli.analysis`, the figures
+:mod:`thinkalike.nli.figures`).
 
 Where the groups *diverge* (a layer's verdict, :func:`stitching_divergence`, :func:`cka_divergence`):
 
@@ -14,24 +15,12 @@ A layer whose between or within interval is undefined (one pair) counts by the m
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-import torch
-from matplotlib.figure import Figure
-from plotly.subplots import make_subplots
 
-from thinkalike.measures.cka import CKAAccumulator
 from thinkalike.nli.analysis import GENERALIZING, HEURISTIC, MIDDLE, RELATIONS
-from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN, PLOTLY_WIDTH, CKASettings, cka_long_table
-
-DATA_TITLES = {"test": "in-distribution test pairs (Brown et al. fig. 2a)", "ood": "OOD pairs (HANS-LO analogue, fig. 7)"}
-RELATION_LABELS = {"within_generalizing": "gen.-to-gen.", "within_heuristic": "heur.-to-heur.",
-                   "between": "between groups"}
-RELATION_COLORS = {"within_generalizing": "tab:blue", "within_heuristic": "tab:red", "between": "tab:purple"}
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -55,7 +44,7 @@ def stitching_divergence(groups_table: pd.DataFrame, data: str) -> tuple[list[in
 
 def cka_divergence(curves: pd.DataFrame) -> tuple[list[float], list[float]]:
     """Relative depths where CKA *between* the groups is below CKA within either (module docstring)."""
-    named = curves.assign(relation=[_cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])],
+    named = curves.assign(relation=[cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])],
                           layer=curves["relative_depth"])
     strict, means_only = _divergent_layers(named[named["relation"].notna()], "mean", larger=False)
     return strict, means_only
@@ -100,12 +89,13 @@ def stitching_gaps(groups_table: pd.DataFrame, data: str) -> list[dict[str, floa
 def cka_gaps(curves: pd.DataFrame) -> list[dict[str, float | None]]:
     """Per relative depth (``layer``): how far between-group CKA is below both within-group CKAs, by the means and
     by the intervals (:func:`_divergence_gaps`; > 0 in both exactly at :func:`cka_divergence`'s depths)."""
-    named = curves.assign(relation=[_cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])],
+    named = curves.assign(relation=[cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])],
                           layer=curves["relative_depth"])
     return _divergence_gaps(named[named["relation"].notna()], "mean", larger=False)
 
 
-def _cka_relation(group_a: str, group_b: str) -> str | None:
+def cka_relation(group_a: str, group_b: str) -> str | None:
+    """The relation of a pair of groups (``within_<group>`` or ``between``); ``None`` when one is the middle."""
     if MIDDLE in (group_a, group_b):
         return None
     return f"within_{group_a}" if group_a == group_b else "between"
@@ -171,7 +161,7 @@ def stitching_sentence(groups_table: pd.DataFrame, data: str) -> str:
 
 def cka_sentence(curves: pd.DataFrame) -> str:
     """Where CKA separates the groups, or that it does not, with the deepest point's numbers."""
-    named = curves.assign(relation=[_cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])])
+    named = curves.assign(relation=[cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])])
     if named.empty or not set(RELATIONS) <= set(named["relation"].dropna()):
         return "CKA: no model pairs in both groups, so no comparison."
     strict, means_only = cka_divergence(curves)
@@ -189,7 +179,7 @@ def cka_sentence(curves: pd.DataFrame) -> str:
 
 def distance_sentence(group_distances: pd.DataFrame) -> str:
     """Top-top / top-bottom / bottom-bottom arccos-CKA distances (fig. 8) and their order."""
-    table = group_distances.assign(relation=[_cka_relation(a, b) for a, b in
+    table = group_distances.assign(relation=[cka_relation(a, b) for a, b in
                                              zip(group_distances["group_a"], group_distances["group_b"])])
     table = table[table["relation"].notna()].set_index("relation")
     if not set(RELATIONS) <= set(table.index):
@@ -254,134 +244,3 @@ def markdown_report(sentences: dict[str, str], tables: dict[str, pd.DataFrame], 
         lines += [f"### {title}", "", markdown_table(table) if len(table) else "(empty)", ""]
     lines += ["Figures (saved beside this report, same version): " + ", ".join(f"`{name}`" for name in figures), ""]
     return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- figures
-
-
-def accuracy_figure(groups: pd.DataFrame, baseline: pd.Series) -> Figure:
-    """Histogram of the copies' OOD non-entailed accuracy coloured by group, the baseline as a line; beside it
-    in-distribution against OOD accuracy per copy."""
-    figure = Figure(figsize=(MIN_FIGURE_WIDTH_IN * 1.5, 4.5), dpi=FIGURE_DPI, layout="constrained")
-    hist, scatter = figure.subplots(1, 2)
-    bins = np.linspace(0.0, 1.0, 21)
-    colors = {GENERALIZING: "tab:blue", MIDDLE: "tab:gray", HEURISTIC: "tab:red"}
-    values = [groups.loc[groups["group"] == g, "ood_non_entailed_accuracy"] for g in colors]
-    hist.hist(values, bins=bins, stacked=True, color=list(colors.values()), label=list(colors))
-    hist.axvline(baseline["ood_non_entailed_accuracy"], color="black", linestyle="--", label="lexical-overlap rule")
-    hist.set(xlabel="OOD non-entailed accuracy (HANS-LO analogue)", ylabel="copies",
-             title=f"{len(groups)} fine-tuned copies")
-    hist.legend(fontsize=8)
-    for group, color in colors.items():
-        part = groups[groups["group"] == group]
-        scatter.scatter(part["test_accuracy"], part["ood_non_entailed_accuracy"], color=color, label=group)
-    scatter.scatter([baseline["test_accuracy"]], [baseline["ood_non_entailed_accuracy"]], color="black", marker="x",
-                    label="lexical-overlap rule")
-    scatter.set(xlabel="in-distribution test accuracy", ylabel="OOD non-entailed accuracy",
-                title="in distribution vs out of distribution")
-    scatter.legend(fontsize=8)
-    return figure
-
-
-def stitching_figure(groups_table: pd.DataFrame) -> Figure:
-    """Mean accuracy penalty by layer, one line per relation with its CI band; a panel per evaluation set."""
-    datasets = [d for d in DATA_TITLES if d in set(groups_table["data"])] or ["test"]
-    figure = Figure(figsize=(MIN_FIGURE_WIDTH_IN * len(datasets) * 0.8, 4.5), dpi=FIGURE_DPI, layout="constrained")
-    axes = np.atleast_1d(figure.subplots(1, len(datasets), sharey=True))
-    for axis, data in zip(axes, datasets):
-        part = groups_table[groups_table["data"] == data]
-        for kind in RELATIONS:
-            rows = part[part["relation"] == kind].sort_values("layer")
-            if rows.empty:
-                continue
-            axis.plot(rows["layer"], rows["mean_penalty"], marker="o", color=RELATION_COLORS[kind],
-                      label=RELATION_LABELS[kind])
-            axis.fill_between(rows["layer"], rows["ci_low"].astype(float), rows["ci_high"].astype(float),
-                              color=RELATION_COLORS[kind], alpha=0.2)
-        axis.axhline(0.0, color="black", linewidth=0.5)
-        axis.set(xlabel="stitching layer l of g_{>l} ∘ f_{≤l} (0 = embeddings)", title=DATA_TITLES.get(data, data))
-        if len(part):
-            axis.set_xticks(sorted(part["layer"].unique()))
-        axis.legend(fontsize=8)
-    axes[0].set_ylabel("accuracy penalty (g − stitched)")
-    return figure
-
-
-def _interval_trace(x, mean, low, high, name: str, color: str, hover: str) -> go.Scatter:
-    """A line with markers and asymmetric error bars ``[low, high]`` (a CI) for plotly."""
-    mean, low, high = (np.asarray(v, dtype=float) for v in (mean, low, high))
-    return go.Scatter(x=list(x), y=mean, name=name, mode="lines+markers", line={"color": color},
-                      legendgroup=name, error_y={"type": "data", "symmetric": False, "array": high - mean,
-                                                 "arrayminus": mean - low},
-                      hovertemplate=hover + " %{x}: %{y:.3f}<extra>" + name + "</extra>")
-
-
-def experiment_plotly(groups: pd.DataFrame, baseline: pd.Series, stitch_groups: pd.DataFrame,
-                      cka_curves: pd.DataFrame) -> go.Figure:
-    """The experiment on one kedro-viz page: per copy in-distribution vs OOD non-entailed accuracy (the
-    lexical-overlap rule as a cross); the identity-stitching accuracy penalty by layer on test and OOD pairs
-    (figs 2a, 7) and CKA by relative depth (fig. 2b) — mean per relation with its CI as error bars."""
-    figure = make_subplots(rows=2, cols=2, subplot_titles=[
-        "copies: in distribution vs OOD", "identity stitching, " + DATA_TITLES["test"],
-        "identity stitching, " + DATA_TITLES["ood"], "CKA on in-distribution test tokens (fig. 2b)"])
-    group_colors = {GENERALIZING: "blue", MIDDLE: "gray", HEURISTIC: "red"}
-    for group, color in group_colors.items():
-        part = groups[groups["group"] == group]
-        figure.add_trace(go.Scatter(x=part["test_accuracy"], y=part["ood_non_entailed_accuracy"], mode="markers",
-                                    name=group, marker={"color": color, "size": 9}, text=part["model"],
-                                    hovertemplate="%{text}: test %{x:.3f}, OOD non-entailed %{y:.3f}"
-                                                  "<extra></extra>"), row=1, col=1)
-    figure.add_trace(go.Scatter(x=[baseline["test_accuracy"]], y=[baseline["ood_non_entailed_accuracy"]],
-                                mode="markers", name="lexical-overlap rule",
-                                marker={"color": "black", "symbol": "x", "size": 11}), row=1, col=1)
-    figure.update_xaxes(title_text="in-distribution test accuracy", row=1, col=1)
-    figure.update_yaxes(title_text="OOD non-entailed accuracy", row=1, col=1)
-    plotly_colors = {"within_generalizing": "blue", "within_heuristic": "red", "between": "purple"}
-    for data, (row, col) in (("test", (1, 2)), ("ood", (2, 1))):
-        part = stitch_groups[stitch_groups["data"] == data]
-        for relation in RELATIONS:
-            rows = part[part["relation"] == relation].sort_values("layer")
-            if len(rows):
-                trace = _interval_trace(rows["layer"], rows["mean_penalty"], rows["ci_low"], rows["ci_high"],
-                                        f"stitching: {RELATION_LABELS[relation]}", plotly_colors[relation],
-                                        "layer")
-                trace.showlegend = data == "test"
-                figure.add_trace(trace, row=row, col=col)
-        figure.update_xaxes(title_text="stitching layer l (0 = embeddings)", dtick=1, row=row, col=col)
-        figure.update_yaxes(title_text="accuracy penalty (g − stitched)", row=row, col=col)
-    named = cka_curves.assign(relation=[_cka_relation(a, b) for a, b in
-                                        zip(cka_curves["group_a"], cka_curves["group_b"])])
-    for relation in RELATIONS:
-        rows = named[named["relation"] == relation].sort_values("relative_depth")
-        if len(rows):
-            figure.add_trace(_interval_trace(rows["relative_depth"], rows["mean"], rows["ci_low"], rows["ci_high"],
-                                             f"CKA: {RELATION_LABELS[relation]}", plotly_colors[relation],
-                                             "relative depth"), row=2, col=2)
-    figure.update_xaxes(title_text="relative depth (0 = embeddings, 1 = last layer)", row=2, col=2)
-    figure.update_yaxes(title_text="CKA of matched layers", row=2, col=2)
-    figure.update_layout(title="Generalizing vs heuristic NLI copies (Brown et al. 2023 §4)", width=PLOTLY_WIDTH,
-                         height=800)
-    return figure
-
-
-def copies_cka_tables(activations: Mapping[str, np.ndarray], settings: CKASettings,
-                      on_pair: Callable[[], None] | None = None) -> list[pd.DataFrame]:
-    """CKA of every layer pair of every unordered pair of distinct models (``activations``: model → token
-    activations of the same tokens), minibatches of ``settings.batch_tokens`` consecutive tokens (a last
-    batch under 4 tokens is dropped); one :func:`~thinkalike.reports.cka.cka_long_table` per pair."""
-    tables = []
-    for model_a, model_b in itertools.combinations(activations, 2):
-        a, b = activations[model_a], activations[model_b]
-        if a.shape[1] != b.shape[1]:
-            raise ValueError(f"{model_a!r} and {model_b!r} have activations of {a.shape[1]} and {b.shape[1]} tokens")
-        accumulator = CKAAccumulator(a.shape[0], b.shape[0], estimator=settings.estimator,
-                                     aggregation=settings.aggregation, model_a=model_a, model_b=model_b,
-                                     seed=settings.seed, skip_constant_layers=settings.skip_constant_layers)
-        for start in range(0, a.shape[1], settings.batch_tokens):
-            stop = min(start + settings.batch_tokens, a.shape[1])
-            if stop - start >= 4:
-                accumulator.update(torch.from_numpy(a[:, start:stop]), torch.from_numpy(b[:, start:stop]))
-        tables.append(cka_long_table(accumulator.result(), settings))
-        if on_pair is not None:
-            on_pair()
-    return tables

@@ -40,8 +40,6 @@ from thinkalike.pipelines.errors import ParameterError
 MODELS = "models"
 CORPUS = "corpus"  # the corpus's nodes: the language, its tokenizer and packed sequences (a box of its own)
 GPU_WORK = "gpu"  # the tag of nodes that train or run models: a cluster run sends them to GPU workers
-#: The method groups inside ``models``: no model may be named so.
-GROUPS = ("cka", "scaling", "stitching", "mlem", "embedding", "nli", "report")
 
 
 def model_namespace(model: str) -> str:
@@ -55,9 +53,9 @@ def model_dataset(model: str, dataset: str) -> str:
 
 
 def group_namespace(group: str) -> str:
-    """``models.<group>`` (``group`` in :data:`GROUPS`): the pairs (or models) of one method and its summary."""
-    if group not in GROUPS:
-        raise ValueError(f"unknown pair group {group!r}; known: {list(GROUPS)}")
+    """``models.<group>`` (a pipeline spec's ``viz_group``): the pairs (or models) of one method and its summary."""
+    if not group or "." in group:
+        raise ValueError(f"group {group!r}: must be a non-empty name without '.'")
     return f"{MODELS}.{group}"
 
 
@@ -69,13 +67,16 @@ def pair_namespace(group: str, first: str, second: str) -> str:
 def check_model_names(names: Iterable[str], key: str) -> None:
     """A :class:`ParameterError` naming ``<key>.<name>`` for a model name that cannot be a namespace.
 
-    A name with a ``.`` would nest its box under another; a name in :data:`GROUPS` would be
-    merged with that group's pairs.
+    A name with a ``.`` would nest its box under another; a method's box name
+    (:func:`thinkalike.pipelines.specs.viz_groups`) would be merged with that method's pairs.
     """
+    from thinkalike.pipelines.specs import viz_groups  # the specs import the pipelines, which import this module
+
+    groups = viz_groups()
     for name in names:
-        if not name or "." in name or name in GROUPS:
+        if not name or "." in name or name in groups:
             raise ParameterError(f"{key}.{name}: a model name must be non-empty, without '.', and not one of "
-                                 f"{list(GROUPS)} (it names the model's namespace {MODELS}.<name>)")
+                                 f"{list(groups)} (it names the model's namespace {MODELS}.<name>)")
 
 
 def namespaced_node(function: Callable[..., Any], inputs: list[str], outputs: list[str], *, name: str,

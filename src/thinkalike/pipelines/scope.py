@@ -3,7 +3,7 @@
 A section is checked only when a pipeline that reads it is part of the run: a run of
 ``--pipelines corpus,activations,cka`` never fails on the ``embedding`` section, however it names
 models. What each pipeline reads (upstream sections included, since it consumes their outputs)
-is :data:`PIPELINE_SECTIONS`.
+is each spec's ``section`` and those of its ``upstream`` pipelines (:func:`thinkalike.pipelines.specs.sections_read`).
 
 The pipelines of a run: those named with ``--pipelines`` (``__default__``, or none, means every
 one), narrowed — when nodes are filtered (``--namespaces``, ``--nodes``, ``--tags``, ``--from-nodes``
@@ -17,22 +17,9 @@ from collections.abc import Iterable, Mapping
 
 from kedro.pipeline import Pipeline
 
+from thinkalike.pipelines.specs import pipeline_specs, sections_read
+
 DEFAULT = "__default__"
-
-#: The parameter sections each pipeline reads, its upstream pipelines' included.
-PIPELINE_SECTIONS: dict[str, tuple[str, ...]] = {
-    "corpus": ("corpus",),
-    "zoo": ("corpus", "zoo"),
-    "activations": ("corpus", "zoo", "activations"),
-    "cka": ("corpus", "zoo", "activations", "cka"),
-    "scaling": ("corpus", "zoo", "activations", "cka", "scaling"),
-    "stitching": ("corpus", "zoo", "stitching"),
-    "mlem": ("corpus", "zoo", "activations", "mlem"),
-    "embedding": ("corpus", "zoo", "activations", "embedding"),
-    "nli": ("corpus", "nli"),
-    "report": ("corpus",),
-}
-
 
 def named_pipelines(pipeline_names: Iterable[str] | None, known: Iterable[str]) -> list[str]:
     """The project pipelines named by ``--pipelines`` (every one of ``known`` for none or ``__default__``)."""
@@ -56,5 +43,6 @@ def pipelines_in_run(pipeline_names: Iterable[str] | None, registered: Mapping[s
 
 
 def sections_in_run(pipelines: Iterable[str]) -> set[str]:
-    """The parameter sections that the given pipelines read (:data:`PIPELINE_SECTIONS`)."""
-    return {section for name in pipelines for section in PIPELINE_SECTIONS.get(name, ())}
+    """The parameter sections that the given pipelines read (:func:`thinkalike.pipelines.specs.sections_read`)."""
+    known = pipeline_specs()
+    return {section for name in pipelines if name in known for section in sections_read(name)}

@@ -1,5 +1,6 @@
 """CKA across a width/depth family of models (Brown et al. 2023 §5, figs. 3, 9, 10, table 1), from the ``cka``
-pipeline's tables; no Kedro.
+pipeline's tables; no Kedro (the figure: :mod:`thinkalike.scaling.figures`; which models form the family:
+:mod:`thinkalike.scaling.family`).
 
 What is measured, for a family ``F`` (sizes, smallest first) and optional twins (an off-trend member ``o`` and a
 model equal to it in all but its head dimension, on the family's trend):
@@ -22,7 +23,7 @@ model equal to it in all but its head dimension, on the family's trend):
 * **the cause**: the off-trend member against its twin — the same statistic for both, against the same other
   members, each one's z-score in the family (the twin in its sibling's place), and the CKA between the two.
 
-:func:`thinkalike.reports.findings.scaling.claims_scaling` states each answer as claims beside the paper's, with a
+The findings of the experiments report (``claims_scaling``) state each answer as claims beside the paper's, with a
 verdict computed from the numbers (early layers: *reproduced* when every pair's matched early-layer CKA exceeds the
 pairs' mean intermediate-band CKA, *inconclusive* when only the mean over pairs does, else *not reproduced*).
 """
@@ -35,9 +36,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from scipy.stats import spearmanr
 
+from thinkalike.cka.compute import cka_matrix_from_table
 from thinkalike.measures.blocks import block_stability
 from thinkalike.measures.family import (
     OUTLIER_Z,
@@ -46,7 +47,6 @@ from thinkalike.measures.family import (
     relative_depth_layers,
     robust_z,
 )
-from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN, cka_matrix_from_table
 
 MEMBER_COLUMNS = ["model", "role", "d_model", "n_layers", "n_heads", "d_head", "rotary_dims", "d_mlp",
                   "n_parameters", "off_trend", "intra_mean", "band_mean_vs_others", "robust_z", "outlier", "blocks",
@@ -305,61 +305,3 @@ def scaling_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
             metrics[f"scaling.twin.{twin['off_trend']}.{key}"] = twin[key]
     return {key: float(value) for key, value in metrics.items()
             if isinstance(value, (int, float)) and np.isfinite(value)}
-
-
-def scaling_figure(result: ScalingResult) -> Figure:
-    """Four panels: intra-model mean CKA against size (fig. 10); each member's intermediate-band CKA against the
-    others with its robust z (fig. 9); early-layer CKA between members (fig. 3); the largest member's intra-model
-    CKA with its block boundaries."""
-    members = result.members
-    family = members[members["role"] == "member"]
-    figure = Figure(figsize=(max(MIN_FIGURE_WIDTH_IN, 11.0), 8.0), dpi=FIGURE_DPI, layout="constrained")
-    axes = figure.subplots(2, 2)
-    ax = axes[0, 0]
-    ax.plot(family["n_parameters"], family["intra_mean"], "o-", color="tab:blue", label="family")
-    for _, row in members.iterrows():
-        ax.annotate(row["model"], (row["n_parameters"], row["intra_mean"]), fontsize=7, xytext=(3, 3),
-                    textcoords="offset points")
-    twins = members[members["role"] == "twin"]
-    if len(twins):
-        ax.plot(twins["n_parameters"], twins["intra_mean"], "s", color="tab:orange", label="on-trend twin")
-    ax.set_xscale("log")
-    ax.set(xlabel="non-embedding parameters", ylabel="mean off-diagonal intra-model CKA",
-           title="Intra-model similarity vs scale")
-    ax.legend(fontsize=7)
-    ax = axes[0, 1]
-    colours = ["tab:red" if flag else ("tab:orange" if off else "tab:blue")
-               for flag, off in zip(family["outlier"], family["off_trend"])]
-    ax.bar(family["model"], family["band_mean_vs_others"], color=colours)
-    for x, (value, z) in enumerate(zip(family["band_mean_vs_others"], family["robust_z"])):
-        ax.annotate(f"z={z:.1f}", (x, value), ha="center", fontsize=7, xytext=(0, 2), textcoords="offset points")
-    low, high = result.summary.get("band", [0.25, 0.75])
-    ax.set(ylabel=f"mean CKA vs other members, depth {low:g}–{high:g}", title="Intermediate layers: the outlier")
-    ax.tick_params(axis="x", labelsize=7, rotation=30)
-    ax = axes[1, 0]
-    depths = sorted(result.pairs["relative_depth"].unique())
-    names = list(family["model"])
-    for depth in depths:
-        rows = result.pairs[(result.pairs["relative_depth"] == depth) & result.pairs["model_a"].isin(names)
-                            & result.pairs["model_b"].isin(names)]
-        ax.errorbar(range(len(rows)), rows["cka"], yerr=[rows["cka"] - rows["ci_low"], rows["ci_high"] - rows["cka"]],
-                    fmt="o", capsize=2, label=f"relative depth {depth:g}")
-    band_rows = result.pairs[result.pairs["model_a"].isin(names) & result.pairs["model_b"].isin(names)
-                             ].drop_duplicates(["model_a", "model_b"])
-    ax.plot(range(len(band_rows)), band_rows["band_mean"], "x", color="grey", label=f"band {low:g}–{high:g} mean")
-    ax.set_xticks(range(len(band_rows)), [f"{a}\n{b}" for a, b in zip(band_rows["model_a"], band_rows["model_b"])],
-                  fontsize=5)
-    ax.set(ylabel="CKA", title="Early layers across scale (every pair of members)")
-    ax.legend(fontsize=7)
-    ax = axes[1, 1]
-    largest = family.sort_values("n_parameters")["model"].iloc[-1]
-    matrix = result.intra[largest]
-    image = ax.imshow(matrix, vmin=0, vmax=1, cmap="viridis", origin="lower")
-    for boundary in result.boundaries.get(largest, []):
-        ax.axhline(boundary - 0.5, color="white", linewidth=1.5)
-        ax.axvline(boundary - 0.5, color="white", linewidth=1.5)
-    figure.colorbar(image, ax=ax, shrink=0.8, label="CKA")
-    ax.set(xlabel="layer (0 = embeddings)", ylabel="layer", title=f"{largest}: intra-model CKA and its blocks")
-    return figure
-
-

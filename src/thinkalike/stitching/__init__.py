@@ -11,7 +11,8 @@ spread of the penalty across them, beside the evaluation-bootstrap interval of e
 Modules: :mod:`~thinkalike.stitching.layers` (φ kinds, initialisation), :mod:`~thinkalike.stitching.data`
 (splits, objectives, f's features), :mod:`~thinkalike.stitching.train` (settings, schedule, trainer),
 :mod:`~thinkalike.stitching.evaluate` (losses, penalty, bootstrap CI), :mod:`~thinkalike.stitching.stitcher`
-(the whole stitch), :mod:`~thinkalike.stitching.saved` (the trained φ's of a pair as tensors + JSON).
+(the whole stitch), :mod:`~thinkalike.stitching.saved` (the trained φ's of a pair as tensors + JSON),
+:mod:`~thinkalike.stitching.figures` (penalty figures, learning curves, heatmaps).
 """
 
 from thinkalike.stitching.data import (

@@ -9,7 +9,7 @@ evaluation-bootstrap interval; beside each point (shifted right by :data:`SEED_O
 marks the mean over φ seeds and a bar their min–max. The learning curves are the first seed's.
 
 Made without pyplot (a :class:`matplotlib.figure.Figure`), at least ``MIN_FIGURE_WIDTH_IN`` × ``FIGURE_DPI``
-(1050 px) wide, like :mod:`thinkalike.reports.cka`'s figures; plotly figures ``reports.cka.PLOTLY_WIDTH`` px wide.
+(1050 px) wide, in the style of :mod:`thinkalike.figures`; plotly figures ``PLOTLY_WIDTH`` px wide. No Kedro.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from plotly.subplots import make_subplots
 
-from thinkalike.reports.cka import FIGURE_DPI, MIN_FIGURE_WIDTH_IN, PLOTLY_WIDTH
+from thinkalike.figures import FIGURE_DPI, MIN_FIGURE_WIDTH_IN, PLOTLY_WIDTH
 
 #: How far right of its point (in layers) the φ-seed bar of a penalty is drawn.
 SEED_OFFSET = 0.08

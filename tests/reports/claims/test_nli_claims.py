@@ -1,7 +1,7 @@
 """The NLI section's claims (:func:`thinkalike.reports.findings.nli.claims_nli`): on a default run's findings
 (conftest: the fixture file) the claims that hold are the README's on that run, on planted findings the margins'
 signs follow the numbers while the set of ids stays the same, and the stitching / CKA divergence margins agree with
-the verdicts of :mod:`thinkalike.reports.nli` on planted tables (no Kedro, no training)."""
+the verdicts of :mod:`thinkalike.nli.verdicts` on planted tables (no Kedro, no training)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from thinkalike.nli.analysis import BASELINE, RELATIONS, copy_names, split_groups
+from thinkalike.nli.verdicts import cka_divergence, cka_gaps, stitching_divergence, stitching_gaps
 from thinkalike.reports.findings.claims import Claim, fill
 from thinkalike.reports.findings.nli import DEFAULT_MIN_SPREAD, DEFAULT_SWEEP_FRACTIONS, claims_nli, collect_nli
 from thinkalike.reports.findings.text import LITERATURE
-from thinkalike.reports.nli import cka_divergence, cka_gaps, stitching_divergence, stitching_gaps
 
 from tests.reports.claims.conftest import default_run_findings
 

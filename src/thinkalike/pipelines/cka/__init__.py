@@ -1,5 +1,12 @@
-"""The ``cka`` pipeline."""
+"""The ``cka`` pipeline: CKA and the measures beyond it for every configured pair."""
 
+from thinkalike.pipelines.specs import PipelineSpec
+
+from .metrics import RULES
 from .pipeline import create_pipeline
+from .schema import check_cka
 
-__all__ = ["create_pipeline"]
+SPEC = PipelineSpec("cka", create_pipeline, stage=30,
+                    section="cka", upstream=("activations",), check=check_cka, rules=RULES, viz_group="cka")
+
+__all__ = ["SPEC", "create_pipeline"]

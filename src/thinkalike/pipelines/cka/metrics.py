@@ -21,7 +21,7 @@ def _log_pair_metrics(recorder: Recorder, output: SavedOutput, metrics: Mapping[
 
 
 def _log_cka_table(recorder: Recorder, output: SavedOutput) -> None:
-    from thinkalike.reports.cka import pair_summary
+    from thinkalike.cka.compute import pair_summary
 
     log_table(recorder, output)
     if _between_models(output):
@@ -29,14 +29,14 @@ def _log_cka_table(recorder: Recorder, output: SavedOutput) -> None:
 
 
 def _log_calibration_table(recorder: Recorder, output: SavedOutput) -> None:
-    from thinkalike.reports.measures import calibration_metrics
+    from thinkalike.measures.tables import calibration_metrics
 
     log_table(recorder, output)
     _log_pair_metrics(recorder, output, calibration_metrics(output.data), "calibration")
 
 
 def _log_measures_table(recorder: Recorder, output: SavedOutput) -> None:
-    from thinkalike.reports.measures import measure_metrics
+    from thinkalike.measures.tables import measure_metrics
 
     log_table(recorder, output)
     if _between_models(output):

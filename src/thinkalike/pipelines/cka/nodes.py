@@ -7,36 +7,24 @@ from typing import Any
 
 import pandas as pd
 
+from thinkalike.cka.compute import cka_long_table, cka_matrix_from_table, compute_cka, distance_table
+from thinkalike.cka.figures import distance_matrix_figure, group_curves_figure, heatmap_figure, heatmap_plotly
+from thinkalike.cka.settings import CKA_RANGES, CKASettings, resolve_pooling
+from thinkalike.figures import dropdown_figure, figure_files
 from thinkalike.measures.distances import group_distance_table, layer_cka_curves
-from thinkalike.models.activation_store import ActivationStore, provenance
-from thinkalike.reports.cka import (
-    CKA_RANGES,
-    CKASettings,
-    cka_long_table,
-    cka_matrix_from_table,
-    compute_cka,
-    distance_matrix_figure,
-    distance_table,
-    group_curves_figure,
-    heatmap_figure,
-    heatmap_plotly,
-    resolve_pooling,
-)
-from thinkalike.reports.figure_menu import dropdown_figure, figure_files
-from thinkalike.reports.measures import (
+from thinkalike.measures.figures import dimension_shares_figure, grounding_figure, measures_heatmap_figure
+from thinkalike.measures.tables import (
     MeasureSettings,
     aligned_rows,
     calibration_long_table,
     calibration_summary,
     dimension_shares,
-    dimension_shares_figure,
-    grounding_figure,
     grounding_table,
-    measures_heatmap_figure,
     measures_long_table,
     measures_summary,
     remedy_summary,
 )
+from thinkalike.models.activation_store import ActivationStore, provenance
 
 GROUP_DISTANCE_COLUMNS = ["group_a", "group_b", "kind", "mean", "std", "n", "n_finite"]
 CURVE_COLUMNS = ["group_a", "group_b", "relative_depth", "mean", "ci_low", "ci_high", "n"]
@@ -62,7 +50,7 @@ def compare_pair(store_a: ActivationStore, index_a: pd.DataFrame, store_b: Activ
 def compare_measures(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore,
                      index_b: pd.DataFrame, cka: dict[str, Any], *, model_a: str, model_b: str) -> pd.DataFrame:
     """Every measure of ``cka.measures`` for every layer pair, on the CKA pipeline's rows
-    (:mod:`thinkalike.reports.measures`), with the same provenance columns as the CKA table."""
+    (:mod:`thinkalike.measures.tables`), with the same provenance columns as the CKA table."""
     settings = resolve_pooling(CKASettings.from_parameters(cka), index_a, index_b)
     measures = MeasureSettings.from_parameters(cka.get("measures"))
     acts_a, acts_b = aligned_rows(store_a, index_a, store_b, index_b, settings)
@@ -75,7 +63,7 @@ def compare_measures(store_a: ActivationStore, index_a: pd.DataFrame, store_b: A
 def calibrate_measures(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore,
                        index_b: pd.DataFrame, cka: dict[str, Any], *, model_a: str, model_b: str) -> pd.DataFrame:
     """The permutation null of ``cka.measures.calibration``'s measures for a pair of different models, on the rows
-    the measures saw (:func:`thinkalike.reports.measures.calibration_long_table`)."""
+    the measures saw (:func:`thinkalike.measures.tables.calibration_long_table`)."""
     settings = resolve_pooling(CKASettings.from_parameters(cka), index_a, index_b)
     acts_a, acts_b = aligned_rows(store_a, index_a, store_b, index_b, settings)
     return calibration_long_table(acts_a, acts_b, MeasureSettings.from_parameters(cka.get("measures")),

@@ -22,7 +22,7 @@ from typing import Any
 from thinkalike.pipelines import namespaces
 from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.parameters import section
-from thinkalike.pipelines.scaling.family import scaling_plan
+from thinkalike.scaling.family import family_plan
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +55,10 @@ def all_cka_pairs(parameters: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The pairs the ``cka`` pipeline computes: :func:`cka_pairs` of its section, then the ``scaling`` family's pairs
     that are not among them (in either order). A ``scaling`` section that cannot be resolved adds nothing here
     (the ``scaling`` pipeline reports its error)."""
-    pairs = cka_pairs(section(parameters, "cka"), configured_models(parameters))
+    models = configured_models(parameters)
+    pairs = cka_pairs(section(parameters, "cka"), models)
     try:
-        plan = scaling_plan(parameters)
+        plan = family_plan(parameters, models)
     except ValueError as error:
         logger.debug("cka: no scaling pairs (%s)", error)
         return pairs

@@ -8,7 +8,7 @@
 both models batch by batch inside the pair's node and writes nothing but the CKA results
 (memory: one batch of each model), for models whose activations would not fit on disk.
 
-``cka.measures`` (stored mode): the measures beyond CKA (:mod:`thinkalike.reports.measures`) on the same
+``cka.measures`` (stored mode): the measures beyond CKA (:mod:`thinkalike.measures.tables`) on the same
 rows, one ``compare_measures`` node per pair beside ``compare_pair`` and ``summarise_measures`` after them.
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
+from thinkalike.measures.tables import MeasureSettings
 from thinkalike.pipelines.activations.pipeline import (
     ExtractionSource,
     configured_models,
@@ -38,7 +39,6 @@ from thinkalike.pipelines.namespaces import (
     model_dataset,
 )
 from thinkalike.pipelines.parameters import section
-from thinkalike.reports.measures import MeasureSettings
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,11 @@
-"""The ``corpus`` pipeline."""
+"""The ``corpus`` pipeline: the language, its tokenizer and the packed evaluation sequences."""
 
+from thinkalike.pipelines.specs import PipelineSpec
+
+from .metrics import RULES
 from .pipeline import create_pipeline
+from .schema import check_corpus
 
-__all__ = ["create_pipeline"]
+SPEC = PipelineSpec("corpus", create_pipeline, stage=0, section="corpus", check=check_corpus, rules=RULES)
+
+__all__ = ["SPEC", "create_pipeline"]

@@ -1,1 +1,12 @@
 """The ``embedding`` pipeline: Dar et al. 2022 (parameters in the vocabulary space) on the zoo and configured models."""
+
+from thinkalike.pipelines.specs import PipelineSpec
+
+from .metrics import RULES
+from .pipeline import create_pipeline
+from .schema import check_embedding
+
+SPEC = PipelineSpec("embedding", create_pipeline, stage=70, section="embedding", upstream=("activations",),
+                    check=check_embedding, rules=RULES, viz_group="embedding")
+
+__all__ = ["SPEC", "create_pipeline"]

@@ -24,6 +24,7 @@ from thinkalike.embedding import (
     residual_pool,
     vocabulary_embedding,
 )
+from thinkalike.embedding import figures
 from thinkalike.embedding.selection import AUTO, select_blocks, select_heads
 from thinkalike.embedding.finetune_diff import (
     TASK_WORDS,
@@ -41,7 +42,6 @@ from thinkalike.models.activation_store import ActivationStore
 from thinkalike.models.finetune import FinetuneConfig, predict_labels
 from thinkalike.models.handle import ModelHandle, default_device
 from thinkalike.models.sources import load_classifier, load_model, load_saved_zoo_model
-from thinkalike.pipelines.embedding import figures
 from thinkalike.threads import torch_threads
 
 logger = logging.getLogger(__name__)

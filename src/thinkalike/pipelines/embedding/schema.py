@@ -317,3 +317,9 @@ def validate_embedding(values: Any, parameters: Mapping[str, Any]) -> EmbeddingP
         if reason:
             raise ParameterError(f"embedding.zero_shot.pairs: {reason}")
     return embedding
+
+
+def check_embedding(parameters: Mapping[str, Any]) -> None:
+    """``embedding`` with its models and pairs (nothing when the section is empty)."""
+    if parameters.get("embedding"):
+        validate_embedding(parameters["embedding"], parameters)

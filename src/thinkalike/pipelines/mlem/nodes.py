@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from thinkalike.figures import dropdown_figure, figure_files
 from thinkalike.mlem.features import drop_single_valued, encode_features, indicator_coding
 from thinkalike.mlem.figures import (
     mds_figure,
@@ -39,7 +40,6 @@ from thinkalike.mlem.stimuli import (
 )
 from thinkalike.models.activation_store import ActivationStore, provenance
 from thinkalike.models.handle import default_device
-from thinkalike.reports.figure_menu import dropdown_figure, figure_files
 
 logger = logging.getLogger(__name__)
 

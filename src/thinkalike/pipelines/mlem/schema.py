@@ -88,3 +88,9 @@ def zoo_depth(model: Any) -> int | None:
     architecture = (model or {}).get("architecture") or {} if isinstance(model, Mapping) else {}
     depth = architecture.get("n_layers", architecture.get("num_hidden_layers"))
     return int(depth) if isinstance(depth, int) else None
+
+
+def check_mlem(parameters: Mapping[str, Any]) -> None:
+    """``mlem`` with what it depends on in other sections (nothing when the section is empty)."""
+    if parameters.get("mlem"):
+        validate_mlem(parameters["mlem"], parameters)

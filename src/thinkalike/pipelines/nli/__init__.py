@@ -1,1 +1,12 @@
 """The nli pipeline: generalizing vs heuristic NLI copies (Brown et al. 2023 §4)."""
+
+from thinkalike.pipelines.specs import PipelineSpec
+
+from .metrics import RULES
+from .pipeline import create_pipeline
+from .schema import check_nli
+
+SPEC = PipelineSpec("nli", create_pipeline, stage=80,
+                    section="nli", upstream=("corpus",), check=check_nli, rules=RULES, viz_group="nli")
+
+__all__ = ["SPEC", "create_pipeline"]

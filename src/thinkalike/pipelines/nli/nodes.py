@@ -4,8 +4,9 @@
 config, curve, accuracy table, predictions) → ``summarise_accuracy`` (groups, distribution) →
 ``sweep_fractions`` (only when the seeds do not spread) → ``stitch_from_copy`` per copy (identity stitching
 into every other copy at every layer) → ``summarise_stitching`` → ``compare_copies_cka`` (grouped copies) →
-``write_report``. The maths is in :mod:`thinkalike.nli.analysis`, the CKA tables, sentences and figures in
-:mod:`thinkalike.reports.nli`; tiny models run with ``nli.threads`` torch threads.
+``write_report``. The maths and the CKA tables are in :mod:`thinkalike.nli.analysis`, the sentences in
+:mod:`thinkalike.nli.verdicts`, the figures in :mod:`thinkalike.nli.figures`; tiny models run with ``nli.threads``
+torch threads.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from thinkalike.cka.settings import CKA_RANGES, CKASettings
 from thinkalike.language.nli import (
     LABELS,
     PairsConfig,
@@ -48,6 +50,7 @@ from thinkalike.nli.analysis import (
     HEURISTIC,
     accuracy_summary,
     aggregate_stitching,
+    copies_cka_tables,
     copy_names,
     identity_stitch_table,
     ood_spread,
@@ -55,21 +58,17 @@ from thinkalike.nli.analysis import (
     stratified_subset,
     token_activations,
 )
-from thinkalike.pipelines.cka.nodes import summarise_cka
-from thinkalike.pipelines.nli.schema import group_size
-from thinkalike.reports.cka import CKA_RANGES, CKASettings
-from thinkalike.reports.nli import (
-    accuracy_figure,
+from thinkalike.nli.figures import accuracy_figure, experiment_plotly, stitching_figure
+from thinkalike.nli.verdicts import (
     accuracy_sentence,
     cka_sentence,
-    copies_cka_tables,
     distance_sentence,
-    experiment_plotly,
     markdown_report,
-    stitching_figure,
     stitching_sentence,
     sweep_sentence,
 )
+from thinkalike.pipelines.cka.nodes import summarise_cka
+from thinkalike.pipelines.nli.schema import group_size
 from thinkalike.stitching import TokenSplit
 from thinkalike.threads import torch_threads
 

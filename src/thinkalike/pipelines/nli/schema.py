@@ -8,6 +8,7 @@ Errors name the full key: ``nli.group_size`` when k > N / 2, ``nli.pairs.counter
 from __future__ import annotations
 
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
@@ -22,7 +23,7 @@ from thinkalike.pipelines.schema import (
     validate_dataclass,
     validate_section,
 )
-from thinkalike.reports.cka import CKASettings
+from thinkalike.cka.settings import CKASettings
 
 #: FinetuneConfig fields set per copy by the pipeline (``copy_seeds``), not in ``nli.finetune``.
 SEED_FIELDS = frozenset({"head_seed", "data_seed"})
@@ -133,3 +134,11 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
                              "left out)")
     validate_dataclass(CKASettings, nli.cka, "nli.cka")
     return nli
+
+
+def check_nli(parameters: Mapping[str, Any]) -> None:
+    """``nli`` against the corpus's context length (nothing when the section is empty)."""
+    if parameters.get("nli"):
+        from thinkalike.pipelines.schema import validate_corpus
+
+        validate_nli(parameters["nli"], validate_corpus(parameters.get("corpus")).n_ctx)

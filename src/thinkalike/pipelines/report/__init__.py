@@ -1,2 +1,12 @@
 """The ``report`` pipeline (:mod:`.pipeline`): one HTML report of every experiment from the saved outputs; the hook
 that lets it run when some experiments never ran (:mod:`.hooks`)."""
+
+from thinkalike.pipelines.specs import PipelineSpec
+
+from .metrics import RULES
+from .pipeline import create_pipeline
+
+SPEC = PipelineSpec("report", create_pipeline, stage=100,
+                    upstream=("corpus",), rules=RULES, viz_group="report", summarises=True)
+
+__all__ = ["SPEC", "create_pipeline"]

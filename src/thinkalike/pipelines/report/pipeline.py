@@ -14,6 +14,7 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
+from thinkalike.measures.tables import MeasureSettings
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.cka.pipeline import CALIBRATION_SUMMARY, MEASURES_SUMMARY_OUTPUTS
 from thinkalike.pipelines.namespaces import group_namespace, model_dataset
@@ -21,7 +22,6 @@ from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.report import nodes
 from thinkalike.pipelines.scaling.family import scaling_plan
 from thinkalike.reports.findings import TABLES
-from thinkalike.reports.measures import MeasureSettings
 from thinkalike.reports.report import FIGURES
 
 NODE_NAME = f"{group_namespace('report')}.write_experiments_report"  # the node's full name

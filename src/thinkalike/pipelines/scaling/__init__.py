@@ -1,2 +1,13 @@
 """The ``scaling`` pipeline (:mod:`.pipeline`): CKA across a width/depth family (Brown et al. 2023 §5); which models
 form the family (:mod:`.family`)."""
+
+from thinkalike.pipelines.specs import PipelineSpec
+
+from .metrics import RULES
+from .pipeline import create_pipeline
+from .schema import check_scaling
+
+SPEC = PipelineSpec("scaling", create_pipeline, stage=40,
+                    section="scaling", upstream=("cka",), check=check_scaling, rules=RULES, viz_group="scaling")
+
+__all__ = ["SPEC", "create_pipeline"]

@@ -6,7 +6,7 @@ from thinkalike.records import OutputRule, Recorder, SavedOutput, named, tables
 
 
 def _log_summary(recorder: Recorder, output: SavedOutput) -> None:
-    from thinkalike.reports.scaling import scaling_metrics
+    from thinkalike.scaling.analysis import scaling_metrics
 
     recorder.log_metrics(scaling_metrics(output.data), what="scaling summary")
 

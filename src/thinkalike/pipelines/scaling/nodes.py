@@ -1,4 +1,4 @@
-"""The ``scaling`` node: the family analysis of :mod:`thinkalike.reports.scaling` over the CKA tables."""
+"""The ``scaling`` node: the family analysis of :mod:`thinkalike.scaling.analysis` over the CKA tables."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from thinkalike.pipelines.scaling.family import ScalingPlan
-from thinkalike.reports.scaling import ScalingSettings, analyse_family, scaling_figure
+from thinkalike.scaling.analysis import ScalingSettings, analyse_family
+from thinkalike.scaling.family import ScalingPlan
+from thinkalike.scaling.figures import scaling_figure
 
 logger = logging.getLogger(__name__)
 

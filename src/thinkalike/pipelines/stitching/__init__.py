@@ -1,5 +1,12 @@
-"""The ``stitching`` pipeline."""
+"""The ``stitching`` pipeline: model stitching between the zoo's models."""
 
+from thinkalike.pipelines.specs import PipelineSpec
+
+from .metrics import RULES
 from .pipeline import create_pipeline
+from .schema import check_stitching
 
-__all__ = ["create_pipeline"]
+SPEC = PipelineSpec("stitching", create_pipeline, stage=50,
+                    section="stitching", upstream=("zoo",), check=check_stitching, rules=RULES, viz_group="stitching")
+
+__all__ = ["SPEC", "create_pipeline"]

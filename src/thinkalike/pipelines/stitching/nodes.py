@@ -40,17 +40,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from thinkalike.figures import dropdown_figure, figure_files
 from thinkalike.models.handle import ModelHandle, default_device
 from thinkalike.models.sources import load_saved_zoo_model
-from thinkalike.pipelines.stitching.figure import (
-    curves_figure,
-    penalty_figure,
-    penalty_heatmap,
-    penalty_heatmap_plotly,
-    penalty_plotly,
-)
 from thinkalike.pipelines.stitching.plan import layer_grid
-from thinkalike.reports.figure_menu import dropdown_figure, figure_files
 from thinkalike.stitching import (
     ROW_FIELDS,
     StitchResult,
@@ -63,6 +56,13 @@ from thinkalike.stitching import (
     seed_summary,
     split_indices,
     stitch_grid,
+)
+from thinkalike.stitching.figures import (
+    curves_figure,
+    penalty_figure,
+    penalty_heatmap,
+    penalty_heatmap_plotly,
+    penalty_plotly,
 )
 from thinkalike.stitching.stitcher import scored_targets
 

@@ -1,5 +1,12 @@
-"""The ``zoo`` pipeline."""
+"""The ``zoo`` pipeline: the small models trained on the corpus."""
 
+from thinkalike.pipelines.specs import PipelineSpec
+
+from .metrics import RULES
 from .pipeline import create_pipeline
+from .schema import check_zoo
 
-__all__ = ["create_pipeline"]
+SPEC = PipelineSpec("zoo", create_pipeline, stage=10,
+                    section="zoo", upstream=("corpus",), check=check_zoo, rules=RULES)
+
+__all__ = ["SPEC", "create_pipeline"]

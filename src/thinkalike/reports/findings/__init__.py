@@ -236,7 +236,7 @@ def untrained_models(parameters: Mapping[str, Any]) -> list[str]:
 
 
 def _collect_scaling(tables: Mapping[str, Any]) -> dict[str, Any]:
-    """The scaling pipeline's summary as it is (its answers are already numbers: :mod:`thinkalike.reports.scaling`)."""
+    """The scaling pipeline's summary as it is (its answers are already numbers: :mod:`thinkalike.scaling.analysis`)."""
     summary = tables.get("scaling_summary")
     if not summary:
         return missing_section("scaling_summary")

@@ -107,7 +107,7 @@ def _collect_nli_stitching(by_group: pd.DataFrame | None, stitches: pd.DataFrame
     if by_group is None:
         return missing_section("models.nli.stitching_groups")
     from thinkalike.nli.analysis import RELATIONS
-    from thinkalike.reports.nli import stitching_divergence, stitching_gaps
+    from thinkalike.nli.verdicts import stitching_divergence, stitching_gaps
 
     test = by_group[by_group["data"] == "test"]
     if test.empty or not set(RELATIONS) <= set(test["relation"]):
@@ -131,7 +131,7 @@ def _collect_nli_stitching(by_group: pd.DataFrame | None, stitches: pd.DataFrame
 
 
 def _gaps(gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """:func:`thinkalike.reports.nli.stitching_gaps` / ``cka_gaps`` as plain JSON (``None`` for undefined)."""
+    """:func:`thinkalike.nli.verdicts.stitching_gaps` / ``cka_gaps`` as plain JSON (``None`` for undefined)."""
     return [{"layer": g["layer"], "means": as_float(g["means"]), "intervals": as_float(g["intervals"])}
             for g in gaps]
 
@@ -139,7 +139,7 @@ def _gaps(gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _collect_nli_cka(curves: pd.DataFrame | None) -> dict[str, Any]:
     if curves is None:
         return missing_section("models.nli.cka_group_curves")
-    from thinkalike.reports.nli import cka_divergence, cka_gaps
+    from thinkalike.nli.verdicts import cka_divergence, cka_gaps
 
     deep = curves[curves["relative_depth"] > 0]
     if deep.empty:
@@ -287,7 +287,7 @@ def _subcase_claims(nli: Mapping[str, Any]) -> list[Claim]:
 def _divergence_margins(gaps: Sequence[Mapping[str, Any]] | None) -> tuple[float | None, float | None,
                                                                               float | None]:
     """(diverge with separated intervals, diverge by the means only, diverge nowhere) from per-layer ``gaps``
-    (:func:`thinkalike.reports.nli.stitching_gaps`): a layer's score is ``min(means, intervals)`` where its
+    (:func:`thinkalike.nli.verdicts.stitching_gaps`): a layer's score is ``min(means, intervals)`` where its
     intervals are defined, ``means`` where not; "diverge" is the largest strict score, "means only" the largest
     score of a layer without intervals, "nowhere" minus the largest score of all (``None`` where there is none)."""
     if gaps is None:

@@ -1,6 +1,6 @@
 """The scaling family's claims (Brown et al. 2023 §5), from the saved ``scaling_summary`` as collected
 (``findings["scaling"]``): one claim per answer to each question of Brown et al. 2023 §5 (early layers, blocks,
-intra-model similarity vs scale, the outlier and its cause; :mod:`thinkalike.reports.scaling`), each verdict a claim
+intra-model similarity vs scale, the outlier and its cause; :mod:`thinkalike.scaling.analysis`), each verdict a claim
 (:mod:`thinkalike.reports.findings.claims`) whose margin decides it.
 
 The summary does not save the robust-z threshold of its outlier flags: it is read from ``outlier_z`` when a summary

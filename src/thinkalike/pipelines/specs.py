@@ -1,0 +1,107 @@
+"""What a project pipeline says about itself, and the pipelines found in ``thinkalike.pipelines``.
+
+A pipeline is one folder, ``thinkalike/pipelines/<name>/``, whose ``__init__.py`` exports ``SPEC``, a
+:class:`PipelineSpec`: its builder, the parameter section it owns and the pipelines upstream of it (whose
+sections it reads too, as it consumes their outputs), the check of its section, the MLflow rules of its
+outputs and its kedro-viz box. The registry (:mod:`thinkalike.pipelines.builders`), the run's scope
+(:mod:`thinkalike.pipelines.scope`), validation (:mod:`thinkalike.pipelines.validation`), the namespaces
+(:mod:`thinkalike.pipelines.namespaces`) and the MLflow records loop over :func:`pipeline_specs`; adding a
+pipeline is adding its folder.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kedro.pipeline import Pipeline
+
+from thinkalike.records import OutputRule
+
+#: The builder of a pipeline from the run's parameters.
+Builder = Callable[..., Pipeline]
+#: The check of a pipeline's own section, given every parameter: raises a ParameterError naming the full key.
+SectionCheck = Callable[[Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """One project pipeline, as its folder declares it.
+
+    - ``name``: the pipeline's name (``kedro run --pipelines <name>``): its folder's name;
+    - ``build``: ``build(parameters) -> Pipeline``; with ``summarises``, also ``indexed=`` (the other pipelines'
+      unread summary outputs, :func:`thinkalike.pipelines.builders.summaries_unread`);
+    - ``stage``: its place in the flow corpus → models → activations → methods → report (orders registration,
+      ``kedro registry list`` and validation; ties by name);
+    - ``section``: the parameter section it owns, or None;
+    - ``upstream``: the pipelines whose outputs it reads: their sections are checked when it runs;
+    - ``check``: the check of ``section`` (None: nothing to check beyond Kedro's own);
+    - ``rules``: what MLflow gets from its saved outputs (:mod:`thinkalike.records`);
+    - ``viz_group``: its box inside ``models`` in kedro-viz (``models.<viz_group>``), or None;
+    - ``summarises``: it reads every other pipeline's summaries (the report).
+    """
+
+    name: str
+    build: Builder
+    stage: int
+    section: str | None = None
+    upstream: tuple[str, ...] = ()
+    check: SectionCheck | None = None
+    rules: tuple[OutputRule, ...] = ()
+    viz_group: str | None = None
+    summarises: bool = False
+
+
+def _discovered() -> list[PipelineSpec]:
+    """``SPEC`` of every subpackage of ``thinkalike.pipelines`` that has one."""
+    package = importlib.import_module("thinkalike.pipelines")
+    found = []
+    for module in pkgutil.iter_modules(package.__path__):
+        if not module.ispkg:
+            continue
+        spec = getattr(importlib.import_module(f"{package.__name__}.{module.name}"), "SPEC", None)
+        if isinstance(spec, PipelineSpec):
+            if spec.name != module.name:
+                raise ValueError(f"thinkalike.pipelines.{module.name}: its SPEC is named {spec.name!r}, "
+                                 f"not its folder's name")
+            found.append(spec)
+    return found
+
+
+@functools.cache
+def pipeline_specs() -> dict[str, PipelineSpec]:
+    """Every project pipeline's spec by name, in stage order; each upstream name checked to be a pipeline."""
+    specs = {spec.name: spec for spec in sorted(_discovered(), key=lambda spec: (spec.stage, spec.name))}
+    for spec in specs.values():
+        unknown = sorted(set(spec.upstream) - set(specs))
+        if unknown:
+            raise ValueError(f"thinkalike.pipelines.{spec.name}: upstream {unknown} are not pipelines "
+                             f"({', '.join(specs)})")
+    return specs
+
+
+def sections_read(name: str) -> tuple[str, ...]:
+    """The parameter sections pipeline ``name`` reads: its own and every upstream pipeline's, in stage order."""
+    specs = pipeline_specs()
+    seen: set[str] = set()
+    pending = [name]
+    while pending:
+        current = pending.pop()
+        if current not in seen:
+            seen.add(current)
+            pending.extend(specs[current].upstream)
+    return tuple(spec.section for spec in specs.values() if spec.name in seen and spec.section)
+
+
+def viz_groups() -> tuple[str, ...]:
+    """The method boxes inside ``models`` (each spec's ``viz_group``): no model may be named so."""
+    return tuple(spec.viz_group for spec in pipeline_specs().values() if spec.viz_group)
+
+
+def output_rules() -> tuple[OutputRule, ...]:
+    """Every pipeline's MLflow rules, in stage order (after :data:`thinkalike.records.GENERIC_RULES`)."""
+    return tuple(rule for spec in pipeline_specs().values() for rule in spec.rules)

@@ -1,0 +1,89 @@
+"""A pipeline is one folder that declares itself (issue 40, item 1).
+
+A copy of the project (its conf, and its source under ``src/``, imported instead of the installed package) gets
+one new folder, ``src/thinkalike/pipelines/toy/``, whose ``SPEC`` declares its builder, its section ``toy``, the
+check of that section and the MLflow rule of its output; and ``conf/base/parameters_toy.yml``. No other file is
+changed. Then, in that copy, ``kedro registry list`` lists it, a bad ``toy.value`` is refused before any node
+with the key named, and ``kedro run --pipelines toy`` runs it and logs its metric to MLflow.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy
+
+TOY_PIPELINE = '''"""A toy pipeline: ``toy.value`` doubled."""
+
+from kedro.pipeline import Node, Pipeline
+
+from thinkalike.pipelines.errors import ParameterError
+from thinkalike.pipelines.specs import PipelineSpec
+from thinkalike.records import named
+
+
+def double(toy):
+    return {"doubled": 2.0 * toy["value"]}
+
+
+def create_pipeline(parameters):
+    return Pipeline([Node(double, "params:toy", "toy_result", name="double_toy")])
+
+
+def check_toy(parameters):
+    value = (parameters.get("toy") or {}).get("value")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParameterError(f"toy.value: must be a number, got {value!r}")
+
+
+def _log(recorder, output):
+    recorder.log_metrics({"toy.doubled": output.data["doubled"]}, what=output.name)
+
+
+SPEC = PipelineSpec("toy", create_pipeline, stage=90, section="toy", check=check_toy,
+                    rules=(named(["toy_result"], _log),))
+'''
+
+
+@pytest.fixture(scope="module")
+def toy_project(tmp_path_factory) -> Path:
+    project = make_project_copy(tmp_path_factory.mktemp("toy_project"))
+    shutil.copytree(PROJECT_ROOT / "src" / "thinkalike", project / "src" / "thinkalike",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    folder = project / "src" / "thinkalike" / "pipelines" / "toy"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(TOY_PIPELINE)
+    (project / "conf" / "base" / "parameters_toy.yml").write_text("toy:\n  value: 21\n")
+    return project
+
+
+def kedro(project: Path, *arguments: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(project / "src"), "HF_HUB_OFFLINE": "1",
+                   "KEDRO_DISABLE_TELEMETRY": "1"}
+    return subprocess.run([sys.executable, "-m", "kedro", *arguments], cwd=project, env=environment,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_toy_pipeline_folder_is_registered_validated_run_and_logged(toy_project):
+    listed = kedro(toy_project, "registry", "list")
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert "- toy" in listed.stdout
+    refused = kedro(toy_project, "run", "--pipelines", "toy", "--runner", "SequentialRunner",
+                    "--params", "toy.value=oops")
+    assert refused.returncode != 0
+    assert "toy.value: must be a number, got 'oops'" in refused.stdout + refused.stderr
+    assert "Running node" not in refused.stdout + refused.stderr
+    ran = kedro(toy_project, "run", "--pipelines", "toy", "--runner", "SequentialRunner")
+    assert ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{toy_project / 'mlflow.db'}")
+    (experiment,) = [e for e in client.search_experiments() if e.name == "thinkalike"]
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.data.metrics["toy.doubled"] == 42.0
