@@ -34,7 +34,7 @@ with exactly its feature values), an upper bound for any metric over these featu
 
 Run after ``kedro run --pipelines corpus,zoo`` (or the default run): ``python benchmarks/mlem_stimuli.py``
 (6 models, one or two per family, x 12 designs: about 8 minutes on 2 busy CPU cores), or e.g.
-``--models all --designs corpus "controlled | indicators"``. Results: benchmarks/README.md.
+``--models all --designs corpus "controlled | indicators"``. Results: docs/benchmarks/mlem-stimuli.md.
 """
 
 from __future__ import annotations

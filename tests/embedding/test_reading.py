@@ -202,20 +202,23 @@ def test_embedding_pipeline_nodes_run_on_the_llama_checkpoint(llama_directory):
         measure_keep_k,
         read_model,
     )
+    from thinkalike.pipelines.embedding.schema import EmbeddingParameters
+    from thinkalike.pipelines.schema import validate_section
 
     spec = f"hf:{llama_directory}"
-    settings = {"device": "cpu", "dtype": "float64", "threads": 1, "progress": False,
-                "readings": {"k": 5, "pair_k": 5, "report_neurons": 1, "report_heads": 1},
-                "lookup": {"token_sets": {"some_words": ["w3", "w4"]}, "top": 3, "k_tokens": 5},
-                "keep_k": {"ks": [10, 64], "e_primes": ["transpose", "pinv"], "distributions": ["normal", "ff_values"],
-                           "n": 50, "seed": 0},
-                "alignment": {"groups": ["FF_key", "W_V"], "spaces": ["projected", "raw"]}}
-    vectors, pairs, lookup, report = read_model(settings, model="llama", spec=spec)
+    values = {"device": "cpu", "dtype": "float64", "threads": 1, "progress": False,
+              "readings": {"k": 5, "pair_k": 5, "report_neurons": 1, "report_heads": 1},
+              "lookup": {"token_sets": {"some_words": ["w3", "w4"]}, "top": 3, "k_tokens": 5},
+              "keep_k": {"ks": [10, 64], "e_primes": ["transpose", "pinv"], "distributions": ["normal", "ff_values"],
+                         "n": 50, "seed": 0},
+              "alignment": {"groups": ["FF_key", "W_V"], "spaces": ["projected", "raw"]}}
+    settings = validate_section(EmbeddingParameters, values, "embedding")
+    vectors, pairs, lookup, report = read_model(settings=settings, model="llama", spec=spec)
     assert set(vectors["layer"]) == {0, 1} and set(pairs["group"]) == {"W_VO", "W_QK"}
     assert set(lookup["token_set"]) == {"some_words"} and "llama" in report
-    (scores,) = measure_keep_k(settings, None, model="llama", spec=spec)
+    (scores,) = measure_keep_k(None, settings=settings, model="llama", spec=spec)
     full = scores[(scores["k"] == 64) & (scores["e_prime"] == "pinv")]  # k = V with E⁺: exact
     assert np.allclose(full["score"], 1.0, atol=1e-6) and set(scores["distribution"]) == {"normal", "ff_values"}
-    _, matches = align_pair(settings, model_a="llama", spec_a=spec, model_b="llama_again", spec_b=spec,
-                               n_sources_a=0)
+    _, matches = align_pair(settings=settings, model_a="llama", spec_a=spec, model_b="llama_again", spec_b=spec,
+                            n_sources_a=0)
     assert len(matches) == 4 and (matches["diagonal_fraction"] == 1.0).all()  # with itself: the identity matching

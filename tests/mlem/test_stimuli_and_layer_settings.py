@@ -13,9 +13,10 @@ from thinkalike.mlem.features import FeatureError, encode_features
 from thinkalike.mlem.fit import CostEstimate, MLEMSettings, estimate_cost, log_cost
 from thinkalike.mlem.stimuli import stimulus_table
 from thinkalike.pipelines.corpus.nodes import build_evaluation_texts
+from thinkalike.pipelines.corpus.schema import validate_corpus
 from thinkalike.pipelines.mlem.pipeline import create_pipeline
 from thinkalike.pipelines.mlem.schema import validate_mlem
-from thinkalike.pipelines.schema import ParameterError, validate_corpus
+from thinkalike.pipelines.schema import ParameterError
 
 ZOO = {"models": {"gelu_2l": {"family": "bridge", "architecture": {"n_layers": 2}},
                   "neox_l": {"family": "hf", "architecture": {"model_type": "gpt_neox", "num_hidden_layers": 4}}}}
@@ -63,9 +64,9 @@ def test_bad_controlled_stimuli_settings_are_named(values, message):
 def test_controlled_sentences_join_the_evaluation_texts_only_when_enabled():
     heldout = generate_sentences(30, seed=2)
     corpus = {"n_evaluation_sentences": 10}
-    assert len(build_evaluation_texts(heldout, corpus)) == 10
-    joined = build_evaluation_texts(heldout, {**corpus, "controlled_stimuli": {"enabled": True, "nouns": 2,
-                                                                              "verbs": 1}})
+    assert len(build_evaluation_texts(heldout, settings=validate_corpus(corpus))) == 10
+    joined = build_evaluation_texts(heldout, settings=validate_corpus({**corpus, "controlled_stimuli": {
+        "enabled": True, "nouns": 2, "verbs": 1}}))
     assert len(joined) == 10 + 72 * 2 * 1
     assert joined["sentence_id"].is_unique and joined["sentence_id"].iloc[10] == heldout["sentence_id"].max() + 1
     assert list(joined["source"].value_counts().sort_index().items()) == [("controlled", 144), ("grammar", 10)]

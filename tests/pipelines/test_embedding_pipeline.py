@@ -11,8 +11,9 @@ import pytest
 
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
 from thinkalike.pipelines.embedding import nodes
+from thinkalike.pipelines.embedding.schema import EmbeddingParameters
 from thinkalike.pipelines.parameters import configured_parameters
-from thinkalike.pipelines.schema import ParameterError
+from thinkalike.pipelines.schema import ParameterError, validate_section
 
 MODELS = ("gelu_1l", "neox_xs")
 
@@ -134,16 +135,17 @@ def test_readings_cover_the_selected_blocks_and_heads_only(grammar_gpt2_dir):
     same rows of the full reading."""
     embedding = configured_parameters(PROJECT_ROOT, "test")["embedding"]
     spec = f"hf:{grammar_gpt2_dir}"
-    full_vectors, full_pairs, *_ = nodes.read_model({**embedding, "readings": {**embedding["readings"],
-                                                                              "layers": None, "heads": None}},
-                                                    model="gpt2", spec=spec)
-    narrow = {**embedding, "readings": {**embedding["readings"], "layers": [1], "heads": 2}}
+    full = validate_section(EmbeddingParameters, {**embedding, "readings": {**embedding["readings"], "layers": None,
+                                                                             "heads": None}}, "embedding")
+    full_vectors, full_pairs, *_ = nodes.read_model(settings=full, model="gpt2", spec=spec)
+    narrow = validate_section(EmbeddingParameters, {**embedding, "readings": {**embedding["readings"], "layers": [1],
+                                                                               "heads": 2}}, "embedding")
     logger, lines = logging.getLogger(nodes.__name__), _Lines()  # Kedro's logging setup may replace root handlers
     level = logger.level
     logger.addHandler(lines)
     logger.setLevel(logging.INFO)
     try:
-        vectors, pairs, *_ = nodes.read_model(narrow, model="gpt2", spec=spec)
+        vectors, pairs, *_ = nodes.read_model(settings=narrow, model="gpt2", spec=spec)
     finally:
         logger.removeHandler(lines)
         logger.setLevel(level)

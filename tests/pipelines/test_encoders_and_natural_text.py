@@ -17,7 +17,9 @@ from thinkalike.language.packing import pack_evaluation_sequences
 from thinkalike.models.activation_store import write_activation_store
 from thinkalike.models.handle import MissingWeightsError
 from thinkalike.pipelines.activations.nodes import extract_external_activations
+from thinkalike.pipelines.activations.schema import validate_activations
 from thinkalike.pipelines.corpus.nodes import build_evaluation_texts
+from thinkalike.pipelines.corpus.schema import validate_corpus
 
 ZWSP = "\u200b"
 LONG = "the quick brown fox jumps over the lazy dog and the cat sat on the mat in the house by the river ."
@@ -29,7 +31,7 @@ LINES = [
     "this line is beyond n_evaluation_sentences .",
     "and so is this one .",
 ]
-ACTIVATIONS = {"batch_size": 2, "dtype": "float32", "device": "cpu"}
+ACTIVATIONS = validate_activations({"batch_size": 2, "dtype": "float32", "device": "cpu"})
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +48,8 @@ def test_extraction_node_on_a_sentence_encoder(tmp_path, encoder_dir):
     from transformers import AutoTokenizer, BertModel
 
     texts = natural_text_table(LINES[:4], first_id=0)
-    stream, index = extract_external_activations(texts, ACTIVATIONS, model_name="enc", spec=f"hf:{encoder_dir}",
-                                                 n_ctx=16)
+    stream, index = extract_external_activations(texts, settings=ACTIVATIONS, model_name="enc",
+                                                 spec=f"hf:{encoder_dir}", n_ctx=16)
     store = write_activation_store(tmp_path / "enc", stream.batches, stream.model)
     assert store.n_layers == 2 and store.d_model == 32
     assert set(index.loc[index["is_special"], "token"]) == {"[CLS]", "[SEP]"}
@@ -71,7 +73,7 @@ def test_extraction_node_names_missing_block_weights(tmp_path):
     directory = save_sentence_encoder(tmp_path / "enc", drop=("encoder.layer.0.output.dense.weight",))
     texts = natural_text_table(LINES[:2], first_id=0)
     with pytest.raises(MissingWeightsError, match=r"encoder\.layer\.0\.output\.dense\.weight"):
-        extract_external_activations(texts, ACTIVATIONS, model_name="enc", spec=f"hf:{directory}", n_ctx=16)
+        extract_external_activations(texts, settings=ACTIVATIONS, model_name="enc", spec=f"hf:{directory}", n_ctx=16)
 
 
 def test_n_evaluation_sentences_limits_natural_text(tmp_path):
@@ -79,10 +81,11 @@ def test_n_evaluation_sentences_limits_natural_text(tmp_path):
     path.write_text("\n".join(LINES), encoding="utf-8")
     heldout = generate_sentences(10, seed=3)
     corpus = {"n_evaluation_sentences": 3, "natural_text": {"path": str(path), "use": "replace"}}
-    replaced = build_evaluation_texts(heldout, corpus)
+    replaced = build_evaluation_texts(heldout, settings=validate_corpus(corpus))
     assert replaced["text"].tolist() == [" ".join(line.split()) for line in LINES[:3]]
     assert set(replaced["source"]) == {"natural"}
-    joined = build_evaluation_texts(heldout, {**corpus, "natural_text": {"path": str(path), "use": "join"}})
+    joined = build_evaluation_texts(heldout, settings=validate_corpus({**corpus, "natural_text": {"path": str(path),
+                                                                                                  "use": "join"}}))
     assert joined["source"].tolist() == ["grammar"] * 3 + ["natural"] * 3
     assert joined["sentence_id"].is_unique
 
@@ -148,8 +151,8 @@ def test_extraction_node_on_a_llama_gguf_uses_its_bos_only_convention(tmp_path):
     path = tmp_path / "tiny-llama.gguf"
     write_llama_gguf(path, build_module("llama", seed=5))
     texts = natural_text_table(["ab cd ef", "the cat sat on the mat and the dog ran"], first_id=0)
-    stream, index = extract_external_activations(texts, ACTIVATIONS, model_name="llama", spec=f"gguf:{path}",
-                                                 n_ctx=16)
+    stream, index = extract_external_activations(texts, settings=ACTIVATIONS, model_name="llama",
+                                                 spec=f"gguf:{path}", n_ctx=16)
     store = write_activation_store(tmp_path / "llama", stream.batches, stream.model)
     assert store.n_layers == 2
     specials = index[index["is_special"]]

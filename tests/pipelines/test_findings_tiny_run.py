@@ -1,5 +1,6 @@
-"""The README findings from a real run's outputs: the suite's shared tiny run (``tiny_project``), loaded through the
-catalog as ``python -m thinkalike.reports.findings_cli`` loads them (tests/reports/test_findings.py: the rest)."""
+"""The findings (docs/findings.md) from a real run's outputs: the suite's shared tiny run (``tiny_project``),
+loaded through the catalog as ``python -m thinkalike.reports.findings_cli`` loads them (tests/reports/test_findings.py:
+the rest)."""
 
 from __future__ import annotations
 
@@ -98,21 +99,24 @@ def test_a_pipeline_that_did_not_run_is_said_so(tables):
     assert {c.id.split(".")[0] for c in claims_of(findings)} >= {"mlem", "embedding"}
 
 
-def test_the_command_writes_the_json_and_the_readme_region(tiny_project, tmp_path, capsys):
+def test_the_command_writes_the_json_and_the_findings_page_region(tiny_project, tmp_path, capsys):
     project, _ = tiny_project
     repo = tmp_path / "repo"
     (repo / "src").mkdir(parents=True)
     (repo / "src" / "code.py").write_text("x = 1\n")
-    (repo / "README.md").write_text(f"# Project\n\n{START_MARKER}\nold\n{END_MARKER}\n\n## After\n")
+    (repo / "docs").mkdir()
+    (repo / "docs" / "findings.md").write_text(f"# Findings\n\n{START_MARKER}\nold\n{END_MARKER}\n\n## After\n")
+    (repo / "README.md").write_text("# Project\n")
     subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "src/code.py", "README.md"], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "src/code.py", "README.md", "docs/findings.md"], check=True)
     assert main(["--project", str(project), "--env", "test", "--repo", str(repo), "--write"]) == 0
     document = json.loads((repo / "docs" / "findings.json").read_text())
     assert len(document["source_digest"]) == 64 and "generated_at" in document
     assert len(document["replicates"]) == 1 and {c["status"] for c in document["claims"]} == {"holds"}
-    readme = (repo / "README.md").read_text()
-    assert readme_region(readme) == render_document(document)
-    assert readme.startswith("# Project\n\n") and readme.endswith(f"{END_MARKER}\n\n## After\n")
+    page = (repo / "docs" / "findings.md").read_text()
+    assert readme_region(page) == render_document(document)
+    assert page.startswith("# Findings\n\n") and page.endswith(f"{END_MARKER}\n\n## After\n")
+    assert (repo / "README.md").read_text() == "# Project\n"  # the README is not written any more
     assert "wrote " in capsys.readouterr().out
 
 

@@ -106,15 +106,16 @@ def test_missing_natural_text_is_named(tmp_path, monkeypatch):
 
 def test_natural_text_joins_the_evaluation_texts(tmp_path):
     from thinkalike.pipelines.corpus.nodes import build_evaluation_texts
+    from thinkalike.pipelines.corpus.schema import validate_corpus
 
     text = tmp_path / "docs.txt"
     text.write_text("The cat sat on the mat .\n\nA second document here .\n")
     heldout = pd.DataFrame({"sentence_id": [5, 9], "text": ["the dog runs .", "the dogs run ."]})
     corpus = {"natural_text": {"path": str(text), "mode": "lines", "use": "join"}}
-    joined = build_evaluation_texts(heldout, corpus)
+    joined = build_evaluation_texts(heldout, settings=validate_corpus(corpus))
     assert len(joined) == 4 and joined["sentence_id"].is_unique
     corpus["natural_text"]["use"] = "replace"
-    assert len(build_evaluation_texts(heldout, corpus)) == 2
+    assert len(build_evaluation_texts(heldout, settings=validate_corpus(corpus))) == 2
     corpus["natural_text"]["use"] = "append"
     with pytest.raises(ValueError, match="natural_text.use"):
-        build_evaluation_texts(heldout, corpus)
+        build_evaluation_texts(heldout, settings=validate_corpus(corpus))

@@ -114,17 +114,18 @@ def test_plotly_page_shows_the_tables_numbers(outputs):
 
 def test_the_sweep_runs_only_when_the_seeds_do_not_spread(tiny_project, outputs):
     from thinkalike.pipelines.nli.nodes import sweep_fractions
+    from thinkalike.pipelines.nli.schema import validate_nli
 
     _, catalog = tiny_project
-    nli = catalog.load("params:nli")
+    nli = validate_nli(catalog.load("params:nli"))
     args = (catalog.load("tokenizer"), catalog.load("models.nli.encoder.model_weights"),
             catalog.load("models.nli.encoder.model_config"))
     flat = outputs["groups"].assign(ood_non_entailed_accuracy=0.0)
-    swept = sweep_fractions(flat, *args, nli)
+    swept = sweep_fractions(flat, *args, settings=nli)
     assert (swept["status"] == "swept").all()
     assert swept.groupby("counterexample_fraction").size().to_dict() == {0.0: 2, 0.2: 2}
     spread = outputs["groups"].assign(ood_non_entailed_accuracy=[0.9, 0.5, 0.2, 0.0])
-    assert sweep_fractions(spread, *args, nli)["status"].tolist() == ["not_needed"]
+    assert sweep_fractions(spread, *args, settings=nli)["status"].tolist() == ["not_needed"]
 
 
 def test_a_sweep_copy_at_the_experiments_fraction_is_the_experiments_copy(tiny_project, outputs):
@@ -132,25 +133,30 @@ def test_a_sweep_copy_at_the_experiments_fraction_is_the_experiments_copy(tiny_p
     the experiment's copies' accuracies, and equal what fine-tuning them again gives (the path they skip)."""
     from thinkalike.language.nli import accuracy_table, generate_pairs
     from thinkalike.nli.analysis import accuracy_summary
-    from thinkalike.pipelines.nli.nodes import SWEEP_COLUMNS, _finetune, _pairs_config, sweep_fractions
+    from thinkalike.pipelines.nli.nodes import SWEEP_COLUMNS, _finetune, sweep_fractions
+    from thinkalike.pipelines.nli.schema import NLIParameters
+    from thinkalike.pipelines.schema import validate_section
     from thinkalike.models.finetune import copy_seeds
 
     _, catalog = tiny_project
     nli = catalog.load("params:nli")
     fraction = nli["pairs"]["counterexample_fraction"]
-    # a spread of accuracy 1 is below min_spread 2: the sweep runs on the copies' own accuracies
-    swept_nli = {**nli, "min_spread": 2.0, "sweep": {"fractions": [fraction, 0.0], "n_copies": 2}}
+    # a spread of accuracy 1 is below min_spread 2: the sweep runs on the copies' own accuracies (min_spread 2 is
+    # outside the section's range [0, 1], so the node gets it without the check)
+    settings = validate_section(NLIParameters, nli, "nli")
+    swept_nli = settings.model_copy(update={"min_spread": 2.0, "sweep": settings.sweep.model_copy(
+        update={"fractions": [fraction, 0.0], "n_copies": 2})})
     args = (catalog.load("tokenizer"), catalog.load("models.nli.encoder.model_weights"),
             catalog.load("models.nli.encoder.model_config"))
-    swept = sweep_fractions(outputs["groups"], *args, swept_nli).set_index("model")
+    swept = sweep_fractions(outputs["groups"], *args, settings=swept_nli).set_index("model")
     by_name = outputs["groups"].set_index("model")
     accuracies = SWEEP_COLUMNS[4:]
-    pairs = generate_pairs(_pairs_config(nli, counterexample_fraction=fraction))
+    pairs = generate_pairs(settings.pairs_config(counterexample_fraction=fraction))
     for i, seeds in enumerate(copy_seeds(2, nli["seed"])):
         row = swept.loc[f"sweep_{fraction:g}_{i}"]
         assert f"the experiment's {NAMES[i]}" in row["note"]
         assert row[accuracies].tolist() == by_name.loc[NAMES[i], accuracies].tolist()
-        weights, _, _, predicted = _finetune(pairs, *args, nli, nli["n_ctx"], "again", seeds)
+        weights, _, _, predicted = _finetune(pairs, *args, settings, "again", seeds)
         again = accuracy_summary(accuracy_table(pairs[pairs["split"] != "train"], predicted, "again")).iloc[0]
         assert row[accuracies].tolist() == again[accuracies].tolist()
         saved = catalog.load(f"models.nli.{NAMES[i]}.classifier_weights")  # the very same model, to the bit

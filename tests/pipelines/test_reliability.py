@@ -255,13 +255,16 @@ def test_bfloat16_extraction_runs_and_matches_float32(tiny_project):
     import torch
 
     from thinkalike.pipelines.activations.nodes import extract_zoo_activations
+    from thinkalike.pipelines.activations.schema import validate_activations
 
     _, catalog = tiny_project
     inputs = [catalog.load(name) for name in ("evaluation_sequences", "evaluation_index", "tokenizer",
                                               "models.gelu_1l.model_weights", "models.gelu_1l.model_config")]
     settings = {"batch_size": 8, "device": "cpu"}
-    bf16, _ = extract_zoo_activations(*inputs, {**settings, "dtype": "bfloat16"}, model_name="gelu_1l")
-    fp32, _ = extract_zoo_activations(*inputs, {**settings, "dtype": "float32"}, model_name="gelu_1l")
+    bf16, _ = extract_zoo_activations(*inputs, settings=validate_activations({**settings, "dtype": "bfloat16"}),
+                                      model_name="gelu_1l")
+    fp32, _ = extract_zoo_activations(*inputs, settings=validate_activations({**settings, "dtype": "float32"}),
+                                      model_name="gelu_1l")
     low, high = next(iter(bf16.batches)), next(iter(fp32.batches))
     assert low.residual.dtype == np.float32
     error = np.abs(low.residual - high.residual).max() / np.abs(high.residual).max()

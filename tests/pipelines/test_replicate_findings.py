@@ -20,9 +20,9 @@ def test_replicates_findings_merge_each_replicates_claims(tiny_project_as_run, t
     (repo / "src").mkdir(parents=True)
     (repo / "src" / "code.py").write_text("x = 1\n")
     shutil.copytree(ROOT / "conf" / "base", repo / "conf" / "base")
-    (repo / "README.md").write_text("# R\n\n<!-- findings:start -->\n<!-- findings:end -->\n")
+    # no docs/findings.md yet: --write makes the page (a title and the markers)
     subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
-    subprocess.run(["git", "-C", str(repo), "add", "src/code.py", "README.md"], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "src/code.py"], check=True)
     (repo / "conf" / "base" / "mlflow.yml").write_text("mlflow: {enabled: false}\n")
     folders = replicate_folders(workdir)
     assert [f.name for f in folders] == ["replicate-0", "replicate-1"]
@@ -31,6 +31,8 @@ def test_replicates_findings_merge_each_replicates_claims(tiny_project_as_run, t
     assert [r["replicate"] for r in document["replicates"]] == [0, 1]
     assert document["claims"] and all(c["status"] == "holds" and len(c["margin"]) == 2 and c["margin"][0] ==
                                       c["margin"][1] for c in document["claims"])
-    readme = (repo / "README.md").read_text().replace("\n", " ")
-    assert "**Where these findings come from.** 2 replicates of the default run" in readme
-    assert "each replicate's `kedro run` took 1 min 0 s, 2 min 0 s in all" in readme  # one number when they agree
+    page = (repo / "docs" / "findings.md").read_text()
+    assert page.startswith("# Findings\n\n<!-- findings:start -->\n") and page.endswith("<!-- findings:end -->\n")
+    text = page.replace("\n", " ")
+    assert "**Where these findings come from.** 2 replicates of the default run" in text
+    assert "each replicate's `kedro run` took 1 min 0 s, 2 min 0 s in all" in text  # one number when they agree

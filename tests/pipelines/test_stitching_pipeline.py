@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
-from thinkalike.pipelines.schema import ParameterError, validate_stitching
+from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.stitching.pipeline import SUMMARY_OUTPUTS
 from thinkalike.pipelines.stitching.plan import layer_grid, ordered_pairs
+from thinkalike.pipelines.stitching.schema import validate_stitching
 from thinkalike.stitching.figures import (
     curves_figure,
     penalty_heatmap,
@@ -25,8 +26,8 @@ MLFLOW_NAMESPACE = NAMESPACE.removeprefix("models.")  # MLflow names drop the mo
 
 
 def test_ordered_pairs_add_reverse_and_self_baselines_once():
-    assert ordered_pairs([("a", "b"), ("b", "c")]) == [("a", "b"), ("b", "a"), ("a", "a"), ("b", "b"), ("b", "c"),
-                                                       ("c", "b"), ("c", "c")]
+    assert ordered_pairs([("a", "b"), ("b", "c")], "both", self_baselines=True) == [
+        ("a", "b"), ("b", "a"), ("a", "a"), ("b", "b"), ("b", "c"), ("c", "b"), ("c", "c")]
     assert ordered_pairs([("a", "b")], "forward", self_baselines=False) == [("a", "b")]
 
 
@@ -298,21 +299,24 @@ def test_pipeline_options_add_heatmaps_and_training_sequences():
 
 
 def test_training_on_train_sequences_keeps_the_evaluation_split():
+    from thinkalike.pipelines.schema import validate_section
     from thinkalike.pipelines.stitching.nodes import token_splits
+    from thinkalike.pipelines.stitching.schema import StitchingParameters
 
     rng = np.random.default_rng(0)
     held = {"input_ids": rng.integers(0, 50, (40, 8)), "attention_mask": np.ones((40, 8), dtype=np.int64)}
     training = {"input_ids": rng.integers(50, 99, (100, 8)), "attention_mask": np.ones((100, 8), dtype=np.int64)}
     options = {"eval_fraction": 0.25, "split_seed": 3}
-    own = token_splits(held, options)
-    corpus = token_splits(held, {**options, "train_source": "train_sequences", "max_train_sequences": 60},
+    own = token_splits(held, validate_section(StitchingParameters, options, "stitching"))
+    corpus = token_splits(held, validate_section(StitchingParameters, {**options, "train_source": "train_sequences",
+                                                                       "max_train_sequences": 60}, "stitching"),
                           training)
     assert np.array_equal(own.eval_ids, corpus.eval_ids) and len(own.train) == 30 and len(corpus.train) == 60
     assert np.array_equal(corpus.train.input_ids.numpy(), training["input_ids"][:60])
     saved = corpus.eval_arrays()
     assert np.array_equal(saved["input_ids"], held["input_ids"][saved["sequence_ids"]])
     with pytest.raises(ValueError, match="stitching.train_source"):
-        token_splits(held, {"train_source": "everything"})
+        token_splits(held, validate_section(StitchingParameters, {"train_source": "everything"}, "stitching"))
 
 
 def test_the_gpu_environment_validates_with_the_papers_schedule_and_a_larger_nli():
@@ -358,7 +362,7 @@ def test_saved_phis_reevaluate_to_the_tables_losses(stitched):
     assert (table["train_source"] == "train_sequences").all()
     assert int(split["attention_mask"].sum()) == table["eval_tokens"].iloc[0]
     assert all(isinstance(value, torch.Tensor) for value in state.values())
-    parameters = stitched.load("parameters")["stitching"]
+    parameters = validate_stitching(stitched.load("parameters")["stitching"], list(PAIR))
     tokenizer = stitched.load("tokenizer")
     # the scored targets: every real next token that is not a special token of the tokenizer
     special = sorted(special_token_ids(tokenizer))

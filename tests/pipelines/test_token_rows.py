@@ -10,8 +10,9 @@ import yaml
 
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
 from thinkalike.models.activation_store import write_activation_store
-from thinkalike.pipelines.schema import ParameterError, validate_activations
+from thinkalike.pipelines.activations.schema import validate_activations
 from thinkalike.pipelines.cka.schema import validate_cka
+from thinkalike.pipelines.schema import ParameterError
 
 
 def test_default_cka_excludes_special_tokens_and_records_it(tiny_project):
@@ -31,12 +32,12 @@ def test_zoo_extraction_in_the_sentence_layout_with_the_final_norm_layer(tiny_pr
 
     _, catalog = tiny_project
     packed_index = catalog.load("evaluation_index")
-    settings = {**catalog.load("params:activations"), "packing": "sentence", "final_norm": True}
+    settings = validate_activations({**catalog.load("params:activations"), "packing": "sentence", "final_norm": True})
     for name in ("gelu_1l", "neox_xs"):
         stream, index = extract_zoo_activations(
             catalog.load("evaluation_sequences"), packed_index, catalog.load("tokenizer"),
-            catalog.load(f"models.{name}.model_weights"), catalog.load(f"models.{name}.model_config"), settings,
-            model_name=name)
+            catalog.load(f"models.{name}.model_weights"), catalog.load(f"models.{name}.model_config"),
+            settings=settings, model_name=name)
         assert (index.groupby("sequence")["sentence_id"].nunique() == 1).all()
         assert index["sequence"].nunique() >= packed_index["sentence_id"].nunique() > packed_index["sequence"].nunique()
         np.testing.assert_array_equal(index["token_id"], packed_index["token_id"])

@@ -1,5 +1,6 @@
-"""The README's findings are generated: the README region is what docs/findings.json renders to, and the JSON
-comes from the current code (its source digest); the collection and the rendering on synthetic tables shaped like
+"""The findings are generated: the region of the documentation page docs/findings.md is what docs/findings.json
+renders to (``findings_cli --render`` rewrites it from the JSON alone), and the JSON comes from the current code (its
+source digest); the collection and the rendering on synthetic tables shaped like
 the default run's (the tiny run's outputs: tests/pipelines/test_findings_tiny_run.py)."""
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ from thinkalike.reports.findings import (
     replace_region,
     source_digest,
 )
+from thinkalike.reports.findings_cli import main as findings_main
 from thinkalike.timings import most_at_once
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS_JSON = ROOT / "docs" / "findings.json"
+FINDINGS_PAGE = ROOT / "docs" / "findings.md"
 NOT_GENERATED = f"docs/findings.json is not generated yet — {REGENERATE}"
 
 
@@ -45,13 +48,54 @@ def _document() -> dict:
     return json.loads(FINDINGS_JSON.read_text(encoding="utf-8"))
 
 
-def test_readme_region_is_what_findings_json_renders_to():
+def test_the_findings_page_region_is_what_findings_json_renders_to():
     document = _document()
-    region = readme_region((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert region is not None, f"README.md has no {START_MARKER} … {END_MARKER} region: {REGENERATE}"
+    region = readme_region(FINDINGS_PAGE.read_text(encoding="utf-8"))
+    assert region is not None, f"docs/findings.md has no {START_MARKER} … {END_MARKER} region: {REGENERATE}"
     assert region == render_document(document), (
-        "the README findings differ from what docs/findings.json renders to (hand-edited, or the renderer "
-        f"changed): {REGENERATE}")
+        "the findings page differs from what docs/findings.json renders to (hand-edited, or the renderer "
+        f"changed): `python -m thinkalike.reports.findings_cli --render` rewrites it from the JSON; {REGENERATE}")
+
+
+def test_the_readme_leaves_the_findings_to_their_page():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert START_MARKER not in readme and END_MARKER not in readme
+    assert "docs/findings.md" in readme
+
+
+def test_render_rewrites_the_page_region_from_the_json_alone(tmp_path, capsys):
+    """``findings_cli --render``: no git work tree, no project, no outputs — the saved JSON is all it reads; the
+    page's hand-written prose around the markers stays, a page that does not exist is made, no JSON is an error."""
+    document = _document()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "findings.json").write_text(FINDINGS_JSON.read_text(encoding="utf-8"), encoding="utf-8")
+    page = tmp_path / "docs" / "findings.md"
+    page.write_text(f"# Findings\n\nProse before.\n\n{START_MARKER}\nstale\n{END_MARKER}\n\nProse after.\n")
+    assert findings_main(["--render", "--repo", str(tmp_path)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert text == (f"# Findings\n\nProse before.\n\n{START_MARKER}\n{render_document(document)}{END_MARKER}"
+                    "\n\nProse after.\n")
+    assert "updated:" in capsys.readouterr().out
+    assert findings_main(["--render", "--repo", str(tmp_path)]) == 0  # again: nothing to change
+    assert "unchanged:" in capsys.readouterr().out and page.read_text(encoding="utf-8") == text
+    page.unlink()
+    assert findings_main(["--render", "--repo", str(tmp_path)]) == 0
+    assert readme_region(page.read_text(encoding="utf-8")) == render_document(document)
+    (tmp_path / "docs" / "findings.json").unlink()
+    assert findings_main(["--render", "--repo", str(tmp_path)]) == 2
+    assert "no " in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # --render renders the saved JSON: it collects nothing
+        findings_main(["--render", "--write", "--repo", str(tmp_path)])
+
+
+def test_the_committed_page_renders_unchanged(tmp_path):
+    """The committed docs/findings.md is a fixed point of ``--render`` (the whole file, prose included)."""
+    _document()
+    (tmp_path / "docs").mkdir()
+    for name in ("findings.json", "findings.md"):
+        (tmp_path / "docs" / name).write_text((ROOT / "docs" / name).read_text(encoding="utf-8"), encoding="utf-8")
+    assert findings_main(["--render", "--repo", str(tmp_path)]) == 0
+    assert (tmp_path / "docs" / "findings.md").read_text(encoding="utf-8") == FINDINGS_PAGE.read_text(encoding="utf-8")
 
 
 def test_findings_json_holds_claims_with_a_margin_per_replicate_and_a_status():
@@ -544,7 +588,7 @@ def test_no_outputs_at_all_still_render():
     assert claims_of(findings) == []
 
 
-# --------------------------------------------------------------------------- the README region and the digest
+# --------------------------------------------------------------------------- the page region and the digest
 
 
 LEGACY = """# Title

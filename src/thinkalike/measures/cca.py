@@ -101,7 +101,8 @@ def _check_max_dims(max_dims: int | None) -> int | None:
 
 
 def _top_components(xc: np.ndarray, max_dims: int) -> np.ndarray:
-    """The top ``max_dims`` left singular vectors of ``xc`` (at most its numerical rank)."""
+    """The top ``max_dims`` left singular vectors of ``xc`` (at most its numerical rank, whose basis they then are:
+    the column space that :func:`_column_space` spans)."""
     u, s, _ = linalg.svd(xc, full_matrices=False, check_finite=False)
     return u[:, : min(max_dims, numerical_rank(s, xc.shape))]
 
@@ -196,10 +197,9 @@ def prepare_cca(x: Any, max_dims: int | None = None, *, name: str = "x") -> Prep
     components when its rank is larger), once."""
     max_dims = _check_max_dims(max_dims)
     xc = centred(checked_matrix(x, name, measure="canonical correlation analysis", min_tokens=MIN_TOKENS))
-    basis = _column_space(xc)
-    if max_dims is not None and basis.shape[1] > max_dims:
-        basis = _top_components(xc, max_dims)
-    return PreparedCCA(xc, basis)
+    if max_dims is None or min(xc.shape[0] - 1, xc.shape[1]) <= max_dims:  # nothing to reduce
+        return PreparedCCA(xc, _column_space(xc))
+    return PreparedCCA(xc, _top_components(xc, max_dims))  # one SVD: the rank and the top components
 
 
 def _check_bases(px: PreparedCCA | PreparedSVCCA, py: PreparedCCA | PreparedSVCCA, measure: str) -> bool:

@@ -1,4 +1,5 @@
-"""``python -m thinkalike.reports.findings_cli``: the README's findings — claims with their margins — from saved outputs.
+"""``python -m thinkalike.reports.findings_cli``: the project's findings — claims with their margins — from saved
+outputs (the documentation page ``docs/findings.md``).
 
 * ``--replicates DIR [--roundoff DIR2] [--write]``: every replicate project ``DIR/replicate-<r>`` that
   ``python -m thinkalike.replicates`` ran (their latest saved outputs; ``--env``: the environment they ran with,
@@ -6,14 +7,17 @@
   (:func:`~thinkalike.reports.findings.collect_findings`) and the merged claims (one margin per replicate, a status),
   with the commit, date, machine and command; ``--roundoff DIR2`` adds what a run of DIR2 (replicate 0's seeds, other
   float round-off: ``--set-env ATEN_CPU_CAPABILITY=avx2 --set-env MKL_CBWR=COMPATIBLE``) moves against replicate 0,
-  and counts it as one more replicate: a claim holds only when round-off does not turn it over either. ``--write`` also replaces the README's region between
-  the markers with :func:`~thinkalike.reports.findings.render_document`. An MLflow run named ``replicates`` gets each
+  and counts it as one more replicate: a claim holds only when round-off does not turn it over either. ``--write`` also
+  replaces the region between the markers of the findings page ``docs/findings.md`` with
+  :func:`~thinkalike.reports.findings.render_document`. An MLflow run named ``replicates`` gets each
   claim's status (``claim.<id>.holds``, 1 or 0) and smallest margin (``claim.<id>.margin_min``).
 * ``--claims``: prints ``{"claims": [...]}`` as JSON — every claim of the project's (``--project``) latest run with
   its margin — to check a run on any machine against the committed claims (a committed claim that holds should have
   a margin > 0); with ``--check`` also compares them with the repository's ``docs/findings.json`` and exits 1 when a
   committed claim that holds does not hold in this run.
-* Neither: one project's latest run as a one-replicate document (as before replicates).
+* ``--render``: rewrites the findings page's region from the repository's ``docs/findings.json`` alone (collects and
+  runs nothing): after the renderer changed, or to make the page again from the committed numbers.
+* None of these: one project's latest run as a one-replicate document (as before replicates).
 
 A table never saved (its pipeline was not run) is left out, and its section says so.
 """
@@ -31,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from thinkalike.reports.findings import (
+    END_MARKER,
+    START_MARKER,
     TABLES,
     claims_of,
     collect_errors,
@@ -48,7 +54,10 @@ from thinkalike.reports.findings.claims import HOLDS, check_against, single_run
 logger = logging.getLogger(__name__)
 
 FINDINGS_JSON = Path("docs/findings.json")
-README = Path("README.md")
+#: The documentation page whose region between the markers holds the rendered findings (was README.md's region).
+FINDINGS_PAGE = Path("docs/findings.md")
+#: A findings page made from nothing (no page yet): a title and the markers; the prose around them is hand-written.
+NEW_PAGE = "# Findings\n\n{block}\n"
 
 
 def open_catalog(project: Path, env: str | None = None,
@@ -150,8 +159,8 @@ def log_claim_status(document: dict[str, Any], repo: Path) -> None:
 def write_replicate_findings(folders: list[Path], env: str | None, repo: Path, write: bool,
                              records: list[dict[str, Any]] | None = None, roundoff: Path | None = None,
                              command: str = "python -m thinkalike.replicates --write") -> int:
-    """docs/findings.json (and with ``write`` the README region) from the replicates in ``folders``; 0, or 1 when a
-    section could not be collected (then the README is not written)."""
+    """docs/findings.json (and with ``write`` the region of the page docs/findings.md) from the replicates in
+    ``folders``; 0, or 1 when a section could not be collected (then the page is not written)."""
     findings = []
     for replicate, folder in enumerate(folders):
         logger.info("replicate %d: collecting the findings of %s", replicate, folder)
@@ -179,12 +188,12 @@ def write_replicate_findings(folders: list[Path], env: str | None, repo: Path, w
     if missing:
         print("not in the outputs (their sections say so): " + ", ".join(missing), file=sys.stderr)
     if errors:
-        print("the README was not written: a table did not have what the findings need", file=sys.stderr)
+        print(f"{FINDINGS_PAGE} was not written: a table did not have what the findings need", file=sys.stderr)
         return 1
     log_claim_status(document, repo)
     if write:
-        changed = write_readme(repo / README, render_document(document))
-        print(f"{'updated' if changed else 'unchanged'}: {repo / README}")
+        changed = write_page(repo / FINDINGS_PAGE, render_document(document))
+        print(f"{'updated' if changed else 'unchanged'}: {repo / FINDINGS_PAGE}")
     return 0
 
 
@@ -193,13 +202,27 @@ def write_json(document: dict[str, Any], path: Path) -> None:
                                            allow_nan=False) + "\n")
 
 
-def write_readme(path: Path, rendered: str) -> bool:
-    """Replaces the README region (one quick read-modify-write); whether the file changed."""
-    text = path.read_text(encoding="utf-8")
-    updated = replace_region(text, rendered)
+def write_page(path: Path, rendered: str) -> bool:
+    """Replaces the region between the markers of the findings page (one quick read-modify-write; a page that does
+    not exist yet is made with a title and the markers); whether the file changed."""
+    text = path.read_text(encoding="utf-8") if path.exists() else None
+    updated = (replace_region(text, rendered) if text is not None
+               else NEW_PAGE.format(block=f"{START_MARKER}\n{rendered}{END_MARKER}"))
     if updated != text:
-        path.write_text(updated, encoding="utf-8")
+        write_text_atomically(path, updated)
     return updated != text
+
+
+def render_page(repo: Path) -> int:
+    """``--render``: the findings page's region from ``repo``'s docs/findings.json alone; 0, or 2 without the JSON."""
+    source = repo / FINDINGS_JSON
+    if not source.is_file():
+        print(f"error: --render: no {source} (--replicates … --write makes it)", file=sys.stderr)
+        return 2
+    document = json.loads(source.read_text(encoding="utf-8"))
+    changed = write_page(repo / FINDINGS_PAGE, render_document(document))
+    print(f"{'updated' if changed else 'unchanged'}: {repo / FINDINGS_PAGE} (from {source})")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -208,18 +231,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--env", default=None, help="configuration environment of the run(s) (default: Kedro's; "
                                                     "with --replicates: replicates)")
     parser.add_argument("--repo", type=Path, default=None,
-                        help="the git work tree whose docs/findings.json and README.md are written (default: the "
-                             "project)")
+                        help="the git work tree whose docs/findings.json and docs/findings.md are written (default: "
+                             "the project)")
     parser.add_argument("--replicates", type=Path, help="the folder of the replicates' projects (data/replicates)")
     parser.add_argument("--roundoff", type=Path, help="a replicate-0 project with other round-off, to compare")
     parser.add_argument("--claims", action="store_true", help="print the latest run's claims as JSON")
     parser.add_argument("--check", action="store_true", help="with --claims: compare with docs/findings.json")
-    parser.add_argument("--write", action="store_true", help="also replace the README region")
+    parser.add_argument("--write", action="store_true", help="also replace the region of docs/findings.md")
+    parser.add_argument("--render", action="store_true",
+                        help="only rewrite the region of docs/findings.md from docs/findings.json (collects nothing)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     project = args.project.resolve()
     repo = (args.repo or project).resolve()
+    if args.render:
+        if args.claims or args.replicates is not None or args.roundoff is not None or args.write:
+            parser.error("--render takes only --repo (or --project): it renders the saved docs/findings.json")
+        return render_page(repo)
     if args.claims:
         claims = single_run(claims_of(project_findings(project, args.env)))
         print(json.dumps({"claims": claims}, indent=1, ensure_ascii=False, allow_nan=False))

@@ -1,4 +1,5 @@
-"""Which model pairs the ``cka`` pipeline compares, from ``cka.pairs`` in config.
+"""Which model pairs the ``cka`` pipeline compares, from ``cka.pairs`` in config (parsed:
+:attr:`~thinkalike.pipelines.cka.schema.CKAParameters.pairs`).
 
 ``cka.pairs`` keys (all optional, combined, duplicates dropped, order kept):
 
@@ -20,8 +21,6 @@ from itertools import combinations
 from typing import Any
 
 from thinkalike.pipelines import namespaces
-from thinkalike.pipelines.activations.pipeline import configured_models
-from thinkalike.pipelines.parameters import section
 from thinkalike.scaling.family import family_plan
 
 logger = logging.getLogger(__name__)
@@ -44,26 +43,25 @@ def default_pairs(models: Iterable[str]) -> dict[str, Any]:
     return {"intra": True, "all_pairs_of": list(models)}
 
 
-def cka_pairs(cka: dict[str, Any], models: Iterable[str]) -> list[tuple[str, str]]:
-    """The pairs of the ``cka`` section: :func:`configured_pairs` of ``cka.pairs``, :func:`default_pairs` when it is
-    absent or null."""
-    pairs = cka.get("pairs")
+def cka_pairs(pairs: Mapping[str, Any] | None, models: Iterable[str]) -> list[tuple[str, str]]:
+    """The pairs of ``cka.pairs``: :func:`configured_pairs`, or of :func:`default_pairs` when it is absent or
+    null."""
     return configured_pairs(default_pairs(models) if pairs is None else dict(pairs), models)
 
 
-def all_cka_pairs(parameters: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The pairs the ``cka`` pipeline computes: :func:`cka_pairs` of its section, then the ``scaling`` family's pairs
-    that are not among them (in either order). A ``scaling`` section that cannot be resolved adds nothing here
-    (the ``scaling`` pipeline reports its error)."""
-    models = configured_models(parameters)
-    pairs = cka_pairs(section(parameters, "cka"), models)
+def all_cka_pairs(parameters: Mapping[str, Any], pairs: Mapping[str, Any] | None,
+                  models: dict[str, str]) -> list[tuple[str, str]]:
+    """The pairs the ``cka`` pipeline computes: :func:`cka_pairs` of ``pairs`` (``cka.pairs``) over ``models`` (the
+    configured models), then the ``scaling`` family's pairs that are not among them (in either order). A
+    ``scaling`` section that cannot be resolved adds nothing here (the ``scaling`` pipeline reports its error)."""
+    configured = cka_pairs(pairs, models)
     try:
         plan = family_plan(parameters, models)
     except ValueError as error:
         logger.debug("cka: no scaling pairs (%s)", error)
-        return pairs
-    known = set(pairs) | {pair[::-1] for pair in pairs}
-    return pairs + [pair for pair in (plan.pairs() if plan else []) if pair not in known]
+        return configured
+    known = set(configured) | {pair[::-1] for pair in configured}
+    return configured + [pair for pair in (plan.pairs() if plan else []) if pair not in known]
 
 
 def configured_pairs(pairs: dict[str, Any], models: Iterable[str]) -> list[tuple[str, str]]:

@@ -20,13 +20,12 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.measures.tables import MeasureSettings
 from thinkalike.pipelines.activations.pipeline import (
     ExtractionSource,
-    configured_models,
     external_n_ctx,
     extraction_source,
 )
+from thinkalike.pipelines.activations.schema import configured_models, validate_activations
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.cka import nodes
 from thinkalike.pipelines.cka.pairs import (
@@ -34,11 +33,12 @@ from thinkalike.pipelines.cka.pairs import (
     pair_dataset,
     pair_namespace,
 )
+from thinkalike.pipelines.cka.schema import CKAParameters, validate_cka
+from thinkalike.pipelines.corpus.schema import validate_corpus
 from thinkalike.pipelines.namespaces import (
     group_namespace,
     model_dataset,
 )
-from thinkalike.pipelines.parameters import section
 
 logger = logging.getLogger(__name__)
 
@@ -59,48 +59,51 @@ def pair_node(function: Callable[..., Any], inputs: list[str], model_a: str, mod
                 namespace=pair_namespace(model_a, model_b))
 
 
-def pair_pipeline(model_a: str, model_b: str, with_measures: bool = False, calibrated: bool = False) -> Pipeline:
+def pair_pipeline(model_a: str, model_b: str, settings: CKAParameters, with_measures: bool = False,
+                  calibrated: bool = False) -> Pipeline:
     """CKA of one pair in its own namespace, from the two models' activation stores; with ``with_measures`` also
     every measure of ``cka.measures`` (``compare_measures``, writing ``models.cka.<a>__<b>.measures_table``), and
     with ``calibrated`` (pairs of different models) their permutation null (``calibrate_measures``)."""
     inputs = [model_dataset(model, dataset) for model in (model_a, model_b)
               for dataset in ("activations", "activation_index")]
-    nodes_ = [pair_node(bind(nodes.compare_pair, model_a=model_a, model_b=model_b), [*inputs, "params:cka"],
-                        model_a, model_b)]
+    pair = {"settings": settings, "model_a": model_a, "model_b": model_b}
+    nodes_ = [pair_node(bind(nodes.compare_pair, **pair), inputs, model_a, model_b)]
     if with_measures:
-        nodes_.append(Node(bind(nodes.compare_measures, model_a=model_a, model_b=model_b), [*inputs, "params:cka"],
+        nodes_.append(Node(bind(nodes.compare_measures, **pair), inputs,
                            pair_dataset(model_a, model_b, MEASURES_OUTPUT), name="compare_measures",
                            namespace=pair_namespace(model_a, model_b)))
     if calibrated and model_a != model_b:
-        nodes_.append(Node(bind(nodes.calibrate_measures, model_a=model_a, model_b=model_b), [*inputs, "params:cka"],
+        nodes_.append(Node(bind(nodes.calibrate_measures, **pair), inputs,
                            pair_dataset(model_a, model_b, CALIBRATION_OUTPUT), name="calibrate_measures",
                            namespace=pair_namespace(model_a, model_b)))
     return Pipeline(nodes_)
 
 
-def streaming_pair_pipeline(model_a: str, model_b: str, source_a: ExtractionSource,
+def streaming_pair_pipeline(model_a: str, model_b: str, settings: CKAParameters, source_a: ExtractionSource,
                             source_b: ExtractionSource) -> Pipeline:
     """CKA of one pair straight from the two models' forward passes (``cka.mode: streaming``): nothing is stored."""
     inputs = list(dict.fromkeys([*source_a.inputs, *source_b.inputs]))
-    function = bind(nodes.compare_streamed_pair, model_a=model_a, model_b=model_b, extract_a=source_a.function,
-                    inputs_a=[inputs.index(name) for name in source_a.inputs], extract_b=source_b.function,
-                    inputs_b=[inputs.index(name) for name in source_b.inputs])
-    return Pipeline([pair_node(function, [*inputs, "params:activations", "params:cka"], model_a, model_b)])
+    function = bind(nodes.compare_streamed_pair, settings=settings, model_a=model_a, model_b=model_b,
+                    extract_a=source_a.function, inputs_a=[inputs.index(name) for name in source_a.inputs],
+                    extract_b=source_b.function, inputs_b=[inputs.index(name) for name in source_b.inputs])
+    return Pipeline([pair_node(function, inputs, model_a, model_b)])
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     """One namespace per configured pair (stored or streaming, per ``cka.mode``), then ``summarise_cka``
     (namespace ``models.cka``), which also draws every pair's heatmap (``cka_heatmaps``, ``cka_heatmaps_plotly``):
-    the pairs' tables are read there, so kedro-viz draws each pair's output inside its box."""
-    cka = section(parameters, "cka")
-    if not cka:
+    the pairs' tables are read there, so kedro-viz draws each pair's output inside its box. The ``cka`` section is
+    parsed once here (:func:`~thinkalike.pipelines.cka.schema.validate_cka`) and bound to every node; in streaming
+    mode the ``activations`` section too, bound to the extractions."""
+    if not parameters.get("cka"):
         return Pipeline([])
     models = configured_models(parameters)
-    if cka.get("pairs") is None:
+    settings = validate_cka(parameters["cka"], models)
+    if settings.pairs is None:
         logger.info("cka.pairs is not set: every pair of the %d configured models and each with itself", len(models))
-    pairs = all_cka_pairs(parameters)
-    streaming = cka.get("mode", "stored") == "streaming"
-    measure_settings = MeasureSettings.from_parameters(cka.get("measures"))
+    pairs = all_cka_pairs(parameters, settings.pairs, models)
+    streaming = settings.mode == "streaming"
+    measure_settings = settings.measures
     with_measures = bool(measure_settings.names)
     if streaming and with_measures:
         others = [name for name in measure_settings.names if name != "cka"]
@@ -109,18 +112,20 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
                        "stored activations (cka.mode: stored), and are left out", ", ".join(others) or "none")
         with_measures = False
     if streaming:
-        n_ctx = external_n_ctx(parameters)
-        sources = {name: extraction_source(name, spec, n_ctx) for name, spec in models.items()}
-        per_pair = sum((streaming_pair_pipeline(a, b, sources[a], sources[b]) for a, b in pairs), Pipeline([]))
+        activations = validate_activations(parameters.get("activations"))
+        n_ctx = external_n_ctx(activations, validate_corpus(parameters.get("corpus")))
+        sources = {name: extraction_source(name, spec, activations, n_ctx) for name, spec in models.items()}
+        per_pair = sum((streaming_pair_pipeline(a, b, settings, sources[a], sources[b]) for a, b in pairs),
+                       Pipeline([]))
     else:
-        per_pair = sum((pair_pipeline(a, b, with_measures, with_measures and measure_settings.calibrated)
+        per_pair = sum((pair_pipeline(a, b, settings, with_measures, with_measures and measure_settings.calibrated)
                         for a, b in pairs), Pipeline([]))
     tables = [pair_dataset(a, b, "cka_table") for a, b in pairs]
-    summaries = [Node(nodes.summarise_cka, ["params:cka", *tables], SUMMARY_OUTPUTS, name="summarise_cka",
+    summaries = [Node(bind(nodes.summarise_cka, settings=settings), tables, SUMMARY_OUTPUTS, name="summarise_cka",
                       namespace=group_namespace("cka"))]
     if with_measures:
-        summaries.append(Node(nodes.summarise_measures,
-                              ["params:cka", *(pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs)],
+        summaries.append(Node(bind(nodes.summarise_measures, settings=settings),
+                              [pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs],
                               MEASURES_SUMMARY_OUTPUTS, name="summarise_measures", namespace=group_namespace("cka")))
         calibrated_pairs = [(a, b) for a, b in pairs if a != b]
         if measure_settings.calibrated and calibrated_pairs:

@@ -1,50 +1,88 @@
-"""The ``cka`` section's check: its settings (:class:`~thinkalike.cka.settings.CKASettings`), its measures
-(:class:`~thinkalike.measures.tables.MeasureSettings`), device, pairs and groups against the configured models."""
+"""The ``cka`` section: its model (:class:`CKAParameters`), its parse (:func:`parse_cka`, and
+:func:`validate_cka` against the configured models, once, by the pipeline's builder) and its check before a run
+(:func:`check_cka`).
+
+The section reads as a straight line: ``conf/*/parameters_cka.yml`` → :class:`CKAParameters` (its estimation keys
+as :class:`~thinkalike.cka.settings.CKASettings`, ``cka.measures`` as
+:class:`~thinkalike.measures.tables.MeasureSettings`: the library's dataclasses, where those defaults are written)
+→ the nodes (:mod:`thinkalike.pipelines.cka.nodes`, bound to it) → :mod:`thinkalike.cka` and
+:mod:`thinkalike.measures.tables`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from thinkalike.pipelines.activations.pipeline import configured_models
-from thinkalike.pipelines.cka.pairs import cka_pairs
-from thinkalike.pipelines.errors import ParameterError
-from thinkalike.pipelines.schema import check_device, validate_dataclass
+from pydantic import Field, InstanceOf, field_validator
+
 from thinkalike.cka.settings import CKASettings
 from thinkalike.measures.tables import MeasureSettings
+from thinkalike.pipelines.activations.schema import configured_models
+from thinkalike.pipelines.cka.pairs import cka_pairs
+from thinkalike.pipelines.errors import ParameterError
+from thinkalike.pipelines.schema import Device, _Section, validate_dataclass, validate_section
 
+#: The keys of ``cka`` that are not :class:`CKASettings` fields (:class:`CKAParameters`' own).
 CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device", "mode", "measures"})
-CKA_MODES = ("stored", "streaming")
+
+
+class CKAParameters(_Section):
+    """``cka`` parsed (:func:`parse_cka`): ``estimation`` is the section's estimation keys (``estimator`` …
+    ``exclude_special_tokens``, flat in the section) as :class:`~thinkalike.cka.settings.CKASettings`; ``measures``
+    is ``cka.measures`` as :class:`~thinkalike.measures.tables.MeasureSettings` (absent or null: CKA alone);
+    ``mode``: ``stored`` (from the activation stores) or ``streaming`` (from the forward passes); ``device``: where
+    CKA runs (null: CUDA when present, else CPU); ``pairs``: the pair syntax of :mod:`~thinkalike.pipelines.cka.pairs`
+    (null: every pair of the configured models and each with itself); ``groups``: model → group label."""
+
+    estimation: InstanceOf[CKASettings] = Field(default_factory=CKASettings)
+    measures: InstanceOf[MeasureSettings] = Field(default_factory=MeasureSettings)
+    mode: Literal["stored", "streaming"] = "stored"
+    device: Device | None = None
+    pairs: dict[str, Any] | None = None
+    groups: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("groups", mode="before")
+    @classmethod
+    def _labels(cls, groups: Any) -> Any:
+        if groups is None:
+            return {}
+        if not isinstance(groups, Mapping):
+            raise ValueError("must map model names to group labels")
+        return {str(model): str(group) for model, group in groups.items()}
+
+
+def parse_cka(values: Any) -> CKAParameters:
+    """The ``cka`` section (absent: every default) on its own; a :class:`ParameterError` naming the key
+    (``cka.<estimation key>``, ``cka.measures…``, ``cka.mode`` …)."""
+    if values is None:
+        values = {}
+    if not isinstance(values, Mapping):
+        raise ParameterError(f"cka: must be a mapping of settings, got {values!r}")
+    estimation = validate_dataclass(CKASettings, values, "cka", ignore=CKA_STRUCTURE_KEYS)
+    try:
+        measures = MeasureSettings.from_parameters(values.get("measures"))
+    except ValueError as error:
+        message = str(error)
+        raise ParameterError(message if message.startswith("cka.measures") else f"cka.measures: {message}") from None
+    structure = {key: values[key] for key in CKA_STRUCTURE_KEYS - {"measures"} if key in values}
+    return validate_section(CKAParameters, {**structure, "estimation": estimation, "measures": measures}, "cka")
+
+
+def validate_cka(values: Any, models: dict[str, str]) -> CKAParameters:
+    """:func:`parse_cka`, then its pairs and groups against ``models`` (name → spec)."""
+    cka = parse_cka(values)
+    try:
+        cka_pairs(cka.pairs, models)
+    except ValueError as error:
+        raise ParameterError(f"cka.pairs: {error}") from None
+    unknown = sorted(set(cka.groups) - set(models))
+    if unknown:
+        raise ParameterError(f"cka.groups: unknown model(s) {unknown}; known: {sorted(models)}")
+    return cka
 
 
 def check_cka(parameters: Mapping[str, Any]) -> None:
     """``cka`` (nothing when the section is empty)."""
     if parameters.get("cka"):
         validate_cka(parameters["cka"], configured_models(parameters))
-
-
-def validate_cka(cka: Any, models: dict[str, str]) -> None:
-    """The ``cka`` section against ``models`` (name → spec)."""
-    validate_dataclass(CKASettings, cka, "cka", ignore=CKA_STRUCTURE_KEYS)
-    if cka.get("mode", "stored") not in CKA_MODES:
-        raise ParameterError(f"cka.mode: must be one of {CKA_MODES}, got {cka['mode']!r}")
-    try:
-        MeasureSettings.from_parameters(cka.get("measures"))
-    except ValueError as error:
-        message = str(error)
-        raise ParameterError(message if message.startswith("cka.measures") else f"cka.measures: {message}") from None
-    if cka.get("device") is not None:
-        try:
-            check_device(cka["device"])
-        except ValueError as error:
-            raise ParameterError(f"cka.device: {error}") from None
-    try:
-        cka_pairs(cka, models)
-    except ValueError as error:
-        raise ParameterError(f"cka.pairs: {error}") from None
-    groups = cka.get("groups") or {}
-    if not isinstance(groups, dict):
-        raise ParameterError(f"cka.groups: must map model names to group labels, got {groups!r}")
-    unknown = sorted(set(groups) - set(models))
-    if unknown:
-        raise ParameterError(f"cka.groups: unknown model(s) {unknown}; known: {sorted(models)}")

@@ -1,4 +1,7 @@
-"""Thin nodes of the ``corpus`` pipeline: grammar → splits → tokenizer → packed sequences."""
+"""Thin nodes of the ``corpus`` pipeline: grammar → splits → tokenizer → packed sequences.
+
+Their settings are the ``corpus`` section parsed once by the pipeline's builder
+(:class:`~thinkalike.pipelines.corpus.schema.CorpusParameters`, bound as ``settings``)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thinkalike.language.grammar import ControlledConfig, GrammarConfig, controlled_sentences, generate_sentences
+from thinkalike.language.grammar import controlled_sentences, generate_sentences
 from thinkalike.language.natural_text import natural_text_table, read_natural_text
 from thinkalike.language.packing import (
     pack_evaluation_sequences,
@@ -17,72 +20,57 @@ from thinkalike.language.packing import (
     unigram_entropy_nats,
 )
 from thinkalike.language.tokenizer import train_tokenizer
-
-NATURAL_TEXT_USES = ("join", "replace")
+from thinkalike.pipelines.corpus.schema import CorpusParameters
 
 logger = logging.getLogger(__name__)
 
 
-def generate_corpus(corpus: dict[str, Any]) -> pd.DataFrame:
-    """The labelled sentence table of the grammar language."""
-    return generate_sentences(int(corpus["n_sentences"]), int(corpus["seed"]),
-                              GrammarConfig(**(corpus.get("grammar") or {})))
+def generate_corpus(*, settings: CorpusParameters) -> pd.DataFrame:
+    """The labelled sentence table of the grammar language (``corpus.n_sentences``, ``corpus.seed``,
+    ``corpus.grammar``)."""
+    return generate_sentences(settings.n_sentences, settings.seed, settings.grammar_config())
 
 
-def split_corpus(sentences: pd.DataFrame, corpus: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Training and held-out sentences, disjoint."""
-    return split_sentences(sentences, float(corpus["heldout_fraction"]), int(corpus["seed"]))
+def split_corpus(sentences: pd.DataFrame, *, settings: CorpusParameters) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Training and held-out sentences, disjoint (``corpus.heldout_fraction``, ``corpus.seed``)."""
+    return split_sentences(sentences, settings.heldout_fraction, settings.seed)
 
 
-def build_evaluation_texts(heldout_sentences: pd.DataFrame, corpus: dict[str, Any]) -> pd.DataFrame:
+def build_evaluation_texts(heldout_sentences: pd.DataFrame, *, settings: CorpusParameters) -> pd.DataFrame:
     """The texts whose activations are extracted: held-out grammar sentences and/or natural text, and the
     controlled stimuli when enabled.
 
-    ``corpus.natural_text``: ``path`` (null = grammar only), ``mode`` (``lines`` | ``plain``),
-    ``use`` (``join`` adds the documents to the grammar sentences, ``replace`` uses them alone).
-    ``corpus.n_evaluation_sentences`` limits each source: the first that many held-out
-    sentences, and the first that many natural-text documents (a cut is logged).
+    ``corpus.natural_text`` (:class:`~thinkalike.pipelines.corpus.schema.NaturalTextParameters`): ``path``
+    (null = grammar only), ``mode`` (``lines`` | ``plain``), ``use`` (``join`` adds the documents to the grammar
+    sentences, ``replace`` uses them alone). ``corpus.n_evaluation_sentences`` limits each source: the first that
+    many held-out sentences, and the first that many natural-text documents (a cut is logged).
     ``corpus.controlled_stimuli`` (``enabled``, ``factors``, ``nouns``, ``verbs``): the controlled set
     (:func:`controlled_sentences`, ``source`` "controlled", all of it, whatever the limit) follows the
     other texts, with sentence ids after theirs.
     """
-    natural = corpus.get("natural_text") or {}
-    limit = int(corpus.get("n_evaluation_sentences", len(heldout_sentences)))
+    natural = settings.natural_text
+    limit = settings.n_evaluation_sentences
     grammar = heldout_sentences.head(limit)
-    path = natural.get("path")
-    if not path:
-        return with_controlled_stimuli(grammar.reset_index(drop=True), heldout_sentences, corpus)
-    use = natural.get("use", "join")
-    if use not in NATURAL_TEXT_USES:
-        raise ValueError(f"corpus.natural_text.use must be one of {NATURAL_TEXT_USES}, got {use!r}")
-    documents = read_natural_text(path, natural.get("mode", "lines"))
+    if not natural.path:
+        return with_controlled_stimuli(grammar.reset_index(drop=True), heldout_sentences, settings)
+    documents = read_natural_text(natural.path, natural.mode)
     if len(documents) > limit:
         logger.info("natural text %s: using the first %d of its %d documents (corpus.n_evaluation_sentences)",
-                    path, limit, len(documents))
+                    natural.path, limit, len(documents))
         documents = documents[:limit]
     table = natural_text_table(documents, first_id=int(heldout_sentences["sentence_id"].max()) + 1)
-    if use == "replace":
-        return with_controlled_stimuli(table, heldout_sentences, corpus)
-    return with_controlled_stimuli(pd.concat([grammar, table], ignore_index=True), heldout_sentences, corpus)
-
-
-def controlled_config(corpus: dict[str, Any]) -> ControlledConfig | None:
-    """``corpus.controlled_stimuli`` as the grammar's :class:`ControlledConfig`; None when not enabled."""
-    controlled = dict(corpus.get("controlled_stimuli") or {})
-    if not controlled.pop("enabled", False):
-        return None
-    factors = controlled.pop("factors", None)
-    return ControlledConfig(factors=None if factors is None else {name: tuple(values) for name, values in
-                                                                  factors.items()}, **controlled)
+    if natural.use == "replace":
+        return with_controlled_stimuli(table, heldout_sentences, settings)
+    return with_controlled_stimuli(pd.concat([grammar, table], ignore_index=True), heldout_sentences, settings)
 
 
 def with_controlled_stimuli(texts: pd.DataFrame, heldout_sentences: pd.DataFrame,
-                            corpus: dict[str, Any]) -> pd.DataFrame:
+                            settings: CorpusParameters) -> pd.DataFrame:
     """``texts`` followed by the controlled stimuli when ``corpus.controlled_stimuli.enabled`` (ids after every
     held-out sentence's and every text's)."""
-    config = controlled_config(corpus)
-    if config is None:
+    if not settings.controlled_stimuli.enabled:
         return texts
+    config = settings.controlled_stimuli.config()
     first_id = int(max(heldout_sentences["sentence_id"].max(), texts["sentence_id"].max() if len(texts) else -1)) + 1
     controlled = controlled_sentences(config, first_id=first_id)
     logger.info("controlled stimuli: %d sentences (%d conditions x %d nouns x %d verbs) join the %d evaluation texts",
@@ -90,21 +78,22 @@ def with_controlled_stimuli(texts: pd.DataFrame, heldout_sentences: pd.DataFrame
     return pd.concat([texts, controlled], ignore_index=True)
 
 
-def fit_tokenizer(train_sentences: pd.DataFrame, corpus: dict[str, Any]):
-    """A tokenizer trained on the training sentences, shared by every zoo model."""
-    return train_tokenizer(train_sentences["text"].tolist(), int(corpus["vocab_size"]), int(corpus["seed"]))
+def fit_tokenizer(train_sentences: pd.DataFrame, *, settings: CorpusParameters):
+    """A tokenizer trained on the training sentences (``corpus.vocab_size``, ``corpus.seed``), shared by every zoo
+    model."""
+    return train_tokenizer(train_sentences["text"].tolist(), settings.vocab_size, settings.seed)
 
 
-def pack_language_model_data(train_sentences: pd.DataFrame, heldout_sentences: pd.DataFrame, tokenizer,
-                             corpus: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Fixed-length token sequences (``input_ids``) for training and held-out loss."""
-    n_ctx = int(corpus["n_ctx"])
+def pack_language_model_data(train_sentences: pd.DataFrame, heldout_sentences: pd.DataFrame, tokenizer, *,
+                             settings: CorpusParameters) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Fixed-length token sequences (``input_ids``, rows of ``corpus.n_ctx``) for training and held-out loss."""
+    n_ctx = settings.n_ctx
     return ({"input_ids": pack_training_sequences(train_sentences["text"].tolist(), tokenizer, n_ctx)},
             {"input_ids": pack_training_sequences(heldout_sentences["text"].tolist(), tokenizer, n_ctx)})
 
 
-def pack_evaluation_data(evaluation_texts: pd.DataFrame, tokenizer,
-                         corpus: dict[str, Any]) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
+def pack_evaluation_data(evaluation_texts: pd.DataFrame, tokenizer, *,
+                         settings: CorpusParameters) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
     """Evaluation sequences of the zoo models (corpus tokenizer, ``corpus.n_ctx``) with their token index table.
 
     Only in the pipeline when a zoo model's activations are extracted; texts longer than a row
@@ -113,7 +102,7 @@ def pack_evaluation_data(evaluation_texts: pd.DataFrame, tokenizer,
     per row (:func:`thinkalike.language.packing.one_text_per_row`), so one parameter decides the
     layout of every model.
     """
-    return pack_evaluation_sequences(evaluation_texts, tokenizer, int(corpus["n_ctx"]))
+    return pack_evaluation_sequences(evaluation_texts, tokenizer, settings.n_ctx)
 
 
 def describe_corpus(sentences: pd.DataFrame, train_sequences: dict[str, np.ndarray],

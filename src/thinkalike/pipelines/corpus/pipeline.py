@@ -14,33 +14,43 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.activations.pipeline import configured_models
+from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.corpus import nodes
+from thinkalike.pipelines.corpus.schema import validate_corpus
 from thinkalike.pipelines.namespaces import CORPUS
 
 
 def packs_for_zoo(parameters: Mapping[str, Any]) -> bool:
     """Whether any model whose activations are extracted is a zoo model (uses the corpus tokenizer)."""
-    return any(spec.startswith("zoo:") for spec in configured_models(parameters).values()
-               if isinstance(spec, str))
+    from thinkalike.pipelines.activations.schema import configured_models  # the activations schema imports ours
+
+    return any(spec.startswith("zoo:") for spec in configured_models(parameters).values())
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
-    """The corpus nodes; the zoo's evaluation packing only when :func:`packs_for_zoo`."""
+    """The corpus nodes, each with the ``corpus`` section parsed once here
+    (:func:`~thinkalike.pipelines.corpus.schema.validate_corpus`); the zoo's evaluation packing only when
+    :func:`packs_for_zoo`."""
+    settings = validate_corpus(parameters.get("corpus"))
     describe_inputs = ["sentences", "train_sequences", "heldout_sequences", "tokenizer", "evaluation_texts"]
     nodes_ = [
-        Node(nodes.generate_corpus, "params:corpus", "sentences", name="generate_corpus", namespace=CORPUS),
-        Node(nodes.split_corpus, ["sentences", "params:corpus"], ["train_sentences", "heldout_sentences"],
+        Node(bind(nodes.generate_corpus, settings=settings), None, "sentences", name="generate_corpus",
+             namespace=CORPUS),
+        Node(bind(nodes.split_corpus, settings=settings), "sentences", ["train_sentences", "heldout_sentences"],
              name="split_corpus", namespace=CORPUS),
-        Node(nodes.build_evaluation_texts, ["heldout_sentences", "params:corpus"], "evaluation_texts",
+        Node(bind(nodes.build_evaluation_texts, settings=settings), "heldout_sentences", "evaluation_texts",
              name="build_evaluation_texts", namespace=CORPUS),
-        Node(nodes.fit_tokenizer, ["train_sentences", "params:corpus"], "tokenizer", name="fit_tokenizer", namespace=CORPUS),
-        Node(nodes.pack_language_model_data, ["train_sentences", "heldout_sentences", "tokenizer", "params:corpus"],
-             ["train_sequences", "heldout_sequences"], name="pack_language_model_data", namespace=CORPUS),
+        Node(bind(nodes.fit_tokenizer, settings=settings), "train_sentences", "tokenizer", name="fit_tokenizer",
+             namespace=CORPUS),
+        Node(bind(nodes.pack_language_model_data, settings=settings),
+             ["train_sentences", "heldout_sentences", "tokenizer"], ["train_sequences", "heldout_sequences"],
+             name="pack_language_model_data", namespace=CORPUS),
     ]
     if packs_for_zoo(parameters):
-        nodes_.append(Node(nodes.pack_evaluation_data, ["evaluation_texts", "tokenizer", "params:corpus"],
-                           ["evaluation_sequences", "evaluation_index"], name="pack_evaluation_data", namespace=CORPUS))
+        nodes_.append(Node(bind(nodes.pack_evaluation_data, settings=settings), ["evaluation_texts", "tokenizer"],
+                           ["evaluation_sequences", "evaluation_index"], name="pack_evaluation_data",
+                           namespace=CORPUS))
         describe_inputs.append("evaluation_index")
-    nodes_.append(Node(nodes.describe_corpus, describe_inputs, "corpus_statistics", name="describe_corpus", namespace=CORPUS))
+    nodes_.append(Node(nodes.describe_corpus, describe_inputs, "corpus_statistics", name="describe_corpus",
+                       namespace=CORPUS))
     return Pipeline(nodes_)

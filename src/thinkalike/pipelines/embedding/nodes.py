@@ -1,5 +1,10 @@
 """Thin nodes of the ``embedding`` pipeline: per model readings and keep-k, per pair alignment, fine-tune diffs
-and zero-shot stitching, then a summary (the maths is in :mod:`thinkalike.embedding`)."""
+and zero-shot stitching, then a summary (the maths is in :mod:`thinkalike.embedding`).
+
+Their settings are the ``embedding`` section parsed once by the pipeline builder
+(:class:`~thinkalike.pipelines.embedding.schema.EmbeddingParameters`, where every default lives) and bound to the
+nodes as ``settings``; the fine-tuning nodes also get the parsed ``corpus`` section
+(``CorpusParameters``) as ``corpus``."""
 
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ from thinkalike.embedding import (
     vocabulary_embedding,
 )
 from thinkalike.embedding import figures
-from thinkalike.embedding.selection import AUTO, select_blocks, select_heads
+from thinkalike.embedding.selection import select_blocks, select_heads
 from thinkalike.embedding.finetune_diff import (
     TASK_WORDS,
     ZERO_SHOT_COLUMNS,
@@ -39,40 +44,46 @@ from thinkalike.embedding.finetune_diff import (
 )
 from thinkalike.language.grammar import lexicon_words
 from thinkalike.models.activation_store import ActivationStore
-from thinkalike.models.finetune import FinetuneConfig, predict_labels
+from thinkalike.models.finetune import predict_labels
 from thinkalike.models.handle import ModelHandle, default_device
 from thinkalike.models.sources import load_classifier, load_model, load_saved_zoo_model
+from thinkalike.pipelines.embedding.schema import EmbeddingParameters, ReadingsParameters
+from thinkalike.pipelines.corpus.schema import CorpusParameters
 from thinkalike.threads import torch_threads
 
 logger = logging.getLogger(__name__)
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
-def model_handle(embedding: dict[str, Any], model: str, spec: str, *sources: Any) -> ModelHandle:
+def model_handle(settings: EmbeddingParameters, model: str, spec: str, *sources: Any) -> ModelHandle:
     """The handle of ``model``: a zoo spec from its saved ``(weights, config, tokenizer)``, any other spec loaded
     itself."""
-    device = default_device(embedding.get("device"))
+    device = default_device(settings.device)
     if spec.startswith("zoo:"):
         weights, config, tokenizer = sources
         return load_saved_zoo_model(weights, config, tokenizer, name=model, spec=spec, device=device)
     return load_model(spec, name=model, device=device)
 
 
-def zoo_handle(embedding: dict[str, Any], model: str, weights: dict[str, torch.Tensor], config: dict[str, Any],
+def zoo_handle(settings: EmbeddingParameters, model: str, weights: dict[str, torch.Tensor], config: dict[str, Any],
                tokenizer) -> ModelHandle:
     """The handle of the trained zoo model ``model`` from its saved weights and config."""
-    return load_saved_zoo_model(weights, config, tokenizer, name=model, device=default_device(embedding.get("device")))
+    return load_saved_zoo_model(weights, config, tokenizer, name=model, device=default_device(settings.device))
 
 
-def _embedding_of(handle: ModelHandle, embedding: dict[str, Any]) -> torch.Tensor:
-    return vocabulary_embedding(handle, allow_input_embedding=bool(embedding.get("allow_input_embedding", False)))
+def _embedding_of(handle: ModelHandle, settings: EmbeddingParameters) -> torch.Tensor:
+    return vocabulary_embedding(handle, allow_input_embedding=settings.allow_input_embedding)
 
 
-def _check_ks(embedding: dict[str, Any], vocabulary: int, model: str) -> None:
-    """Every configured k against this model's V, before any compute (the message names the key)."""
-    readings, lookup, keep = (embedding.get(key) or {} for key in ("readings", "lookup", "keep_k"))
-    for key, k in (("readings.k", readings.get("k", 20)), ("readings.pair_k", readings.get("pair_k", 30)),
-                   ("lookup.k_tokens", lookup.get("k_tokens", 10)), ("keep_k.ks", keep.get("ks") or [1])):
+def _check_ks(settings: EmbeddingParameters, vocabulary: int, model: str) -> None:
+    """Every configured k against this model's V, before any compute (the message names the key); ``keep_k.ks``
+    null is the default grid, which stays within V by construction."""
+    checks: list[tuple[str, int | list[int]]] = [("readings.k", settings.readings.k),
+                                                 ("readings.pair_k", settings.readings.pair_k),
+                                                 ("lookup.k_tokens", settings.lookup.k_tokens)]
+    if settings.keep_k.ks is not None:
+        checks.append(("keep_k.ks", settings.keep_k.ks))
+    for key, k in checks:
         check_k(k, vocabulary, f"embedding.{key} ({model}, V={vocabulary})")
 
 
@@ -90,49 +101,46 @@ def lookup_tokens(tokenizer: Any, words: list[str], key: str) -> list[int]:
     return list(dict.fromkeys(ids))
 
 
-def report_selection(parameters, readings: dict[str, Any]) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+def report_selection(parameters, readings: ReadingsParameters) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """Neurons (per layer, the ``report_neurons`` FF neurons of largest ‖value‖) and heads (the first
     ``report_heads``) shown in the markdown report."""
     neurons, heads = {}, {}
     for position, layer in enumerate(parameters.layers):
         if parameters.has("FF_value"):
             norms = parameters.vectors("FF_value", position).norm(dim=1)
-            neurons[layer] = norms.topk(min(int(readings.get("report_neurons", 3)), len(norms))).indices.tolist()
+            neurons[layer] = norms.topk(min(readings.report_neurons, len(norms))).indices.tolist()
         if parameters.has("W_VO"):
             n_heads = parameters.interaction_factors("W_VO", position)[0].shape[0]
-            heads[layer] = list(range(min(int(readings.get("report_heads", 2)), n_heads)))
+            heads[layer] = list(range(min(readings.report_heads, n_heads)))
     return neurons, heads
 
 
-def read_model(embedding: dict[str, Any], *sources: Any, model: str, spec: str):
+def read_model(*sources: Any, settings: EmbeddingParameters, model: str, spec: str):
     """Readings of every FF key/value and head, the knowledge lookup of each token set, a markdown report."""
-    handle = model_handle(embedding, model, spec, *sources)
-    matrix = _embedding_of(handle, embedding)
-    _check_ks(embedding, matrix.shape[1], model)
-    readings, lookup = embedding.get("readings") or {}, embedding.get("lookup") or {}
+    handle = model_handle(settings, model, spec, *sources)
+    matrix = _embedding_of(handle, settings)
+    _check_ks(settings, matrix.shape[1], model)
+    readings, lookup = settings.readings, settings.lookup
     token_sets = {name: lookup_tokens(handle.tokenizer, list(words), f"embedding.lookup.token_sets.{name}")
-                  for name, words in (lookup.get("token_sets") or {}).items()}
-    dtype = DTYPES[embedding.get("dtype", "float32")]
-    blocks = select_blocks(handle.n_layers, readings.get("layers", AUTO), what=f"embedding.readings.layers ({model})")
-    head_ids = select_heads(handle.dims.n_heads, len(blocks), readings.get("heads", AUTO),
+                  for name, words in lookup.token_sets.items()}
+    dtype = DTYPES[settings.dtype]
+    blocks = select_blocks(handle.n_layers, readings.layers, what=f"embedding.readings.layers ({model})")
+    head_ids = select_heads(handle.dims.n_heads, len(blocks), readings.heads,
                             what=f"embedding.readings.heads ({model})")
     if len(blocks) < handle.n_layers or len(head_ids) < handle.dims.n_heads:
         logger.info("embedding %s: reading blocks %s of %d and heads %s of %d (embedding.readings.layers / heads)",
                     model, blocks, handle.n_layers, head_ids, handle.dims.n_heads)
-    with torch_threads(embedding.get("threads")):
+    with torch_threads(settings.threads):
         parameters = extract_parameters(handle, blocks)
-        vectors = read_vectors(parameters, matrix, k=int(readings.get("k", 20)), tokenizer=handle.tokenizer,
-                               groups=readings.get("groups", ["FF_key", "FF_value"]), dtype=dtype)
-        pairs = read_head_interactions(parameters, matrix, k=int(readings.get("pair_k", 30)),
-                                       e_prime=readings.get("e_prime", "transpose"),
-                                       groups=readings.get("interactions", ["W_VO", "W_QK"]),
-                                       tokenizer=handle.tokenizer, dtype=dtype,
+        vectors = read_vectors(parameters, matrix, k=readings.k, tokenizer=handle.tokenizer, groups=readings.groups,
+                               dtype=dtype)
+        pairs = read_head_interactions(parameters, matrix, k=readings.pair_k, e_prime=readings.e_prime,
+                                       groups=readings.interactions, tokenizer=handle.tokenizer, dtype=dtype,
                                        heads={block: head_ids for block in blocks},
-                                       exclude_same_token=bool(readings.get("exclude_same_token", False)),
-                                       progress=bool(embedding.get("progress", True)))
-        lookups = [knowledge_lookup(parameters, matrix, tokens, group=lookup.get("group", "FF_value"),
-                                    top=int(lookup.get("top", 10)), k_tokens=int(lookup.get("k_tokens", 10)),
-                                    tokenizer=handle.tokenizer, dtype=dtype).assign(token_set=name)
+                                       exclude_same_token=readings.exclude_same_token, progress=settings.progress)
+        lookups = [knowledge_lookup(parameters, matrix, tokens, group=lookup.group, top=lookup.top,
+                                    k_tokens=lookup.k_tokens, tokenizer=handle.tokenizer, dtype=dtype
+                                    ).assign(token_set=name)
                    for name, tokens in token_sets.items()]
     table = pd.concat(lookups, ignore_index=True) if lookups else pd.DataFrame(
         columns=["model", "layer", "group", "neuron", "rank", "score", "top_tokens", "token_set"])
@@ -140,8 +148,8 @@ def read_model(embedding: dict[str, Any], *sources: Any, model: str, spec: str):
     chosen_vectors = vectors[[n in neurons.get(layer, ()) for layer, n in zip(vectors["layer"], vectors["neuron"])]]
     chosen_pairs = pairs[[h in heads.get(layer, ()) for layer, h in zip(pairs["layer"], pairs["head"])]]
     notes = [f"> {reason}" for group in ("W_VO", "FF_value") if (reason := parameters.missing_reason(group))]
-    report = readings_report(chosen_vectors, chosen_pairs, lookup=None, max_rows=int(readings.get("report_rows", 15)),
-                             title=f"{model} ({spec}) in embedding space (E′ = {readings.get('e_prime', 'transpose')})")
+    report = readings_report(chosen_vectors, chosen_pairs, lookup=None, max_rows=readings.report_rows,
+                             title=f"{model} ({spec}) in embedding space (E′ = {readings.e_prime})")
     for name, part in table.groupby("token_set", sort=False):
         report += "\n" + readings_report(lookup=part, title=f"Knowledge lookup: {name}").split("\n", 1)[1]
     return vectors, pairs, table, "\n".join([*notes, "", report]) if notes else report
@@ -160,97 +168,89 @@ def residual_rows(store: ActivationStore, limit: int) -> torch.Tensor:
     return torch.cat(rows)[:limit]
 
 
-def measure_keep_k(embedding: dict[str, Any], store: ActivationStore | None, *sources: Any, model: str,
+def measure_keep_k(store: ActivationStore | None, *sources: Any, settings: EmbeddingParameters, model: str,
                    spec: str) -> tuple[pd.DataFrame]:
     """keep-k scores (``distribution, variant, e_prime, k, n, score, condition_number``; the summary draws them), as
     a one-table tuple (the node's single output)."""
-    handle = model_handle(embedding, model, spec, *sources)
-    matrix = _embedding_of(handle, embedding)
-    _check_ks(embedding, matrix.shape[1], model)
-    keep = embedding.get("keep_k") or {}
-    distributions = keep.get("distributions", ["normal", "ff_values", "residual"])
+    handle = model_handle(settings, model, spec, *sources)
+    matrix = _embedding_of(handle, settings)
+    _check_ks(settings, matrix.shape[1], model)
+    keep = settings.keep_k
     parameters = extract_parameters(handle)
     pools: dict[str, torch.Tensor | None] = {}
-    for distribution in distributions:
+    for distribution in keep.distributions:
         if distribution == "normal":
             pools["normal"] = None
         elif distribution == "ff_values" and parameters.has("FF_value"):
             pools["ff_values"] = ff_value_pool([parameters.vectors("FF_value", p) for p in range(parameters.n_layers)])
         elif distribution == "residual" and store is not None:
-            pools["residual"] = residual_rows(store, int(keep.get("residual_rows", 20000)))
-    with torch_threads(embedding.get("threads")):
-        scores = keep_k_scores(matrix, pools, ks=keep.get("ks"), e_primes=keep.get("e_primes", ["transpose", "pinv"]),
-                               n=int(keep.get("n", 1000)), seed=int(keep.get("seed", 0)),
-                               dtype=DTYPES[embedding.get("dtype", "float32")])
+            pools["residual"] = residual_rows(store, keep.residual_rows)
+    with torch_threads(settings.threads):
+        scores = keep_k_scores(matrix, pools, ks=keep.ks, e_primes=keep.e_primes, n=keep.n, seed=keep.seed,
+                               dtype=DTYPES[settings.dtype])
     scores.insert(0, "model", model)
     return scores,
 
 
-def align_pair(embedding: dict[str, Any], *sources: Any, model_a: str, spec_a: str, model_b: str, spec_b: str,
+def align_pair(*sources: Any, settings: EmbeddingParameters, model_a: str, spec_a: str, model_b: str, spec_b: str,
                n_sources_a: int):
     """Similarity (long table; the summary draws its heatmaps) and matching of every group and space."""
-    handle_a = model_handle(embedding, model_a, spec_a, *sources[:n_sources_a])
-    handle_b = model_handle(embedding, model_b, spec_b, *sources[n_sources_a:])
-    matrix_a, matrix_b = _embedding_of(handle_a, embedding), _embedding_of(handle_b, embedding)
+    handle_a = model_handle(settings, model_a, spec_a, *sources[:n_sources_a])
+    handle_b = model_handle(settings, model_b, spec_b, *sources[n_sources_a:])
+    matrix_a, matrix_b = _embedding_of(handle_a, settings), _embedding_of(handle_b, settings)
     check_same_vocabulary(handle_a, handle_b, matrix_a, matrix_b)
-    alignment = embedding.get("alignment") or {}
-    with torch_threads(embedding.get("threads")):
+    with torch_threads(settings.threads):
         similarity, matches = align_layers(extract_parameters(handle_a), extract_parameters(handle_b), matrix_a,
-                                           matrix_b, groups=alignment.get("groups", ["FF_key", "FF_value", "W_Q",
-                                                                                      "W_K", "W_V", "W_O"]),
-                                           spaces=alignment.get("spaces", ["projected", "raw"]))
+                                           matrix_b, groups=settings.alignment.groups,
+                                           spaces=settings.alignment.spaces)
     return similarity, matches
 
 
-def _finetune_settings(finetune: dict[str, Any]) -> FinetuneConfig:
-    return FinetuneConfig(**(finetune.get("settings") or {}))
-
-
-def finetune_model(embedding: dict[str, Any], corpus: dict[str, Any], weights: dict[str, torch.Tensor],
-                   config: dict[str, Any], tokenizer, train_sentences: pd.DataFrame, *, model: str):
+def finetune_model(weights: dict[str, torch.Tensor], config: dict[str, Any], tokenizer,
+                   train_sentences: pd.DataFrame, *, settings: EmbeddingParameters, corpus: CorpusParameters,
+                   model: str):
     """Fine-tunes the top layers + a class head on ``embedding.finetune.task``; ΔW and head rows read as tokens,
     the fraction of feature tokens among their top-k against random rows."""
-    finetune = embedding.get("finetune") or {}
-    task, top = finetune.get("task", "tense"), int(finetune.get("top_layers", 2))
+    finetune = settings.finetune
+    task, top = finetune.task, finetune.top_layers
     labels = task_labels(task)
-    settings = _finetune_settings(finetune)
-    train = encode_sentences(train_sentences, tokenizer, int(corpus.get("n_ctx", 64)), task,
-                             limit=finetune.get("n_train"), seed=int(finetune.get("seed", 0)))
-    base = zoo_handle(embedding, model, weights, config, tokenizer)
-    matrix = _embedding_of(base, embedding)
-    check_k(int(finetune.get("top_k", 20)), matrix.shape[1], f"embedding.finetune.top_k ({model})")
-    with torch_threads(embedding.get("threads")):
+    train = encode_sentences(train_sentences, tokenizer, corpus.n_ctx, task, limit=finetune.n_train,
+                             seed=finetune.seed)
+    base = zoo_handle(settings, model, weights, config, tokenizer)
+    matrix = _embedding_of(base, settings)
+    check_k(finetune.top_k, matrix.shape[1], f"embedding.finetune.top_k ({model})")
+    with torch_threads(settings.threads):
         tuned_weights, tuned_config, curve = finetune_top_layers(
-            weights, config, train, f"{model}_{task}", labels, settings, top,
-            default_device(embedding.get("device")), progress=bool(embedding.get("progress", True)))
+            weights, config, train, f"{model}_{task}", labels, finetune.config(), top,
+            default_device(settings.device), progress=settings.progress)
     tuned = load_classifier(tuned_weights, tuned_config, tokenizer, device=base.device, name=f"{model}_{task}")
     layers = finetuned_layers(base.n_layers, top)
     features = feature_token_ids(tokenizer, frozenset().union(*TASK_WORDS[task].values()), lexicon_words())
     readings, fractions = diff_readings(
         extract_parameters(base, layers), extract_parameters(tuned, layers), tuned.unembedding_matrix().T.detach(),
-        matrix, features, model=model, task=task, k=int(finetune.get("top_k", 20)),
-        n_rows=int(finetune.get("n_rows", 10)), n_random=int(finetune.get("n_random", 50)),
-        seed=int(finetune.get("seed", 0)), tokenizer=tokenizer)
+        matrix, features, model=model, task=task, k=finetune.top_k, n_rows=finetune.n_rows,
+        n_random=finetune.n_random, seed=finetune.seed, tokenizer=tokenizer)
     logger.info("embedding fine-tune %s on %s: feature-token fraction %s", model, task,
                 fractions.groupby("source")["feature_fraction"].mean().round(3).to_dict())
     return tuned_weights, tuned_config, curve, readings, fractions
 
 
-def zero_shot_pair(embedding: dict[str, Any], corpus: dict[str, Any], tuned_weights: dict[str, torch.Tensor],
-                   tuned_config: dict[str, Any], heldout_sentences: pd.DataFrame, tokenizer, weights_a, config_a,
-                   weights_b, config_b, *, model_a: str, model_b: str) -> tuple[pd.DataFrame]:
+def zero_shot_pair(tuned_weights: dict[str, torch.Tensor], tuned_config: dict[str, Any],
+                   heldout_sentences: pd.DataFrame, tokenizer, weights_a, config_a, weights_b, config_b, *,
+                   settings: EmbeddingParameters, corpus: CorpusParameters, model_a: str,
+                   model_b: str) -> tuple[pd.DataFrame]:
     """Accuracy of fine-tuned A fed B's first ℓ layers mapped by ``E_B E_A⁺``, for every ℓ; A's own accuracy and
     the majority-class rate beside it (a one-table tuple: the node's single output)."""
-    finetune = embedding.get("finetune") or {}
-    task = finetune.get("task", "tense")
-    evaluation = encode_sentences(heldout_sentences, tokenizer, int(corpus.get("n_ctx", 64)), task,
-                                  limit=finetune.get("n_eval"), seed=int(finetune.get("seed", 0)) + 1)
-    base_a = zoo_handle(embedding, model_a, weights_a, config_a, tokenizer)
-    handle_b = zoo_handle(embedding, model_b, weights_b, config_b, tokenizer)
-    matrix_a, matrix_b = _embedding_of(base_a, embedding), _embedding_of(handle_b, embedding)
+    finetune = settings.finetune
+    task = finetune.task
+    evaluation = encode_sentences(heldout_sentences, tokenizer, corpus.n_ctx, task, limit=finetune.n_eval,
+                                  seed=finetune.seed + 1)
+    base_a = zoo_handle(settings, model_a, weights_a, config_a, tokenizer)
+    handle_b = zoo_handle(settings, model_b, weights_b, config_b, tokenizer)
+    matrix_a, matrix_b = _embedding_of(base_a, settings), _embedding_of(handle_b, settings)
     check_same_vocabulary(base_a, handle_b, matrix_a, matrix_b)
     tuned = load_classifier(tuned_weights, tuned_config, tokenizer, device=base_a.device, name=f"{model_a}_{task}")
-    with torch_threads(embedding.get("threads")):
+    with torch_threads(settings.threads):
         own = float(np.mean(predict_labels(tuned, evaluation["input_ids"], evaluation["attention_mask"])
                             == evaluation["labels"]))
         accuracy = zero_shot_accuracy(tuned, handle_b, matrix_a, matrix_b, evaluation["input_ids"],

@@ -14,6 +14,11 @@ Namespaces (:mod:`thinkalike.pipelines.namespaces`):
   every per-model and per-pair output but the fine-tuned classifiers (read by ``zero_shot_stitch``), so kedro-viz
   draws them inside their boxes.
 
+Settings: the ``embedding`` section is parsed once here
+(:class:`~thinkalike.pipelines.embedding.schema.EmbeddingParameters`, where its defaults live) and bound to every
+node as ``settings``; the nodes that fine-tune or stitch also get the ``corpus`` section, parsed once
+(``validate_corpus``), as ``corpus``. No node reads a ``params:`` input.
+
 Models: ``embedding.models`` (null: every model of the activations pipeline — zoo models and
 ``activations.models`` specs). ``kedro run --pipelines embedding --namespaces models.embedding.gelu_4l``
 reads one model.
@@ -28,7 +33,6 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.models.sources import zoo_target
-from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.embedding import nodes
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
@@ -40,12 +44,12 @@ from thinkalike.pipelines.namespaces import (
     pair_namespace,
 )
 from thinkalike.pipelines.parameters import section
+from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.schema import validate_section
 
 logger = logging.getLogger(__name__)
 
 EMBEDDING = "embedding"
-PARAMS = "params:embedding"
 READ_OUTPUTS = ["embedding_vectors", "embedding_head_pairs", "embedding_lookup", "embedding_report"]
 KEEP_K_OUTPUTS = ["keep_k_scores"]
 FINETUNE_OUTPUTS = ["finetuned_weights", "finetuned_config", "finetune_curve", "finetune_top_tokens",
@@ -78,24 +82,25 @@ def sources(model: str, spec: str) -> list[str]:
     return zoo_sources(target) if target is not None else []
 
 
-def model_pipeline(model: str, spec: str, finetuned: bool) -> Pipeline:
-    """Readings and keep-k of one model (and its fine-tuning) in ``models.embedding.<model>``."""
+def model_pipeline(model: str, spec: str, settings: EmbeddingParameters, corpus: CorpusParameters | None) -> Pipeline:
+    """Readings and keep-k of one model in ``models.embedding.<model>``, and its fine-tuning when ``corpus`` is
+    given (the parsed corpus section, for a model of ``embedding.finetune.models``)."""
     box, own = model_box(model), sources(model, spec)
-    built = [namespaced_node(bind(nodes.read_model, model=model, spec=spec), [PARAMS, *own], READ_OUTPUTS,
+    built = [namespaced_node(bind(nodes.read_model, settings=settings, model=model, spec=spec), own, READ_OUTPUTS,
                              name="read_parameters", namespace=box),
-             namespaced_node(bind(nodes.measure_keep_k, model=model, spec=spec),
-                             [PARAMS, model_dataset(model, "activations"), *own], KEEP_K_OUTPUTS,
+             namespaced_node(bind(nodes.measure_keep_k, settings=settings, model=model, spec=spec),
+                             [model_dataset(model, "activations"), *own], KEEP_K_OUTPUTS,
                              name="measure_keep_k", namespace=box)]
-    if finetuned:
-        built.append(namespaced_node(bind(nodes.finetune_model, model=model),
-                                     [PARAMS, "params:corpus", *zoo_sources(zoo_target(spec))[:2],
-                                      "tokenizer", "train_sentences"], FINETUNE_OUTPUTS,
-                                     name="finetune_top_layers", namespace=box, tags=[GPU_WORK]))
+    if corpus is not None:
+        built.append(namespaced_node(bind(nodes.finetune_model, settings=settings, corpus=corpus, model=model),
+                                     [*zoo_sources(zoo_target(spec))[:2], "tokenizer", "train_sentences"],
+                                     FINETUNE_OUTPUTS, name="finetune_top_layers", namespace=box, tags=[GPU_WORK]))
     return Pipeline(built)
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
-    """Per model, per alignment pair and per zero-shot pair nodes, then ``summarise_embedding``."""
+    """Per model, per alignment pair and per zero-shot pair nodes, then ``summarise_embedding``; the ``embedding``
+    section (and, when a model is fine-tuned, the ``corpus`` section) parsed once and bound to the nodes."""
     if not section(parameters, EMBEDDING):
         return Pipeline([])
     embedding = validate_section(EmbeddingParameters, section(parameters, EMBEDDING), EMBEDDING)
@@ -106,22 +111,24 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     if not models:
         return Pipeline([])
     tuned = set(plan.finetuned)
-    pipeline = sum((model_pipeline(model, spec, model in tuned) for model, spec in models.items()), Pipeline([]))
+    corpus = validate_corpus(section(parameters, "corpus")) if tuned else None  # n_ctx of fine-tuning and stitching
+    pipeline = sum((model_pipeline(model, spec, embedding, corpus if model in tuned else None)
+                    for model, spec in models.items()), Pipeline([]))
     pairs = plan.pairs
     for first, second in pairs:
         inputs_a, inputs_b = sources(first, models[first]), sources(second, models[second])
         pipeline += Pipeline([namespaced_node(
-            bind(nodes.align_pair, model_a=first, spec_a=models[first], model_b=second, spec_b=models[second],
-                 n_sources_a=len(inputs_a)),
-            [PARAMS, *inputs_a, *inputs_b], ALIGN_OUTPUTS, name="align_layers",
+            bind(nodes.align_pair, settings=embedding, model_a=first, spec_a=models[first], model_b=second,
+                 spec_b=models[second], n_sources_a=len(inputs_a)),
+            [*inputs_a, *inputs_b], ALIGN_OUTPUTS, name="align_layers",
             namespace=pair_namespace(EMBEDDING, first, second))])
     zero_shot = plan.zero_shot
     for first, second in zero_shot:
         box = pair_namespace(EMBEDDING, first, second)
         pipeline += Pipeline([namespaced_node(
-            bind(nodes.zero_shot_pair, model_a=first, model_b=second),
-            [PARAMS, "params:corpus", f"{model_box(first)}.finetuned_weights", f"{model_box(first)}.finetuned_config",
-             "heldout_sentences", "tokenizer", *zoo_sources(first)[:2], *zoo_sources(models[second][4:])[:2]],
+            bind(nodes.zero_shot_pair, settings=embedding, corpus=corpus, model_a=first, model_b=second),
+            [f"{model_box(first)}.finetuned_weights", f"{model_box(first)}.finetuned_config", "heldout_sentences",
+             "tokenizer", *zoo_sources(first)[:2], *zoo_sources(models[second][4:])[:2]],
             ["zero_shot_accuracy"], name="zero_shot_stitch", namespace=box)])
     finetuned = list(plan.finetuned)
     tables = ([f"{model_box(m)}.{table}" for table in MODEL_TABLES for m in models]

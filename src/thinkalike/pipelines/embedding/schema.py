@@ -12,6 +12,7 @@ from pydantic import Field
 
 from thinkalike.embedding.finetune_diff import TASKS
 from thinkalike.models.finetune import FinetuneConfig
+from thinkalike.pipelines.corpus.schema import validate_corpus
 from thinkalike.pipelines.schema import (
     Device,
     ParameterError,
@@ -80,6 +81,11 @@ class FinetuneParameters(_Section):
     n_random: int = Field(50, ge=1)
     seed: int = 0
     settings: dict[str, Any] = Field(default_factory=dict)  # thinkalike.models.finetune.FinetuneConfig
+
+    def config(self) -> FinetuneConfig:
+        """The :class:`~thinkalike.models.finetune.FinetuneConfig` of ``settings`` (its own defaults for the rest;
+        :func:`validate_embedding` checks ``settings`` before any node runs)."""
+        return FinetuneConfig(**self.settings)
 
 
 class ZeroShotParameters(_Section):
@@ -299,7 +305,7 @@ def validate_embedding(values: Any, parameters: Mapping[str, Any]) -> EmbeddingP
     plan = plan_embedding(embedding, parameters)
     if plan.problems:
         raise ParameterError(plan.problems[0])
-    vocab_bound = int((parameters.get("corpus") or {}).get("vocab_size", 400))
+    vocab_bound = validate_corpus(parameters.get("corpus")).vocab_size
     if any(spec.startswith("zoo:") for spec in plan.models.values()):  # V = len(corpus tokenizer) <= vocab_size
         for key, k in (("readings.k", embedding.readings.k), ("readings.pair_k", embedding.readings.pair_k),
                        ("lookup.k_tokens", embedding.lookup.k_tokens), ("finetune.top_k", embedding.finetune.top_k),

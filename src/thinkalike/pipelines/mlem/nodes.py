@@ -1,9 +1,12 @@
-"""Thin nodes of the ``mlem`` pipeline: one model's feature profiles, then similarities across models."""
+"""Thin nodes of the ``mlem`` pipeline: one model's feature profiles, then similarities across models.
+
+Their settings are the ``mlem`` section parsed once by the pipeline's builder
+(:class:`~thinkalike.pipelines.mlem.schema.MLEMParameters`, bound as ``settings``; ``settings.fit_settings()`` is
+:class:`~thinkalike.mlem.fit.MLEMSettings`)."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,7 +21,7 @@ from thinkalike.mlem.figures import (
     similarity_figure,
     similarity_plotly,
 )
-from thinkalike.mlem.fit import MLEMSettings, fit_layers, profile_table
+from thinkalike.mlem.fit import fit_layers, profile_table
 from thinkalike.mlem.similarity import (
     feature_similarity,
     finite_rows,
@@ -40,6 +43,7 @@ from thinkalike.mlem.stimuli import (
 )
 from thinkalike.models.activation_store import ActivationStore, provenance
 from thinkalike.models.handle import default_device
+from thinkalike.pipelines.mlem.schema import MLEMParameters
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +62,8 @@ def chosen_layers(stored: list[int], wanted: list[int] | None, model: str) -> li
     return list(wanted)
 
 
-def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.DataFrame, mlem: dict[str, Any], *,
-              model: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.DataFrame, *,
+              settings: MLEMParameters, model: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every layer's MLEM profile (long table; the summary draws it) and the RSA distances of the shared sampled
     pairs.
 
@@ -69,27 +73,26 @@ def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.
     and every layer's vectors too, before the first fit; the fits' cost is estimated and logged first
     (:func:`~thinkalike.mlem.fit.estimate_cost`; at INFO when it may take a minute or more).
     """
-    settings = MLEMSettings(**(mlem.get("fit") or {}))
-    level = mlem.get("level", "word")
-    kinds = resolve_features(level, mlem.get("features"))
-    stimuli_set = mlem.get("stimuli", "corpus")
-    candidates = sample_stimuli(stimulus_table(evaluation_texts, level, stimuli_set), mlem.get("max_stimuli"),
-                                settings.seed)
+    fit = settings.fit_settings()
+    level = settings.level
+    kinds = resolve_features(level, settings.features)
+    stimuli_set = settings.stimuli
+    candidates = sample_stimuli(stimulus_table(evaluation_texts, level, stimuli_set), settings.max_stimuli, fit.seed)
     keys = pd.MultiIndex.from_arrays([candidates["sentence_id"], candidates["word_index"]])
-    found = stimulus_vectors(store, index, level, mlem.get("sentence_pooling", "mean"), keys=keys)
+    found = stimulus_vectors(store, index, level, settings.sentence_pooling, keys=keys)
     stimuli, vectors = align(candidates, found, model)
-    layers = chosen_layers(found.layers, mlem.get("layers"), model)
+    layers = chosen_layers(found.layers, settings.layers, model)
     features = drop_single_valued(encode_features(stimuli, kinds, UNDEFINED, what=model), what=model)
-    coding = mlem.get("categorical_coding", "equality")
+    coding = settings.categorical_coding
     if coding == "indicators":
         features = indicator_coding(features)
     by_layer = {layer: vectors[found.layers.index(layer)] for layer in layers}
-    fits = fit_layers(features, by_layer, settings, what=model, device=default_device(mlem.get("device")),
-                      progress=bool(mlem.get("progress", True)))
-    profile = pd.concat([profile_table(fit, model, layer, settings.confidence) for layer, fit in fits.items()],
+    fits = fit_layers(features, by_layer, fit, what=model, device=default_device(settings.device),
+                      progress=settings.progress)
+    profile = pd.concat([profile_table(fitted, model, layer, fit.confidence) for layer, fitted in fits.items()],
                         ignore_index=True).assign(level=level, stimuli=stimuli_set, categorical_coding=coding,
                                                   **provenance(store))
-    distances = rsa_distances(candidates, stimuli, by_layer, int(mlem.get("rsa_pairs", 4000)), settings.seed, model)
+    distances = rsa_distances(candidates, stimuli, by_layer, settings.rsa_pairs, fit.seed, model)
     return profile, distances
 
 
@@ -116,13 +119,13 @@ def rsa_distances(candidates: pd.DataFrame, stimuli: pd.DataFrame, by_layer: dic
     return pd.concat(frames, ignore_index=True)[DISTANCE_COLUMNS]
 
 
-def summarise_mlem(mlem: dict[str, Any], *tables: pd.DataFrame):
+def summarise_mlem(*tables: pd.DataFrame, settings: MLEMParameters):
     """All profiles; feature-based and RSA similarity of every layer pair (long tables); MDS maps; figures; every
     model's profile figure (``<model>.png`` files, and one plotly figure with a dropdown of the models).
 
     ``tables`` are the models' profile tables, then their RSA distance tables, in the same order.
     """
-    seed = int((mlem.get("fit") or {}).get("seed", 0))
+    seed = settings.fit_settings().seed
     by_model = {str(table["model"].iloc[0]): table for table in tables[:len(tables) // 2]}
     profiles = pd.concat(by_model.values(), ignore_index=True)
     distances = pd.concat(tables[len(tables) // 2:], ignore_index=True)

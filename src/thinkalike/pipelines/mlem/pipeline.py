@@ -13,11 +13,12 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.activations.pipeline import configured_models
+from thinkalike.pipelines.activations.schema import configured_models
 from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.mlem import nodes
+from thinkalike.pipelines.mlem.schema import MLEMParameters, validate_mlem
 from thinkalike.pipelines.namespaces import MODELS, model_dataset
-from thinkalike.pipelines.parameters import section
 
 MLEM = "mlem"
 MODEL_OUTPUTS = ["mlem_profile", "mlem_rsa_distances"]
@@ -29,12 +30,11 @@ FEATURE_TABLE = "evaluation_texts"  # the grammar sentences (with their labels) 
 logger = logging.getLogger(__name__)
 
 
-def grammar_sentences_replaced(parameters: Mapping[str, Any]) -> bool:
+def grammar_sentences_replaced(corpus: CorpusParameters, settings: MLEMParameters) -> bool:
     """True when ``corpus.natural_text.use: replace`` leaves no grammar sentence (no linguistic labels) to fit
     (the controlled stimuli, ``mlem.stimuli: controlled``, are kept whatever the natural text)."""
-    natural_text = section(parameters, "corpus").get("natural_text") or {}
-    controlled = section(parameters, MLEM).get("stimuli", "corpus") == "controlled"
-    return bool(natural_text.get("path")) and natural_text.get("use") == "replace" and not controlled
+    natural_text = corpus.natural_text
+    return bool(natural_text.path) and natural_text.use == "replace" and settings.stimuli != "controlled"
 
 
 def activation_datasets(model: str) -> list[str]:
@@ -47,29 +47,33 @@ def mlem_namespace(model: str | None = None) -> str:
     return f"{MODELS}.{MLEM}" if model is None else f"{MODELS}.{MLEM}.{model}"
 
 
-def model_pipeline(model: str) -> Pipeline:
+def model_pipeline(model: str, settings: MLEMParameters) -> Pipeline:
     """MLEM of every layer of ``model`` in namespace ``models.mlem.<model>``."""
     namespace = mlem_namespace(model)
-    node = Node(bind(nodes.fit_model, model=model), [*activation_datasets(model), FEATURE_TABLE, "params:mlem"],
+    node = Node(bind(nodes.fit_model, settings=settings, model=model), [*activation_datasets(model), FEATURE_TABLE],
                 [f"{namespace}.{output}" for output in MODEL_OUTPUTS], name="fit_mlem", namespace=namespace)
     return Pipeline([node])
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     """One :func:`model_pipeline` per configured model, then ``summarise_mlem`` (namespace ``models.mlem``), which
-    also draws every model's profile figure (so kedro-viz draws each model's outputs inside its box)."""
-    if not section(parameters, MLEM):
+    also draws every model's profile figure (so kedro-viz draws each model's outputs inside its box). The ``mlem``
+    section is parsed once here (:func:`~thinkalike.pipelines.mlem.schema.validate_mlem`; what it must agree with
+    in other sections is :func:`~thinkalike.pipelines.mlem.schema.check_mlem`'s before a run) and bound to every
+    node."""
+    if not parameters.get(MLEM):
         return Pipeline([])
+    settings = validate_mlem(parameters[MLEM])
     models = list(configured_models(parameters))
     if not models:
         return Pipeline([])
-    if grammar_sentences_replaced(parameters):
+    if grammar_sentences_replaced(validate_corpus(parameters.get("corpus")), settings):
         logger.warning("mlem: corpus.natural_text.use is 'replace', so the evaluation texts carry no grammar "
                        "features to fit; the mlem pipeline is empty")
         return Pipeline([])
-    per_model = sum((model_pipeline(model) for model in models), Pipeline([]))
+    per_model = sum((model_pipeline(model, settings) for model in models), Pipeline([]))
     tables = ([f"{mlem_namespace(model)}.mlem_profile" for model in models]
               + [f"{mlem_namespace(model)}.mlem_rsa_distances" for model in models])
-    summary = Node(nodes.summarise_mlem, ["params:mlem", *tables], SUMMARY_OUTPUTS, name="summarise_mlem",
+    summary = Node(bind(nodes.summarise_mlem, settings=settings), tables, SUMMARY_OUTPUTS, name="summarise_mlem",
                    namespace=mlem_namespace())
     return per_model + Pipeline([summary])

@@ -1,4 +1,6 @@
-"""The ``mlem`` parameter section, validated before any node runs (``validate_mlem``)."""
+"""The ``mlem`` section: its model (:class:`MLEMParameters`, where each default is written; ``mlem.fit`` is
+:class:`~thinkalike.mlem.fit.MLEMSettings`), its parse (:func:`validate_mlem`, once, by the pipeline's builder) and
+its check before a run against the other sections (:func:`check_mlem`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ from pydantic import Field
 from thinkalike.mlem.features import FeatureError
 from thinkalike.mlem.fit import MLEMSettings
 from thinkalike.mlem.stimuli import resolve_features
+from thinkalike.pipelines.activations.schema import validate_activations
+from thinkalike.pipelines.corpus.schema import validate_corpus
+from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.schema import (
     Device,
     ParameterError,
@@ -35,6 +40,10 @@ class MLEMParameters(_Section):
     device: Device | None = None
     progress: bool = True
     fit: dict[str, Any] = Field(default_factory=dict)
+
+    def fit_settings(self) -> MLEMSettings:
+        """:class:`~thinkalike.mlem.fit.MLEMSettings` of ``fit`` (its defaults for the settings not given)."""
+        return MLEMSettings(**self.fit)
 
 
 def validate_mlem(values: Any, parameters: Mapping[str, Any] | None = None) -> MLEMParameters:
@@ -62,19 +71,19 @@ def validate_mlem(values: Any, parameters: Mapping[str, Any] | None = None) -> M
 
 def check_against_run(mlem: MLEMParameters, parameters: Mapping[str, Any]) -> None:
     """The checks of :func:`validate_mlem` that read other sections (no weights are loaded)."""
-    corpus = parameters.get("corpus") or {}
-    if mlem.stimuli == "controlled" and not (corpus.get("controlled_stimuli") or {}).get("enabled", False):
+    corpus = validate_corpus(parameters.get("corpus"))
+    if mlem.stimuli == "controlled" and not corpus.controlled_stimuli.enabled:
         raise ParameterError("mlem.stimuli: 'controlled' needs corpus.controlled_stimuli.enabled: true (the "
                              "controlled sentences must join the evaluation texts to be extracted)")
     if mlem.layers is None:
         return
-    activations = parameters.get("activations") or {}
-    stored = activations.get("layers")
+    activations = validate_activations(parameters.get("activations"))
+    stored = activations.layers
     missing = [layer for layer in mlem.layers if stored is not None and layer not in stored]
     if missing:
         raise ParameterError(f"mlem.layers: layer(s) {missing} are not stored (activations.layers: {stored})")
-    extra = 1 if activations.get("final_norm", False) else 0
-    zoo = (parameters.get("zoo") or {}).get("models") or {} if activations.get("include_zoo", True) else {}
+    extra = 1 if activations.final_norm else 0
+    zoo = section(parameters, "zoo").get("models") or {} if activations.include_zoo else {}
     for name, model in zoo.items():
         depth = zoo_depth(model)
         if depth is not None and stored is None and max(mlem.layers) > depth + extra:

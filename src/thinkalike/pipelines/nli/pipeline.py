@@ -18,9 +18,9 @@ from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, namespaced_node
-from thinkalike.pipelines.nli import nodes
 from thinkalike.nli.analysis import copy_names
-from thinkalike.pipelines.parameters import section
+from thinkalike.pipelines.nli import nodes
+from thinkalike.pipelines.nli.schema import parse_nli
 
 NLI = group_namespace("nli")
 ENCODER = f"{NLI}.encoder"
@@ -34,6 +34,7 @@ def _node(function, inputs: list[str], outputs: list[str], *, name: str, namespa
     """:func:`namespaced_node`, with a single output named as a string (the function returns it bare); ``gpu``:
     tagged :data:`~thinkalike.pipelines.namespaces.GPU_WORK` (training, fine-tuning, stitching)."""
     tags = [GPU_WORK] if gpu else []
+    inputs = inputs or None  # make_pairs reads no dataset: its settings are bound
     if len(outputs) == 1:
         return Node(function, inputs, f"{namespace}.{outputs[0]}", name=name, namespace=namespace, tags=tags)
     return namespaced_node(function, inputs, outputs, name=name, namespace=namespace, tags=tags)
@@ -45,51 +46,54 @@ def copy_dataset(copy: str, dataset: str) -> str:
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
-    """Pairs → encoder → copies → groups (→ sweep) → stitching per copy → CKA → report (module docstring)."""
-    nli = section(parameters, "nli")
-    if not nli:
+    """Pairs → encoder → copies → groups (→ sweep) → stitching per copy → CKA → report (module docstring).
+
+    The ``nli`` section is parsed once here (:func:`~thinkalike.pipelines.nli.schema.parse_nli`, a
+    :class:`~thinkalike.pipelines.schema.ParameterError` naming the key otherwise) and bound into the nodes as
+    ``settings``; the CKA settings (``nli.cka`` with token rows) are built once and bound as ``cka``."""
+    settings = parse_nli(parameters)
+    if settings is None:
         return Pipeline([])
-    names = copy_names(int(nli.get("n_copies", 10)))
+    cka = settings.cka_settings()
+    names = copy_names(settings.n_copies)
     pairs, encoder = f"{NLI}.pairs", [f"{ENCODER}.model_weights", f"{ENCODER}.model_config"]
     built = [
-        _node(nodes.make_pairs, ["params:nli"], ["pairs"], name="make_pairs", namespace=NLI),
-        _node(nodes.pretrain_encoder, ["train_sequences", "heldout_sequences", "tokenizer", "params:nli"],
-                        ["model_weights", "model_config", "training_curve"], name="pretrain_encoder",
-                        namespace=ENCODER, gpu=True),
+        _node(bind(nodes.make_pairs, settings=settings), [], ["pairs"], name="make_pairs", namespace=NLI),
+        _node(bind(nodes.pretrain_encoder, settings=settings), ["train_sequences", "heldout_sequences", "tokenizer"],
+              ["model_weights", "model_config", "training_curve"], name="pretrain_encoder", namespace=ENCODER,
+              gpu=True),
     ]
     for index, name in enumerate(names):
-        built.append(_node(bind(nodes.finetune_copy, name=name, index=index),
-                                     [pairs, "tokenizer", *encoder, "params:nli"], COPY_OUTPUTS,
-                                     name="finetune_copy", namespace=f"{NLI}.{name}", gpu=True))
+        built.append(_node(bind(nodes.finetune_copy, settings=settings, name=name, index=index),
+                           [pairs, "tokenizer", *encoder], COPY_OUTPUTS, name="finetune_copy",
+                           namespace=f"{NLI}.{name}", gpu=True))
     weights = [copy_dataset(name, "classifier_weights") for name in names]
     configs = [copy_dataset(name, "classifier_config") for name in names]
     predictions = [copy_dataset(name, "predictions") for name in names]
     accuracies = [copy_dataset(name, "accuracy") for name in names]
     built += [
-        _node(nodes.summarise_accuracy, [pairs, "params:nli", f"{ENCODER}.training_curve", *accuracies,
-                                         *[copy_dataset(name, "training_curve") for name in names]],
+        _node(bind(nodes.summarise_accuracy, settings=settings),
+              [pairs, f"{ENCODER}.training_curve", *accuracies, *[copy_dataset(n, "training_curve") for n in names]],
               ["accuracy", "groups", "accuracy_figure", "training_curves"], name="summarise_accuracy", namespace=NLI),
-        _node(nodes.sweep_fractions, [f"{NLI}.groups", "tokenizer", *encoder, "params:nli"],
-                        ["sweep"], name="sweep_fractions", namespace=NLI),
+        _node(bind(nodes.sweep_fractions, settings=settings), [f"{NLI}.groups", "tokenizer", *encoder],
+              ["sweep"], name="sweep_fractions", namespace=NLI),
     ]
     for name in names:
-        built.append(_node(bind(nodes.stitch_from_copy, model_f=name, names=names),
-                                     [pairs, "tokenizer", "params:nli", *weights, *configs,
-                                      *predictions],
-                                     ["identity_stitch_table"], name="stitch_from_copy", namespace=f"{STITCH}.{name}",
-                                     gpu=True))
+        built.append(_node(bind(nodes.stitch_from_copy, settings=settings, model_f=name, names=names),
+                           [pairs, "tokenizer", *weights, *configs, *predictions],
+                           ["identity_stitch_table"], name="stitch_from_copy", namespace=f"{STITCH}.{name}",
+                           gpu=True))
     built += [
-        _node(nodes.summarise_stitching,
-                        [f"{NLI}.groups", "params:nli", *[f"{STITCH}.{n}.identity_stitch_table" for n in names]],
-                        ["stitching", "stitching_groups", "stitching_figure"], name="summarise_stitching",
-                        namespace=NLI),
-        _node(bind(nodes.compare_copies_cka, names=names),
-                        [pairs, "tokenizer", f"{NLI}.groups", "params:nli", *weights, *configs],
-                        ["cka_tables", "cka_distances", "cka_distance_figure", "cka_group_distances",
-                         "cka_group_curves", "cka_group_curves_figure"], name="compare_copies_cka", namespace=NLI),
-        _node(nodes.write_report,
-                        [f"{NLI}.{d}" for d in ("accuracy", "groups", "sweep", "stitching_groups", "cka_group_curves",
-                                                "cka_group_distances")] + ["params:nli"],
-                        ["report", "figures_plotly"], name="write_report", namespace=NLI),
+        _node(bind(nodes.summarise_stitching, settings=settings),
+              [f"{NLI}.groups", *[f"{STITCH}.{n}.identity_stitch_table" for n in names]],
+              ["stitching", "stitching_groups", "stitching_figure"], name="summarise_stitching", namespace=NLI),
+        _node(bind(nodes.compare_copies_cka, settings=settings, cka=cka, names=names),
+              [pairs, "tokenizer", f"{NLI}.groups", *weights, *configs],
+              ["cka_tables", "cka_distances", "cka_distance_figure", "cka_group_distances",
+               "cka_group_curves", "cka_group_curves_figure"], name="compare_copies_cka", namespace=NLI),
+        _node(bind(nodes.write_report, settings=settings, cka=cka),
+              [f"{NLI}.{d}" for d in ("accuracy", "groups", "sweep", "stitching_groups", "cka_group_curves",
+                                      "cka_group_distances")],
+              ["report", "figures_plotly"], name="write_report", namespace=NLI),
     ]
     return Pipeline(built)

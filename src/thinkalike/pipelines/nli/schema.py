@@ -1,4 +1,5 @@
-"""The ``nli`` parameter section, validated before any node runs (``validate_nli``).
+"""The ``nli`` parameter section, validated before any node runs (``validate_nli``), and the one place its defaults
+live: the pipeline's builder parses it once (``parse_nli``) and binds the typed settings into the nodes.
 
 Errors name the full key: ``nli.group_size`` when k > N / 2, ``nli.pairs.counterexample_fraction`` or
 ``nli.sweep.fractions`` for a fraction outside [0, 1), ``nli.pairs.ood_subcases`` for an unknown subcase,
@@ -77,7 +78,7 @@ class NLIParameters(_Section):
     group_size: int | None = Field(None, ge=1)  # k; null: n_copies // 3 (thirds)
     seed: int = 0
     min_spread: float = Field(0.1, ge=0, le=1)
-    threads: int | None = Field(1, ge=1)
+    threads: int | None = Field(None, ge=1)  # null: the run's policy (thinkalike.threads)
     device: Device | None = None
     progress: bool = True
     pairs: dict[str, Any] = Field(default_factory=dict)
@@ -86,6 +87,22 @@ class NLIParameters(_Section):
     sweep: SweepParameters = Field(default_factory=SweepParameters)
     stitching: NLIStitchingParameters = Field(default_factory=NLIStitchingParameters)
     cka: dict[str, Any] = Field(default_factory=dict)
+
+    def pairs_config(self, **overrides: Any) -> PairsConfig:
+        """The pairs of ``nli.pairs`` (defaults: :class:`~thinkalike.language.nli.PairsConfig`'s), with
+        ``overrides`` (the encoder's pair text, a sweep's counterexample fraction)."""
+        return PairsConfig(**{**self.pairs, **overrides})
+
+    def finetune_config(self, seeds: tuple[int, int]) -> FinetuneConfig:
+        """One copy's fine-tuning: ``nli.finetune`` (defaults: :class:`~thinkalike.models.finetune.FinetuneConfig`'s)
+        with that copy's ``(head_seed, data_seed)`` (:func:`~thinkalike.models.finetune.copy_seeds`)."""
+        head_seed, data_seed = seeds
+        return FinetuneConfig(**self.finetune, head_seed=head_seed, data_seed=data_seed)
+
+    def cka_settings(self) -> CKASettings:
+        """``nli.cka`` (defaults: :class:`~thinkalike.cka.settings.CKASettings`'s) with the fields the pipeline fixes
+        (:data:`FIXED_CKA_FIELDS`): token rows, special tokens left out."""
+        return CKASettings(**{**self.cka, "pooling": "token", "exclude_special_tokens": True})
 
 
 def group_size(n_copies: int, k: int | None) -> int:
@@ -136,9 +153,16 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
     return nli
 
 
+def parse_nli(parameters: Mapping[str, Any]) -> NLIParameters | None:
+    """The ``nli`` section checked against the corpus's context length (:func:`validate_nli`); ``None`` when the
+    section is empty."""
+    if not parameters.get("nli"):
+        return None
+    from thinkalike.pipelines.corpus.schema import validate_corpus
+
+    return validate_nli(parameters["nli"], validate_corpus(parameters.get("corpus")).n_ctx)
+
+
 def check_nli(parameters: Mapping[str, Any]) -> None:
     """``nli`` against the corpus's context length (nothing when the section is empty)."""
-    if parameters.get("nli"):
-        from thinkalike.pipelines.schema import validate_corpus
-
-        validate_nli(parameters["nli"], validate_corpus(parameters.get("corpus")).n_ctx)
+    parse_nli(parameters)

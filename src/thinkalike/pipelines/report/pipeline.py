@@ -14,11 +14,11 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.measures.tables import MeasureSettings
+from thinkalike.pipelines.activations.schema import zoo_model_names
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.cka.pipeline import CALIBRATION_SUMMARY, MEASURES_SUMMARY_OUTPUTS
+from thinkalike.pipelines.cka.schema import parse_cka
 from thinkalike.pipelines.namespaces import group_namespace, model_dataset
-from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.report import nodes
 from thinkalike.pipelines.scaling.family import scaling_plan
 from thinkalike.reports.findings import TABLES
@@ -31,23 +31,25 @@ NOT_READ = ("run_timings",)
 
 def _measures_left_out(parameters: Mapping[str, Any]) -> set[str]:
     """The measures' summaries nothing makes: all without ``cka.measures`` (or in streaming mode), the calibration's
-    without ``cka.measures.calibration``."""
-    cka = section(parameters, "cka")
+    without ``cka.measures.calibration`` (the ``cka`` section parsed:
+    :func:`~thinkalike.pipelines.cka.schema.parse_cka`)."""
     everything = {*MEASURES_SUMMARY_OUTPUTS, CALIBRATION_SUMMARY}
+    if not parameters.get("cka"):
+        return everything
     try:
-        settings = MeasureSettings.from_parameters(cka.get("measures")) if cka else None
+        cka = parse_cka(parameters["cka"])
     except ValueError:  # broken settings: the cka pipeline names the error; the report reads what was saved
         return set()
-    if settings is None or not settings.names or cka.get("mode", "stored") == "streaming":
+    if not cka.measures.names or cka.mode == "streaming":
         return everything
-    return set() if settings.calibrated else {CALIBRATION_SUMMARY}
+    return set() if cka.measures.calibrated else {CALIBRATION_SUMMARY}
 
 
 def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
     """The catalog datasets the report reads (besides ``parameters``), in the node's order. Without a scaling family
     (:func:`~thinkalike.pipelines.scaling.family.scaling_plan`) the scaling outputs are left out: nothing makes
     them, and the report says there is no family; likewise the measures' summaries without ``cka.measures``."""
-    zoo = list(section(parameters, "zoo").get("models") or {})
+    zoo = zoo_model_names(parameters)
     try:
         scaling = scaling_plan(parameters) is not None
     except ValueError:  # a broken scaling section: its pipeline names the error; the report reads what was saved

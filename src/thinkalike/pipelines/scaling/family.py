@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from thinkalike.pipelines.activations.pipeline import configured_models
+from thinkalike.pipelines.activations.schema import configured_models
 from thinkalike.scaling.family import ScalingPlan, family_plan
 
 
 def scaling_plan(parameters: Mapping[str, Any]) -> ScalingPlan | None:
     """:func:`~thinkalike.scaling.family.family_plan` of the parameters over their configured models
-    (:func:`~thinkalike.pipelines.activations.pipeline.configured_models`, read only when there is a ``scaling``
+    (:func:`~thinkalike.pipelines.activations.schema.configured_models`, read only when there is a ``scaling``
     section)."""
     if not parameters.get("scaling"):
         return None

@@ -15,11 +15,11 @@ from thinkalike.scaling.figures import scaling_figure
 logger = logging.getLogger(__name__)
 
 
-def summarise_scaling(scaling: dict[str, Any], *tables: pd.DataFrame, plan: ScalingPlan,
+def summarise_scaling(*tables: pd.DataFrame, settings: ScalingSettings, plan: ScalingPlan,
                       pairs: list[tuple[str, str]]) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any], Figure]:
     """The members table (table 1 with the measured columns), the pairs' early-layer table, the summary of the
-    answers and the figure. ``tables`` are the CKA tables of ``pairs``, in order."""
-    settings = ScalingSettings.from_parameters(scaling)
+    answers and the figure. ``tables`` are the CKA tables of ``pairs``, in order; ``settings`` the ``scaling``
+    section's analysis settings, parsed once by the pipeline's builder."""
     by_pair = {(str(t["model_a"].iloc[0]), str(t["model_b"].iloc[0])): t for t in tables}
     missing = [pair for pair in pairs if pair not in by_pair]
     if missing:

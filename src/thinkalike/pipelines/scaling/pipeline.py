@@ -9,21 +9,28 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
+from thinkalike.pipelines.activations.schema import configured_models
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.cka.pairs import all_cka_pairs, pair_dataset
+from thinkalike.pipelines.cka.schema import parse_cka
 from thinkalike.pipelines.namespaces import group_namespace
 from thinkalike.pipelines.scaling import nodes
 from thinkalike.pipelines.scaling.family import scaling_plan
+from thinkalike.scaling.analysis import ScalingSettings
 
 OUTPUTS = ["scaling_members", "scaling_pairs", "scaling_summary", "scaling_figure"]
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+    """The scaling node, with the family (:func:`~thinkalike.pipelines.scaling.family.scaling_plan`) and the
+    ``scaling`` section's analysis settings (:class:`~thinkalike.scaling.analysis.ScalingSettings`, parsed once here)
+    bound; its inputs are the cka pipeline's tables of the family's pairs (each pair as the cka pipeline orders it)."""
     plan = scaling_plan(parameters)
     if plan is None:
         return Pipeline([])
-    computed = all_cka_pairs(parameters)
+    settings = ScalingSettings.from_parameters(parameters["scaling"])
+    computed = all_cka_pairs(parameters, parse_cka(parameters.get("cka")).pairs, configured_models(parameters))
     pairs = [pair if pair in computed else pair[::-1] for pair in plan.pairs()]
     tables = [pair_dataset(a, b, "cka_table") for a, b in pairs]
-    return Pipeline([Node(bind(nodes.summarise_scaling, plan=plan, pairs=pairs), ["params:scaling", *tables], OUTPUTS,
+    return Pipeline([Node(bind(nodes.summarise_scaling, settings=settings, plan=plan, pairs=pairs), tables, OUTPUTS,
                           name="summarise_scaling", namespace=group_namespace("scaling"))])

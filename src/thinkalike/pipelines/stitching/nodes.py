@@ -9,7 +9,7 @@ the held-out training part; the evaluation split is the same either way. Identit
 equal widths: it is left out (logged) for pairs whose widths differ. The whole grid is one
 :func:`~thinkalike.stitching.stitch_grid` call (f's features and the models' own losses computed once
 per pair; each trained kind trained once per φ seed of ``stitching.phi_seeds``, the seeds in lockstep).
-Special tokens are never targets with ``stitching.exclude_special_targets`` (default true). The node
+Special tokens are never targets with ``stitching.exclude_special_targets``. The node
 saves the trained φ's of every seed (:func:`~thinkalike.stitching.pack_stitches`) and the evaluation
 split (with its scored targets) beside its table and curves.
 
@@ -27,6 +27,11 @@ learning-curve histories are the first seed's (:mod:`~thinkalike.pipelines.stitc
 ``summarise_stitching`` concatenates the pairs' tables and curves, lists the saved φ's (every seed), and draws
 the penalty figure (with the seeds' spread beside the intervals) and every pair's learning curves (and
 heatmaps).
+
+The pair nodes' settings are the ``stitching`` section parsed once by the pipeline's builder
+(:class:`~thinkalike.pipelines.stitching.schema.StitchingParameters`, bound as ``settings``, where each default is
+written); :meth:`~thinkalike.pipelines.stitching.schema.StitchingParameters.stitch_settings` and
+:meth:`~thinkalike.pipelines.stitching.schema.StitchingParameters.seeds` hand them to :mod:`thinkalike.stitching`.
 """
 
 from __future__ import annotations
@@ -44,15 +49,14 @@ from thinkalike.figures import dropdown_figure, figure_files
 from thinkalike.models.handle import ModelHandle, default_device
 from thinkalike.models.sources import load_saved_zoo_model
 from thinkalike.pipelines.stitching.plan import layer_grid
+from thinkalike.pipelines.stitching.schema import StitchingParameters
 from thinkalike.stitching import (
     ROW_FIELDS,
     StitchResult,
-    StitchSettings,
     TokenSplit,
     excluded_target_ids,
     group_seeds,
     pack_stitches,
-    phi_seed_list,
     seed_summary,
     split_indices,
     stitch_grid,
@@ -80,15 +84,11 @@ TABLE_LEAD = ["model_f", "layer_f", "model_g", "layer_g", "stitch", "loss", "ci_
 TABLE_COLUMNS = TABLE_LEAD + [RENAMED.get(field, field) for field in ROW_FIELDS
                               if RENAMED.get(field, field) not in TABLE_LEAD] + ["train_source"]
 
-#: Where φ's training sequences come from (``stitching.train_source``).
-TRAIN_SOURCES = ("heldout", "train_sequences")
-
 
 def zoo_handle(model_name: str, weights: dict[str, torch.Tensor], config: dict[str, Any], tokenizer,
-               stitching: dict[str, Any]) -> ModelHandle:
+               settings: StitchingParameters) -> ModelHandle:
     """A zoo model as a handle on ``stitching.device`` (null: CUDA when present, else CPU)."""
-    return load_saved_zoo_model(weights, config, tokenizer, name=model_name,
-                                device=default_device(stitching.get("device")))
+    return load_saved_zoo_model(weights, config, tokenizer, name=model_name, device=default_device(settings.device))
 
 
 @dataclass(frozen=True)
@@ -124,24 +124,21 @@ def _first(sequences: dict[str, np.ndarray], limit: int | None, what: str) -> To
     return TokenSplit.of(input_ids, mask, what=what)
 
 
-def token_splits(sequences: dict[str, np.ndarray], stitching: dict[str, Any],
+def token_splits(sequences: dict[str, np.ndarray], settings: StitchingParameters,
                  training_sequences: dict[str, np.ndarray] | None = None) -> PairSplit:
     """The evaluation split: ``stitching.eval_fraction`` of the distinct sequences among the first
     ``stitching.max_sequences`` held-out ones (all when null), drawn with ``stitching.split_seed``. φ trains on
     the rest of them (``train_source: heldout``) or on the first ``stitching.max_train_sequences`` of
     ``training_sequences`` (``train_source: train_sequences``)."""
-    source = stitching.get("train_source", "heldout")
-    if source not in TRAIN_SOURCES:
-        raise ValueError(f"stitching.train_source must be one of {TRAIN_SOURCES}, got {source!r}")
-    held = _first(sequences, stitching.get("max_sequences"), "held-out sequences")
-    train_ids, eval_ids = split_indices(held, eval_fraction=float(stitching.get("eval_fraction", 0.2)),
-                                        seed=int(stitching.get("split_seed", 0)))
+    source = settings.train_source
+    held = _first(sequences, settings.max_sequences, "held-out sequences")
+    train_ids, eval_ids = split_indices(held, eval_fraction=settings.eval_fraction, seed=settings.split_seed)
     if source == "heldout":
         train = held.subset(train_ids)
     else:
         if training_sequences is None:
             raise ValueError("stitching.train_source is train_sequences but the node got no training sequences")
-        train = _first(training_sequences, stitching.get("max_train_sequences"), "training sequences")
+        train = _first(training_sequences, settings.max_train_sequences, "training sequences")
         train_ids = np.arange(len(train))
     return PairSplit(train, held.subset(eval_ids), train_ids, eval_ids, source)
 
@@ -157,12 +154,6 @@ def table_row(row: dict[str, Any], split: PairSplit, seeds: dict[str, Any]) -> d
     return {column: renamed[column] for column in TABLE_COLUMNS}
 
 
-def pair_settings(stitching: dict[str, Any]) -> StitchSettings:
-    """``stitching.settings`` with ``stitching.exclude_special_targets`` (default true)."""
-    return StitchSettings.from_dict({**(stitching.get("settings") or {}),
-                                     "exclude_special_targets": bool(stitching.get("exclude_special_targets", True))})
-
-
 def _log_stitch(seeds: list[StitchResult]) -> None:
     first, summary = seeds[0], seed_summary(seeds)
     logger.info("stitch %s@%d -> %s@%d (%s): penalty %.4f [%.4f, %.4f] on %d targets; %d φ seed(s): %.4f to %.4f; "
@@ -171,21 +162,19 @@ def _log_stitch(seeds: list[StitchResult]) -> None:
                 summary["n_phi_seeds"], summary["penalty_seed_min"], summary["penalty_seed_max"], first.seconds)
 
 
-def stitch_models(f: ModelHandle, g: ModelHandle, split: PairSplit, stitching: dict[str, Any]
+def stitch_models(f: ModelHandle, g: ModelHandle, split: PairSplit, settings: StitchingParameters
                   ) -> tuple[pd.DataFrame, pd.DataFrame, list[StitchResult]]:
     """Every (layer pair, kind) of the grid for f → g, trained kinds once per φ seed: the penalty table (a row per
     stitch), the learning curves (every seed's) and the results (every seed's)."""
-    settings = pair_settings(stitching)
-    seeds = phi_seed_list(stitching.get("phi_seeds", 1))
-    kinds = list(stitching.get("kinds") or ["affine_ln"])
+    kinds = list(settings.kinds)
     if "identity" in kinds and f.d_model != g.d_model:
         logger.info("stitching %s -> %s: no identity stitch (d_model %d vs %d)", f.name, g.name, f.d_model, g.d_model)
         kinds.remove("identity")
     grid = [(layer_f, layer_g, kind)
-            for layer_f, layer_g in layer_grid(stitching.get("layers", "diagonal"), f.n_layers, g.n_layers)
+            for layer_f, layer_g in layer_grid(settings.layers, f.n_layers, g.n_layers)
             for kind in kinds]
-    results = stitch_grid(f, g, grid, split.train, split.evaluation, settings, phi_seeds=seeds,
-                          progress=bool(stitching.get("progress", False)), on_stitch=_log_stitch)
+    results = stitch_grid(f, g, grid, split.train, split.evaluation, settings.stitch_settings(),
+                          phi_seeds=settings.seeds(), progress=settings.progress, on_stitch=_log_stitch)
     rows = [table_row(group[0].row(), split, seed_summary(group)) for group in group_seeds(results)]
     curves = [result.curve for result in results if len(result.curve)]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS), _concat_curves(curves), results
@@ -194,14 +183,14 @@ def stitch_models(f: ModelHandle, g: ModelHandle, split: PairSplit, stitching: d
 PairOutputs = tuple[pd.DataFrame, pd.DataFrame, dict[str, torch.Tensor], dict[str, Any], dict[str, np.ndarray]]
 
 
-def _pair_outputs(f: ModelHandle, g: ModelHandle, split: PairSplit, stitching: dict[str, Any]) -> PairOutputs:
+def _pair_outputs(f: ModelHandle, g: ModelHandle, split: PairSplit, settings: StitchingParameters) -> PairOutputs:
     """The table, curves, trained φ's (state, config) and evaluation split of f → g."""
-    table, curves, results = stitch_models(f, g, split, stitching)
-    settings = pair_settings(stitching)
-    excluded = excluded_target_ids(f, g, settings.exclude_special_targets)
+    table, curves, results = stitch_models(f, g, split, settings)
+    stitch_settings = settings.stitch_settings()
+    excluded = excluded_target_ids(f, g, stitch_settings.exclude_special_targets)
     phi_state, phi_config = pack_stitches(results, f.name, g.name, excluded_target_ids=excluded)
     phi_config.update(train_source=split.train_source, eval_source="heldout_sequences")
-    scored = scored_targets(f, g, split.evaluation, settings, special_ids=excluded)
+    scored = scored_targets(f, g, split.evaluation, stitch_settings, special_ids=excluded)
     return table, curves, phi_state, phi_config, split.eval_arrays(scored)
 
 
@@ -216,20 +205,20 @@ def _concat_curves(curves: list[pd.DataFrame]) -> pd.DataFrame:
 
 def stitch_pair(sequences: dict[str, np.ndarray], tokenizer, weights_f: dict[str, torch.Tensor],
                 config_f: dict[str, Any], weights_g: dict[str, torch.Tensor], config_g: dict[str, Any],
-                stitching: dict[str, Any], training_sequences: dict[str, np.ndarray] | None = None, *, model_f: str,
-                model_g: str) -> PairOutputs:
+                training_sequences: dict[str, np.ndarray] | None = None, *, settings: StitchingParameters,
+                model_f: str, model_g: str) -> PairOutputs:
     """Stitches zoo model ``model_f`` into ``model_g`` at every configured layer pair and kind."""
-    f = zoo_handle(model_f, weights_f, config_f, tokenizer, stitching)
-    g = zoo_handle(model_g, weights_g, config_g, tokenizer, stitching)
-    return _pair_outputs(f, g, token_splits(sequences, stitching, training_sequences), stitching)
+    f = zoo_handle(model_f, weights_f, config_f, tokenizer, settings)
+    g = zoo_handle(model_g, weights_g, config_g, tokenizer, settings)
+    return _pair_outputs(f, g, token_splits(sequences, settings, training_sequences), settings)
 
 
 def stitch_self(sequences: dict[str, np.ndarray], tokenizer, weights: dict[str, torch.Tensor],
-                config: dict[str, Any], stitching: dict[str, Any],
-                training_sequences: dict[str, np.ndarray] | None = None, *, model: str) -> PairOutputs:
+                config: dict[str, Any], training_sequences: dict[str, np.ndarray] | None = None, *,
+                settings: StitchingParameters, model: str) -> PairOutputs:
     """The self baseline of zoo model ``model``: f = g = the model (identity penalties are 0 by construction)."""
-    handle = zoo_handle(model, weights, config, tokenizer, stitching)
-    return _pair_outputs(handle, handle, token_splits(sequences, stitching, training_sequences), stitching)
+    handle = zoo_handle(model, weights, config, tokenizer, settings)
+    return _pair_outputs(handle, handle, token_splits(sequences, settings, training_sequences), settings)
 
 
 PHI_COLUMNS = ["model_f", "layer_f", "model_g", "layer_g", "stitch", "phi_seed", "init", "objective", "n_parameters",

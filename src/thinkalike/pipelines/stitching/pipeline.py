@@ -1,7 +1,9 @@
 """``stitching``: one namespace per ordered zoo-model pair (``models.stitching.<f>__<g>``), then a summary.
 
-Pairs, directions, self baselines and the layer grid come from ``stitching`` in config
-(:mod:`thinkalike.pipelines.stitching.plan`). ``kedro run --pipeline stitching --namespaces
+Pairs, directions, self baselines and the layer grid come from ``stitching`` in config, parsed once here
+(:func:`~thinkalike.pipelines.stitching.schema.validate_stitching`) and planned by
+:mod:`thinkalike.pipelines.stitching.plan`; every pair's node gets the parsed section
+(:class:`~thinkalike.pipelines.stitching.schema.StitchingParameters`). ``kedro run --pipeline stitching --namespaces
 models.stitching.solu_2l__gelu_2l`` runs one ordered pair. Per pair: the penalty table, learning curves, the
 trained φ's and the evaluation split (to re-evaluate them). The summary lists the φ's, draws every pair's
 learning curves and, for the ``all`` grid, penalty heatmaps. Only zoo models are stitched for now: with no
@@ -16,15 +18,16 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
+from thinkalike.pipelines.activations.schema import zoo_model_names
 from thinkalike.pipelines.bind import bind
 from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, model_dataset
-from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.stitching import nodes
 from thinkalike.pipelines.stitching.plan import (
     ordered_pairs,
     stitch_namespace,
     stitching_pairs,
 )
+from thinkalike.pipelines.stitching.schema import StitchingParameters, validate_stitching
 
 PAIR_OUTPUTS = ["stitch_table", "stitch_curves", "stitch_phi", "stitch_phi_config", "stitch_eval_split"]
 SUMMARY_OUTPUTS = ["stitching_penalties", "stitching_curves", "stitching_figure", "stitching_figure_plotly",
@@ -41,41 +44,39 @@ def model_inputs(model: str) -> list[str]:
     return [model_dataset(model, "model_weights"), model_dataset(model, "model_config")]
 
 
-def ordered_pair_pipeline(model_f: str, model_g: str, *, train_source: str = "heldout") -> Pipeline:
+def ordered_pair_pipeline(model_f: str, model_g: str, settings: StitchingParameters) -> Pipeline:
     """Every configured stitch of f → g in namespace ``models.stitching.<f>__<g>`` (a self baseline when f = g)."""
     inputs = {"sequences": SEQUENCES, "tokenizer": "tokenizer"}
     if model_f == model_g:
-        function = bind(nodes.stitch_self, model=model_f)
+        function = bind(nodes.stitch_self, settings=settings, model=model_f)
         inputs.update(zip(["weights", "config"], model_inputs(model_f)))
     else:
-        function = bind(nodes.stitch_pair, model_f=model_f, model_g=model_g)
+        function = bind(nodes.stitch_pair, settings=settings, model_f=model_f, model_g=model_g)
         inputs.update(zip(["weights_f", "config_f", "weights_g", "config_g"],
                           model_inputs(model_f) + model_inputs(model_g)))
-    if train_source == "train_sequences":
+    if settings.train_source == "train_sequences":
         inputs["training_sequences"] = TRAINING_SEQUENCES
     # the node reads its arguments' own (undotted) names, mapped to the catalog names by ``inputs=``:
     # a node created outside a namespace with a dotted input would trigger Kedro's dotted-name warning
-    built = [Node(function, {**{argument: argument for argument in inputs}, "stitching": "params:stitching"},
-                  PAIR_OUTPUTS, name="stitch_pair", tags=[GPU_WORK])]
-    return Pipeline(built, namespace=stitch_namespace(model_f, model_g), inputs=inputs,
-                    parameters={"params:stitching": "params:stitching"})
+    built = [Node(function, {argument: argument for argument in inputs}, PAIR_OUTPUTS, name="stitch_pair",
+                  tags=[GPU_WORK])]
+    return Pipeline(built, namespace=stitch_namespace(model_f, model_g), inputs=inputs)
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     """One namespace per ordered pair of :func:`ordered_pairs`, then ``summarise_stitching``, which reads every
     pair output (so kedro-viz draws them inside the pairs' boxes) and draws the pairs' figures."""
-    stitching = section(parameters, "stitching")
-    zoo_models = section(parameters, "zoo").get("models") or {}
-    if not stitching:
+    zoo_models = zoo_model_names(parameters)
+    if not parameters.get("stitching"):
         return Pipeline([])
     if not zoo_models:
         logger.warning("stitching: no zoo models are configured, so nothing is stitched (only zoo models can be)")
         return Pipeline([])
-    pairs = stitching_pairs(stitching, zoo_models)
-    ordered = ordered_pairs(pairs, stitching.get("directions", "both"), bool(stitching.get("self_baselines", True)))
-    train_source = stitching.get("train_source", "heldout")
-    heatmaps = stitching.get("layers", "diagonal") == "all"
-    per_pair = sum((ordered_pair_pipeline(f, g, train_source=train_source) for f, g in ordered), Pipeline([]))
+    settings = validate_stitching(parameters["stitching"], zoo_models)
+    pairs = stitching_pairs(settings.pairs, zoo_models)
+    ordered = ordered_pairs(pairs, settings.directions, settings.self_baselines)
+    heatmaps = settings.layers == "all"
+    per_pair = sum((ordered_pair_pipeline(f, g, settings) for f, g in ordered), Pipeline([]))
     namespaces = [stitch_namespace(f, g) for f, g in ordered]
     inputs = [f"{name}.{output}" for output in PAIR_OUTPUTS for name in namespaces]
     summary = Node(bind(nodes.summarise_stitching, pairs=pairs, names=[f"{f}__{g}" for f, g in ordered],

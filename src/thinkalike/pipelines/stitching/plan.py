@@ -1,4 +1,5 @@
-"""What the ``stitching`` pipeline stitches, from ``stitching`` in config: ordered model pairs and layer grids.
+"""What the ``stitching`` pipeline stitches, from the parsed ``stitching`` section
+(:class:`~thinkalike.pipelines.stitching.schema.StitchingParameters`): ordered model pairs and layer grids.
 
 ``stitching.pairs`` has the syntax of ``cka.pairs`` (:func:`~thinkalike.pipelines.cka.pairs.configured_pairs`:
 ``intra``, ``explicit``, ``all_pairs_of``, ``against``). Each configured pair ``(a, b)`` gives the
@@ -28,18 +29,17 @@ def stitch_namespace(model_f: str, model_g: str) -> str:
     return pair_namespace("stitching", model_f, model_g)
 
 
-def stitching_pairs(stitching: Mapping[str, Any], models: Iterable[str]) -> list[tuple[str, str]]:
+def stitching_pairs(pairs: Mapping[str, Any], models: Iterable[str]) -> list[tuple[str, str]]:
     """The configured (unordered) pairs of ``stitching.pairs``; ``ValueError`` for unknown models or none."""
     try:
-        return configured_pairs(dict(stitching.get("pairs") or {}), models)
+        return configured_pairs(dict(pairs), models)
     except ValueError as error:  # configured_pairs speaks of cka.pairs and activations
         message = str(error).replace("cka.pairs", "stitching.pairs").replace("have no activations",
                                                                             "are not zoo models")
         raise ValueError(message) from None
 
 
-def ordered_pairs(pairs: list[tuple[str, str]], directions: str = "both",
-                  self_baselines: bool = True) -> list[tuple[str, str]]:
+def ordered_pairs(pairs: list[tuple[str, str]], directions: str, self_baselines: bool) -> list[tuple[str, str]]:
     """(f, g) of every stitch to run, de-duplicated in order: a → b, then b → a (``both``), then a → a and
     b → b (``self_baselines``), pair after pair."""
     if directions not in DIRECTIONS:

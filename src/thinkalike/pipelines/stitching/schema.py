@@ -1,15 +1,79 @@
-"""The ``stitching`` section's check (its pydantic model: :class:`thinkalike.pipelines.schema.StitchingParameters`)."""
+"""The ``stitching`` section: its model (:class:`StitchingParameters`, where each default is written), its parse
+(:func:`validate_stitching`, once, by the pipeline's builder) and its check before a run (:func:`check_stitching`).
+
+The section reads as a straight line: ``conf/*/parameters_stitching.yml`` → :class:`StitchingParameters` → the
+nodes (:mod:`thinkalike.pipelines.stitching.nodes`, bound to it) → :mod:`thinkalike.stitching`
+(:meth:`StitchingParameters.stitch_settings`, :meth:`StitchingParameters.seeds`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from thinkalike.pipelines.schema import validate_stitching
+from pydantic import Field
+
+from thinkalike.pipelines.activations.schema import zoo_model_names
+from thinkalike.pipelines.schema import Device, ParameterError, _Section, validate_dataclass, validate_section
+from thinkalike.pipelines.stitching.plan import stitching_pairs
+from thinkalike.stitching import StitchConfigError, StitchSettings, phi_seed_list
+
+
+class StitchingParameters(_Section):
+    """``stitching``: which ordered zoo-model pairs (``pairs``, ``directions``, ``self_baselines``), layers and stitch
+    kinds; the evaluation split (``eval_fraction`` of the distinct sequences among the first ``max_sequences``
+    held-out ones, drawn with ``split_seed``) and φ's training data (``train_source``, ``max_train_sequences``);
+    ``settings`` are :class:`~thinkalike.stitching.StitchSettings` (validated by building it);
+    ``exclude_special_targets``: special tokens are never targets (the section's key, not a setting);
+    ``phi_seeds``: a number of φ seeds ≥ 1 or a list of distinct seeds ≥ 0
+    (:func:`~thinkalike.stitching.phi_seed_list`)."""
+
+    pairs: dict[str, Any] = Field(default_factory=dict)  # the syntax of cka.pairs
+    directions: Literal["forward", "both"] = "both"
+    self_baselines: bool = True
+    layers: Literal["diagonal", "relative", "all"] = "diagonal"
+    kinds: list[Literal["identity", "affine", "affine_ln"]] = Field(default_factory=lambda: ["affine_ln"],
+                                                                      min_length=1)
+    eval_fraction: float = Field(0.2, gt=0, lt=1)
+    split_seed: int = 0
+    max_sequences: int | None = Field(None, ge=2)
+    train_source: Literal["heldout", "train_sequences"] = "heldout"  # φ's training data (evaluation: held-out)
+    max_train_sequences: int | None = Field(None, ge=1)
+    device: Device | None = None
+    progress: bool = False
+    exclude_special_targets: bool = True
+    phi_seeds: Any = 1  # checked by validate_stitching (thinkalike.stitching.phi_seed_list)
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    def stitch_settings(self) -> StitchSettings:
+        """:class:`~thinkalike.stitching.StitchSettings` of ``settings`` with ``exclude_special_targets``."""
+        return StitchSettings.from_dict({**self.settings, "exclude_special_targets": self.exclude_special_targets})
+
+    def seeds(self) -> tuple[int, ...]:
+        """The φ seeds of ``phi_seeds`` (:func:`~thinkalike.stitching.phi_seed_list`)."""
+        return phi_seed_list(self.phi_seeds)
+
+
+def validate_stitching(values: Any, zoo_models: list[str]) -> StitchingParameters:
+    """The stitching section: its keys, the stitch settings and the pairs (zoo models only, for now)."""
+    stitching = validate_section(StitchingParameters, values, "stitching")
+    if "exclude_special_targets" in stitching.settings:
+        raise ParameterError("stitching.settings.exclude_special_targets: unknown parameter (set "
+                             "stitching.exclude_special_targets)")
+    validate_dataclass(StitchSettings, stitching.settings, "stitching.settings")
+    try:
+        stitching.seeds()
+    except StitchConfigError as error:
+        raise ParameterError(f"stitching.{error}") from None
+    try:
+        stitching_pairs(stitching.pairs, zoo_models)
+    except ValueError as error:
+        raise ParameterError(f"stitching.pairs: {error}") from None
+    return stitching
 
 
 def check_stitching(parameters: Mapping[str, Any]) -> None:
     """``stitching`` against the zoo's models (nothing when the section is empty or there is no zoo model)."""
-    zoo_names = list((parameters.get("zoo") or {}).get("models") or {})
+    zoo_names = zoo_model_names(parameters)
     if parameters.get("stitching") and zoo_names:
         validate_stitching(parameters["stitching"], zoo_names)

@@ -1,4 +1,6 @@
-"""Thin nodes of the ``zoo`` pipeline: train each configured model, then summarise."""
+"""Thin nodes of the ``zoo`` pipeline: train each configured model, then summarise. Their settings are the ``zoo``
+section parsed once by the pipeline's builder (:class:`~thinkalike.pipelines.zoo.schema.ZooParameters`, bound as
+``settings``; the ``corpus`` section as ``corpus``)."""
 
 from __future__ import annotations
 
@@ -19,31 +21,35 @@ from thinkalike.models.zoo import (
     training_config,
     zoo_config,
 )
+from thinkalike.pipelines.corpus.schema import CorpusParameters
+from thinkalike.pipelines.zoo.schema import ZooParameters
 
 #: 40 distinct (line style, colour) combinations: the 10 tab10 colours solid, then dashed, …
 DISTINCT_LINES = cycler(linestyle=["-", "--", "-.", ":"]) * cycler(color=list(matplotlib.colormaps["tab10"].colors))
 FIGURE_DPI = 150
 
 
-def train_model(train_sequences: dict[str, np.ndarray], heldout_sequences: dict[str, np.ndarray], tokenizer,
-                model: dict[str, Any], zoo: dict[str, Any], corpus: dict[str, Any], *, model_name: str):
-    """Trains zoo model ``model_name``; returns weights, config and training curve (logged to MLflow from the curve)."""
-    config = zoo_config(model_name, model, tokenizer, int(corpus["n_ctx"]))
-    training = training_config(zoo.get("training") or {}, model)
+def train_model(train_sequences: dict[str, np.ndarray], heldout_sequences: dict[str, np.ndarray], tokenizer, *,
+                settings: ZooParameters, corpus: CorpusParameters, model_name: str):
+    """Trains zoo model ``model_name`` (``zoo.models.<name>``, its training ``zoo.training`` overridden by its own,
+    rows of ``corpus.n_ctx``); returns weights, config and training curve (logged to MLflow from the curve)."""
+    entry = settings.models[model_name].model_dump()
+    config = zoo_config(model_name, entry, tokenizer, corpus.n_ctx)
+    training = training_config(settings.training, entry)
     with progress_label(model_name):
         module, curve = train_zoo_model(config, training, train_sequences["input_ids"],
                                         heldout_sequences["input_ids"], tokenizer, default_device())
     return state_dict_for_saving(module), config, curve
 
 
-def summarise_zoo(corpus_statistics: dict[str, Any], zoo: dict[str, Any], *curves: pd.DataFrame):
+def summarise_zoo(corpus_statistics: dict[str, Any], *curves: pd.DataFrame, settings: ZooParameters):
     """One row per model: final held-out loss against the unigram baseline, and a curves figure.
 
     ``improvement`` = 1 − heldout_loss / unigram_entropy; a model has learned the language when
-    it is at least ``zoo.baseline_margin`` (default 0.30).
+    it is at least ``zoo.baseline_margin``.
     """
     baseline = float(corpus_statistics["unigram_entropy_nats"])
-    margin = float(zoo.get("baseline_margin", 0.30))
+    margin = settings.baseline_margin
     rows = []
     for curve in curves:
         last = curve.iloc[-1]

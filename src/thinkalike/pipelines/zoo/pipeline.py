@@ -13,6 +13,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.namespaces import (
     GPU_WORK,
     MODELS,
@@ -21,29 +22,34 @@ from thinkalike.pipelines.namespaces import (
     model_namespace,
     namespaced_node,
 )
-from thinkalike.pipelines.parameters import section
+from thinkalike.pipelines.schema import validate_section
 from thinkalike.pipelines.zoo import nodes
+from thinkalike.pipelines.zoo.schema import ZooParameters
 
 OUTPUTS = ["model_weights", "model_config", "training_curve"]
 
 
-def model_pipeline(name: str) -> Pipeline:
+def model_pipeline(name: str, settings: ZooParameters, corpus: CorpusParameters) -> Pipeline:
     """Training of zoo model ``name`` in namespace ``models.<name>``."""
     return Pipeline([namespaced_node(
-        bind(nodes.train_model, model_name=name),
-        ["train_sequences", "heldout_sequences", "tokenizer", f"params:zoo.models.{name}", "params:zoo",
-         "params:corpus"],
+        bind(nodes.train_model, settings=settings, corpus=corpus, model_name=name),
+        ["train_sequences", "heldout_sequences", "tokenizer"],
         OUTPUTS, name="train_model", namespace=model_namespace(name), tags=[GPU_WORK])])
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
-    """One training node per ``zoo.models`` entry, then ``summarise_zoo`` (namespace ``models``)."""
-    models = list(section(parameters, "zoo").get("models") or {})
+    """One training node per ``zoo.models`` entry, then ``summarise_zoo`` (namespace ``models``), with the ``zoo``
+    section parsed once here (:class:`~thinkalike.pipelines.zoo.schema.ZooParameters`; its deeper checks, each
+    model's training and architecture, are :func:`~thinkalike.pipelines.zoo.schema.check_zoo`'s before a run) and
+    the ``corpus`` section for the models' context length."""
+    settings = validate_section(ZooParameters, parameters.get("zoo"), "zoo")
+    models = list(settings.models)
     if not models:
         return Pipeline([])
     check_model_names(models, "zoo.models")
-    per_model = sum((model_pipeline(name) for name in models), Pipeline([]))
-    summary = Node(nodes.summarise_zoo,
-                   ["corpus_statistics", "params:zoo", *[model_dataset(m, "training_curve") for m in models]],
+    corpus = validate_corpus(parameters.get("corpus"))
+    per_model = sum((model_pipeline(name, settings, corpus) for name in models), Pipeline([]))
+    summary = Node(bind(nodes.summarise_zoo, settings=settings),
+                   ["corpus_statistics", *[model_dataset(m, "training_curve") for m in models]],
                    ["zoo_summary", "zoo_training_curves_figure"], name="summarise_zoo", namespace=MODELS)
     return per_model + Pipeline([summary])

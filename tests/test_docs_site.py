@@ -1,0 +1,89 @@
+"""The documentation: the README stays short and points into docs/, and the MkDocs site (mkdocs.yml: Material,
+mkdocstrings' API reference from the docstrings) builds with ``--strict`` — no broken link, no page left out of the
+navigation, no docstring warning."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+README_LIMIT = 15_000  # bytes
+
+#: Markdown links (not images) of a page: [text](target).
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def readme_links() -> list[str]:
+    return LINK.findall(README.read_text(encoding="utf-8"))
+
+
+def test_the_readme_is_at_most_15_kb():
+    size = len(README.read_bytes())
+    assert size <= README_LIMIT, f"README.md is {size:,} bytes (at most {README_LIMIT:,}): move the rest to docs/"
+
+
+def test_every_docs_link_of_the_readme_points_to_an_existing_page():
+    """Relative links (they work on GitHub too) into docs/; each names a page of the site, anchors checked too."""
+    links = [link for link in readme_links() if not re.match(r"[a-z]+:", link)]
+    docs_links = [link for link in links if link.startswith("docs/")]
+    assert docs_links, "the README links to no docs page"
+    assert set(links) == set(docs_links), f"README links outside docs/: {sorted(set(links) - set(docs_links))}"
+    for link in docs_links:
+        path, _, anchor = link.partition("#")
+        page = ROOT / path
+        assert page.suffix == ".md" and page.is_file(), f"README links to {link}: no such page"
+        if anchor:
+            headings = {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip()).strip().lower().replace(" ", "-")
+                        for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("#")}
+            assert anchor in headings, f"README links to {link}: {path} has no heading #{anchor}"
+
+
+def test_the_readme_has_the_ci_install_and_test_commands():
+    """`.ci/run` runs the README's install and test commands: each pip step and the test command are in the README."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    install = ci.split("# --- README: install ---", 1)[1].split("# --- README: test ---", 1)[0]
+    test = ci.split("# --- README: test ---", 1)[1]
+    commands = [line.strip() for line in install.splitlines() if line.strip().startswith("pip ")]
+    commands += [line.strip() for line in test.splitlines() if line.strip() and not line.startswith("#")]
+    assert commands, "no README commands found in .ci/run"
+    readme = README.read_text(encoding="utf-8")
+    missing = [command for command in commands if command not in readme]
+    assert not missing, f"the README lacks .ci/run's commands {missing}"
+
+
+def test_the_own_models_page_gives_the_readmes_recipe():
+    """docs/own-models.md repeats the README's recipe (which tests/pipelines/test_environments.py runs) exactly."""
+    def recipe(text: str) -> list[str]:
+        return [block for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+                if block.startswith("# conf/mine/")]
+
+    readme = recipe(README.read_text(encoding="utf-8"))
+    assert readme and recipe((DOCS / "own-models.md").read_text(encoding="utf-8")) == readme
+
+
+def test_the_site_builds_strictly(tmp_path):
+    """``mkdocs build --strict``: every page in the navigation, every link and anchor found, the API pages rendered
+    from the docstrings without a warning."""
+    pytest.importorskip("mkdocs", reason="the site needs the dev extra: pip install -e \".[dev]\"")
+    pytest.importorskip("mkdocstrings", reason="the site needs the dev extra: pip install -e \".[dev]\"")
+    started = time.perf_counter()
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
+                            str(ROOT / "mkdocs.yml"), "--site-dir", str(tmp_path / "site")],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    seconds = time.perf_counter() - started
+    assert built.returncode == 0, f"mkdocs build --strict failed ({seconds:.0f} s):\n{built.stderr[-4000:]}"
+    assert (tmp_path / "site" / "index.html").is_file()
+    for page in ("findings", "api/measures", "api/pipelines", "benchmarks/default-run", "configuration"):
+        assert (tmp_path / "site" / page / "index.html").is_file(), page
+    # the API pages hold the docstrings of every submodule, e.g. the CKA maths
+    assert 'id="thinkalike.measures.cka"' in (tmp_path / "site" / "api" / "measures" / "index.html").read_text()
