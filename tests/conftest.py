@@ -4,7 +4,12 @@ for every core slowed the stitching tests by more than 5× here)."""
 
 import os
 
-import pytest
+# Before any test module imports an HF library (huggingface_hub reads these once, at import): no test may reach a hub.
+# tests/cka is collected before the folders whose conftest set them too, and imports transformers on the way.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import pytest  # noqa: E402
 
 
 def pytest_configure(config):
