@@ -79,12 +79,11 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from thinkalike.cka.settings import CKASettings
 from thinkalike.measures.calibration import calibrate
 from thinkalike.measures.distances import match_layers_by_relative_depth
 from thinkalike.measures.grounding import (
@@ -103,6 +102,10 @@ from thinkalike.models.activation_store import ActivationStore
 from thinkalike.models.alignment import aligned_minibatches
 from thinkalike.models.handle import ModelSourceError
 from thinkalike.models.sources import is_initialisation
+
+
+if TYPE_CHECKING:  # annotations only: the cka package imports this one's measures, not the reverse
+    from thinkalike.cka.settings import CKASettings
 
 TABLE_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "measure", "variant", "kind", "value", "n_tokens",
                  "n_rows", "pooling", "exclude_special_tokens", "seed", "options", "standardised",
