@@ -349,10 +349,7 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
                          removed_components=table["removed_components"].fillna(0).astype(np.int64), n_rows=n_rows,
                          pooling=cka.pooling, exclude_special_tokens=bool(cka.exclude_special_tokens),
                          seed=measures.seed,
-                         options=[json.dumps(_options_used(configured, name, variant, rows, max(width_a, width_b)),
-                                             sort_keys=True)
-                                  for name, variant, rows in zip(table["measure"], table["variant"],
-                                                                      table["n_tokens"].fillna(len(raw_a[0])))])
+                         options=_options_column(configured, table, len(raw_a[0]), max(width_a, width_b)))
     return table[TABLE_COLUMNS].reset_index(drop=True)
 
 
@@ -382,11 +379,14 @@ def _grounding_rows(acts: np.ndarray, measures: MeasureSettings) -> pd.DataFrame
     return pd.concat(parts, ignore_index=True).assign(layer_a=index, layer_b=index)
 
 
-def _options_used(configured: MeasureSettings, name: str, variant: str, n_tokens: int, width: int) -> dict[str, Any]:
-    """The options a row's measure ran with: the configured ones fitted to the row's tokens (the remedies: none)."""
-    if variant != CONFIGURED and variant not in GROUNDING_VARIANTS:
-        return {}
-    return dict(configured.fitted_to(int(n_tokens), width)[0].options.get(name, {}))
+def _options_column(configured: MeasureSettings, table: pd.DataFrame, n_drawn: int, width: int) -> list[str]:
+    """Each row's options as JSON, as its measure ran: the configured ones fitted to the row's tokens (fitted once per
+    token count), none for the remedies."""
+    tokens = table["n_tokens"].fillna(n_drawn).astype(int)
+    fitted = {n: configured.fitted_to(n, width)[0].options for n in set(tokens)}
+    return [json.dumps(dict(fitted[n].get(name, {})) if variant == CONFIGURED or variant in GROUNDING_VARIANTS else {},
+                       sort_keys=True)
+            for name, variant, n in zip(table["measure"], table["variant"], tokens)]
 
 
 def _fitted(measures: MeasureSettings, rows: np.ndarray) -> tuple[list[str], dict[str, dict[str, Any]]]:
