@@ -92,7 +92,6 @@ from thinkalike.measures.grounding import (
     null_level,
     sensitivity_score,
     separation_auprc,
-    specificity_auprc,
     without_top_components,
 )
 from thinkalike.measures.layerwise import check_measures, fit_to_rows, measure_table

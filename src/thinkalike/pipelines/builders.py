@@ -12,7 +12,7 @@ configuration is broken.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kedro.pipeline import Node, Pipeline
