@@ -49,7 +49,7 @@ def main() -> int:
     parser.add_argument("--node-probe", action="store_true",
                         help="record every node's CPU in the process that runs it (node_probe.py) and compare")
     args = parser.parse_args()
-    from thinkalike.timings import START_ROW, format_seconds
+    from thinkalike.run_clock import START_ROW, format_seconds
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="thinkalike-runners-"))
     rows, probed = [], {}

@@ -1,4 +1,4 @@
-"""What MLflow gets from saved outputs: each pipeline registers its rules (thinkalike.records), and on every
+"""What MLflow gets from saved outputs: each pipeline registers its rules (thinkalike.output_rules), and on every
 dataset the configured pipelines write no two pipelines' rules claim the same output."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from thinkalike.pipelines.builders import all_output_rules, build_pipelines
 from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.pipelines.specs import pipeline_specs
-from thinkalike.records import GENERIC_RULES, OutputRule, SavedOutput, apply_rules, matching_rules, named
+from thinkalike.output_rules import GENERIC_RULES, OutputRule, SavedOutput, apply_rules, matching_rules, named
 
 
 class Collected:

@@ -19,10 +19,10 @@ from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import run_parameters
 from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
 from thinkalike.pipelines.schema import ParameterError
-from thinkalike.pipelines.scope import pipelines_in_run
+from thinkalike.pipelines.run_selection import pipelines_in_run
 from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
-from thinkalike.records import apply_rules
+from thinkalike.output_rules import apply_rules
 from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
 from thinkalike.tracking import (
     DeferredRecorder,
@@ -74,7 +74,7 @@ class ParameterHooks:
 
 
 def run_pipelines(run_params: dict[str, Any], pipeline) -> tuple[list[str], dict[str, Any]]:
-    """The project pipelines this run uses (:func:`thinkalike.pipelines.scope.pipelines_in_run`: those named
+    """The project pipelines this run uses (:func:`thinkalike.pipelines.run_selection.pipelines_in_run`: those named
     with ``--pipelines``, all for the default, narrowed to those with a node in the filtered ``pipeline``), and
     the registered pipelines."""
     from kedro.framework.project import pipelines as registered
@@ -178,7 +178,7 @@ class MlflowTrackingHooks:
     def record_output(self, name: str, data: Any) -> None:
         """Records an output saved outside a node (the run's ``run_timings`` table) in the open MLflow run.
 
-        Called by :class:`thinkalike.timing_hooks.RunTimingHooks` from its ``tryfirst``
+        Called by :class:`thinkalike.run_timings_hooks.RunTimingHooks` from its ``tryfirst``
         ``after_pipeline_run`` / ``on_pipeline_error``, before this class's ``trylast`` ones end the run.
         """
         if self._recorder is not None:

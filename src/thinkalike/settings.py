@@ -6,7 +6,7 @@ from thinkalike.config_loader import ReplicateConfigLoader
 from thinkalike.hooks import ClusterSettingsHooks, MlflowTrackingHooks, ParameterHooks, ThreadPolicyHooks
 from thinkalike.pipeline_registry import ProjectContext
 from thinkalike.pipelines.report.hooks import MissingReportInputsHooks
-from thinkalike.timing_hooks import RunTimingHooks
+from thinkalike.run_timings_hooks import RunTimingHooks
 
 # Builds the pipelines from the session's own parameters (--env, --params) when it is created,
 # for kedro run, kedro viz and notebooks alike (see thinkalike.pipeline_registry).
@@ -20,7 +20,7 @@ CONFIG_LOADER_ARGS = {
     "config_patterns": {"mlflow": ["mlflow*", "mlflow*/**"], "dask": ["dask*", "dask*/**"]},
 }
 
-# RunTimingHooks saves the run_timings table (thinkalike.timing_hooks) and hands it to the MLflow
+# RunTimingHooks saves the run_timings table (thinkalike.run_timings_hooks) and hands it to the MLflow
 # hooks, whose run is still open then (its tryfirst end-of-run hooks precede MLflow's trylast ones).
 _TRACKING = MlflowTrackingHooks()
 HOOKS = (ParameterHooks(), ThreadPolicyHooks(), ClusterSettingsHooks(), _TRACKING,

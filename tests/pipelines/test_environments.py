@@ -25,7 +25,7 @@ from thinkalike.pipelines.builders import build_pipelines, configuration_error_p
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
 from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.pipelines.schema import ParameterError
-from thinkalike.pipelines.scope import pipelines_in_run
+from thinkalike.pipelines.run_selection import pipelines_in_run
 from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
 

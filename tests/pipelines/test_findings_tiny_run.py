@@ -23,7 +23,7 @@ from thinkalike.reports.findings import (
     render_findings,
 )
 from thinkalike.reports.findings_cli import load_tables, main, open_catalog
-from thinkalike.timings import format_seconds
+from thinkalike.run_clock import format_seconds
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.specs import PipelineSpec
-from thinkalike.records import named
+from thinkalike.output_rules import named
 
 
 def double(toy):

@@ -17,16 +17,16 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.namespaces import CORPUS, MODELS, group_namespace
 from thinkalike.pipelines.specs import output_rules, pipeline_specs, viz_groups
-from thinkalike.records import GENERIC_RULES, OutputRule
+from thinkalike.output_rules import GENERIC_RULES, OutputRule
 
 logger = logging.getLogger(__name__)
 
 def all_output_rules() -> tuple[OutputRule, ...]:
-    """The rules :func:`thinkalike.records.apply_rules` applies in a run (called by
+    """The rules :func:`thinkalike.output_rules.apply_rules` applies in a run (called by
     :func:`thinkalike.hooks.record_saved_output`): the generic ones, then every pipeline's (its spec's ``rules``)."""
     return (*GENERIC_RULES, *output_rules())
 
@@ -41,7 +41,7 @@ def raise_configuration_error(message: str) -> None:
 
 def configuration_error_pipeline(name: str, message: str) -> Pipeline:
     """One node, ``<name>_configuration_error`` (tag ``configuration_error``), standing for pipeline ``name``."""
-    return Pipeline([Node(bind(raise_configuration_error, message=message), None, f"{name}_{CONFIGURATION_ERROR}",
+    return Pipeline([Node(with_fixed_arguments(raise_configuration_error, message=message), None, f"{name}_{CONFIGURATION_ERROR}",
                           name=f"{name}_{CONFIGURATION_ERROR}", tags=[CONFIGURATION_ERROR])])
 
 

@@ -4,7 +4,7 @@ A pipeline is one folder, ``thinkalike/pipelines/<name>/``, whose ``__init__.py`
 :class:`PipelineSpec`: its builder, the parameter section it owns and the pipelines upstream of it (whose
 sections it reads too, as it consumes their outputs), the check of its section, the MLflow rules of its
 outputs and its kedro-viz box. The registry (:mod:`thinkalike.pipelines.builders`), the run's scope
-(:mod:`thinkalike.pipelines.scope`), validation (:mod:`thinkalike.pipelines.validation`), the namespaces
+(:mod:`thinkalike.pipelines.run_selection`), validation (:mod:`thinkalike.pipelines.validation`), the namespaces
 (:mod:`thinkalike.pipelines.namespaces`) and the MLflow records loop over :func:`pipeline_specs`; adding a
 pipeline is adding its folder.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 from kedro.pipeline import Pipeline
 
-from thinkalike.records import OutputRule
+from thinkalike.output_rules import OutputRule
 
 #: The builder of a pipeline from the run's parameters.
 Builder = Callable[..., Pipeline]
@@ -40,7 +40,7 @@ class PipelineSpec:
     - ``section``: the parameter section it owns, or None;
     - ``upstream``: the pipelines whose outputs it reads: their sections are checked when it runs;
     - ``check``: the check of ``section`` (None: nothing to check beyond Kedro's own);
-    - ``rules``: what MLflow gets from its saved outputs (:mod:`thinkalike.records`);
+    - ``rules``: what MLflow gets from its saved outputs (:mod:`thinkalike.output_rules`);
     - ``viz_group``: its box inside ``models`` in kedro-viz (``models.<viz_group>``), or None;
     - ``summarises``: it reads every other pipeline's summaries (the report).
     """
@@ -103,5 +103,5 @@ def viz_groups() -> tuple[str, ...]:
 
 
 def output_rules() -> tuple[OutputRule, ...]:
-    """Every pipeline's MLflow rules, in stage order (after :data:`thinkalike.records.GENERIC_RULES`)."""
+    """Every pipeline's MLflow rules, in stage order (after :data:`thinkalike.output_rules.GENERIC_RULES`)."""
     return tuple(rule for spec in pipeline_specs().values() for rule in spec.rules)

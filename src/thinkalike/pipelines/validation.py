@@ -1,6 +1,6 @@
 """Checks of the run's configuration, made before any node runs (cheap: no weights are loaded).
 
-Every section that a pipeline of the run reads (:func:`thinkalike.pipelines.scope.sections_in_run`) is checked by
+Every section that a pipeline of the run reads (:func:`thinkalike.pipelines.run_selection.sections_in_run`) is checked by
 the check its owner declares (:attr:`thinkalike.pipelines.specs.PipelineSpec.check`), in stage order, before the
 first node, so a bad setting never surfaces after earlier models trained; a section that no pipeline of the run
 reads is not looked at, so it cannot stop the run. Errors are
@@ -16,7 +16,7 @@ from kedro.pipeline import Pipeline
 
 from thinkalike.pipelines.builders import has_configuration_error
 from thinkalike.pipelines.errors import ParameterError
-from thinkalike.pipelines.scope import sections_in_run
+from thinkalike.pipelines.run_selection import sections_in_run
 from thinkalike.pipelines.specs import pipeline_specs
 
 

@@ -25,7 +25,7 @@ from thinkalike.pipelines.activations.schema import (
     validate_activations,
     zoo_model_names,
 )
-from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.namespaces import (
     GPU_WORK,
@@ -53,10 +53,10 @@ def extraction_source(name: str, spec: str, settings: ActivationParameters, n_ct
     catalog datasets it reads."""
     zoo_name = zoo_target(spec)
     if zoo_name is not None:
-        return ExtractionSource(bind(nodes.extract_zoo_activations, settings=settings, model_name=name, spec=spec),
+        return ExtractionSource(with_fixed_arguments(nodes.extract_zoo_activations, settings=settings, model_name=name, spec=spec),
                                 ("evaluation_sequences", "evaluation_index", "tokenizer",
                                  model_dataset(zoo_name, "model_weights"), model_dataset(zoo_name, "model_config")))
-    return ExtractionSource(bind(nodes.extract_external_activations, settings=settings, model_name=name, spec=spec,
+    return ExtractionSource(with_fixed_arguments(nodes.extract_external_activations, settings=settings, model_name=name, spec=spec,
                                  n_ctx=n_ctx), ("evaluation_texts",))
 
 

@@ -1,11 +1,11 @@
 """What MLflow gets from the ``cka`` pipeline's outputs, the measures beyond CKA included (rules of
-:mod:`thinkalike.records`; no Kedro)."""
+:mod:`thinkalike.output_rules`; no Kedro)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from thinkalike.records import OutputRule, Recorder, SavedOutput, ending, log_table, tables
+from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, ending, log_table, tables
 
 
 def _between_models(output: SavedOutput) -> bool:

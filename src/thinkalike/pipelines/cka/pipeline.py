@@ -26,7 +26,7 @@ from thinkalike.pipelines.activations.pipeline import (
     extraction_source,
 )
 from thinkalike.pipelines.activations.schema import configured_models, validate_activations
-from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.cka import nodes
 from thinkalike.pipelines.cka.pairs import (
     all_cka_pairs,
@@ -67,13 +67,13 @@ def pair_pipeline(model_a: str, model_b: str, settings: CKAParameters, with_meas
     inputs = [model_dataset(model, dataset) for model in (model_a, model_b)
               for dataset in ("activations", "activation_index")]
     pair = {"settings": settings, "model_a": model_a, "model_b": model_b}
-    nodes_ = [pair_node(bind(nodes.compare_pair, **pair), inputs, model_a, model_b)]
+    nodes_ = [pair_node(with_fixed_arguments(nodes.compare_pair, **pair), inputs, model_a, model_b)]
     if with_measures:
-        nodes_.append(Node(bind(nodes.compare_measures, **pair), inputs,
+        nodes_.append(Node(with_fixed_arguments(nodes.compare_measures, **pair), inputs,
                            pair_dataset(model_a, model_b, MEASURES_OUTPUT), name="compare_measures",
                            namespace=pair_namespace(model_a, model_b)))
     if calibrated and model_a != model_b:
-        nodes_.append(Node(bind(nodes.calibrate_measures, **pair), inputs,
+        nodes_.append(Node(with_fixed_arguments(nodes.calibrate_measures, **pair), inputs,
                            pair_dataset(model_a, model_b, CALIBRATION_OUTPUT), name="calibrate_measures",
                            namespace=pair_namespace(model_a, model_b)))
     return Pipeline(nodes_)
@@ -83,7 +83,7 @@ def streaming_pair_pipeline(model_a: str, model_b: str, settings: CKAParameters,
                             source_b: ExtractionSource) -> Pipeline:
     """CKA of one pair straight from the two models' forward passes (``cka.mode: streaming``): nothing is stored."""
     inputs = list(dict.fromkeys([*source_a.inputs, *source_b.inputs]))
-    function = bind(nodes.compare_streamed_pair, settings=settings, model_a=model_a, model_b=model_b,
+    function = with_fixed_arguments(nodes.compare_streamed_pair, settings=settings, model_a=model_a, model_b=model_b,
                     extract_a=source_a.function, inputs_a=[inputs.index(name) for name in source_a.inputs],
                     extract_b=source_b.function, inputs_b=[inputs.index(name) for name in source_b.inputs])
     return Pipeline([pair_node(function, inputs, model_a, model_b)])
@@ -121,10 +121,10 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         per_pair = sum((pair_pipeline(a, b, settings, with_measures, with_measures and measure_settings.calibrated)
                         for a, b in pairs), Pipeline([]))
     tables = [pair_dataset(a, b, "cka_table") for a, b in pairs]
-    summaries = [Node(bind(nodes.summarise_cka, settings=settings), tables, SUMMARY_OUTPUTS, name="summarise_cka",
+    summaries = [Node(with_fixed_arguments(nodes.summarise_cka, settings=settings), tables, SUMMARY_OUTPUTS, name="summarise_cka",
                       namespace=group_namespace("cka"))]
     if with_measures:
-        summaries.append(Node(bind(nodes.summarise_measures, settings=settings),
+        summaries.append(Node(with_fixed_arguments(nodes.summarise_measures, settings=settings),
                               [pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs],
                               MEASURES_SUMMARY_OUTPUTS, name="summarise_measures", namespace=group_namespace("cka")))
         calibrated_pairs = [(a, b) for a, b in pairs if a != b]

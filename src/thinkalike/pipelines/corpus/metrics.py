@@ -1,8 +1,8 @@
-"""What MLflow gets from the ``corpus`` pipeline's outputs (rules of :mod:`thinkalike.records`; no Kedro)."""
+"""What MLflow gets from the ``corpus`` pipeline's outputs (rules of :mod:`thinkalike.output_rules`; no Kedro)."""
 
 from __future__ import annotations
 
-from thinkalike.records import OutputRule, Recorder, SavedOutput, named
+from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, named
 
 
 def _log_statistics(recorder: Recorder, output: SavedOutput) -> None:

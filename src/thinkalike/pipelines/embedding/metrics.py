@@ -1,5 +1,5 @@
 """What MLflow gets from the ``embedding`` pipeline's tables: their summary numbers (rules of
-:mod:`thinkalike.records`; no Kedro)."""
+:mod:`thinkalike.output_rules`; no Kedro)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from thinkalike.records import OutputRule, Recorder, SavedOutput, log_table
+from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, log_table
 
 #: Short dataset names whose tables give metrics.
 METRIC_TABLES = frozenset({"keep_k_scores", "alignment_matches", "zero_shot_accuracy", "feature_fractions"})

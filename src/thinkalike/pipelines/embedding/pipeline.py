@@ -33,7 +33,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.models.sources import zoo_target
-from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.embedding import nodes
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
 from thinkalike.pipelines.namespaces import (
@@ -86,13 +86,13 @@ def model_pipeline(model: str, spec: str, settings: EmbeddingParameters, corpus:
     """Readings and keep-k of one model in ``models.embedding.<model>``, and its fine-tuning when ``corpus`` is
     given (the parsed corpus section, for a model of ``embedding.finetune.models``)."""
     box, own = model_box(model), sources(model, spec)
-    built = [namespaced_node(bind(nodes.read_model, settings=settings, model=model, spec=spec), own, READ_OUTPUTS,
+    built = [namespaced_node(with_fixed_arguments(nodes.read_model, settings=settings, model=model, spec=spec), own, READ_OUTPUTS,
                              name="read_parameters", namespace=box),
-             namespaced_node(bind(nodes.measure_keep_k, settings=settings, model=model, spec=spec),
+             namespaced_node(with_fixed_arguments(nodes.measure_keep_k, settings=settings, model=model, spec=spec),
                              [model_dataset(model, "activations"), *own], KEEP_K_OUTPUTS,
                              name="measure_keep_k", namespace=box)]
     if corpus is not None:
-        built.append(namespaced_node(bind(nodes.finetune_model, settings=settings, corpus=corpus, model=model),
+        built.append(namespaced_node(with_fixed_arguments(nodes.finetune_model, settings=settings, corpus=corpus, model=model),
                                      [*zoo_sources(zoo_target(spec))[:2], "tokenizer", "train_sentences"],
                                      FINETUNE_OUTPUTS, name="finetune_top_layers", namespace=box, tags=[GPU_WORK]))
     return Pipeline(built)
@@ -118,7 +118,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     for first, second in pairs:
         inputs_a, inputs_b = sources(first, models[first]), sources(second, models[second])
         pipeline += Pipeline([namespaced_node(
-            bind(nodes.align_pair, settings=embedding, model_a=first, spec_a=models[first], model_b=second,
+            with_fixed_arguments(nodes.align_pair, settings=embedding, model_a=first, spec_a=models[first], model_b=second,
                  spec_b=models[second], n_sources_a=len(inputs_a)),
             [*inputs_a, *inputs_b], ALIGN_OUTPUTS, name="align_layers",
             namespace=pair_namespace(EMBEDDING, first, second))])
@@ -126,7 +126,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     for first, second in zero_shot:
         box = pair_namespace(EMBEDDING, first, second)
         pipeline += Pipeline([namespaced_node(
-            bind(nodes.zero_shot_pair, settings=embedding, corpus=corpus, model_a=first, model_b=second),
+            with_fixed_arguments(nodes.zero_shot_pair, settings=embedding, corpus=corpus, model_a=first, model_b=second),
             [f"{model_box(first)}.finetuned_weights", f"{model_box(first)}.finetuned_config", "heldout_sentences",
              "tokenizer", *zoo_sources(first)[:2], *zoo_sources(models[second][4:])[:2]],
             ["zero_shot_accuracy"], name="zero_shot_stitch", namespace=box)])
@@ -135,7 +135,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
               + [f"{pair_namespace(EMBEDDING, a, b)}.{table}" for table in PAIR_TABLES for a, b in pairs]
               + [f"{model_box(m)}.{table}" for table in FINETUNE_TABLES for m in finetuned]
               + [f"{pair_namespace(EMBEDDING, a, b)}.zero_shot_accuracy" for a, b in zero_shot])
-    summary = Node(bind(nodes.summarise_embedding, models=list(models), pairs=[tuple(pair) for pair in pairs],
+    summary = Node(with_fixed_arguments(nodes.summarise_embedding, models=list(models), pairs=[tuple(pair) for pair in pairs],
                         finetuned=finetuned, n_zero_shot=len(zero_shot)),
                    tables, SUMMARY_OUTPUTS, name="summarise_embedding", namespace=group_namespace(EMBEDDING))
     return pipeline + Pipeline([summary])

@@ -1,8 +1,8 @@
-"""What MLflow gets from the ``mlem`` pipeline's outputs (rules of :mod:`thinkalike.records`; no Kedro)."""
+"""What MLflow gets from the ``mlem`` pipeline's outputs (rules of :mod:`thinkalike.output_rules`; no Kedro)."""
 
 from __future__ import annotations
 
-from thinkalike.records import OutputRule, Recorder, SavedOutput, ending, log_table
+from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, ending, log_table
 
 
 def _log_profile(recorder: Recorder, output: SavedOutput) -> None:

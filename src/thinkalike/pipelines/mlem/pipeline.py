@@ -14,7 +14,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.schema import configured_models
-from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.mlem import nodes
 from thinkalike.pipelines.mlem.schema import MLEMParameters, validate_mlem
@@ -50,7 +50,7 @@ def mlem_namespace(model: str | None = None) -> str:
 def model_pipeline(model: str, settings: MLEMParameters) -> Pipeline:
     """MLEM of every layer of ``model`` in namespace ``models.mlem.<model>``."""
     namespace = mlem_namespace(model)
-    node = Node(bind(nodes.fit_model, settings=settings, model=model), [*activation_datasets(model), FEATURE_TABLE],
+    node = Node(with_fixed_arguments(nodes.fit_model, settings=settings, model=model), [*activation_datasets(model), FEATURE_TABLE],
                 [f"{namespace}.{output}" for output in MODEL_OUTPUTS], name="fit_mlem", namespace=namespace)
     return Pipeline([node])
 
@@ -74,6 +74,6 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     per_model = sum((model_pipeline(model, settings) for model in models), Pipeline([]))
     tables = ([f"{mlem_namespace(model)}.mlem_profile" for model in models]
               + [f"{mlem_namespace(model)}.mlem_rsa_distances" for model in models])
-    summary = Node(bind(nodes.summarise_mlem, settings=settings), tables, SUMMARY_OUTPUTS, name="summarise_mlem",
+    summary = Node(with_fixed_arguments(nodes.summarise_mlem, settings=settings), tables, SUMMARY_OUTPUTS, name="summarise_mlem",
                    namespace=mlem_namespace())
     return per_model + Pipeline([summary])

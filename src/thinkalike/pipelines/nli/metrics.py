@@ -1,11 +1,11 @@
 """What MLflow gets from the nli pipeline's outputs: each copy's accuracy as metrics, the summaries as CSV, the
-report as text (rules of :mod:`thinkalike.records`; no Kedro)."""
+report as text (rules of :mod:`thinkalike.output_rules`; no Kedro)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from thinkalike.records import OutputRule, Recorder, SavedOutput, log_table, named
+from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, log_table, named
 
 NAMESPACE = "nli"  # the pipeline's outputs under ``models.``
 #: Summary tables of ``models.nli`` logged to MLflow as CSV.

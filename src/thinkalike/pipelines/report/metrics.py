@@ -1,10 +1,10 @@
-"""What MLflow gets from the ``report`` pipeline (rules of :mod:`thinkalike.records`; no Kedro)."""
+"""What MLflow gets from the ``report`` pipeline (rules of :mod:`thinkalike.output_rules`; no Kedro)."""
 
 from __future__ import annotations
 
 import json
 
-from thinkalike.records import OutputRule, Recorder, SavedOutput, named
+from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, named
 
 
 def _log_report(recorder: Recorder, output: SavedOutput) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.schema import zoo_model_names
-from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.cka.pipeline import CALIBRATION_SUMMARY, MEASURES_SUMMARY_OUTPUTS
 from thinkalike.pipelines.cka.schema import parse_cka
 from thinkalike.pipelines.namespaces import group_namespace, model_dataset
@@ -66,5 +66,5 @@ def create_pipeline(parameters: Mapping[str, Any], indexed: Sequence[str] = ()) 
     :func:`thinkalike.pipelines.builders.build_pipelines`: the summaries' outputs no other node reads)."""
     inputs = report_inputs(parameters)
     listed = [name for name in indexed if name not in inputs]
-    return Pipeline([Node(bind(nodes.write_report, names=inputs, indexed=listed), ["parameters", *inputs, *listed],
+    return Pipeline([Node(with_fixed_arguments(nodes.write_report, names=inputs, indexed=listed), ["parameters", *inputs, *listed],
                           ["report", "run_claims"], name="write_experiments_report", namespace=group_namespace("report"))])

@@ -1,8 +1,8 @@
-"""What MLflow gets from the ``scaling`` pipeline's outputs (rules of :mod:`thinkalike.records`; no Kedro)."""
+"""What MLflow gets from the ``scaling`` pipeline's outputs (rules of :mod:`thinkalike.output_rules`; no Kedro)."""
 
 from __future__ import annotations
 
-from thinkalike.records import OutputRule, Recorder, SavedOutput, named, tables
+from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, named, tables
 
 
 def _log_summary(recorder: Recorder, output: SavedOutput) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.schema import configured_models
-from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.cka.pairs import all_cka_pairs, pair_dataset
 from thinkalike.pipelines.cka.schema import parse_cka
 from thinkalike.pipelines.namespaces import group_namespace
@@ -32,5 +32,5 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     computed = all_cka_pairs(parameters, parse_cka(parameters.get("cka")).pairs, configured_models(parameters))
     pairs = [pair if pair in computed else pair[::-1] for pair in plan.pairs()]
     tables = [pair_dataset(a, b, "cka_table") for a, b in pairs]
-    return Pipeline([Node(bind(nodes.summarise_scaling, settings=settings, plan=plan, pairs=pairs), tables, OUTPUTS,
+    return Pipeline([Node(with_fixed_arguments(nodes.summarise_scaling, settings=settings, plan=plan, pairs=pairs), tables, OUTPUTS,
                           name="summarise_scaling", namespace=group_namespace("scaling"))])

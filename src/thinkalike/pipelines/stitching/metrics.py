@@ -1,4 +1,4 @@
-"""What MLflow gets from the stitching outputs (rules of :mod:`thinkalike.records`; no Kedro).
+"""What MLflow gets from the stitching outputs (rules of :mod:`thinkalike.output_rules`; no Kedro).
 
 Beside the penalties (``<pair>.<kind>.penalty_<layer_f>_<layer_g>``), each learned stitch's learning
 curve becomes step-indexed metric histories ``<pair>.<kind>.<value>_<layer_f>_<layer_g>`` for the
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from thinkalike.records import OutputRule, Recorder, SavedOutput, ending, log_table
+from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, ending, log_table
 
 CURVE_METRICS: tuple[str, ...] = ("train_loss", "heldout_loss", "heldout_penalty")
 

@@ -19,7 +19,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.schema import zoo_model_names
-from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, model_dataset
 from thinkalike.pipelines.stitching import nodes
 from thinkalike.pipelines.stitching.plan import (
@@ -48,10 +48,10 @@ def ordered_pair_pipeline(model_f: str, model_g: str, settings: StitchingParamet
     """Every configured stitch of f → g in namespace ``models.stitching.<f>__<g>`` (a self baseline when f = g)."""
     inputs = {"sequences": SEQUENCES, "tokenizer": "tokenizer"}
     if model_f == model_g:
-        function = bind(nodes.stitch_self, settings=settings, model=model_f)
+        function = with_fixed_arguments(nodes.stitch_self, settings=settings, model=model_f)
         inputs.update(zip(["weights", "config"], model_inputs(model_f)))
     else:
-        function = bind(nodes.stitch_pair, settings=settings, model_f=model_f, model_g=model_g)
+        function = with_fixed_arguments(nodes.stitch_pair, settings=settings, model_f=model_f, model_g=model_g)
         inputs.update(zip(["weights_f", "config_f", "weights_g", "config_g"],
                           model_inputs(model_f) + model_inputs(model_g)))
     if settings.train_source == "train_sequences":
@@ -79,7 +79,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     per_pair = sum((ordered_pair_pipeline(f, g, settings) for f, g in ordered), Pipeline([]))
     namespaces = [stitch_namespace(f, g) for f, g in ordered]
     inputs = [f"{name}.{output}" for output in PAIR_OUTPUTS for name in namespaces]
-    summary = Node(bind(nodes.summarise_stitching, pairs=pairs, names=[f"{f}__{g}" for f, g in ordered],
+    summary = Node(with_fixed_arguments(nodes.summarise_stitching, pairs=pairs, names=[f"{f}__{g}" for f, g in ordered],
                         heatmaps=heatmaps),
                    inputs, SUMMARY_OUTPUTS + (HEATMAP_OUTPUTS if heatmaps else []),
                    name="summarise_stitching", namespace=group_namespace("stitching"))

@@ -1,10 +1,10 @@
-"""What MLflow gets from the models' training (rules of :mod:`thinkalike.records`; no Kedro)."""
+"""What MLflow gets from the models' training (rules of :mod:`thinkalike.output_rules`; no Kedro)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from thinkalike.records import OutputRule, Recorder, SavedOutput, ending, log_table, tables
+from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, ending, log_table, tables
 
 CURVE_COLUMNS = ("train_loss", "heldout_loss")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.bind import bind
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.namespaces import (
     GPU_WORK,
@@ -32,7 +32,7 @@ OUTPUTS = ["model_weights", "model_config", "training_curve"]
 def model_pipeline(name: str, settings: ZooParameters, corpus: CorpusParameters) -> Pipeline:
     """Training of zoo model ``name`` in namespace ``models.<name>``."""
     return Pipeline([namespaced_node(
-        bind(nodes.train_model, settings=settings, corpus=corpus, model_name=name),
+        with_fixed_arguments(nodes.train_model, settings=settings, corpus=corpus, model_name=name),
         ["train_sequences", "heldout_sequences", "tokenizer"],
         OUTPUTS, name="train_model", namespace=model_namespace(name), tags=[GPU_WORK])])
 
@@ -49,7 +49,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     check_model_names(models, "zoo.models")
     corpus = validate_corpus(parameters.get("corpus"))
     per_model = sum((model_pipeline(name, settings, corpus) for name in models), Pipeline([]))
-    summary = Node(bind(nodes.summarise_zoo, settings=settings),
+    summary = Node(with_fixed_arguments(nodes.summarise_zoo, settings=settings),
                    ["corpus_statistics", *[model_dataset(m, "training_curve") for m in models]],
                    ["zoo_summary", "zoo_training_curves_figure"], name="summarise_zoo", namespace=MODELS)
     return per_model + Pipeline([summary])

@@ -1,5 +1,5 @@
 """Every ``kedro run`` saves a ``run_timings`` table: each node's wall, CPU, load and save time and
-peak memory (:mod:`thinkalike.timings` defines the columns).
+peak memory (:mod:`thinkalike.run_clock` defines the columns).
 
 The table goes through the catalog (``run_timings``, a versioned parquet dataset written
 atomically, at the run's version) and to the run's MLflow run through the ``record`` callback
@@ -27,7 +27,7 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
-from thinkalike.timings import RunClock
+from thinkalike.run_clock import RunClock
 
 logger = logging.getLogger(__name__)
 

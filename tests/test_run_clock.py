@@ -1,4 +1,4 @@
-"""The run_timings table's maths (thinkalike.timings) on scripted events with fake clocks, and the probes."""
+"""The run_timings table's maths (thinkalike.run_clock) on scripted events with fake clocks, and the probes."""
 
 import math
 import threading
@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from thinkalike.timings import (
+from thinkalike.run_clock import (
     FAILED,
     RUN_PIPELINE,
     START_ROW,
@@ -276,7 +276,7 @@ def test_process_time_counts_other_threads():
 
 PEAK_RSS_PROBE = """
 import numpy as np
-from thinkalike.timings import current_rss_mb, peak_rss_mb, reset_peak_rss
+from thinkalike.run_clock import current_rss_mb, peak_rss_mb, reset_peak_rss
 if not reset_peak_rss():
     print("no-reset")
     raise SystemExit(0)

@@ -105,7 +105,7 @@ def _log_figure_folder(recorder: Recorder, output: SavedOutput) -> None:
 
 
 def _log_run_timings(recorder: Recorder, output: SavedOutput) -> None:
-    from thinkalike.timings import timing_metrics
+    from thinkalike.run_clock import timing_metrics
 
     log_table(recorder, output)
     recorder.log_metrics(timing_metrics(output.data), what="run timings")
