@@ -7,13 +7,18 @@ the time and memory) are Pythia's. Random token ids, packed sequences of ``--n-c
 process, on the same batches:
 
 * **bare**: ``module(input_ids, attention_mask)`` under ``torch.no_grad`` (logits), the floor;
-* **extraction**: :func:`thinkalike.models.extraction.iter_activation_batches`, consumed as the streaming
-  CKA consumes it (every layer's residual stream of every real token, copied to host memory);
-* **streaming CKA**: :func:`thinkalike.cka.compute.compute_cka` of the two lazy streams (``cka.mode:
-  streaming``: nothing written to disk), every layer pair, on the GPU.
+* **extraction**: :func:`thinkalike.models.extraction.iter_activation_batches` to host memory, as a store is written
+  from it (every layer's residual stream of every real token, float32; each batch's copy to page-locked memory
+  overlaps the next forward pass);
+* **streaming CKA**: :func:`thinkalike.cka.compute.compute_cka` of the two lazy streams kept on the GPU (``cka.mode:
+  streaming``: nothing written to disk, nothing copied to the host but the per-minibatch HSIC terms), every layer
+  pair, for each ``--batch-tokens``.
 
-Printed as JSON: tokens/s of each, extraction / bare, peak GPU memory (``torch.cuda.max_memory_allocated``) and
-the CKA matrix's shape. ``--small`` shrinks both models (a CPU smoke run of the script itself).
+Printed as JSON: tokens/s of each, bare / extraction, streaming CKA / the slower model's bare pass (the issue's
+targets: ≥ 0.8 and ≥ 0.5), the time for 1,000 × 1,024 tokens at each rate, peak GPU memory
+(``torch.cuda.max_memory_allocated``, both models resident) and the CKA matrix's shape; with ``--check`` also the
+largest difference between the on-device streaming CKA and the same CKA through host memory on the first
+``--check`` sequences. ``--small`` shrinks both models (a CPU smoke run of the script itself).
 
     python benchmarks/gpu_scale.py                       # on a GPU: 32 sequences x 1024 tokens
     python benchmarks/gpu_scale.py --small --device cpu  # seconds, anywhere
@@ -35,7 +40,7 @@ import torch  # noqa: E402
 from thinkalike.cka.compute import compute_cka  # noqa: E402
 from thinkalike.cka.settings import CKASettings  # noqa: E402
 from thinkalike.models.activation_store import ActivationStream  # noqa: E402
-from thinkalike.models.extraction import iter_activation_batches  # noqa: E402
+from thinkalike.models.extraction import ResidualBatches, iter_activation_batches  # noqa: E402
 from thinkalike.models.hf import HFModelHandle  # noqa: E402
 
 PYTHIA_SHAPES = {  # the hub configs of EleutherAI/pythia-6.9b-deduped and pythia-2.8b-deduped
@@ -62,16 +67,6 @@ def random_neox(name: str, shape: dict, n_ctx: int, dtype: torch.dtype, device: 
     with torch.device(device):
         module = AutoModelForCausalLM.from_config(config, dtype=dtype).eval()
     return HFModelHandle(name, f"random:{name}", module)
-
-
-class LazyBatches:
-    """Re-iterable extraction of one handle (what ``cka.mode: streaming`` gives compute_cka)."""
-
-    def __init__(self, handle, ids, mask, batch_size):
-        self.handle, self.ids, self.mask, self.batch_size = handle, ids, mask, batch_size
-
-    def __iter__(self):
-        return iter_activation_batches(self.handle, self.ids, self.mask, self.batch_size, progress=False)
 
 
 def synchronize(device: str) -> None:
@@ -112,7 +107,9 @@ def main() -> None:
     parser.add_argument("--sequences", type=int, default=32)
     parser.add_argument("--n-ctx", type=int, default=1024)
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--batch-tokens", type=int, default=4096, help="CKA minibatch (tokens)")
+    parser.add_argument("--batch-tokens", type=int, nargs="+", default=[4096], help="CKA minibatch (tokens)")
+    parser.add_argument("--check", type=int, default=0, metavar="N",
+                        help="also compare on-device with through-host streaming CKA on the first N sequences")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--small", action="store_true", help="tiny models of the same family (smoke run)")
@@ -137,27 +134,50 @@ def main() -> None:
         report["models"][name] = {"parameters": sum(p.numel() for p in handle.module.parameters()),
                                   "layers": handle.n_layers, "bare_tokens_per_s": tokens / bare,
                                   "extraction_tokens_per_s": tokens / extraction,
-                                  "extraction_over_bare": extraction / bare}
-    if args.device.startswith("cuda"):
-        torch.cuda.reset_peak_memory_stats()
+                                  "extraction_over_bare": extraction / bare,
+                                  "extraction_speed_over_bare": bare / extraction}
     index = token_index(mask, ids)
     (name_a, handle_a), (name_b, handle_b) = handles.items()
-    streams = [ActivationStream(h.name, LazyBatches(h, ids, mask, args.batch_size), n_layers=h.n_layers)
-               for h in (handle_a, handle_b)]
-    settings = CKASettings(batch_tokens=args.batch_tokens, n_bootstrap=0, n_permutations=0,
-                           exclude_special_tokens=False)
-    synchronize(args.device)
-    started = time.perf_counter()
-    result = compute_cka(streams[0], index, streams[1], index, settings, model_a=name_a, model_b=name_b,
-                         device=args.device)
-    synchronize(args.device)
-    seconds = time.perf_counter() - started
-    report["streaming_cka"] = {"seconds": seconds, "tokens_per_s": tokens / seconds,
-                               "matrix": list(result.cka.shape),
-                               "finite_cells": int(np.isfinite(result.cka).sum())}
-    if args.device.startswith("cuda"):
-        report["peak_gpu_gib"] = torch.cuda.max_memory_allocated() / 2**30
-        report["peak_gpu_gib_note"] = "during the streaming CKA, both models resident"
+    slower_bare = min(model["bare_tokens_per_s"] for model in report["models"].values())
+
+    def streaming_cka(n_sequences: int, batch_tokens: int, on_device: bool):
+        data = {"input_ids": ids[:n_sequences], "attention_mask": mask[:n_sequences]}
+        streams = []
+        for handle in (handle_a, handle_b):
+            batches = ResidualBatches(handle, data, args.batch_size, torch.float32, progress=False)
+            stream = ActivationStream(handle.name, batches, n_layers=handle.n_layers)
+            streams.append(stream.kept_on_device() if on_device else stream)
+        settings = CKASettings(batch_tokens=batch_tokens, n_bootstrap=0, n_permutations=0,
+                               exclude_special_tokens=False)
+        rows = index[index["sequence"] < n_sequences]
+        return compute_cka(streams[0], rows, streams[1], rows, settings, model_a=name_a, model_b=name_b,
+                           device=args.device)
+
+    report["streaming_cka"] = []
+    for batch_tokens in args.batch_tokens:
+        streaming_cka(args.batch_size, batch_tokens, on_device=True)  # warm: kernels, allocator
+        if args.device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+        synchronize(args.device)
+        started = time.perf_counter()
+        result = streaming_cka(args.sequences, batch_tokens, on_device=True)
+        synchronize(args.device)
+        seconds = time.perf_counter() - started
+        entry = {"batch_tokens": batch_tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
+                 "over_slower_bare": tokens / seconds / slower_bare,
+                 "minutes_for_1000x1024_tokens": 1000 * 1024 / (tokens / seconds) / 60,
+                 "matrix": list(result.cka.shape), "finite_cells": int(np.isfinite(result.cka).sum())}
+        if args.device.startswith("cuda"):
+            entry["peak_gpu_gib"] = torch.cuda.max_memory_allocated() / 2**30
+        report["streaming_cka"].append(entry)
+    if args.check:
+        on_device = streaming_cka(args.check, args.batch_tokens[0], on_device=True).cka
+        through_host = streaming_cka(args.check, args.batch_tokens[0], on_device=False).cka
+        report["check_on_device_vs_host_max_abs_difference"] = float(np.nanmax(np.abs(on_device - through_host)))
+    for model in report["models"].values():
+        model["minutes_for_1000x1024_tokens"] = {
+            "bare": 1000 * 1024 / model["bare_tokens_per_s"] / 60,
+            "extraction": 1000 * 1024 / model["extraction_tokens_per_s"] / 60}
     print(json.dumps(report, indent=2))
 
 

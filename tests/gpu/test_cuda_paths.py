@@ -95,3 +95,53 @@ def test_extraction_from_cuda_lands_in_host_memory_with_the_cpu_values():
     in_bf16 = gpu.to("cuda", torch.bfloat16)
     widened = [batch["residual"] for batch in iter_residual_batches(in_bf16, ids, batch_size=2, progress=False)]
     assert widened[0].dtype == np.float32 and np.isfinite(widened[0]).all()
+
+
+def test_overlapped_host_copies_from_cuda_equal_a_plain_copy_and_look_one_batch_ahead():
+    from thinkalike.models.extraction import overlapped_host_copies
+
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    device_batches = [torch.randn(5, 64, 32, device="cuda", dtype=torch.bfloat16, generator=generator)
+                      for _ in range(4)]
+    pulled: list[int] = []
+
+    def batches():
+        for start, batch in enumerate(device_batches):
+            pulled.append(start)
+            yield start, batch
+
+    for copy in overlapped_host_copies(batches(), torch.float32):
+        assert copy.streams.is_pinned() and copy.streams.dtype == torch.float32
+        assert len(pulled) == min(copy.start + 2, 4)  # the next forward pass was queued before this copy was waited
+        assert torch.equal(copy.streams, device_batches[copy.start].float().cpu())
+        assert torch.allclose(copy.sums, device_batches[copy.start].flatten(1).double().sum(1).cpu())
+
+
+def test_streaming_cka_kept_on_cuda_equals_the_host_path_on_the_cpu():
+    import pandas as pd
+
+    from thinkalike.cka.compute import compute_cka
+    from thinkalike.cka.settings import CKASettings
+    from thinkalike.models.activation_store import ActivationStream
+    from thinkalike.models.extraction import ResidualBatches
+
+    handle_a, handle_b = hf_handle("gpt_neox"), hf_handle("llama", seed=1)
+    ids = sample_sequences(handle_a, 8)
+    data = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+    sequence, position = np.nonzero(data["attention_mask"])
+    index = pd.DataFrame({"sequence": sequence, "position": position, "token_id": ids[sequence, position],
+                          "sentence_id": sequence, "word_index": position, "is_special": False})
+    settings = CKASettings(batch_tokens=64, n_bootstrap=0, n_permutations=0)
+
+    def cka(a, b, device, on_device):
+        streams = [ActivationStream(h.name, ResidualBatches(h, data, 3, torch.float32, progress=False),
+                                    n_layers=h.n_layers) for h in (a, b)]
+        if on_device:
+            streams = [stream.kept_on_device() for stream in streams]
+        return compute_cka(streams[0], index, streams[1], index, settings, model_a="a", model_b="b",
+                           device=device).cka
+
+    on_cpu = cka(handle_a, handle_b, "cpu", on_device=False)
+    on_gpu = cka(handle_a.to("cuda"), handle_b.to("cuda"), "cuda", on_device=True)
+    assert np.isfinite(on_cpu).all()
+    np.testing.assert_allclose(on_gpu, on_cpu, rtol=0, atol=1e-4)  # float32 forward passes on two devices

@@ -37,7 +37,15 @@ SUMMARY_KEYS = ["mean_matched_cka", "arccos_distance", "n_matched_layers", "n_fi
 
 def compute_cka(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame,
                 settings: CKASettings, *, model_a: str, model_b: str, device: str | None = None) -> CKAResult:
-    """Streams aligned minibatches of the two stores through one :class:`CKAAccumulator`."""
+    """Streams aligned minibatches of the two stores through one :class:`CKAAccumulator` on ``device``.
+
+    The stores may be streams kept on their model's device
+    (:meth:`~thinkalike.models.activation_store.ActivationStream.kept_on_device`): then each minibatch goes from the
+    forward pass to the accumulator on that device, and only the per-minibatch HSIC terms ((La, Lb) float64) reach
+    the host. Peak device memory: one extraction batch of each model (``activations.batch_size`` sequences × all
+    stored layers), plus the minibatch's centred copies and Gram blocks (:mod:`thinkalike.measures.cka`); nothing
+    grows with the number of tokens.
+    """
     import torch
 
     same_model = model_a == model_b
@@ -50,8 +58,8 @@ def compute_cka(store_a: ActivationStore, index_a: pd.DataFrame, store_b: Activa
                                       batch_tokens=settings.batch_tokens,
                                       exclude_special_tokens=settings.exclude_special_tokens)
     for acts_a, acts_b in tqdm(minibatches, desc=f"CKA {model_a} vs {model_b}", unit="minibatch", leave=False):
-        tensor_a = torch.from_numpy(acts_a).to(target)
-        accumulator.update(tensor_a, None if same_model else torch.from_numpy(acts_b).to(target))
+        tensor_a = torch.as_tensor(acts_a).to(target)  # a stream kept on the device is there already: no copy
+        accumulator.update(tensor_a, None if same_model else torch.as_tensor(acts_b).to(target))
     if accumulator.n_batches == 0:
         raise ValueError(f"no minibatches to compare for {model_a!r} vs {model_b!r}")
     return accumulator.result()

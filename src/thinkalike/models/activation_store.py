@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -56,18 +56,24 @@ class ActivationBatch:
     (sequence, position) order. :meth:`from_padded` builds one from a padded extraction output.
     """
 
-    token_rows: np.ndarray  # (layers, n_real_tokens, d_model)
+    token_rows: np.ndarray | torch.Tensor  # (layers, n_real_tokens, d_model); a torch tensor when kept on a device
     attention_mask: np.ndarray  # (batch, n_ctx)
     sequence_start: int
 
     @classmethod
-    def from_padded(cls, residual: np.ndarray, attention_mask: np.ndarray, sequence_start: int) -> ActivationBatch:
-        """From ``residual`` ``(layers, batch, n_ctx, d_model)``: keeps the positions where the mask is 1."""
+    def from_padded(cls, residual: np.ndarray | torch.Tensor, attention_mask: np.ndarray,
+                    sequence_start: int) -> ActivationBatch:
+        """From ``residual`` ``(layers, batch, n_ctx, d_model)`` (numpy, or a torch tensor on its device): keeps the
+        positions where the mask is 1. A batch without padding keeps its rows as they are (a view: packed
+        sequences); otherwise the kept rows are gathered, on the residual's own device."""
         keep = np.asarray(attention_mask).reshape(-1).astype(bool)
         layers, batch, n_ctx, width = residual.shape
         rows = residual.reshape(layers, batch * n_ctx, width)
-        return cls(rows if keep.all() else rows[:, keep], np.asarray(attention_mask), sequence_start)  # no padding:
-        # the rows as they are (packed sequences; a copy of every layer otherwise)
+        if keep.all():
+            return cls(rows, np.asarray(attention_mask), sequence_start)
+        if isinstance(rows, torch.Tensor):
+            return cls(rows[:, torch.from_numpy(keep).to(rows.device)], np.asarray(attention_mask), sequence_start)
+        return cls(rows[:, keep], np.asarray(attention_mask), sequence_start)
 
     def tokens(self) -> np.ndarray:
         """Residual streams of the real tokens only, ``(layers, n_tokens, d_model)``, in sequence order."""
@@ -280,6 +286,12 @@ class ActivationStream:
 
     def __iter__(self) -> Iterator[ActivationBatch]:
         return iter(self.batches)
+
+    def kept_on_device(self) -> ActivationStream:
+        """This stream with its batches left on the model's device, when its batches can be
+        (:class:`thinkalike.models.extraction.ResidualBatches`); any other stream as it is."""
+        keep = getattr(self.batches, "kept_on_device", None)
+        return self if keep is None else replace(self, batches=keep())
 
 
 def provenance(source: ActivationStore | ActivationStream) -> dict[str, str]:

@@ -36,6 +36,11 @@ Rows are grouped into minibatches of ``batch_tokens`` rows; a ragged remainder j
 full minibatch (so every minibatch has between ``batch_tokens`` and ``2·batch_tokens − 1``
 rows, or all rows when there are fewer than ``batch_tokens``). Memory: one shard of each store
 plus one minibatch.
+
+Activations may be numpy arrays (a store, or a stream copied to the host) or torch tensors (a stream kept on its
+model's device, :meth:`thinkalike.models.activation_store.ActivationStream.kept_on_device`): the rows are selected,
+pooled and joined on the activations' own device, and nothing is copied to the host (the keys are numpy, from the
+index tables).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
+import torch
 
 from thinkalike.models.activation_store import ActivationStore
 
@@ -130,20 +136,50 @@ def shared_keys(index_a: pd.DataFrame, index_b: pd.DataFrame, pooling: str, mode
     return common
 
 
-def _group_sums(keys: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unique ``keys`` in stream order with the float64 sums ``(layers, n, d)`` and counts of their rows."""
+Rows = np.ndarray | torch.Tensor  # (layers, n, d): numpy, or a torch tensor on its model's device
+
+
+def _selected(tokens: Rows, keep: np.ndarray) -> Rows:
+    """``tokens[:, keep]`` on the tokens' own device."""
+    if isinstance(tokens, torch.Tensor):
+        return tokens[:, torch.from_numpy(keep).to(tokens.device)]
+    return tokens[:, keep]
+
+
+def _joined(parts: list[Rows]) -> Rows:
+    """The parts' rows one after the other (axis 1)."""
+    if isinstance(parts[0], torch.Tensor):
+        return torch.cat(parts, dim=1)  # type: ignore[arg-type]
+    return np.concatenate(parts, axis=1)
+
+
+def _means(sums: Rows, counts: np.ndarray, dtype: np.dtype | torch.dtype) -> Rows:
+    """``sums (layers, n, d) / counts (n,)`` as ``dtype`` (the activations')."""
+    if isinstance(sums, torch.Tensor):
+        return (sums / torch.from_numpy(counts).to(sums.device)[None, :, None]).to(dtype)
+    return (sums / counts[None, :, None]).astype(dtype)
+
+
+def _group_sums(keys: np.ndarray, tokens: Rows) -> tuple[np.ndarray, Rows, np.ndarray]:
+    """Unique ``keys`` in stream order with the float64 sums ``(layers, n, d)`` (on the tokens' device) and
+    counts of their rows."""
     unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     order = np.argsort(first)  # keep the stream's order, not sorted key order
     inverse = np.argsort(order)[inverse.reshape(-1)]
     counts = np.bincount(inverse, minlength=len(unique))
-    sums = np.zeros((tokens.shape[0], len(unique), tokens.shape[2]), dtype=np.float64)
-    np.add.at(sums, (slice(None), inverse), tokens.astype(np.float64))
+    shape = (tokens.shape[0], len(unique), tokens.shape[2])
+    if isinstance(tokens, torch.Tensor):
+        sums: Rows = torch.zeros(shape, dtype=torch.float64, device=tokens.device).index_add_(
+            1, torch.from_numpy(inverse).to(tokens.device), tokens.to(torch.float64))
+    else:
+        sums = np.zeros(shape, dtype=np.float64)
+        np.add.at(sums, (slice(None), inverse), tokens.astype(np.float64))
     return unique[order].astype(np.int64), sums, counts
 
 
 def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
                 keys: pd.MultiIndex | None = None, exclude_special_tokens: bool = True,
-                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                ) -> Iterator[tuple[np.ndarray, Rows]]:
     """Per shard: (keys ``(n, 2)`` int64, activations ``(stored layers, n, d_model)``) after pooling.
 
     ``token`` pooling: keys are ``(sentence_id, token_id)``, one row per token, the
@@ -161,11 +197,9 @@ def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
         keep_all, keys_all = pooling_keys(index, pooling, exclude_special_tokens)
         if keys is not None:
             keep_all &= pd.MultiIndex.from_arrays([keys_all[:, 0], keys_all[:, 1]]).isin(keys)
-    held: tuple[np.ndarray, np.ndarray, int] | None = None  # key, sums (layers, d), count
-    dtype = np.dtype(np.float32)
+    held: tuple[np.ndarray, Rows, int, np.dtype | torch.dtype] | None = None  # key, sums (layers, d), count, dtype
     for batch in store:
         tokens = batch.tokens()
-        dtype = tokens.dtype
         lo, hi = _shard_bounds(index, batch.sequence_start, batch.attention_mask.shape[0])
         rows = index.iloc[lo:hi]
         if len(rows) != tokens.shape[1]:
@@ -177,21 +211,21 @@ def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
             if keep.all():
                 yield keys_.astype(np.int64), tokens
             elif keep.any():
-                yield keys_[keep].astype(np.int64), tokens[:, keep]
+                yield keys_[keep].astype(np.int64), _selected(tokens, keep)
             continue
         if not keep.any():
             continue
-        group_keys, sums, counts = _group_sums(keys_all[lo:hi][keep], tokens[:, keep])
+        group_keys, sums, counts = _group_sums(keys_all[lo:hi][keep], _selected(tokens, keep))
         if held is not None and np.array_equal(group_keys[0], held[0]):
             sums[:, 0] += held[1]
             counts[0] += held[2]
         elif held is not None:
-            yield held[0][None], (held[1] / held[2])[:, None].astype(dtype)
-        held = (group_keys[-1], sums[:, -1], int(counts[-1]))
+            yield held[0][None], _means(held[1][:, None], np.array([held[2]]), held[3])
+        held = (group_keys[-1], sums[:, -1], int(counts[-1]), tokens.dtype)
         if len(group_keys) > 1:
-            yield group_keys[:-1], (sums[:, :-1] / counts[None, :-1, None]).astype(dtype)
+            yield group_keys[:-1], _means(sums[:, :-1], counts[:-1], tokens.dtype)
     if held is not None:
-        yield held[0][None], (held[1] / held[2])[:, None].astype(dtype)
+        yield held[0][None], _means(held[1][:, None], np.array([held[2]]), held[3])
 
 
 def _union_of_special_tokens(index_a: pd.DataFrame, index_b: pd.DataFrame, model_a: str, model_b: str
@@ -203,7 +237,7 @@ def _union_of_special_tokens(index_a: pd.DataFrame, index_b: pd.DataFrame, model
 
 def aligned_minibatches(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore,
                         index_b: pd.DataFrame, *, pooling: str, batch_tokens: int,
-                        exclude_special_tokens: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+                        exclude_special_tokens: bool = True) -> Iterator[tuple[Rows, Rows]]:
     """Minibatches ``(acts_a (La, n, da), acts_b (Lb, n, db))`` whose rows are the same tokens/words/texts.
 
     ``exclude_special_tokens``: leave special tokens out of the rows (module docstring); for
@@ -222,13 +256,13 @@ def aligned_minibatches(store_a: ActivationStore, index_a: pd.DataFrame, store_b
         keys = shared_keys(index_a, index_b, pooling, store_a.model, store_b.model, exclude_special_tokens)
     stream_a = pooled_rows(store_a, index_a, pooling, keys, exclude_special_tokens)
     stream_b = pooled_rows(store_b, index_b, pooling, keys, exclude_special_tokens)
-    buffer_a: list[tuple[np.ndarray, np.ndarray]] = []
-    buffer_b: list[tuple[np.ndarray, np.ndarray]] = []
-    pending: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
-    held: tuple[np.ndarray, np.ndarray] | None = None
+    buffer_a: list[tuple[np.ndarray, Rows]] = []
+    buffer_b: list[tuple[np.ndarray, Rows]] = []
+    pending: tuple[list[Rows], list[Rows]] = ([], [])
+    held: tuple[Rows, Rows] | None = None
     pending_rows = 0
 
-    def take(buffer, stream, need) -> tuple[np.ndarray, np.ndarray] | None:
+    def take(buffer, stream, need) -> tuple[np.ndarray, Rows] | None:
         while not buffer:
             try:
                 buffer.append(next(stream))
@@ -264,11 +298,10 @@ def aligned_minibatches(store_a: ActivationStore, index_a: pd.DataFrame, store_b
         if pending_rows == batch_tokens:
             if held is not None:
                 yield held
-            held = (np.concatenate(pending[0], axis=1), np.concatenate(pending[1], axis=1))
+            held = (_joined(pending[0]), _joined(pending[1]))
             pending, pending_rows = ([], []), 0
     if pending_rows:
-        rest = (np.concatenate(pending[0], axis=1), np.concatenate(pending[1], axis=1))
-        held = rest if held is None else (np.concatenate([held[0], rest[0]], axis=1),
-                                          np.concatenate([held[1], rest[1]], axis=1))
+        rest = (_joined(pending[0]), _joined(pending[1]))
+        held = rest if held is None else (_joined([held[0], rest[0]]), _joined([held[1], rest[1]]))
     if held is not None:
         yield held

@@ -3,11 +3,22 @@
 Layers are the handle's (:mod:`thinkalike.models.handle`): 0 = embeddings, ``l`` = after block
 ``l - 1``, ``n_layers`` = the last block's output *before* the final norm; with ``final_norm``
 the final norm's output is one more layer, ``n_layers + 1`` (transformers' ``hidden_states[-1]``).
+
+Where the streams go:
+
+* **to the host** (the default; what a store is written from): on a GPU, batch ``k``'s copy to page-locked host
+  memory runs on a side CUDA stream while batch ``k + 1``'s forward pass runs (:func:`overlapped_host_copies`, one
+  batch of lookahead); the finiteness check reads float64 per-layer sums that travel with the copy, so the forward
+  loop never waits for the host;
+* **kept on the device** (``on_device=True``; streaming CKA, :meth:`ResidualBatches.kept_on_device`): the batches are
+  torch tensors on the model's device and nothing is copied to the host.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -25,13 +36,21 @@ def _as_tensor(values, dtype: torch.dtype) -> torch.Tensor:
     return torch.as_tensor(np.asarray(values), dtype=dtype)
 
 
-def _check_finite(residual: torch.Tensor, handle: ModelHandle, start: int, what: str) -> None:
+def layer_sums(residual: torch.Tensor) -> torch.Tensor:
+    """One float64 sum per layer, ``(L,)``: NaN and ±Inf propagate into it, and a float64 sum of finite
+    float16/32 values cannot overflow, so a finite sum means a finite layer."""
+    return residual.flatten(1).sum(dim=1, dtype=torch.float64)
+
+
+def _check_finite(residual: torch.Tensor, handle: ModelHandle, start: int, what: str,
+                  sums: torch.Tensor | None = None) -> None:
     """Raises naming the first layer with a NaN/Inf.
 
-    Fast path: one float64 sum per layer (NaN and ±Inf propagate into the sum; a float64 sum of
-    finite float16/32 values cannot overflow); only a non-finite sum triggers the element-wise scan.
+    Fast path: the per-layer sums (:func:`layer_sums`; ``sums`` when already computed); only a non-finite sum
+    triggers the element-wise scan.
     """
-    sums = residual.flatten(1).sum(dim=1, dtype=torch.float64)
+    if sums is None:
+        sums = layer_sums(residual)
     if bool(torch.isfinite(sums).all()):
         return
     finite = torch.isfinite(residual).flatten(1).all(dim=1)
@@ -60,10 +79,11 @@ def narrows(source: torch.dtype, target: torch.dtype) -> bool:
 
 
 def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, batch_size: int = 32,
-                          dtype: torch.dtype = torch.float32, progress: bool = True, final_norm: bool = False
-                          ) -> Iterator[dict[str, np.ndarray | int]]:
+                          dtype: torch.dtype = torch.float32, progress: bool = True, final_norm: bool = False,
+                          on_device: bool = False) -> Iterator[dict[str, np.ndarray | torch.Tensor | int]]:
     """Yield ``{"residual": (n_layers + 1 + final_norm, b, seq, d_model) numpy array, "sequence_start": int}``
-    for consecutive batches of ``input_ids`` ``(n_sequences, seq)``.
+    for consecutive batches of ``input_ids`` ``(n_sequences, seq)``; with ``on_device`` the residual is a torch
+    tensor on the handle's device (module docstring).
 
     ``final_norm``: add the final norm's output as layer ``n_layers + 1``
     (:meth:`ModelHandle.layer_streams`; raises ``NoFinalNormError`` before any forward pass for
@@ -89,26 +109,96 @@ def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, b
     device = handle.device
     n = ids.shape[0]
     starts = range(0, n, batch_size)
-    for start in tqdm(starts, total=len(starts), disable=not progress, desc=f"residuals {handle.name}",
-                      unit="batch"):
-        batch_ids = ids[start:start + batch_size].to(device)
-        batch_mask = mask[start:start + batch_size].to(device)
-        with torch.no_grad():
-            residual = handle.layer_streams(batch_ids, batch_mask, final_norm=final_norm)
-        _check_finite(residual, handle, start, "NaN/Inf")
-        narrowed = narrows(residual.dtype, dtype)
-        residual = to_host(residual, dtype)
-        if narrowed:
-            _check_finite(residual, handle, start, f"values that overflow {dtype}")
-        yield {"residual": residual.numpy(), "sequence_start": start}
+
+    def forward_passes() -> Iterator[tuple[int, torch.Tensor]]:
+        for start in tqdm(starts, total=len(starts), disable=not progress, desc=f"residuals {handle.name}",
+                          unit="batch"):
+            with torch.no_grad():
+                streams = handle.layer_streams(ids[start:start + batch_size].to(device),
+                                               mask[start:start + batch_size].to(device), final_norm=final_norm)
+            yield start, streams  # outside no_grad: the consumer runs with the caller's grad mode
+
+    if on_device:
+        for start, residual in forward_passes():
+            _check_finite(residual, handle, start, "NaN/Inf")
+            widened = residual.to(dtype)
+            if narrows(residual.dtype, dtype):
+                _check_finite(widened, handle, start, f"values that overflow {dtype}")
+            yield {"residual": widened, "sequence_start": start}
+        return
+    for copy in overlapped_host_copies(forward_passes(), dtype):
+        _check_finite(copy.streams, handle, copy.start, "NaN/Inf", sums=copy.sums)
+        if narrows(copy.source_dtype, dtype):
+            _check_finite(copy.streams, handle, copy.start, f"values that overflow {dtype}")
+        yield {"residual": copy.streams.numpy(), "sequence_start": copy.start}
+
+
+class HostCopy(NamedTuple):
+    """One batch's streams in host memory, with the per-layer float64 sums of the values before the cast."""
+
+    start: int
+    streams: torch.Tensor
+    sums: torch.Tensor
+    source_dtype: torch.dtype
+
+
+@dataclass
+class _QueuedCopy:
+    copy: HostCopy
+    device_tensors: tuple[torch.Tensor, ...]  # held until the copy is done
+    done: torch.cuda.Event | None
+
+    def wait(self) -> HostCopy:
+        if self.done is not None:
+            self.done.synchronize()
+        return self.copy
+
+
+def overlapped_host_copies(batches: Iterable[tuple[int, torch.Tensor]], dtype: torch.dtype,
+                           lookahead: int | None = None) -> Iterator[HostCopy]:
+    """A :class:`HostCopy` (the streams on the host as ``dtype``) of each ``(start, streams)`` of ``batches``, in
+    order.
+
+    On a GPU each batch is cast to ``dtype`` and summed per layer (:func:`layer_sums`) on the device, then copied
+    to page-locked host memory on a side CUDA stream, and ``lookahead`` (default 1 on a GPU, 0 elsewhere) batches
+    are taken from ``batches`` — whose forward passes are thereby queued — before a copy is waited for: the copy of
+    batch ``k`` overlaps the forward pass of batch ``k + 1``. The device tensors are held until their copy is done
+    (no allocator reuse under a running copy). The sums are of the values before the cast (a NaN or ±Inf of the
+    model), so an overflow of a narrowing cast is checked by the caller on the host copy. Elsewhere (CPU) the copy
+    is :func:`to_host` at once.
+    """
+    pending: list[_QueuedCopy] = []
+    side: torch.cuda.Stream | None = None
+    for start, streams in batches:
+        sums = layer_sums(streams)
+        if streams.is_cuda:
+            side = side or torch.cuda.Stream(device=streams.device)
+            cast = streams.to(dtype)
+            side.wait_stream(torch.cuda.current_stream(streams.device))
+            with torch.cuda.stream(side):
+                host = torch.empty(cast.shape, dtype=dtype, pin_memory=True)
+                host.copy_(cast, non_blocking=True)
+                host_sums = torch.empty(sums.shape, dtype=sums.dtype, pin_memory=True)
+                host_sums.copy_(sums, non_blocking=True)
+                done = torch.cuda.Event()
+                done.record(side)
+            pending.append(_QueuedCopy(HostCopy(start, host, host_sums, streams.dtype), (streams, cast, sums), done))
+        else:
+            pending.append(_QueuedCopy(HostCopy(start, to_host(streams, dtype), sums, streams.dtype), (), None))
+        depth = (1 if streams.is_cuda else 0) if lookahead is None else lookahead
+        while len(pending) > depth:
+            yield pending.pop(0).wait()
+    while pending:
+        yield pending.pop(0).wait()
 
 
 def iter_activation_batches(handle: ModelHandle, input_ids, attention_mask, batch_size: int = 32,
                             dtype: torch.dtype = torch.float32, progress: bool = True,
-                            layers: Sequence[int] | None = None, final_norm: bool = False
-                            ) -> Iterator[ActivationBatch]:
+                            layers: Sequence[int] | None = None, final_norm: bool = False,
+                            on_device: bool = False) -> Iterator[ActivationBatch]:
     """:func:`iter_residual_batches` as :class:`ActivationBatch` es (real tokens only, with their attention
-    mask), ready for :func:`thinkalike.models.activation_store.write_activation_store`.
+    mask), ready for :func:`thinkalike.models.activation_store.write_activation_store`; with ``on_device`` their
+    rows are torch tensors on the handle's device (for streaming CKA; not for writing).
 
     ``layers``: keep only these residual streams (0 = embeddings … ``handle.n_layers``, and
     ``n_layers + 1`` = the final norm's output when ``final_norm``); all by default.
@@ -116,12 +206,37 @@ def iter_activation_batches(handle: ModelHandle, input_ids, attention_mask, batc
     mask = np.asarray(attention_mask)
     keep = check_layers(layers, handle.n_layers, handle.name, final_norm)
     for batch in iter_residual_batches(handle, input_ids, mask, batch_size, dtype=dtype, progress=progress,
-                                       final_norm=final_norm):
+                                       final_norm=final_norm, on_device=on_device):
         start = int(batch["sequence_start"])
         residual = batch["residual"]
         if keep is not None:
             residual = residual[keep]
         yield ActivationBatch.from_padded(residual, mask[start:start + residual.shape[1]], start)
+
+
+@dataclass(frozen=True)
+class ResidualBatches:
+    """Re-iterable extraction of ``handle`` on ``sequences`` (``input_ids``, ``attention_mask``): each pass runs the
+    model batch by batch (:func:`iter_activation_batches`; bounded memory), so a consumer that iterates twice runs
+    it twice. ``on_device``: the batches stay on the model's device (:meth:`kept_on_device`)."""
+
+    handle: ModelHandle
+    sequences: dict[str, np.ndarray]
+    batch_size: int
+    dtype: torch.dtype
+    layers: list[int] | None = None
+    final_norm: bool = False
+    progress: bool = True
+    on_device: bool = False
+
+    def __iter__(self) -> Iterator[ActivationBatch]:
+        return iter_activation_batches(self.handle, self.sequences["input_ids"], self.sequences["attention_mask"],
+                                       self.batch_size, dtype=self.dtype, progress=self.progress,
+                                       layers=self.layers, final_norm=self.final_norm, on_device=self.on_device)
+
+    def kept_on_device(self) -> ResidualBatches:
+        """The same extraction with its batches left on the model's device (streaming CKA)."""
+        return replace(self, on_device=True)
 
 
 def check_layers(layers: Sequence[int] | None, n_layers: int, model: str, final_norm: bool = False

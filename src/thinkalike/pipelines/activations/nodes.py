@@ -11,8 +11,6 @@ final norm. Their settings are the ``activations`` section parsed once by the pi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,8 +23,8 @@ from thinkalike.language.packing import (
     pack_evaluation_sequences,
     text_wrapping,
 )
-from thinkalike.models.activation_store import ActivationBatch, ActivationStream, store_size_bytes
-from thinkalike.models.extraction import check_layers, iter_activation_batches
+from thinkalike.models.activation_store import ActivationStream, store_size_bytes
+from thinkalike.models.extraction import ResidualBatches, check_layers
 from thinkalike.models.handle import ModelHandle, ModelSourceError, default_device
 from thinkalike.models.sources import load_model, load_saved_zoo_model
 from thinkalike.pipelines.activations.schema import ActivationParameters
@@ -56,23 +54,6 @@ def output_dtype(settings: ActivationParameters) -> torch.dtype:
 def store_dtype(settings: ActivationParameters) -> str:
     """``activations.store_dtype``, or the compute dtype when it is null."""
     return settings.store_dtype or settings.dtype
-
-
-@dataclass(frozen=True)
-class ResidualBatches:
-    """Re-iterable extraction: each pass runs the model batch by batch (bounded memory)."""
-
-    handle: ModelHandle
-    sequences: dict[str, np.ndarray]
-    batch_size: int
-    dtype: torch.dtype
-    layers: list[int] | None = None
-    final_norm: bool = False
-
-    def __iter__(self) -> Iterator[ActivationBatch]:
-        return iter_activation_batches(self.handle, self.sequences["input_ids"], self.sequences["attention_mask"],
-                                       self.batch_size, dtype=self.dtype, progress=True, layers=self.layers,
-                                       final_norm=self.final_norm)
 
 
 def activation_stream(handle: ModelHandle, sequences: dict[str, np.ndarray], settings: ActivationParameters,

@@ -132,9 +132,12 @@ def compare_streamed_pair(*data: Any, settings: CKAParameters, model_a: str, mod
 
     ``data`` is the catalog inputs; ``inputs_a`` / ``inputs_b`` pick each model's extraction inputs from them
     (``extract_a`` / ``extract_b`` have the parsed ``activations`` section bound). Each stream runs its model batch
-    by batch as CKA consumes it, so nothing but one batch of each model is held.
+    by batch as CKA consumes it, so nothing but one batch of each model is held; the batches stay on the models'
+    device (:meth:`~thinkalike.models.activation_store.ActivationStream.kept_on_device`: on a GPU, nothing but the
+    per-minibatch HSIC terms reaches the host).
     """
     stream_a, index_a = extract_a(*[data[i] for i in inputs_a])
     stream_b, index_b = ((stream_a, index_a) if model_a == model_b
                          else extract_b(*[data[i] for i in inputs_b]))
+    stream_a, stream_b = stream_a.kept_on_device(), stream_b.kept_on_device()
     return compare_pair(stream_a, index_a, stream_b, index_b, settings=settings, model_a=model_a, model_b=model_b)
