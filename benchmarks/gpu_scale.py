@@ -96,6 +96,43 @@ def extraction_seconds(handle: HFModelHandle, ids: np.ndarray, mask: np.ndarray,
     return time.perf_counter() - started
 
 
+def extraction_probe(handle: HFModelHandle, ids: np.ndarray, mask: np.ndarray, batch_size: int) -> dict:
+    """Seconds per batch of each step of the extraction on a GPU, each step alone (synchronised): the forward pass
+    with the streams, + the cast to float32 and the per-layer sums, the allocation of a page-locked buffer, and the
+    copy into it — what the overlapped extraction hides the copy behind."""
+    from thinkalike.models.extraction import layer_sums
+
+    def timed(step) -> float:
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        for start in range(0, len(ids), batch_size):
+            step(torch.as_tensor(ids[start:start + batch_size], device="cuda"),
+                 torch.as_tensor(mask[start:start + batch_size], device="cuda"))
+        torch.cuda.synchronize()
+        return (time.perf_counter() - started) / -(-len(ids) // batch_size)
+
+    def streams(batch, batch_mask):
+        with torch.no_grad():
+            return handle.layer_streams(batch, batch_mask)
+
+    def cast_and_sum(batch, batch_mask):
+        cast = streams(batch, batch_mask).to(torch.float32)
+        layer_sums(cast)
+        return cast
+
+    def allocate(batch, batch_mask):
+        return torch.empty((handle.n_layers + 1, *batch.shape, handle.d_model), pin_memory=True)
+
+    def copy(batch, batch_mask):
+        cast = cast_and_sum(batch, batch_mask)
+        torch.empty(cast.shape, dtype=cast.dtype, pin_memory=True).copy_(cast)
+
+    timed(copy)  # warm: the page-locked buffers are cached
+    return {name: min(timed(step) for _ in range(2)) for name, step in
+            (("forward_with_streams_s", streams), ("plus_cast_and_sums_s", cast_and_sum),
+             ("page_locked_allocation_s", allocate), ("plus_copy_to_page_locked_s", copy))}
+
+
 def token_index(mask: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
     sequence, position = np.nonzero(mask)
     return pd.DataFrame({"sequence": sequence, "position": position, "token_id": ids[sequence, position],
@@ -138,6 +175,8 @@ def main() -> None:
                                   "extraction_speed_over_bare": bare / extraction}
     index = token_index(mask, ids)
     (name_a, handle_a), (name_b, handle_b) = handles.items()
+    if args.device.startswith("cuda"):
+        report["models"][name_a]["per_batch_probe"] = extraction_probe(handle_a, ids, mask, args.batch_size)
     slower_bare = min(model["bare_tokens_per_s"] for model in report["models"].values())
 
     def streaming_cka(n_sequences: int, batch_tokens: int, on_device: bool):

@@ -8,8 +8,7 @@ Where the streams go:
 
 * **to the host** (the default; what a store is written from): on a GPU, batch ``k``'s copy to page-locked host
   memory runs on a side CUDA stream while batch ``k + 1``'s forward pass runs (:func:`overlapped_host_copies`, one
-  batch of lookahead); the finiteness check reads float64 per-layer sums that travel with the copy, so the forward
-  loop never waits for the host;
+  batch of lookahead); the finiteness check reads float64 per-layer sums that travel with the copy;
 * **kept on the device** (``on_device=True``; streaming CKA, :meth:`ResidualBatches.kept_on_device`): the batches are
   torch tensors on the model's device and nothing is copied to the host.
 """
@@ -142,54 +141,70 @@ class HostCopy(NamedTuple):
     source_dtype: torch.dtype
 
 
-@dataclass
-class _QueuedCopy:
-    copy: HostCopy
-    device_tensors: tuple[torch.Tensor, ...]  # held until the copy is done
-    done: torch.cuda.Event | None
-
-    def wait(self) -> HostCopy:
-        if self.done is not None:
-            self.done.synchronize()
-        return self.copy
-
-
 def overlapped_host_copies(batches: Iterable[tuple[int, torch.Tensor]], dtype: torch.dtype,
                            lookahead: int | None = None) -> Iterator[HostCopy]:
     """A :class:`HostCopy` (the streams on the host as ``dtype``) of each ``(start, streams)`` of ``batches``, in
     order.
 
-    On a GPU each batch is cast to ``dtype`` and summed per layer (:func:`layer_sums`) on the device, then copied
-    to page-locked host memory on a side CUDA stream, and ``lookahead`` (default 1 on a GPU, 0 elsewhere) batches
-    are taken from ``batches`` — whose forward passes are thereby queued — before a copy is waited for: the copy of
-    batch ``k`` overlaps the forward pass of batch ``k + 1``. The device tensors are held until their copy is done
-    (no allocator reuse under a running copy). The sums are of the values before the cast (a NaN or ±Inf of the
-    model), so an overflow of a narrowing cast is checked by the caller on the host copy. Elsewhere (CPU) the copy
-    is :func:`to_host` at once.
+    On a GPU each batch is cast to ``dtype`` and summed per layer (:func:`layer_sums`) on the device as it arrives,
+    and its copy to page-locked host memory (on a side CUDA stream) is queued only after the next batch has been
+    taken from ``batches`` (``lookahead``: default 1 on a GPU, 0 elsewhere) — that is, after the next forward pass
+    has been launched. The order matters: a forward pass that reads a value back to the host (transformers checks
+    the attention mask so, before its first block) queues that small copy behind any large copy in flight on the
+    same copy engine. Measured on an H200 (pythia-6.9b shape, 8 × 1,024 tokens, float32 streams): with the copy
+    queued before the next forward pass, 0.273 s a batch — the forward pass (0.205 s with the cast) and the copy
+    (0.070 s) one after the other; queued after it, 0.218 s (0.93× the bare forward pass's speed). The device
+    tensors are held until their copy is done (no allocator reuse under a running copy). The sums are of the values
+    before the cast (a NaN or ±Inf of the model), so an overflow of a narrowing cast is checked by the caller on the
+    host copy. Elsewhere (CPU) the copy is :func:`to_host`.
     """
-    pending: list[_QueuedCopy] = []
+    waiting: list[_DeviceBatch] = []
     side: torch.cuda.Stream | None = None
     for start, streams in batches:
-        sums = layer_sums(streams)
-        if streams.is_cuda:
-            side = side or torch.cuda.Stream(device=streams.device)
-            cast = streams.to(dtype)
-            side.wait_stream(torch.cuda.current_stream(streams.device))
-            with torch.cuda.stream(side):
-                host = torch.empty(cast.shape, dtype=dtype, pin_memory=True)
-                host.copy_(cast, non_blocking=True)
-                host_sums = torch.empty(sums.shape, dtype=sums.dtype, pin_memory=True)
-                host_sums.copy_(sums, non_blocking=True)
-                done = torch.cuda.Event()
-                done.record(side)
-            pending.append(_QueuedCopy(HostCopy(start, host, host_sums, streams.dtype), (streams, cast, sums), done))
-        else:
-            pending.append(_QueuedCopy(HostCopy(start, to_host(streams, dtype), sums, streams.dtype), (), None))
         depth = (1 if streams.is_cuda else 0) if lookahead is None else lookahead
-        while len(pending) > depth:
-            yield pending.pop(0).wait()
-    while pending:
-        yield pending.pop(0).wait()
+        waiting.append(_DeviceBatch.arrived(start, streams, dtype))
+        while len(waiting) > depth:
+            batch = waiting.pop(0)
+            if batch.cast.is_cuda:
+                side = side or torch.cuda.Stream(device=batch.cast.device)
+            yield batch.copied(side)
+    while waiting:
+        yield waiting.pop(0).copied(side)
+
+
+@dataclass
+class _DeviceBatch:
+    """One batch on its device, cast and summed, waiting for its copy to the host."""
+
+    start: int
+    source_dtype: torch.dtype
+    cast: torch.Tensor
+    sums: torch.Tensor
+    ready: torch.cuda.Event | None  # recorded after the cast and the sums (GPU only)
+
+    @classmethod
+    def arrived(cls, start: int, streams: torch.Tensor, dtype: torch.dtype) -> _DeviceBatch:
+        sums, cast, ready = layer_sums(streams), streams.to(dtype), None
+        if streams.is_cuda:
+            ready = torch.cuda.Event()
+            ready.record()
+        return cls(start, streams.dtype, cast, sums, ready)
+
+    def copied(self, side: torch.cuda.Stream | None) -> HostCopy:
+        """The copy, done: queued on ``side`` after this batch's cast (GPU) and waited for; :func:`to_host` on a
+        CPU."""
+        if self.ready is None or side is None:
+            return HostCopy(self.start, to_host(self.cast, self.cast.dtype), self.sums, self.source_dtype)
+        side.wait_event(self.ready)
+        with torch.cuda.stream(side):
+            host = torch.empty(self.cast.shape, dtype=self.cast.dtype, pin_memory=True)
+            host.copy_(self.cast, non_blocking=True)
+            host_sums = torch.empty(self.sums.shape, dtype=self.sums.dtype, pin_memory=True)
+            host_sums.copy_(self.sums, non_blocking=True)
+            done = torch.cuda.Event()
+            done.record(side)
+        done.synchronize()
+        return HostCopy(self.start, host, host_sums, self.source_dtype)
 
 
 def iter_activation_batches(handle: ModelHandle, input_ids, attention_mask, batch_size: int = 32,
