@@ -1,6 +1,7 @@
 """Do two commits make the same outputs and MLflow record? (issue 40: "nothing moves but the code").
 
     python scripts/same_outputs.py BEFORE AFTER [--env test] [--workdir /tmp/same-outputs]
+    python scripts/same_outputs.py --folders BEFORE_PROJECT AFTER_PROJECT   # two finished runs (e.g. default runs)
 
 For each git revision: a worktree of it, a project folder (its ``conf/``, ``pyproject.toml``, an empty MLflow
 store), one ``kedro run --env <env> --runner SequentialRunner`` with that revision's ``src/`` first on
@@ -98,10 +99,24 @@ def main() -> None:
     parser.add_argument("after")
     parser.add_argument("--env", default="test")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/same-outputs"))
+    parser.add_argument("--folders", action="store_true",
+                        help="BEFORE and AFTER are project folders that each hold one finished run: compare them")
     args = parser.parse_args()
+    if args.folders:
+        raise SystemExit(compare([Path(args.before), Path(args.after)], f"{args.before} -> {args.after}"))
     shutil.rmtree(args.workdir, ignore_errors=True)
     projects = [run_at(revision, args.workdir / label, args.env)
                 for label, revision in (("before", args.before), ("after", args.after))]
+    status = compare(projects, f"{args.before} -> {args.after}, env {args.env}")
+    for project in projects:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(project.parent / "tree")],
+                       capture_output=True)
+    raise SystemExit(status)
+
+
+def compare(projects: list[Path], label: str) -> int:
+    """Prints the differences of two finished project folders' outputs and MLflow records; 1 when any is not
+    run-specific, else 0."""
     problems, expected = [], []
     files = [saved_files(project) for project in projects]
     for name in sorted(set(files[0]) ^ set(files[1])):
@@ -126,11 +141,8 @@ def main() -> None:
     for line in expected:
         print("run-specific", line)
     print(f"{len(files[1])} files, {len(metrics_b)} metrics, {len(params_b)} parameters, {len(artifacts_b)} artifacts; "
-          f"{len(problems)} differences, {len(expected)} run-specific ({args.before} -> {args.after}, env {args.env})")
-    for project in projects:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(project.parent / "tree")],
-                       capture_output=True)
-    raise SystemExit(1 if problems else 0)
+          f"{len(problems)} differences, {len(expected)} run-specific ({label})")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
