@@ -12,11 +12,14 @@ from thinkalike.run_timings_hooks import RunTimingHooks
 # for kedro run, kedro viz and notebooks alike (see thinkalike.pipeline_registry).
 CONTEXT_CLASS = ProjectContext
 
-# Parameters with the run's replicate seeds (`--params replicate=<r>`; thinkalike.replicate_seeds).
+# Parameters with the run's replicate seeds (`--params replicate=<r>`; thinkalike.replicate_seeds). An environment's
+# parameter files merge into conf/base's key by key ("soft"), the collections a pipeline declares replaced_whole
+# (zoo.models, cka.pairs …) excepted (thinkalike.config_loader); other files replace whole top-level keys.
 CONFIG_LOADER_CLASS = ReplicateConfigLoader
 CONFIG_LOADER_ARGS = {
     "base_env": "base",
     "default_run_env": "local",
+    "merge_strategy": {"parameters": "soft"},
     "config_patterns": {"mlflow": ["mlflow*", "mlflow*/**"], "dask": ["dask*", "dask*/**"]},
 }
 

@@ -119,16 +119,14 @@ def test_a_dropdown_figure_shows_one_figure_at_a_time():
 
 
 def test_the_pythia_environment_builds_its_pipelines_without_the_hub():
-    from kedro.config import OmegaConfigLoader
-
     from tests.pipelines.conftest import PROJECT_ROOT
     from thinkalike.pipelines.activations.pipeline import (
         create_pipeline as activations_pipeline,
     )
     from thinkalike.pipelines.cka.pipeline import create_pipeline as cka_pipeline
+    from thinkalike.pipelines.parameters import configured_parameters
 
-    parameters = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), env="pythia", base_env="base",
-                                   default_run_env="local")["parameters"]
+    parameters = configured_parameters(PROJECT_ROOT, "pythia")
     activations = activations_pipeline(parameters)
     assert {node.namespace for node in activations.nodes} == {f"models.{name}" for name in (
         "pythia_70m", "pythia_160m", "pythia_410m", "pythia_1b", "pythia_1_4b", "pythia_2_8b", "pythia_6_9b")}

@@ -92,8 +92,8 @@ def test_n_evaluation_sentences_limits_natural_text(tmp_path):
 
 def _only_hub_models(project, encoder_dir, gpt2_dir, natural_path):
     """conf/test of the project copy: no zoo models; CKA of the two hub models with word pooling, embedding-space
-    readings of gpt2 (the sentence encoder has no LM head), nothing to align or fine-tune. An
-    environment's parameter file replaces a whole top-level section, so these files replace conf/base's."""
+    readings of gpt2 (the sentence encoder has no LM head), nothing to align or fine-tune. The files merge into
+    conf/base's key by key; the models, pairs and groups they set replace conf/base's whole."""
     conf = project / "conf" / "test"
     (conf / "parameters_zoo.yml").write_text(yaml.safe_dump({"zoo": {"models": {}}}))
     cka = yaml.safe_load((conf / "parameters_cka.yml").read_text())

@@ -1,4 +1,5 @@
 """Every environment in conf/ and the README's own recipe build and validate offline; each pipeline stands alone.
+Environments merge into conf/base key by key and hold only what they change (thinkalike.config_loader).
 
 Hub ids are served from a local hub cache holding configs and tokenizers only (:mod:`tests.pipelines.hub_cache`),
 so validation runs the project's real hub code offline and no weights exist. The README's recipe also runs end to
@@ -7,6 +8,7 @@ end, with its hub ids replaced by local checkpoints laid out as real ones are.
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 from pathlib import Path
@@ -20,13 +22,14 @@ from kedro.framework.startup import bootstrap_project
 from tests.models.conftest import save_sentence_encoder
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
 from tests.pipelines.hub_cache import hub_ids, use_hub_cache
+from thinkalike.config_loader import ReplicateConfigLoader, key_paths, merge_parameters
 from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.builders import build_pipelines, configuration_error_pipeline
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
 from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.run_selection import pipelines_in_run
-from thinkalike.pipelines.specs import pipeline_specs
+from thinkalike.pipelines.specs import keys_replaced_whole, pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
 
 ENVIRONMENTS = sorted(folder.name for folder in (PROJECT_ROOT / "conf").iterdir()
@@ -80,6 +83,103 @@ def test_every_environment_builds_and_validates_offline(tmp_path, monkeypatch, e
     if env in (None, "pythia"):  # the scaling family: the zoo's GPT-NeoX family, or Pythia 70m … 6.9b
         assert built["scaling"].nodes, f"{env}: no scaling family"
     validate_parameters(parameters)  # every section, as a default run would
+
+
+def redundant_keys(environment: dict, base: dict, prefix: str = "") -> list[str]:
+    """The keys of ``environment`` that change nothing of ``base``: a value equal to ``base``'s, or a mapping that
+    merges in nothing (``{}`` where ``base`` has a mapping), but for the keys replaced whole (those replace)."""
+    found = []
+    for key, value in environment.items():
+        full_key, here = f"{prefix}{key}", base.get(key, object())  # object(): a key conf/base lacks is a change
+        if isinstance(value, dict) and isinstance(here, dict) and full_key not in keys_replaced_whole():
+            found += redundant_keys(value, here, f"{full_key}.") if value else [full_key]
+        elif value == here:
+            found.append(full_key)
+    return found
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_every_environment_holds_only_the_keys_it_changes(env):
+    base = configured_parameters(PROJECT_ROOT, "base")  # conf/base alone (not conf/local)
+    for path in sorted((PROJECT_ROOT / "conf" / env).glob("parameters*.yml")):
+        assert redundant_keys(yaml.safe_load(path.read_text()), base) == [], f"conf/{env}/{path.name}"
+
+
+def test_the_environments_replace_the_collections_they_name_whole():
+    """What the environments meant when each file replaced its whole section: conf/base's models, pairs, groups and
+    token sets do not survive beside theirs, and the rest of each section is conf/base's."""
+    base = configured_parameters(PROJECT_ROOT, "base")
+    assert keys_replaced_whole() <= key_paths(base)  # a declared key that is not in conf/base would replace nothing
+    pythia = configured_parameters(PROJECT_ROOT, "pythia")
+    assert pythia["zoo"]["models"] == {} and set(pythia["activations"]["models"]) == set(pythia["scaling"]["family"])
+    assert (pythia["cka"]["pairs"], pythia["cka"]["groups"], pythia["cka"]["measures"]) == ({"intra": True}, {}, None)
+    assert pythia["cka"]["estimator"] == base["cka"]["estimator"] and pythia["zoo"]["training"] == base["zoo"]["training"]
+    test = configured_parameters(PROJECT_ROOT, "test")
+    assert set(test["zoo"]["models"]) == {"gelu_1l", "neox_xs"} and test["activations"]["models"] == {}
+    assert test["cka"]["pairs"] == {"intra": True, "explicit": [["gelu_1l", "neox_xs"]]}
+    assert test["cka"]["groups"] == {"gelu_1l": "bridge", "neox_xs": "neox"}
+    assert test["embedding"]["lookup"]["token_sets"] == {"past_tense": ["saw", "liked"]}
+    assert test["stitching"]["pairs"] == {"explicit": [["gelu_1l", "neox_xs"]]}
+    assert test["zoo"]["training"]["batch_size"] == base["zoo"]["training"]["batch_size"]  # merged: not in conf/test
+    assert test["cka"]["measures"]["names"] == base["cka"]["measures"]["names"]
+    gpu = configured_parameters(PROJECT_ROOT, "gpu")
+    assert gpu["stitching"]["pairs"] == base["stitching"]["pairs"] and gpu["stitching"]["settings"]["steps"] == 2000
+
+
+def test_an_environment_with_one_key_gets_conf_base_for_the_rest(tmp_path):
+    project = make_project_copy(tmp_path, tracking_db=False)
+    write_environment(project, "one", {"parameters_activations.yml": "activations:\n  n_ctx: 128\n"})
+    expected = copy.deepcopy(configured_parameters(project, None))
+    expected["activations"]["n_ctx"] = 128
+    assert configured_parameters(project, "one") == expected
+    write_environment(project, "two", {"parameters_activations.yml": "activations:\n  include_zoo: false\n"
+                                                                     "  models: {a: 'hf:EleutherAI/pythia-70m'}\n"})
+    expected["activations"].update(n_ctx=None, include_zoo=False, models={"a": "hf:EleutherAI/pythia-70m"})
+    assert configured_parameters(project, "two") == expected  # conf/base's gelu_2l_untrained does not survive
+
+
+def test_runtime_params_merge_key_by_key_even_into_a_collection_replaced_whole():
+    """Kedro merges ``--params`` into conf/base and into the environment before they merge: a collection the
+    environment's files do not set keeps conf/base's entries; one they set is theirs, with the runtime value."""
+    def loaded(env, runtime):
+        from thinkalike.settings import CONFIG_LOADER_ARGS
+
+        return ReplicateConfigLoader(conf_source=str(PROJECT_ROOT / "conf"), env=env, runtime_params=runtime,
+                                     **CONFIG_LOADER_ARGS)["parameters"]
+
+    base = configured_parameters(PROJECT_ROOT, "base")
+    models = loaded("replicates", {"zoo": {"models": {"gelu_2l": {"seed": 5}}}})["zoo"]["models"]
+    assert set(models) == set(base["zoo"]["models"]) and models["gelu_2l"] == {**base["zoo"]["models"]["gelu_2l"],
+                                                                                "seed": 5}
+    models = loaded("test", {"zoo": {"models": {"gelu_1l": {"seed": 5}}}})["zoo"]["models"]
+    assert set(models) == {"gelu_1l", "neox_xs"} and models["gelu_1l"]["seed"] == 5
+
+
+def test_the_merge_replaces_lists_scalars_and_clashing_types():
+    base = {"a": {"b": [1, 2], "c": {"d": 1, "e": 2}, "f": "auto", "g": {"h": 1}, "i": [1]}, "z": 0}
+    environment = {"a": {"b": [3], "c": {"e": 3}, "f": {"x": 1}, "g": None, "i": {"y": 2}}, "new": 1}
+    merged = merge_parameters(base, environment)
+    assert merged == {"a": {"b": [3], "c": {"d": 1, "e": 3}, "f": {"x": 1}, "g": None, "i": {"y": 2}}, "z": 0,
+                      "new": 1}
+    assert list(merged) == ["a", "z", "new"] and base["a"]["c"] == {"d": 1, "e": 2}  # base's order; base unchanged
+    assert merge_parameters(base, {"a": {"c": {"e": 3}}}, {"a.c"})["a"]["c"] == {"e": 3}
+
+
+@pytest.mark.parametrize(("files", "pipelines", "error"), [
+    ({"parameters_nli.yml": "nli:\n  encoder:\n    pair_text: {share: 2}\n"}, ["nli"],
+     r"^nli\.encoder\.pair_text\.share: "),
+    ({"parameters_zoo.yml": "zoo:\n  models:\n    tiny: {family: bridge, seed: 0, lr: 1, architecture: "
+                            "{n_layers: 1, d_model: 32, n_heads: 2, d_head: 16, d_mlp: 64, act_fn: gelu}}\n"},
+     ["zoo"], r"^zoo\.models\.tiny\.lr: unknown parameter"),
+    ({"parameters_activations.yml": "activations:\n  models: {foo: 'zoo:nope'}\n"}, ["activations"],
+     r"^activations\.models\.foo: "),
+    ({"parameters_cka.yml": "cka:\n  measures: [cka]\n"}, ["cka"], r"^cka\.measures: must be a mapping"),
+])
+def test_a_bad_key_of_a_merged_environment_is_named_in_full(tmp_path, files, pipelines, error):
+    project = make_project_copy(tmp_path, tracking_db=False)
+    write_environment(project, "bad", files)
+    with pytest.raises(ParameterError, match=error):
+        validate_parameters(configured_parameters(project, "bad"), pipelines)
 
 
 def test_the_readme_recipe_validates_offline(tmp_path, monkeypatch, caplog):

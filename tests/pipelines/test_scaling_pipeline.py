@@ -33,7 +33,7 @@ def _family_project(root: Path) -> Path:
     cka = yaml.safe_load((project / "conf" / "test" / "parameters_cka.yml").read_text())
     cka["cka"]["pairs"] = {"intra": True}
     cka["cka"]["groups"] = {}
-    cka["cka"].pop("measures")  # the family's CKA is what scaling reads; the measures are tested in test_cka_pipeline
+    cka["cka"]["measures"] = None  # the family's CKA is what scaling reads; the measures are tested in test_cka_pipeline
     (project / "conf" / "test" / "parameters_cka.yml").write_text(yaml.safe_dump(cka))
     return project
 

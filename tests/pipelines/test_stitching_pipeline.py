@@ -320,18 +320,16 @@ def test_training_on_train_sequences_keeps_the_evaluation_split():
 
 
 def test_the_gpu_environment_validates_with_the_papers_schedule_and_a_larger_nli():
-    from kedro.config import OmegaConfigLoader
-
+    from thinkalike.pipelines.parameters import configured_parameters
     from thinkalike.pipelines.stitching.pipeline import create_pipeline
     from thinkalike.pipelines.validation import validate_parameters
 
-    parameters = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), env="gpu", base_env="base",
-                                   default_run_env="local")["parameters"]
+    parameters = configured_parameters(PROJECT_ROOT, "gpu")
     validate_parameters(parameters)
     settings = parameters["stitching"]["settings"]
     assert (settings["steps"], settings["warmup_steps"]) == (2000, 200)
     assert settings["tokens_per_step"] > 2048 and parameters["stitching"]["train_source"] == "train_sequences"
-    base = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), base_env="base", default_run_env="local")["parameters"]
+    base = configured_parameters(PROJECT_ROOT, None)
     changed = {"stitching", "nli"}  # all it changes; nli at larger sizes
     assert {key: value for key, value in parameters.items() if key not in changed} == \
         {key: value for key, value in base.items() if key not in changed}

@@ -6,19 +6,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
 from thinkalike.models.activation_store import write_activation_store
 from thinkalike.pipelines.activations.schema import validate_activations
 from thinkalike.pipelines.cka.schema import validate_cka
+from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.pipelines.schema import ParameterError
 
 
 def test_default_cka_excludes_special_tokens_and_records_it(tiny_project):
-    for env in ("base", "test"):
-        parameters = yaml.safe_load((PROJECT_ROOT / "conf" / env / "parameters_cka.yml").read_text())
-        assert parameters["cka"]["exclude_special_tokens"] is True
+    for env in (None, "test"):
+        assert configured_parameters(PROJECT_ROOT, env)["cka"]["exclude_special_tokens"] is True
     _, catalog = tiny_project
     table = catalog.load("models.cka.gelu_1l__neox_xs.cka_table")
     index = catalog.load("models.gelu_1l.activation_index")

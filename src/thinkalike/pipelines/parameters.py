@@ -40,10 +40,15 @@ def configured_parameters(project_path: Path, env: str | None) -> dict[str, Any]
     """The parameters of ``<project_path>/conf`` in environment ``env`` (``None``: the default, ``local``).
 
     Read with the project's ``CONFIG_LOADER_CLASS`` and ``CONFIG_LOADER_ARGS`` from ``settings.py``,
-    as a session would.
+    as a session would; where nothing configured a Kedro project yet (a script, a test process), Kedro's settings
+    are first read from this package's ``settings.py`` (as ``bootstrap_project`` would), not left at Kedro's
+    defaults (whose loader would not merge environments as the project does).
     """
-    from kedro.framework.project import settings
+    from kedro.framework import project
 
+    if project.PACKAGE_NAME is None:
+        project.settings.configure(f"{__name__.split('.')[0]}.settings")
+    settings = project.settings
     loader = settings.CONFIG_LOADER_CLASS(conf_source=str(Path(project_path) / settings.CONF_SOURCE), env=env,
                                           **settings.CONFIG_LOADER_ARGS)
     return loader_parameters(loader)

@@ -2,8 +2,8 @@
 
 A pipeline is one folder, ``thinkalike/pipelines/<name>/``, whose ``__init__.py`` exports ``SPEC``, a
 :class:`PipelineSpec`: its builder, the parameter section it owns and the pipelines upstream of it (whose
-sections it reads too, as it consumes their outputs), the check of its section, the MLflow rules of its
-outputs and its kedro-viz box. The registry (:mod:`thinkalike.pipelines.builders`), the run's scope
+sections it reads too, as it consumes their outputs), the check of its section, the keys of its section that an
+environment replaces whole, the MLflow rules of its outputs and its kedro-viz box. The registry (:mod:`thinkalike.pipelines.builders`), the run's scope
 (:mod:`thinkalike.pipelines.run_selection`), validation (:mod:`thinkalike.pipelines.validation`), the namespaces
 (:mod:`thinkalike.pipelines.namespaces`) and the MLflow records loop over :func:`pipeline_specs`; adding a
 pipeline is adding its folder.
@@ -40,6 +40,10 @@ class PipelineSpec:
     - ``section``: the parameter section it owns, or None;
     - ``upstream``: the pipelines whose outputs it reads: their sections are checked when it runs;
     - ``check``: the check of ``section`` (None: nothing to check beyond Kedro's own);
+    - ``replaced_whole``: keys of ``section`` (dotted, below it) whose value an environment's file replaces whole
+      where every other mapping merges key by key with ``conf/base``'s (:mod:`thinkalike.config_loader`): the
+      collections named by the user (models, pair selections, groups), so ``conf/base``'s entries do not survive
+      beside an environment's own;
     - ``rules``: what MLflow gets from its saved outputs (:mod:`thinkalike.output_rules`);
     - ``viz_group``: its box inside ``models`` in kedro-viz (``models.<viz_group>``), or None;
     - ``summarises``: it reads every other pipeline's summaries (the report).
@@ -51,6 +55,7 @@ class PipelineSpec:
     section: str | None = None
     upstream: tuple[str, ...] = ()
     check: SectionCheck | None = None
+    replaced_whole: tuple[str, ...] = ()
     rules: tuple[OutputRule, ...] = ()
     viz_group: str | None = None
     summarises: bool = False
@@ -95,6 +100,12 @@ def sections_read(name: str) -> tuple[str, ...]:
             seen.add(current)
             pending.extend(specs[current].upstream)
     return tuple(spec.section for spec in specs.values() if spec.name in seen and spec.section)
+
+
+def keys_replaced_whole() -> frozenset[str]:
+    """The full keys (``section.key``) that an environment replaces whole: every spec's ``replaced_whole``."""
+    return frozenset(f"{spec.section}.{key}" for spec in pipeline_specs().values() if spec.section
+                     for key in spec.replaced_whole)
 
 
 def viz_groups() -> tuple[str, ...]:

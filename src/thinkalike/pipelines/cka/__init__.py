@@ -7,6 +7,7 @@ from .pipeline import create_pipeline
 from .schema import check_cka
 
 SPEC = PipelineSpec("cka", create_pipeline, stage=30,
-                    section="cka", upstream=("activations",), check=check_cka, rules=RULES, viz_group="cka")
+                    section="cka", upstream=("activations",), check=check_cka,
+                    replaced_whole=("pairs", "groups"), rules=RULES, viz_group="cka")
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -8,6 +8,7 @@ from .pipeline import create_pipeline
 from .schema import check_scaling
 
 SPEC = PipelineSpec("scaling", create_pipeline, stage=40,
-                    section="scaling", upstream=("cka",), check=check_scaling, rules=RULES, viz_group="scaling")
+                    section="scaling", upstream=("cka",), check=check_scaling,
+                    replaced_whole=("twins", "architectures"), rules=RULES, viz_group="scaling")
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -7,6 +7,7 @@ from .pipeline import create_pipeline
 from .schema import check_zoo
 
 SPEC = PipelineSpec("zoo", create_pipeline, stage=10,
-                    section="zoo", upstream=("corpus",), check=check_zoo, rules=RULES)
+                    section="zoo", upstream=("corpus",), check=check_zoo,
+                    replaced_whole=("models",), rules=RULES)
 
 __all__ = ["SPEC", "create_pipeline"]
