@@ -7,7 +7,7 @@ process, ``--env test`` for a smaller trial) twice, each in a fresh copy of the 
 installed one, i.e. this checkout's ``src/``):
 
 1. **idle**: nothing else started by this script;
-2. **busy**: beside one process spinning on one core (``python -c "while True: pass"``),
+2. **busy**: beside one process spinning on one core (``python -c "while True: pass"``, in a session of its own),
    started just before the run and killed just after it.
 
 Each run saves its ``run_timings`` table (:mod:`thinkalike.run_clock`); the script reads the saved
@@ -178,7 +178,8 @@ def run_once(project: Path, command: list[str], busy: bool, timeout: float | Non
                    **(extra_environment or {})}
     probe_before = machine_probe()
     adopt_orphans()
-    spinner = subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) if busy else None
+    spinner = (subprocess.Popen([sys.executable, "-c", BUSY_LOOP], start_new_session=True)  # its own session, as
+               if busy else None)  # another user's job: Linux's per-session fairness weighs it against the run
     load_before = os.getloadavg()[0]
     try:
         with open(project / "run.log", "w") as log:
