@@ -8,7 +8,10 @@ atomically, at the run's version) and to the run's MLflow run through the ``reco
 ``timing.total.seconds``. It is saved when the run ends, and also when it fails (the node it
 stopped in is marked ``failed``); a partial run (``--pipelines``, ``--namespaces``, resume)
 records only what ran, and a run in which no node ran (a resume of a complete project, a
-failure before the first node) saves no version (MLflow still gets its metrics).
+failure before the first node) saves no version (MLflow still gets its metrics). Once saved, the
+table is rendered into the report the same run wrote, if it wrote one
+(:mod:`thinkalike.pipelines.report.timings`: the report's node ran before the table existed), and
+MLflow gets that report again.
 
 Hook order (pluggy calls ``tryfirst`` implementations first, ``trylast`` ones last): the run's
 clock starts in the first ``before_pipeline_run`` (so parameter validation and opening the MLflow
@@ -156,7 +159,18 @@ class RunTimingHooks:
             except Exception as error:  # noqa: BLE001 - the run's outputs are saved; neither hide its own error
                 # nor leave its MLflow run open (the MLflow hooks that close it run after this one)
                 logger.warning("The run's timing table (%s) could not be saved: %s", DATASET, error)
+            else:
+                self._add_to_report(catalog)
         else:
             logger.info("No %r dataset in the catalog: the run's timing table is not saved", DATASET)
         if self._record is not None:
             self._record(DATASET, table)
+
+    def _add_to_report(self, catalog) -> None:
+        """The report this run saved gets its run-timings section from the table just saved, and MLflow the report
+        again (:func:`thinkalike.pipelines.report.timings.add_run_timings`; never raises)."""
+        from thinkalike.pipelines.report.timings import REPORT, add_run_timings
+
+        report = add_run_timings(catalog, DATASET)
+        if report is not None and self._record is not None:
+            self._record(REPORT, report)

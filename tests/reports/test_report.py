@@ -1,16 +1,13 @@
-"""The experiments report (thinkalike.reports.report): the scaling family's verdicts, claims computed from the
-scaling numbers (thinkalike.reports.findings.scaling.claims_scaling), follow planted summaries; figures embedded so
-the file stands alone, missing inputs named."""
+"""The experiments report's scaling verdicts: claims computed from the scaling numbers
+(thinkalike.reports.findings.scaling.claims_scaling) follow planted summaries (the page itself:
+tests/reports/test_report_page.py)."""
 
 from __future__ import annotations
-
-import base64
 
 import pytest
 
 from thinkalike.reports.findings.claims import Claim
 from thinkalike.reports.findings.scaling import claims_scaling
-from thinkalike.reports.report import MissingInput, report_html
 
 #: The verdicts of each question of Brown et al. §5: exactly one of each holds on the planted summaries.
 EARLY = {f"scaling.early.{v}" for v in ("reproduced", "inconclusive", "not_reproduced")}
@@ -112,16 +109,3 @@ def test_an_early_mean_level_with_the_band_decides_no_verdict():
     claims = _early(0.30, 0.5)
     assert claims["scaling.early.not_reproduced"].margin == pytest.approx(0.0)
     assert not any(claims[i].holds for i in EARLY)
-
-
-def test_the_report_stands_alone_and_names_what_is_missing():
-    image = b"\x89PNG\r\n\x1a\nfake"
-    html = report_html("T", "Some `code` and **bold**.\n\nA *finding*.", {"scaling_figure": image,
-                                                                            "stitching_figure": None},
-                       [MissingInput("stitching_penalties", "stitching")])
-    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
-    assert f"data:image/png;base64,{base64.b64encode(image).decode()}" in html
-    assert html.count("<figure>") == 1  # a figure that was not saved is left out, not broken
-    assert "<code>code</code>" in html and "<strong>bold</strong>" in html and "<em>finding</em>" in html
-    assert "<code>stitching_penalties</code> (pipeline <code>stitching</code>)" in html
-    assert "http" not in html.replace("http-equiv", "")  # nothing fetched from the network

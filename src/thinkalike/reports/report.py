@@ -1,56 +1,85 @@
 """One self-contained HTML report of every experiment, from saved outputs only (no Kedro import; recomputes
-nothing): the findings' claims (:mod:`thinkalike.reports.findings`, the scaling family's verdicts among them:
-:func:`thinkalike.reports.findings.scaling.claims_scaling`) and the saved figures, each PNG embedded as
-base64 with its caption, so the one file opens offline in any browser. An experiment whose outputs are missing is named, with the pipeline that makes them.
-Last, an index of the run's other outputs (the summaries' tables, figure folders, interactive figures and texts that
-the findings do not quote): each with its pipeline and what it holds (:func:`describe_output`), so that one page
-says everything the run saved and where to look for it (the catalog name, in kedro-viz, ``data/`` and MLflow).
+nothing), that opens offline in any browser.
 
-The markdown of the paragraphs is rendered by markdown-it-py (CommonMark).
+The page: where its findings come from, a table of contents, then one section per experiment
+(:data:`thinkalike.reports.experiments.EXPERIMENTS`: the corpus and the zoo, CKA, the measures beyond CKA, stitching,
+the scaling family, MLEM, the embedding space, NLI, the run's timings), each with the question it answers, what is
+missing (named with the pipeline that makes it), its figures each beside the findings' sentences that read it (the
+claims that hold in this run, :mod:`thinkalike.reports.findings`), the sentences no figure reads and its key numbers;
+the measures section also says where the CCA family compared a reduced space and where a measure was left out
+(:mod:`.measure_space`). Last, the missing inputs no section reads and an index of the run's other outputs (each
+with its pipeline and what it holds: :func:`describe_output`).
+
+Figures: the saved PNGs, embedded as base64; and the figures worth a hover (models × models and layers × layers
+matrices, the run's time line) drawn interactively from the saved tables (:mod:`.interactive`) by the one copy of
+plotly.js the page embeds in its head. The findings the page was made from are embedded as JSON: the run's timings
+are rendered into their section from them when the run ends (:mod:`.run_timings`).
 """
 
 from __future__ import annotations
 
-import base64
+import fnmatch
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from markdown_it import MarkdownIt
+import plotly.graph_objects as go
 
-#: The figures the report shows, in order: (catalog name, caption, pipeline that draws it).
-FIGURES: tuple[tuple[str, str, str], ...] = (
-    ("cka_distance_figure", "CKA distance (arccos of matched-layer CKA) between every pair of models "
-                            "(Brown et al. 2023 fig. 2).", "cka"),
-    ("cka_group_curves_figure", "CKA by relative depth within and between groups of models (SoLU, GeLU).", "cka"),
-    ("stitching_figure", "Stitching penalty of f's early layers into g's late layers, per layer and kind of φ "
-                         "(Brown et al. 2023 §3, fig. 1).", "stitching"),
-    ("scaling_figure", "The width/depth family: intra-model CKA against size (fig. 10), each member's "
-                       "intermediate-layer CKA against the others with its robust z (fig. 9), early-layer CKA "
-                       "across scale (fig. 3) and the largest member's blocks.", "scaling"),
-    ("measure_grounding_figure", "Which similarity measure registers what (Klabunde et al. 2025; Ding et al. "
-                                 "2021): layer monotonicity, sensitivity to removed principal components, the null "
-                                 "on permuted and independent rows, specificity and trained vs untrained.", "cka"),
-    ("mlem_similarity_figure", "Feature-based (MLEM, weighted Kendall τ) and RSA similarity of layers "
-                               "(Jalouzot et al. 2024).", "mlem"),
-    ("mlem_mds_figure", "MDS of the layers by their MLEM feature importances.", "mlem"),
-    ("embedding_alignment_figure", "Layers of two seed replicas aligned through the embedding space "
-                                   "(Dar et al. 2022 §5.1).", "embedding"),
-    ("embedding_zero_shot_figure", "Zero-shot stitching through the embedding space (Dar et al. 2022 §5.2).",
-     "embedding"),
-    ("models.nli.accuracy_figure", "NLI copies: in-distribution and out-of-distribution (HANS-style) accuracy, "
-                                   "generalizing and heuristic groups (McCoy et al. 2020; Brown et al. 2023 §4).",
-     "nli"),
-    ("models.nli.stitching_figure", "Identity stitching within and between the NLI groups, per layer.", "nli"),
-    ("models.nli.cka_group_curves_figure", "CKA within and between the NLI groups, per layer.", "nli"),
+from thinkalike.reports.blocks import (
+    markdown_html,
+    plotly_figure,
+    plotly_script,
+    png_figure,
 )
+from thinkalike.reports.experiments import (
+    CKA_HEATMAPS,
+    EXPERIMENTS,
+    MEASURE_PAIR_TABLES,
+    TIMING,
+    Experiment,
+    experiment_of,
+    png_figures,
+)
+from thinkalike.reports.findings import findings_document, provenance
+from thinkalike.reports.findings.claims import section_of
+from thinkalike.reports.interactive import (
+    cka_distance_plotly,
+    cka_heatmaps_plotly,
+    measure_matrices_plotly,
+    mlem_similarity_plotly,
+)
+from thinkalike.reports.measure_space import measure_space_sentences
+from thinkalike.reports.run_timings import findings_element, timings_section
+from thinkalike.reports.sections import MissingInput, missing_html, section_html
 
-_STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.5}
-figure{margin:1.5rem 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{color:#444;font-size:.9rem}
-code{background:#f3f3f3;padding:0 .2rem}.missing{color:#8a3b00}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:right}.index td{text-align:left}"""
+__all__ = ["FIGURES", "IndexedOutput", "MissingInput", "describe_output", "report_html"]
+
+#: The saved PNGs the report shows, in order: (catalog name, caption, pipeline that draws it).
+FIGURES: tuple[tuple[str, str, str], ...] = tuple((f.name, f.caption, f.pipeline) for f in png_figures())
+
+#: The interactive figures, each drawn from the loaded tables (catalog name → data).
+INTERACTIVE: dict[str, Callable[[Mapping[str, Any]], go.Figure | None]] = {
+    "cka_distance_interactive": lambda tables: cka_distance_plotly(tables.get("cka_distances")),
+    "cka_heatmaps_interactive": lambda tables: cka_heatmaps_plotly(tables.get(CKA_HEATMAPS)),
+    "measure_matrices_interactive": lambda tables: measure_matrices_plotly(tables.get("similarity_measures")),
+    "mlem_similarity_interactive": lambda tables: mlem_similarity_plotly(tables.get("mlem_feature_similarity"),
+                                                                         tables.get("mlem_rsa_similarity")),
+}
+
+_STYLE = """body{font-family:system-ui,sans-serif;max-width:84rem;margin:2rem auto;padding:0 1rem;line-height:1.5;
+color:#1d1d1d}section{scroll-margin-top:1rem}section.experiment{border-top:2px solid #ddd;margin-top:2.5rem}
+nav.contents{background:#f6f8fa;padding:.5rem 1.5rem;border:1px solid #e1e4e8}nav.contents li{margin:.15rem 0}
+.question{background:#f6f8fa;border-left:4px solid #4a7bd0;padding:.5rem .75rem}.made-by{color:#555;font-size:.9rem}
+.reading{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1.5rem;align-items:start;margin:1.5rem 0}
+.reading.alone{grid-template-columns:minmax(0,1fr)}
+@media (max-width:60rem){.reading{grid-template-columns:minmax(0,1fr)}}
+figure{margin:0}figure img{max-width:100%;height:auto;border:1px solid #ddd}figcaption{color:#444;font-size:.9rem}
+.claims p{margin:.2rem 0 .6rem}code{background:#f3f3f3;padding:0 .2rem}.missing{color:#8a3b00}
+table{border-collapse:collapse;margin:1rem 0}caption{text-align:left;font-weight:600;padding:.2rem 0;white-space:nowrap}
+td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:left;vertical-align:top}table.numbers td{text-align:right}
+table.wide td:first-child{text-align:left}"""
 
 
 @dataclass(frozen=True)
@@ -76,50 +105,89 @@ def describe_output(data: Any) -> str:
         if values and all(isinstance(value, bytes) for value in values):
             return f"folder of {len(values)} figures (PNG)"
         return f"{len(values)} entries"
-    if hasattr(data, "data") and hasattr(data, "layout"):  # a plotly figure (not imported here)
+    if hasattr(data, "data") and hasattr(data, "layout"):  # a plotly figure
         return f"interactive figure (plotly), {len(data.data)} traces"
     return type(data).__name__
+
+
+def matching(tables: Mapping[str, Any], pattern: str) -> dict[str, Any]:
+    """The loaded tables whose catalog names match ``pattern`` (``fnmatch``), in their order."""
+    return {name: table for name, table in tables.items() if fnmatch.fnmatchcase(name, pattern)}
+
+
+def figure_blocks(tables: Mapping[str, Any], images: Mapping[str, bytes | None]) -> dict[str, str]:
+    """Every figure that can be shown, as HTML by name: the saved PNGs found in ``images`` and the interactive figures
+    whose tables are in ``tables`` (a figure whose data is missing is left out)."""
+    captions = {figure.name: figure.caption for experiment in EXPERIMENTS for figure in experiment.figures}
+    blocks = {name: png_figure(captions[name], image) for name, image in images.items()
+              if image and name in captions}
+    for name, draw in INTERACTIVE.items():
+        figure = draw(tables)
+        if figure is not None:
+            blocks[name] = plotly_figure(captions[name], figure, f"figure-{name.removesuffix('_interactive')}")
+    return blocks
 
 
 def _index_html(indexed: Sequence[IndexedOutput]) -> str:
     rows = "".join(f"<tr><td><code>{html.escape(item.name)}</code></td><td>{html.escape(item.pipeline)}</td>"
                    f"<td>{html.escape(item.holds)}</td></tr>" for item in indexed)
-    return ("<h2>Every other output of the run</h2><p>Saved by the pipelines, not quoted above; each is a catalog "
-            "dataset (kedro-viz, <code>data/</code>) and is in MLflow where it logs.</p><table class='index'>"
-            f"<tr><th>dataset</th><th>pipeline</th><th>holds</th></tr>{rows}</table>")
+    return ("<section id='outputs'><h2>Every other output of the run</h2><p>Saved by the pipelines, not shown "
+            "above; each is a catalog dataset (kedro-viz, <code>data/</code>) and is in MLflow where it logs.</p>"
+            f"<table class='index'><tr><th>dataset</th><th>pipeline</th><th>holds</th></tr>{rows}</table></section>")
 
 
-@dataclass(frozen=True)
-class MissingInput:
-    """An input the report could not read: its catalog name and the pipeline that makes it."""
-
-    name: str
-    pipeline: str
+def _contents(entries: Sequence[tuple[str, str]]) -> str:
+    """The table of contents: a link to each section (anchor, title)."""
+    items = "".join(f"<li><a href='#{anchor}'>{html.escape(title)}</a></li>" for anchor, title in entries)
+    return f"<nav class='contents' id='contents'><h2>Contents</h2><ol>{items}</ol></nav>"
 
 
-def _figure_html(caption: str, image: bytes) -> str:
-    encoded = base64.b64encode(image).decode("ascii")
-    return (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{encoded}">'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+def _measure_space_html(tables: Mapping[str, Any]) -> str:
+    """The measures section's part on the dimensions each measure compared (:mod:`.measure_space`)."""
+    sentences = measure_space_sentences(matching(tables, MEASURE_PAIR_TABLES), tables.get("parameters") or {})
+    if not sentences:
+        return ""
+    items = "".join(f"<li>{markdown_html(sentence).strip().removeprefix('<p>').removesuffix('</p>')}</li>"
+                    for sentence in sentences)
+    return ("<div class='dimensions'><h3>Dimensions compared</h3><p>Where the measures did not compare every "
+            f"dimension of each layer, from the pairs' measures tables:</p><ul>{items}</ul></div>")
 
 
-def report_html(title: str, findings_markdown: str, figures: Mapping[str, bytes | None],
-                missing: Sequence[MissingInput], indexed: Sequence[IndexedOutput] = ()) -> str:
-    """The whole report: the findings (markdown; the scaling family's verdicts among its claims), the
-    figures of :data:`FIGURES` that were found (PNG bytes by catalog name), the list of missing inputs and the
-    index of the run's other outputs."""
-    markdown = MarkdownIt("commonmark")
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-             f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
-    parts.append("<h2>Findings</h2>" + markdown.render(findings_markdown))
-    shown = [(name, caption) for name, caption, _ in FIGURES if figures.get(name)]
-    parts.append("<h2>Figures</h2>" + "".join(_figure_html(caption, figures[name]) for name, caption in shown))
-    if missing:
-        items = "".join(f"<li><code>{html.escape(m.name)}</code> (pipeline <code>{html.escape(m.pipeline)}</code>)"
-                        "</li>" for m in missing)
-        parts.append("<h2>Missing inputs</h2><p class='missing'>Not in the saved outputs (their pipelines were not "
-                     f"run): </p><ul>{items}</ul>")
+def _experiment_html(experiment: Experiment, findings: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
+                     blocks: Mapping[str, str], missing: Sequence[MissingInput], tables: Mapping[str, Any]) -> str:
+    """One experiment's section (the run-timings one: its placeholder region, :mod:`.run_timings`)."""
+    if experiment.key == TIMING:
+        return timings_section(findings, None)
+    held = [claim for claim in claims if section_of(claim["id"]) == experiment.key]
+    after = _measure_space_html(tables) if experiment.key == "measures" else ""
+    return section_html(experiment, findings, held, blocks, missing, after=after)
+
+
+def report_html(title: str, findings: Mapping[str, Any], tables: Mapping[str, Any],
+                images: Mapping[str, bytes | None], missing: Sequence[MissingInput] = (),
+                indexed: Sequence[IndexedOutput] = ()) -> str:
+    """The whole report (module docstring) from one run's collected ``findings``
+    (:func:`~thinkalike.reports.findings.collect_findings`), its loaded ``tables`` (catalog name → data; the pairs'
+    tables and ``parameters`` among them), the saved PNGs (``images``: catalog name → bytes, ``None``: not saved),
+    the ``missing`` inputs and the ``indexed`` other outputs."""
+    document = findings_document([findings])
+    blocks = figure_blocks(tables, images)
+    by_section: dict[str, list[MissingInput]] = {}
+    unread = []
+    for entry in missing:
+        experiment = experiment_of(entry.name)
+        (by_section.setdefault(experiment.key, []) if experiment else unread).append(entry)
+    sections = [_experiment_html(experiment, findings, document["claims"], blocks, by_section.get(experiment.key, []),
+                                 tables) for experiment in EXPERIMENTS]
+    contents = [(experiment.key, experiment.title) for experiment in EXPERIMENTS]
+    if unread:
+        contents.append(("missing", "Missing inputs"))
+        sections.append(f"<section id='missing'><h2>Missing inputs</h2>{missing_html(unread)}</section>")
     if indexed:
-        parts.append(_index_html(indexed))
-    parts.append("</body></html>")
-    return "\n".join(parts)
+        contents.append(("outputs", "Every other output of the run"))
+        sections.append(_index_html(indexed))
+    head = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{_STYLE}</style>{plotly_script()}</head>")
+    body = [f"<body><h1>{html.escape(title)}</h1>", markdown_html(provenance(document)), _contents(contents),
+            *sections, findings_element(findings), "</body></html>"]
+    return "\n".join([head, *body])

@@ -1,5 +1,5 @@
-"""The ``report`` node: the findings of :mod:`thinkalike.reports.findings`, the figures and an index of the run's other
-outputs, as one HTML file."""
+"""The ``report`` node: the findings of :mod:`thinkalike.reports.findings`, experiment by experiment with their
+figures (:mod:`thinkalike.reports.report`), and an index of the run's other outputs, as one HTML file."""
 
 from __future__ import annotations
 
@@ -7,17 +7,19 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from thinkalike.reports.findings import claims_of, collect_findings, render_findings
+from thinkalike.reports.findings import claims_of, collect_findings
 from thinkalike.reports.findings.claims import single_run
 from thinkalike.reports.report import FIGURES, IndexedOutput, MissingInput, describe_output, report_html
+
+TITLE = "ThinkAlike: every experiment of the run"
 
 logger = logging.getLogger(__name__)
 
 _FIGURE_NAMES = {name for name, _, _ in FIGURES}
-_PIPELINE_PREFIXES = (("models.nli.", "nli"), ("cka_", "cka"), ("stitching_", "stitching"), ("mlem_", "mlem"),
-                      ("embedding_", "embedding"), ("scaling_", "scaling"), ("zoo_", "zoo"), ("corpus_", "corpus"),
-                      ("similarity_", "cka"), ("dimension_shares", "cka"), ("rogue_", "cka"), ("measure_", "cka"),
-                      ("models.", "zoo"))
+_PIPELINE_PREFIXES = (("models.nli.", "nli"), ("models.cka.", "cka"), ("cka_", "cka"), ("stitching_", "stitching"),
+                      ("mlem_", "mlem"), ("embedding_", "embedding"), ("scaling_", "scaling"), ("zoo_", "zoo"),
+                      ("corpus_", "corpus"), ("similarity_", "cka"), ("dimension_shares", "cka"), ("rogue_", "cka"),
+                      ("measure_", "cka"), ("models.", "zoo"))
 
 
 class NeverSaved:
@@ -55,10 +57,9 @@ def write_report(parameters: dict[str, Any], *values: Any, names: Sequence[str],
                                if name.endswith(".model_config") and name.startswith("models.") and value is not None
                                and name != "models.nli.encoder.model_config"}
     collected = collect_findings(tables)
-    findings = render_findings(collected)
-    figures = {name: by_name.get(name) for name in _FIGURE_NAMES}
+    images = {name: by_name.get(name) for name in _FIGURE_NAMES}
     if missing:
         logger.info("report: %d input(s) never saved, listed in the report: %s", len(missing),
                     ", ".join(m.name for m in missing[:8]) + (" …" if len(missing) > 8 else ""))
     claims = {"claims": single_run(claims_of(collected))}
-    return report_html("ThinkAlike: every experiment of the run", findings, figures, missing, index), claims
+    return report_html(TITLE, collected, tables, images, missing, index), claims

@@ -1,11 +1,12 @@
-"""``report``: one node, ``models.report.write_experiments_report``, reading the saved outputs of every experiment (the findings'
-tables, every zoo model's config, the scaling summary and the figures of
-:data:`thinkalike.reports.report.FIGURES`, then the summaries' other outputs for its index) and writing ``report``
-(data/08_reporting/report.html) and ``run_claims`` (the run's claims with their margins, logged to MLflow as
-``claim.<id>``). In a full run it
-comes last (it reads every pipeline's outputs); alone (``kedro run --pipelines report``) it reads the latest saved
-versions, and :class:`~thinkalike.pipelines.report.hooks.MissingReportInputsHooks` stands in for any that
-was never saved, which the report lists instead of failing."""
+"""``report``: one node, ``models.report.write_experiments_report``, reading the saved outputs of every experiment
+(the findings' tables, every zoo model's config, the scaling summary, every CKA pair's ``measures_table``, the
+figures of :data:`thinkalike.reports.report.FIGURES` and the ``cka`` pipeline's interactive heatmaps, then the
+summaries' other outputs for its index) and writing ``report`` (data/08_reporting/report.html) and ``run_claims``
+(the run's claims with their margins, logged to MLflow as ``claim.<id>``). In a full run it comes last (it reads
+every pipeline's outputs); alone (``kedro run --pipelines report``) it reads the latest saved versions, and
+:class:`~thinkalike.pipelines.report.hooks.MissingReportInputsHooks` stands in for any that was never saved, which
+the report lists instead of failing. The run's timings are saved after it, when the run ends:
+:mod:`thinkalike.pipelines.report.timings` then renders them into the report this run wrote."""
 
 from __future__ import annotations
 
@@ -14,19 +15,27 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.activations.schema import zoo_model_names
+from thinkalike.pipelines.activations.schema import configured_models, zoo_model_names
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
-from thinkalike.pipelines.cka.pipeline import CALIBRATION_SUMMARY, MEASURES_SUMMARY_OUTPUTS
-from thinkalike.pipelines.cka.schema import parse_cka
+from thinkalike.pipelines.cka.pairs import all_cka_pairs, pair_dataset
+from thinkalike.pipelines.cka.pipeline import CALIBRATION_SUMMARY, MEASURES_OUTPUT, MEASURES_SUMMARY_OUTPUTS
+from thinkalike.pipelines.cka.schema import CKAParameters, parse_cka, validate_cka
 from thinkalike.pipelines.namespaces import group_namespace, model_dataset
 from thinkalike.pipelines.report import nodes
 from thinkalike.pipelines.scaling.family import scaling_plan
+from thinkalike.reports.experiments import CKA_HEATMAPS
 from thinkalike.reports.findings import TABLES
 from thinkalike.reports.report import FIGURES
 
 NODE_NAME = f"{group_namespace('report')}.write_experiments_report"  # the node's full name
-#: Saved after the last node by the timing hook, so never this run's: the report leaves it out.
+#: Saved after the last node by the timing hook, so never this run's: the report leaves it out, and the hook renders
+#: it into the report afterwards (:mod:`thinkalike.pipelines.report.timings`).
 NOT_READ = ("run_timings",)
+
+
+def _measured(cka: CKAParameters) -> bool:
+    """Whether the ``cka`` pipeline computes the measures beyond CKA (``cka.measures.names``, stored mode)."""
+    return bool(cka.measures.names) and cka.mode != "streaming"
 
 
 def _measures_left_out(parameters: Mapping[str, Any]) -> set[str]:
@@ -40,14 +49,33 @@ def _measures_left_out(parameters: Mapping[str, Any]) -> set[str]:
         cka = parse_cka(parameters["cka"])
     except ValueError:  # broken settings: the cka pipeline names the error; the report reads what was saved
         return set()
-    if not cka.measures.names or cka.mode == "streaming":
+    if not _measured(cka):
         return everything
     return set() if cka.measures.calibrated else {CALIBRATION_SUMMARY}
 
 
+def measures_tables(parameters: Mapping[str, Any]) -> list[str]:
+    """Every CKA pair's ``measures_table`` where the measures are computed (the dimensions each measure compared,
+    :mod:`thinkalike.reports.measure_space`): the pairs of :func:`~thinkalike.pipelines.cka.pairs.all_cka_pairs`.
+    None without measures, or with a ``cka`` section that cannot be read (the cka pipeline names its error).
+    kedro-viz draws these tables in the ``models`` box, beside the summaries, as both ``models.cka`` and the report
+    read them."""
+    if not parameters.get("cka"):
+        return []
+    try:
+        models = configured_models(parameters)
+        cka = validate_cka(parameters["cka"], models)
+        pairs = all_cka_pairs(parameters, cka.pairs, models)
+    except ValueError:
+        return []
+    return [pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs] if _measured(cka) else []
+
+
 def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
-    """The catalog datasets the report reads (besides ``parameters``), in the node's order. Without a scaling family
-    (:func:`~thinkalike.pipelines.scaling.family.scaling_plan`) the scaling outputs are left out: nothing makes
+    """The catalog datasets the report reads (besides ``parameters``), in the node's order: the findings' tables, the
+    zoo's configs, the CKA pairs' measures tables (:func:`measures_tables`) and the figures (the saved PNGs and the
+    ``cka`` pipeline's interactive heatmaps, :data:`~thinkalike.reports.experiments.CKA_HEATMAPS`). Without a scaling
+    family (:func:`~thinkalike.pipelines.scaling.family.scaling_plan`) the scaling outputs are left out: nothing makes
     them, and the report says there is no family; likewise the measures' summaries without ``cka.measures``."""
     zoo = zoo_model_names(parameters)
     try:
@@ -58,7 +86,8 @@ def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
     left_out |= _measures_left_out(parameters)
     tables = [name for name in TABLES if name not in left_out]
     figures = [name for name, _, pipeline in FIGURES if (scaling or pipeline != "scaling") and name not in left_out]
-    return tables + [model_dataset(model, "model_config") for model in zoo] + figures
+    configs = [model_dataset(model, "model_config") for model in zoo]
+    return tables + configs + measures_tables(parameters) + figures + [CKA_HEATMAPS]
 
 
 def create_pipeline(parameters: Mapping[str, Any], indexed: Sequence[str] = ()) -> Pipeline:

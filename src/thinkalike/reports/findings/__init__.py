@@ -65,7 +65,7 @@ from thinkalike.reports.findings.timing import (RUN_BUDGET_SECONDS, claims_timin
 
 
 __all__ = ["END_MARKER", "REGENERATE", "START_MARKER", "TABLES", "at_risk", "claims_of", "collect_errors", "collect_findings",
-           "findings_document", "missing_tables", "model_facts", "model_roles", "readme_region", "render_document",
+           "findings_document", "missing_tables", "model_facts", "model_roles", "provenance", "readme_region", "render_document",
            "render_findings", "replace_region", "source_digest", "wrap"]
 
 #: Catalog datasets :func:`collect_findings` reads (any may be missing); plus ``parameters`` and ``model_configs``.
@@ -318,7 +318,8 @@ def render_findings(findings: Mapping[str, Any]) -> str:
     return render_document(findings_document([findings]))
 
 
-def _provenance(document: Mapping[str, Any]) -> str:
+def provenance(document: Mapping[str, Any]) -> str:
+    """Where the findings of a document come from: one run, or the replicates with their commits, seeds and cost."""
     replicates = document["replicates"]
     claims = document["claims"]
     held = sum(c["status"] == HOLDS for c in claims)
@@ -365,7 +366,7 @@ def render_document(document: Mapping[str, Any]) -> str:
     replicates = document["replicates"]
     first = replicates[0]["findings"]
     word = "replicates" if len(replicates) > 1 else "runs"
-    paragraphs = [_provenance(document), render_timing(first)]
+    paragraphs = [provenance(document), render_timing(first)]
     sections = by_section(document["claims"])
     roundoff = document.get("roundoff")
     withheld = frozenset(at_risk(roundoff, document["claims"])) if roundoff else frozenset()
