@@ -14,15 +14,15 @@ from click import ClickException
 from kedro.config import MissingConfigException
 from kedro.framework.hooks import hook_impl
 
+from thinkalike.output_rules import apply_rules
 from thinkalike.pipelines.builders import all_output_rules
 from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import run_parameters
 from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
-from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.run_selection import pipelines_in_run
+from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
-from thinkalike.output_rules import apply_rules
 from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
 from thinkalike.tracking import (
     DeferredRecorder,

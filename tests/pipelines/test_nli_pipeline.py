@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from thinkalike.nli.analysis import (
-    BASELINE,
     RELATIONS,
     copy_names,
     identity_stitch_table,
@@ -132,11 +131,11 @@ def test_a_sweep_copy_at_the_experiments_fraction_is_the_experiments_copy(tiny_p
     """At nli.pairs.counterexample_fraction the sweep's copies have the experiment's pairs and seeds: their rows are
     the experiment's copies' accuracies, and equal what fine-tuning them again gives (the path they skip)."""
     from thinkalike.language.nli import accuracy_table, generate_pairs
+    from thinkalike.models.finetune import copy_seeds
     from thinkalike.nli.analysis import accuracy_summary
     from thinkalike.pipelines.nli.nodes import SWEEP_COLUMNS, _finetune, sweep_fractions
     from thinkalike.pipelines.nli.schema import NLIParameters
     from thinkalike.pipelines.schema import validate_section
-    from thinkalike.models.finetune import copy_seeds
 
     _, catalog = tiny_project
     nli = catalog.load("params:nli")

@@ -234,7 +234,7 @@ def fit_fold(features: FeatureTable, vectors: torch.Tensor, settings: MLEMSettin
     model = MetricModel(features.n_features, settings.interactions).to(vectors.device)
     optimiser = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
     best, waited, step = np.inf, 0, 0
-    for step in range(1, settings.max_steps + 1):
+    for step in range(1, settings.max_steps + 1):  # noqa: B007 - the steps taken are returned after the loop
         first, second = random_pairs(features.n_stimuli, pairs_per_step, generator)
         first, second = first.to(vectors.device), second.to(vectors.device)
         neural = neural_distances(vectors, first, second)

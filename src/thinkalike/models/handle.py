@@ -174,7 +174,7 @@ class ModelHandle(ABC):
     def dtype(self) -> torch.dtype:
         return next(self.module.parameters()).dtype
 
-    def to(self, device: str | torch.device | None = None, dtype: torch.dtype | None = None) -> "ModelHandle":
+    def to(self, device: str | torch.device | None = None, dtype: torch.dtype | None = None) -> ModelHandle:
         self.module.to(device=device, dtype=dtype)
         return self
 

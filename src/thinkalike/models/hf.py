@@ -76,9 +76,9 @@ from typing import Any
 import torch
 
 from thinkalike.models.handle import (
+    MissingWeightsError,
     ModelDimensions,
     ModelHandle,
-    MissingWeightsError,
     NoUnembeddingError,
     UnsupportedArchitectureError,
     check_view_name,
@@ -397,7 +397,7 @@ class HFModelHandle(ModelHandle):
         raise UnsupportedArchitectureError(
             f"{self._name_for_errors}: parameter groups are not mapped for block type {type(blk).__name__}")
 
-    def _mamba_parameters(self, blk) -> "ParameterGroups":
+    def _mamba_parameters(self, blk) -> ParameterGroups:
         mixer = blk.mixer
         d_inner = mixer.out_proj.weight.shape[1]
         return ParameterGroups(

@@ -22,7 +22,6 @@ import pandas as pd
 
 from thinkalike.nli.analysis import GENERALIZING, HEURISTIC, MIDDLE, RELATIONS
 
-
 # --------------------------------------------------------------------------- verdicts
 
 

@@ -30,10 +30,11 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from thinkalike.provenance import git_state, run_record, write_text_atomically
 from thinkalike.reports.findings import (
     END_MARKER,
     START_MARKER,
@@ -48,7 +49,6 @@ from thinkalike.reports.findings import (
     roundoff_comparison,
     source_digest,
 )
-from thinkalike.provenance import git_state, run_record, write_text_atomically
 from thinkalike.reports.findings.claims import HOLDS, check_against, single_run
 
 logger = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ def document_of(findings: list[dict[str, Any]], runs: list[dict[str, Any] | None
     """docs/findings.json's content: the replicates' findings and claims with the digest, the commit, when they were
     collected and the command that regenerates them."""
     return {**findings_document(findings, runs), "source_digest": source_digest(root), **git_state(root),
-            "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command}
+            "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command}
 
 
 def log_claim_status(document: dict[str, Any], repo: Path) -> None:

@@ -42,15 +42,25 @@ from kedro.pipeline import Pipeline
 from kedro.runner import AbstractRunner
 
 from thinkalike.pipelines.namespaces import GPU_WORK
-from thinkalike.runners.load import OutsideLoad, task_slots
 from thinkalike.runners.grouping import TaskGroup, in_memory_crossings, task_groups
-from thinkalike.runners.processes import (FORKSERVER, environment_kept, project_modules, start_forkserver,
-                                          worker_environment)
-from thinkalike.runners.remote import (RemoteHookProvider, TaskReport, import_modules, run_task_group, task_catalog,
-                                       task_modules)
+from thinkalike.runners.load import OutsideLoad, task_slots
+from thinkalike.runners.processes import (
+    FORKSERVER,
+    environment_kept,
+    project_modules,
+    start_forkserver,
+    worker_environment,
+)
+from thinkalike.runners.remote import (
+    RemoteHookProvider,
+    TaskReport,
+    import_modules,
+    run_task_group,
+    task_catalog,
+    task_modules,
+)
 from thinkalike.runners.settings import GPU_RESOURCE, LOCAL, SLURM, ClusterSettings, ClusterSettingsError
 from thinkalike.threads import thread_policy
-
 
 
 @runtime_checkable

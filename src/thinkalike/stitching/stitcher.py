@@ -380,7 +380,8 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
                 trainer = LockstepTrainer(phis, g, layer_g, prepared_train[layer_f], objective, settings, label,
                                           seeds=seeds, fuse=fuse_seeds)
 
-                def heldout(phis=phis, layer_g=layer_g, split=split, fuse=trainer.fuse) -> list[float]:
+                def heldout(phis=phis, layer_g=layer_g, split=split, fuse=trainer.fuse,
+                            curve_batches=curve_batches) -> list[float]:
                     return [losses.mean for losses in lockstep_batch_losses(
                         phis, g, layer_g, split, objective, settings.eval_batch_size, curve_batches, fuse)]
 

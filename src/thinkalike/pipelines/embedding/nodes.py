@@ -21,6 +21,7 @@ from thinkalike.embedding import (
     check_same_vocabulary,
     extract_parameters,
     ff_value_pool,
+    figures,
     keep_k_scores,
     knowledge_lookup,
     read_head_interactions,
@@ -29,8 +30,6 @@ from thinkalike.embedding import (
     residual_pool,
     vocabulary_embedding,
 )
-from thinkalike.embedding import figures
-from thinkalike.embedding.selection import select_blocks, select_heads
 from thinkalike.embedding.finetune_diff import (
     TASK_WORDS,
     ZERO_SHOT_COLUMNS,
@@ -42,13 +41,14 @@ from thinkalike.embedding.finetune_diff import (
     task_labels,
     zero_shot_accuracy,
 )
+from thinkalike.embedding.selection import select_blocks, select_heads
 from thinkalike.language.grammar import lexicon_words
 from thinkalike.models.activation_store import ActivationStore
 from thinkalike.models.finetune import predict_labels
 from thinkalike.models.handle import ModelHandle, default_device
 from thinkalike.models.sources import load_classifier, load_model, load_saved_zoo_model
-from thinkalike.pipelines.embedding.schema import EmbeddingParameters, ReadingsParameters
 from thinkalike.pipelines.corpus.schema import CorpusParameters
+from thinkalike.pipelines.embedding.schema import EmbeddingParameters, ReadingsParameters
 from thinkalike.threads import torch_threads
 
 logger = logging.getLogger(__name__)

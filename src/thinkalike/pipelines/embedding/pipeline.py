@@ -33,9 +33,10 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.models.sources import zoo_target
-from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
+from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.embedding import nodes
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
     GPU_WORK,
     group_namespace,
@@ -44,7 +45,6 @@ from thinkalike.pipelines.namespaces import (
     pair_namespace,
 )
 from thinkalike.pipelines.parameters import section
-from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.schema import validate_section
 
 logger = logging.getLogger(__name__)

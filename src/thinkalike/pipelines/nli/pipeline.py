@@ -16,9 +16,9 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
+from thinkalike.nli.analysis import copy_names
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, namespaced_node
-from thinkalike.nli.analysis import copy_names
 from thinkalike.pipelines.nli import nodes
 from thinkalike.pipelines.nli.schema import parse_nli
 

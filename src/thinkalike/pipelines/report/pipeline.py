@@ -15,9 +15,9 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.schema import zoo_model_names
-from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.cka.pipeline import CALIBRATION_SUMMARY, MEASURES_SUMMARY_OUTPUTS
 from thinkalike.pipelines.cka.schema import parse_cka
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import group_namespace, model_dataset
 from thinkalike.pipelines.report import nodes
 from thinkalike.pipelines.scaling.family import scaling_plan

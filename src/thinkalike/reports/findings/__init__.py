@@ -42,8 +42,7 @@ from typing import Any
 
 from thinkalike.models.sources import is_initialisation
 from thinkalike.reports.findings.cka import claims_cka, collect_cka
-from thinkalike.reports.findings.claims import (HOLDS, MIXED, Claim, by_section, merge_claims, render_claims,
-                                                single_run)
+from thinkalike.reports.findings.claims import HOLDS, MIXED, Claim, by_section, merge_claims, render_claims, single_run
 from thinkalike.reports.findings.embedding import claims_embedding, collect_embedding
 from thinkalike.reports.findings.measures import claims_measures, collect_measures
 from thinkalike.reports.findings.mlem import claims_mlem, collect_mlem
@@ -58,11 +57,26 @@ from thinkalike.reports.findings.readme import (  # the README region and its di
 )
 from thinkalike.reports.findings.scaling import claims_scaling
 from thinkalike.reports.findings.stitching import claims_stitching, collect_stitching
-from thinkalike.reports.findings.text import (LITERATURE, guarded, jsonable, missing_section, not_run_sentence,
-                                              plural_text, seconds_text, table_of, without_models, wrap)
-from thinkalike.reports.findings.timing import (RUN_BUDGET_SECONDS, claims_timing, collect_corpus, collect_timing,
-                                                collect_zoo, render_timing)
-
+from thinkalike.reports.findings.text import (
+    LITERATURE,
+    guarded,
+    jsonable,
+    missing_section,
+    not_run_sentence,
+    plural_text,
+    seconds_text,
+    table_of,
+    without_models,
+    wrap,
+)
+from thinkalike.reports.findings.timing import (
+    RUN_BUDGET_SECONDS,
+    claims_timing,
+    collect_corpus,
+    collect_timing,
+    collect_zoo,
+    render_timing,
+)
 
 __all__ = ["END_MARKER", "REGENERATE", "START_MARKER", "TABLES", "at_risk", "claims_of", "collect_errors", "collect_findings",
            "findings_document", "missing_tables", "model_facts", "model_roles", "readme_region", "render_document",

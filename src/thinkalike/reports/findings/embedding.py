@@ -10,10 +10,20 @@ from typing import Any
 import pandas as pd
 
 from thinkalike.reports.findings.claims import Claim, best_of, greater
-from thinkalike.reports.findings.text import (LITERATURE, as_float, code_text, guarded, int_list, ints_text,
-                                              list_text, missing_section, not_run_sentence, number_text, span_of,
-                                              table_of)
-
+from thinkalike.reports.findings.text import (
+    LITERATURE,
+    as_float,
+    code_text,
+    guarded,
+    int_list,
+    ints_text,
+    list_text,
+    missing_section,
+    not_run_sentence,
+    number_text,
+    span_of,
+    table_of,
+)
 
 #: keep-k: E' = E^T counts as "level with" E^+ within this much.
 KEEP_K_LEVEL = 0.02

@@ -10,9 +10,18 @@ from typing import Any
 import pandas as pd
 
 from thinkalike.reports.findings.claims import Claim, best_of, greater
-from thinkalike.reports.findings.text import (LITERATURE, as_float, code_text, int_list, missing_section,
-                                              not_run_sentence, number_text, span_of, table_of, without_models)
-
+from thinkalike.reports.findings.text import (
+    LITERATURE,
+    as_float,
+    code_text,
+    int_list,
+    missing_section,
+    not_run_sentence,
+    number_text,
+    span_of,
+    table_of,
+    without_models,
+)
 
 #: Number and tense count as explaining "next to nothing" when their permutation importance stays within this much of 0
 #: at every layer (the measures' criterion for "reads 0": |alikeness| ≤ 0.05).

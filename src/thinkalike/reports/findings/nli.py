@@ -12,9 +12,18 @@ import numpy as np
 import pandas as pd
 
 from thinkalike.reports.findings.claims import Claim, best_of, every, finite, greater
-from thinkalike.reports.findings.text import (LITERATURE, as_float, guarded, int_list, list_text, missing_section,
-                                              not_run_sentence, number_text, span_of, table_of)
-
+from thinkalike.reports.findings.text import (
+    LITERATURE,
+    as_float,
+    guarded,
+    int_list,
+    list_text,
+    missing_section,
+    not_run_sentence,
+    number_text,
+    span_of,
+    table_of,
+)
 
 #: OOD penalties / fractions: an NLI copy is "mostly heuristic" below this OOD non-entailed accuracy.
 HEURISTIC_BELOW = 0.5

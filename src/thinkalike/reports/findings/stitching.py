@@ -12,9 +12,17 @@ import numpy as np
 import pandas as pd
 
 from thinkalike.reports.findings.claims import Claim, every, greater
-from thinkalike.reports.findings.text import (as_float, int_list, ints_text, list_text, missing_section,
-                                              not_run_sentence, number_text, span_of, table_of)
-
+from thinkalike.reports.findings.text import (
+    as_float,
+    int_list,
+    ints_text,
+    list_text,
+    missing_section,
+    not_run_sentence,
+    number_text,
+    span_of,
+    table_of,
+)
 
 KIND_LABELS = {"identity": "identity", "affine": "affine", "affine_ln": "affine + LayerNorm"}
 

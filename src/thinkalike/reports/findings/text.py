@@ -15,7 +15,6 @@ import pandas as pd
 
 from thinkalike.run_clock import format_seconds
 
-
 #: Numbers from the papers the findings are compared with (not measured here).
 LITERATURE: dict[str, Any] = {
     "mlem_spearman": 0.7,                   # Jalouzot et al. 2024: held-out Spearman > 0.7 on BERT, GPT-2, Mamba
