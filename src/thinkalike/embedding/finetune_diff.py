@@ -107,15 +107,15 @@ def feature_token_ids(tokenizer: Any, feature_words: Sequence[str] | frozenset[s
                       lexicon: Sequence[str] | frozenset[str]) -> set[int]:
     """Ids of the tokens that occur only inside ``feature_words`` among the ``lexicon`` words' tokenisations
     (each word tokenised alone, without special tokens); tokens no lexicon word uses are not feature tokens."""
-    feature_words = set(feature_words)
-    words = sorted(set(lexicon) | feature_words)
+    features = set(feature_words)
+    words = sorted(set(lexicon) | features)
     encoded = tokenizer(words, add_special_tokens=False)["input_ids"]
     users: dict[int, set[str]] = {}
     for word, ids in zip(words, encoded):
         for token in ids:
             users.setdefault(int(token), set()).add(word)
     special = set(getattr(tokenizer, "all_special_ids", ()) or ())
-    return {token for token, owners in users.items() if owners <= feature_words and token not in special}
+    return {token for token, owners in users.items() if owners <= features and token not in special}
 
 
 def finetune_top_layers(encoder_weights: Mapping[str, torch.Tensor], encoder_config: Mapping[str, Any],

@@ -137,7 +137,8 @@ def _group_sums(keys: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.nd
     inverse = np.argsort(order)[inverse.reshape(-1)]
     counts = np.bincount(inverse, minlength=len(unique))
     sums = np.zeros((tokens.shape[0], len(unique), tokens.shape[2]), dtype=np.float64)
-    np.add.at(sums, (slice(None), inverse), tokens.astype(np.float64))
+    # numpy's stub types ufunc.at's indices as integer arrays only; a tuple index (slice, array) is valid numpy
+    np.add.at(sums, (slice(None), inverse), tokens.astype(np.float64))  # type: ignore[arg-type]
     return unique[order].astype(np.int64), sums, counts
 
 

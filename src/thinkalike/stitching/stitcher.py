@@ -360,6 +360,7 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
             if lstsq_layers:
                 init_batches = _init_batches(next(iter(prepared_train.values())), g, lstsq_layers,
                                              settings.init_max_tokens, forward_batch)
+        used_seeds: tuple[int, ...]
         for (layer_f, layer_g, kind), init in zip(stitches, inits):
             started = time.perf_counter()
             label = describe_pair(f, g, layer_f, layer_g, kind)
