@@ -28,7 +28,7 @@ PLOTLY_WIDTH = 1050  # px: the interactive figures as wide as the PNGs
 LAYER_LABEL = "layer (0 = embeddings)"
 
 #: 40 distinct (line style, colour) combinations: the 10 tab10 colours solid, then dashed, …
-DISTINCT_LINES = cycler(linestyle=["-", "--", "-.", ":"]) * cycler(color=list(matplotlib.colormaps["tab10"].colors))
+DISTINCT_LINES = cycler(linestyle=["-", "--", "-.", ":"]) * cycler(color=matplotlib.color_sequences["tab10"])
 
 Item = TypeVar("Item")
 

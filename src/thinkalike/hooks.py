@@ -196,7 +196,7 @@ class MlflowTrackingHooks:
         return self._recorder if isinstance(self._recorder, DeferredRecorder) else None
 
     def merge_remote(self, report: DeferredRecorder | None) -> None:
-        if report is not None and self._recorder is not None:
+        if report is not None and isinstance(self._recorder, RunRecorder):  # the driver's (workers' defer)
             report.replay(self._recorder)
 
     @hook_impl(trylast=True)
@@ -208,9 +208,9 @@ class MlflowTrackingHooks:
         self._end("FAILED")
 
     def _end(self, status: str) -> None:
-        if self._recorder is not None:
+        if isinstance(self._recorder, RunRecorder):  # a worker's DeferredRecorder has no run to end
             self._recorder.end(status)
-            self._recorder = None
+        self._recorder = None
 
 
 def run_name(run_params: dict[str, Any]) -> str:

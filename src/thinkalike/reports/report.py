@@ -112,8 +112,8 @@ def report_html(title: str, findings_markdown: str, figures: Mapping[str, bytes 
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
     parts.append("<h2>Findings</h2>" + markdown.render(findings_markdown))
-    shown = [(name, caption) for name, caption, _ in FIGURES if figures.get(name)]
-    parts.append("<h2>Figures</h2>" + "".join(_figure_html(caption, figures[name]) for name, caption in shown))
+    shown = [(caption, image) for name, caption, _ in FIGURES if (image := figures.get(name))]
+    parts.append("<h2>Figures</h2>" + "".join(_figure_html(caption, image) for caption, image in shown))
     if missing:
         items = "".join(f"<li><code>{html.escape(m.name)}</code> (pipeline <code>{html.escape(m.pipeline)}</code>)"
                         "</li>" for m in missing)

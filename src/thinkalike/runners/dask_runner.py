@@ -38,7 +38,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from click import ClickException
 from kedro.io import MemoryDataset
-from kedro.pipeline import Pipeline
+from kedro.pipeline import Node, Pipeline
 from kedro.runner import AbstractRunner
 
 from thinkalike.pipelines.namespaces import GPU_WORK
@@ -117,7 +117,7 @@ class DaskRunner(AbstractRunner):
         self._logger.info("DaskRunner: %d nodes in %d tasks (%d asking for a GPU)", len(pipeline.nodes), len(groups),
                           sum(bool(item) for item in resources.values()))
         done_groups: set[str] = set()
-        done_nodes = []
+        done_nodes: list[Node] = []
         # what a local cluster's workers import at once (another cluster's: each at its first task)
         modules = (task_modules(pipeline.nodes, [*_datasets(catalog, pipeline), *providers])
                    if self.settings.cluster == LOCAL else [])

@@ -92,7 +92,8 @@ def lookup_tokens(tokenizer: Any, words: list[str], key: str) -> list[int]:
     ids of its pieces (``tokenizer(word)``); a word with no token is an error naming ``key``."""
     if tokenizer is None:
         raise ValueError(f"{key}: the model has no tokenizer to look the words up in")
-    vocabulary, ids = tokenizer.get_vocab(), []
+    vocabulary = tokenizer.get_vocab()
+    ids: list[int] = []
     for word in words:
         pieces = [vocabulary[word]] if word in vocabulary else tokenizer(word, add_special_tokens=False)["input_ids"]
         if not pieces:

@@ -92,8 +92,10 @@ def model_pipeline(model: str, spec: str, settings: EmbeddingParameters, corpus:
                              [model_dataset(model, "activations"), *own], KEEP_K_OUTPUTS,
                              name="measure_keep_k", namespace=box)]
     if corpus is not None:
+        target = zoo_target(spec)
+        assert target is not None  # validate_embedding fine-tunes zoo models only
         built.append(namespaced_node(with_fixed_arguments(nodes.finetune_model, settings=settings, corpus=corpus, model=model),
-                                     [*zoo_sources(zoo_target(spec))[:2], "tokenizer", "train_sentences"],
+                                     [*zoo_sources(target)[:2], "tokenizer", "train_sentences"],
                                      FINETUNE_OUTPUTS, name="finetune_top_layers", namespace=box, tags=[GPU_WORK]))
     return Pipeline(built)
 

@@ -68,7 +68,7 @@ def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dic
                 changes[variant] = {"max_abs_change": as_float(abs(delta[pair])), "change": as_float(delta[pair]),
                                     "pair": list(pair), "n_pairs": int(len(delta))}
     calibration = table_of(tables, "similarity_calibration")
-    calibrated = None
+    calibrated: dict[str, Any] | None = None
     if calibration is not None and len(calibration):
         calibrated = {"n_pairs": int(calibration[["model_a", "model_b"]].drop_duplicates().shape[0]),
                       "n_permutations": int(calibration["n_permutations"].max()), "statistics": {}}

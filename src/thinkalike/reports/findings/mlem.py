@@ -394,7 +394,7 @@ def _last_layer_claims(mlem: Mapping[str, Any]) -> list[Claim]:
         dominant_score = scores.get(dominant) if dominant else None
         extra = {f: {"model": m["model"], "layer": m["layer"], "label": _feature(f),
                      **({"dominant_label": _feature(dominant), "dominant_score": dominant_score}
-                        if dominant_score is not None and f != dominant else {})} for f in scores}
+                        if dominant and dominant_score is not None and f != dominant else {})} for f in scores}
         for claim in best_of(f"mlem.last_layer_top.{m['model']}", "", scores, higher=True, values=extra):
             feature = claim.id.rsplit(".", 1)[1]
             if feature == dominant:
