@@ -215,9 +215,10 @@ def zero_shot_accuracy(tuned_a: ModelHandle, handle_b: ModelHandle, embedding_a:
     if bad:
         raise ValueError(f"layers {bad} outside 0 … {top} (the shallower model's depth)")
     mapping = zero_shot_map(embedding_b.float(), embedding_a.float()).to(handle_b.device)
-    ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
-    mask = torch.as_tensor(np.asarray(attention_mask), dtype=torch.long)
-    targets = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    # copies (torch.tensor): the arrays may be read-only (loaded datasets), which torch cannot share
+    ids = torch.tensor(np.asarray(input_ids), dtype=torch.long)
+    mask = torch.tensor(np.asarray(attention_mask), dtype=torch.long)
+    targets = torch.tensor(np.asarray(labels), dtype=torch.long)
     correct = dict.fromkeys(layers, 0)
     for start in range(0, len(ids), batch_size):
         batch_ids, batch_mask = ids[start:start + batch_size], mask[start:start + batch_size]
