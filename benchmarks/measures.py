@@ -110,7 +110,6 @@ def traced(fn, *args, **kwargs) -> tuple[float, float, float]:
 
 def grid(args: argparse.Namespace) -> None:
     from thinkalike.measures import calibration, layerwise
-
     from thinkalike.measures.distances import match_layers_by_relative_depth
 
     layers_a, layers_b = make_layers(args.grid, args.tokens[0], args.dims[0], args.dims[1], args.seed)

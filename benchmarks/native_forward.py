@@ -12,6 +12,7 @@ the ratio bridge / fast and the largest logit difference between the two are pri
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
 
@@ -74,10 +75,11 @@ def main() -> None:
                 for parameter in module.parameters():
                     parameter.requires_grad_(False)
             best = {"bridge": float("inf"), "fast": float("inf")}
+            step = functools.partial(_step, module, ids, mask, tail)
             for _ in range(args.repeats):
                 with bridge_path(module):
-                    best["bridge"] = min(best["bridge"], _time(lambda: _step(module, ids, mask, tail), args.steps))
-                best["fast"] = min(best["fast"], _time(lambda: _step(module, ids, mask, tail), args.steps))
+                    best["bridge"] = min(best["bridge"], _time(step, args.steps))
+                best["fast"] = min(best["fast"], _time(step, args.steps))
             print(f"| {name} | {work} | {best['bridge'] * 1e3:.1f} | {best['fast'] * 1e3:.1f} | "
                   f"{best['bridge'] / best['fast']:.2f}× | {difference:.1e} |")
 

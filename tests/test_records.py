@@ -13,11 +13,11 @@ from matplotlib.figure import Figure
 
 from tests.pipelines.conftest import PROJECT_ROOT
 from thinkalike.hooks import record_saved_output
+from thinkalike.output_rules import GENERIC_RULES, OutputRule, SavedOutput, apply_rules, matching_rules, named
 from thinkalike.pipelines.builders import all_output_rules, build_pipelines
 from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.pipelines.specs import pipeline_specs
-from thinkalike.output_rules import GENERIC_RULES, OutputRule, SavedOutput, apply_rules, matching_rules, named
 
 
 class Collected:

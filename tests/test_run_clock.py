@@ -4,7 +4,6 @@ import math
 import threading
 import time
 
-import numpy as np
 import pytest
 
 from thinkalike.run_clock import (
@@ -14,7 +13,6 @@ from thinkalike.run_clock import (
     Probes,
     RunClock,
     format_seconds,
-    peak_rss_mb,
     pipeline_totals,
     timing_metrics,
 )
@@ -115,7 +113,7 @@ def test_spans_from_worker_processes_join_the_table_by_their_wall_clock_start():
     driver = FakeMachine()
     clock = RunClock({"a": "zoo", "b": "zoo", "c": "cka"}, driver.probes())
     workers = {name: FakeMachine() for name in ("host:1", "host:2")}
-    for offset, (name, machine) in enumerate(workers.items()):
+    for offset, machine in enumerate(workers.values()):
         machine.wall = 5000.0 * (offset + 1)  # another process's perf counter
         machine.spend(0.0)
     spans = {}

@@ -28,6 +28,11 @@ from omegaconf import DictConfig, OmegaConf
 from thinkalike.replicate_seeds import replicate_parameters
 
 
+def _as_mapping(container: object) -> Mapping[str, Any]:
+    """A parameters file's top level: a mapping (an empty file reads as None)."""
+    return container if isinstance(container, Mapping) else {}
+
+
 def merge_parameters(base: Mapping[str, Any], environment: Mapping[str, Any], replaced_whole: Collection[str] = (),
                      prefix: str = "") -> dict[str, Any]:
     """``base`` with ``environment``'s values, key by key: where both hold a mapping (and its full key, ``prefix``
@@ -80,7 +85,7 @@ class ReplicateConfigLoader(OmegaConfigLoader):
             environment_configs = raw[1]
             self._environment_parameter_keys = {
                 path for config in environment_configs.values()
-                for path in key_paths(OmegaConf.to_container(config, resolve=False))}
+                for path in key_paths(_as_mapping(OmegaConf.to_container(config, resolve=False)))}
         return raw
 
     def _merge_configs(self, config: dict[str, Any], env_config: dict[str, Any], key: str, env_path: str) -> Any:

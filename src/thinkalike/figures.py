@@ -28,7 +28,7 @@ PLOTLY_WIDTH = 1050  # px: the interactive figures as wide as the PNGs
 LAYER_LABEL = "layer (0 = embeddings)"
 
 #: 40 distinct (line style, colour) combinations: the 10 tab10 colours solid, then dashed, …
-DISTINCT_LINES = cycler(linestyle=["-", "--", "-.", ":"]) * cycler(color=list(matplotlib.colormaps["tab10"].colors))
+DISTINCT_LINES = cycler(linestyle=["-", "--", "-.", ":"]) * cycler(color=matplotlib.color_sequences["tab10"])
 
 Item = TypeVar("Item")
 
@@ -65,3 +65,10 @@ def dropdown_figure(figures: Mapping[str, go.Figure], title: str) -> go.Figure:
                                          "x": 0.0, "xanchor": "left", "y": 1.12, "yanchor": "bottom"}],
                            margin={"t": 120})
     return combined
+
+
+def legend_if_labelled(axis: Any, **options: Any) -> None:
+    """``axis.legend(**options)`` when the axis has a labelled artist; an empty panel (nothing to compare) gets
+    none instead of matplotlib's "No artists with labels" warning."""
+    if axis.get_legend_handles_labels()[0]:
+        axis.legend(**options)

@@ -14,15 +14,15 @@ from click import ClickException
 from kedro.config import MissingConfigException
 from kedro.framework.hooks import hook_impl
 
+from thinkalike.output_rules import apply_rules
 from thinkalike.pipelines.builders import all_output_rules
 from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import run_parameters
 from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
-from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.run_selection import pipelines_in_run
+from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
-from thinkalike.output_rules import apply_rules
 from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
 from thinkalike.tracking import (
     DeferredRecorder,
@@ -196,7 +196,7 @@ class MlflowTrackingHooks:
         return self._recorder if isinstance(self._recorder, DeferredRecorder) else None
 
     def merge_remote(self, report: DeferredRecorder | None) -> None:
-        if report is not None and self._recorder is not None:
+        if report is not None and isinstance(self._recorder, RunRecorder):  # the driver's (workers' defer)
             report.replay(self._recorder)
 
     @hook_impl(trylast=True)
@@ -208,9 +208,9 @@ class MlflowTrackingHooks:
         self._end("FAILED")
 
     def _end(self, status: str) -> None:
-        if self._recorder is not None:
+        if isinstance(self._recorder, RunRecorder):  # a worker's DeferredRecorder has no run to end
             self._recorder.end(status)
-            self._recorder = None
+        self._recorder = None
 
 
 def run_name(run_params: dict[str, Any]) -> str:

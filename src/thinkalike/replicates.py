@@ -41,7 +41,7 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +117,7 @@ def run_replicate(project: Path, workdir: Path, env: str, replicate: int, extra_
     with open(folder / "run.log", "a") as log:
         returncode = subprocess.run(command, cwd=folder, env=environment, stdout=log, stderr=subprocess.STDOUT).returncode
     record = {"replicate": replicate, "returncode": returncode, "seconds": round(time.perf_counter() - started, 1),
-              "finished_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command[1:],
+              "finished_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command[1:],
               "environment": extra_environment, **git_state(project)}
     if returncode == 0:
         write_text_atomically(folder / RUN_RECORD, json.dumps(record, indent=1) + "\n")

@@ -30,10 +30,9 @@ How the thresholds were chosen: this file's null experiment (``null_runs`` at da
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import warnings
-
-import logging
 
 import numpy as np
 import pandas as pd

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import math
 import re
-
-import logging
 import warnings
 
 import numpy as np

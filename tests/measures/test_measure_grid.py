@@ -17,12 +17,12 @@ from thinkalike.measures.figures import measures_heatmap_figure
 from thinkalike.measures.tables import (
     MeasureSettings,
     dimension_shares,
-    remedy_summary,
     grounding_table,
     layer_shares,
     measure_matrix,
     measures_long_table,
     pair_measure_summary,
+    remedy_summary,
 )
 
 NAMES = ("cka", "procrustes", "mean_cca", "rsa", "mutual_knn", "linear_predictivity")

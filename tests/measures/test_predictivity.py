@@ -9,7 +9,6 @@ import warnings
 import numpy as np
 import pytest
 from scipy.stats import ortho_group
-
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
 from sklearn.model_selection import KFold, cross_val_predict

@@ -21,8 +21,8 @@ from sklearn.model_selection import KFold, cross_val_predict
 from thinkalike.measures import cka as cka_module
 from thinkalike.measures.calibration import calibrate
 from thinkalike.measures.cca import prepare_cca, variance_subspace
-from thinkalike.measures.distances import match_layers_by_relative_depth
 from thinkalike.measures.compact import complement_basis, correlation_sum, permuted_condensed, row_factor
+from thinkalike.measures.distances import match_layers_by_relative_depth
 from thinkalike.measures.inputs import centred
 from thinkalike.measures.layerwise import measure_table
 from thinkalike.measures.neighbours import cknna, knn_jaccard, mutual_knn

@@ -101,7 +101,7 @@ def test_the_bridge_runs_where_the_fast_path_does_not_cover_the_call():
     assert native_forward(module, N_CTX + 1, None) is None  # longer than n_ctx: the bridge raises its own error
     assert not NativeForward.of(module).covers(N_CTX, torch.zeros_like(mask))  # a row without a real token
     seen = []
-    hook = module.blocks[0].hook_out.add_hook(lambda value, hook: seen.append(hook.name) or value)
+    module.blocks[0].hook_out.add_hook(lambda value, hook: seen.append(hook.name) or value)
     try:
         assert native_forward(module, N_CTX, mask) is None  # a user's hook must see the forward pass
         bridge_logits(module, ids, mask)

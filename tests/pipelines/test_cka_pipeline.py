@@ -154,7 +154,8 @@ def test_saved_figures_are_paper_sized(tiny_project):
                     "cka_group_curves.png/*/cka_group_curves.png",
                     "zoo_training_curves.png/*/zoo_training_curves.png"):
         (path,) = (project / "data/08_reporting").glob(pattern)
-        assert Image.open(path).size[0] >= 1000, path
+        with Image.open(path) as image:
+            assert image.size[0] >= 1000, path
     curves = catalog.load("cka_group_curves")
     assert ((curves["ci_low"].dropna() >= -1) & (curves["ci_high"].dropna() <= 1)).all()
     buttons = {button.label: button for button in catalog.load("cka_heatmaps_plotly").layout.updatemenus[0].buttons}

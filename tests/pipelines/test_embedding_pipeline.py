@@ -63,7 +63,7 @@ def test_alignment_of_a_model_with_itself_is_the_identity(embedded):
     own = matches[matches["model_a"] == matches["model_b"]]
     assert len(own) == 2 * 6 * 2 and (own["diagonal_fraction"] == 1.0).all()
     similarity = catalog.load("models.embedding.neox_xs__neox_xs.alignment_similarity")
-    for (group, space), part in similarity.groupby(["group", "space"]):
+    for _, part in similarity.groupby(["group", "space"]):
         matrix = part.pivot(index="layer_a", columns="layer_b", values="similarity").to_numpy()
         np.testing.assert_allclose(matrix, matrix.T, atol=1e-9)  # a model with itself: symmetric
         assert ((matrix > 0) & (matrix <= 1)).all()

@@ -27,8 +27,8 @@ from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.builders import build_pipelines, configuration_error_pipeline
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
 from thinkalike.pipelines.parameters import configured_parameters
-from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.run_selection import pipelines_in_run
+from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.specs import keys_replaced_whole, pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
 

@@ -14,8 +14,8 @@ import pytest
 from thinkalike.reports.findings import (
     END_MARKER,
     START_MARKER,
-    collect_errors,
     claims_of,
+    collect_errors,
     collect_findings,
     missing_tables,
     readme_region,

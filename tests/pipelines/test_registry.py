@@ -9,8 +9,8 @@ from kedro.framework.startup import bootstrap_project
 from kedro.pipeline import Node
 
 from tests.pipelines.conftest import make_project_copy
-from thinkalike.pipelines.builders import has_configuration_error
 from thinkalike.pipeline_registry import build_pipelines, register_pipelines
+from thinkalike.pipelines.builders import has_configuration_error
 from thinkalike.pipelines.cka.pairs import pair_namespace
 from thinkalike.pipelines.namespaces import model_dataset
 from thinkalike.pipelines.parameters import configured_parameters

@@ -8,11 +8,10 @@ import os
 import subprocess
 import sys
 
-from thinkalike.reports.findings import claims_of, roundoff_comparison
-from thinkalike.replicates import other_kernels
-from thinkalike.reports.findings_cli import project_findings
-
 from tests.pipelines.conftest import make_project_copy
+from thinkalike.replicates import other_kernels
+from thinkalike.reports.findings import claims_of, roundoff_comparison
+from thinkalike.reports.findings_cli import project_findings
 
 #: A claim "stable enough to test": its margin in the reference run is at least this far from 0.
 STABLE_MARGIN = 0.05

@@ -4,7 +4,7 @@ The default run is the suite's shared one (``tiny_project``); the partial and fa
 fresh project copy (corpus only, seconds). Nothing here asserts how long anything takes.
 """
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -13,11 +13,11 @@ from mlflow import MlflowClient
 
 from tests.pipelines.conftest import make_project_copy, run_project
 from thinkalike.pipeline_registry import build_pipelines
-from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.corpus import nodes as corpus_nodes
 from thinkalike.pipelines.parameters import configured_parameters
-from thinkalike.run_timings_hooks import pipeline_membership
+from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.run_clock import COLUMNS, START_ROW, pipeline_totals
+from thinkalike.run_timings_hooks import pipeline_membership
 
 TIMINGS = Path("data/08_reporting/run_timings.parquet")
 
@@ -69,7 +69,7 @@ def test_the_default_run_saves_a_row_per_node_and_its_totals_go_to_mlflow(tiny_p
     # ... and the run's wall time agrees with clocks outside the hooks: Kedro's session id (a timestamp
     # taken when the session was created) to the end MLflow recorded, which spans a little more than the
     # run itself (the context's creation before it, the table's save and logging after it)
-    session_start = datetime.strptime(session, "%Y-%m-%dT%H.%M.%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+    session_start = datetime.strptime(session, "%Y-%m-%dT%H.%M.%S.%fZ").replace(tzinfo=UTC).timestamp()
     outside = run.info.end_time / 1000 - session_start
     # the part outside the run is fixed work (building and validating the pipelines, saving the table), not a
     # share of the run: on the tiny run it measured 1.4–2.1 s of ~40 s, so the slack is absolute as well

@@ -383,7 +383,7 @@ def test_saved_phis_reevaluate_to_the_tables_losses(stitched):
     assert sorted(own.loc[own["stitch"] == "affine_ln", "phi_seed"]) == [0, 0, 1, 1]
     own = own.set_index(["layer_f", "layer_g", "stitch", "phi_seed"])
     assert (own["n_eval_sequences"] == len(split["sequence_ids"])).all()
-    for (layer_f, layer_g, kind, _), row in own.iterrows():  # identity: nothing trained; affine_ln: W, b and LN
+    for (_, _, kind, _), row in own.iterrows():  # identity: nothing trained; affine_ln: W, b and LN
         width = 0 if kind == "identity" else f.d_model * g.d_model + g.d_model
         assert row["n_parameters"] >= width and (kind != "identity" or row["n_parameters"] == 0)
     for row in table.itertuples():

@@ -8,8 +8,14 @@ from pathlib import Path
 import click
 import pytest
 
-from thinkalike.replicate_seeds import (DATA_SEEDS, SEED_STRIDE, is_data_seed, replicate_of, replicate_parameters,
-                                        seed_paths)
+from thinkalike.replicate_seeds import (
+    DATA_SEEDS,
+    SEED_STRIDE,
+    is_data_seed,
+    replicate_of,
+    replicate_parameters,
+    seed_paths,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

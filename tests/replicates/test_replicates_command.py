@@ -11,8 +11,15 @@ import pytest
 import yaml
 
 from thinkalike.provenance import run_record
-from thinkalike.replicates import (environment_settings, kedro_command, main, other_kernels, prepare_project,
-                                   run_replicates, run_roundoff)
+from thinkalike.replicates import (
+    environment_settings,
+    kedro_command,
+    main,
+    other_kernels,
+    prepare_project,
+    run_replicates,
+    run_roundoff,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

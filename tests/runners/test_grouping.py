@@ -1,5 +1,6 @@
 """Task groups: what one worker runs in order, and what a cluster run refuses (no cluster here)."""
 
+import pytest
 from kedro.pipeline import Pipeline, node
 
 from thinkalike.runners.grouping import in_memory_crossings, task_groups
@@ -49,12 +50,14 @@ def test_namespace_mates_with_other_work_between_them_are_separate_tasks():
 
 def test_groups_that_would_wait_on_each_other_become_single_node_tasks():
     """x.first → x.second directly, and x.first → y → x.third with x.second → x.third: x waits on y, y on x."""
-    pipeline = Pipeline([
+    nodes = [
         node(identity, "input", "x.one", name="first", namespace="x"),
         node(identity, "x.one", "x.two", name="second", namespace="x"),
         node(identity, "x.one", "y.out", name="node", namespace="y"),
         node(combine, ["x.two", "y.out"], "x.three", name="third", namespace="x"),
-    ])
+    ]
+    with pytest.warns(UserWarning, match=r"Namespace 'x' is interrupted by nodes \['y.node'\]"):  # kedro's
+        pipeline = Pipeline(nodes)
     groups = task_groups(pipeline)
     assert sorted(groups) == ["x.first", "x.second", "x.third", "y.node"]
     assert groups["x.third"].depends_on == {"x.second", "y.node"}

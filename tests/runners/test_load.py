@@ -13,7 +13,6 @@ from thinkalike.runners.load import (
     CpuReading,
     OutsideLoad,
     process_tree_seconds,
-    start_own_session,
     task_slots,
 )
 

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thinkalike.measures.cka import ESTIMATORS
-from thinkalike.measures.significance import AGGREGATIONS
+from thinkalike.measures.cka import ESTIMATORS, Estimator
+from thinkalike.measures.significance import AGGREGATIONS, Aggregation
 from thinkalike.models.alignment import check_pooling
 
 CKA_RANGES = {"unbiased": (-1.0, 1.0), "biased": (0.0, 1.0)}
@@ -30,8 +30,8 @@ class CKASettings:
     tables report ``n_batches`` per cell and ``n_finite_layers`` per pair).
     """
 
-    estimator: str = "unbiased"
-    aggregation: str = "mean_of_ratios"
+    estimator: Estimator = "unbiased"
+    aggregation: Aggregation = "mean_of_ratios"
     pooling: str = "token"
     batch_tokens: int = 1024
     n_bootstrap: int = 200

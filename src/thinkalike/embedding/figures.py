@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from thinkalike.figures import legend_if_labelled
+
 DPI = 100
 
 
@@ -27,7 +29,7 @@ def keep_k_figure(scores: pd.DataFrame, model: str) -> Figure:
         axis.set_ylim(-0.05, 1.05)
         axis.set_title(variant.replace("_", " "))
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)
+        legend_if_labelled(axis, fontsize=8)
     condition = float(scores["condition_number"].iloc[0]) if len(scores) else float("nan")
     figure.suptitle(f"{model}: keep-k robust invertibility (V = {int(scores['k'].max())}, cond(E) = {condition:.3g})")
     return figure
@@ -82,7 +84,7 @@ def alignment_summary_figure(matches: pd.DataFrame) -> Figure:
                     fontsize=7)
     axis.set_ylabel("fraction of layers matched to the same layer")
     axis.set_ylim(0, 1.05)
-    axis.legend()
+    legend_if_labelled(axis)
     axis.set_title("Diagonal-match fraction of the layer alignment, projected (vocabulary space) vs raw")
     return figure
 
@@ -106,6 +108,6 @@ def zero_shot_figure(table: pd.DataFrame) -> Figure:
         axis.set_ylabel("accuracy")
         axis.set_ylim(0, 1.05)
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)
+        legend_if_labelled(axis, fontsize=8)
     figure.suptitle("Zero-shot stitching through the vocabulary space")
     return figure

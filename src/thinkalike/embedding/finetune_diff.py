@@ -107,15 +107,15 @@ def feature_token_ids(tokenizer: Any, feature_words: Sequence[str] | frozenset[s
                       lexicon: Sequence[str] | frozenset[str]) -> set[int]:
     """Ids of the tokens that occur only inside ``feature_words`` among the ``lexicon`` words' tokenisations
     (each word tokenised alone, without special tokens); tokens no lexicon word uses are not feature tokens."""
-    feature_words = set(feature_words)
-    words = sorted(set(lexicon) | feature_words)
+    features = set(feature_words)
+    words = sorted(set(lexicon) | features)
     encoded = tokenizer(words, add_special_tokens=False)["input_ids"]
     users: dict[int, set[str]] = {}
     for word, ids in zip(words, encoded):
         for token in ids:
             users.setdefault(int(token), set()).add(word)
     special = set(getattr(tokenizer, "all_special_ids", ()) or ())
-    return {token for token, owners in users.items() if owners <= feature_words and token not in special}
+    return {token for token, owners in users.items() if owners <= features and token not in special}
 
 
 def finetune_top_layers(encoder_weights: Mapping[str, torch.Tensor], encoder_config: Mapping[str, Any],
@@ -215,9 +215,10 @@ def zero_shot_accuracy(tuned_a: ModelHandle, handle_b: ModelHandle, embedding_a:
     if bad:
         raise ValueError(f"layers {bad} outside 0 … {top} (the shallower model's depth)")
     mapping = zero_shot_map(embedding_b.float(), embedding_a.float()).to(handle_b.device)
-    ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
-    mask = torch.as_tensor(np.asarray(attention_mask), dtype=torch.long)
-    targets = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    # copies (torch.tensor): the arrays may be read-only (loaded datasets), which torch cannot share
+    ids = torch.tensor(np.asarray(input_ids), dtype=torch.long)
+    mask = torch.tensor(np.asarray(attention_mask), dtype=torch.long)
+    targets = torch.tensor(np.asarray(labels), dtype=torch.long)
     correct = dict.fromkeys(layers, 0)
     for start in range(0, len(ids), batch_size):
         batch_ids, batch_mask = ids[start:start + batch_size], mask[start:start + batch_size]

@@ -210,12 +210,13 @@ def knowledge_lookup(parameters: ModelParameters, embedding: torch.Tensor, token
     ids = token_ids(tokenizer, tokens, embedding.shape[1])
     check_k(k_tokens, embedding.shape[1], "k_tokens")
     query = lookup_query(embedding, ids)
-    scores, owners = [], []
+    layer_scores: list[torch.Tensor] = []
+    owners: list[tuple[int, int, int]] = []
     for position, layer in enumerate(parameters.layers):
         rows = _compute(parameters.vectors(group, position), embedding)
-        scores.append(rows @ query)
+        layer_scores.append(rows @ query)
         owners.extend((position, layer, neuron) for neuron in range(rows.shape[0]))
-    scores = torch.cat(scores)
+    scores = torch.cat(layer_scores)
     if not 1 <= top <= scores.numel():
         raise ValueError(f"top: {top} outside 1 … {scores.numel()} ({group} rows of the extracted layers)")
     values, order = scores.topk(top)

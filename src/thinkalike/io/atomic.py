@@ -69,7 +69,8 @@ class AtomicSaveMixin:
     def _write(self, data: Any) -> None:
         """The kedro-datasets class's own save, without its (already applied) wrapper."""
         base = next(cls for cls in type(self).__mro__ if "save" in vars(cls) and not issubclass(cls, AtomicSaveMixin))
-        getattr(base.save, "__wrapped__", base.save)(self, data)
+        save = vars(base)["save"]
+        getattr(save, "__wrapped__", save)(self, data)
 
     def save(self, data: Any) -> None:
         staging = Path(str(self._get_save_path()))

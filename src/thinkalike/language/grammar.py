@@ -90,7 +90,8 @@ class Verb:
 
 def _nouns(spec: str, animate: bool) -> tuple[Noun, ...]:
     """Parse ``"dog/dogs cat/cats ..."`` into nouns."""
-    return tuple(Noun(*pair.split("/"), animate=animate) for pair in spec.split())
+    return tuple(Noun(singular, plural, animate=animate)
+                 for singular, plural in (pair.split("/") for pair in spec.split()))
 
 
 def _verbs(spec: str) -> tuple[Verb, ...]:
@@ -512,7 +513,7 @@ def controlled_sentences(config: ControlledConfig | None = None, first_id: int =
     """
     config = ControlledConfig() if config is None else config
     nouns = ANIMATE_NOUNS[:config.nouns]
-    rows = []
+    rows: list[dict] = []
     for condition in config.conditions():
         for subject_index in range(config.nouns):
             for verb_index in range(config.verbs):

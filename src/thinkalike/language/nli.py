@@ -459,7 +459,10 @@ def pack_pairs(pairs: pd.DataFrame, tokenizer, n_ctx: int) -> tuple[np.ndarray, 
     naming ``n_ctx`` when a pair is longer, and when the tokenizer has no pad token."""
     if tokenizer.pad_token_id is None:
         raise ValueError(f"{type(tokenizer).__name__} has no pad token: whole-pair rows are right-padded")
-    rows, hypothesis, row, where = [], [], [], []
+    rows: list[list[int]] = []
+    hypothesis: list[list[bool]] = []
+    row: list[int] = []
+    where: list[bool] = []
     for premise, hyp in _wrapped_pairs(pairs, tokenizer):
         if len(premise) + len(hyp) > n_ctx:
             raise ValueError(f"n_ctx={n_ctx} is shorter than a premise-hypothesis pair "

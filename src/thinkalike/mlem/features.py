@@ -126,12 +126,12 @@ def encode_features(frame: pd.DataFrame, kinds: Mapping[str, str],
         is_undefined = raw.isin(list(undefined.get(name, ()))).to_numpy()
         if kind == CATEGORICAL:
             labels = raw.astype(str).to_numpy()
-            values = tuple(sorted(set(labels[~is_undefined])))
-            lookup = {value: code for code, value in enumerate(values)}
+            category_values = tuple(sorted(set(labels[~is_undefined])))
+            lookup = {value: code for code, value in enumerate(category_values)}
             codes = np.array([lookup.get(label, UNDEFINED_CODE) for label in labels], dtype=np.float64)
             codes[is_undefined] = UNDEFINED_CODE
             columns.append(codes)
-            categories.append(values)
+            categories.append(category_values)
         else:
             numbers = pd.to_numeric(raw.where(~is_undefined), errors="coerce").to_numpy(np.float64)
             bad = ~is_undefined & ~np.isfinite(numbers)
@@ -188,13 +188,18 @@ def indicator_coding(table: FeatureTable, min_values: int = 3) -> FeatureTable:
         column = table.values[:, k]
         values = table.defined_values(k)
         if table.kinds[k] != CATEGORICAL or len(values) < min_values:
-            names.append(name), kinds.append(table.kinds[k]), columns.append(column)
-            categories.append(table.categories[k]), groups.append(name)
+            names.append(name)
+            kinds.append(table.kinds[k])
+            columns.append(column)
+            categories.append(table.categories[k])
+            groups.append(name)
             continue
         undefined = column == UNDEFINED_CODE
         for code in values:
             label = table.categories[k][int(code)]
-            names.append(f"{name}={label}"), kinds.append(CATEGORICAL), groups.append(name)
+            names.append(f"{name}={label}")
+            kinds.append(CATEGORICAL)
+            groups.append(name)
             columns.append(np.where(undefined, UNDEFINED_CODE, (column == code).astype(np.float64)))
             categories.append(("other", label))
     return FeatureTable(tuple(names), tuple(kinds), np.stack(columns, axis=1), tuple(categories), tuple(groups))

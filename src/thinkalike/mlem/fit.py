@@ -234,7 +234,7 @@ def fit_fold(features: FeatureTable, vectors: torch.Tensor, settings: MLEMSettin
     model = MetricModel(features.n_features, settings.interactions).to(vectors.device)
     optimiser = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay)
     best, waited, step = np.inf, 0, 0
-    for step in range(1, settings.max_steps + 1):
+    for step in range(1, settings.max_steps + 1):  # noqa: B007 - the steps taken are returned after the loop
         first, second = random_pairs(features.n_stimuli, pairs_per_step, generator)
         first, second = first.to(vectors.device), second.to(vectors.device)
         neural = neural_distances(vectors, first, second)
@@ -302,11 +302,11 @@ def score_fold(model: MetricModel, features: FeatureTable, vectors: torch.Tensor
     groups = features.group_columns()
     importances = np.zeros((settings.n_permutations, len(groups)))
     for k, columns in enumerate(groups):
-        columns = torch.as_tensor(columns, device=vectors.device)
+        group = torch.as_tensor(columns, device=vectors.device)
         for r in range(settings.n_permutations):
             permuted = differences.clone()
             order = torch.as_tensor(rng.permutation(len(first)), device=vectors.device)
-            permuted[:, columns] = differences[order][:, columns]
+            permuted[:, group] = differences[order][:, group]
             importances[r, k] = baseline - _spearman(model(permuted).cpu().numpy(), neural)
     return baseline, importances, len(first)
 
@@ -362,6 +362,7 @@ def _fit_layer(features: FeatureTable, vectors: np.ndarray, settings: MLEMSettin
         importances.append(permuted)
         steps.append(taken)
         counts.append(n_pairs)
+    assert pairs_per_step is not None  # estimated on the first fold when not configured
     column_weights = np.stack(weights)
     feature_weights = np.stack([column_weights[:, columns].sum(axis=1) for columns in features.group_columns()],
                                axis=1)

@@ -75,17 +75,20 @@ class ActivationBatch:
             return cls(rows[:, torch.from_numpy(keep).to(rows.device)], np.asarray(attention_mask), sequence_start)
         return cls(rows[:, keep], np.asarray(attention_mask), sequence_start)
 
-    def tokens(self) -> np.ndarray:
+    def tokens(self) -> np.ndarray | torch.Tensor:
         """Residual streams of the real tokens only, ``(layers, n_tokens, d_model)``, in sequence order."""
         return self.token_rows
 
     @property
     def residual(self) -> np.ndarray:
-        """The padded form ``(layers, batch, n_ctx, d_model)``, zeros at padding positions."""
-        layers, _, width = self.token_rows.shape
+        """The padded form ``(layers, batch, n_ctx, d_model)``, zeros at padding positions (host batches only)."""
+        rows = self.token_rows
+        if isinstance(rows, torch.Tensor):
+            raise TypeError("the padded form is for batches in host memory; this batch was kept on its device")
+        layers, _, width = rows.shape
         batch, n_ctx = self.attention_mask.shape
-        padded = np.zeros((layers, batch * n_ctx, width), dtype=self.token_rows.dtype)
-        padded[:, self.attention_mask.reshape(-1).astype(bool)] = self.token_rows
+        padded = np.zeros((layers, batch * n_ctx, width), dtype=rows.dtype)
+        padded[:, self.attention_mask.reshape(-1).astype(bool)] = rows
         return padded.reshape(layers, batch, n_ctx, width)
 
 

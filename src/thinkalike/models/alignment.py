@@ -155,9 +155,11 @@ def _joined(parts: list[Rows]) -> Rows:
 
 def _means(sums: Rows, counts: np.ndarray, dtype: np.dtype | torch.dtype) -> Rows:
     """``sums (layers, n, d) / counts (n,)`` as ``dtype`` (the activations')."""
-    if isinstance(sums, torch.Tensor):
+    if isinstance(sums, torch.Tensor) and isinstance(dtype, torch.dtype):
         return (sums / torch.from_numpy(counts).to(sums.device)[None, :, None]).to(dtype)
-    return (sums / counts[None, :, None]).astype(dtype)
+    if isinstance(sums, np.ndarray) and isinstance(dtype, np.dtype):
+        return (sums / counts[None, :, None]).astype(dtype)
+    raise TypeError(f"pooled sums and their dtype come from one kind of array; got {type(sums)} and {dtype!r}")
 
 
 def _group_sums(keys: np.ndarray, tokens: Rows) -> tuple[np.ndarray, Rows, np.ndarray]:
@@ -173,7 +175,8 @@ def _group_sums(keys: np.ndarray, tokens: Rows) -> tuple[np.ndarray, Rows, np.nd
             1, torch.from_numpy(inverse).to(tokens.device), tokens.to(torch.float64))
     else:
         sums = np.zeros(shape, dtype=np.float64)
-        np.add.at(sums, (slice(None), inverse), tokens.astype(np.float64))
+        # numpy's stub types ufunc.at's indices as integer arrays only; a tuple index (slice, array) is valid numpy
+        np.add.at(sums, (slice(None), inverse), tokens.astype(np.float64))  # type: ignore[arg-type]
     return unique[order].astype(np.int64), sums, counts
 
 
@@ -217,7 +220,7 @@ def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
             continue
         group_keys, sums, counts = _group_sums(keys_all[lo:hi][keep], _selected(tokens, keep))
         if held is not None and np.array_equal(group_keys[0], held[0]):
-            sums[:, 0] += held[1]
+            sums[:, 0] += held[1]  # type: ignore[assignment]  # held[1] is of sums' own kind (one stream)
             counts[0] += held[2]
         elif held is not None:
             yield held[0][None], _means(held[1][:, None], np.array([held[2]]), held[3])

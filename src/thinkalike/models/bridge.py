@@ -33,7 +33,7 @@ import contextlib
 import functools
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -47,6 +47,9 @@ from thinkalike.models.handle import (
     substitute_input,
 )
 from thinkalike.models.native_forward import native_forward
+
+if TYPE_CHECKING:  # transformer_lens is imported lazily (_tl)
+    from transformer_lens.model_bridge import TransformerBridge
 
 __all__ = [
     "ACT_FNS",
@@ -181,7 +184,7 @@ def quiet_device_moves(module: torch.nn.Module) -> torch.nn.Module:
     TransformerLens-only keyword, so this instance's ``to`` passes it by default; an explicit
     ``print_details=True`` still prints. Returns ``module``.
     """
-    module.to = functools.partial(_to_quietly, module)
+    module.to = functools.partial(_to_quietly, module)  # type: ignore[method-assign]  # this instance's own to()
     return module
 
 
@@ -223,13 +226,15 @@ class BridgeHandle(ModelHandle):
     ``enable_compatibility_mode()`` was called on the bridge).
     """
 
+    module: TransformerBridge  # what from_module accepts (a TransformerBridge's attributes are typed Any)
+
     @classmethod
     def from_module(cls, name: str, spec: str, module: torch.nn.Module, tokenizer) -> BridgeHandle:
         cfg = getattr(module, "cfg", None)
         if cfg is None or not hasattr(module, "blocks"):
             raise UnsupportedArchitectureError(f"{name}: {type(module).__name__} is not a TransformerBridge")
         n_layers = int(cfg.n_layers)
-        hook_dict = module.hook_dict
+        hook_dict = getattr(module, "hook_dict", {})
         missing = [n for n in (_residual_hook_name(layer) for layer in range(n_layers + 1)) if n not in hook_dict]
         if missing:
             raise UnsupportedArchitectureError(f"{name}: the bridge exposes no residual hooks {missing}")
@@ -291,6 +296,7 @@ class BridgeHandle(ModelHandle):
             return fast.logits_from_layer(residual, layer, attention_mask)
         lists = self._block_lists()
         blocks = lists[0]
+        entry: torch.nn.Module | None
         if layer < self.n_layers:
             entry = blocks[layer]
         else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 
 import numpy as np
 import torch
@@ -77,9 +77,16 @@ def narrows(source: torch.dtype, target: torch.dtype) -> bool:
     return source != target and torch.finfo(target).max < torch.finfo(source).max
 
 
+class ResidualBatch(TypedDict):
+    """One batch of :func:`iter_residual_batches`: every layer's streams, padded, and its first sequence."""
+
+    residual: np.ndarray | torch.Tensor  # (layers, batch, seq, d_model); a torch tensor when kept on the device
+    sequence_start: int
+
+
 def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, batch_size: int = 32,
                           dtype: torch.dtype = torch.float32, progress: bool = True, final_norm: bool = False,
-                          on_device: bool = False) -> Iterator[dict[str, np.ndarray | torch.Tensor | int]]:
+                          on_device: bool = False) -> Iterator[ResidualBatch]:
     """Yield ``{"residual": (n_layers + 1 + final_norm, b, seq, d_model) numpy array, "sequence_start": int}``
     for consecutive batches of ``input_ids`` ``(n_sequences, seq)``; with ``on_device`` the residual is a torch
     tensor on the handle's device (module docstring).

@@ -159,12 +159,14 @@ def freeze_below(module: torch.nn.Module, n_top: int) -> list[str]:
     """Makes only the top ``n_top`` blocks, the final norm and the head of a TransformerLens bridge trainable;
     returns the names of the trainable parts. Raises ``ValueError`` for ``n_top`` outside ``1 … n_layers``."""
     blocks = module.blocks
+    if not isinstance(blocks, torch.nn.ModuleList):
+        raise TypeError(f"{type(module).__name__} is not a TransformerLens bridge (its blocks are not a module list)")
     if not 1 <= n_top <= len(blocks):
         raise ValueError(f"top_layers: {n_top} outside 1 … {len(blocks)} (blocks of the model)")
     for parameter in module.parameters():
         parameter.requires_grad_(False)
     trainable = {f"blocks.{i}": blocks[i] for i in range(len(blocks) - n_top, len(blocks))}
-    trainable.update({"ln_final": module.ln_final, "unembed": module.unembed})
+    trainable.update({"ln_final": module.get_submodule("ln_final"), "unembed": module.get_submodule("unembed")})
     for part in trainable.values():
         for parameter in part.parameters():
             parameter.requires_grad_(True)
@@ -247,7 +249,7 @@ class SequenceClassifierHandle(ModelHandle):
     def n_classes(self) -> int:
         return len(self.labels)
 
-    def residual_streams(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def residual_streams(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         return self.inner.residual_streams(input_ids, attention_mask)
 
     def final_norm_absence(self) -> str | None:

@@ -174,12 +174,12 @@ class ModelHandle(ABC):
     def dtype(self) -> torch.dtype:
         return next(self.module.parameters()).dtype
 
-    def to(self, device: str | torch.device | None = None, dtype: torch.dtype | None = None) -> "ModelHandle":
+    def to(self, device: str | torch.device | None = None, dtype: torch.dtype | None = None) -> ModelHandle:
         self.module.to(device=device, dtype=dtype)
         return self
 
     @abstractmethod
-    def residual_streams(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def residual_streams(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         """Residual stream after every block, ``(n_layers + 1, batch, seq, d_model)``; 0 = embeddings,
         ``n_layers`` = the last block's output before the final norm."""
 
@@ -232,7 +232,7 @@ class ModelHandle(ABC):
 
     @abstractmethod
     def logits_from_layer(self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor,
-                          attention_mask: torch.Tensor) -> torch.Tensor:
+                          attention_mask: torch.Tensor | None) -> torch.Tensor:
         """Logits when the residual stream after ``layer`` (0 = embeddings) is ``residual``; runs only the
         blocks after ``layer`` (module docstring)."""
 

@@ -71,14 +71,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from thinkalike.models.handle import (
+    MissingWeightsError,
     ModelDimensions,
     ModelHandle,
-    MissingWeightsError,
     NoUnembeddingError,
     UnsupportedArchitectureError,
     check_view_name,
@@ -87,6 +87,9 @@ from thinkalike.models.handle import (
     running_only_blocks_from,
     substitute_input,
 )
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 # Attribute names, relative to ``module.base_model``.
 _BLOCK_LIST_PATHS: tuple[str, ...] = ("h", "layers", "layer", "encoder.layer", "blocks", "decoder.layers")
@@ -139,7 +142,9 @@ class HFModelHandle(ModelHandle):
     ``layer_streams(..., final_norm=True)`` only.
     """
 
-    def __init__(self, name: str, spec: str, module: torch.nn.Module, tokenizer=None,
+    module: PreTrainedModel
+
+    def __init__(self, name: str, spec: str, module: PreTrainedModel, tokenizer=None,
                  is_causal: bool | None = None, missing_weights: Iterable[str] = ()) -> None:
         config = getattr(module, "config", None)
         if config is None:
@@ -249,7 +254,7 @@ class HFModelHandle(ModelHandle):
                 return norm
         return None
 
-    def _dimensions(self, module: torch.nn.Module) -> ModelDimensions:
+    def _dimensions(self, module: PreTrainedModel) -> ModelDimensions:
         cfg = self.config
         d_model = int(cfg.hidden_size)
         n_heads = int(getattr(cfg, "num_attention_heads", 0) or 0)
@@ -300,17 +305,20 @@ class HFModelHandle(ModelHandle):
         finally:
             for h in handles:
                 h.remove()
-        if any(c is None for c in captured):
+        streams = [c for c in captured if c is not None]
+        if len(streams) < len(captured):
             raise UnsupportedArchitectureError(f"{self._name_for_errors}: not every block ran")
-        dtype = captured[0].dtype
-        for c in captured[1:]:
+        dtype = streams[0].dtype
+        for c in streams[1:]:
             dtype = torch.promote_types(dtype, c.dtype)
-        return torch.stack([c.to(dtype) for c in captured])
+        return torch.stack([c.to(dtype) for c in streams])
 
     def embedding_matrix(self) -> torch.Tensor:
         embeddings = self.module.get_input_embeddings()
         self._require(self._missing_under(embeddings, "weight"), "the input embedding")
-        return embeddings.weight.detach()
+        weight = embeddings.weight
+        assert isinstance(weight, torch.Tensor)  # an embedding module's weight (its type says only Module)
+        return weight.detach()
 
     def unembedding_matrix(self) -> torch.Tensor:
         """``U`` ``(d_model, d_vocab)``; raises :class:`NoUnembeddingError` for a model without LM head
@@ -346,6 +354,7 @@ class HFModelHandle(ModelHandle):
         and :class:`MissingWeightsError` when the checkpoint lacks the norm's weights.
         """
         self.check_final_norm()
+        assert self.final_norm_module is not None  # check_final_norm raised otherwise (final_norm_absence)
         self._require(self._missing_parts("final_norm"), "the final norm")
         return self.final_norm_module(residual)
 
@@ -397,7 +406,7 @@ class HFModelHandle(ModelHandle):
         raise UnsupportedArchitectureError(
             f"{self._name_for_errors}: parameter groups are not mapped for block type {type(blk).__name__}")
 
-    def _mamba_parameters(self, blk) -> "ParameterGroups":
+    def _mamba_parameters(self, blk) -> ParameterGroups:
         mixer = blk.mixer
         d_inner = mixer.out_proj.weight.shape[1]
         return ParameterGroups(

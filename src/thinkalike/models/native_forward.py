@@ -149,8 +149,8 @@ class NativeForward:
         if positions == "rotary":
             rotary_dim = getattr(cfg, "rotary_dim", None) or d_head
             device = weights["embed.weight"].device
-            rotary = tuple(t.to(device) for t in rotary_tables(int(cfg.n_ctx), int(rotary_dim),
-                                                               float(cfg.rotary_base)))
+            cos, sin = rotary_tables(int(cfg.n_ctx), int(rotary_dim), float(cfg.rotary_base))
+            rotary = (cos.to(device), sin.to(device))
         return cls(weights=weights, n_layers=n_layers, n_heads=int(cfg.n_heads), d_head=d_head,
                    eps=float(cfg.eps), scale=scale, causal=cfg.attention_dir == "causal", act_fn=act_fn,
                    attn_only=attn_only, n_ctx=int(cfg.n_ctx), rotary=rotary)

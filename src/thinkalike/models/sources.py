@@ -50,7 +50,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -61,6 +61,9 @@ from thinkalike.models.handle import (
     check_view_name,
     default_device,
 )
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 logger = logging.getLogger(__name__)
 
@@ -257,13 +260,14 @@ def _check_gguf(spec: str, target: str, options: Mapping[str, str]) -> tuple[str
         raise ModelSourceError(f"model spec {spec!r}: {str(file_path)!r} is not a readable GGUF file: {exc}") from exc
     if architecture is None:
         raise ModelSourceError(f"model spec {spec!r}: GGUF file has no general.architecture")
+    supported: list[str] | None = None
     try:
-        from transformers.modeling_gguf_pytorch_utils import (
-            GGUF_SUPPORTED_ARCHITECTURES,
-        )
+        from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+
+        supported = GGUF_SUPPORTED_ARCHITECTURES
     except ImportError:  # pragma: no cover - layout of transformers changed; let loading decide
-        GGUF_SUPPORTED_ARCHITECTURES = None
-    if GGUF_SUPPORTED_ARCHITECTURES is not None and architecture not in GGUF_SUPPORTED_ARCHITECTURES:
+        pass
+    if supported is not None and architecture not in supported:
         raise UnsupportedArchitectureError(
             f"model spec {spec!r}: transformers cannot load GGUF architecture {architecture!r}")
     return where, filename
@@ -369,7 +373,7 @@ def _load_tokenizer(spec: str, path_or_id: str, **kwargs) -> Any:
     return tokenizer
 
 
-def _wrap_hf(spec: str, name: str, module: torch.nn.Module, tokenizer, is_causal: bool | None = None,
+def _wrap_hf(spec: str, name: str, module: PreTrainedModel, tokenizer, is_causal: bool | None = None,
              missing_weights: Iterable[str] = ()) -> ModelHandle:
     from thinkalike.models.hf import HFModelHandle
 
@@ -412,7 +416,8 @@ def _load_zoo(spec, target, options, name, zoo_artifacts, tokenizer, device, dty
 
             return wrap_classifier(handle, config)
         return handle
-    return _wrap_hf(spec, name, module, tokenizer, is_causal=config.get("objective", "causal") == "causal")
+    hf_module = cast("PreTrainedModel", module)  # every zoo family but the bridge is a transformers model
+    return _wrap_hf(spec, name, hf_module, tokenizer, is_causal=config.get("objective", "causal") == "causal")
 
 
 def load_saved_zoo_model(weights: Mapping[str, torch.Tensor], config: Mapping[str, Any], tokenizer=None, *,
@@ -462,7 +467,7 @@ def _load_hf(spec, target, options, name, tokenizer, device, dtype, trusted, vie
                             "loading failed", view, use_safetensors=info["safetensors"], weights_only=True)
 
 
-def _load_weights(spec: str, auto, where, config, options: dict[str, Any]) -> tuple[torch.nn.Module, set[str]]:
+def _load_weights(spec: str, auto, where, config, options: dict[str, Any]) -> tuple[PreTrainedModel, set[str]]:
     """``auto.from_pretrained`` with its loading report: ``(module, keys initialised randomly)``.
 
     When the LM head's own weights are all absent, loads the base model (``AutoModel``) instead.
@@ -515,6 +520,7 @@ def _load_gguf(spec, target, options, name, tokenizer, device, dtype, view) -> M
 
 def _hf_config_json(target: str, options: Mapping[str, str]) -> dict | None:
     """An hf target's config.json from its directory or the local hub cache; ``None`` where neither has it."""
+    path: Path | None
     if _looks_like_path(target):
         path = Path(os.path.expanduser(target)) / "config.json"
     else:

@@ -173,6 +173,7 @@ class LanguageModelTrainer:
         if self.objective == "causal":
             return causal_lm_loss(self.logits_fn(self.module, batch, attention_mask), batch, attention_mask)
         probability = self.config.mask_probability if rates is None else rates
+        assert self.masking is not None  # the masked objective's (checked in __init__)
         corrupted, targets = mask_tokens(batch, self.masking, probability, generator)
         return masked_lm_loss(self.logits_fn(self.module, corrupted, attention_mask), targets)
 

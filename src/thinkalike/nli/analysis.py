@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -38,6 +39,9 @@ from thinkalike.stitching import (
 )
 from thinkalike.stitching.data import PreparedSplit
 from thinkalike.stitching.evaluate import BatchLosses
+
+if TYPE_CHECKING:
+    pass
 
 GENERALIZING, HEURISTIC, MIDDLE = "generalizing", "heuristic", "middle"
 RELATIONS: tuple[str, ...] = ("within_generalizing", "within_heuristic", "between")
@@ -143,7 +147,7 @@ def all_streams(handle: ModelHandle, split: TokenSplit, batch_size: int) -> torc
 def identity_stitch_table(f: ModelHandle, others: Mapping[str, ModelHandle], data: Mapping[str, TokenSplit],
                           own_correct: Mapping[tuple[str, str], np.ndarray], layers: Sequence[int] | None = None, *,
                           batch_size: int = 32, n_bootstrap: int = 1000, level: float = 0.95, seed: int = 0,
-                          on_stitch: Callable[[], None] | None = None) -> pd.DataFrame:
+                          on_stitch: Callable[[], object] | None = None) -> pd.DataFrame:
     """Identity stitching of f into every other copy g at every layer, on every evaluation set of ``data``
     (name → labelled :class:`TokenSplit`): :data:`STITCH_COLUMNS`, one row per (data, g, layer).
 
@@ -159,6 +163,8 @@ def identity_stitch_table(f: ModelHandle, others: Mapping[str, ModelHandle], dat
     rows = []
     phi = IdentityStitch(f.d_model)
     for name, split in data.items():
+        if split.labels is None:
+            raise ValueError(f"identity stitching scores labelled data: {name!r} has no labels")
         streams = all_streams(f, split, batch_size)
         labels = split.labels.to(f.device)
         for g_name, g in others.items():
@@ -210,7 +216,7 @@ def token_activations(handle: ModelHandle, split: TokenSplit, tokenizer, batch_s
 
 
 def copies_cka_tables(activations: Mapping[str, np.ndarray], settings: CKASettings,
-                      on_pair: Callable[[], None] | None = None) -> list[pd.DataFrame]:
+                      on_pair: Callable[[], object] | None = None) -> list[pd.DataFrame]:
     """CKA of every layer pair of every unordered pair of distinct models (``activations``: model → token
     activations of the same tokens), minibatches of ``settings.batch_tokens`` consecutive tokens (a last
     batch under 4 tokens is dropped); one :func:`~thinkalike.cka.compute.cka_long_table` per pair."""
@@ -219,8 +225,10 @@ def copies_cka_tables(activations: Mapping[str, np.ndarray], settings: CKASettin
         a, b = activations[model_a], activations[model_b]
         if a.shape[1] != b.shape[1]:
             raise ValueError(f"{model_a!r} and {model_b!r} have activations of {a.shape[1]} and {b.shape[1]} tokens")
+        # CKASettings checks both names (its fields are typed str, the accumulator's the names' Literals)
         accumulator = CKAAccumulator(a.shape[0], b.shape[0], estimator=settings.estimator,
-                                     aggregation=settings.aggregation, model_a=model_a, model_b=model_b,
+                                     aggregation=settings.aggregation,
+                                     model_a=model_a, model_b=model_b,
                                      seed=settings.seed, skip_constant_layers=settings.skip_constant_layers)
         for start in range(0, a.shape[1], settings.batch_tokens):
             stop = min(start + settings.batch_tokens, a.shape[1])

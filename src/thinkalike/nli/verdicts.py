@@ -16,11 +16,20 @@ A layer whose between or within interval is undefined (one pair) counts by the m
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
 
 from thinkalike.nli.analysis import GENERALIZING, HEURISTIC, MIDDLE, RELATIONS
+
+
+class DivergenceGap(TypedDict):
+    """One layer of :func:`_divergence_gaps`."""
+
+    layer: float  # an int (a layer) or a relative depth
+    means: float
+    intervals: float | None
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -50,13 +59,13 @@ def cka_divergence(curves: pd.DataFrame) -> tuple[list[float], list[float]]:
     return strict, means_only
 
 
-def _divergence_gaps(by_layer: pd.DataFrame, value: str, larger: bool) -> list[dict[str, float | None]]:
+def _divergence_gaps(by_layer: pd.DataFrame, value: str, larger: bool) -> list[DivergenceGap]:
     """Per layer (sorted) with every relation: how far between is beyond both withins, the numbers behind
     :func:`_divergent_layers`. ``means``: between − max within (``larger``) or min within − between; ``intervals``:
     between's CI end beyond the nearest within CI end (``ci_low − max ci_high``, or ``min ci_low − ci_high``),
     ``None`` when an interval is undefined. A layer is strict in :func:`_divergent_layers` exactly when both are
     > 0, means only when ``means`` > 0 and ``intervals`` is ``None``."""
-    gaps: list[dict[str, float | None]] = []
+    gaps: list[DivergenceGap] = []
     for layer, part in by_layer.groupby("layer", sort=True):
         rows = part.set_index("relation")
         if not set(RELATIONS) <= set(rows.index):
@@ -79,14 +88,14 @@ def _divergence_gaps(by_layer: pd.DataFrame, value: str, larger: bool) -> list[d
     return gaps
 
 
-def stitching_gaps(groups_table: pd.DataFrame, data: str) -> list[dict[str, float | None]]:
+def stitching_gaps(groups_table: pd.DataFrame, data: str) -> list[DivergenceGap]:
     """Per layer: how far the between-group penalty is above both within-group ones on ``data``, by the means and
     by the intervals (:func:`_divergence_gaps`; > 0 in both exactly at :func:`stitching_divergence`'s layers)."""
     part = groups_table[groups_table["data"] == data].rename(columns={"mean_penalty": "value"})
     return _divergence_gaps(part, "value", larger=True)
 
 
-def cka_gaps(curves: pd.DataFrame) -> list[dict[str, float | None]]:
+def cka_gaps(curves: pd.DataFrame) -> list[DivergenceGap]:
     """Per relative depth (``layer``): how far between-group CKA is below both within-group CKAs, by the means and
     by the intervals (:func:`_divergence_gaps`; > 0 in both exactly at :func:`cka_divergence`'s depths)."""
     named = curves.assign(relation=[cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])],

@@ -17,11 +17,11 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
+from thinkalike.output_rules import GENERIC_RULES, OutputRule
 from thinkalike.pipelines.errors import ParameterError
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import CORPUS, MODELS, group_namespace
 from thinkalike.pipelines.specs import output_rules, pipeline_specs, viz_groups
-from thinkalike.output_rules import GENERIC_RULES, OutputRule
 
 logger = logging.getLogger(__name__)
 

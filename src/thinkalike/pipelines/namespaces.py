@@ -79,7 +79,7 @@ def check_model_names(names: Iterable[str], key: str) -> None:
                                  f"{list(groups)} (it names the model's namespace {MODELS}.<name>)")
 
 
-def namespaced_node(function: Callable[..., Any], inputs: list[str], outputs: list[str], *, name: str,
+def namespaced_node(function: Callable[..., Any], inputs: list[str] | None, outputs: list[str], *, name: str,
                     namespace: str, tags: Iterable[str] = ()) -> Node:
     """Node ``name`` in ``namespace`` whose ``outputs`` are named ``<namespace>.<output>`` (with ``tags``, e.g.
     :data:`GPU_WORK`).

@@ -18,7 +18,7 @@ outputs read as missing until they are saved again, so Kedro's filter then runs 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeGuard
 
 from kedro.io import AbstractDataset, DatasetError
 from kedro.io.core import AbstractVersionedDataset, VersionNotFoundError
@@ -31,7 +31,7 @@ def _dataset(catalog, name: str) -> AbstractDataset | None:
     return catalog.get(name)
 
 
-def _is_persisted(dataset: AbstractDataset | None) -> bool:
+def _is_persisted(dataset: AbstractDataset | None) -> TypeGuard[AbstractDataset]:
     return dataset is not None and not getattr(dataset, "_EPHEMERAL", False)
 
 
@@ -69,8 +69,7 @@ def nodes_to_rerun(pipeline: Pipeline, catalog) -> list[Node]:
 
 
 def _inputs_newer_than_outputs(node: Node, catalog, outputs: Iterable[AbstractDataset]) -> bool:
-    output_versions = [latest_version(ds) for ds in outputs]
-    output_versions = [version for version in output_versions if version is not None]
+    output_versions = [version for version in map(latest_version, outputs) if version is not None]
     if not output_versions:
         return False
     oldest_output = min(output_versions)

@@ -114,6 +114,6 @@ def _keyed_message(message: str, key: str, cls: type) -> str:
 def _strict_model_of(cls: type) -> type[BaseModel]:
     """A strict, extra-forbidding pydantic model with the fields (types, defaults) of dataclass ``cls``."""
     hints = typing.get_type_hints(cls)
-    fields = {f.name: (hints[f.name], f.default if f.default is not dataclasses.MISSING else ...)
-              for f in dataclasses.fields(cls)}
+    fields: dict[str, Any] = {f.name: (hints[f.name], f.default if f.default is not dataclasses.MISSING else ...)
+                              for f in dataclasses.fields(cls)}
     return create_model(f"{cls.__name__}Parameters", __base__=_Section, **fields)

@@ -208,7 +208,8 @@ def experiment_of(name: str) -> Experiment | None:
     """The experiment that reads dataset ``name``: the one that names it, else the first (in the report's order)
     with a pattern that matches it, else ``None``."""
     named = [experiment for experiment in EXPERIMENTS if name in experiment.inputs]
-    return (named or [experiment for experiment in EXPERIMENTS if experiment.reads(name)] or [None])[0]
+    matched = named or [experiment for experiment in EXPERIMENTS if experiment.reads(name)]
+    return matched[0] if matched else None
 
 
 def png_figures() -> list[Shown]:

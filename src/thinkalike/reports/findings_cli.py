@@ -30,10 +30,11 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from thinkalike.provenance import git_state, run_record, write_text_atomically
 from thinkalike.reports.findings import (
     END_MARKER,
     START_MARKER,
@@ -48,7 +49,6 @@ from thinkalike.reports.findings import (
     roundoff_comparison,
     source_digest,
 )
-from thinkalike.provenance import git_state, run_record, write_text_atomically
 from thinkalike.reports.findings.claims import HOLDS, check_against, single_run
 
 logger = logging.getLogger(__name__)
@@ -67,7 +67,8 @@ def open_catalog(project: Path, env: str | None = None,
     from kedro.framework.startup import bootstrap_project
 
     bootstrap_project(project)
-    with KedroSession.create(project_path=project, env=env, runtime_params=runtime_params) as session:
+    session = KedroSession.create(project_path=project, env=env, runtime_params=runtime_params)
+    with session:  # (its __enter__ is typed as returning AbstractSession, which has no load_context)
         context = session.load_context()
         return context.catalog, dict(context.params)
 
@@ -107,7 +108,7 @@ def project_findings(project: Path, env: str | None, replicate: int | None = Non
 
 def replicate_folders(workdir: Path) -> list[Path]:
     """``workdir/replicate-<r>`` for r = 0, 1, … as long as they exist."""
-    folders = []
+    folders: list[Path] = []
     while (workdir / f"replicate-{len(folders)}").is_dir():
         folders.append(workdir / f"replicate-{len(folders)}")
     return folders
@@ -118,7 +119,7 @@ def document_of(findings: list[dict[str, Any]], runs: list[dict[str, Any] | None
     """docs/findings.json's content: the replicates' findings and claims with the digest, the commit, when they were
     collected and the command that regenerates them."""
     return {**findings_document(findings, runs), "source_digest": source_digest(root), **git_state(root),
-            "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command}
+            "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command}
 
 
 def log_claim_status(document: dict[str, Any], repo: Path) -> None:
@@ -157,7 +158,7 @@ def log_claim_status(document: dict[str, Any], repo: Path) -> None:
 
 
 def write_replicate_findings(folders: list[Path], env: str | None, repo: Path, write: bool,
-                             records: list[dict[str, Any]] | None = None, roundoff: Path | None = None,
+                             records: Sequence[dict[str, Any] | None] | None = None, roundoff: Path | None = None,
                              command: str = "python -m thinkalike.replicates --write") -> int:
     """docs/findings.json (and with ``write`` the region of the page docs/findings.md) from the replicates in
     ``folders``; 0, or 1 when a section could not be collected (then the page is not written)."""
@@ -165,7 +166,7 @@ def write_replicate_findings(folders: list[Path], env: str | None, repo: Path, w
     for replicate, folder in enumerate(folders):
         logger.info("replicate %d: collecting the findings of %s", replicate, folder)
         findings.append(project_findings(folder, env, replicate))
-    runs = records if records is not None else [run_record(folder) for folder in folders]
+    runs = list(records) if records is not None else [run_record(folder) for folder in folders]
     comparison = None
     if roundoff is not None:  # a replicate too: a claim holds only if round-off does not turn it over either
         logger.info("round-off replicate: collecting the findings of %s", roundoff)

@@ -11,6 +11,7 @@ The methods' own plotly figures are reused where they exist: the ``cka`` pipelin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,7 @@ def _menu_at_right(figure: go.Figure) -> go.Figure:
     return figure
 
 
-def _usable(table: object) -> bool:
+def _usable(table: object) -> TypeGuard[pd.DataFrame]:
     """Whether ``table`` is a non-empty data frame."""
     return isinstance(table, pd.DataFrame) and not table.empty
 

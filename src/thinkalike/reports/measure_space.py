@@ -59,12 +59,12 @@ def reduced_measures(table: pd.DataFrame) -> list[Reduced]:
     options); the widths are the dimensions the other measures compared."""
     rows = _configured(table).assign(max_dims=lambda frame: frame["options"].map(_max_dims))
     full = rows[rows["max_dims"].isna()]
-    widths = (int(full["dims_a"].max()), int(full["dims_b"].max())) if len(full) else (None, None)
+    widths = (int(full["dims_a"].max()), int(full["dims_b"].max())) if len(full) else None
     found = []
     for measure, cells in rows[rows["max_dims"].notna()].groupby("measure", sort=False):
         dims = (int(cells["dims_a"].max()), int(cells["dims_b"].max()))
-        if widths == (None, None) or dims[0] < widths[0] or dims[1] < widths[1]:
-            found.append(Reduced(str(measure), dims, widths, int(cells["n_tokens"].max())))
+        if widths is None or dims[0] < widths[0] or dims[1] < widths[1]:
+            found.append(Reduced(str(measure), dims, widths or (None, None), int(cells["n_tokens"].max())))
     return found
 
 
@@ -80,8 +80,8 @@ def _dimensions_text(item: Reduced) -> str:
 
 def _rows_per_dimension(measures: Sequence[str]) -> str:
     """`` (N rows per dimension)`` when the measures' registry says how many rows they need, else empty."""
-    needs = {MEASURES[name].rows_per_dimension for name in measures if name in MEASURES}
-    needs.discard(None)
+    needs = {need for name in measures if name in MEASURES
+             if (need := MEASURES[name].rows_per_dimension) is not None}
     return f"; they need {int_text(min(needs))} rows per dimension" if len(needs) == 1 else ""
 
 

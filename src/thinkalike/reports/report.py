@@ -173,7 +173,7 @@ def report_html(title: str, findings: Mapping[str, Any], tables: Mapping[str, An
     document = findings_document([findings])
     blocks = figure_blocks(tables, images)
     by_section: dict[str, list[MissingInput]] = {}
-    unread = []
+    unread: list[MissingInput] = []
     for entry in missing:
         experiment = experiment_of(entry.name)
         (by_section.setdefault(experiment.key, []) if experiment else unread).append(entry)

@@ -38,19 +38,29 @@ from typing import Any, Protocol, runtime_checkable
 
 from click import ClickException
 from kedro.io import MemoryDataset
-from kedro.pipeline import Pipeline
+from kedro.pipeline import Node, Pipeline
 from kedro.runner import AbstractRunner
 
 from thinkalike.pipelines.namespaces import GPU_WORK
-from thinkalike.runners.load import OutsideLoad, task_slots
 from thinkalike.runners.grouping import TaskGroup, in_memory_crossings, task_groups
-from thinkalike.runners.processes import (FORKSERVER, environment_kept, project_modules, start_forkserver,
-                                          worker_environment)
-from thinkalike.runners.remote import (RemoteHookProvider, TaskReport, import_modules, run_task_group, task_catalog,
-                                       task_modules)
+from thinkalike.runners.load import OutsideLoad, task_slots
+from thinkalike.runners.processes import (
+    FORKSERVER,
+    environment_kept,
+    project_modules,
+    start_forkserver,
+    worker_environment,
+)
+from thinkalike.runners.remote import (
+    RemoteHookProvider,
+    TaskReport,
+    import_modules,
+    run_task_group,
+    task_catalog,
+    task_modules,
+)
 from thinkalike.runners.settings import GPU_RESOURCE, LOCAL, SLURM, ClusterSettings, ClusterSettingsError
 from thinkalike.threads import thread_policy
-
 
 
 @runtime_checkable
@@ -107,7 +117,7 @@ class DaskRunner(AbstractRunner):
         self._logger.info("DaskRunner: %d nodes in %d tasks (%d asking for a GPU)", len(pipeline.nodes), len(groups),
                           sum(bool(item) for item in resources.values()))
         done_groups: set[str] = set()
-        done_nodes = []
+        done_nodes: list[Node] = []
         # what a local cluster's workers import at once (another cluster's: each at its first task)
         modules = (task_modules(pipeline.nodes, [*_datasets(catalog, pipeline), *providers])
                    if self.settings.cluster == LOCAL else [])

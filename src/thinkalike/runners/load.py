@@ -99,7 +99,7 @@ class OutsideLoad:
     min_window: float = 5.0
     read: Callable[[], CpuReading] = _read
     clock: Callable[[], float] = time.monotonic
-    _last: CpuReading | None = field(default=None, init=False)
+    _last: CpuReading = field(init=False)  # read in __post_init__
     _estimate: float = field(default=0.0, init=False)
 
     def __post_init__(self) -> None:

@@ -39,7 +39,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from thinkalike.cka.compute import cka_matrix_from_table
-from thinkalike.measures.blocks import block_stability
+from thinkalike.measures.blocks import CoSegmentation, Segmentation, block_stability
 from thinkalike.measures.family import (
     OUTLIER_Z,
     depth_band_mean,
@@ -164,12 +164,12 @@ def _matrix(tables: Mapping[tuple[str, str], pd.DataFrame], a: str, b: str) -> t
                              "pairs: run it first)")
 
 
-def _batch_matrices(table: pd.DataFrame) -> np.ndarray:
-    """(B, L_a, L_b): the table's per-minibatch matrices (``batch_cka``), model a's layers as rows."""
+def _batch_matrices(table: pd.DataFrame) -> list[np.ndarray]:
+    """The table's per-minibatch matrices (``batch_cka``), ``(L_a, L_b)`` each, model a's layers as rows."""
     ordered = table.sort_values(["layer_a", "layer_b"])
     n_a, n_b = int(ordered["layer_a"].nunique()), int(ordered["layer_b"].nunique())
     values = np.stack([np.asarray(v, dtype=np.float64) for v in ordered["batch_cka"]])
-    return values.T.reshape(-1, n_a, n_b)
+    return list(values.T.reshape(-1, n_a, n_b))
 
 
 def _blocks_text(blocks: Sequence[tuple[int, int]]) -> str:
@@ -200,13 +200,16 @@ def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Seque
     trend_head_dim = max(set(head_dims), key=head_dims.count)
     everyone = family + list(twins.values())
 
-    intra, boundaries, block_rows = {}, {}, {}
+    intra: dict[str, np.ndarray] = {}
+    boundaries: dict[str, list[int]] = {}
+    block_rows: dict[str, dict[str, Any]] = {}
     for model in everyone:
         matrix, table = _matrix(tables, model, model)
         intra[model] = matrix
         stability = block_stability(_batch_matrices(table), settings.n_resamples, settings.seed,
                                     min(settings.max_blocks, len(matrix)), settings.min_contrast)
         segmentation = stability.segmentation
+        assert isinstance(segmentation, Segmentation)  # one model's matrix (matched=False)
         boundaries[model] = list(segmentation.boundaries)
         block_rows[model] = {"blocks": _blocks_text(segmentation.blocks),
                              "n_blocks": len(segmentation.blocks) if segmentation.structured else 1,
@@ -225,6 +228,7 @@ def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Seque
             matched = block_stability(_batch_matrices(table), settings.pair_resamples, settings.seed,
                                       min(settings.max_blocks, *matrix.shape), settings.min_contrast, matched=True)
             found = matched.segmentation
+            assert isinstance(found, CoSegmentation)  # two models' matrix (matched=True)
             pair_blocks = {"blocks_a": _blocks_text(found.blocks_a), "blocks_b": _blocks_text(found.blocks_b),
                            "n_blocks": len(found.blocks_a) if found.structured else 1, "block_within": found.within,
                            "block_between": found.between, "block_same_fraction": matched.same_blocks}

@@ -169,26 +169,24 @@ class StitchEvaluation:
     f_loss_note: str = ""
 
 
-_NOT_GIVEN = object()
-
-
 def evaluate_stitch(phi: StitchLayer, f: ModelHandle, g: ModelHandle, layer_g: int, split: PreparedSplit,
                     objective: str, *, batch_size: int = 32, n_bootstrap: int = 1000, level: float = 0.95,
                     seed: int = 0, g_own: BatchLosses | None = None,
-                    f_own: tuple[BatchLosses | None, str] | object = _NOT_GIVEN) -> StitchEvaluation:
+                    f_own: tuple[BatchLosses | None, str] | None = None) -> StitchEvaluation:
     """Evaluates φ on ``split`` (f's features already in it): stitched, g's and f's own losses, penalty, CI.
     ``g_own``: g's per-batch losses on this split if already computed; ``f_own``: :func:`own_losses_or_note`
     of f on this split if already computed (neither depends on φ or the layers)."""
     stitched = stitched_batch_losses(phi, g, layer_g, split, objective, batch_size)
     if g_own is None:
         g_own = own_batch_losses(g, split, objective, batch_size)
-    f_own, note = own_losses_or_note(f, split, objective, batch_size) if f_own is _NOT_GIVEN else f_own
+    f_losses, note = own_losses_or_note(f, split, objective, batch_size) if f_own is None else f_own
     low, high = paired_bootstrap_ci(stitched, g_own, n_bootstrap=n_bootstrap, level=level, seed=seed)
     per_batch = pd.DataFrame({"batch": np.arange(len(stitched.counts)), "n_targets": stitched.counts,
                               "stitched_sum": stitched.sums, "g_sum": g_own.sums,
-                              "f_sum": f_own.sums if f_own is not None else np.nan})
+                              "f_sum": f_losses.sums if f_losses is not None else np.nan})
     return StitchEvaluation(
-        stitched_loss=stitched.mean, g_loss=g_own.mean, f_loss=f_own.mean if f_own is not None else float("nan"),
+        stitched_loss=stitched.mean, g_loss=g_own.mean,
+        f_loss=f_losses.mean if f_losses is not None else float("nan"),
         penalty=float((stitched.sums - g_own.sums).sum() / max(int(stitched.counts.sum()), 1)),
         penalty_ci_low=low, penalty_ci_high=high, ci_level=level, n_batches=len(stitched.counts),
         n_targets=int(stitched.counts.sum()), per_batch=per_batch, f_loss_note=note or "")

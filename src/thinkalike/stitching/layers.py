@@ -121,6 +121,9 @@ class AffineStitch(StitchLayer):
     ``A`` (``delta_weight``) and ``c`` (``delta_bias``) are the trained parameters, zero at start.
     """
 
+    initial_weight: torch.Tensor  # buffers (register_buffer), declared for the type checker
+    initial_bias: torch.Tensor
+
     def __init__(self, d_in: int, d_out: int, *, layer_norm: bool = False, eps: float = LN_EPS) -> None:
         super().__init__(d_in, d_out)
         self.kind = "affine_ln" if layer_norm else "affine"

@@ -360,6 +360,7 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
             if lstsq_layers:
                 init_batches = _init_batches(next(iter(prepared_train.values())), g, lstsq_layers,
                                              settings.init_max_tokens, forward_batch)
+        used_seeds: tuple[int, ...]
         for (layer_f, layer_g, kind), init in zip(stitches, inits):
             started = time.perf_counter()
             label = describe_pair(f, g, layer_f, layer_g, kind)
@@ -380,7 +381,8 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
                 trainer = LockstepTrainer(phis, g, layer_g, prepared_train[layer_f], objective, settings, label,
                                           seeds=seeds, fuse=fuse_seeds)
 
-                def heldout(phis=phis, layer_g=layer_g, split=split, fuse=trainer.fuse) -> list[float]:
+                def heldout(phis=phis, layer_g=layer_g, split=split, fuse=trainer.fuse,
+                            curve_batches=curve_batches) -> list[float]:
                     return [losses.mean for losses in lockstep_batch_losses(
                         phis, g, layer_g, split, objective, settings.eval_batch_size, curve_batches, fuse)]
 

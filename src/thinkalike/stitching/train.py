@@ -42,7 +42,9 @@ and every seed's step is exactly its separate training's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -297,7 +299,8 @@ class LockstepTrainer:
                 residual, ids, mask = (torch.cat([batch[i] for batch in batches]) for i in range(3))
                 logits = self.g.logits_from_layer(residual, self.layer_g, ids, mask).split([len(p) for p in parts])
                 losses = [loss_sum(part, batch[3], objective) for part, batch in zip(logits, batches)]
-                sum(loss / total for loss, total in zip(losses, totals)).backward()
+                # summed in order from the first seed's term, as sum() would (no 0 start: a tensor, not an int)
+                functools.reduce(operator.add, (loss / total for loss, total in zip(losses, totals))).backward()
             else:
                 losses = []
                 for (residual, ids, mask, targets), total in zip(batches, totals):
@@ -353,8 +356,8 @@ class LockstepTrainer:
                     values = [float(value) for value in heldout()]
                     for seed, value in zip(self.seeds, values):
                         if not math.isfinite(value):
-                            which = f" (φ seed {seed})" if count > 1 else ""
-                            self._diverged(f"the held-out loss is {value} after step {step + 1}{which}")
+                            seed_note = f" (φ seed {seed})" if count > 1 else ""
+                            self._diverged(f"the held-out loss is {value} after step {step + 1}{seed_note}")
                     heldout_at[step + 1] = values
                     bar.set_postfix_str(f"loss {float(losses[step, 0]):.3f}, held-out {values[0]:.3f}",
                                         refresh=False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ def findings_of(document: Mapping[str, Any]) -> dict[str, Any]:
     return dict(document)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 

@@ -7,8 +7,21 @@ import math
 
 import pytest
 
-from thinkalike.reports.findings.claims import (HOLDS, MIXED, Claim, best_of, check_against, every, fill, greater,
-                                                holds, merge_claims, render_claims, single_run, value_text)
+from thinkalike.reports.findings.claims import (
+    HOLDS,
+    MIXED,
+    Claim,
+    best_of,
+    check_against,
+    every,
+    fill,
+    greater,
+    holds,
+    merge_claims,
+    render_claims,
+    single_run,
+    value_text,
+)
 
 
 def test_margins_are_positive_exactly_when_the_sentence_holds():

@@ -13,11 +13,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from tests.reports.claims.conftest import default_run_findings
 from thinkalike.reports.findings.claims import Claim, merge_claims, render_claims, single_run
 from thinkalike.reports.findings.measures import claims_measures, collect_measures
 from thinkalike.reports.findings.scaling import INFINITE_Z, claims_scaling
-
-from tests.reports.claims.conftest import default_run_findings
 
 MEASURES = ["cka", "procrustes", "angular_shape", "mean_cca", "svcca", "pwcca", "rsa", "mutual_knn", "cknna",
             "knn_jaccard", "linear_predictivity"]

@@ -13,13 +13,12 @@ from typing import Any
 
 import pytest
 
+from tests.reports.claims.conftest import default_run_findings
 from thinkalike.reports.findings import model_facts, model_roles, untrained_models
 from thinkalike.reports.findings.claims import Claim, fill, merge_claims, render_claims, single_run
 from thinkalike.reports.findings.embedding import FRACTION_MARGIN, claims_embedding, collect_embedding
 from thinkalike.reports.findings.mlem import FEATURE_LABELS, claims_mlem, collect_mlem
 from thinkalike.reports.findings.text import LITERATURE, jsonable, without_models
-
-from tests.reports.claims.conftest import default_run_findings
 
 
 def _committed() -> dict[str, Any]:

@@ -13,13 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.reports.claims.conftest import default_run_findings
 from thinkalike.nli.analysis import BASELINE, RELATIONS, copy_names, split_groups
 from thinkalike.nli.verdicts import cka_divergence, cka_gaps, stitching_divergence, stitching_gaps
 from thinkalike.reports.findings.claims import Claim, fill
 from thinkalike.reports.findings.nli import DEFAULT_MIN_SPREAD, DEFAULT_SWEEP_FRACTIONS, claims_nli, collect_nli
 from thinkalike.reports.findings.text import LITERATURE
-
-from tests.reports.claims.conftest import default_run_findings
 
 #: What the README's NLI paragraph stated on the default run of the fixture file, as claims (plus the comparisons the
 #: prose only implies or leaves out: the rule above the copies in distribution, McCoy et al.'s range, the sweep's

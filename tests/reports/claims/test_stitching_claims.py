@@ -10,10 +10,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from thinkalike.reports.findings.claims import Claim, HOLDS, merge_claims, single_run
-from thinkalike.reports.findings.stitching import claims_stitching, collect_stitching
-
 from tests.reports.claims.conftest import default_run_findings
+from thinkalike.reports.findings.claims import HOLDS, Claim, merge_claims, single_run
+from thinkalike.reports.findings.stitching import claims_stitching, collect_stitching
 
 #: What the README's stitching prose stated on the default run of the fixture file (README.md's findings region at
 #: the commit that made it): the asymmetry at every layer, with both φ kinds and at both depths; the same-seed control

@@ -25,8 +25,8 @@ from thinkalike.pipelines.activations.schema import (
     validate_activations,
     zoo_model_names,
 )
-from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
     GPU_WORK,
     model_dataset,

@@ -26,7 +26,6 @@ from thinkalike.pipelines.activations.pipeline import (
     extraction_source,
 )
 from thinkalike.pipelines.activations.schema import configured_models, validate_activations
-from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.cka import nodes
 from thinkalike.pipelines.cka.pairs import (
     all_cka_pairs,
@@ -35,6 +34,7 @@ from thinkalike.pipelines.cka.pairs import (
 )
 from thinkalike.pipelines.cka.schema import CKAParameters, validate_cka
 from thinkalike.pipelines.corpus.schema import validate_corpus
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
     group_namespace,
     model_dataset,

@@ -14,9 +14,9 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.corpus import nodes
 from thinkalike.pipelines.corpus.schema import validate_corpus
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import CORPUS
 
 

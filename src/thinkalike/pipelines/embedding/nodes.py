@@ -21,6 +21,7 @@ from thinkalike.embedding import (
     check_same_vocabulary,
     extract_parameters,
     ff_value_pool,
+    figures,
     keep_k_scores,
     knowledge_lookup,
     read_head_interactions,
@@ -29,8 +30,6 @@ from thinkalike.embedding import (
     residual_pool,
     vocabulary_embedding,
 )
-from thinkalike.embedding import figures
-from thinkalike.embedding.selection import select_blocks, select_heads
 from thinkalike.embedding.finetune_diff import (
     TASK_WORDS,
     ZERO_SHOT_COLUMNS,
@@ -42,13 +41,14 @@ from thinkalike.embedding.finetune_diff import (
     task_labels,
     zero_shot_accuracy,
 )
+from thinkalike.embedding.selection import select_blocks, select_heads
 from thinkalike.language.grammar import lexicon_words
 from thinkalike.models.activation_store import ActivationStore
 from thinkalike.models.finetune import predict_labels
 from thinkalike.models.handle import ModelHandle, default_device
 from thinkalike.models.sources import load_classifier, load_model, load_saved_zoo_model
-from thinkalike.pipelines.embedding.schema import EmbeddingParameters, ReadingsParameters
 from thinkalike.pipelines.corpus.schema import CorpusParameters
+from thinkalike.pipelines.embedding.schema import EmbeddingParameters, ReadingsParameters
 from thinkalike.threads import torch_threads
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,8 @@ def lookup_tokens(tokenizer: Any, words: list[str], key: str) -> list[int]:
     ids of its pieces (``tokenizer(word)``); a word with no token is an error naming ``key``."""
     if tokenizer is None:
         raise ValueError(f"{key}: the model has no tokenizer to look the words up in")
-    vocabulary, ids = tokenizer.get_vocab(), []
+    vocabulary = tokenizer.get_vocab()
+    ids: list[int] = []
     for word in words:
         pieces = [vocabulary[word]] if word in vocabulary else tokenizer(word, add_special_tokens=False)["input_ids"]
         if not pieces:

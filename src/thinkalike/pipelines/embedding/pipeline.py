@@ -33,9 +33,10 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.models.sources import zoo_target
-from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
+from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.embedding import nodes
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
     GPU_WORK,
     group_namespace,
@@ -44,7 +45,6 @@ from thinkalike.pipelines.namespaces import (
     pair_namespace,
 )
 from thinkalike.pipelines.parameters import section
-from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.schema import validate_section
 
 logger = logging.getLogger(__name__)
@@ -92,8 +92,10 @@ def model_pipeline(model: str, spec: str, settings: EmbeddingParameters, corpus:
                              [model_dataset(model, "activations"), *own], KEEP_K_OUTPUTS,
                              name="measure_keep_k", namespace=box)]
     if corpus is not None:
+        target = zoo_target(spec)
+        assert target is not None  # validate_embedding fine-tunes zoo models only
         built.append(namespaced_node(with_fixed_arguments(nodes.finetune_model, settings=settings, corpus=corpus, model=model),
-                                     [*zoo_sources(zoo_target(spec))[:2], "tokenizer", "train_sentences"],
+                                     [*zoo_sources(target)[:2], "tokenizer", "train_sentences"],
                                      FINETUNE_OUTPUTS, name="finetune_top_layers", namespace=box, tags=[GPU_WORK]))
     return Pipeline(built)
 

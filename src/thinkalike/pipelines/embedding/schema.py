@@ -26,14 +26,14 @@ InteractionGroup = Literal["W_VO", "W_QK"]
 EPrime = Literal["transpose", "pinv"]
 Positive = typing.Annotated[int, Field(ge=1)]
 NonNegative = typing.Annotated[int, Field(ge=0)]
-AUTO = "auto"
+AUTO: typing.Final = "auto"
 
 
 class ReadingsParameters(_Section):
     k: int = Field(20, ge=1)                       # top tokens per vector and sign
     pair_k: int = Field(30, ge=1)                  # top (input, output) pairs per head and interaction group
-    groups: list[VectorGroup] = Field(default_factory=lambda: ["FF_key", "FF_value"])
-    interactions: list[InteractionGroup] = Field(default_factory=lambda: ["W_VO", "W_QK"])
+    groups: list[VectorGroup] = ["FF_key", "FF_value"]  # pydantic copies a mutable default for each instance
+    interactions: list[InteractionGroup] = ["W_VO", "W_QK"]
     e_prime: EPrime = "transpose"
     exclude_same_token: bool = False
     report_neurons: int = Field(3, ge=0)           # per layer, the FF neurons of largest ‖value‖ in the report
@@ -55,9 +55,9 @@ class LookupParameters(_Section):
 
 class KeepKParameters(_Section):
     ks: list[Positive] | None = Field(None, min_length=1)   # null: 10 … 4096 below V, and V
-    e_primes: list[EPrime] = Field(default_factory=lambda: ["transpose", "pinv"], min_length=1)
-    distributions: list[Literal["normal", "ff_values", "residual"]] = Field(
-        default_factory=lambda: ["normal", "ff_values", "residual"], min_length=1)
+    e_primes: list[EPrime] = Field(["transpose", "pinv"], min_length=1)
+    distributions: list[Literal["normal", "ff_values", "residual"]] = Field(["normal", "ff_values", "residual"],
+                                                                            min_length=1)
     n: int = Field(1000, ge=2)
     residual_rows: int = Field(20000, ge=4)
     seed: int = 0
@@ -65,9 +65,8 @@ class KeepKParameters(_Section):
 
 class AlignmentParameters(_Section):
     pairs: dict[str, Any] | Literal["auto"] = AUTO  # the syntax of cka.pairs; {} aligns nothing; auto: replicas
-    groups: list[VectorGroup] = Field(default_factory=lambda: ["FF_key", "FF_value", "W_Q", "W_K", "W_V", "W_O"],
-                                      min_length=1)
-    spaces: list[Literal["projected", "raw"]] = Field(default_factory=lambda: ["projected", "raw"], min_length=1)
+    groups: list[VectorGroup] = Field(["FF_key", "FF_value", "W_Q", "W_K", "W_V", "W_O"], min_length=1)
+    spaces: list[Literal["projected", "raw"]] = Field(["projected", "raw"], min_length=1)
 
 
 class FinetuneParameters(_Section):

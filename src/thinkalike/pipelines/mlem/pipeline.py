@@ -14,8 +14,8 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.schema import configured_models
-from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.mlem import nodes
 from thinkalike.pipelines.mlem.schema import MLEMParameters, validate_mlem
 from thinkalike.pipelines.namespaces import MODELS, model_dataset

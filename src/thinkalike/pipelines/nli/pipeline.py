@@ -16,9 +16,9 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
+from thinkalike.nli.analysis import copy_names
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, namespaced_node
-from thinkalike.nli.analysis import copy_names
 from thinkalike.pipelines.nli import nodes
 from thinkalike.pipelines.nli.schema import parse_nli
 
@@ -34,10 +34,10 @@ def _node(function, inputs: list[str], outputs: list[str], *, name: str, namespa
     """:func:`namespaced_node`, with a single output named as a string (the function returns it bare); ``gpu``:
     tagged :data:`~thinkalike.pipelines.namespaces.GPU_WORK` (training, fine-tuning, stitching)."""
     tags = [GPU_WORK] if gpu else []
-    inputs = inputs or None  # make_pairs reads no dataset: its settings are bound
+    node_inputs = inputs or None  # make_pairs reads no dataset: its settings are bound
     if len(outputs) == 1:
-        return Node(function, inputs, f"{namespace}.{outputs[0]}", name=name, namespace=namespace, tags=tags)
-    return namespaced_node(function, inputs, outputs, name=name, namespace=namespace, tags=tags)
+        return Node(function, node_inputs, f"{namespace}.{outputs[0]}", name=name, namespace=namespace, tags=tags)
+    return namespaced_node(function, node_inputs, outputs, name=name, namespace=namespace, tags=tags)
 
 
 def copy_dataset(copy: str, dataset: str) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
+from thinkalike.cka.settings import CKASettings
 from thinkalike.language.nli import PairsConfig
 from thinkalike.models.finetune import FinetuneConfig
 from thinkalike.models.training import TrainingConfig
@@ -24,7 +25,6 @@ from thinkalike.pipelines.schema import (
     validate_dataclass,
     validate_section,
 )
-from thinkalike.cka.settings import CKASettings
 
 #: FinetuneConfig fields set per copy by the pipeline (``copy_seeds``), not in ``nli.finetune``.
 SEED_FIELDS = frozenset({"head_seed", "data_seed"})

@@ -16,10 +16,10 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.schema import configured_models, zoo_model_names
-from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.cka.pairs import all_cka_pairs, pair_dataset
 from thinkalike.pipelines.cka.pipeline import CALIBRATION_SUMMARY, MEASURES_OUTPUT, MEASURES_SUMMARY_OUTPUTS
 from thinkalike.pipelines.cka.schema import CKAParameters, parse_cka, validate_cka
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import group_namespace, model_dataset
 from thinkalike.pipelines.report import nodes
 from thinkalike.pipelines.scaling.family import scaling_plan

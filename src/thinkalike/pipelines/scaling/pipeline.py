@@ -10,9 +10,9 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.schema import configured_models
-from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.cka.pairs import all_cka_pairs, pair_dataset
 from thinkalike.pipelines.cka.schema import parse_cka
+from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import group_namespace
 from thinkalike.pipelines.scaling import nodes
 from thinkalike.pipelines.scaling.family import scaling_plan

@@ -32,8 +32,8 @@ class StitchingParameters(_Section):
     directions: Literal["forward", "both"] = "both"
     self_baselines: bool = True
     layers: Literal["diagonal", "relative", "all"] = "diagonal"
-    kinds: list[Literal["identity", "affine", "affine_ln"]] = Field(default_factory=lambda: ["affine_ln"],
-                                                                      min_length=1)
+    # pydantic copies a mutable default for each instance
+    kinds: list[Literal["identity", "affine", "affine_ln"]] = Field(["affine_ln"], min_length=1)
     eval_fraction: float = Field(0.2, gt=0, lt=1)
     split_seed: int = 0
     max_sequences: int | None = Field(None, ge=2)

@@ -25,7 +25,7 @@ from thinkalike.pipelines.corpus.schema import CorpusParameters
 from thinkalike.pipelines.zoo.schema import ZooParameters
 
 #: 40 distinct (line style, colour) combinations: the 10 tab10 colours solid, then dashed, …
-DISTINCT_LINES = cycler(linestyle=["-", "--", "-.", ":"]) * cycler(color=list(matplotlib.colormaps["tab10"].colors))
+DISTINCT_LINES = cycler(linestyle=["-", "--", "-.", ":"]) * cycler(color=matplotlib.color_sequences["tab10"])
 FIGURE_DPI = 150
 
 

@@ -42,8 +42,7 @@ from typing import Any
 
 from thinkalike.models.sources import is_initialisation
 from thinkalike.reports.findings.cka import claims_cka, collect_cka
-from thinkalike.reports.findings.claims import (HOLDS, MIXED, Claim, by_section, merge_claims, render_claims,
-                                                single_run)
+from thinkalike.reports.findings.claims import HOLDS, MIXED, Claim, by_section, merge_claims, render_claims, single_run
 from thinkalike.reports.findings.embedding import claims_embedding, collect_embedding
 from thinkalike.reports.findings.measures import claims_measures, collect_measures
 from thinkalike.reports.findings.mlem import claims_mlem, collect_mlem
@@ -58,11 +57,26 @@ from thinkalike.reports.findings.readme import (  # the README region and its di
 )
 from thinkalike.reports.findings.scaling import claims_scaling
 from thinkalike.reports.findings.stitching import claims_stitching, collect_stitching
-from thinkalike.reports.findings.text import (LITERATURE, guarded, jsonable, missing_section, not_run_sentence,
-                                              plural_text, seconds_text, table_of, without_models, wrap)
-from thinkalike.reports.findings.timing import (RUN_BUDGET_SECONDS, claims_timing, collect_corpus, collect_timing,
-                                                collect_zoo, render_timing)
-
+from thinkalike.reports.findings.text import (
+    LITERATURE,
+    guarded,
+    jsonable,
+    missing_section,
+    not_run_sentence,
+    plural_text,
+    seconds_text,
+    table_of,
+    without_models,
+    wrap,
+)
+from thinkalike.reports.findings.timing import (
+    RUN_BUDGET_SECONDS,
+    claims_timing,
+    collect_corpus,
+    collect_timing,
+    collect_zoo,
+    render_timing,
+)
 
 __all__ = ["END_MARKER", "REGENERATE", "START_MARKER", "TABLES", "at_risk", "claims_of", "collect_errors", "collect_findings",
            "findings_document", "missing_tables", "model_facts", "model_roles", "provenance", "readme_region", "render_document",
@@ -175,7 +189,8 @@ def model_roles(facts: Mapping[str, ModelFacts]) -> dict[str, Any]:
     controls = {p["solu"] for p in pairs if p["same_seed"]}
     # groups of models identical but for their seed; not the SoLUs of a same-seed control (the control is their
     # point: a SoLU with a GeLU's seed)
-    replicas = [{"models": [f.name for f in group], "kind": group[0].kind, "depth": group[0].n_layers}
+    replicas: list[dict[str, Any]] = [{"models": [f.name for f in group], "kind": group[0].kind,
+                                       "depth": group[0].n_layers}
                 for group in by_signature.values() if len(group) > 1 and len({f.seed for f in group}) == len(group)
                 and not controls & {f.name for f in group}]
     all_neox = [f for f in facts.values() if f.kind == "gpt_neox"]
@@ -435,9 +450,9 @@ def roundoff_comparison(reference: Mapping[str, Any], other: Mapping[str, Any], 
     from thinkalike.reports.findings.claims import holds
 
     flipped = sorted(i for i in claims_a if holds(claims_a[i]) != holds(claims_b.get(i)))
-    margin_changes = {i: round(abs(claims_a[i] - claims_b[i]), 9) for i in claims_a
-                      if claims_a[i] is not None and claims_b.get(i) is not None}
-    largest = max(changes, key=changes.get) if changes else "none"
+    margin_changes = {i: round(abs(a_margin - b_margin), 9) for i, a_margin in claims_a.items()
+                      if a_margin is not None and (b_margin := claims_b.get(i)) is not None}
+    largest = max(changes, key=changes.__getitem__) if changes else "none"
     return {"setting": setting, "n_numbers": len(common), "n_changed": len(changes),
             "median_change": ordered[len(ordered) // 2] if ordered else 0.0,
             "max_change": ordered[-1] if ordered else 0.0, "max_path": largest,

@@ -67,7 +67,7 @@ def claims_cka(findings: Mapping[str, Any]) -> list[Claim]:
     sg, replicas, control = cka.get("solu_gelu") or [], cka.get("replicas") or [], cka.get("control") or []
     sg_span, rep_span = span_of(p["cka"] for p in sg), span_of(p["cka"] for p in replicas)
     if sg_span and rep_span:
-        values = {"solu_gelu": sg_span, "replicas": rep_span,
+        values: dict[str, Any] = {"solu_gelu": sg_span, "replicas": rep_span,
                   "sg_distance": span_of(p["distance"] for p in sg),
                   "rep_distance": span_of(p["distance"] for p in replicas)}
         claims.append(greater("cka.solu_gelu_below_replicas",

@@ -86,7 +86,8 @@ def greater(claim_id: str, template: str, a: float | None, b: float | None, **va
 def every(claim_id: str, template: str, excesses: Iterable[float | None], **values: Any) -> Claim:
     """"At every one of them": ``margin = min(excesses)`` (``None`` when there are none or one is missing)."""
     found = list(excesses)
-    margin = None if not found or any(v is None for v in found) else min(float(v) for v in found)
+    defined = [float(v) for v in found if v is not None]
+    margin = min(defined) if found and len(defined) == len(found) else None
     return Claim(claim_id, template, margin, values)
 
 

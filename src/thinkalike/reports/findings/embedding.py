@@ -10,10 +10,20 @@ from typing import Any
 import pandas as pd
 
 from thinkalike.reports.findings.claims import Claim, best_of, greater
-from thinkalike.reports.findings.text import (LITERATURE, as_float, code_text, guarded, int_list, ints_text,
-                                              list_text, missing_section, not_run_sentence, number_text, span_of,
-                                              table_of)
-
+from thinkalike.reports.findings.text import (
+    LITERATURE,
+    as_float,
+    code_text,
+    guarded,
+    int_list,
+    ints_text,
+    list_text,
+    missing_section,
+    not_run_sentence,
+    number_text,
+    span_of,
+    table_of,
+)
 
 #: keep-k: E' = E^T counts as "level with" E^+ within this much.
 KEEP_K_LEVEL = 0.02
@@ -32,7 +42,8 @@ TASK_LABELS = {"tense": "tense", "subject_number": "the subject's number", "sent
 
 def collect_embedding(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dict[str, Any]:
     """The embedding-space paragraph's numbers: keep-k, alignment, fine-tuning fractions and zero-shot stitching."""
-    statistics = tables.get("corpus_statistics") if isinstance(tables.get("corpus_statistics"), Mapping) else {}
+    found = tables.get("corpus_statistics")
+    statistics = found if isinstance(found, Mapping) else {}
     return {"keep_k": guarded(_collect_keep_k, table_of(tables, "embedding_keep_k"), roles,
                                statistics.get("vocab_size"), tables),
             "alignment": guarded(_collect_alignment, table_of(tables, "embedding_alignment")),
@@ -157,12 +168,13 @@ def _collect_finetune(fractions: pd.DataFrame | None, curves: pd.DataFrame | Non
     part = fractions[fractions["model"] == model]
     diff = part[part["source"] == "finetune_diff"].set_index(["group", "layer"])
     random = part[part["source"] == "random_rows"].set_index(["group", "layer"])
-    cells = []
+    cells: list[dict[str, Any]] = []
     for key, row in diff.iterrows():
         if key in random.index:
             cells.append({"group": str(key[0]), "layer": int(key[1]), "finetune": as_float(row["feature_fraction"]),
                           "random": as_float(random.loc[key, "feature_fraction"])})
-    above = [c for c in cells if c["finetune"] - c["random"] >= FRACTION_MARGIN]
+    above = [c for c in cells if c["finetune"] is not None and c["random"] is not None
+             and c["finetune"] - c["random"] >= FRACTION_MARGIN]
     classifier = part[part["source"] == "classifier"]
     own = chance = None
     if zero_shot is not None and len(zero_shot):
@@ -361,7 +373,8 @@ def _alignment_claims(alignment: Mapping[str, Any]) -> list[Claim]:
 def _finetune_claims(finetune: Mapping[str, Any], half_step: float) -> list[Claim]:
     claims: list[Claim] = []
     top = finetune.get("top_layers") or []
-    base = {"model": finetune.get("model"), "task": TASK_LABELS.get(finetune.get("task"), finetune.get("task")),
+    task = finetune.get("task")
+    base = {"model": finetune.get("model"), "task": TASK_LABELS.get(str(task), task),
             "n_top": len(top), "layers": list_text([str(layer) for layer in top]),
             **({"steps": finetune["steps"]} if finetune.get("steps") else {})}
     what = ("Fine-tuning {model}'s top {n_top:d} blocks (layers {layers}) and a head on {task}"

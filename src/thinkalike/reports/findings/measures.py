@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from thinkalike.reports.findings.claims import Claim, best_of, every
-from thinkalike.reports.findings.text import (as_float, missing_section, not_run_sentence, number_text, pair_row,
-                                              span_of, table_of)
+from thinkalike.reports.findings.text import (
+    as_float,
+    missing_section,
+    not_run_sentence,
+    number_text,
+    pair_row,
+    span_of,
+    table_of,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dict[str, Any]:
@@ -24,13 +34,13 @@ def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dic
     replica_pairs = [(a, b) for group in roles["replicas"] for i, a in enumerate(group["models"])
                      for b in group["models"][i + 1:]]
     solu_gelu = [(p["solu"], p["gelu"]) for p in roles["solu_gelu"]]
+    def values(rows: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        found = (pair_row(rows, a, b) for a, b in pairs)
+        return [float(row["matched_mean"]) for row in found if row is not None]
+
     per_measure = []
     for name, rows in summary.groupby("measure", sort=False):
-        def values(pairs: Sequence[tuple[str, str]]) -> list[float]:
-            found = (pair_row(rows, a, b) for a, b in pairs)
-            return [float(row["matched_mean"]) for row in found if row is not None]
-
-        replicas, different = values(replica_pairs), values(solu_gelu)
+        replicas, different = values(rows, replica_pairs), values(rows, solu_gelu)
         if not replicas or not different:
             continue
         distance = rows["kind"].iloc[0] == "distance"
@@ -58,7 +68,7 @@ def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dic
                 changes[variant] = {"max_abs_change": as_float(abs(delta[pair])), "change": as_float(delta[pair]),
                                     "pair": list(pair), "n_pairs": int(len(delta))}
     calibration = table_of(tables, "similarity_calibration")
-    calibrated = None
+    calibrated: dict[str, Any] | None = None
     if calibration is not None and len(calibration):
         calibrated = {"n_pairs": int(calibration[["model_a", "model_b"]].drop_duplicates().shape[0]),
                       "n_permutations": int(calibration["n_permutations"].max()), "statistics": {}}

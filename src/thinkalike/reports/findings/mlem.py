@@ -10,9 +10,18 @@ from typing import Any
 import pandas as pd
 
 from thinkalike.reports.findings.claims import Claim, best_of, greater
-from thinkalike.reports.findings.text import (LITERATURE, as_float, code_text, int_list, missing_section,
-                                              not_run_sentence, number_text, span_of, table_of, without_models)
-
+from thinkalike.reports.findings.text import (
+    LITERATURE,
+    as_float,
+    code_text,
+    int_list,
+    missing_section,
+    not_run_sentence,
+    number_text,
+    span_of,
+    table_of,
+    without_models,
+)
 
 #: Number and tense count as explaining "next to nothing" when their permutation importance stays within this much of 0
 #: at every layer (the measures' criterion for "reads 0": |alikeness| ≤ 0.05).
@@ -385,7 +394,7 @@ def _last_layer_claims(mlem: Mapping[str, Any]) -> list[Claim]:
         dominant_score = scores.get(dominant) if dominant else None
         extra = {f: {"model": m["model"], "layer": m["layer"], "label": _feature(f),
                      **({"dominant_label": _feature(dominant), "dominant_score": dominant_score}
-                        if dominant_score is not None and f != dominant else {})} for f in scores}
+                        if dominant and dominant_score is not None and f != dominant else {})} for f in scores}
         for claim in best_of(f"mlem.last_layer_top.{m['model']}", "", scores, higher=True, values=extra):
             feature = claim.id.rsplit(".", 1)[1]
             if feature == dominant:

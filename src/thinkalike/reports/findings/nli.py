@@ -12,9 +12,18 @@ import numpy as np
 import pandas as pd
 
 from thinkalike.reports.findings.claims import Claim, best_of, every, finite, greater
-from thinkalike.reports.findings.text import (LITERATURE, as_float, guarded, int_list, list_text, missing_section,
-                                              not_run_sentence, number_text, span_of, table_of)
-
+from thinkalike.reports.findings.text import (
+    LITERATURE,
+    as_float,
+    guarded,
+    int_list,
+    list_text,
+    missing_section,
+    not_run_sentence,
+    number_text,
+    span_of,
+    table_of,
+)
 
 #: OOD penalties / fractions: an NLI copy is "mostly heuristic" below this OOD non-entailed accuracy.
 HEURISTIC_BELOW = 0.5
@@ -116,7 +125,9 @@ def _collect_nli_stitching(by_group: pd.DataFrame | None, stitches: pd.DataFrame
     curves = {relation: [as_float(test.loc[(test["relation"] == relation) & (test["layer"] == layer),
                                            "mean_penalty"].mean())
                          for layer in layers] for relation in RELATIONS}
-    increasing = [r for r, values in curves.items() if all(b >= a for a, b in zip(values, values[1:]))]
+    # a curve with an undefined point (no rows at a layer) is not increasing
+    increasing = [r for r, values in curves.items()
+                  if all(a is not None and b is not None and b >= a for a, b in zip(values, values[1:]))]
     means = {r: float(np.nanmean([v for v in values if v is not None])) for r, values in curves.items()}
     strict, means_only = stitching_divergence(by_group, "test")
     ood = by_group[by_group["data"] == "ood"]
@@ -124,13 +135,13 @@ def _collect_nli_stitching(by_group: pd.DataFrame | None, stitches: pd.DataFrame
     n_ordered = (int(len(stitches[["model_f", "model_g"]].drop_duplicates()))
                  if stitches is not None and len(stitches) else None)
     return {"layers": layers, "curves": curves, "increasing": increasing,
-            "most_interchangeable": min(means, key=means.get), "diverge": strict, "diverge_means_only": means_only,
+            "most_interchangeable": min(means, key=means.__getitem__), "diverge": strict, "diverge_means_only": means_only,
             "ood_span": span_of(ood["mean_penalty"]) if len(ood) else None,
             "ood_diverge": ood_strict, "ood_diverge_means_only": ood_means_only, "n_ordered_pairs": n_ordered,
             "gaps": _gaps(stitching_gaps(by_group, "test"))}
 
 
-def _gaps(gaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _gaps(gaps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """:func:`thinkalike.nli.verdicts.stitching_gaps` / ``cka_gaps`` as plain JSON (``None`` for undefined)."""
     return [{"layer": g["layer"], "means": as_float(g["means"]), "intervals": as_float(g["intervals"])}
             for g in gaps]
@@ -405,18 +416,20 @@ def _sweep_claims(nli: Mapping[str, Any]) -> list[Claim]:
     configured = nli.get("sweep_fractions") or list(swept) or DEFAULT_SWEEP_FRACTIONS
     names = list(dict.fromkeys(_fraction_name(f) for f in configured))
     spreads = {n: (None if (s := swept.get(n)) is None else s[1] - s[0]) for n in names}
-    extra = {n: {"span": None if swept.get(n) is None else list(swept[n]), "spread": spreads[n],
+    extra = {n: {"span": None if (s := swept.get(n)) is None else list(s), "spread": spreads[n],
                  "min_spread": min_spread} for n in names}
     claims += best_of("nli.sweep_widest", "the counterexample-fraction sweep spreads the copies' OOD non-entailed "
                       "accuracy the most at fraction {name} (range {score:3}: {span:3}), the recommended "
                       "nli.pairs.counterexample_fraction", spreads, higher=True, values=extra)
     for name in names:
-        spread = spreads[name]
+        fraction_spread = spreads[name]
         claims += [
             Claim(f"nli.sweep_spreads.{name}", "at counterexample fraction {fraction} the sweep's copies spread by at "
                   "least nli.min_spread = {min_spread} (OOD non-entailed accuracy {span:3}, range {spread:3})",
-                  None if spread is None else spread - min_spread, {"fraction": name, **extra[name]}),
+                  None if fraction_spread is None else fraction_spread - min_spread,
+                  {"fraction": name, **extra[name]}),
             Claim(f"nli.sweep_does_not_spread.{name}", "at counterexample fraction {fraction} the sweep's copies "
                   "spread by less than nli.min_spread = {min_spread} (OOD non-entailed accuracy {span:3}, range "
-                  "{spread:3})", None if spread is None else min_spread - spread, {"fraction": name, **extra[name]})]
+                  "{spread:3})", None if fraction_spread is None else min_spread - fraction_spread,
+                  {"fraction": name, **extra[name]})]
     return claims

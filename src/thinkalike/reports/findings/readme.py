@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-
 START_MARKER = "<!-- findings:start -->"
 
 

@@ -133,9 +133,10 @@ def _block_claims(summary: Mapping[str, Any]) -> list[Claim]:
                                   "layers (contrast ≥ the threshold)", item="`{name}`"))
     for i, a in enumerate(family):
         for b in family[i + 1:]:
-            margin = None if pairs is None else (1.0 if f"{a}–{b}" in pairs or f"{b}–{a}" in pairs else -1.0)
+            pair_margin = None if pairs is None else (1.0 if f"{a}–{b}" in pairs or f"{b}–{a}" in pairs else -1.0)
             claims.append(Claim(f"scaling.blocks.pair.{a}.{b}", "Between `{a}` and `{b}` the CKA matrix has matched "
-                                "blocks (a's early block with b's early block, and so on)", margin, {"a": a, "b": b},
+                                "blocks (a's early block with b's early block, and so on)", pair_margin,
+                                {"a": a, "b": b},
                                 group="Pairs of members whose CKA matrices have matched blocks (a's early block with "
                                       "b's early block, and so on)", item="`{a}` and `{b}`"))
     values = {"n_structured": len([m for m in family if m in structured]), "n_members": len(family),
@@ -203,7 +204,7 @@ def _outlier_claims(summary: Mapping[str, Any], threshold: float) -> list[Claim]
                                   "others lies beyond the robust-z threshold", item="`{name}` (robust z {z})"))
     known = [v for v in sizes.values() if v is not None]
     largest = max(known) if known and len(known) == len(sizes) else None
-    values = {"threshold": threshold, "max_abs_z": largest}
+    values: dict[str, Any] = {"threshold": threshold, "max_abs_z": largest}
     claims.append(Claim("scaling.outlier.reproduced", f"Outlier: reproduced in kind ({_PAPER_OUTLIER}): some member's "
                         "intermediate-layer CKA against the others lies beyond the robust-z threshold {threshold:1} "
                         "(largest |z| {max_abs_z})", None if largest is None else largest - threshold, values))

@@ -12,9 +12,17 @@ import numpy as np
 import pandas as pd
 
 from thinkalike.reports.findings.claims import Claim, every, greater
-from thinkalike.reports.findings.text import (as_float, int_list, ints_text, list_text, missing_section,
-                                              not_run_sentence, number_text, span_of, table_of)
-
+from thinkalike.reports.findings.text import (
+    as_float,
+    int_list,
+    ints_text,
+    list_text,
+    missing_section,
+    not_run_sentence,
+    number_text,
+    span_of,
+    table_of,
+)
 
 KIND_LABELS = {"identity": "identity", "affine": "affine", "affine_ln": "affine + LayerNorm"}
 
@@ -335,7 +343,7 @@ def claims_stitching(findings: Mapping[str, Any]) -> list[Claim]:
                    if (m := p["kinds"][k].get("mean_asymmetry")) is not None]
         control_mean = float(np.mean(c_mean)) if c_mean else None
         between_mean = float(np.mean(sg_mean)) if sg_mean else None
-        values = {"control": control_mean, "between": between_mean, "pairs": _pair_text(control)}
+        values: dict[str, Any] = {"control": control_mean, "between": between_mean, "pairs": _pair_text(control)}
         claims.append(greater("stitching.control_asymmetry.smaller",
                               "The same-seed control's asymmetry over the floors is smaller (SoLU→GeLU less GeLU→SoLU, "
                               "{control:+3} nats/token on average) than that of SoLU and GeLU with different seeds at "
@@ -399,12 +407,13 @@ def _self_claims(st: Mapping[str, Any]) -> list[Claim]:
             [KIND_LABELS.get(k, k) for k in trained])}
         lowest: float | None
         if all(v.get("by_layer") for v in trained.values()):
-            gaps = []
+            gaps: list[float] = []
             for v in trained.values():
                 at0 = [m for layer, m in v["by_layer"] if layer == 0 and m is not None]
                 past = [m for layer, m in v["by_layer"] if layer != 0 and m is not None]
-                gaps.append(min(past) - at0[0] if at0 and past else None)
-            lowest = None if any(g is None for g in gaps) else min(gaps)
+                if at0 and past:
+                    gaps.append(min(past) - at0[0])
+            lowest = min(gaps) if len(gaps) == len(trained) else None
         else:
             lowest = _flag(all(v.get("lowest_layer") == 0 for v in trained.values()))
         claims += [

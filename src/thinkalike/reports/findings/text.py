@@ -15,7 +15,6 @@ import pandas as pd
 
 from thinkalike.run_clock import format_seconds
 
-
 #: Numbers from the papers the findings are compared with (not measured here).
 LITERATURE: dict[str, Any] = {
     "mlem_spearman": 0.7,                   # Jalouzot et al. 2024: held-out Spearman > 0.7 on BERT, GPT-2, Mamba
@@ -43,8 +42,8 @@ def as_float(value: Any, digits: int = 6) -> float | None:
 
 def span_of(values: Iterable[Any]) -> list[float] | None:
     """``[min, max]`` of the finite values, or ``None`` when there are none."""
-    finite = [float(v) for v in values if v is not None and as_float(v) is not None]
-    return [as_float(min(finite)), as_float(max(finite))] if finite else None
+    finite = [number for number in map(as_float, values) if number is not None]  # rounding keeps the order
+    return [min(finite), max(finite)] if finite else None
 
 
 def jsonable(value: Any) -> Any:

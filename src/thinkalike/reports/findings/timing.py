@@ -10,10 +10,19 @@ from typing import Any
 import pandas as pd
 
 from thinkalike.reports.findings.claims import Claim
-from thinkalike.reports.findings.text import (as_float, code_text, int_text, ints_text, list_text, missing_section,
-                                              number_text, plural_text, seconds_text, table_of)
+from thinkalike.reports.findings.text import (
+    as_float,
+    code_text,
+    int_text,
+    ints_text,
+    list_text,
+    missing_section,
+    number_text,
+    plural_text,
+    seconds_text,
+    table_of,
+)
 from thinkalike.run_clock import RUN_PIPELINE, START_ROW, TOTAL, most_at_once, pipeline_totals
-
 
 #: The default run's time budget on 2 idle CPU cores (the README's "two commands" promise; issues 19 and 21 set it
 #: at 10 minutes with the scaling family, every measure and the report).
