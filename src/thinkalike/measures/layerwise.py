@@ -41,6 +41,14 @@ cell in its column — so every pair keeps them all, a grid of a few pairs per l
 decompositions, PWCCA's Q_xᵀXc) is dropped when the layer's row is done, comparing a model with
 itself (the prepared input's ``release()``).
 
+Work shared between measures. Each layer is handed to the preparations as an
+:class:`~thinkalike.measures.inputs.Layer`, so that its centred matrix and their thin SVD are computed once for
+the shape metrics (α < 1), the CCA family and SVCCA, and dropped after the layer's first pair.
+
+Strategy. At the start of its row, a layer's preparation that has an ``expect_comparisons(count)`` method is
+told how many pairs it is the first argument of (linear predictivity then chooses between its per-pair and
+its per-layer evaluation: :mod:`thinkalike.measures.predictivity`, "The Gram path").
+
 Grid. ``pairs`` limits the table to some layer pairs (the others NaN); ``estimate`` receives one line
 after the first few pairs: the pairs × measures and the whole table's time extrapolated from them
 (:func:`cost_estimate`).
@@ -82,7 +90,7 @@ from tqdm.auto import tqdm
 
 from thinkalike.measures import cca, neighbours, predictivity, rsa, shape
 from thinkalike.measures import cka as cka_module
-from thinkalike.measures.inputs import checked_matrix
+from thinkalike.measures.inputs import Layer, checked_matrix
 from thinkalike.measures.registry import MEASURE_NAMES, MEASURES, Measure
 
 logger = logging.getLogger(__name__)
@@ -422,12 +430,17 @@ def measure_table(
 
     layers_seen: set[tuple[str, int]] = set()  # the layers prepared so far, for the cost estimate
 
-    def prepared(cache: list[dict[Any, Any]], matrices: list[np.ndarray], side: str, i: int, m: int) -> Any:
+    # each layer's centred matrix and its SVD, shared by the preparations that need them (inputs.Layer), dropped
+    # after the layer's first pair (which prepares it for every measure)
+    shared_a = [Layer(matrix) for matrix in matrices_a]
+    shared_b = shared_a if same else [Layer(matrix) for matrix in matrices_b]
+
+    def prepared(cache: list[dict[Any, Any]], layers: list[Layer], side: str, i: int, m: int) -> Any:
         if keys[m] not in cache[i]:
             layers_seen.add((side, i))
             with warnings.catch_warnings(record=True) as log:
                 warnings.simplefilter("always")
-                cache[i][keys[m]] = entries[m].prepare(matrices[i], name=f"{side}[{i}]", **given[m])
+                cache[i][keys[m]] = entries[m].prepare(layers[i], name=f"{side}[{i}]", **given[m])
             caught.extend((names[m], True, f"{side}[{i}]", record) for record in log)
         return cache[i][keys[m]]
 
@@ -443,19 +456,28 @@ def measure_table(
         with warnings.catch_warnings(record=True) as log:
             warnings.simplefilter("always")
             for i in range(n_a):
-                for j in np.flatnonzero(wanted[i]):
+                row = np.flatnonzero(wanted[i])
+                told: set[Any] = set()  # the preparations of layer i told how many pairs its row has
+                for j in row:
                     for m, entry in enumerate(entries):
                         if same and entry.symmetric and j < i and wanted[j, i]:
                             values[m, i, j] = values[m, j, i]
                             continue
                         clock.start()
-                        px = prepared(cache_a, matrices_a, "layers_a", i, m)
-                        py = prepared(cache_b, matrices_b, side_b, j, m)
+                        px = prepared(cache_a, shared_a, "layers_a", i, m)
+                        if keys[m] not in told:
+                            told.add(keys[m])
+                            expect = getattr(px, "expect_comparisons", None)
+                            if expect is not None:
+                                expect(len(row))
+                        py = prepared(cache_b, shared_b, side_b, j, m)
                         clock.prepared()
                         start = len(log)
                         values[m, i, j] = entry.compare(px, py)
                         clock.compared()
                         caught.extend((names[m], False, f"({i}, {j})", record) for record in log[start:])
+                    shared_a[i].release()
+                    shared_b[j].release()
                     clock.pair_done()
                     if estimate is not None and clock.pairs == min(estimate_after, total):
                         estimate(cost_estimate(clock, total, len(names), n_a if same else n_a + n_b,
