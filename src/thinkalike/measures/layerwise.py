@@ -30,9 +30,12 @@ part still computed once (:mod:`thinkalike.measures.compact`): CKA takes ⟨XcXc
 pair) when d_a·d_b > n²; the shape metrics multiply n × n row factors (Xc = L·Qᵀ) instead of the
 n × d bases; mean CCA and SVCCA take the sum of the correlations from the two bases' complements in
 1⊥ when r_x + r_y > n − 1 (and PWCCA is 1 without a decomposition when a basis spans all of 1⊥);
-linear predictivity leaves out the terms that vanish when a fold's U is square. Every value equals
-the direct computation to rounding (``tests/measures/test_shared_work.py``: 1e-9 against the
-definitions); layers with d ≤ n go through the same arithmetic as before, bit for bit.
+linear predictivity leaves out the terms that vanish when a fold's U is square, and a predictor with
+enough pairs in its row takes the Gram path (per-layer forms, one inner product per fold and α per
+pair: :mod:`thinkalike.measures.ridge_gram`). Every value equals the direct computation to rounding
+(``tests/measures/test_shared_work.py``: 1e-9 against the definitions). At 31 × 31 layers of d = 576
+on n = 512 rows what is left per pair is mostly the shape metrics' singular values of an n × n
+matrix (about 30 ms each, two per pair) — ``docs/benchmarks/measures.md``.
 
 Memory. A layer's preparations are dropped after the last row that needs them: model A's after
 its row; model B's (and, comparing a model with itself, every layer's) after the last row with a
@@ -43,7 +46,8 @@ itself (the prepared input's ``release()``).
 
 Work shared between measures. Each layer is handed to the preparations as an
 :class:`~thinkalike.measures.inputs.Layer`, so that its centred matrix and their thin SVD are computed once for
-the shape metrics (α < 1), the CCA family and SVCCA, and dropped after the layer's first pair.
+the shape metrics (α < 1), the CCA family (reduced to ``max_dims``) and SVCCA, and dropped after the
+layer's first pair (which prepares it for every measure).
 
 Strategy. At the start of its row, a layer's preparation that has an ``expect_comparisons(count)`` method is
 told how many pairs it is the first argument of (linear predictivity then chooses between its per-pair and
