@@ -168,3 +168,12 @@ def test_a_predictor_told_of_many_wide_targets_takes_the_gram_path_and_a_permute
                                                                     abs=1e-11)
     px.release()
     assert "gram_folds" not in px.__dict__ and "folds" not in px.__dict__
+
+
+def test_the_gram_path_is_not_taken_when_its_forms_would_not_fit():
+    from thinkalike.measures.ridge_gram import LOO_FORMS_MAX_BYTES, gram_path_pays, loo_forms_bytes
+
+    sizes = [103, 103, 102, 102, 102]
+    assert loo_forms_bytes(512, sizes, 9) < 30 * 2**20 and gram_path_pays(512, sizes, 9, 576, 576, 31)
+    big = [400] * 5  # n = 2000: 440 MB of forms
+    assert loo_forms_bytes(2000, big, 9) > LOO_FORMS_MAX_BYTES and not gram_path_pays(2000, big, 9, 4096, 4096, 100)

@@ -36,6 +36,11 @@ multiply-adds, and a residual form n²·n_s/2 (made for the α chosen, on first 
 n²·d_y/2; per pair and fold, n_alphas·N²/2 for the errors and n²/2 for the residual, independent of the
 widths. Against O(n·r·d_y) per pair and fold for the feature-space evaluation, this pays when a predictor
 is compared with several wide targets (:func:`gram_path_pays`).
+
+Memory: a predictor's LOO forms, n_folds·n_alphas·N(N + 1)/2 float64 (29 MB at n = 512, five folds, nine α),
+for as long as its row is compared (at most :data:`LOO_FORMS_MAX_BYTES`, else the feature path is taken), and
+per target K with its packed training blocks, about 3·n² float64 (6.5 MB at n = 512), kept with the target's
+other preparations.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+
+LOO_FORMS_MAX_BYTES = 256 * 2**20  # one predictor's LOO forms on the Gram path (held while its row is compared)
 
 
 @lru_cache(maxsize=8)
@@ -144,14 +151,23 @@ class GramFold:
     residuals: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
 
+def loo_forms_bytes(n_tokens: int, fold_sizes: list[int], n_alphas: int) -> int:
+    """Bytes of one predictor's LOO forms: n_alphas·N(N + 1)/2 float64 per fold."""
+    return sum(8 * n_alphas * (n_tokens - size) * (n_tokens - size + 1) // 2 for size in fold_sizes)
+
+
 def gram_path_pays(n_tokens: int, fold_sizes: list[int], n_alphas: int, width_x: int, width_y: int,
                    comparisons: int) -> bool:
-    """Whether ``comparisons`` pairs with this predictor cost fewer multiply-adds on the Gram path.
+    """Whether ``comparisons`` pairs with this predictor cost fewer multiply-adds on the Gram path, and its LOO
+    forms fit in :data:`LOO_FORMS_MAX_BYTES` (29 MB at n = 512 with five folds and nine α; the limit is passed
+    from n = 1526 on).
 
     Per fold (N training tokens, n_s test, r = min(N, d_x)): the feature path costs d_y·r·(N + r + n_s)
     (+ 2·N·r·d_y when r < N) per pair; the Gram path n_alphas·(N²·r + N³)/2 + n²·n_s/2 once and n_alphas·N²/2
     per pair, plus the target's Gram n²·d_y/2 (counted in full for every pair, though a target shares it).
     """
+    if loo_forms_bytes(n_tokens, fold_sizes, n_alphas) > LOO_FORMS_MAX_BYTES:
+        return False
     feature = setup = per_pair = 0.0
     for size in fold_sizes:
         train = n_tokens - size
