@@ -25,8 +25,13 @@ the peak of traced memory (``tracemalloc``: numpy's buffers included) of each, f
 
     OMP_NUM_THREADS=1 python benchmarks/measures.py --grid 31 --tokens 512 --dims 576 576 --permutations 2
 
-``--fit-rows``: this checkout's table with the measures fitted to the rows as the pipeline runs them (the CCA
-family in at most n // 10 principal components, :func:`thinkalike.measures.layerwise.fit_to_rows`).
+``--fit-rows``: the tables with the measures fitted to the rows as the pipeline runs them (the CCA family in at
+most n // 10 principal components, :func:`thinkalike.measures.layerwise.fit_to_rows`), for the package at
+``--before`` too when it has ``fit_to_rows``.
+
+With ``--before``, the largest |after − before| of each measure's values over the table's cells is printed
+too (the shape distances of a layer to itself, rounding noise of about 1e-8 around 0, apart from the other
+cells), and of the calibration's null cells and z-scores.
 """
 
 from __future__ import annotations
@@ -97,15 +102,32 @@ def measures_at(revision: str, folder: Path):
     return importlib.import_module(f"{name}.layerwise"), importlib.import_module(f"{name}.calibration")
 
 
-def traced(fn, *args, **kwargs) -> tuple[float, float, float]:
-    """(wall seconds, peak traced MB, CPU seconds of this process) of one call."""
+def traced(fn, *args, **kwargs) -> tuple[tuple[float, float, float], object]:
+    """((wall seconds, peak traced MB, CPU seconds of this process), the result) of one call."""
     tracemalloc.start()
     start, cpu = time.perf_counter(), time.process_time()
-    fn(*args, **kwargs)
+    result = fn(*args, **kwargs)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
-    return seconds, peak, cpu
+    return (seconds, peak, cpu), result
+
+
+def differences(after, before, names: list[str], n_layers: int, diagonal_noise: tuple[str, ...]) -> None:
+    """Print, per measure, the largest |after − before| over the computed cells; for the shape distances of a layer
+    to itself (sqrt or arccos of rounding, about 1e-8, not 0) separately from the other cells."""
+    shape = (len(names), n_layers, n_layers)
+    a, b = after.value.to_numpy().reshape(shape), before.value.to_numpy().reshape(shape)
+    off = ~np.eye(n_layers, dtype=bool)
+    print("\nmax |after - before| per measure (cells computed in both; NaN in one but not the other: counted)")
+    for m, name in enumerate(names):
+        both = ~np.isnan(a[m]) & ~np.isnan(b[m])
+        mismatched = int((np.isnan(a[m]) != np.isnan(b[m])).sum())
+        diff = np.where(both, np.abs(a[m] - b[m]), 0.0)
+        line = f"  {name:20s} {diff.max():.2g}"
+        if name in diagonal_noise:
+            line += f" (off the diagonal {diff[off].max():.2g}; a layer to itself {np.diag(diff).max():.2g})"
+        print(line + (f"; {mismatched} NaN mismatches" if mismatched else ""))
 
 
 def grid(args: argparse.Namespace) -> None:
@@ -120,26 +142,34 @@ def grid(args: argparse.Namespace) -> None:
               f"{args.grid ** 2 if grid_pairs is None else len(grid_pairs)} cells x {len(MEASURE_NAMES)} measures); "
               f"calibration vs a second model of width {args.dims[1]}: {CALIBRATION_MEASURES}, "
               f"{args.permutations} permutations; pairs: {args.pairs}", flush=True)
-        rows = []
+        rows, results = [], {}
         for label, (table_module, calibration_module) in (("after", (layerwise, calibration)),
                                                             ("before", before or (None, None))):
             if table_module is None or (label == "after" and args.before_only):
                 continue
             extra = {} if grid_pairs is None else {"pairs": grid_pairs}  # (the package before had no grid)
             names, options = list(MEASURE_NAMES), GRID_OPTIONS
-            if args.fit_rows and label == "after":  # as the pipeline runs them (the package before could not)
-                names, options, notes = layerwise.fit_to_rows(names, options, args.tokens[0], args.dims[0])
+            if args.fit_rows and hasattr(table_module, "fit_to_rows"):  # as the pipeline runs them (a package
+                # before fit_to_rows could not)
+                names, options, notes = table_module.fit_to_rows(names, options, args.tokens[0], args.dims[0])
                 print(f"{label}: {'; '.join(notes) or 'nothing to fit'}", flush=True)
-            table = traced(table_module.measure_table, layers_a, None, names, options, **extra)
+            table, results[label] = traced(table_module.measure_table, layers_a, None, names, options, **extra)
             print(f"{label}: table {table[0]:.1f} s ({table[2]:.1f} CPU s), peak {table[1]:.0f} MB", flush=True)
             if not args.permutations:
                 rows.append((label, table, (float("nan"),) * 3))
                 continue
-            calibrated = traced(calibration_module.calibrate, layers_a, layers_b, CALIBRATION_MEASURES,
-                                {"mutual_knn": {"k": 10}}, n_permutations=args.permutations, seed=0, **extra)
+            calibrated, results[label + " calibration"] = traced(
+                calibration_module.calibrate, layers_a, layers_b, CALIBRATION_MEASURES, {"mutual_knn": {"k": 10}},
+                n_permutations=args.permutations, seed=0, **extra)
             print(f"{label}: calibration {calibrated[0]:.1f} s ({calibrated[2]:.1f} CPU s), peak {calibrated[1]:.0f} MB",
                   flush=True)
             rows.append((label, table, calibrated))
+        if "after" in results and "before" in results:
+            differences(results["after"], results["before"], names, args.grid, ("procrustes", "angular_shape"))
+        if "after calibration" in results and "before calibration" in results:
+            after, before_result = results["after calibration"], results["before calibration"]
+            print(f"  calibration null cells: {np.nanmax(np.abs(after.null_cells - before_result.null_cells)):.2g}; "
+                  f"z: {np.nanmax(np.abs(after.scores.z - before_result.scores.z)):.2g}")
         print("\n| | table s | table CPU s | table peak MB | calibration s | calibration CPU s | calibration peak MB |"
               "\n|---|---:|---:|---:|---:|---:|---:|")
         for label, table, calibrated in rows:

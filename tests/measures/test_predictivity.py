@@ -1,5 +1,6 @@
 """Cross-validated ridge R² against closed-form ridge on contiguous folds and brute-force leave-one-out,
-and against the sklearn recipe the module's docstring names (which it evaluates from per-fold SVDs)."""
+and against the sklearn recipe the module's docstring names (which it evaluates from per-fold SVDs), on both
+of its paths (per pair, and the Gram path of per-layer forms)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
 from sklearn.model_selection import KFold, cross_val_predict
 
-from thinkalike.measures.predictivity import DEFAULT_ALPHAS, linear_predictivity
+from thinkalike.measures import predictivity
+from thinkalike.measures.predictivity import (
+    DEFAULT_ALPHAS,
+    linear_predictivity,
+    linear_predictivity_prepared,
+    prepare_predictivity,
+)
 
 
 def pair(rng: np.random.Generator, n: int, d1: int, d2: int, noise: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
@@ -119,3 +126,53 @@ def test_bad_input_names_the_parameter():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         linear_predictivity(x, y)
+
+
+@pytest.mark.parametrize("n,d1,d2,n_folds", [(37, 5, 11, 5), (30, 40, 6, 3), (60, 70, 90, 4), (41, 12, 50, 3)])
+def test_the_gram_path_equals_the_feature_path_and_sklearn(n, d1, d2, n_folds):
+    """ridge_gram's per-layer forms (the path measure_table takes for a predictor with many wide targets) give
+    the value of the per-pair evaluation and of sklearn, on narrow, wide, rank-deficient, offset and partly
+    constant inputs."""
+    rng = np.random.default_rng(7 * n + d2)
+    x, y = pair(rng, n, d1, d2, noise=float(rng.uniform(0.2, 3.0)))
+    cases = [(x, y), (np.hstack([x, x[:, :2], x[:, :1] - x[:, 1:2]]), y),  # rank-deficient x
+             (x, np.hstack([y, np.full((n, 1), 2.5)])),  # a constant target column
+             (x + 1e4, y - 3e4)]  # large offsets: the target's Gram is of its centred rows
+    for xs, ys in cases:
+        for alphas in (DEFAULT_ALPHAS, [0.3, 3.0, 30.0]):
+            px, py = prepare_predictivity(xs, alphas, n_folds), prepare_predictivity(ys, alphas, n_folds, name="y")
+            feature = linear_predictivity_prepared(px, py)  # no expect_comparisons: the per-pair path
+            assert not px.gram_path(py.width)
+            gram = predictivity._gram_r2(px, py)
+            assert gram == pytest.approx(feature, abs=1e-11)
+            assert gram == pytest.approx(sklearn_predictivity(xs, ys, alphas, n_folds), abs=1e-10)
+
+
+def test_a_predictor_told_of_many_wide_targets_takes_the_gram_path_and_a_permuted_target_moves_its_gram():
+    rng = np.random.default_rng(8)
+    x, y = pair(rng, 50, 60, 70)
+    px = prepare_predictivity(x, n_folds=4)
+    px.expect_comparisons(1)
+    assert not px.gram_path(70)  # one pair: the per-layer forms do not pay
+    px.expect_comparisons(20)
+    py = prepare_predictivity(y, n_folds=4, name="y")
+    value = linear_predictivity_prepared(px, py)
+    assert px.gram_path(70) and "gram_folds" in px.__dict__
+    assert value == pytest.approx(linear_predictivity(x, y, n_folds=4), abs=1e-11)
+    permutation = rng.permutation(50)
+    moved = py.permuted(permutation)  # the target's Gram moves with the rows
+    np.testing.assert_allclose(moved.target.gram, prepare_predictivity(y[permutation], n_folds=4).target.gram,
+                               rtol=0, atol=1e-9)
+    assert linear_predictivity_prepared(px, moved) == pytest.approx(linear_predictivity(x, y[permutation], n_folds=4),
+                                                                    abs=1e-11)
+    px.release()
+    assert "gram_folds" not in px.__dict__ and "folds" not in px.__dict__
+
+
+def test_the_gram_path_is_not_taken_when_its_forms_would_not_fit():
+    from thinkalike.measures.ridge_gram import LOO_FORMS_MAX_BYTES, gram_path_pays, loo_forms_bytes
+
+    sizes = [103, 103, 102, 102, 102]
+    assert loo_forms_bytes(512, sizes, 9) < 30 * 2**20 and gram_path_pays(512, sizes, 9, 576, 576, 31)
+    big = [400] * 5  # n = 2000: 440 MB of forms
+    assert loo_forms_bytes(2000, big, 9) > LOO_FORMS_MAX_BYTES and not gram_path_pays(2000, big, 9, 4096, 4096, 100)

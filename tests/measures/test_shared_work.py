@@ -20,14 +20,20 @@ from sklearn.model_selection import KFold, cross_val_predict
 
 from thinkalike.measures import cka as cka_module
 from thinkalike.measures.calibration import calibrate
-from thinkalike.measures.cca import prepare_cca, variance_subspace
-from thinkalike.measures.compact import complement_basis, correlation_sum, permuted_condensed, row_factor
+from thinkalike.measures.cca import prepare_cca, prepare_svcca, variance_subspace
+from thinkalike.measures.compact import (
+    complement_basis,
+    correlation_sum,
+    permuted_condensed,
+    row_factor,
+    triangular_cross,
+)
 from thinkalike.measures.distances import match_layers_by_relative_depth
-from thinkalike.measures.inputs import centred
+from thinkalike.measures.inputs import Layer, centred
 from thinkalike.measures.layerwise import measure_table
 from thinkalike.measures.neighbours import cknna, knn_jaccard, mutual_knn
 from thinkalike.measures.registry import MEASURE_NAMES
-from thinkalike.measures.shape import partially_whitened
+from thinkalike.measures.shape import partially_whitened, prepare_shape
 
 N = 40
 OPTIONS = {"angular_shape": {"alpha": 0.5}, "svcca": {"keep": 0.99}, "mutual_knn": {"k": 5}, "cknna": {"k": 5},
@@ -134,6 +140,28 @@ def test_the_shared_factors():
     assert correlation_sum(q, p, complement, complement_basis(p)) == pytest.approx(correlation_sum(q, p), abs=1e-12)
     permutation = rng.permutation(30)
     np.testing.assert_array_equal(permuted_condensed(pdist(x), permutation), pdist(x[permutation]))
+    for width in (45, 29, 30):  # a square row factor and lower-trapezoidal ones (n × 29, n × 30)
+        lower = row_factor(centred(rng.standard_normal((30, width))))
+        assert not np.triu(lower, 1).any()
+        other = rng.standard_normal((30, 17))
+        for right in (other, lower[permutation]):  # any matrix with the same rows
+            np.testing.assert_allclose(triangular_cross(lower, right), lower.T @ right, rtol=0, atol=1e-12)
+
+
+def test_a_layer_shares_its_centred_matrix_and_svd_and_changes_no_bit():
+    """The preparations that take a Layer (measure_table, the calibration) equal those of its matrix, bit for bit."""
+    x = model(9, (50,))[0]
+    layer = Layer(x)
+    shape, whitened = prepare_shape(layer), prepare_shape(layer, 0.5)
+    reduced, svcca_basis = prepare_cca(layer, max_dims=7), prepare_svcca(layer, 0.99, max_dims=7)
+    assert shape.basis is reduced.centred is layer.centred.matrix  # one centred matrix, one SVD for all
+    assert "svd" in layer.centred.__dict__
+    np.testing.assert_array_equal(shape.basis, prepare_shape(x).basis)
+    np.testing.assert_array_equal(whitened.basis, prepare_shape(x, 0.5).basis)
+    np.testing.assert_array_equal(reduced.basis, prepare_cca(x, max_dims=7).basis)
+    np.testing.assert_array_equal(svcca_basis.basis, prepare_svcca(x, 0.99, max_dims=7).basis)
+    layer.release()
+    assert "centred" not in layer.__dict__
 
 
 def test_calibration_on_a_grid_computes_only_its_cells_and_searches_only_them():

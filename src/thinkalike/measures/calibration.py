@@ -85,7 +85,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from thinkalike.measures.distances import match_layers_by_relative_depth
-from thinkalike.measures.layerwise import wanted_cells, checked_pair, measure_plan, measure_table
+from thinkalike.measures.inputs import Layer
+from thinkalike.measures.layerwise import checked_pair, measure_plan, measure_table, wanted_cells
 
 logger = logging.getLogger(__name__)
 
@@ -218,11 +219,11 @@ def calibrate(
     caught: dict[tuple[str, type[Warning], str], set[int]] = {}
 
     def prepare_all(matrix: np.ndarray, side: str, index: int, p: int) -> dict[Any, Any]:
-        prepared = {}
+        prepared, layer = {}, Layer(matrix)  # the centred matrix and its SVD shared by the preparations
         for key, m in first_of_key.items():
             with warnings.catch_warnings(record=True) as log:
                 warnings.simplefilter("always")
-                prepared[key] = entries[m].prepare(matrix, name=f"{side}[{index}]", **given[m])
+                prepared[key] = entries[m].prepare(layer, name=f"{side}[{index}]", **given[m])
             for record in log:
                 caught.setdefault((names[m], record.category, str(record.message)), set()).add(p)
         return prepared
@@ -245,6 +246,11 @@ def calibrate(
         return prepared
 
     prepared_a = [prepare_all(matrix, "layers_a", i, -1) for i, matrix in enumerate(matrices_a)]
+    for i, prepared in enumerate(prepared_a):  # layer i of A is the first argument of P · (its row's cells) pairs
+        for prepared_input in prepared.values():
+            expect = getattr(prepared_input, "expect_comparisons", None)
+            if expect is not None:
+                expect(n_permutations * int(wanted[i].sum()))
     base_b = [prepare_all(matrix, "layers_b", j, -1) for j, matrix in enumerate(matrices_b)]
     caught.clear()  # A's and B's preparation warnings were already issued by the observed table
     bar = None if progress is None else tqdm(total=n_permutations, desc=progress, leave=False)

@@ -81,9 +81,8 @@ from scipy import linalg
 
 from thinkalike.measures.compact import complement_basis, correlation_sum, use_complements
 from thinkalike.measures.inputs import (
-    centred,
+    centred_input,
     check_same_tokens,
-    checked_matrix,
     numerical_rank,
     paired_activations,
     undefined,
@@ -100,10 +99,11 @@ def _check_max_dims(max_dims: int | None) -> int | None:
     return None if max_dims is None else int(max_dims)
 
 
-def _top_components(xc: np.ndarray, max_dims: int) -> np.ndarray:
+def _top_components(xc: np.ndarray, max_dims: int,
+                    svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """The top ``max_dims`` left singular vectors of ``xc`` (at most its numerical rank, whose basis they then are:
-    the column space that :func:`_column_space` spans)."""
-    u, s, _ = linalg.svd(xc, full_matrices=False, check_finite=False)
+    the column space that :func:`_column_space` spans); ``svd``: the thin SVD of ``xc`` when already known."""
+    u, s, _ = linalg.svd(xc, full_matrices=False, check_finite=False) if svd is None else svd
     return u[:, : min(max_dims, numerical_rank(s, xc.shape))]
 
 
@@ -196,10 +196,11 @@ def prepare_cca(x: Any, max_dims: int | None = None, *, name: str = "x") -> Prep
     """Centre ``x`` and find an orthonormal basis of its column space (its top ``max_dims`` principal
     components when its rank is larger), once."""
     max_dims = _check_max_dims(max_dims)
-    xc = centred(checked_matrix(x, name, measure="canonical correlation analysis", min_tokens=MIN_TOKENS))
+    given = centred_input(x, name, measure="canonical correlation analysis", min_tokens=MIN_TOKENS)
+    xc = given.matrix
     if max_dims is None or min(xc.shape[0] - 1, xc.shape[1]) <= max_dims:  # nothing to reduce
         return PreparedCCA(xc, _column_space(xc))
-    return PreparedCCA(xc, _top_components(xc, max_dims))  # one SVD: the rank and the top components
+    return PreparedCCA(xc, _top_components(xc, max_dims, given.svd))  # one SVD: the rank and the top components
 
 
 def _check_bases(px: PreparedCCA | PreparedSVCCA, py: PreparedCCA | PreparedSVCCA, measure: str) -> bool:
@@ -249,13 +250,15 @@ def _check_keep(keep: float) -> float:
     return value
 
 
-def variance_subspace(xc: np.ndarray, keep: float, max_dims: int | None = None) -> np.ndarray:
+def variance_subspace(xc: np.ndarray, keep: float, max_dims: int | None = None,
+                      svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Top-k left singular vectors of the centred ``xc``, k the smallest with Σ_{i≤k} sᵢ² ≥ keep·Σ sᵢ²
     and at most ``max_dims``.
 
-    k never exceeds the numerical rank (the basis of :func:`scipy.linalg.orth`).
+    k never exceeds the numerical rank (the basis of :func:`scipy.linalg.orth`). ``svd``: the thin SVD of ``xc``
+    when it is already known (:class:`~thinkalike.measures.inputs.Centred`).
     """
-    u, s, _ = linalg.svd(xc, full_matrices=False)
+    u, s, _ = linalg.svd(xc, full_matrices=False) if svd is None else svd
     rank = numerical_rank(s, xc.shape)
     if rank == 0:
         return u[:, :0]
@@ -268,8 +271,8 @@ def prepare_svcca(x: Any, keep: float = 0.99, max_dims: int | None = None, *, na
     """Centre ``x`` and keep the singular vectors explaining ``keep`` of its variance (at most ``max_dims``),
     once."""
     keep, max_dims = _check_keep(keep), _check_max_dims(max_dims)
-    xc = centred(checked_matrix(x, name, measure="svcca", min_tokens=MIN_TOKENS))
-    return PreparedSVCCA(keep, variance_subspace(xc, keep, max_dims))
+    given = centred_input(x, name, measure="svcca", min_tokens=MIN_TOKENS)
+    return PreparedSVCCA(keep, variance_subspace(given.matrix, keep, max_dims, given.svd))
 
 
 def svcca_prepared(px: PreparedSVCCA, py: PreparedSVCCA) -> float:

@@ -12,6 +12,10 @@ module provides is computed once per layer and reused for all its layer pairs
   transposed R of the thin QR decomposition Xcᵀ = Q·R. Then XcᵀYc = Q_x·(L_xᵀL_y)·Q_yᵀ, so
   XcᵀYc and L_xᵀL_y have the same singular values, and ‖XcᵀYc‖²_F = ‖L_xᵀL_y‖²_F = ⟨XcXcᵀ, YcYcᵀ⟩_F.
   Either side may use its factor or itself (:func:`compact`: the factor only when d > n).
+- :func:`triangular_cross`: L_xᵀF for a row factor L_x (lower trapezoidal, as :func:`row_factor` returns
+  it: L[i, j] = 0 for j > i) and any F with the same rows, by BLAS ``trmm`` on the k × k triangle of L_xᵀ
+  plus a product with the n − k rows below it — about half the multiply-adds of a general product when
+  k is close to n.
 - :func:`complement_basis`: C (n × (N − k)), an orthonormal basis of the part of 1⊥ orthogonal
   to span(Q) for an orthonormal Q (n × k) inside 1⊥, N = n − 1.
 - :func:`correlation_sum`: Σᵢ ρᵢ, the sum of the m = min(k_x, k_y) canonical correlations
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import blas
 
 
 def row_factor(xc: np.ndarray) -> np.ndarray:
@@ -45,6 +50,16 @@ def row_factor(xc: np.ndarray) -> np.ndarray:
 def compact(xc: np.ndarray) -> np.ndarray:
     """:func:`row_factor` of ``xc`` when it is wider than it has rows (d > n), else ``xc`` itself."""
     return row_factor(xc) if xc.shape[1] > xc.shape[0] else xc
+
+
+def triangular_cross(lower: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """L_xᵀ·F (k × m) for a lower-trapezoidal ``lower`` L_x (n × k, k ≤ n) and any ``other`` F (n × m)
+    (module docstring): trmm of the upper-triangular L_x[:k]ᵀ with F[:k], plus L_x[k:]ᵀ·F[k:]."""
+    k = lower.shape[1]
+    cross = blas.dtrmm(1.0, lower[:k].T, other[:k], side=0, lower=0)  # L_x[:k] is C-ordered: its ᵀ is Fortran
+    if lower.shape[0] > k:
+        cross += lower[k:].T @ other[k:]
+    return cross
 
 
 def complement_basis(basis: np.ndarray) -> np.ndarray:

@@ -50,7 +50,7 @@ def grounding_figure(grounding: pd.DataFrame) -> Figure:
     figure = Figure(figsize=(MIN_FIGURE_WIDTH_IN, 0.42 * len(grounding) + 1.8), dpi=FIGURE_DPI, layout="constrained")
     axis = figure.subplots()
     axis.imshow(np.ma.masked_invalid(grades), cmap="RdYlGn", vmin=0.0, vmax=1.0, aspect="auto")
-    for (i, j), grade in np.ndenumerate(grades):
+    for (i, j), _grade in np.ndenumerate(grades):
         value = grounding[tests[j]].iloc[i]
         axis.text(j, i, "–" if not np.isfinite(value) else f"{value:.2f}", ha="center", va="center", fontsize=8)
     chance = {test: grounding[f"{test}_chance"].dropna() for test in tests}

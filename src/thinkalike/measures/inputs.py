@@ -14,6 +14,14 @@ preparation (``prepare_*`` in its module, used by :mod:`thinkalike.measures.laye
 prepare a layer once for all its layer pairs) starts with it, and the comparison of two
 prepared inputs checks only that they hold the same number of tokens.
 
+Shared per-layer work. :class:`Layer` wraps one matrix that several measures prepare in turn
+(:func:`thinkalike.measures.layerwise.measure_table`, the calibration): its centred columns and their thin
+SVD Xc = U·diag(s)·Vᵀ are computed once, on first use, for every preparation that needs them
+(:func:`centred_input`: the partially whitened basis of the shape metrics, the top principal components
+of the CCA family, SVCCA's variance subspace), and dropped with :meth:`Layer.release` when the layer is
+prepared. Every function that takes a matrix takes a :class:`Layer` too; the values are those of the
+matrix itself, bit for bit (the same centring, the same LAPACK call).
+
 A result that is undefined for valid input (e.g. a matrix that is constant over tokens, so it
 has no variance after centring) is NaN with a ``RuntimeWarning`` naming the measure and the
 input, as :func:`thinkalike.measures.cka.cka` does for a constant layer: one degenerate layer
@@ -23,9 +31,39 @@ must not stop a whole grid of comparisons.
 from __future__ import annotations
 
 import warnings
+from functools import cached_property
 from typing import Any
 
 import numpy as np
+from scipy import linalg
+
+
+class Centred:
+    """A centred matrix Xc (``centred``) and, on first use, its thin SVD (``svd``: U, s, Vᵀ; s descending)."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = matrix
+
+    @cached_property
+    def svd(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``scipy.linalg.svd(Xc, full_matrices=False)``: U (n × m), s (m,), Vᵀ (m × d), m = min(n, d)."""
+        return linalg.svd(self.matrix, full_matrices=False, check_finite=False)
+
+
+class Layer:
+    """One layer's matrix, with the work several measures' preparations share (module docstring)."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = matrix
+
+    @cached_property
+    def centred(self) -> Centred:
+        """The centred columns (:func:`centred`), with their SVD made on first use."""
+        return Centred(centred(self.matrix))
+
+    def release(self) -> None:
+        """Drop the shared work (the matrix stays)."""
+        self.__dict__.pop("centred", None)
 
 
 def as_float64_matrix(values: Any, name: str) -> np.ndarray:
@@ -34,6 +72,8 @@ def as_float64_matrix(values: Any, name: str) -> np.ndarray:
     Tensors are cast with ``.double()`` before ``np.asarray`` so that bfloat16 (which numpy
     cannot hold) converts too.
     """
+    if isinstance(values, Layer):
+        return values.matrix
     if hasattr(values, "detach"):  # a torch tensor; no torch import needed for numpy input
         values = values.detach().cpu().double().numpy()
     try:
@@ -69,6 +109,14 @@ def checked_matrix(values: Any, name: str, *, measure: str, min_tokens: int) -> 
         raise ValueError(f"n: {measure} needs at least {min_tokens} tokens; got n = {matrix.shape[0]}")
     _check_finite(matrix, name)
     return matrix
+
+
+def centred_input(values: Any, name: str, *, measure: str, min_tokens: int) -> Centred:
+    """:func:`checked_matrix`, centred (:func:`centred`): shared with the other preparations of a :class:`Layer`."""
+    matrix = checked_matrix(values, name, measure=measure, min_tokens=min_tokens)
+    if isinstance(values, Layer):
+        return values.centred
+    return Centred(centred(matrix))
 
 
 def check_same_tokens(n_x: int, n_y: int) -> None:

@@ -30,9 +30,12 @@ part still computed once (:mod:`thinkalike.measures.compact`): CKA takes ⟨XcXc
 pair) when d_a·d_b > n²; the shape metrics multiply n × n row factors (Xc = L·Qᵀ) instead of the
 n × d bases; mean CCA and SVCCA take the sum of the correlations from the two bases' complements in
 1⊥ when r_x + r_y > n − 1 (and PWCCA is 1 without a decomposition when a basis spans all of 1⊥);
-linear predictivity leaves out the terms that vanish when a fold's U is square. Every value equals
-the direct computation to rounding (``tests/measures/test_shared_work.py``: 1e-9 against the
-definitions); layers with d ≤ n go through the same arithmetic as before, bit for bit.
+linear predictivity leaves out the terms that vanish when a fold's U is square, and a predictor with
+enough pairs in its row takes the Gram path (per-layer forms, one inner product per fold and α per
+pair: :mod:`thinkalike.measures.ridge_gram`). Every value equals the direct computation to rounding
+(``tests/measures/test_shared_work.py``: 1e-9 against the definitions). At 31 × 31 layers of d = 576
+on n = 512 rows what is left per pair is mostly the shape metrics' singular values of an n × n
+matrix (about 30 ms each, two per pair) — ``docs/benchmarks/measures.md``.
 
 Memory. A layer's preparations are dropped after the last row that needs them: model A's after
 its row; model B's (and, comparing a model with itself, every layer's) after the last row with a
@@ -40,6 +43,15 @@ cell in its column — so every pair keeps them all, a grid of a few pairs per l
 (``pairs``) only a few. What only a first argument needs (linear predictivity's fold
 decompositions, PWCCA's Q_xᵀXc) is dropped when the layer's row is done, comparing a model with
 itself (the prepared input's ``release()``).
+
+Work shared between measures. Each layer is handed to the preparations as an
+:class:`~thinkalike.measures.inputs.Layer`, so that its centred matrix and their thin SVD are computed once for
+the shape metrics (α < 1), the CCA family (reduced to ``max_dims``) and SVCCA, and dropped after the
+layer's first pair (which prepares it for every measure).
+
+Strategy. At the start of its row, a layer's preparation that has an ``expect_comparisons(count)`` method is
+told how many pairs it is the first argument of (linear predictivity then chooses between its per-pair and
+its per-layer evaluation: :mod:`thinkalike.measures.predictivity`, "The Gram path").
 
 Grid. ``pairs`` limits the table to some layer pairs (the others NaN); ``estimate`` receives one line
 after the first few pairs: the pairs × measures and the whole table's time extrapolated from them
@@ -82,7 +94,7 @@ from tqdm.auto import tqdm
 
 from thinkalike.measures import cca, neighbours, predictivity, rsa, shape
 from thinkalike.measures import cka as cka_module
-from thinkalike.measures.inputs import checked_matrix
+from thinkalike.measures.inputs import Layer, checked_matrix
 from thinkalike.measures.registry import MEASURE_NAMES, MEASURES, Measure
 
 logger = logging.getLogger(__name__)
@@ -324,7 +336,7 @@ def _log_undefined(caught: list[tuple[str, bool, str, warnings.WarningMessage]],
     for measure, preparing, place, record in caught:
         pairs, layers = grouped.setdefault((measure, record.category, str(record.message)), ([], []))
         (layers if preparing else pairs).append(place)
-    for (measure, category, message), (pairs, layers) in grouped.items():
+    for (measure, _category, message), (pairs, layers) in grouped.items():
         parts = []
         if pairs:
             parts.append(f"at (layer_a, layer_b) = {_listed(pairs)}; x is layers_a[layer_a], y is {side_b}[layer_b]")
@@ -422,12 +434,17 @@ def measure_table(
 
     layers_seen: set[tuple[str, int]] = set()  # the layers prepared so far, for the cost estimate
 
-    def prepared(cache: list[dict[Any, Any]], matrices: list[np.ndarray], side: str, i: int, m: int) -> Any:
+    # each layer's centred matrix and its SVD, shared by the preparations that need them (inputs.Layer), dropped
+    # after the layer's first pair (which prepares it for every measure)
+    shared_a = [Layer(matrix) for matrix in matrices_a]
+    shared_b = shared_a if same else [Layer(matrix) for matrix in matrices_b]
+
+    def prepared(cache: list[dict[Any, Any]], layers: list[Layer], side: str, i: int, m: int) -> Any:
         if keys[m] not in cache[i]:
             layers_seen.add((side, i))
             with warnings.catch_warnings(record=True) as log:
                 warnings.simplefilter("always")
-                cache[i][keys[m]] = entries[m].prepare(matrices[i], name=f"{side}[{i}]", **given[m])
+                cache[i][keys[m]] = entries[m].prepare(layers[i], name=f"{side}[{i}]", **given[m])
             caught.extend((names[m], True, f"{side}[{i}]", record) for record in log)
         return cache[i][keys[m]]
 
@@ -443,19 +460,28 @@ def measure_table(
         with warnings.catch_warnings(record=True) as log:
             warnings.simplefilter("always")
             for i in range(n_a):
-                for j in np.flatnonzero(wanted[i]):
+                row = np.flatnonzero(wanted[i])
+                told: set[Any] = set()  # the preparations of layer i told how many pairs its row has
+                for j in row:
                     for m, entry in enumerate(entries):
                         if same and entry.symmetric and j < i and wanted[j, i]:
                             values[m, i, j] = values[m, j, i]
                             continue
                         clock.start()
-                        px = prepared(cache_a, matrices_a, "layers_a", i, m)
-                        py = prepared(cache_b, matrices_b, side_b, j, m)
+                        px = prepared(cache_a, shared_a, "layers_a", i, m)
+                        if keys[m] not in told:
+                            told.add(keys[m])
+                            expect = getattr(px, "expect_comparisons", None)
+                            if expect is not None:
+                                expect(len(row))
+                        py = prepared(cache_b, shared_b, side_b, j, m)
                         clock.prepared()
                         start = len(log)
                         values[m, i, j] = entry.compare(px, py)
                         clock.compared()
                         caught.extend((names[m], False, f"({i}, {j})", record) for record in log[start:])
+                    shared_a[i].release()
+                    shared_b[j].release()
                     clock.pair_done()
                     if estimate is not None and clock.pairs == min(estimate_after, total):
                         estimate(cost_estimate(clock, total, len(names), n_a if same else n_a + n_b,

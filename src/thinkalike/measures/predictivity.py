@@ -46,11 +46,23 @@ and reused for every Y:
   V·diag(σ/(σ² + α))·M and the test-fold predictions (X_test − x̄)V·diag(σ/(σ² + α))·M + ȳ.
 
 Per pair this costs O(n·r·d₂) (r = min(n_train, d₁)) instead of RidgeCV's O(n·d₁·d₂) per α.
+
 When the predictor is at least as wide as a training fold has tokens, U is square (orthogonal) and
 P = Yc − U·UᵀYc = 0, so the two terms with P are left out (they are rounding noise then) — about half
 of a pair's products at d ≥ n.
 Preparation (per input, only when it is the predictor x): the folds' SVDs, O(n_folds·n·d₁·r),
 and the α-dependent d and Uᵀdiag(w)U, O(n_alphas·n_folds·n·r²).
+
+The Gram path. A predictor that will be compared with many targets (``expect_comparisons``, which
+:func:`thinkalike.measures.layerwise.measure_table` and the calibration call with the number of pairs of its
+row) may instead move the per-pair work into per-layer forms: each α's LOO error is ⟨A_a, K[t, t]⟩_F and each
+fold's squared test residual ⟨D_aᵀD_a, K⟩_F, with A_a and D_a of X alone and K = Y₀Y₀ᵀ the target's token
+Gram (:mod:`thinkalike.measures.ridge_gram`, with the derivation), so a pair costs n_folds·(n_alphas + 1)
+inner products of about n²/2 entries, whatever the widths. It is taken when its cost model says so
+(:func:`~thinkalike.measures.ridge_gram.gram_path_pays`: at n = 512, five folds, nine α and d = 576 from four
+pairs per predictor on; at d = 96 from about forty); otherwise, and always without the hint (the function
+:func:`linear_predictivity` itself), the computation is the one above, unchanged.
+Both paths give the same value to rounding (``tests/measures/test_predictivity.py``).
 """
 
 from __future__ import annotations
@@ -64,6 +76,7 @@ import numpy as np
 from scipy import linalg
 
 from thinkalike.measures.inputs import centred, check_same_tokens, checked_matrix, paired_activations, undefined
+from thinkalike.measures.ridge_gram import GramFold, GramTarget, gram_path_pays, loo_forms, residual_form
 
 DEFAULT_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-4, 4, 9))
 DEFAULT_FOLDS = 5
@@ -83,7 +96,7 @@ def min_tokens(n_folds: int) -> int:
     return 2 * n_folds
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Fold:
     """What one training fold of the predictor X contributes, for every α (module docstring)."""
 
@@ -94,7 +107,16 @@ class _Fold:
     s2: np.ndarray  # (r,) σ²
     test_projection: np.ndarray  # (n_test, r): (X_test − x̄_train)·V
     weights: np.ndarray  # (n_alphas, n_train): wᵢ = 1/dᵢ², d the LOO denominators
-    weighted_gram: np.ndarray  # (n_alphas, r, r): Uᵀ·diag(w)·U
+
+    @cached_property
+    def weighted_gram(self) -> np.ndarray:
+        """(n_alphas, r, r): Uᵀ·diag(w)·U per α (the feature path's LOO errors)."""
+        u = self.u
+        weighted_gram = np.empty((self.weights.shape[0], u.shape[1], u.shape[1]))
+        for a, w in enumerate(self.weights):
+            scaled = u * np.sqrt(w)[:, None]
+            np.matmul(scaled.T, scaled, out=weighted_gram[a])  # AᵀA: numpy calls BLAS syrk
+        return weighted_gram
 
 
 def _fold(inputs: np.ndarray, train: np.ndarray, test: slice, alphas: np.ndarray) -> _Fold:
@@ -108,19 +130,15 @@ def _fold(inputs: np.ndarray, train: np.ndarray, test: slice, alphas: np.ndarray
     through_ones = u @ (hat * (u.sum(axis=0))).T  # (U·diag(f)·Uᵀ1)ᵢ, ~0 since the columns are centred
     denominators = 1.0 - leverage - (1.0 - through_ones) / n_train
     weights = (1.0 / denominators**2).T
-    weighted_gram = np.empty((alphas.size, u.shape[1], u.shape[1]))
-    for a, w in enumerate(weights):
-        scaled = u * np.sqrt(w)[:, None]
-        np.matmul(scaled.T, scaled, out=weighted_gram[a])  # AᵀA: numpy calls BLAS syrk
-    return _Fold(train, test, u, sigma, s2, (inputs[test] - mean) @ vt.T, weights, weighted_gram)
+    return _Fold(train, test, u, sigma, s2, (inputs[test] - mean) @ vt.T, weights)
 
 
 @dataclass(frozen=True, eq=False)
 class PreparedPredictivity:
     """One input prepared for linear predictivity (:func:`prepare_predictivity`).
 
-    As the target y only the matrix is used; as the predictor x the folds' decompositions are
-    computed on first use and kept.
+    As the target y only the matrix is used (and, on the Gram path, its token Gram); as the predictor x the
+    folds' decompositions are computed on first use and kept.
     """
 
     matrix: np.ndarray
@@ -131,18 +149,64 @@ class PreparedPredictivity:
     def n_tokens(self) -> int:
         return self.matrix.shape[0]
 
+    @property
+    def width(self) -> int:
+        return self.matrix.shape[1]
+
     @cached_property
     def varies(self) -> bool:
         """Whether the input is not constant over tokens (a target needs variance)."""
         return bool(centred(self.matrix).any())
 
     def permuted(self, permutation: np.ndarray) -> PreparedPredictivity:
-        """The preparation of X[π] (its folds, if it is ever a predictor, are decomposed on first use)."""
-        return PreparedPredictivity(self.matrix[permutation], self.alphas, self.n_folds)
+        """The preparation of X[π] (its folds, if it is ever a predictor, are decomposed on first use; its token
+        Gram, if made, moves with the rows)."""
+        moved = PreparedPredictivity(self.matrix[permutation], self.alphas, self.n_folds)
+        if "target" in self.__dict__:
+            moved.__dict__["target"] = self.target.permuted(permutation)
+        return moved
 
     def release(self) -> None:
-        """Drop the folds' decompositions (tens of MB at d ≥ n), kept only while this input is the predictor."""
-        self.__dict__.pop("folds", None)
+        """Drop the folds' decompositions and forms (tens of MB at d ≥ n), kept only while this input is the
+        predictor."""
+        for name in ("folds", "gram_folds"):
+            self.__dict__.pop(name, None)
+
+    def expect_comparisons(self, count: int) -> None:
+        """Say that this input is about to predict ``count`` targets: the Gram path is taken from the next
+        comparison on when it is cheaper for that many (module docstring)."""
+        self.__dict__["comparisons"] = int(count)
+        self.__dict__.pop("on_gram_path", None)
+
+    def gram_path(self, target_width: int) -> bool:
+        """Whether this predictor's comparisons take the Gram path: decided at its first comparison after
+        :meth:`expect_comparisons`, by :func:`~thinkalike.measures.ridge_gram.gram_path_pays` (never without it)."""
+        if "on_gram_path" not in self.__dict__:
+            comparisons = self.__dict__.get("comparisons")
+            sizes = [stop - start for start, stop in self.fold_bounds]
+            self.__dict__["on_gram_path"] = "gram_folds" in self.__dict__ or (comparisons is not None and gram_path_pays(
+                self.n_tokens, sizes, len(self.alphas), self.width, target_width, comparisons))
+        return self.__dict__["on_gram_path"]
+
+    @property
+    def fold_bounds(self) -> tuple[tuple[int, int], ...]:
+        """(start, stop) of each contiguous test fold: sklearn's KFold, the first n % n_folds folds one longer."""
+        n = self.n_tokens
+        sizes = np.full(self.n_folds, n // self.n_folds)
+        sizes[: n % self.n_folds] += 1
+        stops = np.cumsum(sizes)
+        return tuple((int(stop - size), int(stop)) for stop, size in zip(stops, sizes))
+
+    @cached_property
+    def target(self) -> GramTarget:
+        """This input as a target on the Gram path: K = Y₀Y₀ᵀ of its centred rows."""
+        return GramTarget.of(centred(self.matrix))
+
+    @cached_property
+    def gram_folds(self) -> tuple[GramFold, ...]:
+        """This input as a predictor on the Gram path: the LOO forms of each fold (:mod:`~.ridge_gram`)."""
+        alphas = np.array(self.alphas)
+        return tuple(GramFold(loo_forms(fold.u, fold.s2, fold.weights, alphas)) for fold in self.folds)
 
     @cached_property
     def folds(self) -> tuple[_Fold, ...]:
@@ -151,15 +215,11 @@ class PreparedPredictivity:
         n = x.shape[0]
         scale = float(np.sqrt(np.sum(centred(x) ** 2) / n))
         inputs = x / scale if scale > 0 else x
-        sizes = np.full(self.n_folds, n // self.n_folds)
-        sizes[: n % self.n_folds] += 1  # sklearn's KFold: the first n % n_folds folds are one longer
         alphas = np.array(self.alphas)
-        folds, start = [], 0
-        for size in sizes:
-            test = slice(start, start + int(size))
-            train = np.concatenate([np.arange(start), np.arange(start + int(size), n)])
-            folds.append(_fold(inputs, train, test, alphas))
-            start += int(size)
+        folds = []
+        for start, stop in self.fold_bounds:
+            train = np.concatenate([np.arange(start), np.arange(stop, n)])
+            folds.append(_fold(inputs, train, slice(start, stop), alphas))
         return tuple(folds)
 
 
@@ -211,12 +271,30 @@ def linear_predictivity_prepared(px: PreparedPredictivity, py: PreparedPredictiv
     check_same_tokens(px.n_tokens, py.n_tokens)
     if not py.varies:
         return undefined("linear_predictivity", "y is constant over tokens (no variance to predict)")
+    if px.gram_path(py.width):
+        return _gram_r2(px, py)
     y = py.matrix
     alphas = np.array(px.alphas)
     predicted = np.empty_like(y)
     for fold in px.folds:
         predicted[fold.test] = _fold_predictions(fold, y[fold.train], alphas)
     return _r2_variance_weighted(y, predicted)
+
+
+def _gram_r2(px: PreparedPredictivity, py: PreparedPredictivity) -> float:
+    """R² on the Gram path (:mod:`thinkalike.measures.ridge_gram`): per fold, the α of least LOO error
+    ⟨A_a, K[t, t]⟩ (the first on ties) and the squared test residual ⟨D_aᵀD_a, K⟩; R² = 1 − Σ residuals / tr K."""
+    target = py.target
+    blocks = target.training_blocks(px.fold_bounds)
+    alphas = np.array(px.alphas)
+    residual = 0.0
+    for fold, forms, block in zip(px.folds, px.gram_folds, blocks):
+        best = int(np.argmin(forms.loo @ block))
+        if best not in forms.residuals:
+            forms.residuals[best] = residual_form(fold.test_projection, fold.gain / (fold.s2 + alphas[best]), fold.u,
+                                                  px.n_tokens, fold.test)
+        residual += float(forms.residuals[best] @ target.packed)
+    return 1.0 - residual / target.trace
 
 
 def linear_predictivity(

@@ -49,11 +49,14 @@ singular values of a d₁ × d₂ (or rank × rank) matrix.
 Cost: O(n·d₁·d₂ + d₁·d₂·min(d₁, d₂)) per pair; O(n·d·min(n, d)) per input for the thin SVD of
 θ_α with α < 1.
 
-Wide inputs (d > n). A basis wider than it has rows is replaced, once per input, by its row factor
-L (n × n, basis = L·Qᵀ with Qᵀ·Q = I; :func:`thinkalike.measures.compact.row_factor`), which leaves the
-singular values of the cross product unchanged (X_αᵀY_α = Q_x·L_xᵀY_α), so a pair costs
-O(n·min(n, d₁)·min(n, d₂)) plus the singular values of a min(n, d₁) × min(n, d₂) matrix. Equal to the
-direct computation to rounding; inputs with d ≤ n are computed exactly as before.
+Wide inputs (d ≥ n − 1). A basis with at least n − 1 columns (a layer wider than it has rows, or the
+partially whitened basis of one, whose rank is n − 1 after centring) is replaced, once per input, by its
+row factor L (n × min(n, d), basis = L·Qᵀ with Qᵀ·Q = I; :func:`thinkalike.measures.compact.row_factor`),
+which leaves the singular values of the cross product unchanged (X_αᵀY_α = Q_x·L_xᵀY_α), so a pair costs
+O(n·min(n, d₁)·min(n, d₂)) plus the singular values of a min(n, d₁) × min(n, d₂) matrix. L is lower
+trapezoidal, so L_xᵀ·(the other side) is a triangular product (BLAS trmm,
+:func:`thinkalike.measures.compact.triangular_cross`): half the multiply-adds of a general one. Equal to
+the direct computation to rounding; inputs with d < n − 1 are computed exactly as before.
 
 Row permutations (the calibration null): ``PreparedShape.permuted(π)`` is the preparation of X[π]
 (its basis rows, and its row factor's, permuted; the norm unchanged), without a decomposition.
@@ -69,11 +72,10 @@ from typing import Any
 import numpy as np
 from scipy import linalg
 
-from thinkalike.measures.compact import compact
+from thinkalike.measures.compact import row_factor, triangular_cross
 from thinkalike.measures.inputs import (
-    centred,
+    centred_input,
     check_same_tokens,
-    checked_matrix,
     numerical_rank,
     paired_activations,
     undefined,
@@ -89,13 +91,15 @@ def _check_alpha(alpha: float) -> float:
     return value
 
 
-def partially_whitened(xc: np.ndarray, alpha: float) -> np.ndarray:
+def partially_whitened(xc: np.ndarray, alpha: float,
+                       svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """U_x·diag(α·sᵢ + (1 − α)) over the singular values sᵢ > tol of the centred ``xc`` (n × rank).
 
     It equals netrep's X_α up to an orthogonal factor on the right (module docstring), which
-    leaves Frobenius norms and nuclear norms of cross products unchanged.
+    leaves Frobenius norms and nuclear norms of cross products unchanged. ``svd``: the thin SVD of ``xc``
+    when it is already known (:class:`~thinkalike.measures.inputs.Centred`).
     """
-    u, s, _ = linalg.svd(xc, full_matrices=False)
+    u, s, _ = linalg.svd(xc, full_matrices=False) if svd is None else svd
     rank = numerical_rank(s, xc.shape)  # singular values come sorted, largest first
     return u[:, :rank] * (alpha * s[:rank] + (1.0 - alpha))
 
@@ -114,25 +118,44 @@ class PreparedShape:
 
     @cached_property
     def factor(self) -> np.ndarray:
-        """What the comparison multiplies: the basis, or its row factor when it is wider than it has rows."""
-        return compact(self.basis)
+        """What the comparison multiplies: the basis, or its (lower-trapezoidal) row factor when the basis has at
+        least n − 1 columns (module docstring, "Wide inputs")."""
+        n, width = self.basis.shape
+        return row_factor(self.basis) if width >= n - 1 else self.basis
+
+    @cached_property
+    def triangular(self) -> bool:
+        """Whether :attr:`factor` is a row factor in its own token order (lower trapezoidal)."""
+        return self.factor is not self.basis
 
     def permuted(self, permutation: np.ndarray) -> PreparedShape:
         """The preparation of X[π] (module docstring)."""
         moved = PreparedShape(self.alpha, self.basis[permutation], self.norm)
         if "factor" in self.__dict__:
             moved.__dict__["factor"] = self.factor[permutation]
+            moved.__dict__["triangular"] = False  # its rows permuted: no longer lower trapezoidal
         return moved
 
 
 def prepare_shape(x: Any, alpha: float = 1.0, *, name: str = "x") -> PreparedShape:
     """Centre ``x`` (and partially whiten it when α < 1) once, for any number of comparisons."""
     alpha = _check_alpha(alpha)
-    xc = centred(checked_matrix(x, name, measure="the shape metrics", min_tokens=MIN_TOKENS))
+    given = centred_input(x, name, measure="the shape metrics", min_tokens=MIN_TOKENS)
+    xc = given.matrix
     if not xc.any():
         return PreparedShape(alpha, xc, 0.0)
-    basis = xc if alpha == 1.0 else partially_whitened(xc, alpha)
+    basis = xc if alpha == 1.0 else partially_whitened(xc, alpha, given.svd)
     return PreparedShape(alpha, basis, float(np.linalg.norm(basis)))
+
+
+def _cross(px: PreparedShape, py: PreparedShape) -> np.ndarray:
+    """A matrix with the singular values of X_αᵀY_α: a factor's transpose times the other's, by trmm when one is
+    triangular (:func:`~thinkalike.measures.compact.triangular_cross`; the transpose, if it is y's)."""
+    if px.triangular:
+        return triangular_cross(px.factor, py.factor)
+    if py.triangular:
+        return triangular_cross(py.factor, px.factor)
+    return px.factor.T @ py.factor
 
 
 def _cosine(px: PreparedShape, py: PreparedShape, measure: str) -> float | None:
@@ -144,7 +167,7 @@ def _cosine(px: PreparedShape, py: PreparedShape, measure: str) -> float | None:
         if prepared.norm == 0.0:
             undefined(measure, f"{side} is constant over tokens (no variance after centring)")
             return None
-    cosine = linalg.svdvals(px.factor.T @ py.factor).sum() / (px.norm * py.norm)
+    cosine = linalg.svdvals(_cross(px, py), check_finite=False).sum() / (px.norm * py.norm)
     return float(np.clip(cosine, 0.0, 1.0))
 
 

@@ -102,7 +102,6 @@ from thinkalike.models.alignment import aligned_minibatches
 from thinkalike.models.handle import ModelSourceError
 from thinkalike.models.sources import is_initialisation
 
-
 if TYPE_CHECKING:  # annotations only: the cka package imports this one's measures, not the reverse
     from thinkalike.cka.settings import CKASettings
 
