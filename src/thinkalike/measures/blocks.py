@@ -107,7 +107,7 @@ def best_segmentations(similarity: np.ndarray, max_blocks: int) -> dict[int, Seg
     total = float(upper.sum())
     most = min(max_blocks, n)
     # best[k][end][w]: the largest within sum over segmentations of layers 0 … end-1 into k blocks with w pairs
-    best = [[dict() for _ in range(n + 1)] for _ in range(most + 1)]
+    best: list[list[dict[int, float]]] = [[{} for _ in range(n + 1)] for _ in range(most + 1)]
     back: dict[tuple[int, int, int], tuple[int, int]] = {}
     best[0][0][0] = 0.0
     for k in range(1, most + 1):
@@ -254,7 +254,8 @@ def block_stability(batch_matrices: Sequence[np.ndarray], n_resamples: int = 200
     segment = cosegment_blocks if matched else segment_blocks
     full = segment(stack.mean(axis=0), max_blocks, min_contrast)
     rng = np.random.default_rng(seed)
-    same, counts = 0, {}
+    same = 0
+    counts: dict[Any, int] = {}  # a boundary: an int (Segmentation) or a pair of ints (CoSegmentation)
     for _ in range(n_resamples):
         sample = stack[rng.integers(0, len(stack), size=len(stack))].mean(axis=0)
         resampled = segment(sample, max_blocks, min_contrast)

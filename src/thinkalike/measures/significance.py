@@ -149,12 +149,12 @@ def aggregate(
         raise ValueError(f"valid must have the shape of cross {cross.shape}; got {valid.shape}")
     mask = valid.astype(np.float64)
     # ratio_of_means never reads the ratio sums, so they are only formed for mean_of_ratios
-    ratios = np.where(valid, cka_from_hsic(cross, self_a, self_b), 0.0) if aggregation == "mean_of_ratios" else None
+    valid_ratios = np.where(valid, cka_from_hsic(cross, self_a, self_b), 0.0) if aggregation == "mean_of_ratios" else None
     return aggregate_cell_sums(
         np.tensordot(w, np.where(valid, cross, 0.0), axes=(-1, 0)),
         np.tensordot(w, mask * self_a[:, :, None], axes=(-1, 0)),
         np.tensordot(w, mask * self_b[:, None, :], axes=(-1, 0)),
-        np.zeros(1) if ratios is None else np.tensordot(w, ratios, axes=(-1, 0)),
+        np.zeros(1) if valid_ratios is None else np.tensordot(w, valid_ratios, axes=(-1, 0)),
         np.tensordot(w, mask, axes=(-1, 0)),
         aggregation,
     )
