@@ -126,6 +126,12 @@ class PreparedNeighbours:
     problem: str | None  # why the measures are undefined, with ``{name}`` for the input's name
     tied: bool = False  # a tie at some row's k-th neighbour: the mask depends on the token order
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``mask``, ``keys`` and ``similarities`` of a defined preparation (``problem`` is None)."""
+        if self.mask is None or self.keys is None or self.similarities is None:
+            raise ValueError(f"the k-NN sets are undefined: {self.problem}")
+        return self.mask, self.keys, self.similarities
+
     def permuted(self, permutation: np.ndarray) -> PreparedNeighbours | None:
         """The preparation of X[π] from this one (module docstring); None when ``tied`` (prepare X[π] again)."""
         if self.problem is not None:
@@ -133,16 +139,18 @@ class PreparedNeighbours:
         if self.tied:
             return None
         n = self.n_tokens
-        mask = self.mask[np.ix_(permutation, permutation)]
+        own_mask, own_keys, own_similarities = self.arrays()
+        mask = own_mask[np.ix_(permutation, permutation)]
         keys = np.flatnonzero(mask)
         rows, cols = np.divmod(keys, n)
-        similarities = self.similarities[np.searchsorted(self.keys, permutation[rows] * n + permutation[cols])]
+        similarities = own_similarities[np.searchsorted(own_keys, permutation[rows] * n + permutation[cols])]
         return PreparedNeighbours(n, self.k, mask, keys, similarities, None, False)
 
     @cached_property
     def self_hsic(self) -> float:
         """h(Mᴷ∘K, Mᴷ∘K), CKNNA's normalisation term of this input."""
-        return _sparse_hsic(self.n_tokens, self.keys, self.similarities, self.similarities)
+        _, keys, similarities = self.arrays()
+        return _sparse_hsic(self.n_tokens, keys, similarities, similarities)
 
 
 def prepare_neighbours(x: Any, k: int = DEFAULT_K, *, name: str = "x") -> PreparedNeighbours:
@@ -169,13 +177,13 @@ def _mutual(px: PreparedNeighbours, py: PreparedNeighbours, measure: str) -> np.
         if prepared.problem is not None:
             undefined(measure, prepared.problem.format(name=name))
             return None
-    return np.flatnonzero(py.mask.ravel()[px.keys])
+    return np.flatnonzero(py.arrays()[0].ravel()[px.arrays()[1]])
 
 
 def _shared_counts(px: PreparedNeighbours, py: PreparedNeighbours, measure: str) -> np.ndarray | None:
     """|N_k^X(i) ∩ N_k^Y(i)| for every token i."""
     mutual = _mutual(px, py, measure)
-    return None if mutual is None else np.bincount(px.keys[mutual] // px.n_tokens, minlength=px.n_tokens)
+    return None if mutual is None else np.bincount(px.arrays()[1][mutual] // px.n_tokens, minlength=px.n_tokens)
 
 
 def mutual_knn_prepared(px: PreparedNeighbours, py: PreparedNeighbours) -> float:
@@ -198,8 +206,10 @@ def cknna_prepared(px: PreparedNeighbours, py: PreparedNeighbours) -> float:
     mutual = _mutual(px, py, "cknna")
     if mutual is None:
         return float("nan")
-    keys = px.keys[mutual]
-    cross = _sparse_hsic(px.n_tokens, keys, px.similarities[mutual], py.similarities[np.searchsorted(py.keys, keys)])
+    _, x_keys, x_similarities = px.arrays()
+    _, y_keys, y_similarities = py.arrays()
+    keys = x_keys[mutual]
+    cross = _sparse_hsic(px.n_tokens, keys, x_similarities[mutual], y_similarities[np.searchsorted(y_keys, keys)])
     denominator = px.self_hsic * py.self_hsic
     if not denominator > 0.0:
         return undefined("cknna", f"its normalisation h(K,K)·h(L,L) = {denominator:.3g} is not positive")

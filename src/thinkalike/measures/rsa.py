@@ -131,6 +131,8 @@ def rsa_prepared(px: PreparedRSA, py: PreparedRSA) -> float:
     for name, prepared in (("x", px), ("y", py)):
         if prepared.problem is not None:
             return undefined("rsa", prepared.problem.format(name=name))
+    if px.unit is None or py.unit is None:  # prepare_rsa leaves the unit out only with a problem
+        raise ValueError("rsa: a preparation without a problem has no unit RDM vector")
     return float(np.clip(np.dot(px.unit, py.unit), -1.0, 1.0))
 
 
