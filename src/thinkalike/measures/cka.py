@@ -387,7 +387,7 @@ def _batch_terms(
         raise ValueError(f"form must be one of {FORMS}; got {form!r}")
     same = acts_b is None
     la, n, da = acts_a.shape
-    lb, n_b, db = (la, n, da) if same else acts_b.shape
+    lb, n_b, db = (la, n, da) if acts_b is None else acts_b.shape
     _check_token_counts(n, n_b, model_a, model_b)
     dtype = gram_dtype or default_gram_dtype(acts_a.dtype, acts_a.device, n)
     if form == "auto":
@@ -395,7 +395,7 @@ def _batch_terms(
     if form == "feature":
         dtype = _F64
     xa = _center(acts_a, dtype, ws.get("centred_a", tuple(acts_a.shape), dtype, acts_a.device), model_a)
-    xb = xa if same else _center(acts_b, dtype, ws.get("centred_b", tuple(acts_b.shape), dtype, acts_a.device), model_b)
+    xb = xa if acts_b is None else _center(acts_b, dtype, ws.get("centred_b", tuple(acts_b.shape), dtype, acts_a.device), model_b)
 
     grams_b = grams_a = None
     if form == "gram":
@@ -427,10 +427,11 @@ def _batch_terms(
         for _ in range(n_permutations):
             perm = torch.randperm(n, generator=generator).to(acts_a.device)
             mb_perm = mb.permuted(perm)
-            if grams_b is not None:
+            if grams_a is not None and grams_b is not None:  # kept together (form "gram")
                 flat_index = (perm[:, None] * n + perm[None, :]).reshape(-1)
                 trace_perm = grams_a @ grams_b[:, flat_index].mT
             else:
+                assert xa32 is not None and xb32 is not None  # formed above when no Grams were kept
                 trace_perm = _feature_cross(xa32, xb32[:, perm]) - ma.k @ mb_perm.k.mT
             nulls.append(_hsic(trace_perm, ma, mb_perm, n, estimator, paired=False))
         null_cross = torch.stack(nulls)
@@ -515,7 +516,7 @@ def hsic_terms(
     _check_estimator(estimator)
     a = _as_activations(acts_a, model_a, None)
     same = acts_b is None or acts_b is acts_a
-    b = None if same else _as_activations(acts_b, model_b, a.device)
+    b = None if acts_b is None or acts_b is acts_a else _as_activations(acts_b, model_b, a.device)
     terms = _batch_terms(
         a, b, estimator=estimator, form=form, gram_dtype=gram_dtype, block_rows=block_rows,
         n_permutations=0, generator=None, ws=_Workspace(), model_a=model_a,
@@ -563,8 +564,8 @@ class CKAResult:
     """
 
     cka: np.ndarray
-    estimator: str
-    aggregation: str
+    estimator: Estimator
+    aggregation: Aggregation
     model_a: str
     model_b: str
     n_batches: int
@@ -606,7 +607,7 @@ class CKAResult:
             raise ValueError("per-batch terms were not stored (store_batches=False)")
         valid = self.valid_batches()
         low, high = bootstrap_ci(
-            self.cross, self.self_a, self.self_b, aggregation=self.aggregation,  # type: ignore[arg-type]
+            self.cross, self.self_a, self.self_b, aggregation=self.aggregation,
             n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
             valid=None if valid is None or valid.all() else valid,
         )
@@ -694,9 +695,9 @@ class CKAAccumulator:
             raise ValueError(
                 f"comparing a model with itself needs layers_a == layers_b; got {self.layers_a}, {self.layers_b}"
             )
-        b = None if same else self._checked(acts_b, self.layers_b, self.model_b, a.device)
+        b = None if acts_b is None or acts_b is acts_a else self._checked(acts_b, self.layers_b, self.model_b, a.device)
         terms = _batch_terms(
-            a, b, estimator=self.estimator, form=self.form, gram_dtype=self.gram_dtype,  # type: ignore[arg-type]
+            a, b, estimator=self.estimator, form=self.form, gram_dtype=self.gram_dtype,
             block_rows=self.block_rows, n_permutations=self.n_permutations,
             generator=self._generator, ws=self._workspace, model_a=self.model_a, model_b=self.model_b,
         )
@@ -723,7 +724,7 @@ class CKAAccumulator:
         """Aggregate per-cell sums; without ``skip_constant_layers`` a cell that lost a batch is NaN."""
         value = aggregate_cell_sums(
             sum_cross, self._sum_self_a, self._sum_self_b, sum_ratios, self._cell_batches,
-            self.aggregation,  # type: ignore[arg-type]
+            self.aggregation,
         )
         if not self.skip_constant_layers:
             value = np.where(self._cell_batches < self.n_batches, np.nan, value)
