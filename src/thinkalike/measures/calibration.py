@@ -208,7 +208,7 @@ def calibrate(
     orientation = np.array([1.0 if entry.kind == "similarity" else -1.0 for entry in entries])
     n_a, n_b = len(matrices_a), len(matrices_b)
     matched_pairs = match_layers_by_relative_depth(n_a, n_b)
-    grid = None if pairs is None else sorted(set(map(tuple, pairs)) | set(matched_pairs))
+    grid = None if pairs is None else sorted({(i, j) for i, j in pairs} | set(matched_pairs))
     wanted = wanted_cells(grid, n_a, n_b)
 
     observed_table = measure_table(matrices_a, matrices_b, names, options, pairs=grid)
@@ -223,7 +223,7 @@ def calibrate(
         for key, m in first_of_key.items():
             with warnings.catch_warnings(record=True) as log:
                 warnings.simplefilter("always")
-                prepared[key] = entries[m].prepare(layer, name=f"{side}[{index}]", **given[m])
+                prepared[key] = entries[m].preparer(layer, name=f"{side}[{index}]", **given[m])
             for record in log:
                 caught.setdefault((names[m], record.category, str(record.message)), set()).add(p)
         return prepared
@@ -239,7 +239,7 @@ def calibrate(
             if moved is None:
                 with warnings.catch_warnings(record=True) as log:
                     warnings.simplefilter("always")
-                    moved = entries[m].prepare(matrix[permutation], name=f"layers_b[{index}]", **given[m])
+                    moved = entries[m].preparer(matrix[permutation], name=f"layers_b[{index}]", **given[m])
                 for record in log:
                     caught.setdefault((names[m], record.category, str(record.message)), set()).add(p)
             prepared[key] = moved
@@ -262,10 +262,10 @@ def calibrate(
                 prepared_b = permuted_all(base_b[j], matrix, j, p, permutation)
                 with warnings.catch_warnings(record=True) as log:
                     warnings.simplefilter("always")
-                    for i in np.flatnonzero(wanted[:, j]):
+                    for i in np.flatnonzero(wanted[:, j]).tolist():
                         for m, entry in enumerate(entries):
                             start = len(log)
-                            null[p, m, i, j] = entry.compare(prepared_a[i][keys[m]], prepared_b[keys[m]])
+                            null[p, m, i, j] = entry.comparer(prepared_a[i][keys[m]], prepared_b[keys[m]])
                             for record in log[start:]:
                                 caught.setdefault((names[m], record.category, str(record.message)), set()).add(p)
             if bar is not None:

@@ -83,7 +83,7 @@ def specificity_auprc(values: Sequence[float], same_architecture: Sequence[bool]
                             what="same_architecture (seed-replica pairs and pairs of different architectures)")
 
 
-def null_level(alikeness: Sequence[float]) -> float:
+def null_level(alikeness: Sequence[float] | np.ndarray) -> float:
     """The mean alikeness (similarity form) of pairs with no correspondence (module docstring); NaN when a value
     is not finite or there are none."""
     values = np.asarray(alikeness, dtype=np.float64)

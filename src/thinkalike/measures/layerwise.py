@@ -242,19 +242,19 @@ def fit_to_rows(measures: Sequence[str], options: Mapping[str, Mapping[str, Any]
     is left out. ``notes`` has one line for the measures working in a reduced space (``max_dims`` < ``width``) and
     one for those left out, each naming the setting that changes it.
     """
-    options = {name: dict(given) for name, given in (options or {}).items()}
+    fitted = {name: dict(given) for name, given in (options or {}).items()}
     kept, reduced, dropped = [], [], []
     for name in measures:
         entry = MEASURES[name]
         limit = entry.max_dims(n_tokens)
-        if limit is None or "max_dims" in options.get(name, {}):
+        if limit is None or "max_dims" in fitted.get(name, {}):
             kept.append(name)
         elif limit < 1:
             dropped.append(name)
-            options.pop(name, None)
+            fitted.pop(name, None)
         else:
             kept.append(name)
-            options.setdefault(name, {})["max_dims"] = limit
+            fitted.setdefault(name, {})["max_dims"] = limit
             if limit < width:
                 reduced.append(name)
     notes = []
@@ -266,7 +266,7 @@ def fit_to_rows(measures: Sequence[str], options: Mapping[str, Mapping[str, Any]
     if dropped:
         notes.append(f"{', '.join(dropped)} left out: {n_tokens} rows are fewer than "
                      f"{MEASURES[dropped[0]].rows_per_dimension} per dimension (more rows: max_tokens)")
-    return kept, options, notes
+    return kept, fitted, notes
 
 
 # --------------------------------------------------------------------------- the table
@@ -314,7 +314,7 @@ def _frozen(value: Any) -> Any:
 
 def preparation_key(index: int, entry: Measure, given: Mapping[str, Any]) -> Any:
     """Equal for measures whose preparations are interchangeable: same function, same options."""
-    bound = inspect.signature(entry.prepare).bind_partial(None, **given)
+    bound = inspect.signature(entry.preparer).bind_partial(None, **given)
     bound.apply_defaults()
     arguments = list(bound.arguments.items())[1:]
     key = (entry.prepare, tuple((k, _frozen(v)) for k, v in arguments if k != "name"))
@@ -444,7 +444,7 @@ def measure_table(
             layers_seen.add((side, i))
             with warnings.catch_warnings(record=True) as log:
                 warnings.simplefilter("always")
-                cache[i][keys[m]] = entries[m].prepare(layers[i], name=f"{side}[{i}]", **given[m])
+                cache[i][keys[m]] = entries[m].preparer(layers[i], name=f"{side}[{i}]", **given[m])
             caught.extend((names[m], True, f"{side}[{i}]", record) for record in log)
         return cache[i][keys[m]]
 
@@ -462,7 +462,7 @@ def measure_table(
             for i in range(n_a):
                 row = np.flatnonzero(wanted[i])
                 told: set[Any] = set()  # the preparations of layer i told how many pairs its row has
-                for j in row:
+                for j in row.tolist():
                     for m, entry in enumerate(entries):
                         if same and entry.symmetric and j < i and wanted[j, i]:
                             values[m, i, j] = values[m, j, i]
@@ -477,7 +477,7 @@ def measure_table(
                         py = prepared(cache_b, shared_b, side_b, j, m)
                         clock.prepared()
                         start = len(log)
-                        values[m, i, j] = entry.compare(px, py)
+                        values[m, i, j] = entry.comparer(px, py)
                         clock.compared()
                         caught.extend((names[m], False, f"({i}, {j})", record) for record in log[start:])
                     shared_a[i].release()
@@ -495,7 +495,7 @@ def measure_table(
                         release = getattr(prepared_input, "release", None)
                         if release is not None:
                             release()
-                for j in np.flatnonzero(last_row == i):  # no later row compares with layer j
+                for j in np.flatnonzero(last_row == i).tolist():  # no later row compares with layer j
                     cache_b[j] = {}
     finally:
         if bar is not None:

@@ -185,6 +185,18 @@ class Measure:
     similarity_of: Callable[[np.ndarray], np.ndarray] | None = None
     rows_per_dimension: int | None = None
 
+    @property
+    def preparer(self) -> Callable[..., Any]:
+        """``prepare``, set for every measure (the default preparation where none was given)."""
+        assert self.prepare is not None  # __post_init__ sets the default
+        return self.prepare
+
+    @property
+    def comparer(self) -> Callable[[Any, Any], float]:
+        """``compare``, set for every measure (the default comparison where none was given)."""
+        assert self.compare is not None  # __post_init__ sets the default
+        return self.compare
+
     def max_dims(self, n_tokens: int) -> int | None:
         """The most dimensions ``n_tokens`` rows support: ``n_tokens // rows_per_dimension`` (None: no limit)."""
         return None if self.rows_per_dimension is None else n_tokens // self.rows_per_dimension

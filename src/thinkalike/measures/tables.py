@@ -387,7 +387,7 @@ def _options_column(configured: MeasureSettings, table: pd.DataFrame, n_drawn: i
             for name, variant, n in zip(table["measure"], table["variant"], tokens)]
 
 
-def _fitted(measures: MeasureSettings, rows: np.ndarray) -> tuple[list[str], dict[str, dict[str, Any]]]:
+def _fitted(measures: MeasureSettings, rows: np.ndarray) -> tuple[list[str], dict[str, Mapping[str, Any]]]:
     """The measures' names and options refitted to ``rows`` (a control on fewer rows than were drawn)."""
     fitted, _ = measures.fitted_to(rows.shape[0], rows.shape[1])
     return list(fitted.names), dict(fitted.options)
