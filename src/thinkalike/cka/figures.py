@@ -121,7 +121,8 @@ def distance_matrix_figure(distances: pd.DataFrame) -> Figure:
         matrix[position[row.model_a], position[row.model_b]] = row.arccos_distance
         matrix[position[row.model_b], position[row.model_a]] = row.arccos_distance
     diagonal = np.eye(len(models), dtype=bool)
-    shown = np.ma.masked_array(matrix, mask=diagonal | ~np.isfinite(matrix))
+    hidden = diagonal | ~np.isfinite(matrix)
+    shown = np.ma.masked_array(matrix, mask=hidden)
     off_diagonal = matrix[~diagonal & np.isfinite(matrix)]
     vmin, vmax = (float(off_diagonal.min()), float(off_diagonal.max())) if off_diagonal.size else (0.0, 1.0)
     if vmax <= vmin:
@@ -134,7 +135,7 @@ def distance_matrix_figure(distances: pd.DataFrame) -> Figure:
     fontsize = 9 if len(models) <= 12 else 7
     for (i, j), value in np.ndenumerate(matrix):
         if np.isfinite(value):
-            grey = bool(shown.mask[i, j])
+            grey = bool(hidden[i, j])
             bright = not grey and (value - vmin) / (vmax - vmin) > 0.6
             axis.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=fontsize,
                       color="black" if grey or bright else "white")
