@@ -29,7 +29,6 @@ import socket
 import subprocess
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -274,9 +273,8 @@ class StoreFailures:
             self.failure = str(error)
             unlogged = ("nothing of this run (parameters, metrics, tables, figures) is logged"
                         if what == "the whole run" else f"from {what} on, nothing more is logged")
-            warnings.warn(f"MLflow store {self.store.uri} is unusable: {error}. The run goes on and saves every "
-                          f"catalog output, but {unlogged} to MLflow (set mlflow.strict: true to stop instead).",
-                          RuntimeWarning, stacklevel=4)
+            logger.warning("MLflow store %s is unusable: %s. The run goes on and saves every catalog output, but %s "
+                           "to MLflow (set mlflow.strict: true to stop instead).", self.store.uri, error, unlogged)
         self.not_logged.append(what)
 
     @contextmanager

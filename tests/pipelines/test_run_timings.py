@@ -74,7 +74,9 @@ def test_the_default_run_saves_a_row_per_node_and_its_totals_go_to_mlflow(tiny_p
     # the part outside the run is fixed work (building and validating the pipelines, saving the table), not a
     # share of the run: on the tiny run it measured 1.4–2.1 s of ~40 s, so the slack is absolute as well
     assert outside - max(0.05 * outside, 5.0) <= run_seconds <= outside
-    assert run_seconds >= (run.info.end_time - run.info.start_time) / 1000  # MLflow's run opens inside it
+    # MLflow's run opens inside the run's clock; after the clock stops, MLflow's run still records the table's save
+    # and the report's timings section (rewritten from the saved table and logged again): fixed work, the same 5 s
+    assert run_seconds >= (run.info.end_time - run.info.start_time) / 1000 - 5.0
 
     metrics = run.data.metrics
     totals = pipeline_totals(table).set_index("pipeline")

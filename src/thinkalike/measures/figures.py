@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from thinkalike.figures import FIGURE_DPI, LAYER_LABEL, MIN_FIGURE_WIDTH_IN
+from thinkalike.figures import FIGURE_DPI, LAYER_LABEL, MIN_FIGURE_WIDTH_IN, legend_if_labelled
 from thinkalike.measures.registry import MEASURES
 from thinkalike.measures.rogue import ROGUE_SHARE
 from thinkalike.measures.tables import CONFIGURED, GROUNDING_TESTS, measure_matrix
@@ -28,7 +28,7 @@ def dimension_shares_figure(shares: pd.DataFrame) -> Figure:
     axis.axhline(ROGUE_SHARE, color="grey", linestyle="--", linewidth=1)
     axis.set(xlabel="relative depth (0 = embeddings)", ylabel="variance share of the largest dimension",
              ylim=(0, 1), title="Rogue dimensions (Timkey & van Schijndel 2021)")
-    axis.legend(fontsize=7, ncol=2)
+    legend_if_labelled(axis, fontsize=7, ncol=2)
     return figure
 
 
@@ -49,6 +49,10 @@ def grounding_figure(grounding: pd.DataFrame) -> Figure:
         grades[:, column] = np.clip(grade, 0.0, 1.0)
     figure = Figure(figsize=(MIN_FIGURE_WIDTH_IN, 0.42 * len(grounding) + 1.8), dpi=FIGURE_DPI, layout="constrained")
     axis = figure.subplots()
+    if not tests or grounding.empty:
+        axis.text(0.5, 0.5, "no grounding test had a result in this run", ha="center", va="center")
+        axis.set_axis_off()
+        return figure
     axis.imshow(np.ma.masked_invalid(grades), cmap="RdYlGn", vmin=0.0, vmax=1.0, aspect="auto")
     for (i, j), _grade in np.ndenumerate(grades):
         value = grounding[tests[j]].iloc[i]
