@@ -79,8 +79,10 @@ def main() -> None:
             times[name].append(seconds)
         times["floor"].append(timed(floor, batches)[0])
     best = {name: min(values) for name, values in times.items()}
-    print(f"{SHAPES[0][0]}×{SHAPES[0][1]} against {SHAPES[1][0]}×{SHAPES[1][1]}, {BATCHES} minibatches of {TOKENS} "
-          f"tokens, {PERMUTATIONS} permutations, 1 thread, fastest of {args.repeats}")
+    print(
+        f"{SHAPES[0][0]}×{SHAPES[0][1]} against {SHAPES[1][0]}×{SHAPES[1][1]}, {BATCHES} minibatches of {TOKENS} "
+        f"tokens, {PERMUTATIONS} permutations, 1 thread, fastest of {args.repeats}"
+    )
     print("| contender | seconds |\n|---|---|")
     for name, seconds in best.items():
         print(f"| {name} | {seconds:.2f} |")
@@ -88,7 +90,9 @@ def main() -> None:
     print(f"| **auto / floor** | **{best['auto'] / best['floor']:.2f}×** |")
     same = np.array_equal(results["auto"].p_values, results["gram"].p_values)
     print(f"| p-values of auto and gram equal | {same} |")
-    print(f"| max |null auto − null gram| (CKA units) | {np.abs(results['auto'].null - results['gram'].null).max():.1e} |")
+    print(
+        f"| max |null auto − null gram| (CKA units) | {np.abs(results['auto'].null - results['gram'].null).max():.1e} |"
+    )
 
 
 if __name__ == "__main__":

@@ -100,8 +100,11 @@ def main() -> None:
         t, _ = timed(run_floor, a, b, gram_dtype)
         floor_times.append(t)
     t_ours, t_floor = min(ours_times), min(floor_times)
-    print(f"our form: {ours.forms[0]} (feature form: float64 XᵀY products, not comparable to the Gram floor)"
-          if ours.forms[0] == "feature" else "our form: gram")
+    print(
+        f"our form: {ours.forms[0]} (feature form: float64 XᵀY products, not comparable to the Gram floor)"
+        if ours.forms[0] == "feature"
+        else "our form: gram"
+    )
     ours = ours.cka
     print(f"ours      {t_ours:8.3f} s   (runs: {', '.join(f'{t:.3f}' for t in ours_times)})")
     print(f"floor     {t_floor:8.3f} s   (runs: {', '.join(f'{t:.3f}' for t in floor_times)})")
@@ -114,8 +117,10 @@ def main() -> None:
         t_ckatorch = sum(row_times)
         same_window = t_ckatorch / (sum(ours_batch_times) / 2)
         best = len(row_times) * min(row_times) / (args.batches * min(ours_batch_times))
-        print(f"ckatorch  {t_ckatorch:8.3f} s   ({len(row_times)} rows of {args.layers} pairs, "
-              f"min row {min(row_times):.3f} s)")
+        print(
+            f"ckatorch  {t_ckatorch:8.3f} s   ({len(row_times)} rows of {args.layers} pairs, "
+            f"min row {min(row_times):.3f} s)"
+        )
         print(f"ckatorch/ours   = {t_ckatorch / t_ours:6.1f}x  total vs ours' best run (target >= 25x)")
         print(f"ckatorch/ours   = {same_window:6.1f}x  each batch vs ours on it, interleaved (same load)")
         print(f"ckatorch/ours   = {best:6.1f}x  best ckatorch row vs best ours batch (least load)")

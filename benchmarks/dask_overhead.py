@@ -53,8 +53,11 @@ def training_loop(steps: int) -> dict[str, float]:
         optimizer.step()
     for _ in range(30):
         np.linalg.eigh((matrix @ matrix.T)[:200, :200])
-    return {"wall": time.perf_counter() - wall, "thread": time.thread_time() - thread,
-            "process": time.process_time() - process}
+    return {
+        "wall": time.perf_counter() - wall,
+        "thread": time.thread_time() - thread,
+        "process": time.process_time() - process,
+    }
 
 
 def in_forked_process(steps: int) -> dict[str, float]:
@@ -69,18 +72,25 @@ def in_dask_worker(steps: int, runner_config: bool) -> dict[str, float]:
     from thinkalike.runners.dask_runner import QUIET_CLUSTER_CONFIG, _cluster_config
 
     undo = {} if runner_config else {key: dask.config.get(key) for key in QUIET_CLUSTER_CONFIG}
-    with (_cluster_config(), dask.config.set(undo),
-          LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
-                       silence_logs=logging.WARNING) as cluster, Client(cluster) as client):
+    with (
+        _cluster_config(),
+        dask.config.set(undo),
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.WARNING
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         client.submit(int, pure=False).result()  # the worker is up
         driver = time.process_time()
         result = client.submit(training_loop, steps, pure=False).result()
         return {**result, "driver": time.process_time() - driver}
 
 
-CONTENDERS = {"fork": in_forked_process,
-              "dask_defaults": lambda steps: in_dask_worker(steps, runner_config=False),
-              "dask_runner": lambda steps: in_dask_worker(steps, runner_config=True)}
+CONTENDERS = {
+    "fork": in_forked_process,
+    "dask_defaults": lambda steps: in_dask_worker(steps, runner_config=False),
+    "dask_runner": lambda steps: in_dask_worker(steps, runner_config=True),
+}
 
 
 def main() -> int:
@@ -94,18 +104,25 @@ def main() -> int:
         for name, contender in CONTENDERS.items():
             result = contender(args.steps)
             results[name].append(result)
-            print(f"round {round_number} {name:14s} wall {result['wall']:6.2f} s, "
-                  f"thread CPU {result['thread']:6.2f} s, "
-                  f"process CPU {result['process']:6.2f} s, driver CPU {result['driver']:5.2f} s", flush=True)
+            print(
+                f"round {round_number} {name:14s} wall {result['wall']:6.2f} s, "
+                f"thread CPU {result['thread']:6.2f} s, "
+                f"process CPU {result['process']:6.2f} s, driver CPU {result['driver']:5.2f} s",
+                flush=True,
+            )
     fork = statistics.median(result["process"] for result in results["fork"])
-    print("\n| contender | median wall | median process CPU | its other threads' (process − thread) | "
-          "median driver CPU | process CPU vs fork |")
+    print(
+        "\n| contender | median wall | median process CPU | its other threads' (process − thread) | "
+        "median driver CPU | process CPU vs fork |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for name, rows in results.items():
         cpu = statistics.median(row["process"] for row in rows)
         others = statistics.median(row["process"] - row["thread"] for row in rows)
-        print(f"| {name} | {statistics.median(row['wall'] for row in rows):.2f} s | {cpu:.2f} s | {others:.2f} s | "
-              f"{statistics.median(row['driver'] for row in rows):.2f} s | {cpu / fork:.3f}× |")
+        print(
+            f"| {name} | {statistics.median(row['wall'] for row in rows):.2f} s | {cpu:.2f} s | {others:.2f} s | "
+            f"{statistics.median(row['driver'] for row in rows):.2f} s | {cpu / fork:.3f}× |"
+        )
     return 0
 
 

@@ -169,23 +169,37 @@ class OwnCpuSampler:
         return self.seconds
 
 
-def run_once(project: Path, command: list[str], busy: bool, timeout: float | None = None,
-             extra_environment: dict[str, str] | None = None) -> dict:
+def run_once(
+    project: Path,
+    command: list[str],
+    busy: bool,
+    timeout: float | None = None,
+    extra_environment: dict[str, str] | None = None,
+) -> dict:
     """One ``kedro run`` in ``project`` (beside a busy process when ``busy``, with ``extra_environment`` on top of this
     process's); its wall time and outcome. After ``timeout`` seconds the run and every process it started are killed
     (``returncode`` None)."""
-    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1",
-                   **(extra_environment or {})}
+    environment = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "KEDRO_DISABLE_TELEMETRY": "1",
+        "DO_NOT_TRACK": "1",
+        **(extra_environment or {}),
+    }
     probe_before = machine_probe()
     adopt_orphans()
-    spinner = (subprocess.Popen([sys.executable, "-c", BUSY_LOOP], start_new_session=True)  # its own session, as
-               if busy else None)  # another user's job: Linux's per-session fairness weighs it against the run
+    spinner = (
+        subprocess.Popen([sys.executable, "-c", BUSY_LOOP], start_new_session=True)  # its own session, as
+        if busy
+        else None
+    )  # another user's job: Linux's per-session fairness weighs it against the run
     load_before = os.getloadavg()[0]
     try:
         with open(project / "run.log", "w") as log:
             start, cpu_before = time.perf_counter(), children_cpu_seconds()
-            process = subprocess.Popen(command, cwd=project, env=environment, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                command, cwd=project, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
             driver = OwnCpuSampler(process.pid)
             try:
                 returncode = process.wait(timeout=timeout)
@@ -202,9 +216,17 @@ def run_once(project: Path, command: list[str], busy: bool, timeout: float | Non
             spinner.kill()
             spinner.wait()
     load_after = os.getloadavg()[0]
-    return {"returncode": returncode, "process_seconds": wall, "cpu_seconds": cpu, "driver_cpu_seconds": driver_cpu,
-            "load_before": load_before, "load_after": load_after, "probe_ms_before": probe_before,
-            "probe_ms_after": machine_probe(), "log": str(project / "run.log")}
+    return {
+        "returncode": returncode,
+        "process_seconds": wall,
+        "cpu_seconds": cpu,
+        "driver_cpu_seconds": driver_cpu,
+        "load_before": load_before,
+        "load_after": load_after,
+        "probe_ms_before": probe_before,
+        "probe_ms_after": machine_probe(),
+        "log": str(project / "run.log"),
+    }
 
 
 def saved_timings(project: Path) -> pd.DataFrame | None:
@@ -220,8 +242,11 @@ def ordered_totals(table: pd.DataFrame) -> pd.DataFrame:
 
     totals = pipeline_totals(table).set_index("pipeline")
     order = [RUN_PIPELINE, *pipeline_specs()]
-    order = [name for name in order if name in totals.index] + \
-            [name for name in totals.index if name not in order and name != TOTAL] + [TOTAL]
+    order = (
+        [name for name in order if name in totals.index]
+        + [name for name in totals.index if name not in order and name != TOTAL]
+        + [TOTAL]
+    )
     return totals.loc[order]
 
 
@@ -236,12 +261,16 @@ def comparison(tables: dict[str, pd.DataFrame], runs: dict[str, dict]) -> str:
     totals = {condition: ordered_totals(table) for condition, table in tables.items()}
     idle, busy = totals["idle"], totals["busy"]
     names = list(idle.index) + [name for name in busy.index if name not in idle.index]
-    lines = ["| pipeline | nodes | idle | busy | busy / idle | CPU s idle | CPU s busy | peak RSS idle (MiB) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| pipeline | nodes | idle | busy | busy / idle | CPU s idle | CPU s busy | peak RSS idle (MiB) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name in names:
         row_idle = idle.loc[name] if name in idle.index else None
         row_busy = busy.loc[name] if name in busy.index else None
-        label = {RUN_PIPELINE: "(start: validation, MLflow run, catalog)", TOTAL: "**run** (run_seconds)"}.get(name, name)
+        label = {RUN_PIPELINE: "(start: validation, MLflow run, catalog)", TOTAL: "**run** (run_seconds)"}.get(
+            name, name
+        )
         seconds_idle = row_idle["seconds"] if row_idle is not None else float("nan")
         seconds_busy = row_busy["seconds"] if row_busy is not None else float("nan")
         nodes = int((row_idle if row_idle is not None else row_busy)["nodes"])
@@ -251,15 +280,19 @@ def comparison(tables: dict[str, pd.DataFrame], runs: dict[str, dict]) -> str:
             f"{ratio(seconds_busy, seconds_idle)} | "
             f"{row_idle['cpu_seconds'] if row_idle is not None else float('nan'):.1f} | "
             f"{row_busy['cpu_seconds'] if row_busy is not None else float('nan'):.1f} | "
-            f"{'–' if pd.isna(peak) else f'{peak:.0f}'} |")
+            f"{'–' if pd.isna(peak) else f'{peak:.0f}'} |"
+        )
     process_idle, process_busy = runs["idle"]["process_seconds"], runs["busy"]["process_seconds"]
-    lines.append(f"| `kedro run` process (measured here) | | {format_seconds(process_idle)} | "
-                 f"{format_seconds(process_busy)} | {ratio(process_busy, process_idle)} | | | |")
+    lines.append(
+        f"| `kedro run` process (measured here) | | {format_seconds(process_idle)} | "
+        f"{format_seconds(process_busy)} | {ratio(process_busy, process_idle)} | | | |"
+    )
     probes = {condition: (run["probe_ms_before"], run["probe_ms_after"]) for condition, run in runs.items()}
     lines.append("")
     readings = "; ".join(f"{condition} {before:.2f} → {after:.2f}" for condition, (before, after) in probes.items())
-    lines.append(f"machine probe (`machine_probe`, ms a step, just before → just after each run, no spinner running): "
-                 f"{readings}")
+    lines.append(
+        f"machine probe (`machine_probe`, ms a step, just before → just after each run, no spinner running): {readings}"
+    )
     return "\n".join(lines)
 
 
@@ -267,9 +300,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", help="Kedro environment, passed to kedro run (e.g. test for a smoke run)")
     parser.add_argument("--pipelines", help="passed to kedro run --pipelines (e.g. corpus,zoo)")
-    parser.add_argument("--runner", default=DEFAULT_RUNNER,
-                        help=f"passed to kedro run --runner (default {DEFAULT_RUNNER}, the README's command; "
-                             "SequentialRunner for one process)")
+    parser.add_argument(
+        "--runner",
+        default=DEFAULT_RUNNER,
+        help=f"passed to kedro run --runner (default {DEFAULT_RUNNER}, the README's command; "
+        "SequentialRunner for one process)",
+    )
     parser.add_argument("--workdir", type=Path, help="where the two project copies go (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the project copies (data, mlflow.db, run.log)")
     parser.add_argument("--json", type=Path, help="also write the results (runs and per-pipeline totals) here")
@@ -277,7 +313,9 @@ def main() -> int:
 
     command = kedro_command(args.env, args.pipelines, args.runner)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="thinkalike-default-run-"))
-    print(f"{os.cpu_count()} CPU cores; command: kedro {' '.join(command[command.index('run'):])}; copies in {workdir}")
+    print(
+        f"{os.cpu_count()} CPU cores; command: kedro {' '.join(command[command.index('run') :])}; copies in {workdir}"
+    )
     runs: dict[str, dict] = {}
     tables: dict[str, pd.DataFrame] = {}
     try:
@@ -290,23 +328,39 @@ def main() -> int:
             runs[condition] = run_once(project, command, busy=condition == "busy")
             table = saved_timings(project)
             outcome = "ok" if runs[condition]["returncode"] == 0 else f"FAILED (exit {runs[condition]['returncode']})"
-            print(f"{condition}: {outcome}, {runs[condition]['process_seconds']:.1f} s "
-                  f"(load average {runs[condition]['load_before']:.2f} → {runs[condition]['load_after']:.2f}); "
-                  f"log {runs[condition]['log']}", flush=True)
+            print(
+                f"{condition}: {outcome}, {runs[condition]['process_seconds']:.1f} s "
+                f"(load average {runs[condition]['load_before']:.2f} → {runs[condition]['load_after']:.2f}); "
+                f"log {runs[condition]['log']}",
+                flush=True,
+            )
             if table is None:
                 print(f"{condition}: no run_timings table was saved")
                 return 1
             tables[condition] = table
         print()
         print(comparison(tables, runs))
-        failed = {condition: sorted(table.loc[table["status"] == "failed", "node"]) for condition, table in tables.items()}
+        failed = {
+            condition: sorted(table.loc[table["status"] == "failed", "node"]) for condition, table in tables.items()
+        }
         if any(failed.values()):
             print(f"\nfailed nodes: {failed}")
         if args.json:
-            args.json.write_text(json.dumps({
-                "command": command, "cpu_count": os.cpu_count(), "runs": runs,
-                "totals": {condition: ordered_totals(table).reset_index().to_dict("records")
-                           for condition, table in tables.items()}}, indent=2, default=str))
+            args.json.write_text(
+                json.dumps(
+                    {
+                        "command": command,
+                        "cpu_count": os.cpu_count(),
+                        "runs": runs,
+                        "totals": {
+                            condition: ordered_totals(table).reset_index().to_dict("records")
+                            for condition, table in tables.items()
+                        },
+                    },
+                    indent=2,
+                    default=str,
+                )
+            )
         return 0 if all(run["returncode"] == 0 for run in runs.values()) else 1
     finally:
         if not args.keep and args.workdir is None:

@@ -34,17 +34,18 @@ def _rss_bytes() -> int:
         return int(statm.read().split()[1]) * resource.getpagesize()
 
 
-def _run(contender: str, vocab: int, d: int, d_head: int, k: int, threads: int, seed: int, block_mib: float,
-         queue) -> None:
+def _run(
+    contender: str, vocab: int, d: int, d_head: int, k: int, threads: int, seed: int, block_mib: float, queue
+) -> None:
     import torch
 
     from thinkalike.embedding.topk import top_k_of_product
 
     torch.set_num_threads(threads)
     g = torch.Generator().manual_seed(seed)
-    embedding = torch.randn(d, vocab, generator=g) / d ** 0.5
-    w_v = torch.randn(d, d_head, generator=g) / d ** 0.5
-    w_o = torch.randn(d_head, d, generator=g) / d_head ** 0.5
+    embedding = torch.randn(d, vocab, generator=g) / d**0.5
+    w_v = torch.randn(d, d_head, generator=g) / d**0.5
+    w_o = torch.randn(d_head, d, generator=g) / d_head**0.5
     inverse = embedding.T
 
     def dense_top_k(matrix: torch.Tensor):
@@ -69,8 +70,10 @@ def _run(contender: str, vocab: int, d: int, d_head: int, k: int, threads: int, 
 def measure(contender: str, vocab: int, args) -> tuple[float, int, list, list, list]:
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    process = context.Process(target=_run, args=(contender, vocab, args.d, args.d_head, args.k, args.threads,
-                                                 args.seed, args.block_mib, queue))
+    process = context.Process(
+        target=_run,
+        args=(contender, vocab, args.d, args.d_head, args.k, args.threads, args.seed, args.block_mib, queue),
+    )
     process.start()
     out = queue.get()
     process.join()
@@ -87,10 +90,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--block-mib", type=float, default=DEFAULT_BLOCK_BYTES / 2**20,
-                        help="byte budget of one block of the factored scan (MiB)")
-    parser.add_argument("--only", choices=["factored", "dense", "dense_paper"], default=None,
-                        help="run one contender (no comparison)")
+    parser.add_argument(
+        "--block-mib",
+        type=float,
+        default=DEFAULT_BLOCK_BYTES / 2**20,
+        help="byte budget of one block of the factored scan (MiB)",
+    )
+    parser.add_argument(
+        "--only", choices=["factored", "dense", "dense_paper"], default=None, help="run one contender (no comparison)"
+    )
     args = parser.parse_args()
 
     runs: dict[tuple[str, int], list] = {}
@@ -103,25 +111,28 @@ def main() -> None:
         for contender, vocab in plan:
             runs.setdefault((contender, vocab), []).append(measure(contender, vocab, args))
             seconds, peak = runs[(contender, vocab)][-1][:2]
-            print(f"round {repeat + 1}: {contender:11s} V={vocab:6d}  {seconds:7.3f} s  peak {peak / 2**20:8.1f} MiB",
-                  flush=True)
+            print(
+                f"round {repeat + 1}: {contender:11s} V={vocab:6d}  {seconds:7.3f} s  peak {peak / 2**20:8.1f} MiB",
+                flush=True,
+            )
 
-    print(f"\nd = {args.d}, d_head = {args.d_head}, k = {args.k}, float32, {args.threads} threads, factored blocks "
-          f"of at most {args.block_mib:g} MiB")
+    print(
+        f"\nd = {args.d}, d_head = {args.d_head}, k = {args.k}, float32, {args.threads} threads, factored blocks "
+        f"of at most {args.block_mib:g} MiB"
+    )
     if args.only:
         return
     factored = runs[("factored", args.vocab)]
     dense = runs[("dense", args.vocab)]
     same = all(f[3:] == dense[0][3:] for f in factored)  # the same (row, column) pairs in the same order
-    dense_bytes = args.vocab ** 2 * 4
+    dense_bytes = args.vocab**2 * 4
     print(f"V × V float32 at V = {args.vocab}: {dense_bytes / 2**20:.0f} MiB")
     print("| contender | V | time (fastest) | peak memory (largest) | peak / dense V×V |")
     print("|---|---:|---:|---:|---:|")
     for (contender, vocab), results in runs.items():
         seconds = min(r[0] for r in results)
         peak = max(r[1] for r in results)
-        print(f"| {contender} | {vocab:,} | {seconds:.3f} s | {peak / 2**20:.1f} MiB | "
-              f"{peak / (vocab ** 2 * 4):.2%} |")
+        print(f"| {contender} | {vocab:,} | {seconds:.3f} s | {peak / 2**20:.1f} MiB | {peak / (vocab**2 * 4):.2%} |")
     ratio = min(r[0] for r in factored) / min(r[0] for r in dense)
     ratio_paper = min(r[0] for r in factored) / min(r[0] for r in runs[("dense_paper", args.vocab)])
     memory = max(r[1] for r in factored) / dense_bytes

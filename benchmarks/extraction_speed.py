@@ -35,22 +35,46 @@ VOCAB = 400
 
 
 def models(n_ctx: int, width: int, layers: int):
-    neox = hf_zoo_config("neox", "gpt_neox", "causal", vocab_size=VOCAB, hidden_size=width,
-                         num_hidden_layers=layers, num_attention_heads=4, intermediate_size=4 * width,
-                         max_position_embeddings=n_ctx, rotary_pct=0.25)
-    bridge = {"name": "gelu", "family": "bridge", "objective": "causal",
-              "bridge_config": {"n_layers": layers, "d_model": width, "n_heads": 4, "d_head": width // 4,
-                                "d_mlp": 4 * width, "act_fn": "gelu", "d_vocab": VOCAB, "n_ctx": n_ctx, "seed": 0}}
+    neox = hf_zoo_config(
+        "neox",
+        "gpt_neox",
+        "causal",
+        vocab_size=VOCAB,
+        hidden_size=width,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        intermediate_size=4 * width,
+        max_position_embeddings=n_ctx,
+        rotary_pct=0.25,
+    )
+    bridge = {
+        "name": "gelu",
+        "family": "bridge",
+        "objective": "causal",
+        "bridge_config": {
+            "n_layers": layers,
+            "d_model": width,
+            "n_heads": 4,
+            "d_head": width // 4,
+            "d_mlp": 4 * width,
+            "act_fn": "gelu",
+            "d_vocab": VOCAB,
+            "n_ctx": n_ctx,
+            "seed": 0,
+        },
+    }
     neox_module = build_zoo_module(neox, seed=0).eval()
     bridge_module = build_zoo_module(bridge, seed=0).eval()
-    return [("gpt_neox", neox, neox_module, HFModelHandle("neox", "zoo:neox", neox_module)),
-            ("bridge_gelu", bridge, bridge_module, BridgeHandle.from_module("gelu", "zoo:gelu", bridge_module, None))]
+    return [
+        ("gpt_neox", neox, neox_module, HFModelHandle("neox", "zoo:neox", neox_module)),
+        ("bridge_gelu", bridge, bridge_module, BridgeHandle.from_module("gelu", "zoo:gelu", bridge_module, None)),
+    ]
 
 
 def bare(config, module, ids, mask, batch_size):
     with torch.no_grad():
         for start in range(0, len(ids), batch_size):
-            zoo_logits(module, config, ids[start:start + batch_size], mask[start:start + batch_size])
+            zoo_logits(module, config, ids[start : start + batch_size], mask[start : start + batch_size])
 
 
 def extraction(handle, ids, mask, batch_size, directory):
@@ -70,10 +94,12 @@ def main() -> None:
     rng = np.random.default_rng(0)
     ids = torch.as_tensor(rng.integers(5, VOCAB, size=(args.sequences, args.n_ctx)))
     mask = torch.ones_like(ids)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {args.sequences} sequences x {args.n_ctx} "
-          f"tokens, batch {args.batch_size}, width {args.width}, {args.layers} layers")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; {args.sequences} sequences x {args.n_ctx} "
+        f"tokens, batch {args.batch_size}, width {args.width}, {args.layers} layers"
+    )
     for name, config, module, handle in models(args.n_ctx, args.width, args.layers):
-        bare(config, module, ids[:args.batch_size], mask[:args.batch_size], args.batch_size)  # warm-up
+        bare(config, module, ids[: args.batch_size], mask[: args.batch_size], args.batch_size)  # warm-up
         times = {"bare": [], "extraction": []}
         for _ in range(args.repeats):
             started = time.perf_counter()
@@ -84,8 +110,10 @@ def main() -> None:
                 extraction(handle, ids, mask, args.batch_size, os.path.join(scratch, "store"))
                 times["extraction"].append(time.perf_counter() - started)
         best = {key: min(value) for key, value in times.items()}
-        print(f"{name:12s} bare {best['bare']:.3f} s  extraction {best['extraction']:.3f} s  "
-              f"ratio {best['extraction'] / best['bare']:.3f}x (target <= 1.15x)")
+        print(
+            f"{name:12s} bare {best['bare']:.3f} s  extraction {best['extraction']:.3f} s  "
+            f"ratio {best['extraction'] / best['bare']:.3f}x (target <= 1.15x)"
+        )
 
 
 if __name__ == "__main__":

@@ -44,16 +44,36 @@ from thinkalike.models.extraction import ResidualBatches, iter_activation_batche
 from thinkalike.models.hf import HFModelHandle  # noqa: E402
 
 PYTHIA_SHAPES = {  # the hub configs of EleutherAI/pythia-6.9b-deduped and pythia-2.8b-deduped
-    "pythia-6.9b": {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
-                    "intermediate_size": 16384, "vocab_size": 50432},
-    "pythia-2.8b": {"hidden_size": 2560, "num_hidden_layers": 32, "num_attention_heads": 32,
-                    "intermediate_size": 10240, "vocab_size": 50304},
+    "pythia-6.9b": {
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "intermediate_size": 16384,
+        "vocab_size": 50432,
+    },
+    "pythia-2.8b": {
+        "hidden_size": 2560,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "intermediate_size": 10240,
+        "vocab_size": 50304,
+    },
 }
 SMALL_SHAPES = {
-    "pythia-6.9b": {"hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 256,
-                    "vocab_size": 512},
-    "pythia-2.8b": {"hidden_size": 40, "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 160,
-                    "vocab_size": 512},
+    "pythia-6.9b": {
+        "hidden_size": 64,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "intermediate_size": 256,
+        "vocab_size": 512,
+    },
+    "pythia-2.8b": {
+        "hidden_size": 40,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "intermediate_size": 160,
+        "vocab_size": 512,
+    },
 }
 
 
@@ -61,8 +81,13 @@ def random_neox(name: str, shape: dict, n_ctx: int, dtype: torch.dtype, device: 
     """A randomly initialised GPT-NeoX of ``shape``, built directly on ``device`` in ``dtype``."""
     from transformers import AutoModelForCausalLM, GPTNeoXConfig
 
-    config = GPTNeoXConfig(**shape, max_position_embeddings=max(2048, n_ctx), rotary_pct=0.25,
-                           use_parallel_residual=True, tie_word_embeddings=False)
+    config = GPTNeoXConfig(
+        **shape,
+        max_position_embeddings=max(2048, n_ctx),
+        rotary_pct=0.25,
+        use_parallel_residual=True,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     with torch.device(device):
         module = AutoModelForCausalLM.from_config(config, dtype=dtype).eval()
@@ -79,15 +104,15 @@ def bare_seconds(handle: HFModelHandle, ids: np.ndarray, mask: np.ndarray, batch
     started = time.perf_counter()
     with torch.no_grad():
         for start in range(0, len(ids), batch_size):
-            batch = torch.as_tensor(ids[start:start + batch_size], device=device)
-            handle.module(input_ids=batch, attention_mask=torch.as_tensor(mask[start:start + batch_size],
-                                                                          device=device))
+            batch = torch.as_tensor(ids[start : start + batch_size], device=device)
+            handle.module(
+                input_ids=batch, attention_mask=torch.as_tensor(mask[start : start + batch_size], device=device)
+            )
     synchronize(device)
     return time.perf_counter() - started
 
 
-def extraction_seconds(handle: HFModelHandle, ids: np.ndarray, mask: np.ndarray, batch_size: int,
-                       device: str) -> float:
+def extraction_seconds(handle: HFModelHandle, ids: np.ndarray, mask: np.ndarray, batch_size: int, device: str) -> float:
     synchronize(device)
     started = time.perf_counter()
     for batch in iter_activation_batches(handle, ids, mask, batch_size, progress=False):
@@ -106,8 +131,10 @@ def extraction_probe(handle: HFModelHandle, ids: np.ndarray, mask: np.ndarray, b
         torch.cuda.synchronize()
         started = time.perf_counter()
         for start in range(0, len(ids), batch_size):
-            step(torch.as_tensor(ids[start:start + batch_size], device="cuda"),
-                 torch.as_tensor(mask[start:start + batch_size], device="cuda"))
+            step(
+                torch.as_tensor(ids[start : start + batch_size], device="cuda"),
+                torch.as_tensor(mask[start : start + batch_size], device="cuda"),
+            )
         torch.cuda.synchronize()
         return (time.perf_counter() - started) / -(-len(ids) // batch_size)
 
@@ -128,15 +155,29 @@ def extraction_probe(handle: HFModelHandle, ids: np.ndarray, mask: np.ndarray, b
         torch.empty(cast.shape, dtype=cast.dtype, pin_memory=True).copy_(cast)
 
     timed(copy)  # warm: the page-locked buffers are cached
-    return {name: min(timed(step) for _ in range(2)) for name, step in
-            (("forward_with_streams_s", streams), ("plus_cast_and_sums_s", cast_and_sum),
-             ("page_locked_allocation_s", allocate), ("plus_copy_to_page_locked_s", copy))}
+    return {
+        name: min(timed(step) for _ in range(2))
+        for name, step in (
+            ("forward_with_streams_s", streams),
+            ("plus_cast_and_sums_s", cast_and_sum),
+            ("page_locked_allocation_s", allocate),
+            ("plus_copy_to_page_locked_s", copy),
+        )
+    }
 
 
 def token_index(mask: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
     sequence, position = np.nonzero(mask)
-    return pd.DataFrame({"sequence": sequence, "position": position, "token_id": ids[sequence, position],
-                         "sentence_id": sequence, "word_index": position, "is_special": False})
+    return pd.DataFrame(
+        {
+            "sequence": sequence,
+            "position": position,
+            "token_id": ids[sequence, position],
+            "sentence_id": sequence,
+            "word_index": position,
+            "is_special": False,
+        }
+    )
 
 
 def main() -> None:
@@ -145,8 +186,13 @@ def main() -> None:
     parser.add_argument("--n-ctx", type=int, default=1024)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--batch-tokens", type=int, nargs="+", default=[4096], help="CKA minibatch (tokens)")
-    parser.add_argument("--check", type=int, default=0, metavar="N",
-                        help="also compare on-device with through-host streaming CKA on the first N sequences")
+    parser.add_argument(
+        "--check",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also compare on-device with through-host streaming CKA on the first N sequences",
+    )
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--small", action="store_true", help="tiny models of the same family (smoke run)")
@@ -159,20 +205,29 @@ def main() -> None:
     mask = np.ones_like(ids)
     tokens = int(mask.sum())
     handles = {name: random_neox(name, shape, args.n_ctx, dtype, args.device) for name, shape in shapes.items()}
-    report: dict = {"device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
-                    "dtype": args.dtype, "tokens": tokens, "n_ctx": args.n_ctx, "batch_size": args.batch_size,
-                    "weights": "random (shapes of the hub configs; the hub is unreachable)", "models": {}}
+    report: dict = {
+        "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
+        "dtype": args.dtype,
+        "tokens": tokens,
+        "n_ctx": args.n_ctx,
+        "batch_size": args.batch_size,
+        "weights": "random (shapes of the hub configs; the hub is unreachable)",
+        "models": {},
+    }
     for name, handle in handles.items():
         warm = slice(0, args.batch_size)
         bare_seconds(handle, ids[warm], mask[warm], args.batch_size, args.device)  # kernels, allocator
         extraction_seconds(handle, ids[warm], mask[warm], args.batch_size, args.device)
         bare = min(bare_seconds(handle, ids, mask, args.batch_size, args.device) for _ in range(2))
         extraction = min(extraction_seconds(handle, ids, mask, args.batch_size, args.device) for _ in range(2))
-        report["models"][name] = {"parameters": sum(p.numel() for p in handle.module.parameters()),
-                                  "layers": handle.n_layers, "bare_tokens_per_s": tokens / bare,
-                                  "extraction_tokens_per_s": tokens / extraction,
-                                  "extraction_over_bare": extraction / bare,
-                                  "extraction_speed_over_bare": bare / extraction}
+        report["models"][name] = {
+            "parameters": sum(p.numel() for p in handle.module.parameters()),
+            "layers": handle.n_layers,
+            "bare_tokens_per_s": tokens / bare,
+            "extraction_tokens_per_s": tokens / extraction,
+            "extraction_over_bare": extraction / bare,
+            "extraction_speed_over_bare": bare / extraction,
+        }
     index = token_index(mask, ids)
     (name_a, handle_a), (name_b, handle_b) = handles.items()
     if args.device.startswith("cuda"):
@@ -186,11 +241,11 @@ def main() -> None:
             batches = ResidualBatches(handle, data, args.batch_size, torch.float32, progress=False)
             stream = ActivationStream(handle.name, batches, n_layers=handle.n_layers)
             streams.append(stream.kept_on_device() if on_device else stream)
-        settings = CKASettings(batch_tokens=batch_tokens, n_bootstrap=0, n_permutations=0,
-                               exclude_special_tokens=False)
+        settings = CKASettings(batch_tokens=batch_tokens, n_bootstrap=0, n_permutations=0, exclude_special_tokens=False)
         rows = index[index["sequence"] < n_sequences]
-        return compute_cka(streams[0], rows, streams[1], rows, settings, model_a=name_a, model_b=name_b,
-                           device=args.device)
+        return compute_cka(
+            streams[0], rows, streams[1], rows, settings, model_a=name_a, model_b=name_b, device=args.device
+        )
 
     report["streaming_cka"] = []
     for batch_tokens in args.batch_tokens:
@@ -202,10 +257,15 @@ def main() -> None:
         result = streaming_cka(args.sequences, batch_tokens, on_device=True)
         synchronize(args.device)
         seconds = time.perf_counter() - started
-        entry = {"batch_tokens": batch_tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
-                 "over_slower_bare": tokens / seconds / slower_bare,
-                 "minutes_for_1000x1024_tokens": 1000 * 1024 / (tokens / seconds) / 60,
-                 "matrix": list(result.cka.shape), "finite_cells": int(np.isfinite(result.cka).sum())}
+        entry = {
+            "batch_tokens": batch_tokens,
+            "seconds": seconds,
+            "tokens_per_s": tokens / seconds,
+            "over_slower_bare": tokens / seconds / slower_bare,
+            "minutes_for_1000x1024_tokens": 1000 * 1024 / (tokens / seconds) / 60,
+            "matrix": list(result.cka.shape),
+            "finite_cells": int(np.isfinite(result.cka).sum()),
+        }
         if args.device.startswith("cuda"):
             entry["peak_gpu_gib"] = torch.cuda.max_memory_allocated() / 2**30
         report["streaming_cka"].append(entry)
@@ -216,7 +276,8 @@ def main() -> None:
     for model in report["models"].values():
         model["minutes_for_1000x1024_tokens"] = {
             "bare": 1000 * 1024 / model["bare_tokens_per_s"] / 60,
-            "extraction": 1000 * 1024 / model["extraction_tokens_per_s"] / 60}
+            "extraction": 1000 * 1024 / model["extraction_tokens_per_s"] / 60,
+        }
     print(json.dumps(report, indent=2))
 
 

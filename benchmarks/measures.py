@@ -80,9 +80,14 @@ def direct(layers_a: list[np.ndarray], layers_b: list[np.ndarray], name: str) ->
             entry(x, y)
 
 
-GRID_OPTIONS = {"angular_shape": {"alpha": 0.5}, "svcca": {"keep": 0.99},
-                "rsa": {"distance": "correlation", "correlation": "spearman"}, "mutual_knn": {"k": 10},
-                "cknna": {"k": 10}, "knn_jaccard": {"k": 10}}
+GRID_OPTIONS = {
+    "angular_shape": {"alpha": 0.5},
+    "svcca": {"keep": 0.99},
+    "rsa": {"distance": "correlation", "correlation": "spearman"},
+    "mutual_knn": {"k": 10},
+    "cknna": {"k": 10},
+    "knn_jaccard": {"k": 10},
+}
 CALIBRATION_MEASURES = ["cka", "procrustes", "mutual_knn"]
 
 
@@ -91,12 +96,17 @@ def measures_at(revision: str, folder: Path):
     name = "_measures_" + "".join(c if c.isalnum() else "_" for c in revision)
     package = folder / name
     package.mkdir()
-    files = subprocess.run(["git", "ls-tree", "--name-only", revision, "src/thinkalike/measures/"],
-                           capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-tree", "--name-only", revision, "src/thinkalike/measures/"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     for path in files:
         if path.endswith(".py"):
-            text = subprocess.run(["git", "show", f"{revision}:{path}"], capture_output=True, text=True,
-                                  check=True).stdout
+            text = subprocess.run(
+                ["git", "show", f"{revision}:{path}"], capture_output=True, text=True, check=True
+            ).stdout
             (package / Path(path).name).write_text(text.replace("thinkalike.measures", name))
     sys.path.insert(0, str(folder))
     return importlib.import_module(f"{name}.layerwise"), importlib.import_module(f"{name}.calibration")
@@ -138,13 +148,18 @@ def grid(args: argparse.Namespace) -> None:
     grid_pairs = None if args.pairs == "all" else match_layers_by_relative_depth(args.grid, args.grid)
     with tempfile.TemporaryDirectory() as folder:
         before = measures_at(args.before, Path(folder)) if args.before else None
-        print(f"{args.grid} layers x n = {args.tokens[0]} tokens x d = {args.dims[0]} (self table: "
-              f"{args.grid ** 2 if grid_pairs is None else len(grid_pairs)} cells x {len(MEASURE_NAMES)} measures); "
-              f"calibration vs a second model of width {args.dims[1]}: {CALIBRATION_MEASURES}, "
-              f"{args.permutations} permutations; pairs: {args.pairs}", flush=True)
+        print(
+            f"{args.grid} layers x n = {args.tokens[0]} tokens x d = {args.dims[0]} (self table: "
+            f"{args.grid**2 if grid_pairs is None else len(grid_pairs)} cells x {len(MEASURE_NAMES)} measures); "
+            f"calibration vs a second model of width {args.dims[1]}: {CALIBRATION_MEASURES}, "
+            f"{args.permutations} permutations; pairs: {args.pairs}",
+            flush=True,
+        )
         rows, results = [], {}
-        for label, (table_module, calibration_module) in (("after", (layerwise, calibration)),
-                                                            ("before", before or (None, None))):
+        for label, (table_module, calibration_module) in (
+            ("after", (layerwise, calibration)),
+            ("before", before or (None, None)),
+        ):
             if table_module is None or (label == "after" and args.before_only):
                 continue
             extra = {} if grid_pairs is None else {"pairs": grid_pairs}  # (the package before had no grid)
@@ -159,26 +174,43 @@ def grid(args: argparse.Namespace) -> None:
                 rows.append((label, table, (float("nan"),) * 3))
                 continue
             calibrated, results[label + " calibration"] = traced(
-                calibration_module.calibrate, layers_a, layers_b, CALIBRATION_MEASURES, {"mutual_knn": {"k": 10}},
-                n_permutations=args.permutations, seed=0, **extra)
-            print(f"{label}: calibration {calibrated[0]:.1f} s ({calibrated[2]:.1f} CPU s), peak {calibrated[1]:.0f} MB",
-                  flush=True)
+                calibration_module.calibrate,
+                layers_a,
+                layers_b,
+                CALIBRATION_MEASURES,
+                {"mutual_knn": {"k": 10}},
+                n_permutations=args.permutations,
+                seed=0,
+                **extra,
+            )
+            print(
+                f"{label}: calibration {calibrated[0]:.1f} s ({calibrated[2]:.1f} CPU s), peak {calibrated[1]:.0f} MB",
+                flush=True,
+            )
             rows.append((label, table, calibrated))
         if "after" in results and "before" in results:
             differences(results["after"], results["before"], names, args.grid, ("procrustes", "angular_shape"))
         if "after calibration" in results and "before calibration" in results:
             after, before_result = results["after calibration"], results["before calibration"]
-            print(f"  calibration null cells: {np.nanmax(np.abs(after.null_cells - before_result.null_cells)):.2g}; "
-                  f"z: {np.nanmax(np.abs(after.scores.z - before_result.scores.z)):.2g}")
-        print("\n| | table s | table CPU s | table peak MB | calibration s | calibration CPU s | calibration peak MB |"
-              "\n|---|---:|---:|---:|---:|---:|---:|")
+            print(
+                f"  calibration null cells: {np.nanmax(np.abs(after.null_cells - before_result.null_cells)):.2g}; "
+                f"z: {np.nanmax(np.abs(after.scores.z - before_result.scores.z)):.2g}"
+            )
+        print(
+            "\n| | table s | table CPU s | table peak MB | calibration s | calibration CPU s | calibration peak MB |"
+            "\n|---|---:|---:|---:|---:|---:|---:|"
+        )
         for label, table, calibrated in rows:
-            print(f"| {label} | {table[0]:.1f} | {table[2]:.1f} | {table[1]:.0f} | {calibrated[0]:.1f} | "
-                  f"{calibrated[2]:.1f} | {calibrated[1]:.0f} |")
+            print(
+                f"| {label} | {table[0]:.1f} | {table[2]:.1f} | {table[1]:.0f} | {calibrated[0]:.1f} | "
+                f"{calibrated[2]:.1f} | {calibrated[1]:.0f} |"
+            )
         if len(rows) == 2:
             (_, ta, ca), (_, tb, cb) = rows
-            print(f"| before / after | {tb[0] / ta[0]:.1f}x | {tb[2] / ta[2]:.1f}x | {tb[1] / ta[1]:.1f}x | "
-                  f"{cb[0] / ca[0]:.1f}x | {cb[2] / ca[2]:.1f}x | {cb[1] / ca[1]:.1f}x |")
+            print(
+                f"| before / after | {tb[0] / ta[0]:.1f}x | {tb[2] / ta[2]:.1f}x | {tb[1] / ta[1]:.1f}x | "
+                f"{cb[0] / ca[0]:.1f}x | {cb[2] / ca[2]:.1f}x | {cb[1] / ca[1]:.1f}x |"
+            )
 
 
 def main() -> None:
@@ -190,15 +222,23 @@ def main() -> None:
     parser.add_argument("--direct", action="store_true", help="also time the measure functions on every pair")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--grid", type=int, default=0, help="grid mode: layers per model (module docstring)")
-    parser.add_argument("--permutations", type=int, default=20,
-                        help="grid mode: calibration permutations (0: no calibration)")
+    parser.add_argument(
+        "--permutations", type=int, default=20, help="grid mode: calibration permutations (0: no calibration)"
+    )
     parser.add_argument("--before-only", action="store_true", help="grid mode: time only the package at --before")
-    parser.add_argument("--fit-rows", action="store_true",
-                        help="grid mode: the measures fitted to the rows as the pipeline runs them (the CCA family in "
-                             "at most n // 10 principal components; thinkalike.measures.layerwise.fit_to_rows)")
+    parser.add_argument(
+        "--fit-rows",
+        action="store_true",
+        help="grid mode: the measures fitted to the rows as the pipeline runs them (the CCA family in "
+        "at most n // 10 principal components; thinkalike.measures.layerwise.fit_to_rows)",
+    )
     parser.add_argument("--before", default="", help="grid mode: git revision to compare with (e.g. HEAD)")
-    parser.add_argument("--pairs", choices=["all", "relative"], default="all",
-                        help="grid mode: every layer pair, or those matched by relative depth (cka.measures.layers)")
+    parser.add_argument(
+        "--pairs",
+        choices=["all", "relative"],
+        default="all",
+        help="grid mode: every layer pair, or those matched by relative depth (cka.measures.layers)",
+    )
     args = parser.parse_args()
     if args.grid:
         grid(args)
@@ -207,11 +247,14 @@ def main() -> None:
     for tokens in args.tokens:
         layers_a, layers_b = make_layers(args.layers, tokens, *args.dims, args.seed)
         pairs = args.layers**2
-        print(f"\n{args.layers}x{args.layers} layers, n = {tokens} tokens, d = {args.dims[0]} vs {args.dims[1]}; "
-              f"fastest of {args.repeats}; ms per layer pair")
+        print(
+            f"\n{args.layers}x{args.layers} layers, n = {tokens} tokens, d = {args.dims[0]} vs {args.dims[1]}; "
+            f"fastest of {args.repeats}; ms per layer pair"
+        )
         measure_table(layers_a[:1], layers_b[:1], MEASURE_NAMES)  # warm-up (imports, BLAS)
-        table = {name: fastest(args.repeats, measure_table, layers_a, layers_b, [name]) / pairs
-                 for name in MEASURE_NAMES}
+        table = {
+            name: fastest(args.repeats, measure_table, layers_a, layers_b, [name]) / pairs for name in MEASURE_NAMES
+        }
         all_in_one = fastest(args.repeats, measure_table, layers_a, layers_b, MEASURE_NAMES) / pairs
         header = f"{'measure':22s} {'table':>9s} {'/ cka':>7s}"
         if args.direct:
@@ -223,8 +266,7 @@ def main() -> None:
         for name in MEASURE_NAMES:
             line = f"{name:22s} {1e3 * table[name]:9.2f} {table[name] / table['cka']:7.1f}"
             if args.direct:
-                line += (f" {1e3 * calls[name]:9.2f} {calls[name] / calls['cka']:7.1f}"
-                         f" {calls[name] / table[name]:13.1f}")
+                line += f" {1e3 * calls[name]:9.2f} {calls[name] / calls['cka']:7.1f} {calls[name] / table[name]:13.1f}"
             print(line)
         line = f"{'sum of the above':22s} {1e3 * sum(table.values()):9.2f} {sum(table.values()) / table['cka']:7.1f}"
         if args.direct:

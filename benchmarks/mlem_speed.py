@@ -57,8 +57,12 @@ def time_layer(features, vectors, truth, settings: MLEMSettings) -> dict[str, fl
     start = time.perf_counter()
     fit = fit_layer(features, vectors, settings)
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "steps": float(fit.steps.mean()), "heldout": float(fit.spearman.mean()),
-            "tau": float(weightedtau(fit.weights.mean(axis=0), truth).statistic)}
+    return {
+        "seconds": seconds,
+        "steps": float(fit.steps.mean()),
+        "heldout": float(fit.spearman.mean()),
+        "tau": float(weightedtau(fit.weights.mean(axis=0), truth).statistic),
+    }
 
 
 def ms_per_step(features, vectors, pairs: int, steps: int = 40) -> float:
@@ -95,15 +99,19 @@ def main() -> None:
     parser.add_argument("--features", type=int, default=9, help="categorical features (one numeric is added)")
     args = parser.parse_args()
     features, vectors, truth = planted_layer(args.words, args.features, args.dim)
-    print(f"torch {torch.__version__}, fits on 1 thread; {args.words} stimuli, d = {args.dim}, "
-          f"{features.n_features} features ({args.features} categorical + position)\n")
+    print(
+        f"torch {torch.__version__}, fits on 1 thread; {args.words} stimuli, d = {args.dim}, "
+        f"{features.n_features} features ({args.features} categorical + position)\n"
+    )
 
     before = peak_rss_mib()
     layer = time_layer(features, vectors, truth, MLEMSettings())
     print("1. one layer, default settings (5 folds, 1,024 pairs/step, 5 permutations, 4,000 held-out pairs/fold)")
-    print(f"   {layer['seconds']:.1f} s ({layer['steps']:.0f} steps per fold on average); peak RSS "
-          f"{peak_rss_mib():.0f} MiB ({peak_rss_mib() - before:+.0f} MiB during the fit); held-out Spearman "
-          f"{layer['heldout']:.3f}; weighted tau of weights with the truth {layer['tau']:.3f}\n")
+    print(
+        f"   {layer['seconds']:.1f} s ({layer['steps']:.0f} steps per fold on average); peak RSS "
+        f"{peak_rss_mib():.0f} MiB ({peak_rss_mib() - before:+.0f} MiB during the fit); held-out Spearman "
+        f"{layer['heldout']:.3f}; weighted tau of weights with the truth {layer['tau']:.3f}\n"
+    )
 
     print("2. cost per training step against pairs per step (40 steps)")
     print(f"   {'pairs':>6} {'ms/step':>8} {'us/pair':>8}")

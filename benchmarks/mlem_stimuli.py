@@ -77,8 +77,13 @@ DESIGNS: dict[str, tuple[str, str, str, str]] = {
 }
 SENTENCE_FEATURES = ("sentence_type", "relative_clause", "subject_number", "object_number")
 DEFAULT_MODELS = ("gelu_2l", "solu_2l", "neox_s", "neox_l", "encoder_2l", "mamba_2l")
-FAMILIES = {"solu": "GeLU/SoLU bridges", "gelu": "GeLU/SoLU bridges", "neox": "GPT-NeoX", "encoder": "BERT-style",
-            "mamba": "Mamba"}
+FAMILIES = {
+    "solu": "GeLU/SoLU bridges",
+    "gelu": "GeLU/SoLU bridges",
+    "neox": "GPT-NeoX",
+    "encoder": "BERT-style",
+    "mamba": "Mamba",
+}
 
 
 @dataclass
@@ -99,8 +104,10 @@ def small_lexicon(nouns: int = 2, verbs: int = 2, fixed_template: bool = False) 
     """The grammar's module lexicon narrowed while the block runs (restored after): ``nouns`` animate nouns
     and no inanimate one, ``verbs`` transitive and intransitive verbs; ``fixed_template``: "the" only, one
     preposition, no adjective (with ``p_adjective = 0`` and ``p_the = 1`` in the config)."""
-    saved = {name: getattr(grammar, name) for name in ("NOUNS", "ANIMATE_NOUNS", "TRANSITIVE_VERBS",
-                                                         "INTRANSITIVE_VERBS", "PREPOSITIONS")}
+    saved = {
+        name: getattr(grammar, name)
+        for name in ("NOUNS", "ANIMATE_NOUNS", "TRANSITIVE_VERBS", "INTRANSITIVE_VERBS", "PREPOSITIONS")
+    }
     try:
         grammar.ANIMATE_NOUNS = saved["ANIMATE_NOUNS"][:nouns]
         grammar.NOUNS = grammar.ANIMATE_NOUNS
@@ -127,12 +134,17 @@ def stimulus_sentences(stimuli: str, evaluation_texts: pd.DataFrame, n_sentences
         table = controlled_sentences(ControlledConfig(nouns=8, verbs=8))
         per_condition = 8 * 8
         rng = np.random.default_rng(seed)
-        keep = np.concatenate([start + np.sort(rng.choice(per_condition, 4, replace=False))
-                               for start in range(0, len(table), per_condition)])
+        keep = np.concatenate(
+            [
+                start + np.sort(rng.choice(per_condition, 4, replace=False))
+                for start in range(0, len(table), per_condition)
+            ]
+        )
         table = table.iloc[keep]
     elif stimuli == "controlled-short":
-        factors = {name: values for name, values in grammar.CONTROLLED_DEFAULT_FACTORS.items()
-                   if name != "relative_clause"}
+        factors = {
+            name: values for name, values in grammar.CONTROLLED_DEFAULT_FACTORS.items() if name != "relative_clause"
+        }
         table = controlled_sentences(ControlledConfig(factors=factors, nouns=3, verbs=3))
     else:
         table = controlled_sentences()
@@ -141,8 +153,9 @@ def stimulus_sentences(stimuli: str, evaluation_texts: pd.DataFrame, n_sentences
 
 def word_vectors(handle, tokenizer, table: pd.DataFrame, n_ctx: int, packing: str, keys: pd.MultiIndex):
     sequences, index = pack_evaluation_sequences(table, tokenizer, n_ctx, packing)
-    batches = list(iter_activation_batches(handle, sequences["input_ids"], sequences["attention_mask"], 32,
-                                           progress=False))
+    batches = list(
+        iter_activation_batches(handle, sequences["input_ids"], sequences["attention_mask"], 32, progress=False)
+    )
     store = MemoryStore(handle.name, list(range(handle.n_layers + 1)), handle.d_model, batches)
     return stimulus_vectors(store, index, "word", keys=keys)
 
@@ -153,15 +166,20 @@ def run(models: list[str], designs: list[str], max_stimuli: int, fit_settings: d
     evaluation_texts = catalog.load("evaluation_texts")
     n_ctx = int(catalog.load("params:corpus")["n_ctx"])
     settings = MLEMSettings(**fit_settings)
-    kinds = {"default": resolve_features("word", None),
-             "+sentence": resolve_features("word", [*resolve_features("word", None), *SENTENCE_FEATURES])}
-    tables = {stimuli: stimulus_sentences(stimuli, evaluation_texts, 400, seed)
-              for stimuli in dict.fromkeys(DESIGNS[design][0] for design in designs)}
+    kinds = {
+        "default": resolve_features("word", None),
+        "+sentence": resolve_features("word", [*resolve_features("word", None), *SENTENCE_FEATURES]),
+    }
+    tables = {
+        stimuli: stimulus_sentences(stimuli, evaluation_texts, 400, seed)
+        for stimuli in dict.fromkeys(DESIGNS[design][0] for design in designs)
+    }
     rows = []
     for model in models:
         config, weights = catalog.load(f"models.{model}.model_config"), catalog.load(f"models.{model}.model_weights")
-        handle = load_model(f"zoo:{model}", name=model, zoo_artifacts={model: (config, weights)},
-                            tokenizer=tokenizer, device="cpu")
+        handle = load_model(
+            f"zoo:{model}", name=model, zoo_artifacts={model: (config, weights)}, tokenizer=tokenizer, device="cpu"
+        )
         vectors_of = {}
         for design in designs:
             stimuli, packing, feature_set, coding = DESIGNS[design]
@@ -173,29 +191,51 @@ def run(models: list[str], designs: list[str], max_stimuli: int, fit_settings: d
                 vectors_of[stimuli, packing] = word_vectors(handle, tokenizer, table, n_ctx, packing, keys)
             found = vectors_of[stimuli, packing]
             chosen, vectors = align(candidates, found, model)
-            features = drop_single_valued(encode_features(chosen, kinds[feature_set], UNDEFINED, what=model),
-                                          what=f"{model} {design}")
-            ceilings = [feature_ceiling(chosen, vectors[i], list(features.names), settings.n_folds, settings.seed)
-                        for i in range(len(found.layers))]
+            features = drop_single_valued(
+                encode_features(chosen, kinds[feature_set], UNDEFINED, what=model), what=f"{model} {design}"
+            )
+            ceilings = [
+                feature_ceiling(chosen, vectors[i], list(features.names), settings.n_folds, settings.seed)
+                for i in range(len(found.layers))
+            ]
             if coding == "indicators":
                 features = indicator_coding(features)
-            fits = fit_layers(features, {layer: vectors[i] for i, layer in enumerate(found.layers)}, settings,
-                              what=f"{model} {design}", progress=False)
+            fits = fit_layers(
+                features,
+                {layer: vectors[i] for i, layer in enumerate(found.layers)},
+                settings,
+                what=f"{model} {design}",
+                progress=False,
+            )
             spearman = [float(fit.spearman.mean()) for fit in fits.values()]
-            rows.append({"model": model, "family": family(model), "design": design, "n_sentences": len(table),
-                         "n_words": len(chosen), "layers": len(spearman), "mean": np.mean(spearman),
-                         "min": np.min(spearman), "max": np.max(spearman),
-                         "per_layer": " ".join(f"{value:.2f}" for value in spearman),
-                         "ceiling": float(np.mean(ceilings)),
-                         "seconds": time.perf_counter() - start})
+            rows.append(
+                {
+                    "model": model,
+                    "family": family(model),
+                    "design": design,
+                    "n_sentences": len(table),
+                    "n_words": len(chosen),
+                    "layers": len(spearman),
+                    "mean": np.mean(spearman),
+                    "min": np.min(spearman),
+                    "max": np.max(spearman),
+                    "per_layer": " ".join(f"{value:.2f}" for value in spearman),
+                    "ceiling": float(np.mean(ceilings)),
+                    "seconds": time.perf_counter() - start,
+                }
+            )
             row = rows[-1]
-            print(f"{model:>12} {design:>47} {row['mean']:.3f} [{row['min']:.2f}, {row['max']:.2f}] "
-                  f"layers {row['per_layer']}; ceiling {row['ceiling']:.2f} ({row['seconds']:.0f} s)", flush=True)
+            print(
+                f"{model:>12} {design:>47} {row['mean']:.3f} [{row['min']:.2f}, {row['max']:.2f}] "
+                f"layers {row['per_layer']}; ceiling {row['ceiling']:.2f} ({row['seconds']:.0f} s)",
+                flush=True,
+            )
     return pd.DataFrame(rows)
 
 
-def feature_ceiling(stimuli: pd.DataFrame, vectors: np.ndarray, features: list[str], n_folds: int, seed: int,
-                    n_pairs: int = 4000) -> float:
+def feature_ceiling(
+    stimuli: pd.DataFrame, vectors: np.ndarray, features: list[str], n_folds: int, seed: int, n_pairs: int = 4000
+) -> float:
     """The best held-out Spearman any function of the features could reach, estimated: each held-out stimulus is
     replaced by the mean vector of the training stimuli with exactly its feature values (its cell), and the
     distances of those means are ranked against the true distances (held-out pairs; stimuli whose cell has no
@@ -210,8 +250,9 @@ def feature_ceiling(stimuli: pd.DataFrame, vectors: np.ndarray, features: list[s
         first = rng.integers(0, len(test), n_pairs)
         second = (first + rng.integers(1, len(test), n_pairs)) % len(test)
         a, b = test[first], test[second]
-        predicted = np.linalg.norm(np.stack([means[c] for c in cells[a]]) - np.stack([means[c] for c in cells[b]]),
-                                   axis=1)
+        predicted = np.linalg.norm(
+            np.stack([means[c] for c in cells[a]]) - np.stack([means[c] for c in cells[b]]), axis=1
+        )
         scores.append(spearmanr(predicted, np.linalg.norm(vectors[a] - vectors[b], axis=1)).statistic)
     return float(np.mean(scores))
 
@@ -235,8 +276,12 @@ def load_catalog():
 def main() -> None:
     torch.set_num_threads(1)  # the fits are single-threaded anyway; extraction of these small models hardly gains
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="*", default=list(DEFAULT_MODELS),
-                        help="zoo models, or 'all' (every zoo model of the configuration)")
+    parser.add_argument(
+        "--models",
+        nargs="*",
+        default=list(DEFAULT_MODELS),
+        help="zoo models, or 'all' (every zoo model of the configuration)",
+    )
     parser.add_argument("--designs", nargs="*", default=list(DESIGNS), choices=list(DESIGNS))
     parser.add_argument("--max-stimuli", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
@@ -246,21 +291,30 @@ def main() -> None:
     mlem = catalog.load("params:mlem")
     models = list(catalog.load("params:zoo")["models"]) if args.models == ["all"] else args.models
     fit = dict(mlem.get("fit") or {})
-    print(f"{len(models)} models x {len(args.designs)} designs; word level, {args.max_stimuli} words per design; "
-          f"fit settings of the mlem section: {fit}\n", flush=True)
+    print(
+        f"{len(models)} models x {len(args.designs)} designs; word level, {args.max_stimuli} words per design; "
+        f"fit settings of the mlem section: {fit}\n",
+        flush=True,
+    )
     table = run(models, args.designs, args.max_stimuli, fit, args.seed)
     if args.csv:
         table.to_csv(args.csv, index=False)
-    summary = (table.groupby(["design", "family"], sort=False)
-               .agg(mean=("mean", "mean"), low=("min", "min"), high=("max", "max"), models=("model", "nunique"))
-               .reset_index())
+    summary = (
+        table.groupby(["design", "family"], sort=False)
+        .agg(mean=("mean", "mean"), low=("min", "min"), high=("max", "max"), models=("model", "nunique"))
+        .reset_index()
+    )
     print("\nmean held-out Spearman over layers and models [lowest, highest layer]")
-    pivot = summary.assign(cell=lambda s: s.apply(lambda r: f"{r['mean']:.2f} [{r['low']:.2f}, {r['high']:.2f}]",
-                                                  axis=1))
+    pivot = summary.assign(
+        cell=lambda s: s.apply(lambda r: f"{r['mean']:.2f} [{r['low']:.2f}, {r['high']:.2f}]", axis=1)
+    )
     print(pivot.pivot(index="design", columns="family", values="cell").reindex(args.designs).to_string())
     sizes = table.groupby("design", sort=False)[["n_sentences", "n_words"]].first()
-    overall = table.groupby("design", sort=False)[["mean", "ceiling"]].mean().rename(
-        columns={"mean": "MLEM (all models)", "ceiling": "feature ceiling"})
+    overall = (
+        table.groupby("design", sort=False)[["mean", "ceiling"]]
+        .mean()
+        .rename(columns={"mean": "MLEM (all models)", "ceiling": "feature ceiling"})
+    )
     sizes = sizes.join(overall.round(3))
     print("\n" + sizes.reindex(args.designs).to_string())
 

@@ -27,8 +27,11 @@ from thinkalike.models.native_forward import bridge_path  # noqa: E402
 SHAPES = [
     ("gelu_3l (zoo training, batch 16)", dict(n_layers=3, act_fn="gelu"), 16),
     ("solu_3l (stitching tail, batch 32)", dict(n_layers=3, act_fn="solu_ln"), 32),
-    ("nli encoder 4l (rotary, bidirectional, batch 32)",
-     dict(n_layers=4, act_fn="gelu", positional_embedding_type="rotary", attention_dir="bidirectional"), 32),
+    (
+        "nli encoder 4l (rotary, bidirectional, batch 32)",
+        dict(n_layers=4, act_fn="gelu", positional_embedding_type="rotary", attention_dir="bidirectional"),
+        32,
+    ),
 ]
 
 
@@ -61,8 +64,16 @@ def main() -> None:
     print("| shape | work | bridge (ms/step) | fast path (ms/step) | bridge / fast | max \\|Δ logits\\| |")
     print("|---|---|---:|---:|---:|---:|")
     for name, extra, batch in SHAPES:
-        config = {"d_model": 64, "n_heads": 4, "d_head": 16, "d_mlp": 256, "d_vocab": 394, "n_ctx": 64, "seed": 0,
-                  **extra}
+        config = {
+            "d_model": 64,
+            "n_heads": 4,
+            "d_head": 16,
+            "d_mlp": 256,
+            "d_vocab": 394,
+            "n_ctx": 64,
+            "seed": 0,
+            **extra,
+        }
         module = build_bridge_module(config)
         ids = torch.randint(0, 394, (batch, 64), generator=torch.Generator().manual_seed(0))
         mask = torch.ones_like(ids)
@@ -80,8 +91,10 @@ def main() -> None:
                 with bridge_path(module):
                     best["bridge"] = min(best["bridge"], _time(step, args.steps))
                 best["fast"] = min(best["fast"], _time(step, args.steps))
-            print(f"| {name} | {work} | {best['bridge'] * 1e3:.1f} | {best['fast'] * 1e3:.1f} | "
-                  f"{best['bridge'] / best['fast']:.2f}× | {difference:.1e} |")
+            print(
+                f"| {name} | {work} | {best['bridge'] * 1e3:.1f} | {best['fast'] * 1e3:.1f} | "
+                f"{best['bridge'] / best['fast']:.2f}× | {difference:.1e} |"
+            )
 
 
 if __name__ == "__main__":

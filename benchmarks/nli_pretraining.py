@@ -42,8 +42,12 @@ def project_inputs(project: Path) -> tuple[dict, dict, object, dict]:
     bootstrap_project(project)
     with KedroSession.create(project_path=project) as session:
         catalog = session.load_context().catalog
-        return (catalog.load("train_sequences"), catalog.load("heldout_sequences"), catalog.load("tokenizer"),
-                catalog.load("params:nli"))
+        return (
+            catalog.load("train_sequences"),
+            catalog.load("heldout_sequences"),
+            catalog.load("tokenizer"),
+            catalog.load("params:nli"),
+        )
 
 
 def main() -> None:
@@ -75,21 +79,31 @@ def main() -> None:
         weights, config, heldout_loss, pretrain_s = encoders[key]
         for index in range(args.copies):
             started = time.process_time()
-            _, _, curve, table, _ = finetune_copy(pairs, tokenizer, weights, config, nli, name=f"copy_{index:02d}",
-                                                  index=index)
+            _, _, curve, table, _ = finetune_copy(
+                pairs, tokenizer, weights, config, nli, name=f"copy_{index:02d}", index=index
+            )
             accuracy = table.set_index(["split", "subcase", "label"])["accuracy"]
-            rows.append({"variant": variant, "copy": index, "pretrain_cpu_s": round(pretrain_s, 1),
-                         "heldout_mlm_loss": round(heldout_loss, 3),
-                         "finetune_cpu_s": round(time.process_time() - started, 1),
-                         "final_train_loss": round(float(curve["train_loss"].iloc[-1]), 3),
-                         "test_accuracy": accuracy[("test", "all", "all")],
-                         "ood_non_entailed": accuracy[("ood", "all", "non_entailed")],
-                         "ood_entailed": accuracy[("ood", "all", "entailed")]})
+            rows.append(
+                {
+                    "variant": variant,
+                    "copy": index,
+                    "pretrain_cpu_s": round(pretrain_s, 1),
+                    "heldout_mlm_loss": round(heldout_loss, 3),
+                    "finetune_cpu_s": round(time.process_time() - started, 1),
+                    "final_train_loss": round(float(curve["train_loss"].iloc[-1]), 3),
+                    "test_accuracy": accuracy[("test", "all", "all")],
+                    "ood_non_entailed": accuracy[("ood", "all", "non_entailed")],
+                    "ood_entailed": accuracy[("ood", "all", "entailed")],
+                }
+            )
             print("  ".join(f"{key} {value}" for key, value in rows[-1].items()), flush=True)
     table = pd.DataFrame(rows)
     print()
-    print(table.groupby("variant", sort=False)[["test_accuracy", "ood_non_entailed", "ood_entailed",
-                                                 "final_train_loss"]].agg(["min", "max"]).to_string())
+    print(
+        table.groupby("variant", sort=False)[["test_accuracy", "ood_non_entailed", "ood_entailed", "final_train_loss"]]
+        .agg(["min", "max"])
+        .to_string()
+    )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,11 @@ def main() -> int:
     parser.add_argument("--pipelines", help="passed to kedro run --pipelines")
     parser.add_argument("--workdir", type=Path, help="where the project copies go (default: a temporary folder)")
     parser.add_argument("--timeout", type=float, help="stop a run after this many seconds (reported as stopped)")
-    parser.add_argument("--node-probe", action="store_true",
-                        help="record every node's CPU in the process that runs it (node_probe.py) and compare")
+    parser.add_argument(
+        "--node-probe",
+        action="store_true",
+        help="record every node's CPU in the process that runs it (node_probe.py) and compare",
+    )
     args = parser.parse_args()
     from thinkalike.run_clock import START_ROW, format_seconds
 
@@ -61,8 +64,13 @@ def main() -> int:
                 print(f"warning: 1-minute load average {load:.2f} before {runner}: the machine is not idle")
             print(f"{runner}: running …", flush=True)
             probe = probe_environment(project / "node-probe") if args.node_probe else None
-            run = run_once(project, kedro_command(args.env, args.pipelines, runner), busy=False, timeout=args.timeout,
-                           extra_environment=probe)
+            run = run_once(
+                project,
+                kedro_command(args.env, args.pipelines, runner),
+                busy=False,
+                timeout=args.timeout,
+                extra_environment=probe,
+            )
             table = saved_timings(project)
             nodes = None if table is None else table[table["node"] != START_ROW]
             rows.append((runner, run, table, nodes))
@@ -70,25 +78,33 @@ def main() -> int:
                 probed[runner] = probe_records(project / "node-probe")
             print(f"{runner}: exit {run['returncode']}, {run['process_seconds']:.1f} s; log {run['log']}", flush=True)
         base = next((run["process_seconds"] for runner, run, _, _ in rows if runner == "SequentialRunner"), None)
-        print("\n| runner | `kedro run` process | processes' CPU | the driver's own CPU | run_seconds | "
-              "nodes' summed time | workers | vs Sequential | machine probe (ms) |")
+        print(
+            "\n| runner | `kedro run` process | processes' CPU | the driver's own CPU | run_seconds | "
+            "nodes' summed time | workers | vs Sequential | machine probe (ms) |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for runner, run, table, nodes in rows:
             ratio = f"{run['process_seconds'] / base:.2f}×" if base else "–"
             probe = f"{run['probe_ms_before']:.2f} → {run['probe_ms_after']:.2f}"
             cpu = f"{format_seconds(run['cpu_seconds'])} | {format_seconds(run['driver_cpu_seconds'])}"
             if run["returncode"] is None:
-                print(f"| {runner} | stopped after {format_seconds(run['process_seconds'])} | {cpu} | – | – | – | "
-                      f"> {ratio} | {probe} |")
+                print(
+                    f"| {runner} | stopped after {format_seconds(run['process_seconds'])} | {cpu} | – | – | – | "
+                    f"> {ratio} | {probe} |"
+                )
                 continue
             if table is None:
-                print(f"| {runner} | {format_seconds(run['process_seconds'])} | {cpu} | no table | no table | – | "
-                      f"{ratio} | {probe} |")
+                print(
+                    f"| {runner} | {format_seconds(run['process_seconds'])} | {cpu} | no table | no table | – | "
+                    f"{ratio} | {probe} |"
+                )
                 continue
             workers = nodes["worker"].replace("", "(driver)").nunique() if "worker" in nodes else 1
-            print(f"| {runner} | {format_seconds(run['process_seconds'])} | {cpu} | "
-                  f"{format_seconds(float(table['run_seconds'].iloc[0]))} | "
-                  f"{format_seconds(float(nodes['span_seconds'].sum()))} | {workers} | {ratio} | {probe} |")
+            print(
+                f"| {runner} | {format_seconds(run['process_seconds'])} | {cpu} | "
+                f"{format_seconds(float(table['run_seconds'].iloc[0]))} | "
+                f"{format_seconds(float(nodes['span_seconds'].sum()))} | {workers} | {ratio} | {probe} |"
+            )
         if args.node_probe:
             print_node_cpu(rows, probed)
         return 0 if all(run["returncode"] == 0 for _, run, _, _ in rows) else 1

@@ -47,22 +47,48 @@ VOCAB = 400
 
 def pairs(n_ctx: int, width: int, layers: int, device: torch.device):
     """``(name, f, g)`` pairs: GeLU -> SoLU bridges (TransformerLens family) and two GPT-NeoX (transformers)."""
+
     def bridge(name, act_fn, seed):
-        config = {"name": name, "family": "bridge", "objective": "causal",
-                  "bridge_config": {"n_layers": layers, "d_model": width, "n_heads": 4, "d_head": width // 4,
-                                    "d_mlp": 4 * width, "act_fn": act_fn, "d_vocab": VOCAB, "n_ctx": n_ctx,
-                                    "seed": seed}}
+        config = {
+            "name": name,
+            "family": "bridge",
+            "objective": "causal",
+            "bridge_config": {
+                "n_layers": layers,
+                "d_model": width,
+                "n_heads": 4,
+                "d_head": width // 4,
+                "d_mlp": 4 * width,
+                "act_fn": act_fn,
+                "d_vocab": VOCAB,
+                "n_ctx": n_ctx,
+                "seed": seed,
+            },
+        }
         module = build_zoo_module(config).to(device).eval()
         return BridgeHandle.from_module(name, f"zoo:{name}", module, None)
 
     def neox(name, seed):
-        config = hf_zoo_config(name, "gpt_neox", "causal", vocab_size=VOCAB, hidden_size=width,
-                               num_hidden_layers=layers, num_attention_heads=4, intermediate_size=4 * width,
-                               max_position_embeddings=n_ctx, rotary_pct=0.25, bos_token_id=0, eos_token_id=0)
+        config = hf_zoo_config(
+            name,
+            "gpt_neox",
+            "causal",
+            vocab_size=VOCAB,
+            hidden_size=width,
+            num_hidden_layers=layers,
+            num_attention_heads=4,
+            intermediate_size=4 * width,
+            max_position_embeddings=n_ctx,
+            rotary_pct=0.25,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
         return HFModelHandle(name, f"zoo:{name}", build_zoo_module(config, seed=seed).to(device).eval())
 
-    return [("bridge gelu->solu", bridge("gelu", "gelu", 0), bridge("solu", "solu_ln", 1)),
-            ("gpt_neox", neox("neox-a", 0), neox("neox-b", 1))]
+    return [
+        ("bridge gelu->solu", bridge("gelu", "gelu", 0), bridge("solu", "solu_ln", 1)),
+        ("gpt_neox", neox("neox-a", 0), neox("neox-b", 1)),
+    ]
 
 
 def naive_logits(g, layer_g: int, replacement: torch.Tensor, ids, mask):
@@ -104,24 +130,43 @@ def main() -> None:
     device = default_device(args.device)
     rng = np.random.default_rng(0)
     ids = rng.integers(1, VOCAB, size=(4 * args.batch_size, args.n_ctx))
-    settings = StitchSettings(steps=10_000, warmup_steps=10, tokens_per_step=args.batch_size * args.n_ctx,
-                              batch_size=args.batch_size)
-    print(f"torch {torch.__version__}, {device}, {torch.get_num_threads()} threads; batch {args.batch_size} x "
-          f"{args.n_ctx} tokens, width {args.width}, {args.layers} layers, stitch at layer {args.layer}; "
-          f"min over {args.repeats} interleaved repeats of {args.iterations} calls")
+    settings = StitchSettings(
+        steps=10_000, warmup_steps=10, tokens_per_step=args.batch_size * args.n_ctx, batch_size=args.batch_size
+    )
+    print(
+        f"torch {torch.__version__}, {device}, {torch.get_num_threads()} threads; batch {args.batch_size} x "
+        f"{args.n_ctx} tokens, width {args.width}, {args.layers} layers, stitch at layer {args.layer}; "
+        f"min over {args.repeats} interleaved repeats of {args.iterations} calls"
+    )
     for name, f, g in pairs(args.n_ctx, args.width, args.layers, device):
-        best = bench_pair(name, f, g, args.layer, ids, settings, device, args.batch_size, args.repeats,
-                          args.iterations, args.seeds)
-        print(f"{name:18s} floor {best['floor']:7.2f} ms  step {best['step']:7.2f} ms  naive {best['naive']:7.2f} ms"
-              f"  step/floor {best['step'] / best['floor']:.3f}x (target <= 1.2x)  naive/floor "
-              f"{best['naive'] / best['floor']:.3f}x  naive/step {best['naive'] / best['step']:.2f}x")
-        print(f"{'':18s} {args.seeds} φ seeds: lockstep {best['lockstep']:7.2f} ms  separate "
-              f"{best['separate']:7.2f} ms  lockstep/separate {best['lockstep'] / best['separate']:.3f}x  "
-              f"lockstep/step {best['lockstep'] / best['step']:.2f}x")
+        best = bench_pair(
+            name, f, g, args.layer, ids, settings, device, args.batch_size, args.repeats, args.iterations, args.seeds
+        )
+        print(
+            f"{name:18s} floor {best['floor']:7.2f} ms  step {best['step']:7.2f} ms  naive {best['naive']:7.2f} ms"
+            f"  step/floor {best['step'] / best['floor']:.3f}x (target <= 1.2x)  naive/floor "
+            f"{best['naive'] / best['floor']:.3f}x  naive/step {best['naive'] / best['step']:.2f}x"
+        )
+        print(
+            f"{'':18s} {args.seeds} φ seeds: lockstep {best['lockstep']:7.2f} ms  separate "
+            f"{best['separate']:7.2f} ms  lockstep/separate {best['lockstep'] / best['separate']:.3f}x  "
+            f"lockstep/step {best['lockstep'] / best['step']:.2f}x"
+        )
 
 
-def bench_pair(name, f, g, layer: int, ids, settings: StitchSettings, device: torch.device, batch_size: int,
-               repeats: int, iterations: int, seeds: int = 2) -> dict[str, float]:
+def bench_pair(
+    name,
+    f,
+    g,
+    layer: int,
+    ids,
+    settings: StitchSettings,
+    device: torch.device,
+    batch_size: int,
+    repeats: int,
+    iterations: int,
+    seeds: int = 2,
+) -> dict[str, float]:
     """Milliseconds per call of floor, step, naive, lockstep and separate (minimum over interleaved repeats)."""
     with frozen(f.module, g.module):
         train = prepare_split(f, layer, TokenSplit.of(ids), "causal", settings, device=device, masking=None, seed=0)
@@ -148,11 +193,22 @@ def bench_pair(name, f, g, layer: int, ids, settings: StitchSettings, device: to
             trainer.optimizer.step()
             trainer.optimizer.zero_grad(set_to_none=True)
 
-        together = LockstepTrainer([build_stitch_layer("affine", f.d_model, g.d_model).to(device)
-                                    for _ in range(seeds)], g, layer, train, "causal", settings, name,
-                                   seeds=range(seeds))
-        apart = [StitchTrainer(build_stitch_layer("affine", f.d_model, g.d_model).to(device), g, layer, train,
-                               "causal", settings, name) for _ in range(seeds)]
+        together = LockstepTrainer(
+            [build_stitch_layer("affine", f.d_model, g.d_model).to(device) for _ in range(seeds)],
+            g,
+            layer,
+            train,
+            "causal",
+            settings,
+            name,
+            seeds=range(seeds),
+        )
+        apart = [
+            StitchTrainer(
+                build_stitch_layer("affine", f.d_model, g.d_model).to(device), g, layer, train, "causal", settings, name
+            )
+            for _ in range(seeds)
+        ]
         indices = [index] * seeds
 
         def lockstep():
@@ -175,6 +231,7 @@ def bench_pair(name, f, g, layer: int, ids, settings: StitchSettings, device: to
                 sync(device)
                 times[key].append((time.perf_counter() - started) / iterations)
     return {key: min(value) * 1000 for key, value in times.items()}
+
 
 if __name__ == "__main__":
     main()

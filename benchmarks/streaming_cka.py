@@ -54,8 +54,16 @@ class LazyBatches:
 
 def token_index(mask: np.ndarray, ids: np.ndarray) -> pd.DataFrame:
     sequence, position = np.nonzero(mask)
-    return pd.DataFrame({"sequence": sequence, "position": position, "token_id": ids[sequence, position],
-                         "sentence_id": sequence, "word_index": position, "is_special": False})
+    return pd.DataFrame(
+        {
+            "sequence": sequence,
+            "position": position,
+            "token_id": ids[sequence, position],
+            "sentence_id": sequence,
+            "word_index": position,
+            "is_special": False,
+        }
+    )
 
 
 def child(mode: str, args) -> None:
@@ -64,23 +72,36 @@ def child(mode: str, args) -> None:
     mask = np.ones_like(ids)
     index = token_index(mask, ids)
     (_, _, _, handle_a), (_, _, _, handle_b) = models(args.n_ctx, args.width, args.layers)
-    streams = [ActivationStream(h.name, LazyBatches(h, ids, mask, args.batch_size), n_layers=h.n_layers)
-               for h in (handle_a, handle_b)]
+    streams = [
+        ActivationStream(h.name, LazyBatches(h, ids, mask, args.batch_size), n_layers=h.n_layers)
+        for h in (handle_a, handle_b)
+    ]
     settings = CKASettings(batch_tokens=args.batch_tokens, n_bootstrap=0, n_permutations=0)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         if mode == "stored":
-            sources = [write_activation_store(Path(scratch, s.model), s.batches, s.model, n_layers=s.n_layers)
-                       for s in streams]
+            sources = [
+                write_activation_store(Path(scratch, s.model), s.batches, s.model, n_layers=s.n_layers) for s in streams
+            ]
         else:
             sources = streams
-        result = compute_cka(sources[0], index, sources[1], index, settings, model_a="neox", model_b="gelu",
-                             device="cpu")
+        result = compute_cka(
+            sources[0], index, sources[1], index, settings, model_a="neox", model_b="gelu", device="cpu"
+        )
         seconds = time.perf_counter() - started
         disk_bytes = sum(path.stat().st_size for path in Path(scratch).rglob("*") if path.is_file())
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "tokens": int(mask.sum()), "peak_mib": peak_mib, "disk_bytes": disk_bytes,
-                      "cka": result.cka.tolist()}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "tokens": int(mask.sum()),
+                "peak_mib": peak_mib,
+                "disk_bytes": disk_bytes,
+                "cka": result.cka.tolist(),
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -97,20 +118,25 @@ def main() -> None:
     if args.child:
         child(args.child, args)
         return
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {args.sequences} sequences x "
-          f"{args.n_ctx} tokens, batch {args.batch_size}, width {args.width}, {args.layers} layers, "
-          f"CKA minibatch {args.batch_tokens} tokens")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; {args.sequences} sequences x "
+        f"{args.n_ctx} tokens, batch {args.batch_size}, width {args.width}, {args.layers} layers, "
+        f"CKA minibatch {args.batch_tokens} tokens"
+    )
     results: dict[str, list[dict]] = {"stored": [], "streaming": []}
     for _ in range(args.repeats):  # interleaved
         for mode in results:
-            out = subprocess.run([sys.executable, __file__, "--child", mode, *sys.argv[1:]], capture_output=True,
-                                 text=True, check=True).stdout
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", mode, *sys.argv[1:]], capture_output=True, text=True, check=True
+            ).stdout
             results[mode].append(json.loads(out.strip().splitlines()[-1]))
     best = {mode: min(runs, key=lambda r: r["seconds"]) for mode, runs in results.items()}
     for mode, run in best.items():
-        print(f"{mode:9s} {run['tokens'] / run['seconds']:9.0f} tokens/s  ({run['seconds']:.2f} s, fastest of "
-              f"{args.repeats})  peak RSS {max(r['peak_mib'] for r in results[mode]):.0f} MiB  "
-              f"written {run['disk_bytes'] / 2**20:.1f} MiB")
+        print(
+            f"{mode:9s} {run['tokens'] / run['seconds']:9.0f} tokens/s  ({run['seconds']:.2f} s, fastest of "
+            f"{args.repeats})  peak RSS {max(r['peak_mib'] for r in results[mode]):.0f} MiB  "
+            f"written {run['disk_bytes'] / 2**20:.1f} MiB"
+        )
     ratio = best["streaming"]["seconds"] / best["stored"]["seconds"]
     disagreement = np.abs(np.array(best["stored"]["cka"]) - np.array(best["streaming"]["cka"])).max()
     print(f"streaming / stored time {ratio:.3f}x; max |CKA stored - CKA streaming| = {disagreement:.2e}")

@@ -39,8 +39,11 @@ TIMING = re.compile(r"seconds|_s$|time|peak_rss", re.IGNORECASE)  # wall time an
 def run_at(revision: str, folder: Path, env: str) -> Path:
     """A project folder with one finished run of ``revision``."""
     tree, project = folder / "tree", folder / "project"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(tree), revision], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", str(tree), revision],
+        check=True,
+        capture_output=True,
+    )
     project.mkdir()
     for name in ("pyproject.toml", ".telemetry"):
         if (tree / name).exists():
@@ -50,8 +53,13 @@ def run_at(revision: str, folder: Path, env: str) -> Path:
     (project / "src").mkdir()
     environment = {**os.environ, "PYTHONPATH": str(tree / "src"), "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1"}
     print(f"{revision}: kedro run --env {env} in {project}", flush=True)
-    done = subprocess.run([sys.executable, "-m", "kedro", "run", "--env", env, "--runner", "SequentialRunner"],
-                          cwd=project, env=environment, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "kedro", "run", "--env", env, "--runner", "SequentialRunner"],
+        cwd=project,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
     (folder / "run.log").write_text(done.stdout + done.stderr)
     if done.returncode:
         raise SystemExit(f"{revision}: the run failed; see {folder / 'run.log'}")
@@ -59,8 +67,11 @@ def run_at(revision: str, folder: Path, env: str) -> Path:
 
 
 def saved_files(project: Path) -> dict[str, Path]:
-    return {VERSION.sub("/", "/" + str(path.relative_to(project / "data"))).lstrip("/"): path
-            for path in sorted((project / "data").rglob("*")) if path.is_file()}
+    return {
+        VERSION.sub("/", "/" + str(path.relative_to(project / "data"))).lstrip("/"): path
+        for path in sorted((project / "data").rglob("*"))
+        if path.is_file()
+    }
 
 
 def same_file(a: Path, b: Path) -> bool:
@@ -68,7 +79,9 @@ def same_file(a: Path, b: Path) -> bool:
         left, right = pd.read_parquet(a), pd.read_parquet(b)
         provenance = [c for c in left.columns if c.startswith(("activations_version", "spec_")) or TIMING.search(c)]
         try:
-            pd.testing.assert_frame_equal(left.drop(columns=provenance), right.drop(columns=provenance, errors="ignore"))
+            pd.testing.assert_frame_equal(
+                left.drop(columns=provenance), right.drop(columns=provenance, errors="ignore")
+            )
         except AssertionError:
             return False
         return True
@@ -99,18 +112,24 @@ def main() -> None:
     parser.add_argument("after")
     parser.add_argument("--env", default="test")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/same-outputs"))
-    parser.add_argument("--folders", action="store_true",
-                        help="BEFORE and AFTER are project folders that each hold one finished run: compare them")
+    parser.add_argument(
+        "--folders",
+        action="store_true",
+        help="BEFORE and AFTER are project folders that each hold one finished run: compare them",
+    )
     args = parser.parse_args()
     if args.folders:
         raise SystemExit(compare([Path(args.before), Path(args.after)], f"{args.before} -> {args.after}"))
     shutil.rmtree(args.workdir, ignore_errors=True)
-    projects = [run_at(revision, args.workdir / label, args.env)
-                for label, revision in (("before", args.before), ("after", args.after))]
+    projects = [
+        run_at(revision, args.workdir / label, args.env)
+        for label, revision in (("before", args.before), ("after", args.after))
+    ]
     status = compare(projects, f"{args.before} -> {args.after}, env {args.env}")
     for project in projects:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(project.parent / "tree")],
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(project.parent / "tree")], capture_output=True
+        )
     raise SystemExit(status)
 
 
@@ -130,7 +149,8 @@ def compare(projects: list[Path], label: str) -> int:
     for key in sorted(set(metrics_a) & set(metrics_b)):
         if metrics_a[key] != metrics_b[key]:
             (expected if TIMING.search(key) else problems).append(
-                f"metric differs: {key} {metrics_a[key]!r} -> {metrics_b[key]!r}")
+                f"metric differs: {key} {metrics_a[key]!r} -> {metrics_b[key]!r}"
+            )
     for key in sorted(set(params_a) | set(params_b)):
         if params_a.get(key) != params_b.get(key):
             problems.append(f"parameter differs: {key} {params_a.get(key)!r} -> {params_b.get(key)!r}")
@@ -140,8 +160,10 @@ def compare(projects: list[Path], label: str) -> int:
         print("DIFFERENT", line)
     for line in expected:
         print("run-specific", line)
-    print(f"{len(files[1])} files, {len(metrics_b)} metrics, {len(params_b)} parameters, {len(artifacts_b)} artifacts; "
-          f"{len(problems)} differences, {len(expected)} run-specific ({label})")
+    print(
+        f"{len(files[1])} files, {len(metrics_b)} metrics, {len(params_b)} parameters, {len(artifacts_b)} artifacts; "
+        f"{len(problems)} differences, {len(expected)} run-specific ({label})"
+    )
     return 1 if problems else 0
 
 

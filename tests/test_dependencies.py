@@ -72,8 +72,10 @@ def declared() -> dict[str, str]:
 def declared_anywhere() -> dict[str, list[str]]:
     """Runtime and optional dependencies: normalised name -> every specifier it is declared with."""
     found: dict[str, list[str]] = {}
-    for requirement in [*project()["dependencies"], *(item for extra in project()["optional-dependencies"].values()
-                                                      for item in extra)]:
+    for requirement in [
+        *project()["dependencies"],
+        *(item for extra in project()["optional-dependencies"].values() for item in extra),
+    ]:
         name, specifier = requirement_parts(requirement)
         found.setdefault(name, []).append(specifier)
     return found
@@ -163,16 +165,23 @@ def test_every_declared_runtime_dependency_is_used():
 
 
 def test_every_package_whose_private_names_src_uses_has_an_upper_bound():
-    private = {name: entry["private"] for module, entry in imports().items() if entry["private"]
-               for name in distributions(module)}
+    private = {
+        name: entry["private"]
+        for module, entry in imports().items()
+        if entry["private"]
+        for name in distributions(module)
+    }
     assert "kedro-datasets" in private and "transformer-lens" in private  # kedro_datasets._typing, ..._hf_format
     text = "\n".join(path.read_text() for path in SOURCE.rglob("*.py"))
     for name, attributes in PRIVATE_ATTRIBUTES.items():
         still = [attribute for attribute in attributes if re.search(rf"\b{attribute}\b", text)]
         assert still == attributes, f"{name}: {sorted(set(attributes) - set(still))} no longer used by src/"
         private.setdefault(name, []).extend(attributes)
-    unbounded = {name: uses for name, uses in private.items()
-                 if name not in declared_anywhere() or not all(map(has_upper_bound, declared_anywhere()[name]))}
+    unbounded = {
+        name: uses
+        for name, uses in private.items()
+        if name not in declared_anywhere() or not all(map(has_upper_bound, declared_anywhere()[name]))
+    }
     assert not unbounded, f"src/ uses private names of these packages, which have no upper bound: {unbounded}"
 
 

@@ -42,8 +42,11 @@ def test_every_docs_link_of_the_readme_points_to_an_existing_page():
         page = ROOT / path
         assert page.suffix == ".md" and page.is_file(), f"README links to {link}: no such page"
         if anchor:
-            headings = {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip()).strip().lower().replace(" ", "-")
-                        for line in page.read_text(encoding="utf-8").splitlines() if line.startswith("#")}
+            headings = {
+                re.sub(r"[^\w\- ]", "", line.lstrip("#").strip()).strip().lower().replace(" ", "-")
+                for line in page.read_text(encoding="utf-8").splitlines()
+                if line.startswith("#")
+            }
             assert anchor in headings, f"README links to {link}: {path} has no heading #{anchor}"
 
 
@@ -62,9 +65,11 @@ def test_the_readme_has_the_ci_install_and_test_commands():
 
 def test_the_own_models_page_gives_the_readmes_recipe():
     """docs/own-models.md repeats the README's recipe (which tests/pipelines/test_environments.py runs) exactly."""
+
     def recipe(text: str) -> list[str]:
-        return [block for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
-                if block.startswith("# conf/mine/")]
+        return [
+            block for block in re.findall(r"```yaml\n(.*?)```", text, flags=re.S) if block.startswith("# conf/mine/")
+        ]
 
     readme = recipe(README.read_text(encoding="utf-8"))
     assert readme and recipe((DOCS / "own-models.md").read_text(encoding="utf-8")) == readme
@@ -73,13 +78,27 @@ def test_the_own_models_page_gives_the_readmes_recipe():
 def test_the_site_builds_strictly(tmp_path):
     """``mkdocs build --strict``: every page in the navigation, every link and anchor found, the API pages rendered
     from the docstrings without a warning."""
-    pytest.importorskip("mkdocs", reason="the site needs the dev extra: pip install -e \".[dev]\"")
-    pytest.importorskip("mkdocstrings", reason="the site needs the dev extra: pip install -e \".[dev]\"")
+    pytest.importorskip("mkdocs", reason='the site needs the dev extra: pip install -e ".[dev]"')
+    pytest.importorskip("mkdocstrings", reason='the site needs the dev extra: pip install -e ".[dev]"')
     started = time.perf_counter()
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-                            str(ROOT / "mkdocs.yml"), "--site-dir", str(tmp_path / "site")],
-                           cwd=ROOT, capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     seconds = time.perf_counter() - started
     assert built.returncode == 0, f"mkdocs build --strict failed ({seconds:.0f} s):\n{built.stderr[-4000:]}"
     assert (tmp_path / "site" / "index.html").is_file()

@@ -17,7 +17,49 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_ruff_finds_nothing():
     if importlib.util.find_spec("ruff") is None:
         pytest.skip('ruff comes with the dev extra: pip install -e ".[dev]"')
-    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise",
-                             "src", "tests", "benchmarks", "scripts", "notebooks"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--no-cache",
+            "--output-format",
+            "concise",
+            "src",
+            "tests",
+            "benchmarks",
+            "scripts",
+            "notebooks",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, f"ruff check:\n{result.stdout}{result.stderr}"
+
+
+def test_ruff_format_changes_nothing():
+    if importlib.util.find_spec("ruff") is None:
+        pytest.skip('ruff comes with the dev extra: pip install -e ".[dev]"')
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "format",
+            "--check",
+            "--no-cache",
+            "src",
+            "tests",
+            "benchmarks",
+            "scripts",
+            "notebooks",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, f"ruff format --check (run `ruff format` to apply):\n{result.stdout}{result.stderr}"

@@ -92,8 +92,9 @@ def test_each_pipelines_outputs_are_logged_as_before():
     penalties = pd.DataFrame({"stitch": ["affine"], "layer_f": [1], "layer_g": [1], "penalty": [0.25]})
     record_saved_output(collected, "models.stitching.a__b.stitch_table", penalties)
     assert collected.metrics["stitching.a__b.affine.penalty_1_1"] == 0.25
-    accuracy = pd.DataFrame({"model": ["copy_00"], "split": ["ood"], "subcase": ["all"], "label": ["non_entailed"],
-                             "accuracy": [0.5]})
+    accuracy = pd.DataFrame(
+        {"model": ["copy_00"], "split": ["ood"], "subcase": ["all"], "label": ["non_entailed"], "accuracy": [0.5]}
+    )
     record_saved_output(collected, "models.nli.copy_00.accuracy", accuracy)
     assert collected.metrics["nli.copy_00.ood_all_non_entailed"] == 0.5
     for name in ("models.nli.copy_00.predictions", "evaluation_index", "models.gelu_2l.model_config"):
@@ -109,7 +110,7 @@ def test_each_pipelines_outputs_are_logged_as_before():
 def test_a_rule_says_what_it_matches():
     rules = all_output_rules()
     assert all(isinstance(rule, OutputRule) and rule.description for rule in rules)
-    assert rules[:len(GENERIC_RULES)] == GENERIC_RULES
+    assert rules[: len(GENERIC_RULES)] == GENERIC_RULES
 
 
 def test_a_runs_claims_become_metrics_named_claim_id():
@@ -118,9 +119,13 @@ def test_a_runs_claims_become_metrics_named_claim_id():
     from thinkalike.tracking import DeferredRecorder
 
     recorder = DeferredRecorder()
-    claims = {"claims": [{"id": "cka.solu_gelu_below_replicas", "margin": 0.021},
-                         {"id": "nli.stitching_groups_diverge", "margin": -0.3},
-                         {"id": "mlem.runner_up.x", "margin": None}]}
+    claims = {
+        "claims": [
+            {"id": "cka.solu_gelu_below_replicas", "margin": 0.021},
+            {"id": "nli.stitching_groups_diverge", "margin": -0.3},
+            {"id": "mlem.runner_up.x", "margin": None},
+        ]
+    }
     record_saved_output(recorder, "run_claims", claims)
     metrics = [args[0] for name, args in recorder.calls if name == "log_metrics"]
     assert metrics == [{"claim.cka.solu_gelu_below_replicas": 0.021, "claim.nli.stitching_groups_diverge": -0.3}]

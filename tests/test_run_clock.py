@@ -28,8 +28,14 @@ class FakeMachine:
         self.peak = 500.0
 
     def probes(self) -> Probes:
-        return Probes(wall=lambda: self.wall, cpu=lambda: self.cpu, epoch=lambda: 1_700_000_000 + self.wall,
-                      rss_mb=lambda: self.rss, peak_rss_mb=lambda: self.peak, reset_peak=self._reset)
+        return Probes(
+            wall=lambda: self.wall,
+            cpu=lambda: self.cpu,
+            epoch=lambda: 1_700_000_000 + self.wall,
+            rss_mb=lambda: self.rss,
+            peak_rss_mb=lambda: self.peak,
+            reset_peak=self._reset,
+        )
 
     def _reset(self) -> bool:
         self.peak = self.rss
@@ -96,11 +102,13 @@ def test_rows_split_each_node_span_and_sum_to_the_run():
     assert list(table["namespace"]) == ["", "", "models.m"]
     start, make, use = (row for _, row in table.iterrows())
     assert start["span_seconds"] == pytest.approx(2.0) and start["seconds"] == 0
-    assert (make["load_seconds"], make["seconds"], make["save_seconds"], make["other_seconds"]) == \
-        pytest.approx((1.0, 3.0, 0.5, 0.25))
+    assert (make["load_seconds"], make["seconds"], make["save_seconds"], make["other_seconds"]) == pytest.approx(
+        (1.0, 3.0, 0.5, 0.25)
+    )
     assert make["cpu_seconds"] == pytest.approx(6.0)  # the function's interval only (not its save's 0.5)
-    assert (use["load_seconds"], use["seconds"], use["save_seconds"], use["other_seconds"]) == \
-        pytest.approx((0.5, 4.0, 1.25, 0.5))
+    assert (use["load_seconds"], use["seconds"], use["save_seconds"], use["other_seconds"]) == pytest.approx(
+        (0.5, 4.0, 1.25, 0.5)
+    )
     assert table["run_seconds"].eq(2 + 4.75 + 6.25).all()
     assert table["span_seconds"].sum() == pytest.approx(table["run_seconds"].iloc[0], rel=1e-12)
     assert set(table["status"]) == {"completed"}
@@ -260,6 +268,7 @@ def test_format_seconds():
 # ---------------------------------------------------------------- the real probes
 def test_process_time_counts_other_threads():
     """CPU seconds are the process's: work done in another thread (as torch's intra-op threads do) counts."""
+
     def spin():
         start = time.thread_time()
         while time.thread_time() - start < 0.2:

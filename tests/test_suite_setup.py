@@ -14,7 +14,8 @@ def test_the_tiny_run_tests_share_one_worker(pytester, monkeypatch):
     after pytest-xdist had read the marks (each worker then built the tiny run: ~35 s of CPU twice)."""
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # the inner run is a controller of its own
     pytester.makeconftest(SUITE_CONFTEST.read_text())
-    pytester.makepyfile(test_grouped="""
+    pytester.makepyfile(
+        test_grouped="""
         import pytest
 
         @pytest.fixture(scope="session")
@@ -28,7 +29,8 @@ def test_the_tiny_run_tests_share_one_worker(pytester, monkeypatch):
         @pytest.mark.parametrize("index", range(4))
         def test_tiny(tiny_project, index):
             pass
-        """)
+        """
+    )
     result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=8)
     ran = re.findall(r"\[(gw\d)\] .*PASSED (\S+)", result.stdout.str())

@@ -33,8 +33,9 @@ def _as_mapping(container: object) -> Mapping[str, Any]:
     return container if isinstance(container, Mapping) else {}
 
 
-def merge_parameters(base: Mapping[str, Any], environment: Mapping[str, Any], replaced_whole: Collection[str] = (),
-                     prefix: str = "") -> dict[str, Any]:
+def merge_parameters(
+    base: Mapping[str, Any], environment: Mapping[str, Any], replaced_whole: Collection[str] = (), prefix: str = ""
+) -> dict[str, Any]:
     """``base`` with ``environment``'s values, key by key: where both hold a mapping (and its full key, ``prefix``
     included, is not in ``replaced_whole``) the two merge recursively; elsewhere the environment's value replaces
     ``base``'s. Keys keep ``base``'s order, new ones follow in ``environment``'s."""
@@ -84,8 +85,10 @@ class ReplicateConfigLoader(OmegaConfigLoader):
         if key == "parameters":
             environment_configs = raw[1]
             self._environment_parameter_keys = {
-                path for config in environment_configs.values()
-                for path in key_paths(_as_mapping(OmegaConf.to_container(config, resolve=False)))}
+                path
+                for config in environment_configs.values()
+                for path in key_paths(_as_mapping(OmegaConf.to_container(config, resolve=False)))
+            }
         return raw
 
     def _merge_configs(self, config: dict[str, Any], env_config: dict[str, Any], key: str, env_path: str) -> Any:

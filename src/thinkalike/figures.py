@@ -57,13 +57,35 @@ def dropdown_figure(figures: Mapping[str, go.Figure], title: str) -> go.Figure:
     buttons = []
     for name, span in zip(names, spans):
         layout = figures[name].layout
-        buttons.append({"label": name, "method": "update",
-                        "args": [{"visible": [position in span for position in range(total)]},
-                                 {"title": layout.title.to_plotly_json(), "xaxis": layout.xaxis.to_plotly_json(),
-                                  "yaxis": layout.yaxis.to_plotly_json()}]})
-    combined.update_layout(updatemenus=[{"buttons": buttons, "direction": "down", "active": 0, "showactive": True,
-                                         "x": 0.0, "xanchor": "left", "y": 1.12, "yanchor": "bottom"}],
-                           margin={"t": 120})
+        buttons.append(
+            {
+                "label": name,
+                "method": "update",
+                "args": [
+                    {"visible": [position in span for position in range(total)]},
+                    {
+                        "title": layout.title.to_plotly_json(),
+                        "xaxis": layout.xaxis.to_plotly_json(),
+                        "yaxis": layout.yaxis.to_plotly_json(),
+                    },
+                ],
+            }
+        )
+    combined.update_layout(
+        updatemenus=[
+            {
+                "buttons": buttons,
+                "direction": "down",
+                "active": 0,
+                "showactive": True,
+                "x": 0.0,
+                "xanchor": "left",
+                "y": 1.12,
+                "yanchor": "bottom",
+            }
+        ],
+        margin={"t": 120},
+    )
     return combined
 
 

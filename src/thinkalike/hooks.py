@@ -68,9 +68,12 @@ class ParameterHooks:
         if run_params.get("only_missing_outputs"):
             rerun = nodes_to_rerun(pipeline, catalog)
             mark_for_rerun(rerun, catalog)
-            logger.info("Resume: %d of %d nodes to run%s", len(rerun), len(pipeline.nodes),
-                        f" ({', '.join(node.name for node in rerun[:6])}{' …' if len(rerun) > 6 else ''})"
-                        if rerun else "")
+            logger.info(
+                "Resume: %d of %d nodes to run%s",
+                len(rerun),
+                len(pipeline.nodes),
+                f" ({', '.join(node.name for node in rerun[:6])}{' …' if len(rerun) > 6 else ''})" if rerun else "",
+            )
 
 
 def run_pipelines(run_params: dict[str, Any], pipeline) -> tuple[list[str], dict[str, Any]]:
@@ -98,8 +101,12 @@ class ThreadPolicyHooks:
             raise BadParameter(str(error)) from None
         self._limits = contextlib.ExitStack()
         self._limits.enter_context(limited_threads(threads))
-        logger.info("Threads: %s per pool (%s=%s)", threads or "each library's default", ENVIRONMENT_VARIABLE,
-                    os.environ.get(ENVIRONMENT_VARIABLE, f"unset: {DEFAULT_THREADS}"))
+        logger.info(
+            "Threads: %s per pool (%s=%s)",
+            threads or "each library's default",
+            ENVIRONMENT_VARIABLE,
+            os.environ.get(ENVIRONMENT_VARIABLE, f"unset: {DEFAULT_THREADS}"),
+        )
 
     @hook_impl
     def after_pipeline_run(self, run_params, run_result, pipeline, catalog) -> None:
@@ -246,9 +253,13 @@ def kedro_command(run_params: dict[str, Any]) -> str:
 
 
 def run_tags(run_params: dict[str, Any], project_root: Path) -> dict[str, str]:
-    return {"git_commit": git_commit(project_root), "kedro_command": kedro_command(run_params),
-            "kedro_env": str(run_params.get("env") or "local"), "runner": runner_name(run_params.get("runner", "")),
-            "kedro_session": str(run_params.get("session_id") or run_params.get("run_id", ""))}
+    return {
+        "git_commit": git_commit(project_root),
+        "kedro_command": kedro_command(run_params),
+        "kedro_env": str(run_params.get("env") or "local"),
+        "runner": runner_name(run_params.get("runner", "")),
+        "kedro_session": str(run_params.get("session_id") or run_params.get("run_id", "")),
+    }
 
 
 def record_saved_output(recorder: RunRecorder | DeferredRecorder, name: str, data: Any) -> None:

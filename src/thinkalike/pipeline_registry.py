@@ -35,8 +35,10 @@ def register_pipelines() -> dict[str, Pipeline]:
     """Kedro's entry point when no context exists: the pipelines of ``conf/`` in ``KEDRO_ENV`` (default ``local``)."""
     project_path = find_kedro_project(Path.cwd())
     if project_path is None:
-        raise RuntimeError(f"no Kedro project at or above {Path.cwd()}: cannot read the parameters that the "
-                           "thinkalike pipelines are built from")
+        raise RuntimeError(
+            f"no Kedro project at or above {Path.cwd()}: cannot read the parameters that the "
+            "thinkalike pipelines are built from"
+        )
     return build_pipelines(configured_parameters(project_path, os.environ.get("KEDRO_ENV")))
 
 

@@ -13,12 +13,15 @@ from typing import Any
 
 def git_state(root: Path) -> dict[str, Any]:
     """The commit checked out at ``root`` and whether the files under ``src/`` and ``conf/base/`` differ from it."""
+
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
 
     try:
-        return {"git_commit": git("rev-parse", "HEAD").strip(),
-                "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", "src", "conf/base").strip())}
+        return {
+            "git_commit": git("rev-parse", "HEAD").strip(),
+            "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", "src", "conf/base").strip()),
+        }
     except (OSError, subprocess.CalledProcessError):
         return {"git_commit": None, "git_dirty": None}
 

@@ -64,7 +64,9 @@ def replicate_of(parameters: Mapping[str, Any]) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{REPLICATE_KEY}: expected a non-negative integer (0: the default run's seeds), got {value!r}")
+        raise ValueError(
+            f"{REPLICATE_KEY}: expected a non-negative integer (0: the default run's seeds), got {value!r}"
+        )
     return value
 
 
@@ -85,6 +87,5 @@ def _shift(node: dict[str, Any], prefix: str, offset: int) -> None:
         if isinstance(value, Mapping):
             node[key] = dict(value)
             _shift(node[key], f"{path}.", offset)
-        elif (is_seed_key(key) and isinstance(value, int) and not isinstance(value, bool)
-              and not is_data_seed(path)):
+        elif is_seed_key(key) and isinstance(value, int) and not isinstance(value, bool) and not is_data_seed(path):
             node[key] = value + offset

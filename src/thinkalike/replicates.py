@@ -100,8 +100,14 @@ def kedro_command(env: str, replicate: int, resume: bool) -> list[str]:
     return command + (["--only-missing-outputs"] if resume else [])
 
 
-def run_replicate(project: Path, workdir: Path, env: str, replicate: int, extra_environment: dict[str, str],
-                  folder: Path | None = None) -> dict[str, Any]:
+def run_replicate(
+    project: Path,
+    workdir: Path,
+    env: str,
+    replicate: int,
+    extra_environment: dict[str, str],
+    folder: Path | None = None,
+) -> dict[str, Any]:
     """One replicate's ``kedro run`` in its folder (``folder``, default ``workdir/replicate-<r>``; log: ``run.log``
     there); its record, also saved as ``replicate.json`` when it succeeded."""
 
@@ -111,23 +117,42 @@ def run_replicate(project: Path, workdir: Path, env: str, replicate: int, extra_
     command = kedro_command(env, replicate, resume)
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", **extra_environment}
     settings = " ".join(f"{key}={value}" for key, value in extra_environment.items())
-    logger.info("replicate %d: %s in %s%s (log: %s)", replicate, "resuming" if resume else "running", folder,
-                f" with {settings}" if settings else "", folder / "run.log")
+    logger.info(
+        "replicate %d: %s in %s%s (log: %s)",
+        replicate,
+        "resuming" if resume else "running",
+        folder,
+        f" with {settings}" if settings else "",
+        folder / "run.log",
+    )
     started = time.perf_counter()
     with open(folder / "run.log", "a") as log:
-        returncode = subprocess.run(command, cwd=folder, env=environment, stdout=log, stderr=subprocess.STDOUT).returncode
-    record = {"replicate": replicate, "returncode": returncode, "seconds": round(time.perf_counter() - started, 1),
-              "finished_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command[1:],
-              "environment": extra_environment, **git_state(project)}
+        returncode = subprocess.run(
+            command, cwd=folder, env=environment, stdout=log, stderr=subprocess.STDOUT
+        ).returncode
+    record = {
+        "replicate": replicate,
+        "returncode": returncode,
+        "seconds": round(time.perf_counter() - started, 1),
+        "finished_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": command[1:],
+        "environment": extra_environment,
+        **git_state(project),
+    }
     if returncode == 0:
         write_text_atomically(folder / RUN_RECORD, json.dumps(record, indent=1) + "\n")
-    logger.info("replicate %d: %s after %.0f s", replicate, "done" if returncode == 0 else f"failed ({returncode})",
-                record["seconds"])
+    logger.info(
+        "replicate %d: %s after %.0f s",
+        replicate,
+        "done" if returncode == 0 else f"failed ({returncode})",
+        record["seconds"],
+    )
     return record
 
 
-def run_replicates(project: Path, workdir: Path, env: str, count: int, parallel: int,
-                   extra_environment: dict[str, str], rerun: bool) -> list[dict[str, Any]]:
+def run_replicates(
+    project: Path, workdir: Path, env: str, count: int, parallel: int, extra_environment: dict[str, str], rerun: bool
+) -> list[dict[str, Any]]:
     """Replicates 0 … count − 1 (those finished before reused unless ``rerun``), ``parallel`` at a time."""
     records: dict[int, dict[str, Any]] = {}
     todo = []
@@ -135,8 +160,12 @@ def run_replicates(project: Path, workdir: Path, env: str, count: int, parallel:
         folder = replicate_folder(workdir, replicate)
         done = None if rerun else run_record(folder)
         if done is not None:
-            logger.info("replicate %d: finished before (%s, commit %s): read again, not rerun (--rerun runs it)",
-                        replicate, done.get("finished_at"), str(done.get("git_commit"))[:12])
+            logger.info(
+                "replicate %d: finished before (%s, commit %s): read again, not rerun (--rerun runs it)",
+                replicate,
+                done.get("finished_at"),
+                str(done.get("git_commit"))[:12],
+            )
             records[replicate] = done
         else:
             if rerun and folder.exists():
@@ -144,8 +173,12 @@ def run_replicates(project: Path, workdir: Path, env: str, count: int, parallel:
                 (folder / RUN_RECORD).unlink(missing_ok=True)
             todo.append(replicate)
     if todo:
-        logger.info("running %d replicate(s) of the default run, %d at a time: each takes about as long as the default "
-                    "run (README: about 9–10 min on 2 cores)", len(todo), parallel)
+        logger.info(
+            "running %d replicate(s) of the default run, %d at a time: each takes about as long as the default "
+            "run (README: about 9–10 min on 2 cores)",
+            len(todo),
+            parallel,
+        )
     with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
         for record in pool.map(lambda r: run_replicate(project, workdir, env, r, extra_environment), todo):
             records[record["replicate"]] = record
@@ -162,8 +195,9 @@ def other_kernels(capability: str | None = None) -> dict[str, str]:
     return {"ATEN_CPU_CAPABILITY": "avx2" if capability == "AVX512" else "default", "MKL_CBWR": "COMPATIBLE"}
 
 
-def run_roundoff(project: Path, workdir: Path, env: str, extra_environment: dict[str, str],
-                 rerun: bool) -> dict[str, Any]:
+def run_roundoff(
+    project: Path, workdir: Path, env: str, extra_environment: dict[str, str], rerun: bool
+) -> dict[str, Any]:
     """The round-off replicate (module docstring) in ``workdir/roundoff``: reused when it finished before."""
     folder = workdir / ROUNDOFF
     done = None if rerun else run_record(folder)
@@ -193,10 +227,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--count", type=int, help="replicates (default: replicates.count of the environment)")
     parser.add_argument("--workdir", type=Path, help=f"where the replicates' projects go (default: {DEFAULT_WORKDIR})")
     parser.add_argument("--parallel", type=int, default=1, help="replicates run at once (default 1)")
-    parser.add_argument("--set-env", action="append", default=[], metavar="KEY=VALUE",
-                        help="an environment variable for the runs (repeatable; a round-off replicate)")
-    parser.add_argument("--roundoff", action="store_true",
-                        help="also run replicate 0 with another CPU's float kernels and count it")
+    parser.add_argument(
+        "--set-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable for the runs (repeatable; a round-off replicate)",
+    )
+    parser.add_argument(
+        "--roundoff", action="store_true", help="also run replicate 0 with another CPU's float kernels and count it"
+    )
     parser.add_argument("--rerun", action="store_true", help="run replicates that finished before again")
     parser.add_argument("--repo", type=Path, help="where docs/findings.json and README.md are (default: the project)")
     parser.add_argument("--write", action="store_true", help="also replace the README's findings region")
@@ -231,11 +271,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     from thinkalike.reports.findings_cli import write_replicate_findings
 
-    command = "python -m thinkalike.replicates" + (" --roundoff" if args.roundoff else "") + \
-        (" --write" if args.write else "")
-    return write_replicate_findings([replicate_folder(workdir, r["replicate"]) for r in records], args.env,
-                                    (args.repo or project).resolve(), args.write, records=records,
-                                    roundoff=workdir / ROUNDOFF if args.roundoff else None, command=command)
+    command = (
+        "python -m thinkalike.replicates"
+        + (" --roundoff" if args.roundoff else "")
+        + (" --write" if args.write else "")
+    )
+    return write_replicate_findings(
+        [replicate_folder(workdir, r["replicate"]) for r in records],
+        args.env,
+        (args.repo or project).resolve(),
+        args.write,
+        records=records,
+        roundoff=workdir / ROUNDOFF if args.roundoff else None,
+        command=command,
+    )
 
 
 if __name__ == "__main__":

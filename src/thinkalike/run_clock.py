@@ -56,9 +56,23 @@ TOTAL = "total"
 COMPLETED = "completed"
 FAILED = "failed"
 METRIC_PREFIX = "timing"
-COLUMNS = ("node", "namespace", "pipeline", "status", "started_at", "seconds", "cpu_seconds", "load_seconds",
-           "save_seconds", "other_seconds", "span_seconds", "peak_rss_mb", "peak_rss_growth_mb", "run_seconds",
-           "worker")
+COLUMNS = (
+    "node",
+    "namespace",
+    "pipeline",
+    "status",
+    "started_at",
+    "seconds",
+    "cpu_seconds",
+    "load_seconds",
+    "save_seconds",
+    "other_seconds",
+    "span_seconds",
+    "peak_rss_mb",
+    "peak_rss_growth_mb",
+    "run_seconds",
+    "worker",
+)
 NUMERIC = COLUMNS[5:-1]
 SUMMED = ("span_seconds", "seconds", "cpu_seconds", "load_seconds", "save_seconds", "other_seconds")
 _CLEAR_REFS = "/proc/self/clear_refs"
@@ -234,9 +248,15 @@ class RunClock:
             return span
         self._end_current()
         self._peak_is_own = self.probes.reset_peak()
-        span = NodeSpan(node=node, namespace=namespace or "", pipeline=self.pipeline_of.get(node, UNREGISTERED),
-                        outputs=frozenset(outputs), start=self.probes.wall(), started_at=self.probes.epoch(),
-                        rss_start_mb=self.probes.rss_mb())
+        span = NodeSpan(
+            node=node,
+            namespace=namespace or "",
+            pipeline=self.pipeline_of.get(node, UNREGISTERED),
+            outputs=frozenset(outputs),
+            start=self.probes.wall(),
+            started_at=self.probes.epoch(),
+            rss_start_mb=self.probes.rss_mb(),
+        )
         self.spans[node] = span
         self._current = span
         return span
@@ -276,20 +296,47 @@ def span_rows(run_start: float, run_end: float, run_started_at: float, spans: li
     ends = _span_ends(spans, run_end)
     run_seconds = run_end - run_start
     first = spans[0].start if spans else run_end
-    rows = [{"node": START_ROW, "namespace": "", "pipeline": RUN_PIPELINE, "status": COMPLETED,
-             "started_at": _utc(run_started_at), "seconds": 0.0, "cpu_seconds": 0.0, "load_seconds": 0.0,
-             "save_seconds": 0.0, "other_seconds": first - run_start, "span_seconds": first - run_start,
-             "peak_rss_mb": math.nan, "peak_rss_growth_mb": math.nan, "run_seconds": run_seconds, "worker": ""}]
+    rows = [
+        {
+            "node": START_ROW,
+            "namespace": "",
+            "pipeline": RUN_PIPELINE,
+            "status": COMPLETED,
+            "started_at": _utc(run_started_at),
+            "seconds": 0.0,
+            "cpu_seconds": 0.0,
+            "load_seconds": 0.0,
+            "save_seconds": 0.0,
+            "other_seconds": first - run_start,
+            "span_seconds": first - run_start,
+            "peak_rss_mb": math.nan,
+            "peak_rss_growth_mb": math.nan,
+            "run_seconds": run_seconds,
+            "worker": "",
+        }
+    ]
     for span, end in zip(spans, ends):
         measured = span.load_seconds + span.seconds + span.save_seconds
         other = max(0.0, (end - span.start) - measured)
-        rows.append({"node": span.node, "namespace": span.namespace, "pipeline": span.pipeline,
-                     "status": span.status, "started_at": _utc(span.started_at), "seconds": span.seconds,
-                     "cpu_seconds": span.cpu_seconds, "load_seconds": span.load_seconds,
-                     "save_seconds": span.save_seconds, "other_seconds": other, "span_seconds": measured + other,
-                     "peak_rss_mb": span.peak_rss_mb,
-                     "peak_rss_growth_mb": max(0.0, span.peak_rss_mb - span.rss_start_mb),
-                     "run_seconds": run_seconds, "worker": span.worker})
+        rows.append(
+            {
+                "node": span.node,
+                "namespace": span.namespace,
+                "pipeline": span.pipeline,
+                "status": span.status,
+                "started_at": _utc(span.started_at),
+                "seconds": span.seconds,
+                "cpu_seconds": span.cpu_seconds,
+                "load_seconds": span.load_seconds,
+                "save_seconds": span.save_seconds,
+                "other_seconds": other,
+                "span_seconds": measured + other,
+                "peak_rss_mb": span.peak_rss_mb,
+                "peak_rss_growth_mb": max(0.0, span.peak_rss_mb - span.rss_start_mb),
+                "run_seconds": run_seconds,
+                "worker": span.worker,
+            }
+        )
     return rows
 
 
@@ -301,7 +348,7 @@ def _span_ends(spans: list[NodeSpan], run_end: float) -> list[float]:
         if span.task_end_offset is not None:
             ends.append(span.start + span.task_end_offset)
             continue
-        later = (other for other in spans[index + 1:] if other.worker == span.worker)
+        later = (other for other in spans[index + 1 :] if other.worker == span.worker)
         following = next(later, None)
         if following is not None:
             ends.append(following.start)

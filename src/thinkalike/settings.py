@@ -26,8 +26,14 @@ CONFIG_LOADER_ARGS = {
 # RunTimingHooks saves the run_timings table (thinkalike.run_timings_hooks) and hands it to the MLflow
 # hooks, whose run is still open then (its tryfirst end-of-run hooks precede MLflow's trylast ones).
 _TRACKING = MlflowTrackingHooks()
-HOOKS = (ParameterHooks(), ThreadPolicyHooks(), ClusterSettingsHooks(), _TRACKING,
-         RunTimingHooks(record=_TRACKING.record_output), MissingReportInputsHooks())
+HOOKS = (
+    ParameterHooks(),
+    ThreadPolicyHooks(),
+    ClusterSettingsHooks(),
+    _TRACKING,
+    RunTimingHooks(record=_TRACKING.record_output),
+    MissingReportInputsHooks(),
+)
 
 # Kedro 1.7's own config loader calls an OmegaConf function that OmegaConf has deprecated; the
 # warning says nothing about this project and would open every run (3 × 5 lines).

@@ -76,8 +76,10 @@ class TrackingSettings:
         block = dict((config or {}).get("mlflow", config or {}))
         unknown = sorted(set(block) - set(cls.__dataclass_fields__))
         if unknown:
-            raise ValueError(f"unknown key(s) {['mlflow.' + k for k in unknown]} in mlflow.yml; "
-                             f"known: {sorted(cls.__dataclass_fields__)}")
+            raise ValueError(
+                f"unknown key(s) {['mlflow.' + k for k in unknown]} in mlflow.yml; "
+                f"known: {sorted(cls.__dataclass_fields__)}"
+            )
         for key in ("enabled", "strict"):
             if key in block and not isinstance(block[key], bool):
                 raise ValueError(f"mlflow.{key} must be true or false, got {block[key]!r}")
@@ -135,8 +137,7 @@ def _probe_sqlite(uri: str, database: Path) -> None:
             connection.execute("BEGIN IMMEDIATE")
             connection.execute("ROLLBACK")
     except sqlite3.Error as error:
-        raise TrackingStoreError(f"MLflow store {uri}: {database} is not a usable SQLite database ({error})") \
-            from error
+        raise TrackingStoreError(f"MLflow store {uri}: {database} is not a usable SQLite database ({error})") from error
 
 
 def flatten_parameters(parameters: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -164,10 +165,16 @@ def runner_name(runner: Any) -> str:
 def git_commit(root: str | Path) -> str:
     """The commit checked out at ``root`` (``+dirty`` when tracked files changed), or ``unknown``."""
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{commit}+dirty" if dirty else commit
@@ -219,8 +226,11 @@ class TrackingStore:
         """The experiment's id, created (runs-table kind, local artifacts) or restored when needed."""
         experiment = client.get_experiment_by_name(self.settings.experiment)
         if experiment is None:
-            return client.create_experiment(self.settings.experiment, artifact_location=self._artifact_location(),
-                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+            return client.create_experiment(
+                self.settings.experiment,
+                artifact_location=self._artifact_location(),
+                tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND},
+            )
         if experiment.lifecycle_stage == "deleted":
             client.restore_experiment(experiment.experiment_id)
         if experiment.tags.get(EXPERIMENT_KIND_TAG) is None:
@@ -246,14 +256,17 @@ class TrackingStore:
 
     def _fail_stale_runs(self, client, experiment_id: str) -> None:
         host = socket.gethostname()
-        for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'",
-                                      max_results=1000):
+        for run in client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'", max_results=1000):
             tags = run.data.tags
-            if tags.get(HOST_TAG) == host and tags.get(PID_TAG, "").isdigit() \
-                    and not process_is_alive(int(tags[PID_TAG])):
+            if (
+                tags.get(HOST_TAG) == host
+                and tags.get(PID_TAG, "").isdigit()
+                and not process_is_alive(int(tags[PID_TAG]))
+            ):
                 client.set_terminated(run.info.run_id, "FAILED")
-                logger.warning("MLflow run %s was left RUNNING by a process that no longer exists; "
-                               "marked FAILED", run.info.run_id)
+                logger.warning(
+                    "MLflow run %s was left RUNNING by a process that no longer exists; marked FAILED", run.info.run_id
+                )
 
 
 @dataclass
@@ -267,14 +280,23 @@ class StoreFailures:
 
     def fail(self, error: BaseException, what: str) -> None:
         if self.store.settings.strict:
-            raise TrackingStoreError(f"{error} (mlflow.strict is true, so the run stops; set it to false to "
-                                     "run without MLflow)") from error
+            raise TrackingStoreError(
+                f"{error} (mlflow.strict is true, so the run stops; set it to false to run without MLflow)"
+            ) from error
         if self.failure is None:
             self.failure = str(error)
-            unlogged = ("nothing of this run (parameters, metrics, tables, figures) is logged"
-                        if what == "the whole run" else f"from {what} on, nothing more is logged")
-            logger.warning("MLflow store %s is unusable: %s. The run goes on and saves every catalog output, but %s "
-                           "to MLflow (set mlflow.strict: true to stop instead).", self.store.uri, error, unlogged)
+            unlogged = (
+                "nothing of this run (parameters, metrics, tables, figures) is logged"
+                if what == "the whole run"
+                else f"from {what} on, nothing more is logged"
+            )
+            logger.warning(
+                "MLflow store %s is unusable: %s. The run goes on and saves every catalog output, but %s "
+                "to MLflow (set mlflow.strict: true to stop instead).",
+                self.store.uri,
+                error,
+                unlogged,
+            )
         self.not_logged.append(what)
 
     @contextmanager
@@ -291,8 +313,9 @@ class StoreFailures:
         """One log line listing what was not logged, when anything was."""
         if self.failure is not None and self.not_logged:
             shown = ", ".join(self.not_logged[:8]) + (" …" if len(self.not_logged) > 8 else "")
-            logger.info("Not logged to MLflow (%d items): %s. Every catalog output was saved.",
-                        len(self.not_logged), shown)
+            logger.info(
+                "Not logged to MLflow (%d items): %s. Every catalog output was saved.", len(self.not_logged), shown
+            )
 
 
 class RunRecorder:
@@ -332,7 +355,7 @@ class RunRecorder:
             client, self.run_id = self.store.open_run(run_name, tags)
             params = [Param(key, value) for key, value in flatten_parameters(parameters).items()]
             for start in range(0, len(params), 100):
-                client.log_batch(self.run_id, params=params[start:start + 100])
+                client.log_batch(self.run_id, params=params[start : start + 100])
         if self.run_id is not None:
             logger.info("MLflow run %s (%s) in %s", run_name, self.run_id, self.tracking_uri)
 
@@ -353,6 +376,7 @@ class RunRecorder:
 
     def log_image_bytes(self, image: bytes, artifact_file: str) -> None:
         """An image already encoded (a figure rendered where it was made: :func:`png_bytes`) as an artifact."""
+
         def log(client: Any) -> None:
             with tempfile.TemporaryDirectory() as folder:
                 path = Path(folder) / Path(artifact_file).name
@@ -392,10 +416,13 @@ class RunRecorder:
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        metrics = [Metric(name, float(value), now, int(step)) for name, (values, steps) in histories.items()
-                   for value, step in zip(values, steps)]
+        metrics = [
+            Metric(name, float(value), now, int(step))
+            for name, (values, steps) in histories.items()
+            for value, step in zip(values, steps)
+        ]
         for start in range(0, len(metrics), 1000):
-            client.log_batch(self.run_id, metrics=metrics[start:start + 1000])
+            client.log_batch(self.run_id, metrics=metrics[start : start + 1000])
 
 
 def png_bytes(figure: Any) -> bytes:

@@ -26,12 +26,24 @@ def pair_table(matrix: np.ndarray, model_a: str = "gpt", model_b: str = "bert", 
     """A long CKA table (the pipeline's columns) for a given matrix."""
     layers_a, layers_b = matrix.shape
     grid_a, grid_b = np.meshgrid(np.arange(layers_a), np.arange(layers_b), indexing="ij")
-    return pd.DataFrame({
-        "model_a": model_a, "layer_a": grid_a.ravel(), "model_b": model_b, "layer_b": grid_b.ravel(),
-        "cka": matrix.ravel(), "ci_low": matrix.ravel() - 0.05, "ci_high": matrix.ravel() + 0.05, "p_value": np.nan,
-        "n_batches": 3, "n_tokens": 300, "estimator": "unbiased", "aggregation": "mean_of_ratios",
-        "pooling": "token", "skip_constant_layers": skip,
-    })
+    return pd.DataFrame(
+        {
+            "model_a": model_a,
+            "layer_a": grid_a.ravel(),
+            "model_b": model_b,
+            "layer_b": grid_b.ravel(),
+            "cka": matrix.ravel(),
+            "ci_low": matrix.ravel() - 0.05,
+            "ci_high": matrix.ravel() + 0.05,
+            "p_value": np.nan,
+            "n_batches": 3,
+            "n_tokens": 300,
+            "estimator": "unbiased",
+            "aggregation": "mean_of_ratios",
+            "pooling": "token",
+            "skip_constant_layers": skip,
+        }
+    )
 
 
 def png_size(figure: Figure) -> tuple[int, int]:
@@ -81,8 +93,13 @@ def test_plotly_heatmap_is_ticked_at_whole_layers(layers):
 
 
 def test_distance_figure_has_numbers_and_keeps_the_diagonal_out_of_the_colour_scale():
-    distances = pd.DataFrame({"model_a": ["a", "b", "a", "a", "b"], "model_b": ["a", "b", "b", "c", "c"],
-                              "arccos_distance": [0.0, 0.0, 0.4, 0.9, 1.3]})
+    distances = pd.DataFrame(
+        {
+            "model_a": ["a", "b", "a", "a", "b"],
+            "model_b": ["a", "b", "b", "c", "c"],
+            "arccos_distance": [0.0, 0.0, 0.4, 0.9, 1.3],
+        }
+    )
     figure = distance_matrix_figure(distances)
     axis = figure.axes[0]
     image = axis.images[0]
@@ -98,8 +115,17 @@ def test_distance_figure_has_numbers_and_keeps_the_diagonal_out_of_the_colour_sc
 
 
 def test_group_curves_figure_bands_stay_in_the_cka_range():
-    curves = pd.DataFrame({"group_a": "x", "group_b": "y", "relative_depth": [0.0, 0.5, 1.0],
-                           "mean": [0.9, 0.95, 0.99], "ci_low": [0.7, 0.9, 0.95], "ci_high": [1.0, 1.0, 1.0], "n": 2})
+    curves = pd.DataFrame(
+        {
+            "group_a": "x",
+            "group_b": "y",
+            "relative_depth": [0.0, 0.5, 1.0],
+            "mean": [0.9, 0.95, 0.99],
+            "ci_low": [0.7, 0.9, 0.95],
+            "ci_high": [1.0, 1.0, 1.0],
+            "n": 2,
+        }
+    )
     figure = group_curves_figure(curves, (-1.0, 1.0))
     axis = figure.axes[0]
     band = axis.collections[0].get_paths()[0].vertices
@@ -109,8 +135,10 @@ def test_group_curves_figure_bands_stay_in_the_cka_range():
 
 
 def test_training_curves_of_many_models_are_distinguishable():
-    curves = [pd.DataFrame({"model": f"m{i}", "step": [10, 20], "heldout_loss": [4.0 - i / 10, 3.0 - i / 10]})
-              for i in range(14)]
+    curves = [
+        pd.DataFrame({"model": f"m{i}", "step": [10, 20], "heldout_loss": [4.0 - i / 10, 3.0 - i / 10]})
+        for i in range(14)
+    ]
     figure = training_curves_figure(curves, 4.5, 0.3)
     lines = [line for line in figure.axes[0].get_lines() if line.get_label().startswith("m")]
     styles = {(line.get_color(), line.get_linestyle()) for line in lines}
@@ -155,11 +183,18 @@ def test_skip_constant_layers_setting_is_checked():
 
 
 def test_importing_the_library_does_not_choose_a_matplotlib_backend():
-    code = ("import matplotlib; import thinkalike.cka.figures, thinkalike.pipelines.zoo.nodes; "
-            "print(matplotlib.get_backend())")
+    code = (
+        "import matplotlib; import thinkalike.cka.figures, thinkalike.pipelines.zoo.nodes; "
+        "print(matplotlib.get_backend())"
+    )
     env_backend = "svg"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            env={**os.environ, "MPLBACKEND": env_backend})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "MPLBACKEND": env_backend},
+    )
     assert result.stdout.strip().lower() == env_backend
 
 

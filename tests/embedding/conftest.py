@@ -18,9 +18,22 @@ D_MODEL = 32
 
 def zoo_bridge_config(name: str = "zoo-gelu", d_model: int = D_MODEL, n_layers: int = 4, seed: int = 0) -> dict:
     """A zoo config of a tiny TransformerLens-native bridge (as the zoo builds them), vocabulary of 256."""
-    return {"name": name, "family": "bridge", "objective": "causal",
-            "bridge_config": {"n_layers": n_layers, "d_model": d_model, "n_heads": 2, "d_head": d_model // 2,
-                              "d_mlp": 2 * d_model, "act_fn": "gelu", "d_vocab": VOCAB, "n_ctx": 16, "seed": seed}}
+    return {
+        "name": name,
+        "family": "bridge",
+        "objective": "causal",
+        "bridge_config": {
+            "n_layers": n_layers,
+            "d_model": d_model,
+            "n_heads": 2,
+            "d_head": d_model // 2,
+            "d_mlp": 2 * d_model,
+            "act_fn": "gelu",
+            "d_vocab": VOCAB,
+            "n_ctx": 16,
+            "seed": seed,
+        },
+    }
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +55,18 @@ def tiny_mamba():
     from thinkalike.models.architectures import build_zoo_module, hf_zoo_config
     from thinkalike.models.hf import HFModelHandle
 
-    config = hf_zoo_config("tiny-mamba", "mamba", "causal", vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2,
-                           state_size=4, expand=2, conv_kernel=4, bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    config = hf_zoo_config(
+        "tiny-mamba",
+        "mamba",
+        "causal",
+        vocab_size=VOCAB,
+        hidden_size=16,
+        num_hidden_layers=2,
+        state_size=4,
+        expand=2,
+        conv_kernel=4,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=0,
+    )
     return HFModelHandle("tiny-mamba", "zoo:tiny-mamba", build_zoo_module(config, seed=0).eval())

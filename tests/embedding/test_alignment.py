@@ -32,18 +32,21 @@ def test_kernelized_pearson_equals_the_explicit_projection_pearson():
     e_a, e_b = _random(6, 40, seed=1), _random(9, 40, seed=2) + 0.3  # different widths, non-zero means
     x, y = _random(5, 6, seed=3), _random(7, 9, seed=4)
     explicit = np.corrcoef((x @ e_a).numpy(), (y @ e_b).numpy())[:5, 5:]  # V-dim projections, numpy
-    np.testing.assert_allclose(kernelized_pearson(x, y, projection_kernel(e_a, e_b)).numpy(), explicit,
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        kernelized_pearson(x, y, projection_kernel(e_a, e_b)).numpy(), explicit, rtol=1e-10, atol=1e-12
+    )
 
 
 def test_raw_pearson_and_layer_similarity_match_numpy():
     x, y = [_random(4, 12, seed=s) for s in (5, 6)], [_random(3, 12, seed=s) for s in (7, 8, 9)]
-    np.testing.assert_allclose(raw_pearson(x[0], y[1]).numpy(), np.corrcoef(x[0].numpy(), y[1].numpy())[:4, 4:],
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        raw_pearson(x[0], y[1]).numpy(), np.corrcoef(x[0].numpy(), y[1].numpy())[:4, 4:], atol=1e-12
+    )
     e_a, e_b = _random(12, 30, seed=10), _random(12, 30, seed=11)
     projected = layer_similarity(x, y, projection_kernel(e_a, e_b))
-    expected = [[np.abs(np.corrcoef((a @ e_a).numpy(), (b @ e_b).numpy())[:len(a), len(a):]).mean() for b in y]
-                for a in x]
+    expected = [
+        [np.abs(np.corrcoef((a @ e_a).numpy(), (b @ e_b).numpy())[: len(a), len(a) :]).mean() for b in y] for a in x
+    ]
     np.testing.assert_allclose(projected, expected, rtol=1e-10)
     assert projected.shape == (2, 3) and layer_similarity(x, y, None).shape == (2, 3)
 
@@ -101,8 +104,10 @@ def test_different_vocabularies_name_both_models(zoo_model):
         words = {f"{prefix}{i}": i for i in range(256)}
         return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(words, unk_token=f"{prefix}0")))
 
-    smaller = bridge_handle("zoo-small-vocab", {**zoo_bridge_config(), "bridge_config": {
-        **zoo_bridge_config()["bridge_config"], "d_vocab": 200}})
+    smaller = bridge_handle(
+        "zoo-small-vocab",
+        {**zoo_bridge_config(), "bridge_config": {**zoo_bridge_config()["bridge_config"], "d_vocab": 200}},
+    )
     with pytest.raises(EmbeddingSpaceError, match="model 'zoo-gelu' and model 'zoo-small-vocab'.*V = 256 and 200"):
         align_models(zoo_model, smaller)
     a = bridge_handle("tok-a", zoo_bridge_config(), tokenizer=tokenizer("a"))

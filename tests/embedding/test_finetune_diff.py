@@ -59,14 +59,20 @@ def test_grammar_tense_words_on_the_corpus_tokenizer():
 
 
 def test_signed_fraction_takes_the_better_sign_per_row():
-    frame = pd.DataFrame({"row": [0, 0, 0, 0, 1, 1, 1, 1], "sign": ["+", "+", "-", "-"] * 2,
-                          "is_feature": [True, True, False, False, False, True, False, False]})
+    frame = pd.DataFrame(
+        {
+            "row": [0, 0, 0, 0, 1, 1, 1, 1],
+            "sign": ["+", "+", "-", "-"] * 2,
+            "is_feature": [True, True, False, False, False, True, False, False],
+        }
+    )
     assert signed_fraction(frame) == pytest.approx((1.0 + 0.5) / 2)
 
 
 def _planted_parameters(name: str, rows: torch.Tensor) -> ModelParameters:
-    return ModelParameters(name, (0,), ({"FF_out": rows},), {g: "absent" for g in ("W_Q", "W_K", "W_V", "W_O",
-                                                                                    "FF_in")})
+    return ModelParameters(
+        name, (0,), ({"FF_out": rows},), {g: "absent" for g in ("W_Q", "W_K", "W_V", "W_O", "FF_in")}
+    )
 
 
 def test_diff_rows_pointing_at_feature_tokens_score_one_random_rows_near_chance():
@@ -81,9 +87,19 @@ def test_diff_rows_pointing_at_feature_tokens_score_one_random_rows_near_chance(
     delta[:4] = 50 * torch.eye(d)[:4].sum(dim=0)  # rows 0-3 move toward tokens 0-3
     head = torch.stack([torch.eye(d)[:4].sum(dim=0), torch.eye(d)[4:8].sum(dim=0)]) * 5
     features = {0, 1, 2, 3}
-    readings, fractions = diff_readings(_planted_parameters("a", base), _planted_parameters("a", base + delta),
-                                        head, embedding, features, model="a", task="tense", k=k,
-                                        n_rows=4, n_random=100, groups=["FF_value"])
+    readings, fractions = diff_readings(
+        _planted_parameters("a", base),
+        _planted_parameters("a", base + delta),
+        head,
+        embedding,
+        features,
+        model="a",
+        task="tense",
+        k=k,
+        n_rows=4,
+        n_random=100,
+        groups=["FF_value"],
+    )
     by_source = fractions.set_index(["source", "group"])["feature_fraction"]
     assert by_source[("finetune_diff", "FF_value")] == 1.0
     assert by_source[("classifier", "head")] == 0.5
@@ -103,8 +119,9 @@ def tuned(zoo_model):
     weights = {k: v.clone() for k, v in zoo_model.module.state_dict().items()}
     settings = FinetuneConfig(steps=30, batch_size=16, learning_rate=5e-3, warmup_steps=3, weight_decay=0.0)
     with torch_threads(1):
-        tuned_weights, config, curve = finetune_top_layers(weights, zoo_bridge_config(), data, "toy_cls",
-                                                           ["absent", "present"], settings, 1, "cpu", progress=False)
+        tuned_weights, config, curve = finetune_top_layers(
+            weights, zoo_bridge_config(), data, "toy_cls", ["absent", "present"], settings, 1, "cpu", progress=False
+        )
     return load_classifier(tuned_weights, config, device="cpu"), tuned_weights, weights, data, curve
 
 
@@ -125,24 +142,49 @@ def test_self_stitching_through_full_rank_e_gives_own_accuracy(tuned, zoo_model,
     embedding = vocabulary_embedding(zoo_model)
     assert torch.linalg.matrix_rank(embedding.double()) == D_MODEL
     own = float(np.mean(predict_labels(handle, data["input_ids"], data["attention_mask"]) == data["labels"]))
-    same = zero_shot_accuracy(handle, zoo_model, embedding, embedding, data["input_ids"], data["attention_mask"],
-                              data["labels"])
+    same = zero_shot_accuracy(
+        handle, zoo_model, embedding, embedding, data["input_ids"], data["attention_mask"], data["labels"]
+    )
     assert list(same) == [0, 1, 2, 3, 4] and all(same[layer] == pytest.approx(own) for layer in range(4))
     permuted, _ = zoo_permuted
-    moved = zero_shot_accuracy(handle, permuted, embedding, vocabulary_embedding(permuted), data["input_ids"],
-                               data["attention_mask"], data["labels"])
+    moved = zero_shot_accuracy(
+        handle,
+        permuted,
+        embedding,
+        vocabulary_embedding(permuted),
+        data["input_ids"],
+        data["attention_mask"],
+        data["labels"],
+    )
     assert all(moved[layer] == pytest.approx(own) for layer in range(4)) and moved[4] == pytest.approx(same[4])
     with pytest.raises(ValueError, match=r"layers \[9\] outside 0 … 4"):
-        zero_shot_accuracy(handle, zoo_model, embedding, embedding, data["input_ids"], data["attention_mask"],
-                           data["labels"], layers=[9])
+        zero_shot_accuracy(
+            handle,
+            zoo_model,
+            embedding,
+            embedding,
+            data["input_ids"],
+            data["attention_mask"],
+            data["labels"],
+            layers=[9],
+        )
 
 
 def test_diff_readings_of_a_real_fine_tune(tuned, zoo_model):
     handle, *_ = tuned
     features = {5}
-    readings, fractions = diff_readings(extract_parameters(zoo_model, [3]), extract_parameters(handle, [3]),
-                                        handle.unembedding_matrix().T, vocabulary_embedding(zoo_model), features,
-                                        model="toy", task="planted", k=5, n_rows=2, n_random=4)
+    readings, fractions = diff_readings(
+        extract_parameters(zoo_model, [3]),
+        extract_parameters(handle, [3]),
+        handle.unembedding_matrix().T,
+        vocabulary_embedding(zoo_model),
+        features,
+        model="toy",
+        task="planted",
+        k=5,
+        n_rows=2,
+        n_random=4,
+    )
     assert set(fractions["group"]) == {"FF_key", "FF_value", "W_Q", "W_K", "W_V", "W_O", "head"}
     assert fractions["feature_fraction"].between(0, 1).all()
     assert (readings.groupby(["source", "group", "layer", "row", "sign"]).size() == 5).all()

@@ -23,13 +23,14 @@ def test_gpt2_vectors_are_the_raw_columns_and_rows():
     d, dh = 32, 8
     c_attn = block.attn.c_attn.weight  # Conv1D (d, 3d): x @ W; q | k | v
     for offset, group in enumerate(("W_Q", "W_K", "W_V")):
-        torch.testing.assert_close(params.vectors(group, 0), c_attn[:, offset * d:(offset + 1) * d].T)
+        torch.testing.assert_close(params.vectors(group, 0), c_attn[:, offset * d : (offset + 1) * d].T)
     torch.testing.assert_close(params.vectors("W_O", 0), block.attn.c_proj.weight)  # rows h·d_head + j
     torch.testing.assert_close(params.vectors("FF_key", 0), block.mlp.c_fc.weight.T)
     torch.testing.assert_close(params.vectors("FF_value", 0), block.mlp.c_proj.weight)
     first, second = params.interaction_factors("W_VO", 0)
-    torch.testing.assert_close(first[1] @ second[1],
-                               c_attn[:, 2 * d + dh:2 * d + 2 * dh] @ block.attn.c_proj.weight[dh:2 * dh])
+    torch.testing.assert_close(
+        first[1] @ second[1], c_attn[:, 2 * d + dh : 2 * d + 2 * dh] @ block.attn.c_proj.weight[dh : 2 * dh]
+    )
 
 
 @pytest.mark.parametrize("model_type", ["gpt_neox", "bert", "llama"])

@@ -39,8 +39,10 @@ def test_head_pairs_equal_the_dense_vocabulary_matrices(zoo_model, e_prime):
     inverse = right_inverse(embedding, e_prime)
     raw = zoo_model.layer_parameters(3)  # independent of ModelParameters' bookkeeping
     head = 1
-    dense = {"W_VO": inverse @ (raw["W_V"][head].double() @ raw["W_O"][head].double()) @ embedding,
-             "W_QK": inverse @ (raw["W_Q"][head].double() @ raw["W_K"][head].double().T) @ inverse.T}
+    dense = {
+        "W_VO": inverse @ (raw["W_V"][head].double() @ raw["W_O"][head].double()) @ embedding,
+        "W_QK": inverse @ (raw["W_Q"][head].double() @ raw["W_K"][head].double().T) @ inverse.T,
+    }
     for group, matrix in dense.items():
         rows = table[(table.layer == 3) & (table["head"] == head) & (table.group == group)].sort_values("rank")
         pairs, values = _dense_pairs(matrix, 15)
@@ -51,8 +53,15 @@ def test_head_pairs_equal_the_dense_vocabulary_matrices(zoo_model, e_prime):
 
 def test_excluding_same_token_pairs(zoo_model):
     params = extract_parameters(zoo_model, layers=[0])
-    table = read_head_interactions(params, vocabulary_embedding(zoo_model), k=40, groups=["W_VO"],
-                                   heads={0: [0]}, exclude_same_token=True, progress=False)
+    table = read_head_interactions(
+        params,
+        vocabulary_embedding(zoo_model),
+        k=40,
+        groups=["W_VO"],
+        heads={0: [0]},
+        exclude_same_token=True,
+        progress=False,
+    )
     assert len(table) == 40 and not (table.input_token_id == table.output_token_id).any()
 
 
@@ -118,8 +127,14 @@ def test_model_without_unembedding_raises_clearly():
 
     from thinkalike.models.hf import HFModelHandle
 
-    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=24, max_position_embeddings=16)
+    config = BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=24,
+        max_position_embeddings=16,
+    )
     handle = HFModelHandle("encoder", "hf:encoder", BertModel(config))
     with pytest.raises(NoUnembeddingError, match="linear unembedding.*'encoder'.*no LM head"):
         vocabulary_embedding(handle)
@@ -153,11 +168,22 @@ def llama_directory(tmp_path_factory):
     words = ["<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(61)]
     backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", bos_token="<s>",
-                                        eos_token="</s>")
-    config = hf_zoo_config("tiny-llama", "llama", "causal", vocab_size=len(words), hidden_size=32,
-                           num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=48,
-                           max_position_embeddings=32, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    config = hf_zoo_config(
+        "tiny-llama",
+        "llama",
+        "causal",
+        vocab_size=len(words),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=48,
+        max_position_embeddings=32,
+        tie_word_embeddings=False,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
     module = build_zoo_module(config, seed=3)
     directory = tmp_path_factory.mktemp("llama") / "tiny-llama"
     module.save_pretrained(directory, safe_serialization=True)
@@ -176,8 +202,9 @@ def test_llama_checkpoint_extraction_and_reading(llama_directory):
     embedding = vocabulary_embedding(handle)
     weights = load_file(llama_directory / "model.safetensors")  # the saved file, not the loaded module
     torch.testing.assert_close(embedding, weights["lm_head.weight"].T)
-    pairs = read_head_interactions(params, embedding, k=10, tokenizer=handle.tokenizer, dtype=torch.float64,
-                                   progress=False)
+    pairs = read_head_interactions(
+        params, embedding, k=10, tokenizer=handle.tokenizer, dtype=torch.float64, progress=False
+    )
     # Head 3 uses kv head 1 (GQA: 4 query heads share 2 kv heads); W_VO from the raw projections (x @ Wᵀ).
     e = embedding.double()
     w_v = weights["model.layers.1.self_attn.v_proj.weight"].double().T[:, 8:16]
@@ -206,12 +233,22 @@ def test_embedding_pipeline_nodes_run_on_the_llama_checkpoint(llama_directory):
     from thinkalike.pipelines.schema import validate_section
 
     spec = f"hf:{llama_directory}"
-    values = {"device": "cpu", "dtype": "float64", "threads": 1, "progress": False,
-              "readings": {"k": 5, "pair_k": 5, "report_neurons": 1, "report_heads": 1},
-              "lookup": {"token_sets": {"some_words": ["w3", "w4"]}, "top": 3, "k_tokens": 5},
-              "keep_k": {"ks": [10, 64], "e_primes": ["transpose", "pinv"], "distributions": ["normal", "ff_values"],
-                         "n": 50, "seed": 0},
-              "alignment": {"groups": ["FF_key", "W_V"], "spaces": ["projected", "raw"]}}
+    values = {
+        "device": "cpu",
+        "dtype": "float64",
+        "threads": 1,
+        "progress": False,
+        "readings": {"k": 5, "pair_k": 5, "report_neurons": 1, "report_heads": 1},
+        "lookup": {"token_sets": {"some_words": ["w3", "w4"]}, "top": 3, "k_tokens": 5},
+        "keep_k": {
+            "ks": [10, 64],
+            "e_primes": ["transpose", "pinv"],
+            "distributions": ["normal", "ff_values"],
+            "n": 50,
+            "seed": 0,
+        },
+        "alignment": {"groups": ["FF_key", "W_V"], "spaces": ["projected", "raw"]},
+    }
     settings = validate_section(EmbeddingParameters, values, "embedding")
     vectors, pairs, lookup, report = read_model(settings=settings, model="llama", spec=spec)
     assert set(vectors["layer"]) == {0, 1} and set(pairs["group"]) == {"W_VO", "W_QK"}
@@ -219,6 +256,7 @@ def test_embedding_pipeline_nodes_run_on_the_llama_checkpoint(llama_directory):
     (scores,) = measure_keep_k(None, settings=settings, model="llama", spec=spec)
     full = scores[(scores["k"] == 64) & (scores["e_prime"] == "pinv")]  # k = V with E⁺: exact
     assert np.allclose(full["score"], 1.0, atol=1e-6) and set(scores["distribution"]) == {"normal", "ff_values"}
-    _, matches = align_pair(settings=settings, model_a="llama", spec_a=spec, model_b="llama_again", spec_b=spec,
-                            n_sources_a=0)
+    _, matches = align_pair(
+        settings=settings, model_a="llama", spec_a=spec, model_b="llama_again", spec_b=spec, n_sources_a=0
+    )
     assert len(matches) == 4 and (matches["diagonal_fraction"] == 1.0).all()  # with itself: the identity matching

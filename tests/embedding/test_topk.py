@@ -10,8 +10,7 @@ from thinkalike.embedding.topk import top_k_of_product
 
 def _factors(m: int, n: int, r: int, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(m, r, generator=g, dtype=torch.float64),
-            torch.randn(r, n, generator=g, dtype=torch.float64))
+    return (torch.randn(m, r, generator=g, dtype=torch.float64), torch.randn(r, n, generator=g, dtype=torch.float64))
 
 
 def _dense(left, right, k, largest=True, exclude_diagonal=False):

@@ -17,8 +17,17 @@ from thinkalike.measures.cka import cka  # noqa: E402
 from thinkalike.stitching import stitch  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-SETTINGS = {"steps": 30, "warmup_steps": 3, "tokens_per_step": 256, "batch_size": 8, "eval_batch_size": 8,
-            "eval_every": 10, "curve_eval_batches": 1, "n_bootstrap": 200, "seed": 0}
+SETTINGS = {
+    "steps": 30,
+    "warmup_steps": 3,
+    "tokens_per_step": 256,
+    "batch_size": 8,
+    "eval_batch_size": 8,
+    "eval_every": 10,
+    "curve_eval_batches": 1,
+    "n_bootstrap": 200,
+    "seed": 0,
+}
 
 
 @torch.no_grad()
@@ -41,8 +50,9 @@ def test_cka_on_cuda_equals_the_cpu_in_float64():
     x = generator.standard_normal((2000, 64))
     y = x @ generator.standard_normal((64, 48)) + 0.5 * generator.standard_normal((2000, 48))
     on_cpu = cka(x, y)
-    on_gpu = cka(torch.as_tensor(x, dtype=torch.float32, device="cuda"),
-                 torch.as_tensor(y, dtype=torch.float32, device="cuda"))
+    on_gpu = cka(
+        torch.as_tensor(x, dtype=torch.float32, device="cuda"), torch.as_tensor(y, dtype=torch.float32, device="cuda")
+    )
     assert on_gpu == pytest.approx(on_cpu, abs=1e-5)
 
 
@@ -101,8 +111,9 @@ def test_overlapped_host_copies_from_cuda_equal_a_plain_copy_and_look_one_batch_
     from thinkalike.models.extraction import overlapped_host_copies
 
     generator = torch.Generator(device="cuda").manual_seed(0)
-    device_batches = [torch.randn(5, 64, 32, device="cuda", dtype=torch.bfloat16, generator=generator)
-                      for _ in range(4)]
+    device_batches = [
+        torch.randn(5, 64, 32, device="cuda", dtype=torch.bfloat16, generator=generator) for _ in range(4)
+    ]
     pulled: list[int] = []
 
     def batches():
@@ -129,17 +140,26 @@ def test_streaming_cka_kept_on_cuda_equals_the_host_path_on_the_cpu():
     ids = sample_sequences(handle_a, 8)
     data = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
     sequence, position = np.nonzero(data["attention_mask"])
-    index = pd.DataFrame({"sequence": sequence, "position": position, "token_id": ids[sequence, position],
-                          "sentence_id": sequence, "word_index": position, "is_special": False})
+    index = pd.DataFrame(
+        {
+            "sequence": sequence,
+            "position": position,
+            "token_id": ids[sequence, position],
+            "sentence_id": sequence,
+            "word_index": position,
+            "is_special": False,
+        }
+    )
     settings = CKASettings(batch_tokens=64, n_bootstrap=0, n_permutations=0)
 
     def cka(a, b, device, on_device):
-        streams = [ActivationStream(h.name, ResidualBatches(h, data, 3, torch.float32, progress=False),
-                                    n_layers=h.n_layers) for h in (a, b)]
+        streams = [
+            ActivationStream(h.name, ResidualBatches(h, data, 3, torch.float32, progress=False), n_layers=h.n_layers)
+            for h in (a, b)
+        ]
         if on_device:
             streams = [stream.kept_on_device() for stream in streams]
-        return compute_cka(streams[0], index, streams[1], index, settings, model_a="a", model_b="b",
-                           device=device).cka
+        return compute_cka(streams[0], index, streams[1], index, settings, model_a="a", model_b="b", device=device).cka
 
     on_cpu = cka(handle_a, handle_b, "cpu", on_device=False)
     on_gpu = cka(handle_a.to("cuda"), handle_b.to("cuda"), "cuda", on_device=True)

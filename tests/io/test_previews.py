@@ -20,19 +20,24 @@ from thinkalike.io.previews import cell_text, jsonable_table
 from thinkalike.models.activation_store import ActivationStream
 
 VERSION = Version(None, "2026-01-01T00.00.00.000Z")
-SENTENCES = pd.DataFrame({
-    "text": ["did every pilot greet the brave tables ?", "the girls sing ."],
-    "words": [np.array(["did", "every", "pilot", "greet", "the", "brave", "tables", "?"], dtype=object),
-              np.array(["the", "girls", "sing", "."], dtype=object)],
-    "word_position": [np.arange(8), np.arange(4)],
-    "p_value": [np.nan, 0.5],
-})
+SENTENCES = pd.DataFrame(
+    {
+        "text": ["did every pilot greet the brave tables ?", "the girls sing ."],
+        "words": [
+            np.array(["did", "every", "pilot", "greet", "the", "brave", "tables", "?"], dtype=object),
+            np.array(["the", "girls", "sing", "."], dtype=object),
+        ],
+        "word_position": [np.arange(8), np.arange(4)],
+        "p_value": [np.nan, 0.5],
+    }
+)
 
 
 def viz_metadata(name: str, dataset) -> dict:
     """What kedro-viz's ``/api/nodes/<id>`` answers for a dataset, decoded (raises where kedro-viz fails)."""
-    node = GraphNode.create_data_node(dataset_id=name, dataset_name=name, layer=None, tags=set(), dataset=dataset,
-                                      modular_pipelines=None)
+    node = GraphNode.create_data_node(
+        dataset_id=name, dataset_name=name, layer=None, tags=set(), dataset=dataset, modular_pipelines=None
+    )
     DataNodeMetadata.set_is_all_previews_enabled(True)
     return json.loads(get_encoded_response(DataNodeMetadata(data_node=node)))
 
@@ -47,8 +52,12 @@ def test_table_with_list_columns_previews_through_kedro_viz(tmp_path):
     assert answer["preview_type"] == "TablePreview"
     preview = answer["preview"]
     assert preview["columns"] == ["text", "words", "word_position", "p_value"]
-    assert preview["data"][0] == ["did every pilot greet the brave tables ?",
-                                  "[did, every, pilot, greet, the, brave, tables, ?]", "[0, 1, 2, 3, 4, 5, 6, 7]", None]
+    assert preview["data"][0] == [
+        "did every pilot greet the brave tables ?",
+        "[did, every, pilot, greet, the, brave, tables, ?]",
+        "[0, 1, 2, 3, 4, 5, 6, 7]",
+        None,
+    ]
     assert preview["data"][1][3] == 0.5
 
 
@@ -113,8 +122,9 @@ def test_safetensors_preview_lists_tensors(tmp_path):
 def test_activation_store_preview_shows_shape_layers_dtype_and_rows(tmp_path):
     dataset = ActivationStoreDataset(filepath=str(tmp_path / "acts"), version=VERSION)
     written = batches(2, layers=3, width=8)
-    dataset.save(ActivationStream("gelu_1l", written, dtype="float16", n_layers=4, layer_subset=[0, 2, 4],
-                                  spec="zoo:gelu_1l"))
+    dataset.save(
+        ActivationStream("gelu_1l", written, dtype="float16", n_layers=4, layer_subset=[0, 2, 4], spec="zoo:gelu_1l")
+    )
     answer = viz_metadata("models.gelu_1l.activations", dataset)
     assert answer["preview_type"] == "JSONPreview"
     preview = json.loads(answer["preview"])

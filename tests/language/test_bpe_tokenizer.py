@@ -20,10 +20,20 @@ def tokenizer(texts) -> PreTrainedTokenizerFast:
 
 
 def test_special_tokens(tokenizer):
-    assert [tokenizer.pad_token, tokenizer.unk_token, tokenizer.bos_token, tokenizer.eos_token,
-            tokenizer.mask_token] == list(SPECIAL_TOKENS)
-    assert [tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.bos_token_id,
-            tokenizer.eos_token_id, tokenizer.mask_token_id] == [0, 1, 2, 3, 4]
+    assert [
+        tokenizer.pad_token,
+        tokenizer.unk_token,
+        tokenizer.bos_token,
+        tokenizer.eos_token,
+        tokenizer.mask_token,
+    ] == list(SPECIAL_TOKENS)
+    assert [
+        tokenizer.pad_token_id,
+        tokenizer.unk_token_id,
+        tokenizer.bos_token_id,
+        tokenizer.eos_token_id,
+        tokenizer.mask_token_id,
+    ] == [0, 1, 2, 3, 4]
     ids = tokenizer("the dog runs .")["input_ids"]
     assert not set(ids) & set(range(len(SPECIAL_TOKENS)))  # nothing added automatically
     assert tokenizer.convert_tokens_to_ids("<bos>") == 2

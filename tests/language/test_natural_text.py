@@ -19,7 +19,10 @@ def test_plain_mode_splits_paragraphs_and_sentences(tmp_path):
     path = tmp_path / "book.txt"
     path.write_text("The cat sat. It was\nhappy!\n\nA new paragraph? Yes.\n", encoding="utf-8")
     assert read_natural_text(path, mode="plain") == [
-        "The cat sat.", "It was happy!", "A new paragraph?", "Yes.",
+        "The cat sat.",
+        "It was happy!",
+        "A new paragraph?",
+        "Yes.",
     ]
 
 

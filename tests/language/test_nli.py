@@ -31,9 +31,16 @@ from thinkalike.language.nli import (
     heuristic_predictions,
 )
 
-CONFIG = PairsConfig(n_train=300, n_test=100, n_ood_per_subcase=30, counterexample_fraction=0.2,
-                     counterexample_subcases=("swap", "conjunction"),
-                     ood_subcases=("passive", "relative_clause", "preposition"), p_adjective=0.3, seed=5)
+CONFIG = PairsConfig(
+    n_train=300,
+    n_test=100,
+    n_ood_per_subcase=30,
+    counterexample_fraction=0.2,
+    counterexample_subcases=("swap", "conjunction"),
+    ood_subcases=("passive", "relative_clause", "preposition"),
+    p_adjective=0.3,
+    seed=5,
+)
 
 
 @pytest.fixture(scope="module")
@@ -129,8 +136,15 @@ def test_variants_and_the_lexical_overlap_they_promise(pairs):
     assert not by_variant.any()["substituted"]
     assert set(pairs.loc[pairs.variant == "overlap_non_entailed", "label"]) == {"non_entailed"}
     # every construction is in there, in every form
-    assert set(pairs.form) == {"active", "passive", "subject_rc", "object_rc", "preposition",
-                               "subject_coordination", "object_coordination"}
+    assert set(pairs.form) == {
+        "active",
+        "passive",
+        "subject_rc",
+        "object_rc",
+        "preposition",
+        "subject_coordination",
+        "object_coordination",
+    }
     assert pairs.premise.str.split().map(lambda w: bool(set(w) & set(ADJECTIVES))).any()
     assert not pairs.hypothesis.str.split().map(lambda w: bool(set(w) & set(ADJECTIVES))).any()
 
@@ -189,17 +203,20 @@ def test_generation_is_deterministic():
     assert other.premise.tolist() != generate_pairs(small).premise.tolist()
 
 
-@pytest.mark.parametrize(("settings", "message"), [
-    ({"counterexample_fraction": 1.0}, r"PairsConfig.counterexample_fraction must be in \[0, 1\)"),
-    ({"counterexample_fraction": -0.1}, r"PairsConfig.counterexample_fraction must be in \[0, 1\)"),
-    ({"ood_subcases": ("passive", "cleft")}, r"ood_subcases has unknown subcase\(s\) \['cleft'\]; known: \['swap'"),
-    ({"counterexample_subcases": ("swapp",)}, r"counterexample_subcases has unknown subcase"),
-    ({"counterexample_subcases": ("swap", "passive")}, r"disjoint .* both have \['passive'\]"),
-    ({"ood_subcases": ()}, r"ood_subcases is empty"),
-    ({"counterexample_subcases": ()}, r"counterexample_subcases is empty"),
-    ({"n_train": 0}, r"n_train must be >= 1"),
-    ({"p_adjective": 1.5}, r"p_adjective must be in \[0, 1\]"),
-])
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"counterexample_fraction": 1.0}, r"PairsConfig.counterexample_fraction must be in \[0, 1\)"),
+        ({"counterexample_fraction": -0.1}, r"PairsConfig.counterexample_fraction must be in \[0, 1\)"),
+        ({"ood_subcases": ("passive", "cleft")}, r"ood_subcases has unknown subcase\(s\) \['cleft'\]; known: \['swap'"),
+        ({"counterexample_subcases": ("swapp",)}, r"counterexample_subcases has unknown subcase"),
+        ({"counterexample_subcases": ("swap", "passive")}, r"disjoint .* both have \['passive'\]"),
+        ({"ood_subcases": ()}, r"ood_subcases is empty"),
+        ({"counterexample_subcases": ()}, r"counterexample_subcases is empty"),
+        ({"n_train": 0}, r"n_train must be >= 1"),
+        ({"p_adjective": 1.5}, r"p_adjective must be in \[0, 1\]"),
+    ],
+)
 def test_bad_settings_are_refused_with_the_setting_named(settings, message):
     with pytest.raises(ValueError, match=message):
         PairsConfig(**settings)
@@ -208,8 +225,7 @@ def test_bad_settings_are_refused_with_the_setting_named(settings, message):
 def test_settings_validate_as_pipeline_parameters():
     from thinkalike.pipelines.schema import ParameterError, validate_dataclass
 
-    config = validate_dataclass(PairsConfig, {"ood_subcases": ["passive"], "counterexample_fraction": 0.1},
-                                "nli.pairs")
+    config = validate_dataclass(PairsConfig, {"ood_subcases": ["passive"], "counterexample_fraction": 0.1}, "nli.pairs")
     assert config.ood_subcases == ("passive",)
     with pytest.raises(ParameterError, match=r"^nli.pairs.counterexample_fraction must be in \[0, 1\)"):
         validate_dataclass(PairsConfig, {"counterexample_fraction": 1.0}, "nli.pairs")
@@ -230,8 +246,8 @@ def test_encoded_pairs_are_premise_then_hypothesis_each_wrapped():
         split = ids.index(eos)
         assert ids[split + 1] == bos
         assert tokenizer.decode(ids[1:split]) == row.premise
-        assert tokenizer.decode(ids[split + 2:-1]) == row.hypothesis
-        assert (encoded["attention_mask"][i][len(ids):] == 0).all()
+        assert tokenizer.decode(ids[split + 2 : -1]) == row.hypothesis
+        assert (encoded["attention_mask"][i][len(ids) :] == 0).all()
     with pytest.raises(ValueError, match="n_ctx=8"):
         encode_pairs(table, tokenizer, n_ctx=8)
 
@@ -269,7 +285,8 @@ def test_the_corpus_is_what_it_was_before_the_nli_constructions():
     """The grammar's NLI additions leave generate_sentences untouched (digest computed with the grammar
     before they were added)."""
     assert _digest(generate_sentences(500, seed=11)) == (
-        "cbfe35261ee5856fc5b20d113d5ea28b7fdfd1bd993dc3d44b82be3022ee9783")
+        "cbfe35261ee5856fc5b20d113d5ea28b7fdfd1bd993dc3d44b82be3022ee9783"
+    )
 
 
 def test_substituted_pairs_replace_one_to_three_slots_and_stay_non_entailed():
@@ -310,7 +327,7 @@ def test_whole_pair_rows_mark_the_hypotheses_and_decode_to_the_pairs():
         assert len(starts) % 2 == 0  # whole pairs only
         for start, end in zip(starts, [*starts[1:], n_real]):
             assert row[end - 1] == tokenizer.eos_token_id and len(set(where[start:end])) == 1
-            (hypotheses if where[start] else premises).append(tokenizer.decode(row[start + 1:end - 1]))
+            (hypotheses if where[start] else premises).append(tokenizer.decode(row[start + 1 : end - 1]))
     assert premises == list(table.premise) and hypotheses == list(table.hypothesis)
     with pytest.raises(ValueError, match="n_ctx=8"):
         pack_pairs(table, tokenizer, 8)

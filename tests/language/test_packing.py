@@ -177,18 +177,23 @@ def _encoder_tokenizer(template: str | None, bos_eos: bool):
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     if template is not None:
         backend.post_processor = processors.TemplateProcessing(
-            single=template, special_tokens=[(t, vocab[t]) for t in ("[CLS]", "[SEP]", "<s>") if t in template])
+            single=template, special_tokens=[(t, vocab[t]) for t in ("[CLS]", "[SEP]", "<s>") if t in template]
+        )
     extra = {"bos_token": "<s>", "eos_token": "</s>"} if bos_eos else {}
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]",
-                                   cls_token="[CLS]", sep_token="[SEP]", **extra)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", **extra
+    )
 
 
-@pytest.mark.parametrize(("template", "bos_eos", "prefix", "suffix", "convention"), [
-    ("[CLS] $A [SEP]", False, ["[CLS]"], ["[SEP]"], "tokenizer"),  # BERT-style, no bos/eos
-    ("<s> $A", True, ["<s>"], [], "tokenizer"),  # Llama-style: bos only, though eos exists
-    (None, True, ["<s>"], ["</s>"], "bos/eos"),  # adds nothing: bos/eos separate texts
-    (None, False, [], [], "none"),  # nothing marks a boundary: one text per row
-])
+@pytest.mark.parametrize(
+    ("template", "bos_eos", "prefix", "suffix", "convention"),
+    [
+        ("[CLS] $A [SEP]", False, ["[CLS]"], ["[SEP]"], "tokenizer"),  # BERT-style, no bos/eos
+        ("<s> $A", True, ["<s>"], [], "tokenizer"),  # Llama-style: bos only, though eos exists
+        (None, True, ["<s>"], ["</s>"], "bos/eos"),  # adds nothing: bos/eos separate texts
+        (None, False, [], [], "none"),  # nothing marks a boundary: one text per row
+    ],
+)
 def test_each_tokenizer_wraps_texts_its_own_way(template, bos_eos, prefix, suffix, convention):
     tok = _encoder_tokenizer(template, bos_eos)
     wrapping = text_wrapping(tok)

@@ -44,16 +44,18 @@ def gpt2_style_tokenizer():
     vocab = {"<|endoftext|>": 0, **{w: i + 1 for i, w in enumerate(["the", "cat", "sat"])}}
     backend = Tokenizer(models.WordLevel(vocab, unk_token="<|endoftext|>"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<|endoftext|>", bos_token="<|endoftext|>",
-                                   eos_token="<|endoftext|>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="<|endoftext|>", bos_token="<|endoftext|>", eos_token="<|endoftext|>"
+    )
 
 
 def test_special_ids_are_the_tokenizers_special_tokens_without_unk(grammar_tokenizer):
     vocab = grammar_tokenizer.get_vocab()
     assert special_token_ids(grammar_tokenizer) == {vocab[t] for t in ("<pad>", "<bos>", "<eos>", "<mask>")}
     encoder = make_encoder_tokenizer()
-    assert special_token_ids(encoder) == {encoder.convert_tokens_to_ids(t)
-                                          for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]")}
+    assert special_token_ids(encoder) == {
+        encoder.convert_tokens_to_ids(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]")
+    }
     # GPT-2's <|endoftext|> is unk too, but as bos/eos it is special
     assert special_token_ids(gpt2_style_tokenizer()) == {0}
 
@@ -84,9 +86,9 @@ def test_sentence_packing_puts_each_text_alone_in_a_row(make, grammar_table, gra
     wrapping = text_wrapping(tokenizer)
     for row, text in enumerate(table["text"]):
         own = list(wrapping.prefix) + tokenizer(text, add_special_tokens=False)["input_ids"] + list(wrapping.suffix)
-        assert arrays["input_ids"][row, :lengths[row]].tolist() == own
-        assert (arrays["attention_mask"][row, :lengths[row]] == 1).all()
-        assert (arrays["input_ids"][row, lengths[row]:] == wrapping.pad).all()
+        assert arrays["input_ids"][row, : lengths[row]].tolist() == own
+        assert (arrays["attention_mask"][row, : lengths[row]] == 1).all()
+        assert (arrays["input_ids"][row, lengths[row] :] == wrapping.pad).all()
     # the same tokens in the same order, only the rows differ
     for column in ("token_id", "sentence_id", "word_index", "is_special"):
         np.testing.assert_array_equal(index[column], packed_index[column])

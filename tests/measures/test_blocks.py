@@ -87,8 +87,9 @@ def planted_between(sizes_a, sizes_b, within=0.85, between=0.25, noise=0.02, see
     """Model a's blocks of ``sizes_a`` layers matched in order with model b's of ``sizes_b``."""
     rng = np.random.default_rng(seed)
     labels_a, labels_b = np.repeat(np.arange(len(sizes_a)), sizes_a), np.repeat(np.arange(len(sizes_b)), sizes_b)
-    return (np.where(labels_a[:, None] == labels_b[None, :], within, between)
-            + rng.normal(0, noise, (len(labels_a), len(labels_b))))
+    return np.where(labels_a[:, None] == labels_b[None, :], within, between) + rng.normal(
+        0, noise, (len(labels_a), len(labels_b))
+    )
 
 
 def blocks_of(sizes):
@@ -96,8 +97,9 @@ def blocks_of(sizes):
     return tuple((int(end - size), int(end - 1)) for size, end in zip(sizes, ends))
 
 
-@pytest.mark.parametrize(("sizes_a", "sizes_b"), [([2, 2, 2], [3, 4, 2]), ([3, 3], [1, 5]), ([1, 2, 3, 3], [3, 2, 2, 2]),
-                                                  ([4, 5], [4, 5])])
+@pytest.mark.parametrize(
+    ("sizes_a", "sizes_b"), [([2, 2, 2], [3, 4, 2]), ([3, 3], [1, 5]), ([1, 2, 3, 3], [3, 2, 2, 2]), ([4, 5], [4, 5])]
+)
 def test_planted_matched_blocks_between_two_models_are_recovered_exactly(sizes_a, sizes_b):
     found = cosegment_blocks(planted_between(sizes_a, sizes_b))
     assert found.structured
@@ -135,8 +137,9 @@ def test_an_inter_model_matrix_without_blocks_is_one_block_and_its_bootstrap_is_
     found = cosegment_blocks(flat)
     assert not found.structured and found.blocks == (((0, 5), (0, 8)),)
     assert found.within == pytest.approx(0.6, abs=0.01)
-    stable = block_stability([planted_between([2, 4], [3, 6], noise=0.05, seed=s) for s in range(10)], n_resamples=30,
-                             matched=True)
+    stable = block_stability(
+        [planted_between([2, 4], [3, 6], noise=0.05, seed=s) for s in range(10)], n_resamples=30, matched=True
+    )
     assert stable.segmentation.blocks == (((0, 1), (0, 2)), ((2, 5), (3, 8)))
     assert stable.same_blocks >= 0.9 and stable.boundary_frequency[(2, 3)] >= 0.9
     noise = [0.5 + rng.normal(0, 0.15, (6, 9)) for _ in range(10)]

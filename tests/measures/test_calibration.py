@@ -49,8 +49,12 @@ OPTIONS_CHEAP = {"linear_predictivity": {"n_folds": 3}}
 N = 120
 P = 30
 COMBOS = ((8, 2), (8, 6), (64, 2), (64, 6))  # (width, depth)
-SMALL_OPTIONS = {"mutual_knn": {"k": 3}, "cknna": {"k": 4}, "knn_jaccard": {"k": 3},
-                 "linear_predictivity": {"n_folds": 3}}
+SMALL_OPTIONS = {
+    "mutual_knn": {"k": 3},
+    "cknna": {"k": 4},
+    "knn_jaccard": {"k": 3},
+    "linear_predictivity": {"n_folds": 3},
+}
 
 
 def random_model(rng: np.random.Generator, n: int, width: int, depth: int, rho: float = 0.8) -> list[np.ndarray]:
@@ -173,12 +177,16 @@ def test_observed_is_measure_table_and_nulls_are_the_seeded_permutations():
     np.testing.assert_array_equal(null_permutations(40, 3, 11), expected)
     for p, permutation in enumerate(expected):
         table = measure_table(a, [layer[permutation] for layer in b], MEASURE_NAMES, SMALL_OPTIONS)
-        np.testing.assert_allclose(result.null_cells[p], table.value.to_numpy().reshape(len(MEASURE_NAMES), 3, 2),
-                                   rtol=0, atol=1e-12)  # B's preparations moved with the rows: equal to rounding
+        np.testing.assert_allclose(
+            result.null_cells[p], table.value.to_numpy().reshape(len(MEASURE_NAMES), 3, 2), rtol=0, atol=1e-12
+        )  # B's preparations moved with the rows: equal to rounding
     cells = result.scores[result.scores.statistic == "cell"]
     np.testing.assert_array_equal(cells.observed.to_numpy(), result.observed.value.to_numpy())
-    assert cells[["measure", "layer_a", "layer_b"]].reset_index(drop=True).equals(
-        result.observed[["measure", "layer_a", "layer_b"]])
+    assert (
+        cells[["measure", "layer_a", "layer_b"]]
+        .reset_index(drop=True)
+        .equals(result.observed[["measure", "layer_a", "layer_b"]])
+    )
 
     again = calibrate(a, b, MEASURE_NAMES, SMALL_OPTIONS, n_permutations=3, seed=11)
     pd.testing.assert_frame_equal(again.scores, result.scores)
@@ -205,12 +213,18 @@ def test_statistics_z_and_p_follow_the_formulas():
         np.testing.assert_array_equal(result.null_matched_mean[:, m], matched_null)
         np.testing.assert_array_equal(result.null_best[:, m], best_null)
         best_index = int(np.argmax(sign * observed))
-        cases = [("matched_mean", np.mean([observed[i, j] for i, j in pairs]), matched_null, (NO_LAYER, NO_LAYER)),
-                 ("best", observed.ravel()[best_index], best_null, divmod(best_index, 2)),
-                 ("cell", observed[2, 0], null[:, 2, 0], (2, 0))]
+        cases = [
+            ("matched_mean", np.mean([observed[i, j] for i, j in pairs]), matched_null, (NO_LAYER, NO_LAYER)),
+            ("best", observed.ravel()[best_index], best_null, divmod(best_index, 2)),
+            ("cell", observed[2, 0], null[:, 2, 0], (2, 0)),
+        ]
         for statistic, value, values, (i, j) in cases:
-            rows = scores[(scores.measure == name) & (scores.statistic == statistic)
-                          & (scores.layer_a == i) & (scores.layer_b == j)]
+            rows = scores[
+                (scores.measure == name)
+                & (scores.statistic == statistic)
+                & (scores.layer_a == i)
+                & (scores.layer_b == j)
+            ]
             assert len(rows) == 1, (name, statistic)
             got = rows.iloc[0]
             assert got.observed == pytest.approx(value, rel=1e-12, abs=1e-15)
@@ -242,17 +256,20 @@ def test_undefined_cells_propagate_to_the_statistics(caplog):
 # --------------------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"n_permutations": 1}, "n_permutations: 1 must be an integer ≥ 2"),
-    ({"n_permutations": 2.0}, "n_permutations: 2.0"),
-    ({"n_permutations": True}, "n_permutations: True"),
-    ({"seed": -1}, "seed: -1 must be a non-negative integer"),
-    ({"seed": 0.5}, "seed: 0.5"),
-    ({"layers_b": None}, "layers_b: required"),
-    ({"layers_b": "short"}, "layers_b[1]: has 39 tokens but layers_a[0] has 40"),
-    ({"measures": ["cka", "nope"]}, "measures: unknown measure 'nope'"),
-    ({"options": {"mutual_knn": {"k": 40}}}, "measures.options.mutual_knn.k: 40 must be < 40 tokens"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"n_permutations": 1}, "n_permutations: 1 must be an integer ≥ 2"),
+        ({"n_permutations": 2.0}, "n_permutations: 2.0"),
+        ({"n_permutations": True}, "n_permutations: True"),
+        ({"seed": -1}, "seed: -1 must be a non-negative integer"),
+        ({"seed": 0.5}, "seed: 0.5"),
+        ({"layers_b": None}, "layers_b: required"),
+        ({"layers_b": "short"}, "layers_b[1]: has 39 tokens but layers_a[0] has 40"),
+        ({"measures": ["cka", "nope"]}, "measures: unknown measure 'nope'"),
+        ({"options": {"mutual_knn": {"k": 40}}}, "measures.options.mutual_knn.k: 40 must be < 40 tokens"),
+    ],
+)
 def test_bad_input_is_named_before_any_work(monkeypatch, change, message):
     a, b = small_models()
     arguments = {"layers_b": b, "measures": ["cka", "mutual_knn"], "options": None, "n_permutations": 3, "seed": 0}

@@ -80,8 +80,9 @@ def test_identical_inputs_give_one():
     x, _ = pair(np.random.default_rng(5), 30, 6, 2)
     for measure in (mean_cca, svcca, pwcca):
         assert measure(x, x) == pytest.approx(1.0, abs=1e-10)
-    np.testing.assert_allclose(canonical_correlations(x, 2 * x @ np.random.default_rng(6).standard_normal((6, 6))),
-                               1.0, atol=1e-10)
+    np.testing.assert_allclose(
+        canonical_correlations(x, 2 * x @ np.random.default_rng(6).standard_normal((6, 6))), 1.0, atol=1e-10
+    )
 
 
 def test_rank_deficient_inputs_are_reduced_to_their_rank():

@@ -210,8 +210,9 @@ def test_bootstrap_ci_contains_estimate_and_narrows(aggregation):
         low, high = result.bootstrap_ci(n_bootstrap=300, seed=1)
         assert low[0, 0] <= result.cka[0, 0] <= high[0, 0]
         widths.append(high[0, 0] - low[0, 0])
-        same = bootstrap_ci(result.cross, result.self_a, result.self_b, aggregation=aggregation, n_bootstrap=300,
-                            seed=1)
+        same = bootstrap_ci(
+            result.cross, result.self_a, result.self_b, aggregation=aggregation, n_bootstrap=300, seed=1
+        )
         np.testing.assert_array_equal(same.ci_low, low)
     assert widths[1] < widths[0]
 
@@ -335,11 +336,13 @@ def test_skip_constant_layers_leaves_out_only_that_batch_for_that_layer(estimato
     assert result.n_batches_per_cell.tolist() == [[4, 2]] * 3
     assert [m.split(";")[0] for m in messages] == [
         "layer 1 of model 'bert' is constant (zero variance) in batch 1",
-        "layer 1 of model 'bert' is constant (zero variance) in batch 3"]
+        "layer 1 of model 'bert' is constant (zero variance) in batch 3",
+    ]
     assert all("left out" in m for m in messages)
     valid = result.valid_batches()
-    np.testing.assert_allclose(aggregate(result.cross, result.self_a, result.self_b, aggregation, valid=valid),
-                               result.cka, atol=1e-12)
+    np.testing.assert_allclose(
+        aggregate(result.cross, result.self_a, result.self_b, aggregation, valid=valid), result.cka, atol=1e-12
+    )
     low, high = result.bootstrap_ci(n_bootstrap=100, seed=2)
     assert np.isfinite(low).all() and np.isfinite(high).all() and (low <= high).all()
 

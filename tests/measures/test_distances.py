@@ -130,8 +130,9 @@ def test_finite_matrix_summary_has_all_layers_and_no_warning():
 
 
 def test_group_distance_mean_is_nan_when_a_pair_is_nan_unless_skipped():
-    long = pd.DataFrame([("a1", "a2", 0.5), ("a1", "a3", np.nan), ("a2", "a3", 0.7)],
-                        columns=["model_a", "model_b", "distance"])
+    long = pd.DataFrame(
+        [("a1", "a2", 0.5), ("a1", "a3", np.nan), ("a2", "a3", 0.7)], columns=["model_a", "model_b", "distance"]
+    )
     table = group_distance_table(long, GROUPS).iloc[0]
     assert math.isnan(table["mean"]) and (table["n"], table["n_finite"]) == (3, 2)
     skipped = group_distance_table(long, GROUPS, skip_undefined=True).iloc[0]

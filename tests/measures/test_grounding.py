@@ -75,16 +75,23 @@ def test_measures_that_see_variance_fall_step_by_step_as_components_go(name):
 
 def test_a_row_keeps_each_score_beside_its_chance():
     row = grounding_row("cka", "similarity", monotonicity=0.9, specificity=(0.8, 0.4))
-    assert row == {"measure": "cka", "kind": "similarity", "monotonicity": 0.9, "monotonicity_chance": 0.0,
-                   "specificity": 0.8, "specificity_chance": 0.4}
+    assert row == {
+        "measure": "cka",
+        "kind": "similarity",
+        "monotonicity": 0.9,
+        "monotonicity_chance": 0.0,
+        "specificity": 0.8,
+        "specificity_chance": 0.4,
+    }
 
 
 def test_sensitivity_is_one_for_a_falling_sequence_and_oriented_by_kind():
     assert sensitivity_score([1.0, 0.8, 0.5, 0.1], "similarity") == pytest.approx(1.0)
     assert sensitivity_score([0.0, 0.2, 0.5, 0.9], "distance") == pytest.approx(1.0)
     assert sensitivity_score([1.0, 0.5, 0.8, 0.1], "similarity") == pytest.approx(0.8)
-    assert np.isnan(sensitivity_score([1.0, 0.5], "similarity")) and np.isnan(sensitivity_score([1, np.nan, 0],
-                                                                                                "similarity"))
+    assert np.isnan(sensitivity_score([1.0, 0.5], "similarity")) and np.isnan(
+        sensitivity_score([1, np.nan, 0], "similarity")
+    )
 
 
 def test_trained_vs_untrained_ranks_replica_pairs_above_untrained_ones():
@@ -111,8 +118,10 @@ def test_the_null_shows_which_measures_are_biased_on_unrelated_inputs():
     which finds the best of 40 directions in each input — is far above it (its known small-sample bias)."""
     rng = np.random.default_rng(4)
     pairs = [(rng.normal(size=(120, 40)), rng.normal(size=(120, 40))) for _ in range(5)]
-    level = {name: null_level([MEASURES[name].alikeness(MEASURES[name](x, y)) for x, y in pairs])
-             for name in ("cka", "mean_cca", "procrustes")}
+    level = {
+        name: null_level([MEASURES[name].alikeness(MEASURES[name](x, y)) for x, y in pairs])
+        for name in ("cka", "mean_cca", "procrustes")
+    }
     assert abs(level["cka"]) < 0.02
     assert level["mean_cca"] > 0.4 and level["procrustes"] > 0.4
     assert np.isnan(null_level([])) and np.isnan(null_level([0.1, np.nan]))

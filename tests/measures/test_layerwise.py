@@ -77,8 +77,9 @@ def test_self_comparison_equals_the_explicit_pair_of_lists_and_mirrors_symmetric
         grid = alone[alone.measure == name].value.to_numpy().reshape(3, 3)
         if measure(name).symmetric:
             np.testing.assert_array_equal(grid, grid.T)  # copied, not recomputed
-    assert measure_table(stack, None, ["cknna"], {"cknna": {"k": 4}}).value.to_numpy().reshape(3, 3)[1, 0] \
-        == pytest.approx(measure("cknna")(stack[1], stack[0], k=4), abs=1e-12)  # asymmetric: computed
+    assert measure_table(stack, None, ["cknna"], {"cknna": {"k": 4}}).value.to_numpy().reshape(3, 3)[
+        1, 0
+    ] == pytest.approx(measure("cknna")(stack[1], stack[0], k=4), abs=1e-12)  # asymmetric: computed
 
 
 def test_columns_order_and_types():
@@ -113,6 +114,7 @@ def test_each_layer_is_prepared_once_and_shared_preparations_once(monkeypatch):
         def wrapper(x, *args, name="x", **options):
             calls.append(name)
             return prepare(x, *args, name=name, **options)
+
         return wrapper
 
     shared = counting(MEASURES["mutual_knn"].prepare)
@@ -150,8 +152,10 @@ def test_a_constant_layer_gives_nan_cells_and_one_log_line_per_measure_naming_th
     assert np.isfinite(grid[2]).all()  # cosines of a constant (non-zero) layer are defined
     assert len(messages) == 2
     assert messages[0].startswith("cka is undefined: y is constant over tokens")
-    assert "[measure_table, cka at (layer_a, layer_b) = (0, 0), (1, 0); x is layers_a[layer_a], y is " \
-           "layers_b[layer_b]]" in messages[0]
+    assert (
+        "[measure_table, cka at (layer_a, layer_b) = (0, 0), (1, 0); x is layers_a[layer_a], y is "
+        "layers_b[layer_b]]" in messages[0]
+    )
     assert messages[1].startswith("mean_cca is undefined: y is constant")
 
 
@@ -171,42 +175,94 @@ def test_bad_layers_are_named_before_any_work():
         measure_table(good, None, ["mutual_knn"], {"mutual_knn": {"k": 40}})
 
 
-@pytest.mark.parametrize("measures,options,n_tokens,message", [
-    (["cka", "cca"], None, None, "cka.measures: unknown measure 'cca'; known measures: cka, procrustes, "),
-    (["cka", "rsa", "cka"], None, None, "cka.measures: 'cka' is listed more than once"),
-    ("cka", None, None, "cka.measures: must be a list of measure names"),
-    (["cka"], {"rsa": {}}, None, "cka.measures.options.rsa: options given for a measure that is not in "
-                                 "cka.measures (listed: cka)"),
-    (["rsa"], {"rsa": 3}, None, "cka.measures.options.rsa: must be a mapping from option to value"),
-    (["rsa"], [("rsa", {})], None, "cka.measures.options: must be a mapping"),
-    (["mutual_knn"], {"mutual_knn": {"topk": 5}}, None,
-     "cka.measures.options.mutual_knn.topk: not an option of mutual_knn (its options: k)"),
-    (["procrustes"], {"procrustes": {"alpha": 0.5}}, None,
-     "cka.measures.options.procrustes.alpha: not an option of procrustes (it takes no options)"),
-    (["mutual_knn"], {"mutual_knn": {"k": 0}}, None, "cka.measures.options.mutual_knn.k: 0 must be an integer ≥ 1"),
-    (["knn_jaccard"], {"knn_jaccard": {"k": 2.5}}, None,
-     "cka.measures.options.knn_jaccard.k: 2.5 must be an integer ≥ 1"),
-    (["cknna"], {"cknna": {"k": 1}}, None, "cka.measures.options.cknna.k: 1 must be an integer ≥ 2"),
-    (["mutual_knn"], {"mutual_knn": {"k": 600}}, 512, "cka.measures.options.mutual_knn.k: 600 must be < 512 tokens"),
-    (["cknna"], None, 8, "cka.measures.options.cknna.k: 10 (the default) must be < 8 tokens"),
-    (["angular_shape"], {"angular_shape": {"alpha": 1.5}}, None,
-     "cka.measures.options.angular_shape.alpha: 1.5 must be a number in [0, 1]"),
-    (["angular_shape"], {"angular_shape": {"alpha": "half"}}, None,
-     "cka.measures.options.angular_shape.alpha: 'half' must be a number in [0, 1]"),
-    (["svcca"], {"svcca": {"keep": 0}}, None, r"cka.measures.options.svcca.keep: 0 must be a number in (0, 1]"),
-    (["svcca"], {"svcca": {"keep": 1.5}}, None, r"cka.measures.options.svcca.keep: 1.5 must be a number in (0, 1]"),
-    (["rsa"], {"rsa": {"distance": "cosine"}}, None,
-     "cka.measures.options.rsa.distance: 'cosine' must be one of correlation, euclidean"),
-    (["rsa"], {"rsa": {"correlation": "kendall"}}, None,
-     "cka.measures.options.rsa.correlation: 'kendall' must be one of spearman, pearson"),
-    (["linear_predictivity"], {"linear_predictivity": {"n_folds": 1}}, None,
-     "cka.measures.options.linear_predictivity.n_folds: 1 must be an integer ≥ 2"),
-    (["linear_predictivity"], {"linear_predictivity": {"alphas": [1.0, -1.0]}}, None,
-     "cka.measures.options.linear_predictivity.alphas: [1.0, -1.0] must be a non-empty sequence of positive"),
-    (["linear_predictivity"], None, 9,
-     "cka.measures.options.linear_predictivity.n_folds: 5 (the default) must be ≤ 4 for 9 tokens"),
-    (["cka"], None, 3, "cka.measures: cka needs at least 4 tokens; got 3"),
-])
+@pytest.mark.parametrize(
+    "measures,options,n_tokens,message",
+    [
+        (["cka", "cca"], None, None, "cka.measures: unknown measure 'cca'; known measures: cka, procrustes, "),
+        (["cka", "rsa", "cka"], None, None, "cka.measures: 'cka' is listed more than once"),
+        ("cka", None, None, "cka.measures: must be a list of measure names"),
+        (
+            ["cka"],
+            {"rsa": {}},
+            None,
+            "cka.measures.options.rsa: options given for a measure that is not in cka.measures (listed: cka)",
+        ),
+        (["rsa"], {"rsa": 3}, None, "cka.measures.options.rsa: must be a mapping from option to value"),
+        (["rsa"], [("rsa", {})], None, "cka.measures.options: must be a mapping"),
+        (
+            ["mutual_knn"],
+            {"mutual_knn": {"topk": 5}},
+            None,
+            "cka.measures.options.mutual_knn.topk: not an option of mutual_knn (its options: k)",
+        ),
+        (
+            ["procrustes"],
+            {"procrustes": {"alpha": 0.5}},
+            None,
+            "cka.measures.options.procrustes.alpha: not an option of procrustes (it takes no options)",
+        ),
+        (["mutual_knn"], {"mutual_knn": {"k": 0}}, None, "cka.measures.options.mutual_knn.k: 0 must be an integer ≥ 1"),
+        (
+            ["knn_jaccard"],
+            {"knn_jaccard": {"k": 2.5}},
+            None,
+            "cka.measures.options.knn_jaccard.k: 2.5 must be an integer ≥ 1",
+        ),
+        (["cknna"], {"cknna": {"k": 1}}, None, "cka.measures.options.cknna.k: 1 must be an integer ≥ 2"),
+        (
+            ["mutual_knn"],
+            {"mutual_knn": {"k": 600}},
+            512,
+            "cka.measures.options.mutual_knn.k: 600 must be < 512 tokens",
+        ),
+        (["cknna"], None, 8, "cka.measures.options.cknna.k: 10 (the default) must be < 8 tokens"),
+        (
+            ["angular_shape"],
+            {"angular_shape": {"alpha": 1.5}},
+            None,
+            "cka.measures.options.angular_shape.alpha: 1.5 must be a number in [0, 1]",
+        ),
+        (
+            ["angular_shape"],
+            {"angular_shape": {"alpha": "half"}},
+            None,
+            "cka.measures.options.angular_shape.alpha: 'half' must be a number in [0, 1]",
+        ),
+        (["svcca"], {"svcca": {"keep": 0}}, None, r"cka.measures.options.svcca.keep: 0 must be a number in (0, 1]"),
+        (["svcca"], {"svcca": {"keep": 1.5}}, None, r"cka.measures.options.svcca.keep: 1.5 must be a number in (0, 1]"),
+        (
+            ["rsa"],
+            {"rsa": {"distance": "cosine"}},
+            None,
+            "cka.measures.options.rsa.distance: 'cosine' must be one of correlation, euclidean",
+        ),
+        (
+            ["rsa"],
+            {"rsa": {"correlation": "kendall"}},
+            None,
+            "cka.measures.options.rsa.correlation: 'kendall' must be one of spearman, pearson",
+        ),
+        (
+            ["linear_predictivity"],
+            {"linear_predictivity": {"n_folds": 1}},
+            None,
+            "cka.measures.options.linear_predictivity.n_folds: 1 must be an integer ≥ 2",
+        ),
+        (
+            ["linear_predictivity"],
+            {"linear_predictivity": {"alphas": [1.0, -1.0]}},
+            None,
+            "cka.measures.options.linear_predictivity.alphas: [1.0, -1.0] must be a non-empty sequence of positive",
+        ),
+        (
+            ["linear_predictivity"],
+            None,
+            9,
+            "cka.measures.options.linear_predictivity.n_folds: 5 (the default) must be ≤ 4 for 9 tokens",
+        ),
+        (["cka"], None, 3, "cka.measures: cka needs at least 4 tokens; got 3"),
+    ],
+)
 def test_check_measures_names_the_setting_at_fault(measures, options, n_tokens, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         check_measures(measures, options, n_tokens, where="cka.measures")

@@ -35,18 +35,27 @@ def activations(seed: int, layers: int, n: int = 60, d: int = 6) -> np.ndarray:
 
 
 def settings(**changes) -> MeasureSettings:
-    return MeasureSettings(names=NAMES, max_tokens=48, options=OPTIONS, remedy_measures=("cka",),
-                           grounding_components=2, **changes)
+    return MeasureSettings(
+        names=NAMES, max_tokens=48, options=OPTIONS, remedy_measures=("cka",), grounding_components=2, **changes
+    )
 
 
 def table(acts_a, acts_b, measures, name_b="b"):
-    return measures_long_table(acts_a, acts_b, measures, CKASettings(), model_a="a", model_b=name_b,
-                               layer_ids_a=range(len(acts_a)), layer_ids_b=range(len(acts_a if acts_b is None
-                                                                                    else acts_b)))
+    return measures_long_table(
+        acts_a,
+        acts_b,
+        measures,
+        CKASettings(),
+        model_a="a",
+        model_b=name_b,
+        layer_ids_a=range(len(acts_a)),
+        layer_ids_b=range(len(acts_a if acts_b is None else acts_b)),
+    )
 
 
-@pytest.mark.parametrize(("layers_a", "layers_b", "grid"), [(9, 9, "all"), (13, 4, "all"), (14, 4, "relative"),
-                                                            (4, 31, "relative")])
+@pytest.mark.parametrize(
+    ("layers_a", "layers_b", "grid"), [(9, 9, "all"), (13, 4, "all"), (14, 4, "relative"), (4, 31, "relative")]
+)
 def test_auto_is_every_pair_up_to_12_layers_and_embeddings_else_relative(layers_a, layers_b, grid):
     measures = MeasureSettings(names=("cka",))
     assert measures.layers == "auto"
@@ -100,8 +109,9 @@ def test_one_estimate_line_before_the_rest(caplog):
         table(activations(3, 4), activations(4, 4), settings(layers="all"))
     lines = [r.getMessage() for r in caplog.records if "layer pairs" in r.getMessage()]
     assert len(lines) == 1, lines
-    assert lines[0].startswith("measures a vs b (cka.measures.layers: all): 16 layer pairs × 6 measures; the first 5 "
-                               "took ")
+    assert lines[0].startswith(
+        "measures a vs b (cka.measures.layers: all): 16 layer pairs × 6 measures; the first 5 took "
+    )
     assert lines[0].endswith(" in all")
 
 

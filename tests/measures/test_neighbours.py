@@ -55,15 +55,19 @@ def huh_cknna(x: np.ndarray, y: np.ndarray, topk: int, eps: float) -> float:
     def hsic_unbiased(k_mat, l_mat):
         m = k_mat.shape[0]
         k_tilde, l_tilde = k_mat.clone().fill_diagonal_(0), l_mat.clone().fill_diagonal_(0)
-        value = (torch.sum(k_tilde * l_tilde.T) + torch.sum(k_tilde) * torch.sum(l_tilde) / ((m - 1) * (m - 2))
-                 - 2 * torch.sum(torch.mm(k_tilde, l_tilde)) / (m - 2))
+        value = (
+            torch.sum(k_tilde * l_tilde.T)
+            + torch.sum(k_tilde) * torch.sum(l_tilde) / ((m - 1) * (m - 2))
+            - 2 * torch.sum(torch.mm(k_tilde, l_tilde)) / (m - 2)
+        )
         return value / (m * (m - 3))
 
     def similarity(k_mat, l_mat):
         _, top_k = torch.topk(k_mat.clone().fill_diagonal_(float("-inf")), topk, dim=1)
         _, top_l = torch.topk(l_mat.clone().fill_diagonal_(float("-inf")), topk, dim=1)
-        mask = (torch.zeros(n, n, dtype=k_mat.dtype).scatter_(1, top_k, 1)
-                * torch.zeros(n, n, dtype=k_mat.dtype).scatter_(1, top_l, 1))
+        mask = torch.zeros(n, n, dtype=k_mat.dtype).scatter_(1, top_k, 1) * torch.zeros(
+            n, n, dtype=k_mat.dtype
+        ).scatter_(1, top_l, 1)
         return hsic_unbiased(mask * k_mat, mask * l_mat)
 
     k_mat, l_mat = feats_a @ feats_a.T, feats_b @ feats_b.T

@@ -41,8 +41,9 @@ def loo_alpha(x, y, alphas):
     errors = []
     for alpha in alphas:
         rows = np.arange(len(x))
-        errors.append(sum(np.sum((ridge_predict(x[rows != i], y[rows != i], x[i:i + 1], alpha) - y[i]) ** 2)
-                          for i in rows))
+        errors.append(
+            sum(np.sum((ridge_predict(x[rows != i], y[rows != i], x[i : i + 1], alpha) - y[i]) ** 2) for i in rows)
+        )
     return alphas[int(np.argmin(errors))]
 
 
@@ -74,8 +75,11 @@ def sklearn_predictivity(x, y, alphas, n_folds):
 def test_equals_sklearn_cross_val_predict_of_ridgecv(n, d1, d2, n_folds):
     rng = np.random.default_rng(10 * n + d1)
     x, y = pair(rng, n, d1, d2, noise=float(rng.uniform(0.2, 3.0)))
-    cases = [(x, y), (np.hstack([x, x[:, :2], x[:, :1] - x[:, 1:2]]), y),  # rank-deficient x
-             (x, np.hstack([y, np.full((n, 1), 2.5)]))]  # a constant target column
+    cases = [
+        (x, y),
+        (np.hstack([x, x[:, :2], x[:, :1] - x[:, 1:2]]), y),  # rank-deficient x
+        (x, np.hstack([y, np.full((n, 1), 2.5)])),
+    ]  # a constant target column
     for xs, ys in cases:
         for alphas in (DEFAULT_ALPHAS, [0.3, 3.0, 30.0]):
             expected = sklearn_predictivity(xs, ys, alphas, n_folds)
@@ -135,9 +139,12 @@ def test_the_gram_path_equals_the_feature_path_and_sklearn(n, d1, d2, n_folds):
     constant inputs."""
     rng = np.random.default_rng(7 * n + d2)
     x, y = pair(rng, n, d1, d2, noise=float(rng.uniform(0.2, 3.0)))
-    cases = [(x, y), (np.hstack([x, x[:, :2], x[:, :1] - x[:, 1:2]]), y),  # rank-deficient x
-             (x, np.hstack([y, np.full((n, 1), 2.5)])),  # a constant target column
-             (x + 1e4, y - 3e4)]  # large offsets: the target's Gram is of its centred rows
+    cases = [
+        (x, y),
+        (np.hstack([x, x[:, :2], x[:, :1] - x[:, 1:2]]), y),  # rank-deficient x
+        (x, np.hstack([y, np.full((n, 1), 2.5)])),  # a constant target column
+        (x + 1e4, y - 3e4),
+    ]  # large offsets: the target's Gram is of its centred rows
     for xs, ys in cases:
         for alphas in (DEFAULT_ALPHAS, [0.3, 3.0, 30.0]):
             px, py = prepare_predictivity(xs, alphas, n_folds), prepare_predictivity(ys, alphas, n_folds, name="y")
@@ -161,10 +168,12 @@ def test_a_predictor_told_of_many_wide_targets_takes_the_gram_path_and_a_permute
     assert value == pytest.approx(linear_predictivity(x, y, n_folds=4), abs=1e-11)
     permutation = rng.permutation(50)
     moved = py.permuted(permutation)  # the target's Gram moves with the rows
-    np.testing.assert_allclose(moved.target.gram, prepare_predictivity(y[permutation], n_folds=4).target.gram,
-                               rtol=0, atol=1e-9)
-    assert linear_predictivity_prepared(px, moved) == pytest.approx(linear_predictivity(x, y[permutation], n_folds=4),
-                                                                    abs=1e-11)
+    np.testing.assert_allclose(
+        moved.target.gram, prepare_predictivity(y[permutation], n_folds=4).target.gram, rtol=0, atol=1e-9
+    )
+    assert linear_predictivity_prepared(px, moved) == pytest.approx(
+        linear_predictivity(x, y[permutation], n_folds=4), abs=1e-11
+    )
     px.release()
     assert "gram_folds" not in px.__dict__ and "folds" not in px.__dict__
 

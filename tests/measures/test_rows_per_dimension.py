@@ -55,8 +55,10 @@ def test_fitted_to_the_rows_independent_wide_data_read_chance_not_one(independen
     chance = np.sqrt((N // ROWS_PER_DIMENSION) / N)
     for name in CCA_FAMILY:
         assert 0.5 * chance < values[name] < 1.1 * chance, name
-    assert notes == ["mean_cca, svcca, pwcca compare each layer's top 51 principal components, not all 576 "
-                     "dimensions: 512 rows support 51 (10 rows per dimension; more rows: max_tokens)"]
+    assert notes == [
+        "mean_cca, svcca, pwcca compare each layer's top 51 principal components, not all 576 "
+        "dimensions: 512 rows support 51 (10 rows per dimension; more rows: max_tokens)"
+    ]
 
 
 def test_a_permutation_null_puts_independent_data_near_zero_and_planted_far_above(independent, planted):

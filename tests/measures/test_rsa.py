@@ -42,7 +42,8 @@ def ref_rsa(x: np.ndarray, y: np.ndarray, distance: str, correlation: str) -> fl
 def test_rsa_equals_loop_reference(distance, correlation):
     x, y = pair(np.random.default_rng(1), 23, 5, 11)
     assert rsa(x, y, distance=distance, correlation=correlation) == pytest.approx(
-        ref_rsa(x, y, distance, correlation), abs=1e-10)
+        ref_rsa(x, y, distance, correlation), abs=1e-10
+    )
 
 
 def test_rdm_and_spearman_ties_get_average_ranks():

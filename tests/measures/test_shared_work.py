@@ -36,8 +36,14 @@ from thinkalike.measures.registry import MEASURE_NAMES
 from thinkalike.measures.shape import partially_whitened, prepare_shape
 
 N = 40
-OPTIONS = {"angular_shape": {"alpha": 0.5}, "svcca": {"keep": 0.99}, "mutual_knn": {"k": 5}, "cknna": {"k": 5},
-           "knn_jaccard": {"k": 5}, "linear_predictivity": {"alphas": [0.01, 1.0, 100.0], "n_folds": 4}}
+OPTIONS = {
+    "angular_shape": {"alpha": 0.5},
+    "svcca": {"keep": 0.99},
+    "mutual_knn": {"k": 5},
+    "cknna": {"k": 5},
+    "knn_jaccard": {"k": 5},
+    "linear_predictivity": {"alphas": [0.01, 1.0, 100.0], "n_folds": 4},
+}
 
 
 def model(seed: int, widths: tuple[int, ...], n: int = N) -> list[np.ndarray]:
@@ -80,8 +86,9 @@ def reference(name: str, x: np.ndarray, y: np.ndarray) -> float:
         return {"mutual_knn": mutual_knn, "cknna": cknna, "knn_jaccard": knn_jaccard}[name](x, y, k=5)
     options = OPTIONS["linear_predictivity"]
     xs = x / math.sqrt(np.sum(xc**2) / len(x))
-    predicted = cross_val_predict(RidgeCV(alphas=np.array(options["alphas"])), xs, y,
-                                  cv=KFold(n_splits=options["n_folds"]))
+    predicted = cross_val_predict(
+        RidgeCV(alphas=np.array(options["alphas"])), xs, y, cv=KFold(n_splits=options["n_folds"])
+    )
     return float(r2_score(y, predicted, multioutput="variance_weighted"))
 
 
@@ -89,10 +96,13 @@ def reference_grid(layers_a: list[np.ndarray], layers_b: list[np.ndarray]) -> np
     return np.array([[[reference(name, x, y) for y in layers_b] for x in layers_a] for name in MEASURE_NAMES])
 
 
-@pytest.mark.parametrize(("widths_a", "widths_b"), [
-    ((8, 50, 72), (30, 45, 12)),  # narrow, wide (d > n) and in between (r_x + r_y > n − 1)
-    ((35, 33), (38, 36, 34)),  # both below n, together above it: the CCA complements
-])
+@pytest.mark.parametrize(
+    ("widths_a", "widths_b"),
+    [
+        ((8, 50, 72), (30, 45, 12)),  # narrow, wide (d > n) and in between (r_x + r_y > n − 1)
+        ((35, 33), (38, 36, 34)),  # both below n, together above it: the CCA complements
+    ],
+)
 def test_table_equals_the_per_pair_definitions(widths_a, widths_b):
     a, b = model(1, widths_a), model(2, widths_b)
     table = measure_table(a, b, MEASURE_NAMES, OPTIONS)
@@ -121,8 +131,9 @@ def test_calibration_nulls_equal_tables_of_the_permuted_rows():
         table = measure_table(a, [layer[permutation] for layer in b], MEASURE_NAMES, OPTIONS)
         expected = table.value.to_numpy().reshape(len(MEASURE_NAMES), 2, 2)
         np.testing.assert_allclose(result.null_cells[p], expected, rtol=0, atol=1e-9)
-        np.testing.assert_allclose(result.null_cells[p], reference_grid(a, [layer[permutation] for layer in b]),
-                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(
+            result.null_cells[p], reference_grid(a, [layer[permutation] for layer in b]), rtol=0, atol=1e-9
+        )
 
 
 def test_the_shared_factors():

@@ -27,8 +27,12 @@ def true_scales(names) -> np.ndarray:
 
 
 #: Bilinear planted truth: feature → (kind, number of values or None for numeric, weight w_k of W = diag(w)).
-BILINEAR = {"a": ("categorical", 3, 1.0), "b": ("categorical", 2, 0.6), "x": ("numeric", None, 0.4),
-            "c": ("categorical", 4, 0.2)}
+BILINEAR = {
+    "a": ("categorical", 3, 1.0),
+    "b": ("categorical", 2, 0.6),
+    "x": ("numeric", None, 0.4),
+    "c": ("categorical", 4, 0.2),
+}
 
 
 def bilinear_stimuli(n: int = 400, noise: float = 0.05, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:

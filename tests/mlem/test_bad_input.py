@@ -24,8 +24,10 @@ from thinkalike.pipelines.schema import ParameterError
 @pytest.fixture
 def no_fitting(monkeypatch):
     """Any fit is a test failure: the checks must come first."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("fit_layer ran before the input was checked")
+
     monkeypatch.setattr(fit_module, "fit_layer", refuse)
 
 
@@ -36,10 +38,10 @@ def planted():
 
 
 def test_single_valued_feature_is_dropped_with_a_warning_naming_it(caplog):
-    frame = pd.DataFrame({"pos": ["NOUN", "VERB", "NOUN"], "tense": ["none", "past", "none"],
-                          "type": ["q", "q", "q"]})
-    table = encode_features(frame, {"pos": "categorical", "tense": "categorical", "type": "categorical"},
-                            {"tense": {"none"}})
+    frame = pd.DataFrame({"pos": ["NOUN", "VERB", "NOUN"], "tense": ["none", "past", "none"], "type": ["q", "q", "q"]})
+    table = encode_features(
+        frame, {"pos": "categorical", "tense": "categorical", "type": "categorical"}, {"tense": {"none"}}
+    )
     with caplog.at_level(logging.WARNING):
         kept = drop_single_valued(table, what="gelu_2l")
     assert kept.names == ("pos",)
@@ -79,21 +81,26 @@ def test_vectors_and_features_must_have_the_same_stimuli(planted, no_fitting):
         fit_layers(features, {4: vectors[:59]}, MLEMSettings(), what="m", progress=False)
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ({"features": ["pos", "gender"]}, r"mlem.features: unknown word-level feature\(s\) \['gender'\]; known: \["),
-    ({"level": "sentence", "features": ["pos"]}, r"mlem.features: unknown sentence-level feature\(s\) \['pos'\]"),
-    ({"level": "paragraph"}, r"mlem.level"),
-    ({"fit": {"n_fold": 3}}, r"mlem.fit.n_fold: unknown parameter"),
-    ({"fit": {"n_folds": 1}}, r"mlem.fit.n_folds must be >= 2"),
-    ({"fit": {"pairs_per_step": "many"}}, r"mlem.fit.pairs_per_step"),
-    ({"max_stimuli": 6, "fit": {"n_folds": 5}}, r"mlem.max_stimuli: 6 stimuli are too few"),
-    ({"rsa_pairs": 1}, r"mlem.rsa_pairs"),
-])
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"features": ["pos", "gender"]}, r"mlem.features: unknown word-level feature\(s\) \['gender'\]; known: \["),
+        ({"level": "sentence", "features": ["pos"]}, r"mlem.features: unknown sentence-level feature\(s\) \['pos'\]"),
+        ({"level": "paragraph"}, r"mlem.level"),
+        ({"fit": {"n_fold": 3}}, r"mlem.fit.n_fold: unknown parameter"),
+        ({"fit": {"n_folds": 1}}, r"mlem.fit.n_folds must be >= 2"),
+        ({"fit": {"pairs_per_step": "many"}}, r"mlem.fit.pairs_per_step"),
+        ({"max_stimuli": 6, "fit": {"n_folds": 5}}, r"mlem.max_stimuli: 6 stimuli are too few"),
+        ({"rsa_pairs": 1}, r"mlem.rsa_pairs"),
+    ],
+)
 def test_bad_parameters_are_named(values, message):
     with pytest.raises(ParameterError, match=message):
         validate_mlem(values)
 
 
 def test_good_parameters_pass():
-    assert validate_mlem({"level": "sentence", "features": ["tense", "n_words"], "fit": {"n_folds": 3}}).level == \
-        "sentence"
+    assert (
+        validate_mlem({"level": "sentence", "features": ["tense", "n_words"], "fit": {"n_folds": 3}}).level
+        == "sentence"
+    )

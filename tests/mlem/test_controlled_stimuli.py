@@ -45,8 +45,7 @@ def read_sentence(text: str) -> dict:
     assert (aux is not None) == (labels["sentence_type"] == "question"), text
     assert take("DET") == "the"
     subject_number = NOUN_NUMBER[take("NOUN", "subject")]
-    labels.update(subject_number=subject_number, relative_clause="none", rc_noun_number="none",
-                  attractor_number="none")
+    labels.update(subject_number=subject_number, relative_clause="none", rc_noun_number="none", attractor_number="none")
     if words[i] == grammar.RELATIVE_PRONOUN:
         take("REL")
         if words[i] == "the":  # object RC: that the N V (the verb agrees with the RC noun)
@@ -98,14 +97,32 @@ def test_the_reader_agrees_with_the_grammar_on_the_corpus():
             assert row[name] == value, (row["text"], name)
 
 
-@pytest.mark.parametrize("config", [
-    ControlledConfig(),
-    ControlledConfig(nouns=3, verbs=1),
-    ControlledConfig(factors={"relative_clause": ("subject", "object"), "rc_noun_number": ("sg", "pl"),
-                              "subject_number": ("sg", "pl"), "tense": ("present", "past")}, nouns=4, verbs=2),
-    ControlledConfig(factors={"attractor_number": ("none", "sg", "pl"), "subject_number": ("sg", "pl"),
-                              "sentence_type": ("declarative", "question"), "object_number": ("sg", "none")}),
-], ids=["default", "3-nouns-1-verb", "rc-crossed-with-its-noun", "attractors"])
+@pytest.mark.parametrize(
+    "config",
+    [
+        ControlledConfig(),
+        ControlledConfig(nouns=3, verbs=1),
+        ControlledConfig(
+            factors={
+                "relative_clause": ("subject", "object"),
+                "rc_noun_number": ("sg", "pl"),
+                "subject_number": ("sg", "pl"),
+                "tense": ("present", "past"),
+            },
+            nouns=4,
+            verbs=2,
+        ),
+        ControlledConfig(
+            factors={
+                "attractor_number": ("none", "sg", "pl"),
+                "subject_number": ("sg", "pl"),
+                "sentence_type": ("declarative", "question"),
+                "object_number": ("sg", "none"),
+            }
+        ),
+    ],
+    ids=["default", "3-nouns-1-verb", "rc-crossed-with-its-noun", "attractors"],
+)
 def test_every_combination_appears_equally_often_with_labels_read_from_the_words(config):
     table = controlled_sentences(config, first_id=100)
     factors = config.crossed()
@@ -124,15 +141,21 @@ def test_every_combination_appears_equally_often_with_labels_read_from_the_words
         assert row["words"][row["subject_index"]] in NOUN_NUMBER
     # the lexicon is the first nouns and verbs; each subject noun and main verb is balanced over the conditions
     subjects = table.apply(lambda r: r["words"][r["subject_index"]], axis=1).map(
-        {f: n.singular for n in grammar.NOUNS for f in (n.singular, n.plural)})
-    assert set(subjects) == {noun.singular for noun in grammar.ANIMATE_NOUNS[:config.nouns]}
+        {f: n.singular for n in grammar.NOUNS for f in (n.singular, n.plural)}
+    )
+    assert set(subjects) == {noun.singular for noun in grammar.ANIMATE_NOUNS[: config.nouns]}
     assert set(subjects.value_counts()) == {len(table) // config.nouns}
 
 
 def test_default_set_is_small_and_one_template_per_condition():
     table = controlled_sentences()
     assert len(table) == 72 * 2 * 2 and list(CONTROLLED_DEFAULT_FACTORS) == [
-        "subject_number", "object_number", "tense", "sentence_type", "relative_clause"]
+        "subject_number",
+        "object_number",
+        "tense",
+        "sentence_type",
+        "relative_clause",
+    ]
     words = {word for sentence in table["words"] for word in sentence}
     assert len(words) <= 30  # dog(s), cat(s), 4 verbs' forms, the, that, does/do/did, . ?
     shapes = table.assign(shape=table["pos"].map(" ".join)).groupby(list(CONTROLLED_DEFAULT_FACTORS))["shape"]
@@ -146,15 +169,20 @@ def test_controlled_set_is_deterministic_and_leaves_the_corpus_alone():
     pd.testing.assert_frame_equal(before, generate_sentences(50, seed=5))
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"nouns": 1}, r"ControlledConfig\.nouns"),
-    ({"verbs": 0}, r"ControlledConfig\.verbs"),
-    ({"factors": {"gender": ("f", "m")}}, "unknown feature 'gender'"),
-    ({"factors": {"tense": ("present",)}}, r"factors\.tense: two or more"),
-    ({"factors": {"rc_noun_number": ("sg", "pl")}}, "rc_noun_number is defined exactly when"),
-    ({"factors": {"relative_clause": ("none", "subject"), "attractor_number": ("none", "sg")}},
-     "relative clause or a prepositional attractor"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"nouns": 1}, r"ControlledConfig\.nouns"),
+        ({"verbs": 0}, r"ControlledConfig\.verbs"),
+        ({"factors": {"gender": ("f", "m")}}, "unknown feature 'gender'"),
+        ({"factors": {"tense": ("present",)}}, r"factors\.tense: two or more"),
+        ({"factors": {"rc_noun_number": ("sg", "pl")}}, "rc_noun_number is defined exactly when"),
+        (
+            {"factors": {"relative_clause": ("none", "subject"), "attractor_number": ("none", "sg")}},
+            "relative clause or a prepositional attractor",
+        ),
+    ],
+)
 def test_bad_configs_are_refused_naming_the_setting(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ControlledConfig(**kwargs)

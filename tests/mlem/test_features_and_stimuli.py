@@ -32,17 +32,21 @@ from thinkalike.models.activation_store import (
 
 
 def test_pair_differences_follow_the_definition():
-    frame = pd.DataFrame({"pos": ["NOUN", "VERB", "NOUN", "DET"], "number": ["sg", "pl", "none", "sg"],
-                          "position": [0, 2, 4, 8]})
-    table = encode_features(frame, {"pos": "categorical", "number": "categorical", "position": "numeric"},
-                            {"number": {"none"}})
+    frame = pd.DataFrame(
+        {"pos": ["NOUN", "VERB", "NOUN", "DET"], "number": ["sg", "pl", "none", "sg"], "position": [0, 2, 4, 8]}
+    )
+    table = encode_features(
+        frame, {"pos": "categorical", "number": "categorical", "position": "numeric"}, {"number": {"none"}}
+    )
     values, categorical = feature_tensors(table, dtype=torch.float64)
     first, second = torch.tensor([0, 0, 1, 2, 3]), torch.tensor([1, 2, 3, 3, 3])
-    expected = [[1, 1, 0.25],   # NOUN/VERB, sg/pl, |0-2|/8
-                [0, 0, 0.5],    # NOUN/NOUN, number undefined for 2
-                [1, 1, 0.75],
-                [1, 0, 0.5],    # number undefined for 2
-                [0, 0, 0.0]]    # a stimulus with itself
+    expected = [
+        [1, 1, 0.25],  # NOUN/VERB, sg/pl, |0-2|/8
+        [0, 0, 0.5],  # NOUN/NOUN, number undefined for 2
+        [1, 1, 0.75],
+        [1, 0, 0.5],  # number undefined for 2
+        [0, 0, 0.0],
+    ]  # a stimulus with itself
     np.testing.assert_allclose(pair_differences(values, categorical, first, second).numpy(), expected)
 
 
@@ -65,15 +69,27 @@ def test_correlated_features_are_found():
 
 
 def test_word_features_of_an_object_relative_clause():
-    sentence = pd.DataFrame([{
-        "sentence_id": 7, "text": "the dog that the cats see runs .", "source": "grammar",
-        "words": ["the", "dog", "that", "the", "cats", "see", "runs", "."],
-        "pos": ["DET", "NOUN", "REL", "DET", "NOUN", "VERB", "VERB", "PUNCT"],
-        "word_position": list(range(8)),
-        "word_role": ["other", "subject", "other", "other", "rc_noun", "rc_verb", "main_verb", "other"],
-        "subject_number": "sg", "object_number": "none", "tense": "present", "relative_clause": "object",
-        "attractor_number": "none", "rc_noun_number": "pl", "sentence_type": "declarative", "n_words": 8,
-    }])
+    sentence = pd.DataFrame(
+        [
+            {
+                "sentence_id": 7,
+                "text": "the dog that the cats see runs .",
+                "source": "grammar",
+                "words": ["the", "dog", "that", "the", "cats", "see", "runs", "."],
+                "pos": ["DET", "NOUN", "REL", "DET", "NOUN", "VERB", "VERB", "PUNCT"],
+                "word_position": list(range(8)),
+                "word_role": ["other", "subject", "other", "other", "rc_noun", "rc_verb", "main_verb", "other"],
+                "subject_number": "sg",
+                "object_number": "none",
+                "tense": "present",
+                "relative_clause": "object",
+                "attractor_number": "none",
+                "rc_noun_number": "pl",
+                "sentence_type": "declarative",
+                "n_words": 8,
+            }
+        ]
+    )
     words = stimulus_table(sentence, "word").set_index("word_index")
     assert words["number"].tolist() == ["none", "sg", "none", "none", "pl", "pl", "sg", "none"]
     assert words["tense"].tolist() == ["none"] * 5 + ["present", "present", "none"]
@@ -111,11 +127,18 @@ def test_natural_text_is_left_out_and_sampling_is_seeded():
 @pytest.fixture
 def tiny_store(tmp_path):
     """Two sentences, tokens: <bos> w0a w0b w1 <eos> | <bos> w0 w1 <eos>; 2 layers, d = 2."""
-    index = pd.DataFrame({
-        "sequence": [0] * 9, "position": list(range(9)), "token_id": [1, 5, 6, 7, 2, 1, 8, 9, 2],
-        "token": list("bxyzebuve"), "sentence_id": [0, 0, 0, 0, 0, 1, 1, 1, 1],
-        "word_index": [-1, 0, 0, 1, -1, -1, 0, 1, -1], "is_special": [1, 0, 0, 0, 1, 1, 0, 0, 1],
-        "source": "grammar"}).astype({"is_special": bool})
+    index = pd.DataFrame(
+        {
+            "sequence": [0] * 9,
+            "position": list(range(9)),
+            "token_id": [1, 5, 6, 7, 2, 1, 8, 9, 2],
+            "token": list("bxyzebuve"),
+            "sentence_id": [0, 0, 0, 0, 0, 1, 1, 1, 1],
+            "word_index": [-1, 0, 0, 1, -1, -1, 0, 1, -1],
+            "is_special": [1, 0, 0, 0, 1, 1, 0, 0, 1],
+            "source": "grammar",
+        }
+    ).astype({"is_special": bool})
     tokens = np.arange(2 * 9 * 2, dtype=np.float32).reshape(2, 9, 2)
     path = tmp_path / "store"
     write_activation_store(path, [ActivationBatch(tokens, np.ones((1, 9), dtype=np.int64), 0)], "toy")

@@ -69,8 +69,11 @@ def test_fit_is_deterministic(planted):
 
 def test_interaction_model_is_psd_with_unit_frobenius_norm(planted):
     features, vectors, _ = planted
-    fit = fit_layer(features, vectors, MLEMSettings(interactions=True, pairs_per_step=512, n_folds=2,
-                                                    n_permutations=2, max_steps=150))
+    fit = fit_layer(
+        features,
+        vectors,
+        MLEMSettings(interactions=True, pairs_per_step=512, n_folds=2, n_permutations=2, max_steps=150),
+    )
     for matrix in fit.matrices:
         np.testing.assert_allclose(matrix, matrix.T, atol=1e-6)
         assert np.linalg.eigvalsh(matrix).min() > -1e-6
@@ -87,8 +90,7 @@ def test_metric_model_formulas():
     expected = softplus / np.linalg.norm(softplus)
     np.testing.assert_allclose(model.weights().detach().numpy(), expected, rtol=1e-6)
     differences = torch.tensor([[1.0, 0.0, 0.5], [0.0, 0.0, 0.0]])
-    np.testing.assert_allclose(model(differences).detach().numpy(), [expected[0] + 0.25 * expected[2], 0.0],
-                               rtol=1e-6)
+    np.testing.assert_allclose(model(differences).detach().numpy(), [expected[0] + 0.25 * expected[2], 0.0], rtol=1e-6)
     full = MetricModel(2, interactions=True)
     with torch.no_grad():
         full.factor.copy_(torch.tensor([[1.0, 0.0], [2.0, 1.0]]))
@@ -129,8 +131,9 @@ def test_numeric_feature_weight_is_recovered_under_the_bilinear_form():
     frame, vectors = bilinear_stimuli()
     kinds = {name: kind for name, (kind, _, _) in BILINEAR.items()}
     features = encode_features(frame, kinds)
-    fit = fit_layer(features, vectors, MLEMSettings(pairs_per_step=1024, n_folds=3, n_permutations=2,
-                                                    heldout_pairs=2000))
+    fit = fit_layer(
+        features, vectors, MLEMSettings(pairs_per_step=1024, n_folds=3, n_permutations=2, heldout_pairs=2000)
+    )
     weights = fit.weights.mean(axis=0)
     truth = bilinear_weights(features.names)
     numeric = features.names.index("x")

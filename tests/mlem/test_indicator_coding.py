@@ -24,10 +24,19 @@ SETTINGS = MLEMSettings(pairs_per_step=512, n_folds=3, n_permutations=3, heldout
 
 
 def test_indicator_columns_values_and_groups():
-    frame = pd.DataFrame({"pos": ["DET", "NOUN", "VERB", "NOUN", "DET"], "number": ["sg", "pl", "none", "sg", "none"],
-                          "tense": ["none", "past", "present", "none", "past"], "position": [0, 1, 2, 3, 4]})
-    table = encode_features(frame, {"pos": "categorical", "number": "categorical", "tense": "categorical",
-                                    "position": "numeric"}, {"number": {"none"}, "tense": {"none"}})
+    frame = pd.DataFrame(
+        {
+            "pos": ["DET", "NOUN", "VERB", "NOUN", "DET"],
+            "number": ["sg", "pl", "none", "sg", "none"],
+            "tense": ["none", "past", "present", "none", "past"],
+            "position": [0, 1, 2, 3, 4],
+        }
+    )
+    table = encode_features(
+        frame,
+        {"pos": "categorical", "number": "categorical", "tense": "categorical", "position": "numeric"},
+        {"number": {"none"}, "tense": {"none"}},
+    )
     coded = indicator_coding(table)
     assert coded.names == ("pos=DET", "pos=NOUN", "pos=VERB", "number", "tense", "position")
     assert coded.groups == ("pos", "pos", "pos", "number", "tense", "position")

@@ -83,9 +83,11 @@ def test_long_table_round_trip_and_finite_rows():
 
 
 def test_importance_profiles_fill_a_dropped_feature_with_zero():
-    rows = [{"model": "m", "layer": layer, "feature": feature, "importance": value, "fold": -1}
-            for layer, values in [(1, {"x": 0.2, "y": 0.1}), (0, {"x": 0.3, "y": 0.0})]
-            for feature, value in values.items()]
+    rows = [
+        {"model": "m", "layer": layer, "feature": feature, "importance": value, "fold": -1}
+        for layer, values in [(1, {"x": 0.2, "y": 0.1}), (0, {"x": 0.3, "y": 0.0})]
+        for feature, value in values.items()
+    ]
     rows.append({"model": "n", "layer": 0, "feature": "x", "importance": 0.5, "fold": -1})
     rows.append({"model": "n", "layer": 0, "feature": "x", "importance": 9.0, "fold": 0})  # a fold row: ignored
     labels, matrix, features = importance_profiles(pd.DataFrame(rows))

@@ -23,8 +23,14 @@ def permutahedron_projection(z: np.ndarray) -> np.ndarray:
         bound = rho[:size].sum()
         for subset in itertools.combinations(range(n), size):
             constraints.append({"type": "ineq", "fun": lambda mu, s=list(subset), b=bound: b - mu[s].sum()})
-    result = minimize(lambda mu: 0.5 * np.sum((mu - z) ** 2), np.full(n, rho.mean()), jac=lambda mu: mu - z,
-                      constraints=constraints, method="SLSQP", options={"ftol": 1e-12, "maxiter": 500})
+    result = minimize(
+        lambda mu: 0.5 * np.sum((mu - z) ** 2),
+        np.full(n, rho.mean()),
+        jac=lambda mu: mu - z,
+        constraints=constraints,
+        method="SLSQP",
+        options={"ftol": 1e-12, "maxiter": 500},
+    )
     return result.x
 
 

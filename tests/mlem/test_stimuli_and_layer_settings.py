@@ -18,22 +18,36 @@ from thinkalike.pipelines.mlem.pipeline import create_pipeline
 from thinkalike.pipelines.mlem.schema import validate_mlem
 from thinkalike.pipelines.schema import ParameterError
 
-ZOO = {"models": {"gelu_2l": {"family": "bridge", "architecture": {"n_layers": 2}},
-                  "neox_l": {"family": "hf", "architecture": {"model_type": "gpt_neox", "num_hidden_layers": 4}}}}
+ZOO = {
+    "models": {
+        "gelu_2l": {"family": "bridge", "architecture": {"n_layers": 2}},
+        "neox_l": {"family": "hf", "architecture": {"model_type": "gpt_neox", "num_hidden_layers": 4}},
+    }
+}
 CONTROLLED_ON = {"controlled_stimuli": {"enabled": True}}
 
 
-@pytest.mark.parametrize(("mlem", "parameters", "message"), [
-    ({"stimuli": "controlled"}, {"corpus": {}}, r"mlem\.stimuli: 'controlled' needs corpus\.controlled_stimuli"),
-    ({"stimuli": "natural"}, None, r"mlem\.stimuli: Input should be 'corpus' or 'controlled'"),
-    ({"categorical_coding": "one_hot"}, None, r"mlem\.categorical_coding: Input should be 'equality' or 'indicators'"),
-    ({"layers": [0, 1, 1]}, None, r"mlem\.layers: each layer once"),
-    ({"layers": []}, None, r"mlem\.layers: List should have at least 1 item"),
-    ({"layers": [-1]}, None, r"mlem\.layers\.0: Input should be greater than or equal to 0"),
-    ({"layers": [0, 3]}, {"zoo": ZOO}, r"mlem\.layers: zoo model gelu_2l stores layers 0\.\.2, not \[3\]"),
-    ({"layers": [0, 2]}, {"zoo": ZOO, "activations": {"layers": [0, 4]}},
-     r"mlem\.layers: layer\(s\) \[2\] are not stored \(activations\.layers: \[0, 4\]\)"),
-])
+@pytest.mark.parametrize(
+    ("mlem", "parameters", "message"),
+    [
+        ({"stimuli": "controlled"}, {"corpus": {}}, r"mlem\.stimuli: 'controlled' needs corpus\.controlled_stimuli"),
+        ({"stimuli": "natural"}, None, r"mlem\.stimuli: Input should be 'corpus' or 'controlled'"),
+        (
+            {"categorical_coding": "one_hot"},
+            None,
+            r"mlem\.categorical_coding: Input should be 'equality' or 'indicators'",
+        ),
+        ({"layers": [0, 1, 1]}, None, r"mlem\.layers: each layer once"),
+        ({"layers": []}, None, r"mlem\.layers: List should have at least 1 item"),
+        ({"layers": [-1]}, None, r"mlem\.layers\.0: Input should be greater than or equal to 0"),
+        ({"layers": [0, 3]}, {"zoo": ZOO}, r"mlem\.layers: zoo model gelu_2l stores layers 0\.\.2, not \[3\]"),
+        (
+            {"layers": [0, 2]},
+            {"zoo": ZOO, "activations": {"layers": [0, 4]}},
+            r"mlem\.layers: layer\(s\) \[2\] are not stored \(activations\.layers: \[0, 4\]\)",
+        ),
+    ],
+)
 def test_bad_stimuli_and_layer_settings_are_named_at_start(mlem, parameters, message):
     with pytest.raises(ParameterError, match=message):
         validate_mlem(mlem, parameters)
@@ -47,15 +61,18 @@ def test_good_stimuli_and_layer_settings_pass():
     assert validate_mlem({}).stimuli == "corpus"  # the default: the corpus's held-out sentences
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ({"nouns": 1}, r"corpus\.controlled_stimuli\.nouns: Input should be greater than or equal to 2"),
-    ({"verbs": 99}, r"corpus\.controlled_stimuli\.verbs: Input should be less than or equal to"),
-    ({"factors": {"gender": ["f", "m"]}}, r"corpus\.controlled_stimuli\.factors: unknown feature 'gender'"),
-    ({"factors": {"tense": ["present"]}}, r"corpus\.controlled_stimuli\.factors: tense: two or more"),
-    ({"factors": {"rc_noun_number": ["sg", "pl"]}}, r"corpus\.controlled_stimuli\.factors: rc_noun_number is"),
-    ({"enabled": "yes"}, r"corpus\.controlled_stimuli\.enabled: Input should be a valid boolean"),
-    ({"size": 3}, r"corpus\.controlled_stimuli\.size: unknown parameter"),
-])
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"nouns": 1}, r"corpus\.controlled_stimuli\.nouns: Input should be greater than or equal to 2"),
+        ({"verbs": 99}, r"corpus\.controlled_stimuli\.verbs: Input should be less than or equal to"),
+        ({"factors": {"gender": ["f", "m"]}}, r"corpus\.controlled_stimuli\.factors: unknown feature 'gender'"),
+        ({"factors": {"tense": ["present"]}}, r"corpus\.controlled_stimuli\.factors: tense: two or more"),
+        ({"factors": {"rc_noun_number": ["sg", "pl"]}}, r"corpus\.controlled_stimuli\.factors: rc_noun_number is"),
+        ({"enabled": "yes"}, r"corpus\.controlled_stimuli\.enabled: Input should be a valid boolean"),
+        ({"size": 3}, r"corpus\.controlled_stimuli\.size: unknown parameter"),
+    ],
+)
 def test_bad_controlled_stimuli_settings_are_named(values, message):
     with pytest.raises(ParameterError, match=message):
         validate_corpus({"controlled_stimuli": values})
@@ -65,8 +82,9 @@ def test_controlled_sentences_join_the_evaluation_texts_only_when_enabled():
     heldout = generate_sentences(30, seed=2)
     corpus = {"n_evaluation_sentences": 10}
     assert len(build_evaluation_texts(heldout, settings=validate_corpus(corpus))) == 10
-    joined = build_evaluation_texts(heldout, settings=validate_corpus({**corpus, "controlled_stimuli": {
-        "enabled": True, "nouns": 2, "verbs": 1}}))
+    joined = build_evaluation_texts(
+        heldout, settings=validate_corpus({**corpus, "controlled_stimuli": {"enabled": True, "nouns": 2, "verbs": 1}})
+    )
     assert len(joined) == 10 + 72 * 2 * 1
     assert joined["sentence_id"].is_unique and joined["sentence_id"].iloc[10] == heldout["sentence_id"].max() + 1
     assert list(joined["source"].value_counts().sort_index().items()) == [("controlled", 144), ("grammar", 10)]
@@ -78,8 +96,10 @@ def test_controlled_sentences_join_the_evaluation_texts_only_when_enabled():
 
 
 def test_controlled_stimuli_keep_mlem_when_natural_text_replaces_the_grammar():
-    parameters = {"zoo": {"models": {"gelu_1l": {}}},
-                  "corpus": {"natural_text": {"path": "texts.txt", "use": "replace"}, **CONTROLLED_ON}}
+    parameters = {
+        "zoo": {"models": {"gelu_1l": {}}},
+        "corpus": {"natural_text": {"path": "texts.txt", "use": "replace"}, **CONTROLLED_ON},
+    }
     assert not create_pipeline({**parameters, "mlem": {"stimuli": "corpus"}}).nodes
     assert create_pipeline({**parameters, "mlem": {"stimuli": "controlled"}}).nodes
 

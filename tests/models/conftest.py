@@ -18,18 +18,64 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 # model_type -> (objective, config kwargs); hidden 80 / 5 heads = head dim 16 for NeoX, partial rotary.
 TINY_CONFIGS: dict[str, tuple[str, dict]] = {
-    "gpt2": ("causal", dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=32,
-                            bos_token_id=2, eos_token_id=3)),
-    "gpt_neox": ("causal", dict(vocab_size=VOCAB, hidden_size=80, num_hidden_layers=2, num_attention_heads=5,
-                                intermediate_size=96, max_position_embeddings=32, rotary_pct=0.5,
-                                bos_token_id=2, eos_token_id=3)),
-    "bert": ("masked", dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                            intermediate_size=48, max_position_embeddings=32)),
-    "llama": ("causal", dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                             num_key_value_heads=2, intermediate_size=48, max_position_embeddings=32,
-                             tie_word_embeddings=False, bos_token_id=2, eos_token_id=3)),
-    "mamba": ("causal", dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, state_size=4, expand=2,
-                             conv_kernel=4, bos_token_id=2, eos_token_id=3, pad_token_id=0)),
+    "gpt2": (
+        "causal",
+        dict(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=32, bos_token_id=2, eos_token_id=3),
+    ),
+    "gpt_neox": (
+        "causal",
+        dict(
+            vocab_size=VOCAB,
+            hidden_size=80,
+            num_hidden_layers=2,
+            num_attention_heads=5,
+            intermediate_size=96,
+            max_position_embeddings=32,
+            rotary_pct=0.5,
+            bos_token_id=2,
+            eos_token_id=3,
+        ),
+    ),
+    "bert": (
+        "masked",
+        dict(
+            vocab_size=VOCAB,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=48,
+            max_position_embeddings=32,
+        ),
+    ),
+    "llama": (
+        "causal",
+        dict(
+            vocab_size=VOCAB,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=48,
+            max_position_embeddings=32,
+            tie_word_embeddings=False,
+            bos_token_id=2,
+            eos_token_id=3,
+        ),
+    ),
+    "mamba": (
+        "causal",
+        dict(
+            vocab_size=VOCAB,
+            hidden_size=32,
+            num_hidden_layers=2,
+            state_size=4,
+            expand=2,
+            conv_kernel=4,
+            bos_token_id=2,
+            eos_token_id=3,
+            pad_token_id=0,
+        ),
+    ),
 }
 
 
@@ -40,8 +86,14 @@ def make_tokenizer():
     words = SPECIALS + [f"w{i}" for i in range(VOCAB - len(SPECIALS))]
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
 
 
 def build_module(model_type: str, seed: int = 0) -> torch.nn.Module:
@@ -89,8 +141,11 @@ def batch():
 
 def _llama_cpp_permute(weight: np.ndarray, n_head: int) -> np.ndarray:
     """llama.cpp's convert_hf_to_gguf ``permute`` of q/k rows (transformers reverses it on load)."""
-    return (weight.reshape(n_head, 2, weight.shape[0] // n_head // 2, *weight.shape[1:])
-            .swapaxes(1, 2).reshape(weight.shape))
+    return (
+        weight.reshape(n_head, 2, weight.shape[0] // n_head // 2, *weight.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weight.shape)
+    )
 
 
 def write_llama_gguf(path: Path, module: torch.nn.Module) -> None:
@@ -128,10 +183,12 @@ def write_llama_gguf(path: Path, module: torch.nn.Module) -> None:
     for i in range(cfg.num_hidden_layers):
         p = f"model.layers.{i}."
         writer.add_tensor(f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"])
-        writer.add_tensor(f"blk.{i}.attn_q.weight",
-                          _llama_cpp_permute(sd[p + "self_attn.q_proj.weight"], cfg.num_attention_heads))
-        writer.add_tensor(f"blk.{i}.attn_k.weight",
-                          _llama_cpp_permute(sd[p + "self_attn.k_proj.weight"], cfg.num_key_value_heads))
+        writer.add_tensor(
+            f"blk.{i}.attn_q.weight", _llama_cpp_permute(sd[p + "self_attn.q_proj.weight"], cfg.num_attention_heads)
+        )
+        writer.add_tensor(
+            f"blk.{i}.attn_k.weight", _llama_cpp_permute(sd[p + "self_attn.k_proj.weight"], cfg.num_key_value_heads)
+        )
         writer.add_tensor(f"blk.{i}.attn_v.weight", sd[p + "self_attn.v_proj.weight"])
         writer.add_tensor(f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"])
         writer.add_tensor(f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
@@ -163,9 +220,11 @@ def tiny_llama_gguf(tmp_path_factory) -> tuple[Path, torch.nn.Module]:
 
 # ---------------------------------------------------------------------- sentence encoders
 ENCODER_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-ENCODER_WORDS = ("the a an of to and in on is was it that this with for as at by from cat dog sat ran "
-                 "mat house tree river long sentence word words text here there one two three four five six "
-                 "seven eight nine ten quick brown fox jumps over lazy , . ! ?").split()
+ENCODER_WORDS = (
+    "the a an of to and in on is was it that this with for as at by from cat dog sat ran "
+    "mat house tree river long sentence word words text here there one two three four five six "
+    "seven eight nine ten quick brown fox jumps over lazy , . ! ?"
+).split()
 
 
 def make_encoder_tokenizer():
@@ -179,17 +238,31 @@ def make_encoder_tokenizer():
     tok.normalizer = normalizers.BertNormalizer(clean_text=True, lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
 
 
 def encoder_config(vocab_size: int):
     from transformers import BertConfig
 
-    return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                      intermediate_size=48, max_position_embeddings=64)
+    return BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=64,
+    )
 
 
 def _save_bert(directory: Path, class_name: str, seed: int, drop: tuple[str, ...]) -> Path:
@@ -200,15 +273,19 @@ def _save_bert(directory: Path, class_name: str, seed: int, drop: tuple[str, ...
 
     tokenizer = make_encoder_tokenizer()
     torch.manual_seed(seed)
-    getattr(transformers, class_name)(encoder_config(len(tokenizer))).save_pretrained(directory,
-                                                                                       safe_serialization=True)
+    getattr(transformers, class_name)(encoder_config(len(tokenizer))).save_pretrained(
+        directory, safe_serialization=True
+    )
     tokenizer.save_pretrained(directory)
     if drop:
         weights = load_file(directory / "model.safetensors")
         unknown = set(drop) - set(weights)
         assert not unknown, f"not in the checkpoint: {unknown}"
-        save_file({k: v for k, v in weights.items() if k not in drop}, directory / "model.safetensors",
-                  metadata={"format": "pt"})
+        save_file(
+            {k: v for k, v in weights.items() if k not in drop},
+            directory / "model.safetensors",
+            metadata={"format": "pt"},
+        )
     return directory
 
 

@@ -17,9 +17,16 @@ def make_corpus(lengths, seed=0):
     for sequence, length in enumerate(lengths):
         for position in range(length):
             special = position in (0, length - 1)
-            rows.append({"sequence": sequence, "position": position, "token_id": int(rng.integers(5, 50)),
-                         "sentence_id": sequence, "word_index": -1 if special else (position - 1) // 2,
-                         "is_special": special})
+            rows.append(
+                {
+                    "sequence": sequence,
+                    "position": position,
+                    "token_id": int(rng.integers(5, 50)),
+                    "sentence_id": sequence,
+                    "word_index": -1 if special else (position - 1) // 2,
+                    "is_special": special,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -27,8 +34,10 @@ def make_store(path, lengths, batch_size, layers=2, width=3, n_ctx=8, seed=0, mo
     rng = np.random.default_rng(seed)
     residual = rng.standard_normal((layers, len(lengths), n_ctx, width)).astype(np.float32)
     mask = (np.arange(n_ctx)[None] < np.array(lengths)[:, None]).astype(np.int64)
-    batches = [ActivationBatch.from_padded(residual[:, s:s + batch_size], mask[s:s + batch_size], s)
-               for s in range(0, len(lengths), batch_size)]
+    batches = [
+        ActivationBatch.from_padded(residual[:, s : s + batch_size], mask[s : s + batch_size], s)
+        for s in range(0, len(lengths), batch_size)
+    ]
     return write_activation_store(path, batches, model=model), residual, mask
 
 
@@ -39,8 +48,11 @@ def test_token_minibatches_rebatch_across_different_shard_sizes(tmp_path):
     index = make_corpus(LENGTHS)
     store_a, res_a, mask = make_store(tmp_path / "a", LENGTHS, batch_size=2, seed=1, model="a")
     store_b, res_b, _ = make_store(tmp_path / "b", LENGTHS, batch_size=3, width=5, seed=2, model="b")
-    batches = list(aligned_minibatches(store_a, index, store_b, index, pooling="token", batch_tokens=10,
-                                       exclude_special_tokens=False))
+    batches = list(
+        aligned_minibatches(
+            store_a, index, store_b, index, pooling="token", batch_tokens=10, exclude_special_tokens=False
+        )
+    )
     flat_a = res_a.reshape(2, -1, 3)[:, mask.reshape(-1).astype(bool)]
     flat_b = res_b.reshape(2, -1, 5)[:, mask.reshape(-1).astype(bool)]
     assert [b[0].shape[1] for b in batches] == [10, 10, 10, 13]  # the remainder (3) joins the last batch
@@ -51,8 +63,11 @@ def test_token_minibatches_rebatch_across_different_shard_sizes(tmp_path):
 def test_fewer_rows_than_a_batch_give_one_batch(tmp_path):
     index = make_corpus(LENGTHS)
     store, _, _ = make_store(tmp_path / "a", LENGTHS, batch_size=4)
-    batches = list(aligned_minibatches(store, index, store, index, pooling="token", batch_tokens=1000,
-                                       exclude_special_tokens=False))
+    batches = list(
+        aligned_minibatches(
+            store, index, store, index, pooling="token", batch_tokens=1000, exclude_special_tokens=False
+        )
+    )
     assert len(batches) == 1 and batches[0][0].shape[1] == sum(LENGTHS)
 
 

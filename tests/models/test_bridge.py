@@ -29,8 +29,17 @@ D_HEAD = D_MODEL // N_HEADS
 
 
 def tiny_config(act_fn: str = "gelu", seed: int = 0, **extra) -> dict:
-    return {"d_model": D_MODEL, "n_layers": N_LAYERS, "n_heads": N_HEADS, "d_mlp": D_MLP, "d_vocab": VOCAB,
-            "n_ctx": N_CTX, "act_fn": act_fn, "seed": seed, **extra}
+    return {
+        "d_model": D_MODEL,
+        "n_layers": N_LAYERS,
+        "n_heads": N_HEADS,
+        "d_mlp": D_MLP,
+        "d_vocab": VOCAB,
+        "n_ctx": N_CTX,
+        "act_fn": act_fn,
+        "seed": seed,
+        **extra,
+    }
 
 
 def perturb(module: torch.nn.Module, seed: int = 1, scale: float = 0.05) -> None:
@@ -92,8 +101,15 @@ def test_solu_and_gelu_differ_in_structure():
     gelu = build_bridge_module(tiny_config("gelu")).state_dict()
     assert "blocks.0.mlp.ln.weight" in solu and "blocks.0.mlp.ln.weight" not in gelu
     assert solu["blocks.0.mlp.ln.weight"].shape == (D_MLP,)
-    for key in ("embed.weight", "pos_embed.weight", "blocks.1.attn.o.weight", "blocks.1.mlp.in.weight",
-                "ln_final.weight", "unembed.weight", "unembed.bias"):
+    for key in (
+        "embed.weight",
+        "pos_embed.weight",
+        "blocks.1.attn.o.weight",
+        "blocks.1.mlp.in.weight",
+        "ln_final.weight",
+        "unembed.weight",
+        "unembed.bias",
+    ):
         assert key in solu and key in gelu
     assert not any("_original_component" in k for k in solu)
 
@@ -113,8 +129,7 @@ def test_state_dict_round_trip_through_safetensors(act_fn, tokens, tmp_path):
     # Parameters, not copies, were loaded: the optimiser sees the restored values.
     assert any(torch.equal(p, module.state_dict()["embed.weight"]) for p in restored.parameters())
     with pytest.raises(RuntimeError):
-        restored.load_state_dict({k: v for k, v in load_file(str(path)).items() if k != "embed.weight"},
-                                 strict=True)
+        restored.load_state_dict({k: v for k, v in load_file(str(path)).items() if k != "embed.weight"}, strict=True)
 
 
 @pytest.mark.parametrize("act_fn", ["gelu", "solu_ln"])
@@ -167,8 +182,7 @@ def test_residual_streams(handle, tokens):
     with torch.no_grad():
         streams = handle.residual_streams(input_ids, mask)
         logits = bridge_logits(module, input_ids, mask)
-        _, cache = module.run_with_cache(input_ids, attention_mask=mask,
-                                         names_filter=["hook_embed", "hook_pos_embed"])
+        _, cache = module.run_with_cache(input_ids, attention_mask=mask, names_filter=["hook_embed", "hook_pos_embed"])
     assert streams.shape == (N_LAYERS + 1, *input_ids.shape, D_MODEL)
     torch.testing.assert_close(streams[0], cache["hook_embed"] + cache["hook_pos_embed"])
     W_E, W_U = handle.embedding_matrix(), handle.unembedding_matrix()
@@ -213,8 +227,10 @@ def test_layer_parameters_shapes_and_values(handle, tokens):
 
     block = 1
     p, attn, mlp = params[block], handle.module.blocks[block].attn, handle.module.blocks[block].mlp
-    names = [f"blocks.{block}.{n}" for n in ("ln1.hook_out", "attn.hook_pattern", "hook_attn_out", "ln2.hook_out",
-                                             "mlp.hook_pre")]
+    names = [
+        f"blocks.{block}.{n}"
+        for n in ("ln1.hook_out", "attn.hook_pattern", "hook_attn_out", "ln2.hook_out", "mlp.hook_pre")
+    ]
     with torch.no_grad():
         _, cache = handle.module.run_with_cache(input_ids, attention_mask=mask, names_filter=names)
         x = cache[names[0]]  # the normalized input the attention reads
@@ -243,8 +259,7 @@ def gpt2_dir(tmp_path_factory):
 
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("tiny-gpt2")
-    config = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=100, n_positions=32,
-                        bos_token_id=0, eos_token_id=0)
+    config = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=100, n_positions=32, bos_token_id=0, eos_token_id=0)
     GPT2LMHeadModel(config).save_pretrained(path, safe_serialization=True)
     return path
 
@@ -276,7 +291,7 @@ def test_load_bridge_handle_matches_hugging_face(gpt2_dir, gpt2_handle):
     # Parameter views against HF's Conv1D layout (weight is (in, out)).
     p = h.layer_parameters(1)
     c_attn = hf.transformer.h[1].attn.c_attn.weight
-    torch.testing.assert_close(p["W_Q"][2], c_attn[:, 2 * 8:3 * 8])
+    torch.testing.assert_close(p["W_Q"][2], c_attn[:, 2 * 8 : 3 * 8])
     torch.testing.assert_close(p["W_V"][0], c_attn[:, 64:72])
     torch.testing.assert_close(p["W_O"].reshape(32, 32), hf.transformer.h[1].attn.c_proj.weight)
     torch.testing.assert_close(p["FF_in"], hf.transformer.h[1].mlp.c_fc.weight)

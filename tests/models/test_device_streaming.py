@@ -36,9 +36,16 @@ def sequences(padded: bool) -> dict[str, np.ndarray]:
 def index_table(data: dict[str, np.ndarray]) -> pd.DataFrame:
     """One row per real token: each sequence is one sentence, words of 3 tokens, the first token special."""
     sequence, position = np.nonzero(data["attention_mask"])
-    return pd.DataFrame({"sequence": sequence, "position": position, "token_id": data["input_ids"][sequence, position],
-                         "sentence_id": sequence, "word_index": np.where(position == 0, -1, (position - 1) // 3),
-                         "is_special": position == 0})
+    return pd.DataFrame(
+        {
+            "sequence": sequence,
+            "position": position,
+            "token_id": data["input_ids"][sequence, position],
+            "sentence_id": sequence,
+            "word_index": np.where(position == 0, -1, (position - 1) // 3),
+            "is_special": position == 0,
+        }
+    )
 
 
 def stream(handle, data, dtype=torch.float32, on_device=False) -> ActivationStream:
@@ -61,10 +68,10 @@ def test_on_device_streams_give_the_host_paths_cka_and_float64s_within_the_cpu_t
     data = sequences(padded=True)
     index = index_table(data)
     host = cka_of(stream(handles[0], data), stream(handles[1], data), index, pooling)
-    device = cka_of(stream(handles[0], data).kept_on_device(), stream(handles[1], data).kept_on_device(), index,
-                    pooling)
-    reference = cka_of(stream(handles[0], data, torch.float64), stream(handles[1], data, torch.float64), index,
-                       pooling)
+    device = cka_of(
+        stream(handles[0], data).kept_on_device(), stream(handles[1], data).kept_on_device(), index, pooling
+    )
+    reference = cka_of(stream(handles[0], data, torch.float64), stream(handles[1], data, torch.float64), index, pooling)
     assert np.isfinite(host).all() and host.shape == (4, 4)
     np.testing.assert_allclose(device, host, rtol=0, atol=1e-12)
     np.testing.assert_allclose(device, reference, rtol=0, atol=1e-6)  # float32 activations, float64 reductions

@@ -72,9 +72,13 @@ def test_masked_lm_checkpoint_keeps_its_head(tmp_path):
 
 
 def test_masked_lm_without_any_head_weights_loads_the_base_model(tmp_path, caplog):
-    head = ("cls.predictions.bias", "cls.predictions.transform.LayerNorm.bias",
-            "cls.predictions.transform.LayerNorm.weight", "cls.predictions.transform.dense.bias",
-            "cls.predictions.transform.dense.weight")
+    head = (
+        "cls.predictions.bias",
+        "cls.predictions.transform.LayerNorm.bias",
+        "cls.predictions.transform.LayerNorm.weight",
+        "cls.predictions.transform.dense.bias",
+        "cls.predictions.transform.dense.weight",
+    )
     directory = save_masked_lm(tmp_path / "mlm", drop=head)
     with caplog.at_level(logging.WARNING, logger="thinkalike.models.sources"):
         handle = load_model(f"hf:{directory}", device="cpu")

@@ -40,8 +40,9 @@ def test_gguf_final_norm_layer_is_its_last_hidden_state(tiny_llama_gguf, batch):
     ids, mask = batch
     with torch.no_grad():
         streams = handle.layer_streams(ids, mask, final_norm=True)
-    torch.testing.assert_close(streams[-1], _reference_hidden_states(module.eval(), ids, mask)[-1],
-                               rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(
+        streams[-1], _reference_hidden_states(module.eval(), ids, mask)[-1], rtol=1e-4, atol=1e-4
+    )
 
 
 def test_tl_source_final_norm_layer_is_transformers_last_hidden_state(tiny_checkpoints, batch):
@@ -58,8 +59,7 @@ def test_tl_source_final_norm_layer_is_transformers_last_hidden_state(tiny_check
 
 
 def test_zoo_bridge_final_norm_layer_is_its_ln_final_output():
-    module = build_bridge_module({"d_model": 16, "n_layers": 2, "n_heads": 2, "d_vocab": 40, "n_ctx": 12,
-                                  "seed": 3})
+    module = build_bridge_module({"d_model": 16, "n_layers": 2, "n_heads": 2, "d_vocab": 40, "n_ctx": 12, "seed": 3})
     with torch.no_grad():
         for parameter in module.parameters():  # move norm gains and biases off 1 and 0
             parameter.add_(0.1 * torch.randn(parameter.shape, generator=torch.Generator().manual_seed(4)))
@@ -79,8 +79,9 @@ def test_models_without_a_final_norm_say_so(build_tiny, batch):
     assert not bert.has_final_norm
     with pytest.raises(NoFinalNormError, match=r"activations\.final_norm.*'enc'.*post-LN"):
         bert.layer_streams(*batch, final_norm=True)
-    no_norm = build_bridge_module({"d_model": 16, "n_layers": 1, "n_heads": 2, "d_vocab": 40, "n_ctx": 12,
-                                   "normalization_type": None})
+    no_norm = build_bridge_module(
+        {"d_model": 16, "n_layers": 1, "n_heads": 2, "d_vocab": 40, "n_ctx": 12, "normalization_type": None}
+    )
     handle = BridgeHandle.from_module("plain", "zoo:plain", no_norm.eval(), None)
     with pytest.raises(NoFinalNormError, match="normalization_type is null"):
         list(iter_activation_batches(handle, np.zeros((1, 4), dtype=np.int64), np.ones((1, 4)), final_norm=True))
@@ -93,9 +94,13 @@ def test_extraction_stores_the_final_norm_layer_only_when_asked(loaded_handles, 
     with pytest.raises(ValueError, match=r"activations\.layers.*before the final norm"):
         check_layers([top], handle.n_layers, handle.name)
     assert check_layers([0, top], handle.n_layers, handle.name, final_norm=True) == [0, top]
-    (stored,) = list(iter_activation_batches(handle, ids.numpy(), mask.numpy(), batch_size=4, progress=False,
-                                             layers=[top], final_norm=True))
+    (stored,) = list(
+        iter_activation_batches(
+            handle, ids.numpy(), mask.numpy(), batch_size=4, progress=False, layers=[top], final_norm=True
+        )
+    )
     reference = _reference_hidden_states(handle.module, ids, mask)[-1]
     real = mask.numpy().reshape(-1).astype(bool)
-    np.testing.assert_allclose(stored.tokens()[0], reference.reshape(-1, handle.d_model).numpy()[real],
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        stored.tokens()[0], reference.reshape(-1, handle.d_model).numpy()[real], rtol=1e-5, atol=1e-5
+    )

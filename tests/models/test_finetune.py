@@ -50,9 +50,19 @@ def encoder(tokenizer):
     from thinkalike.models.architectures import build_zoo_module
     from thinkalike.models.zoo import state_dict_for_saving, zoo_config
 
-    entry = {"family": "bridge", "objective": "masked", "seed": 0,
-             "architecture": {"n_layers": 2, "d_model": 16, "n_heads": 2, "d_head": 8, "d_mlp": 32,
-                              "positional_embedding_type": "rotary"}}
+    entry = {
+        "family": "bridge",
+        "objective": "masked",
+        "seed": 0,
+        "architecture": {
+            "n_layers": 2,
+            "d_model": 16,
+            "n_heads": 2,
+            "d_head": 8,
+            "d_mlp": 32,
+            "positional_embedding_type": "rotary",
+        },
+    }
     config = zoo_config("enc_tiny", entry, tokenizer, 64)
     return state_dict_for_saving(build_zoo_module(config, seed=0)), config
 
@@ -66,17 +76,28 @@ def data(tokenizer):
 @pytest.fixture(scope="module")
 def trained(encoder, data):
     weights, config = encoder
-    return finetune_classifier(weights, config, data["train"], "copy", LABELS, SETTINGS, "cpu", progress=False,
-                               log_every=3)
+    return finetune_classifier(
+        weights, config, data["train"], "copy", LABELS, SETTINGS, "cpu", progress=False, log_every=3
+    )
 
 
 @pytest.fixture(scope="module")
 def reseeded(encoder, data):
     """The same fine-tuning with one seed changed: ``{"head_seed": …, "data_seed": …}`` → (weights, config, curve)."""
     weights, config = encoder
-    return {key: finetune_classifier(weights, config, data["train"], f"copy_{key}", LABELS,
-                                     FinetuneConfig(**{**SETTINGS.__dict__, key: 7}), "cpu", progress=False)
-            for key in ("head_seed", "data_seed")}
+    return {
+        key: finetune_classifier(
+            weights,
+            config,
+            data["train"],
+            f"copy_{key}",
+            LABELS,
+            FinetuneConfig(**{**SETTINGS.__dict__, key: 7}),
+            "cpu",
+            progress=False,
+        )
+        for key in ("head_seed", "data_seed")
+    }
 
 
 def _equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
@@ -101,8 +122,7 @@ def test_copies_differ_only_in_the_two_seeds(encoder, trained, reseeded):
         if key.startswith("unembed."):
             continue
         assert torch.equal(a[key], b[key]) and torch.equal(a[key], weights[key]), key
-    assert a["unembed.weight"].shape == (len(LABELS), 16) and not torch.equal(a["unembed.weight"],
-                                                                             b["unembed.weight"])
+    assert a["unembed.weight"].shape == (len(LABELS), 16) and not torch.equal(a["unembed.weight"], b["unembed.weight"])
     assert torch.equal(a["unembed.bias"], torch.zeros(len(LABELS)))
     # after training: changing either seed alone changes the weights, and the config records both
     for key, (changed, changed_config, _) in reseeded.items():
@@ -134,8 +154,12 @@ def test_saved_and_loaded_back_the_handle_gives_pooled_class_logits(tmp_path, to
     weights, config, _ = trained
     save_file(weights, tmp_path / "copy.safetensors")
     (tmp_path / "copy.json").write_text(json.dumps(config))
-    handle = load_classifier(load_file(tmp_path / "copy.safetensors"), json.loads((tmp_path / "copy.json").read_text()),
-                             tokenizer, device="cpu")
+    handle = load_classifier(
+        load_file(tmp_path / "copy.safetensors"),
+        json.loads((tmp_path / "copy.json").read_text()),
+        tokenizer,
+        device="cpu",
+    )
     assert isinstance(handle, SequenceClassifierHandle) and handle.n_layers == 2 and not handle.is_causal
     ids = torch.as_tensor(data["test"]["input_ids"])
     mask = torch.as_tensor(data["test"]["attention_mask"])
@@ -150,8 +174,9 @@ def test_saved_and_loaded_back_the_handle_gives_pooled_class_logits(tmp_path, to
         assert logits.shape == (len(ids), len(LABELS))
         streams = handle.residual_streams(ids, mask)
         for layer in range(handle.n_layers + 1):
-            torch.testing.assert_close(handle.logits_from_layer(streams[layer], layer, ids, mask), logits,
-                                       rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(
+                handle.logits_from_layer(streams[layer], layer, ids, mask), logits, rtol=1e-4, atol=1e-5
+            )
     assert (predict_labels(handle, ids.numpy(), mask.numpy(), batch_size=5) == logits.argmax(-1).numpy()).all()
 
 
@@ -162,8 +187,13 @@ def test_identity_stitching_with_the_label_objective(tokenizer, data, trained, r
     g = load_classifier(*reseeded["head_seed"][:2], tokenizer, device="cpu")
     train, test = data["train"], data["test"]
     settings = StitchSettings(steps=1, warmup_steps=0, eval_batch_size=16, n_bootstrap=20)
-    kwargs = {"train_mask": train["attention_mask"], "eval_mask": test["attention_mask"],
-                  "train_labels": train["labels"], "eval_labels": test["labels"], "progress": False}
+    kwargs = {
+        "train_mask": train["attention_mask"],
+        "eval_mask": test["attention_mask"],
+        "train_labels": train["labels"],
+        "eval_labels": test["labels"],
+        "progress": False,
+    }
     own = stitch(f, f, 1, 1, "identity", train["input_ids"], test["input_ids"], settings, **kwargs)
     assert own.objective == "label" and abs(own.penalty) <= 1e-6
     across = stitch(f, g, 1, 1, "identity", train["input_ids"], test["input_ids"], settings, **kwargs)
@@ -202,8 +232,9 @@ def test_zoo_source_loads_a_classifier_config_as_a_classifier_handle(tokenizer, 
     mask = torch.as_tensor(data["test"]["attention_mask"][:4])
     with torch.no_grad():
         assert handle.logits(ids, mask).shape == (4, len(LABELS))
-    plain = load_model("zoo:enc_tiny", zoo_artifacts={"enc_tiny": (encoder[1], encoder[0])}, tokenizer=tokenizer,
-                       device="cpu")
+    plain = load_model(
+        "zoo:enc_tiny", zoo_artifacts={"enc_tiny": (encoder[1], encoder[0])}, tokenizer=tokenizer, device="cpu"
+    )
     assert type(plain) is BridgeHandle  # an encoder without a classifier entry stays a plain handle
 
 
@@ -225,11 +256,11 @@ def test_a_token_sees_later_tokens_and_never_the_padding(encoder, data):
     with torch.no_grad():
         base = bridge_logits(module, ids, mask)
         assert (base[0, 0] - bridge_logits(module, changed, mask)[0, 0]).abs().max() > 1e-4
-        padded = bridge_logits(module, padded_ids, padded_mask)[:, :ids.shape[1]]
+        padded = bridge_logits(module, padded_ids, padded_mask)[:, : ids.shape[1]]
         real = mask.bool()
         torch.testing.assert_close(padded[real], base[real], rtol=1e-5, atol=1e-6)
-        alone = bridge_logits(module, ids[3:4, :int(mask[3].sum())], mask[3:4, :int(mask[3].sum())])
-        torch.testing.assert_close(alone[0], base[3, :int(mask[3].sum())], rtol=1e-5, atol=1e-6)
+        alone = bridge_logits(module, ids[3:4, : int(mask[3].sum())], mask[3:4, : int(mask[3].sum())])
+        torch.testing.assert_close(alone[0], base[3, : int(mask[3].sum())], rtol=1e-5, atol=1e-6)
 
 
 def test_fine_tuning_learns_a_token_presence_task_with_labels_kept_with_their_rows(encoder, tokenizer):
@@ -245,8 +276,9 @@ def test_fine_tuning_learns_a_token_presence_task_with_labels_kept_with_their_ro
     assert 0.15 < labels.mean() < 0.45
     task = {**encoded, "labels": labels}
     settings = FinetuneConfig(steps=60, batch_size=16, learning_rate=1e-2, warmup_steps=5, head_seed=1, data_seed=2)
-    trained, trained_config, curve = finetune_classifier(weights, config, task, "presence", LABELS, settings, "cpu",
-                                                         progress=False, log_every=5)
+    trained, trained_config, curve = finetune_classifier(
+        weights, config, task, "presence", LABELS, settings, "cpu", progress=False, log_every=5
+    )
     assert curve.train_loss.iloc[0] < 0.8  # ≈ the chance-level cross-entropy of a small head
     handle = load_classifier(trained, trained_config, tokenizer, device="cpu")
     predicted = predict_labels(handle, task["input_ids"], task["attention_mask"])

@@ -121,6 +121,7 @@ def test_residual_streams_follow_the_callers_grad_mode(loaded_handles, batch):
 # ---------------------------------------------------------------------- parameter groups
 def _model_projections(mt: str, blk, x: torch.Tensor, n_heads: int, d_head: int):
     """q, k, v ``(n, heads, d_head)`` from the model's own modules, biases removed; and W_O's map."""
+
     def nobias(linear, inp):
         return linear(inp) - linear(torch.zeros_like(inp))
 
@@ -141,8 +142,9 @@ def _model_projections(mt: str, blk, x: torch.Tensor, n_heads: int, d_head: int)
         att = blk.self_attn
         q = att.q_proj(x).reshape(n, n_heads, d_head)
         n_kv = att.k_proj.weight.shape[0] // d_head
-        k, v = (m(x).reshape(n, n_kv, d_head).repeat_interleave(n_heads // n_kv, dim=1)
-                for m in (att.k_proj, att.v_proj))
+        k, v = (
+            m(x).reshape(n, n_kv, d_head).repeat_interleave(n_heads // n_kv, dim=1) for m in (att.k_proj, att.v_proj)
+        )
         out = att.o_proj
     return q, k, v, (lambda z: nobias(out, z))
 
@@ -178,23 +180,23 @@ def test_parameter_values_against_raw_weight_slices(loaded_handles):
     # GPT-2 Conv1D c_attn (d, 3d): W_K of head 2 is columns d + 2*dh .. d + 3*dh
     p, dh, d = gpt2.layer_parameters(1), gpt2.dims.d_head, gpt2.d_model
     w = gpt2.blocks[1].attn.c_attn.weight
-    torch.testing.assert_close(p["W_K"][2], w[:, d + 2 * dh:d + 3 * dh])
-    torch.testing.assert_close(p["W_O"][3], gpt2.blocks[1].attn.c_proj.weight[3 * dh:4 * dh])
+    torch.testing.assert_close(p["W_K"][2], w[:, d + 2 * dh : d + 3 * dh])
+    torch.testing.assert_close(p["W_O"][3], gpt2.blocks[1].attn.c_proj.weight[3 * dh : 4 * dh])
     torch.testing.assert_close(p["FF_in"], gpt2.blocks[1].mlp.c_fc.weight)
     # NeoX query_key_value rows: [head, (q, k, v), d_head]
     p, dh = neox.layer_parameters(0), neox.dims.d_head
     w = neox.blocks[0].attention.query_key_value.weight
-    torch.testing.assert_close(p["W_Q"][4], w[4 * 3 * dh:4 * 3 * dh + dh].T)
-    torch.testing.assert_close(p["W_V"][1], w[1 * 3 * dh + 2 * dh:2 * 3 * dh].T)
+    torch.testing.assert_close(p["W_Q"][4], w[4 * 3 * dh : 4 * 3 * dh + dh].T)
+    torch.testing.assert_close(p["W_V"][1], w[1 * 3 * dh + 2 * dh : 2 * 3 * dh].T)
     # BERT
     p, dh = bert.layer_parameters(0), bert.dims.d_head
-    torch.testing.assert_close(p["W_Q"][1], bert.blocks[0].attention.self.query.weight[dh:2 * dh].T)
+    torch.testing.assert_close(p["W_Q"][1], bert.blocks[0].attention.self.query.weight[dh : 2 * dh].T)
     torch.testing.assert_close(p["FF_out"], bert.blocks[0].output.dense.weight.T)
     # Llama GQA: 4 query heads share 2 kv heads -> heads 0,1 use kv head 0; 2,3 use kv head 1
     p, dh = llama.layer_parameters(0), llama.dims.d_head
     k = llama.blocks[0].self_attn.k_proj.weight
     for h in range(4):
-        torch.testing.assert_close(p["W_K"][h], k[(h // 2) * dh:(h // 2 + 1) * dh].T)
+        torch.testing.assert_close(p["W_K"][h], k[(h // 2) * dh : (h // 2 + 1) * dh].T)
     torch.testing.assert_close(p["FF_in"], llama.blocks[0].mlp.up_proj.weight.T)
     torch.testing.assert_close(p["FF_out"], llama.blocks[0].mlp.down_proj.weight.T)
 

@@ -16,9 +16,20 @@ VOCAB, N_CTX = 40, 12
 
 
 def _module(act_fn="gelu", positions="standard", direction="causal", **extra):
-    config = {"d_model": 24, "n_layers": 2, "n_heads": 3, "d_head": 8, "d_mlp": 48, "act_fn": act_fn,
-              "d_vocab": VOCAB, "n_ctx": N_CTX, "seed": 3, "positional_embedding_type": positions,
-              "attention_dir": direction, **extra}
+    config = {
+        "d_model": 24,
+        "n_layers": 2,
+        "n_heads": 3,
+        "d_head": 8,
+        "d_mlp": 48,
+        "act_fn": act_fn,
+        "d_vocab": VOCAB,
+        "n_ctx": N_CTX,
+        "seed": 3,
+        "positional_embedding_type": positions,
+        "attention_dir": direction,
+        **extra,
+    }
     module = build_bridge_module(config)
     with torch.no_grad():  # non-trivial LayerNorm parameters, so that a swapped scale or bias shows
         for name, parameter in module.named_parameters():
@@ -50,8 +61,10 @@ def _loss_and_grads(module, ids, mask, fast: bool):
     return logits.detach(), {name: p.grad.clone() for name, p in module.named_parameters()}
 
 
-CONFIGS = [dict(act_fn=a, positions=p, direction=d) for a, p, d in
-           itertools.product(["gelu", "solu_ln", "relu"], ["standard", "rotary"], ["causal", "bidirectional"])]
+CONFIGS = [
+    dict(act_fn=a, positions=p, direction=d)
+    for a, p, d in itertools.product(["gelu", "solu_ln", "relu"], ["standard", "rotary"], ["causal", "bidirectional"])
+]
 
 
 @pytest.mark.parametrize("padded", [False, True], ids=["unpadded", "right-padded"])

@@ -25,27 +25,33 @@ def _hub_offline(monkeypatch):
 
 
 # ---------------------------------------------------------------------- parsing
-@pytest.mark.parametrize("spec, expected", [
-    ("zoo:gelu-2l", ("zoo", "gelu-2l")),
-    ("hf:EleutherAI/pythia-70m", ("hf", "EleutherAI/pythia-70m")),
-    ("hf:EleutherAI/pythia-70m?revision=step1000", ("hf", "EleutherAI/pythia-70m")),
-    ("hf:/data/models/my-model", ("hf", "/data/models/my-model")),
-    ("gguf:/models/tiny.gguf", ("gguf", "/models/tiny.gguf")),
-    ("gguf:/models::tiny.gguf", ("gguf", "/models::tiny.gguf")),
-    ("tl:gelu-2l?weights=/w/model.safetensors", ("tl", "gelu-2l")),
-])
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("zoo:gelu-2l", ("zoo", "gelu-2l")),
+        ("hf:EleutherAI/pythia-70m", ("hf", "EleutherAI/pythia-70m")),
+        ("hf:EleutherAI/pythia-70m?revision=step1000", ("hf", "EleutherAI/pythia-70m")),
+        ("hf:/data/models/my-model", ("hf", "/data/models/my-model")),
+        ("gguf:/models/tiny.gguf", ("gguf", "/models/tiny.gguf")),
+        ("gguf:/models::tiny.gguf", ("gguf", "/models::tiny.gguf")),
+        ("tl:gelu-2l?weights=/w/model.safetensors", ("tl", "gelu-2l")),
+    ],
+)
 def test_parse_model_spec(spec, expected):
     assert parse_model_spec(spec) == expected
 
 
 def test_spec_options():
     assert spec_options("hf:org/m?revision=step1&trust_remote_code=true") == {
-        "revision": "step1", "trust_remote_code": "true"}
+        "revision": "step1",
+        "trust_remote_code": "true",
+    }
     assert spec_options("zoo:x") == {}
 
 
-@pytest.mark.parametrize("spec", ["foo:x", "no-colon", "hf:", "zoo:x?revision=1", "hf:org/m?weights=/x",
-                                  "hf:org/m?novalue"])
+@pytest.mark.parametrize(
+    "spec", ["foo:x", "no-colon", "hf:", "zoo:x?revision=1", "hf:org/m?weights=/x", "hf:org/m?novalue"]
+)
 def test_bad_specs_are_named(spec):
     with pytest.raises(ModelSourceError) as info:
         parse_model_spec(spec)
@@ -95,8 +101,10 @@ def _custom_code_dir(tmp_path, auto_map: bool):
     d.mkdir()
     config = {"model_type": "thinkalike_custom_lm", "architectures": ["CustomLM"]}
     if auto_map:
-        config["auto_map"] = {"AutoConfig": "modeling_custom.CustomConfig",
-                              "AutoModelForCausalLM": "modeling_custom.CustomLM"}
+        config["auto_map"] = {
+            "AutoConfig": "modeling_custom.CustomConfig",
+            "AutoModelForCausalLM": "modeling_custom.CustomLM",
+        }
     (d / "config.json").write_text(json.dumps(config))
     (d / "model.safetensors").write_bytes(b"")
     return d
@@ -109,8 +117,9 @@ def test_remote_code_is_refused_unless_requested(tmp_path):
         load_model(f"hf:{d}")
     check_model_spec(f"hf:{d}?trust_remote_code=true")  # cheap check passes once asked for
     check_model_spec(f"hf:{d}", trust_remote_code=True)
-    _raises(f"hf:{_custom_code_dir(tmp_path, auto_map=False)}", "does not know model_type",
-            exc=UnsupportedArchitectureError)
+    _raises(
+        f"hf:{_custom_code_dir(tmp_path, auto_map=False)}", "does not know model_type", exc=UnsupportedArchitectureError
+    )
 
 
 # ---------------------------------------------------------------------- loading
@@ -135,15 +144,17 @@ def test_default_device_is_cuda_when_available(tiny_checkpoints, batch):
     with torch.no_grad():
         res = handle.residual_streams(ids, mask)
         logits = handle.logits_from_layer(res[1], 1, ids, mask)
-        torch.testing.assert_close(logits, handle.module(input_ids=ids, attention_mask=mask).logits,
-                                   rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(
+            logits, handle.module(input_ids=ids, attention_mask=mask).logits, rtol=1e-4, atol=1e-4
+        )
     assert res.device.type == handle.device.type
 
 
 def test_load_model_dtype_and_explicit_tokenizer(tiny_checkpoints):
     handle = load_model(f"hf:{tiny_checkpoints['gpt2']}", dtype="float64", device="cpu", tokenizer="given")
-    assert handle.dtype == torch.float64 and handle.tokenizer == "given" and handle.name == str(
-        tiny_checkpoints["gpt2"])
+    assert (
+        handle.dtype == torch.float64 and handle.tokenizer == "given" and handle.name == str(tiny_checkpoints["gpt2"])
+    )
     with pytest.raises(ModelSourceError, match="unknown dtype"):
         load_model(f"hf:{tiny_checkpoints['gpt2']}", dtype="float17")
 
@@ -156,8 +167,17 @@ def test_missing_tokenizer_is_named(tmp_path, build_tiny):
 
 
 def test_zoo_round_trip_and_errors(batch):
-    config = hf_zoo_config("neox-zoo", "gpt_neox", "causal", vocab_size=100, hidden_size=32, num_hidden_layers=2,
-                           num_attention_heads=4, intermediate_size=64, max_position_embeddings=32)
+    config = hf_zoo_config(
+        "neox-zoo",
+        "gpt_neox",
+        "causal",
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    )
     config = json.loads(json.dumps(config))  # zoo configs are JSON
     trained = build_zoo_module(config, seed=7).eval()
     state = {k: v.clone() for k, v in trained.state_dict().items()}
@@ -165,12 +185,25 @@ def test_zoo_round_trip_and_errors(batch):
     assert isinstance(handle, HFModelHandle) and handle.name == "neox-zoo" and handle.is_causal
     ids, mask = batch
     with torch.no_grad():
-        torch.testing.assert_close(handle.module(input_ids=ids, attention_mask=mask).logits,
-                                   zoo_logits(trained, config, ids, mask))
-    masked = hf_zoo_config("bert-zoo", "bert", "masked", vocab_size=100, hidden_size=32, num_hidden_layers=2,
-                           num_attention_heads=4, intermediate_size=48, max_position_embeddings=32)
-    bert = load_model("zoo:bert-zoo", device="cpu",
-                      zoo_artifacts={"bert-zoo": (masked, build_zoo_module(masked, seed=1).state_dict())})
+        torch.testing.assert_close(
+            handle.module(input_ids=ids, attention_mask=mask).logits, zoo_logits(trained, config, ids, mask)
+        )
+    masked = hf_zoo_config(
+        "bert-zoo",
+        "bert",
+        "masked",
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=32,
+    )
+    bert = load_model(
+        "zoo:bert-zoo",
+        device="cpu",
+        zoo_artifacts={"bert-zoo": (masked, build_zoo_module(masked, seed=1).state_dict())},
+    )
     assert not bert.is_causal
     with pytest.raises(ModelSourceError, match="unknown zoo model") as info:
         load_model("zoo:other", zoo_artifacts={"neox-zoo": (config, state)})
@@ -200,15 +233,19 @@ def test_build_zoo_module_is_seeded_and_validates():
         hf_zoo_config("x", "no_such_type", "causal")
 
 
-@pytest.mark.parametrize(("model_type", "objective"), [("gpt_neox", "causal"), ("llama", "causal"),
-                                                       ("mamba", "causal"), ("gpt2", "causal"), ("bert", "masked")])
+@pytest.mark.parametrize(
+    ("model_type", "objective"),
+    [("gpt_neox", "causal"), ("llama", "causal"), ("mamba", "causal"), ("gpt2", "causal"), ("bert", "masked")],
+)
 def test_a_zoo_config_names_the_class_the_auto_model_builds(model_type, objective):
     """The architecture recorded in a zoo config is the class ``AutoModelFor…`` resolves the config to."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
 
     auto = AutoModelForCausalLM if objective == "causal" else AutoModelForMaskedLM
     config = hf_zoo_config("m", model_type, objective)
-    assert config["hf_config"]["architectures"] == [auto._model_mapping[type(AutoConfig.for_model(model_type))].__name__]
+    assert config["hf_config"]["architectures"] == [
+        auto._model_mapping[type(AutoConfig.for_model(model_type))].__name__
+    ]
     with pytest.raises(ModelSourceError, match=f"no {objective} LM class"):
         hf_zoo_config("m", "vit" if objective == "causal" else "mamba", objective)  # vision, state space
 
@@ -220,11 +257,18 @@ def test_checking_a_zoo_config_imports_no_modeling_code():
     import subprocess
     import sys
 
-    probe = ("import sys; from thinkalike.models.architectures import hf_zoo_config; "
-             "hf_zoo_config('m', 'gpt_neox', 'causal', hidden_size=32, num_hidden_layers=2, num_attention_heads=2); "
-             "print('transformers.models.gpt_neox.modeling_gpt_neox' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    probe = (
+        "import sys; from thinkalike.models.architectures import hf_zoo_config; "
+        "hf_zoo_config('m', 'gpt_neox', 'causal', hidden_size=32, num_hidden_layers=2, num_attention_heads=2); "
+        "print('transformers.models.gpt_neox.modeling_gpt_neox' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "False"
 
@@ -239,8 +283,9 @@ def test_gguf_llama_round_trip(tiny_llama_gguf, batch):
         assert isinstance(handle, HFModelHandle) and handle.spec == spec
         assert handle.dims.n_heads == 4 and handle.module.config.num_key_value_heads == 2
         with torch.no_grad():
-            torch.testing.assert_close(handle.module(input_ids=ids, attention_mask=mask).logits, expected,
-                                       rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(
+                handle.module(input_ids=ids, attention_mask=mask).logits, expected, rtol=1e-5, atol=1e-5
+            )
         # the vocabulary stored in the GGUF metadata became a tokenizer
         assert handle.tokenizer.convert_ids_to_tokens([1, 4]) == ["<s>", "a"]
         assert handle.tokenizer("ab")["input_ids"][0] == 1  # BOS added, as llama.cpp does
@@ -265,8 +310,10 @@ def test_hub_id_from_the_local_cache_offline(tiny_checkpoints, monkeypatch, tmp_
     reference = load_model(f"hf:{tiny_checkpoints['llama']}", device="cpu", tokenizer="t")
     ids, mask = batch
     with torch.no_grad():
-        torch.testing.assert_close(handle.module(input_ids=ids, attention_mask=mask).logits,
-                                   reference.module(input_ids=ids, attention_mask=mask).logits)
+        torch.testing.assert_close(
+            handle.module(input_ids=ids, attention_mask=mask).logits,
+            reference.module(input_ids=ids, attention_mask=mask).logits,
+        )
     _raises("hf:thinkalike-tests/tiny-llama?revision=other-branch", "not in the local Hugging Face cache")
 
 
@@ -282,14 +329,33 @@ def test_tl_source_takes_the_tokenizer_beside_its_weights(tiny_checkpoints):
 
 
 def _bridge_zoo_config(seed: int) -> dict:
-    bridge = {"n_layers": 1, "d_model": 16, "n_heads": 2, "d_head": 8, "d_mlp": 32, "act_fn": "gelu",
-              "attention_dir": "causal", "d_vocab": 50, "n_ctx": 16, "seed": seed}
+    bridge = {
+        "n_layers": 1,
+        "d_model": 16,
+        "n_heads": 2,
+        "d_head": 8,
+        "d_mlp": 32,
+        "act_fn": "gelu",
+        "attention_dir": "causal",
+        "d_vocab": 50,
+        "n_ctx": 16,
+        "seed": seed,
+    }
     return {"name": "zoo-b", "family": "bridge", "objective": "causal", "seed": seed, "bridge_config": bridge}
 
 
 def _hf_zoo_config(seed: int) -> dict:
-    config = hf_zoo_config("zoo-b", "gpt_neox", "causal", vocab_size=50, hidden_size=16, num_hidden_layers=1,
-                           num_attention_heads=2, intermediate_size=32, max_position_embeddings=16)
+    config = hf_zoo_config(
+        "zoo-b",
+        "gpt_neox",
+        "causal",
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+    )
     return {**json.loads(json.dumps(config)), "seed": seed}
 
 
@@ -306,8 +372,9 @@ def test_a_zoo_initialisation_is_the_point_training_starts_from(make_config):
     rows = torch.randint(0, 50, (8, 16), generator=torch.Generator().manual_seed(0)).numpy()
 
     def trained(learning_rate: float) -> dict[str, torch.Tensor]:
-        settings = TrainingConfig(steps=2, batch_size=4, learning_rate=learning_rate, warmup_steps=0, eval_every=1,
-                                  eval_batches=1, seed=3)
+        settings = TrainingConfig(
+            steps=2, batch_size=4, learning_rate=learning_rate, warmup_steps=0, eval_every=1, eval_batches=1, seed=3
+        )
         module, _ = train_zoo_model(config, settings, rows, rows, None, torch.device("cpu"))
         return module.state_dict()
 

@@ -22,8 +22,16 @@ def planted_index() -> pd.DataFrame:
         for position in range(N_CTX):
             special = position in (0, N_CTX - 1)
             token = 2 if position == 0 else 3 if special else 10 + (7 * sequence + position) % 40
-            rows.append({"sequence": sequence, "position": position, "token_id": token, "sentence_id": sequence,
-                         "word_index": -1 if special else position - 1, "is_special": special})
+            rows.append(
+                {
+                    "sequence": sequence,
+                    "position": position,
+                    "token_id": token,
+                    "sentence_id": sequence,
+                    "word_index": -1 if special else position - 1,
+                    "is_special": special,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -38,7 +46,9 @@ def planted_store(path, seed: int, width: int, model: str):
         residual[layer, :, 0] += 60.0 * directions[0]  # <bos>
         residual[layer, :, -1] += 30.0 * directions[1]  # <eos>
     mask = np.ones((N_SEQUENCES, N_CTX), dtype=np.int64)
-    batches = [ActivationBatch.from_padded(residual[:, s:s + 5], mask[s:s + 5], s) for s in range(0, N_SEQUENCES, 5)]
+    batches = [
+        ActivationBatch.from_padded(residual[:, s : s + 5], mask[s : s + 5], s) for s in range(0, N_SEQUENCES, 5)
+    ]
     return write_activation_store(path, batches, model=model), residual
 
 
@@ -98,8 +108,10 @@ def test_sequence_pooling_includes_special_tokens_only_when_asked(planted):
     _, pooled = next(pooled_rows(store_a, index, "sequence", exclude_special_tokens=False))
     np.testing.assert_allclose(pooled[:, 0], residual_a[:, 0].mean(axis=1), rtol=1e-5)
     # word pooling: special tokens belong to no word, so both settings give the same words
-    words = [np.concatenate([p for _, p in pooled_rows(store_a, index, "word", exclude_special_tokens=flag)], axis=1)
-             for flag in (True, False)]
+    words = [
+        np.concatenate([p for _, p in pooled_rows(store_a, index, "word", exclude_special_tokens=flag)], axis=1)
+        for flag in (True, False)
+    ]
     np.testing.assert_array_equal(words[0], words[1])
     assert words[0].shape[1] == N_SEQUENCES * N_REAL
 
@@ -107,5 +119,13 @@ def test_sequence_pooling_includes_special_tokens_only_when_asked(planted):
 def test_an_index_without_special_marks_is_an_error(planted):
     index, store_a, _, store_b, _ = planted
     with pytest.raises(AlignmentError, match="is_special"):
-        list(aligned_minibatches(store_a, index.drop(columns="is_special"), store_b,
-                                 index.drop(columns="is_special"), pooling="token", batch_tokens=16))
+        list(
+            aligned_minibatches(
+                store_a,
+                index.drop(columns="is_special"),
+                store_b,
+                index.drop(columns="is_special"),
+                pooling="token",
+                batch_tokens=16,
+            )
+        )

@@ -50,8 +50,9 @@ def test_training_is_deterministic_for_a_seed():
         torch.manual_seed(123)
         module = Bigram()
         config = TrainingConfig(steps=20, batch_size=4, learning_rate=0.1, warmup_steps=2, eval_every=10, seed=7)
-        LanguageModelTrainer(module, logits_fn, "causal", config).train(cyclic_sequences(32, 8, 0),
-                                                                         cyclic_sequences(8, 8, 1))
+        LanguageModelTrainer(module, logits_fn, "causal", config).train(
+            cyclic_sequences(32, 8, 0), cyclic_sequences(8, 8, 1)
+        )
         return module.table.weight.detach().clone()
 
     assert torch.equal(run(), run())
@@ -122,7 +123,8 @@ def test_trainer_masks_by_row_rates_and_does_not_attend_to_padding():
     rates[:, 4:8] = 0.9
     config = TrainingConfig(steps=5, batch_size=4, learning_rate=0.1, warmup_steps=1, eval_every=5, eval_batches=1)
     LanguageModelTrainer(Bigram(), recording_logits, "masked", config, masking, pad_id=pad).train(
-        rows, rows[:2], mask_rates=rates)
+        rows, rows[:2], mask_rates=rates
+    )
     training_calls = seen[:5]
     for corrupted, attention in training_calls:
         assert (attention[:, 8:] == 0).all() and (attention[:, :8] == 1).all()

@@ -13,8 +13,17 @@ import torch  # noqa: E402
 from thinkalike.models.bridge import bridge_logits, build_bridge_module  # noqa: E402
 from thinkalike.models.training import LanguageModelTrainer, TrainingConfig, progress_label  # noqa: E402
 
-CONFIG = {"n_layers": 1, "d_model": 16, "n_heads": 2, "d_head": 8, "d_mlp": 32, "d_vocab": 20, "n_ctx": 8,
-          "act_fn": "gelu", "seed": 0}
+CONFIG = {
+    "n_layers": 1,
+    "d_model": 16,
+    "n_heads": 2,
+    "d_head": 8,
+    "d_mlp": 32,
+    "d_vocab": 20,
+    "n_ctx": 8,
+    "act_fn": "gelu",
+    "seed": 0,
+}
 
 
 def _sequences(n: int, seed: int) -> np.ndarray:
@@ -42,8 +51,10 @@ def test_an_explicit_description_wins_and_progress_can_be_off(capfd):
     module = build_bridge_module(CONFIG)
     config = TrainingConfig(steps=2, batch_size=2, warmup_steps=0, eval_every=2, eval_batches=1)
     LanguageModelTrainer(module, bridge_logits, "causal", config, description="named").train(
-        _sequences(4, 0), _sequences(2, 1))
+        _sequences(4, 0), _sequences(2, 1)
+    )
     assert capfd.readouterr().err.replace("\r", "\n").strip().splitlines()[-1].startswith("named: 100%")
     LanguageModelTrainer(module, bridge_logits, "causal", config, progress=False).train(
-        _sequences(4, 0), _sequences(2, 1))
+        _sequences(4, 0), _sequences(2, 1)
+    )
     assert capfd.readouterr().err == ""

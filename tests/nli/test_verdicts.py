@@ -20,9 +20,19 @@ def planted_stitching(diverging_layers: set[int], n_layers: int = 4) -> pd.DataF
         for kind in RELATIONS:
             high = kind == "between" and layer in diverging_layers
             mean = 0.3 if high else 0.01
-            rows.append({"data": "test", "layer": layer, "relative_depth": layer / n_layers, "relation": kind,
-                         "mean_penalty": mean, "ci_low": mean - 0.02, "ci_high": mean + 0.02,
-                         "mean_stitched_accuracy": 0.9 - mean, "n_pairs": 6})
+            rows.append(
+                {
+                    "data": "test",
+                    "layer": layer,
+                    "relative_depth": layer / n_layers,
+                    "relation": kind,
+                    "mean_penalty": mean,
+                    "ci_low": mean - 0.02,
+                    "ci_high": mean + 0.02,
+                    "mean_stitched_accuracy": 0.9 - mean,
+                    "n_pairs": 6,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -45,14 +55,30 @@ def test_the_cka_and_distance_sentences_follow_the_numbers():
         for a, b in (("generalizing", "generalizing"), ("generalizing", "heuristic"), ("heuristic", "heuristic")):
             low = a != b and depth == 1.0
             mean = 0.5 if low else 0.95
-            rows.append({"group_a": a, "group_b": b, "relative_depth": depth, "mean": mean, "ci_low": mean - 0.02,
-                         "ci_high": mean + 0.02, "n": 4})
+            rows.append(
+                {
+                    "group_a": a,
+                    "group_b": b,
+                    "relative_depth": depth,
+                    "mean": mean,
+                    "ci_low": mean - 0.02,
+                    "ci_high": mean + 0.02,
+                    "n": 4,
+                }
+            )
     curves = pd.DataFrame(rows)
     assert "diverge at relative depth(s) 1" in cka_sentence(curves)
     assert "do not diverge" in cka_sentence(curves.assign(mean=0.95, ci_low=0.93, ci_high=0.97))
-    distances = pd.DataFrame({"group_a": ["generalizing", "generalizing", "heuristic"],
-                              "group_b": ["generalizing", "heuristic", "heuristic"],
-                              "kind": ["within", "between", "within"], "mean": [0.2, 0.9, 0.3], "std": 0.1,
-                              "n": [1, 4, 1], "n_finite": [1, 4, 1]})
+    distances = pd.DataFrame(
+        {
+            "group_a": ["generalizing", "generalizing", "heuristic"],
+            "group_b": ["generalizing", "heuristic", "heuristic"],
+            "kind": ["within", "between", "within"],
+            "mean": [0.2, 0.9, 0.3],
+            "std": 0.1,
+            "n": [1, 4, 1],
+            "n_finite": [1, 4, 1],
+        }
+    )
     assert "farther apart than pairs within either group" in distance_sentence(distances)
     assert "no farther apart" in distance_sentence(distances.assign(mean=[0.2, 0.25, 0.3]))

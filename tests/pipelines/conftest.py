@@ -51,8 +51,9 @@ def run_project(project: Path, env: str = "test", **run_kwargs):
 
     with contextlib.chdir(project):
         bootstrap_project(project)
-        with KedroSession.create(project_path=project, env=env,
-                                 runtime_params=run_kwargs.pop("runtime_params", None)) as session:
+        with KedroSession.create(
+            project_path=project, env=env, runtime_params=run_kwargs.pop("runtime_params", None)
+        ) as session:
             session.run(**run_kwargs)
             return session.load_context().catalog
 
@@ -89,8 +90,15 @@ def grammar_gpt2_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("gpt2")
     tokenizer = train_tokenizer(generate_sentences(300, seed=7)["text"].tolist(), vocab_size=90)
     tokenizer.save_pretrained(directory)
-    config = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=len(tokenizer), n_positions=64,
-                        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    config = GPT2Config(
+        n_layer=2,
+        n_embd=32,
+        n_head=4,
+        vocab_size=len(tokenizer),
+        n_positions=64,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     torch.manual_seed(0)
     GPT2LMHeadModel(config).save_pretrained(directory, safe_serialization=True)
     return directory

@@ -41,13 +41,25 @@ def cache_config_and_tokenizer(cache: Path, repo_id: str) -> Path:
     (repo / "refs" / "main").write_text(commit)
     if repo_id.startswith("sentence-transformers/"):
         tokenizer = make_encoder_tokenizer()
-        config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                            intermediate_size=48, max_position_embeddings=512)
+        config = BertConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=48,
+            max_position_embeddings=512,
+        )
         config.architectures = ["BertModel"]
     else:
         tokenizer = train_tokenizer(generate_sentences(300, seed=3)["text"].tolist(), vocab_size=120)
-        config = GPTNeoXConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                               vocab_size=len(tokenizer), max_position_embeddings=2048)
+        config = GPTNeoXConfig(
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            vocab_size=len(tokenizer),
+            max_position_embeddings=2048,
+        )
         config.architectures = ["GPTNeoXForCausalLM"]
     tokenizer.save_pretrained(snapshot)
     config.save_pretrained(snapshot)

@@ -14,32 +14,45 @@ MODELS = ["a", "b", "c", "d"]
 
 
 def test_pairs_combine_deduplicate_and_keep_order():
-    pairs = configured_pairs({"intra": True, "explicit": [["a", "b"], ["b", "a"]], "all_pairs_of": ["a", "b", "c"],
-                              "against": {"d": ["a", "d"]}}, MODELS)
+    pairs = configured_pairs(
+        {
+            "intra": True,
+            "explicit": [["a", "b"], ["b", "a"]],
+            "all_pairs_of": ["a", "b", "c"],
+            "against": {"d": ["a", "d"]},
+        },
+        MODELS,
+    )
     assert pairs == [("a", "a"), ("b", "b"), ("c", "c"), ("d", "d"), ("a", "b"), ("a", "c"), ("b", "c"), ("a", "d")]
 
 
-@pytest.mark.parametrize(("pairs", "message"), [
-    ({}, "no model pair"),
-    ({"explicit": [["a", "ghost"]]}, "ghost"),
-    ({"explicit": [["a"]]}, "explicit entries"),
-    ({"everything": True}, "unknown key"),
-])
+@pytest.mark.parametrize(
+    ("pairs", "message"),
+    [
+        ({}, "no model pair"),
+        ({"explicit": [["a", "ghost"]]}, "ghost"),
+        ({"explicit": [["a"]]}, "explicit entries"),
+        ({"everything": True}, "unknown key"),
+    ],
+)
 def test_bad_pair_config_is_named(pairs, message):
     with pytest.raises(ValueError, match=message):
         configured_pairs(pairs, MODELS)
 
 
-@pytest.mark.parametrize(("settings", "message"), [
-    ({"estimator": "rbf"}, "cka.estimator"),
-    ({"aggregation": "median"}, "cka.aggregation"),
-    ({"batch_tokens": 3}, "at least 4"),
-    ({"pooling": "char"}, "pooling"),
-    ({"n_bootstrap": -1}, "n_bootstrap"),
-    ({"confidence": 1.5}, "confidence"),
-    ({"bath_tokens": 8}, "unknown cka parameter"),
-    ({"skip_constant_layers": "no"}, "cka.skip_constant_layers"),
-])
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"estimator": "rbf"}, "cka.estimator"),
+        ({"aggregation": "median"}, "cka.aggregation"),
+        ({"batch_tokens": 3}, "at least 4"),
+        ({"pooling": "char"}, "pooling"),
+        ({"n_bootstrap": -1}, "n_bootstrap"),
+        ({"confidence": 1.5}, "confidence"),
+        ({"bath_tokens": 8}, "unknown cka parameter"),
+        ({"skip_constant_layers": "no"}, "cka.skip_constant_layers"),
+    ],
+)
 def test_bad_cka_settings_are_named(settings, message):
     with pytest.raises(ValueError, match=message):
         CKASettings.from_parameters(settings)
@@ -52,13 +65,14 @@ def _tokens(store):
 def test_pair_table_matches_an_independent_reference(tiny_project):
     _, catalog = tiny_project
     table = catalog.load("models.cka.gelu_1l__neox_xs.cka_table")
-    assert list(table.columns) == [*TABLE_COLUMNS, "activations_version_a", "spec_a", "activations_version_b",
-                                   "spec_b"]
+    assert list(table.columns) == [*TABLE_COLUMNS, "activations_version_a", "spec_a", "activations_version_b", "spec_b"]
     a, b = _tokens(catalog.load("models.gelu_1l.activations")), _tokens(catalog.load("models.neox_xs.activations"))
     if table["exclude_special_tokens"].iloc[0]:
         # rows are the tokens neither model's index marks special (bos, eos, pad, ...)
-        special = (catalog.load("models.gelu_1l.activation_index")["is_special"].to_numpy()
-                   | catalog.load("models.neox_xs.activation_index")["is_special"].to_numpy())
+        special = (
+            catalog.load("models.gelu_1l.activation_index")["is_special"].to_numpy()
+            | catalog.load("models.neox_xs.activation_index")["is_special"].to_numpy()
+        )
         assert special.any() and len(special) == a.shape[1]
         a, b = a[:, ~special], b[:, ~special]
     n = a.shape[1]
@@ -128,8 +142,18 @@ def test_the_pythia_environment_builds_its_pipelines_without_the_hub():
 
     parameters = configured_parameters(PROJECT_ROOT, "pythia")
     activations = activations_pipeline(parameters)
-    assert {node.namespace for node in activations.nodes} == {f"models.{name}" for name in (
-        "pythia_70m", "pythia_160m", "pythia_410m", "pythia_1b", "pythia_1_4b", "pythia_2_8b", "pythia_6_9b")}
+    assert {node.namespace for node in activations.nodes} == {
+        f"models.{name}"
+        for name in (
+            "pythia_70m",
+            "pythia_160m",
+            "pythia_410m",
+            "pythia_1b",
+            "pythia_1_4b",
+            "pythia_2_8b",
+            "pythia_6_9b",
+        )
+    }
     namespaces = {node.namespace for node in cka_pipeline(parameters).nodes}
     assert "models.cka.pythia_70m__pythia_410m" in namespaces and "models.cka.pythia_410m__pythia_410m" in namespaces
     assert len([ns for ns in namespaces if ns.count("__")]) == 7 + 21  # each with itself, every pair (scaling)
@@ -150,9 +174,12 @@ def test_saved_figures_are_paper_sized(tiny_project):
     from PIL import Image
 
     project, catalog = tiny_project
-    for pattern in ("cka_heatmaps/*/cka_heatmaps/gelu_1l__neox_xs.png", "cka_distances.png/*/cka_distances.png",
-                    "cka_group_curves.png/*/cka_group_curves.png",
-                    "zoo_training_curves.png/*/zoo_training_curves.png"):
+    for pattern in (
+        "cka_heatmaps/*/cka_heatmaps/gelu_1l__neox_xs.png",
+        "cka_distances.png/*/cka_distances.png",
+        "cka_group_curves.png/*/cka_group_curves.png",
+        "zoo_training_curves.png/*/zoo_training_curves.png",
+    ):
         (path,) = (project / "data/08_reporting").glob(pattern)
         with Image.open(path) as image:
             assert image.size[0] >= 1000, path
@@ -174,14 +201,20 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
     parameters = catalog.load("params:cka")["measures"]
     assert list(dict.fromkeys(table["measure"])) == list(parameters["names"]) == list(MEASURE_NAMES)
     a, b = _tokens(catalog.load("models.gelu_1l.activations")), _tokens(catalog.load("models.neox_xs.activations"))
-    special = (catalog.load("models.gelu_1l.activation_index")["is_special"].to_numpy()
-               | catalog.load("models.neox_xs.activation_index")["is_special"].to_numpy())
+    special = (
+        catalog.load("models.gelu_1l.activation_index")["is_special"].to_numpy()
+        | catalog.load("models.neox_xs.activation_index")["is_special"].to_numpy()
+    )
     a, b = a[:, ~special], b[:, ~special]
     rows = subsample_tokens(a.shape[1], parameters["max_tokens"], parameters["seed"])
     assert (table["n_tokens"] == len(rows)).all() and (table["n_rows"] == a.shape[1]).all()
-    options = {name: {**parameters["options"].get(name, {}),  # the CCA family fitted to the rows: n // 10 components
-                      **({"max_dims": len(rows) // 10} if MEASURES[name].rows_per_dimension else {})}
-               for name in MEASURE_NAMES}
+    options = {
+        name: {
+            **parameters["options"].get(name, {}),  # the CCA family fitted to the rows: n // 10 components
+            **({"max_dims": len(rows) // 10} if MEASURES[name].rows_per_dimension else {}),
+        }
+        for name in MEASURE_NAMES
+    }
     assert all(json.loads(row.options) == options[row.measure] for row in table.itertuples())
     for row in table.itertuples():
         expected = MEASURES[row.measure](a[row.layer_a, rows], b[row.layer_b, rows], **options[row.measure])
@@ -189,8 +222,11 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
     assert len(table) == len(MEASURE_NAMES) * a.shape[0] * b.shape[0]
     from thinkalike.measures.rogue import remove_top_dimensions, standardise_dimensions
 
-    variants = {"raw": lambda x: x, "standardised": standardise_dimensions,
-                "top3_removed": lambda x: remove_top_dimensions(x, 3)}  # the remedies, on the same rows
+    variants = {
+        "raw": lambda x: x,
+        "standardised": standardise_dimensions,
+        "top3_removed": lambda x: remove_top_dimensions(x, 3),
+    }  # the remedies, on the same rows
     checks = full[full["variant"] != "configured"]  # a pair of different models: no grounding controls
     assert set(checks["variant"]) == set(variants) and set(checks["measure"]) == {"cka", "procrustes"}
     for row in checks.itertuples():
@@ -205,11 +241,14 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
     assert list(grounding.index) == list(MEASURE_NAMES)
     deep = [m for m in ("gelu_1l", "neox_xs") if len(catalog.load(f"models.{m}.activations").layers) >= 3]
     for name in MEASURE_NAMES:  # the mean over the models with ≥ 3 layers, recomputed from their own tables
-        expected = [layer_monotonicity(measure_matrix(catalog.load(f"models.cka.{m}__{m}.measures_table"), name),
-                                       MEASURES[name].kind) for m in deep]
+        expected = [
+            layer_monotonicity(
+                measure_matrix(catalog.load(f"models.cka.{m}__{m}.measures_table"), name), MEASURES[name].kind
+            )
+            for m in deep
+        ]
         assert grounding.loc[name, "n_models"] == len(deep)
-        assert grounding.loc[name, "monotonicity"] == pytest.approx(np.mean(expected) if deep else np.nan,
-                                                                    nan_ok=True)
+        assert grounding.loc[name, "monotonicity"] == pytest.approx(np.mean(expected) if deep else np.nan, nan_ok=True)
     assert grounding["specificity"].isna().all()  # conf/test's two groups: no pair of one group to rank
     intra = catalog.load("models.cka.neox_xs__neox_xs.measures_table")
     diagonal = intra[(intra["layer_a"] == intra["layer_b"]) & (intra["variant"] == "configured")]
@@ -226,8 +265,9 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
     assert {path.name for path in project.rglob("figures/similarity_heatmaps/*.png")} == {f"{p}.png" for p in PAIRS}
     shares = catalog.load("dimension_shares")  # rogue dimensions: every layer of both models, once
     assert sorted(set(shares["model"])) == ["gelu_1l", "neox_xs"] and not shares.duplicated(["model", "layer"]).any()
-    assert ((0 < shares["top1_share"]) & (shares["top1_share"] <= shares["top3_share"])
-            & (shares["top3_share"] <= 1)).all()
+    assert (
+        (0 < shares["top1_share"]) & (shares["top1_share"] <= shares["top3_share"]) & (shares["top3_share"] <= 1)
+    ).all()
     from thinkalike.measures.rogue import top_share
 
     first = shares[shares["model"] == "gelu_1l"].iloc[0]
@@ -267,9 +307,13 @@ def test_grounding_controls_of_a_model_against_itself_equal_the_measures_recompu
     other = np.sort(np.random.default_rng(seed + 2).choice(rest, size=n, replace=False))
     controls = table[table["variant"] != "configured"]
     assert set(controls["variant"]) == {"permuted_rows", "independent_rows", "components_removed"} | {
-        "raw", "standardised", "top3_removed"}
-    for row in controls[controls["variant"].isin(["permuted_rows", "independent_rows", "components_removed"])
-                        ].itertuples():
+        "raw",
+        "standardised",
+        "top3_removed",
+    }
+    for row in controls[
+        controls["variant"].isin(["permuted_rows", "independent_rows", "components_removed"])
+    ].itertuples():
         layer = acts[row.layer_a]
         assert row.layer_a == row.layer_b == acts.shape[0] // 2
         if row.variant == "permuted_rows":
@@ -278,8 +322,10 @@ def test_grounding_controls_of_a_model_against_itself_equal_the_measures_recompu
             x, y = layer[drawn], layer[other]
         else:
             x, y = without_top_components(layer[drawn], 0), without_top_components(layer[drawn], row.removed_components)
-        used = {**options.get(row.measure, {}),  # the CCA family fitted to the control's rows: n // 10 components
-                **({"max_dims": len(x) // 10} if MEASURES[row.measure].rows_per_dimension else {})}
+        used = {
+            **options.get(row.measure, {}),  # the CCA family fitted to the control's rows: n // 10 components
+            **({"max_dims": len(x) // 10} if MEASURES[row.measure].rows_per_dimension else {}),
+        }
         assert json.loads(row.options) == used, row
         expected = MEASURES[row.measure](x, y, **used)
         assert row.value == pytest.approx(expected, rel=1e-9, abs=1e-12), row
@@ -291,14 +337,20 @@ def test_grounding_controls_of_a_model_against_itself_equal_the_measures_recompu
     for name in MEASURE_NAMES:
         measure = MEASURES[name]
         sign = 1.0 if measure.kind == "similarity" else -1.0
-        rhos = [spearmanr(-rows["removed_components"], sign * rows["value"]).statistic
-                for t in tables for _, rows in t[(t["measure"] == name) & (t["variant"] == "components_removed")]
-                .sort_values("removed_components").groupby("layer_a")]
+        rhos = [
+            spearmanr(-rows["removed_components"], sign * rows["value"]).statistic
+            for t in tables
+            for _, rows in t[(t["measure"] == name) & (t["variant"] == "components_removed")]
+            .sort_values("removed_components")
+            .groupby("layer_a")
+        ]
         rhos = [0.0 if np.isnan(rho) else rho for rho in rhos]  # a measure that does not move scores 0
         assert grounding.loc[name, "sensitivity"] == pytest.approx(np.mean(rhos)), name
         for variant in ("permuted_rows", "independent_rows"):
-            values = np.concatenate([t.loc[(t["measure"] == name) & (t["variant"] == variant), "value"] for t in tables])
-            alike = 1 - values ** 2 / 2 if name == "procrustes" else np.cos(values) if name == "angular_shape" else values
+            values = np.concatenate(
+                [t.loc[(t["measure"] == name) & (t["variant"] == variant), "value"] for t in tables]
+            )
+            alike = 1 - values**2 / 2 if name == "procrustes" else np.cos(values) if name == "angular_shape" else values
             column = "null_permuted" if variant == "permuted_rows" else "null_independent"
             assert grounding.loc[name, column] == pytest.approx(alike.mean()), (name, variant)
     assert grounding.loc["cka", "null_permuted"] == pytest.approx(0, abs=0.1)  # unbiased CKA: no correspondence
@@ -318,12 +370,20 @@ def test_an_untrained_initialisation_is_extracted_and_graded_against_trained_mod
     from thinkalike.measures.registry import MEASURE_NAMES, MEASURES
 
     project = shutil.copytree(tiny_project[0], tmp_path / "project")
-    params = {"activations": {"models": {"gelu_1l_untrained": "zoo:gelu_1l?weights=initial"}},
-              "cka": {"pairs": {"explicit": [["gelu_1l", "neox_xs"], ["gelu_1l", "gelu_1l_untrained"]]},
-                      "groups": {"gelu_1l": "lm", "neox_xs": "lm"}}}  # merged into conf/test's
-    catalog = run_project(project, runtime_params=params, pipeline_names=["activations", "cka"],
-                          only_missing_outputs=True)
-    untrained, trained = catalog.load("models.gelu_1l_untrained.activations"), catalog.load("models.gelu_1l.activations")
+    params = {
+        "activations": {"models": {"gelu_1l_untrained": "zoo:gelu_1l?weights=initial"}},
+        "cka": {
+            "pairs": {"explicit": [["gelu_1l", "neox_xs"], ["gelu_1l", "gelu_1l_untrained"]]},
+            "groups": {"gelu_1l": "lm", "neox_xs": "lm"},
+        },
+    }  # merged into conf/test's
+    catalog = run_project(
+        project, runtime_params=params, pipeline_names=["activations", "cka"], only_missing_outputs=True
+    )
+    untrained, trained = (
+        catalog.load("models.gelu_1l_untrained.activations"),
+        catalog.load("models.gelu_1l.activations"),
+    )
     assert untrained.spec == "zoo:gelu_1l?weights=initial" and trained.spec == "zoo:gelu_1l"
     assert not np.allclose(_tokens(untrained), _tokens(trained))
     grounding = catalog.load("measure_grounding").set_index("measure")
@@ -331,11 +391,16 @@ def test_an_untrained_initialisation_is_extracted_and_graded_against_trained_mod
     assert (grounding["n_untrained_pairs"] == 1).all() and (grounding["n_pairs"] == 1).all()
     assert grounding["n_models"].max() <= 1  # gelu_1l and neox_xs only (the untrained model is left out)
     for name in MEASURE_NAMES:
-        rows = summary[(summary["measure"] == name) & (summary["model_a"] == "gelu_1l")
-                       & summary["model_b"].isin(["neox_xs", "gelu_1l_untrained"])].sort_values("model_b")
+        rows = summary[
+            (summary["measure"] == name)
+            & (summary["model_a"] == "gelu_1l")
+            & summary["model_b"].isin(["neox_xs", "gelu_1l_untrained"])
+        ].sort_values("model_b")
         expected = separation_auprc(rows["matched_mean"].to_numpy(), [False, True], MEASURES[name].kind)
         assert (grounding.loc[name, "trained_vs_untrained"], grounding.loc[name, "trained_vs_untrained_chance"]) == (
-            pytest.approx(expected[0]), pytest.approx(0.5)), name
+            pytest.approx(expected[0]),
+            pytest.approx(0.5),
+        ), name
 
 
 def test_calibrated_scores_of_the_pair_against_its_permutation_null(tiny_project):
@@ -364,16 +429,22 @@ def test_calibrated_scores_of_the_pair_against_its_permutation_null(tiny_project
     assert set(summary["statistic"]) == {"matched_mean", "best"} and len(summary) == 6
 
 
-@pytest.mark.parametrize(("measures", "message"), [
-    ({"names": ["cka", "wasserstein"]}, r"unknown measure 'wasserstein'"),
-    ({"names": ["mutual_knn"], "max_tokens": 64, "options": {"mutual_knn": {"k": 64}}}, r"k.*64"),
-    ({"names": ["angular_shape"], "options": {"angular_shape": {"alpha": 1.5}}}, r"alpha"),
-    ({"names": ["rsa"], "options": {"procrustes": {}}}, r"procrustes"),
-    ({"names": ["rsa"], "max_tokens": 2}, r"cka.measures.max_tokens"),
-    ({"names": ["rsa"], "tokens": 5}, r"unknown setting"),
-    ({"names": ["rsa"], "layers": "every"}, r"^cka.measures.layers: 'every' must be one of diagonal, relative, all, "
-                                            r"auto$"),
-])
+@pytest.mark.parametrize(
+    ("measures", "message"),
+    [
+        ({"names": ["cka", "wasserstein"]}, r"unknown measure 'wasserstein'"),
+        ({"names": ["mutual_knn"], "max_tokens": 64, "options": {"mutual_knn": {"k": 64}}}, r"k.*64"),
+        ({"names": ["angular_shape"], "options": {"angular_shape": {"alpha": 1.5}}}, r"alpha"),
+        ({"names": ["rsa"], "options": {"procrustes": {}}}, r"procrustes"),
+        ({"names": ["rsa"], "max_tokens": 2}, r"cka.measures.max_tokens"),
+        ({"names": ["rsa"], "tokens": 5}, r"unknown setting"),
+        (
+            {"names": ["rsa"], "layers": "every"},
+            r"^cka.measures.layers: 'every' must be one of diagonal, relative, all, "
+            r"auto$",
+        ),
+    ],
+)
 def test_bad_measure_settings_are_named(measures, message):
     from thinkalike.measures.tables import MeasureSettings
 
@@ -381,11 +452,14 @@ def test_bad_measure_settings_are_named(measures, message):
         MeasureSettings.from_parameters(measures)
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"measures": {"names": ["cka", "knn"]}}, r"^cka.measures.*unknown measure 'knn'"),
-    ({"measures": {"names": ["cknna"], "max_tokens": 8, "options": {"cknna": {"k": 9}}}}, r"^cka.measures.*k"),
-    ({"measures": {"names": ["cka"], "layers": "some"}}, r"^cka.measures.layers: 'some' must be one of"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"measures": {"names": ["cka", "knn"]}}, r"^cka.measures.*unknown measure 'knn'"),
+        ({"measures": {"names": ["cknna"], "max_tokens": 8, "options": {"cknna": {"k": 9}}}}, r"^cka.measures.*k"),
+        ({"measures": {"names": ["cka"], "layers": "some"}}, r"^cka.measures.layers: 'some' must be one of"),
+    ],
+)
 def test_bad_measure_settings_fail_at_start_naming_the_parameter(change, message):
     import yaml
 
@@ -393,8 +467,10 @@ def test_bad_measure_settings_fail_at_start_naming_the_parameter(change, message
     from thinkalike.pipelines.errors import ParameterError
     from thinkalike.pipelines.validation import validate_parameters
 
-    parameters = {name: yaml.safe_load((PROJECT_ROOT / f"conf/base/parameters_{name}.yml").read_text())[name]
-                  for name in ("corpus", "zoo", "activations", "cka")}
+    parameters = {
+        name: yaml.safe_load((PROJECT_ROOT / f"conf/base/parameters_{name}.yml").read_text())[name]
+        for name in ("corpus", "zoo", "activations", "cka")
+    }
     parameters["cka"] = {**parameters["cka"], **change}
     with pytest.raises(ParameterError, match=message):
         validate_parameters(parameters, ["cka"])
@@ -406,8 +482,10 @@ def test_streaming_mode_leaves_the_measures_out_and_says_so(caplog):
     from tests.pipelines.conftest import PROJECT_ROOT
     from thinkalike.pipelines.cka.pipeline import create_pipeline
 
-    parameters = {name: yaml.safe_load((PROJECT_ROOT / f"conf/base/parameters_{name}.yml").read_text())[name]
-                  for name in ("corpus", "zoo", "activations", "cka")}
+    parameters = {
+        name: yaml.safe_load((PROJECT_ROOT / f"conf/base/parameters_{name}.yml").read_text())[name]
+        for name in ("corpus", "zoo", "activations", "cka")
+    }
     assert any(node.name.endswith("compare_measures") for node in create_pipeline(parameters).nodes)
     parameters["cka"] = {**parameters["cka"], "mode": "streaming"}
     with caplog.at_level("WARNING"):
@@ -432,8 +510,16 @@ def test_a_planted_rogue_dimension_decides_cka_and_the_remedies_undo_it(tiny_pro
     planted = np.concatenate([a, scale * rng.normal(size=(*a.shape[:2], 1))], axis=2)  # one more dimension
     settings = MeasureSettings(names=("cka",), max_tokens=48, remedy_measures=("cka",), remedy_top_dimensions=1)
     with caplog.at_level("INFO", logger="thinkalike.measures.tables"):
-        table = measures_long_table(a, planted, settings, CKASettings(), model_a="gelu_1l", model_b="planted",
-                                    layer_ids_a=store.layers, layer_ids_b=store.layers)
+        table = measures_long_table(
+            a,
+            planted,
+            settings,
+            CKASettings(),
+            model_a="gelu_1l",
+            model_b="planted",
+            layer_ids_a=store.layers,
+            layer_ids_b=store.layers,
+        )
     rogue = [r for r in caplog.records if "one dimension carries more than 50%" in r.getMessage()]
     assert len(rogue) == 1 and rogue[0].levelname == "WARNING"  # a log line naming the model and the settings
     assert rogue[0].getMessage().startswith("planted:") and "cka.measures.standardise" in rogue[0].getMessage()

@@ -21,16 +21,20 @@ PARITY_PIPELINES = ["corpus", "zoo", "activations", "cka", "stitching", "mlem"]
 def comparable(value):
     """What must be equal between two runs of one dataset (None: not compared, e.g. a figure or a tokenizer)."""
     if isinstance(value, pd.DataFrame):
-        run_specific = [column for column in value.columns
-                        if "second" in column or column.endswith("_at") or "_version" in column]  # times, provenance
+        run_specific = [
+            column for column in value.columns if "second" in column or column.endswith("_at") or "_version" in column
+        ]  # times, provenance
         return value.drop(columns=run_specific)
     if isinstance(value, dict) and value and all(isinstance(item, torch.Tensor) for item in value.values()):
         return value
     if isinstance(value, (torch.Tensor, np.ndarray, str, bytes, int, float)):
         return value
     if isinstance(value, ActivationStore):  # every shard's residual streams and attention mask
-        return {f"{index}.{part}": torch.as_tensor(getattr(batch, part)) for index, batch in enumerate(value)
-                for part in ("token_rows", "attention_mask")}
+        return {
+            f"{index}.{part}": torch.as_tensor(getattr(batch, part))
+            for index, batch in enumerate(value)
+            for part in ("token_rows", "attention_mask")
+        }
     return None
 
 
@@ -83,8 +87,11 @@ def test_a_cluster_run_equals_the_sequential_run(tiny_project, tmp_path, monkeyp
     assert runs[0].data.tags["runner"] == "DaskRunner"
     _, sequential_runs = mlflow_runs(sequential_project)
     # the sequential run also ran nli, embedding and report (whose claims, claim.<id>, read every pipeline)
-    expected = {key: value for key, value in sequential_runs[0].data.metrics.items()
-                if not key.startswith(("nli.", "embedding.", "timing.", "claim."))}
+    expected = {
+        key: value
+        for key, value in sequential_runs[0].data.metrics.items()
+        if not key.startswith(("nli.", "embedding.", "timing.", "claim."))
+    }
     metrics = {key: value for key, value in runs[0].data.metrics.items() if not key.startswith("timing.")}
     assert metrics.keys() == expected.keys()
     assert metrics == pytest.approx(expected, rel=0, abs=0)
@@ -95,8 +102,10 @@ def test_a_cluster_run_equals_the_sequential_run(tiny_project, tmp_path, monkeyp
     sequential_client, _ = mlflow_runs(sequential_project)
     assert figures <= _artifacts(sequential_client, sequential_runs[0].info.run_id, "figures") and len(figures) > 5
     first = next(iter(sorted(figures)))
-    assert Path(client.download_artifacts(runs[0].info.run_id, first, str(tmp_path))).read_bytes()[:8] \
+    assert (
+        Path(client.download_artifacts(runs[0].info.run_id, first, str(tmp_path))).read_bytes()[:8]
         == b"\x89PNG\r\n\x1a\n"
+    )
 
 
 def _artifacts(client, run_id: str, folder: str) -> set[str]:

@@ -40,8 +40,11 @@ def test_readings_and_report(embedded):
         report = catalog.load(f"models.embedding.{model}.embedding_report")
         assert report.startswith(f"# {model}") and "## Attention heads" in report and "Knowledge lookup" in report
         # the summary gathers every model's tables (so kedro-viz draws them inside the model's box)
-        for gathered, own in (("embedding_readings", vectors), ("embedding_head_interactions", pairs),
-                              ("embedding_lookups", lookup)):
+        for gathered, own in (
+            ("embedding_readings", vectors),
+            ("embedding_head_interactions", pairs),
+            ("embedding_lookups", lookup),
+        ):
             rows = catalog.load(gathered).query("model == @model").reset_index(drop=True)
             pd.testing.assert_frame_equal(rows, own.reset_index(drop=True), check_dtype=False)
         assert report in catalog.load("embedding_reports")
@@ -97,12 +100,18 @@ def test_finetune_fractions_and_zero_shot(embedded):
     assert set(catalog.load("embedding_finetune_top_tokens")["model"]) == {"gelu_1l"}
 
 
-@pytest.mark.parametrize(("override", "message"), [
-    ({"readings": {"e_prime": "inverse"}}, r"embedding\.readings\.e_prime"),
-    ({"readings": {"k": 100000}}, r"embedding\.readings\.k: k=100000 exceeds the zoo's vocabulary size"),
-    ({"finetune": {"models": ["neox_xs"]}}, r"embedding\.finetune\.models: 'neox_xs' is a 'hf'-family"),
-    ({"zero_shot": {"pairs": [["neox_xs", "gelu_1l"]]}}, r"embedding\.zero_shot\.pairs: 'neox_xs' is not a fine-tuned model"),
-])
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"readings": {"e_prime": "inverse"}}, r"embedding\.readings\.e_prime"),
+        ({"readings": {"k": 100000}}, r"embedding\.readings\.k: k=100000 exceeds the zoo's vocabulary size"),
+        ({"finetune": {"models": ["neox_xs"]}}, r"embedding\.finetune\.models: 'neox_xs' is a 'hf'-family"),
+        (
+            {"zero_shot": {"pairs": [["neox_xs", "gelu_1l"]]}},
+            r"embedding\.zero_shot\.pairs: 'neox_xs' is not a fine-tuned model",
+        ),
+    ],
+)
 def test_bad_configuration_fails_before_any_node(tmp_path, monkeypatch, override, message):
     project = make_project_copy(tmp_path)
     monkeypatch.chdir(project)
@@ -114,10 +123,15 @@ def test_bad_configuration_fails_before_any_node(tmp_path, monkeypatch, override
 def test_different_tokenizers_are_named(tmp_path, monkeypatch, grammar_gpt2_dir):
     project = make_project_copy(tmp_path)
     monkeypatch.chdir(project)
-    overrides = {"activations": {"models": {"gpt2_local": f"hf:{grammar_gpt2_dir}"}},
-                 "embedding": {"alignment": {"pairs": {"explicit": [["gelu_1l", "gpt2_local"]]}}}}
-    with pytest.raises(ParameterError, match=r"embedding\.alignment\.pairs: model 'gelu_1l' \(zoo:gelu_1l\) and "
-                                             r"model 'gpt2_local' .* use different tokenizers"):
+    overrides = {
+        "activations": {"models": {"gpt2_local": f"hf:{grammar_gpt2_dir}"}},
+        "embedding": {"alignment": {"pairs": {"explicit": [["gelu_1l", "gpt2_local"]]}}},
+    }
+    with pytest.raises(
+        ParameterError,
+        match=r"embedding\.alignment\.pairs: model 'gelu_1l' \(zoo:gelu_1l\) and "
+        r"model 'gpt2_local' .* use different tokenizers",
+    ):
         run_project(project, pipeline_names=["embedding"], runtime_params=overrides)
 
 
@@ -135,11 +149,17 @@ def test_readings_cover_the_selected_blocks_and_heads_only(grammar_gpt2_dir):
     same rows of the full reading."""
     embedding = configured_parameters(PROJECT_ROOT, "test")["embedding"]
     spec = f"hf:{grammar_gpt2_dir}"
-    full = validate_section(EmbeddingParameters, {**embedding, "readings": {**embedding["readings"], "layers": None,
-                                                                             "heads": None}}, "embedding")
+    full = validate_section(
+        EmbeddingParameters,
+        {**embedding, "readings": {**embedding["readings"], "layers": None, "heads": None}},
+        "embedding",
+    )
     full_vectors, full_pairs, *_ = nodes.read_model(settings=full, model="gpt2", spec=spec)
-    narrow = validate_section(EmbeddingParameters, {**embedding, "readings": {**embedding["readings"], "layers": [1],
-                                                                               "heads": 2}}, "embedding")
+    narrow = validate_section(
+        EmbeddingParameters,
+        {**embedding, "readings": {**embedding["readings"], "layers": [1], "heads": 2}},
+        "embedding",
+    )
     logger, lines = logging.getLogger(nodes.__name__), _Lines()  # Kedro's logging setup may replace root handlers
     level = logger.level
     logger.addHandler(lines)
@@ -151,9 +171,9 @@ def test_readings_cover_the_selected_blocks_and_heads_only(grammar_gpt2_dir):
         logger.setLevel(level)
     assert set(full_vectors["layer"]) == {0, 1} and set(full_pairs["head"]) == {0, 1, 2, 3}
     assert set(vectors["layer"]) == {1} and set(pairs["layer"]) == {1} and set(pairs["head"]) == {0, 1}
-    pd.testing.assert_frame_equal(vectors.reset_index(drop=True),
-                                  full_vectors[full_vectors["layer"] == 1].reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        vectors.reset_index(drop=True), full_vectors[full_vectors["layer"] == 1].reset_index(drop=True)
+    )
     same = full_pairs[(full_pairs["layer"] == 1) & full_pairs["head"].isin([0, 1])].reset_index(drop=True)
     pd.testing.assert_frame_equal(pairs.reset_index(drop=True), same)
     assert any("reading blocks [1] of 2 and heads [0, 1] of 4" in line for line in lines.lines)
-

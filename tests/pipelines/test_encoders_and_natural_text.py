@@ -48,21 +48,24 @@ def test_extraction_node_on_a_sentence_encoder(tmp_path, encoder_dir):
     from transformers import AutoTokenizer, BertModel
 
     texts = natural_text_table(LINES[:4], first_id=0)
-    stream, index = extract_external_activations(texts, settings=ACTIVATIONS, model_name="enc",
-                                                 spec=f"hf:{encoder_dir}", n_ctx=16)
+    stream, index = extract_external_activations(
+        texts, settings=ACTIVATIONS, model_name="enc", spec=f"hf:{encoder_dir}", n_ctx=16
+    )
     store = write_activation_store(tmp_path / "enc", stream.batches, stream.model)
     assert store.n_layers == 2 and store.d_model == 32
     assert set(index.loc[index["is_special"], "token"]) == {"[CLS]", "[SEP]"}
-    assert (index.groupby("sentence_id")["sequence"].nunique().loc[1] > 1)  # the long line was split
+    assert index.groupby("sentence_id")["sequence"].nunique().loc[1] > 1  # the long line was split
     # the stored residuals are the checkpoint's own hidden states (no random head, no random weights)
     tokenizer = AutoTokenizer.from_pretrained(encoder_dir)
     sequences, again = pack_evaluation_sequences(texts, tokenizer, 16)
     pd.testing.assert_frame_equal(index, again)
     model = BertModel.from_pretrained(encoder_dir).eval()
     with torch.no_grad():
-        hidden = model(input_ids=torch.as_tensor(sequences["input_ids"][:2]),
-                       attention_mask=torch.as_tensor(sequences["attention_mask"][:2]),
-                       output_hidden_states=True).hidden_states
+        hidden = model(
+            input_ids=torch.as_tensor(sequences["input_ids"][:2]),
+            attention_mask=torch.as_tensor(sequences["attention_mask"][:2]),
+            output_hidden_states=True,
+        ).hidden_states
     first = store.batch(0)
     mask = first.attention_mask.astype(bool)
     for layer, expected in enumerate(hidden):
@@ -84,8 +87,9 @@ def test_n_evaluation_sentences_limits_natural_text(tmp_path):
     replaced = build_evaluation_texts(heldout, settings=validate_corpus(corpus))
     assert replaced["text"].tolist() == [" ".join(line.split()) for line in LINES[:3]]
     assert set(replaced["source"]) == {"natural"}
-    joined = build_evaluation_texts(heldout, settings=validate_corpus({**corpus, "natural_text": {"path": str(path),
-                                                                                                  "use": "join"}}))
+    joined = build_evaluation_texts(
+        heldout, settings=validate_corpus({**corpus, "natural_text": {"path": str(path), "use": "join"}})
+    )
     assert joined["source"].tolist() == ["grammar"] * 3 + ["natural"] * 3
     assert joined["sentence_id"].is_unique
 
@@ -100,13 +104,24 @@ def _only_hub_models(project, encoder_dir, gpt2_dir, natural_path):
     cka["cka"].update(pooling="word", pairs={"intra": False, "explicit": [["enc", "gpt2"]]}, groups={})
     (conf / "parameters_cka.yml").write_text(yaml.safe_dump(cka))
     embedding = yaml.safe_load((conf / "parameters_embedding.yml").read_text())  # gpt2 only: enc has no LM head
-    embedding["embedding"].update(models=["gpt2"], alignment={**embedding["embedding"]["alignment"], "pairs": {}},
-                                  finetune={**embedding["embedding"]["finetune"], "models": []}, zero_shot={"pairs": []})
+    embedding["embedding"].update(
+        models=["gpt2"],
+        alignment={**embedding["embedding"]["alignment"], "pairs": {}},
+        finetune={**embedding["embedding"]["finetune"], "models": []},
+        zero_shot={"pairs": []},
+    )
     (conf / "parameters_embedding.yml").write_text(yaml.safe_dump(embedding))
-    return {"corpus": {"n_evaluation_sentences": 4,
-                       "natural_text": {"path": str(natural_path), "mode": "lines", "use": "replace"}},
-            "activations": {"include_zoo": False, "n_ctx": 16,
-                            "models": {"enc": f"hf:{encoder_dir}", "gpt2": f"hf:{gpt2_dir}"}}}
+    return {
+        "corpus": {
+            "n_evaluation_sentences": 4,
+            "natural_text": {"path": str(natural_path), "mode": "lines", "use": "replace"},
+        },
+        "activations": {
+            "include_zoo": False,
+            "n_ctx": 16,
+            "models": {"enc": f"hf:{encoder_dir}", "gpt2": f"hf:{gpt2_dir}"},
+        },
+    }
 
 
 def test_natural_text_alone_with_hub_models_only(tmp_path, monkeypatch, encoder_dir, gpt2_dir):
@@ -151,12 +166,13 @@ def test_extraction_node_on_a_llama_gguf_uses_its_bos_only_convention(tmp_path):
     path = tmp_path / "tiny-llama.gguf"
     write_llama_gguf(path, build_module("llama", seed=5))
     texts = natural_text_table(["ab cd ef", "the cat sat on the mat and the dog ran"], first_id=0)
-    stream, index = extract_external_activations(texts, settings=ACTIVATIONS, model_name="llama",
-                                                 spec=f"gguf:{path}", n_ctx=16)
+    stream, index = extract_external_activations(
+        texts, settings=ACTIVATIONS, model_name="llama", spec=f"gguf:{path}", n_ctx=16
+    )
     store = write_activation_store(tmp_path / "llama", stream.batches, stream.model)
     assert store.n_layers == 2
     specials = index[index["is_special"]]
     assert specials["token"].tolist() == ["<s>"] * len(specials)  # what tokenizer(text) adds: <s>, no </s>
-    assert (index.groupby("sentence_id")["sequence"].nunique().loc[1] > 1)  # longer than 16 tokens: split
+    assert index.groupby("sentence_id")["sequence"].nunique().loc[1] > 1  # longer than 16 tokens: split
     first_of_each_piece = index.groupby(["sentence_id", "sequence"])["is_special"].first()
     assert first_of_each_piece.all()

@@ -32,8 +32,11 @@ from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.specs import keys_replaced_whole, pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
 
-ENVIRONMENTS = sorted(folder.name for folder in (PROJECT_ROOT / "conf").iterdir()
-                      if folder.is_dir() and folder.name not in ("base", "local"))
+ENVIRONMENTS = sorted(
+    folder.name
+    for folder in (PROJECT_ROOT / "conf").iterdir()
+    if folder.is_dir() and folder.name not in ("base", "local")
+)
 RECIPE_HEADER = re.compile(r"^# (conf/(\w+)/(parameters_\w+\.yml))$")
 
 
@@ -113,7 +116,9 @@ def test_the_environments_replace_the_collections_they_name_whole():
     pythia = configured_parameters(PROJECT_ROOT, "pythia")
     assert pythia["zoo"]["models"] == {} and set(pythia["activations"]["models"]) == set(pythia["scaling"]["family"])
     assert (pythia["cka"]["pairs"], pythia["cka"]["groups"], pythia["cka"]["measures"]) == ({"intra": True}, {}, None)
-    assert pythia["cka"]["estimator"] == base["cka"]["estimator"] and pythia["zoo"]["training"] == base["zoo"]["training"]
+    assert (
+        pythia["cka"]["estimator"] == base["cka"]["estimator"] and pythia["zoo"]["training"] == base["zoo"]["training"]
+    )
     test = configured_parameters(PROJECT_ROOT, "test")
     assert set(test["zoo"]["models"]) == {"gelu_1l", "neox_xs"} and test["activations"]["models"] == {}
     assert test["cka"]["pairs"] == {"intra": True, "explicit": [["gelu_1l", "neox_xs"]]}
@@ -132,8 +137,14 @@ def test_an_environment_with_one_key_gets_conf_base_for_the_rest(tmp_path):
     expected = copy.deepcopy(configured_parameters(project, None))
     expected["activations"]["n_ctx"] = 128
     assert configured_parameters(project, "one") == expected
-    write_environment(project, "two", {"parameters_activations.yml": "activations:\n  include_zoo: false\n"
-                                                                     "  models: {a: 'hf:EleutherAI/pythia-70m'}\n"})
+    write_environment(
+        project,
+        "two",
+        {
+            "parameters_activations.yml": "activations:\n  include_zoo: false\n"
+            "  models: {a: 'hf:EleutherAI/pythia-70m'}\n"
+        },
+    )
     expected["activations"].update(n_ctx=None, include_zoo=False, models={"a": "hf:EleutherAI/pythia-70m"})
     assert configured_parameters(project, "two") == expected  # conf/base's gelu_2l_untrained does not survive
 
@@ -141,16 +152,20 @@ def test_an_environment_with_one_key_gets_conf_base_for_the_rest(tmp_path):
 def test_runtime_params_merge_key_by_key_even_into_a_collection_replaced_whole():
     """Kedro merges ``--params`` into conf/base and into the environment before they merge: a collection the
     environment's files do not set keeps conf/base's entries; one they set is theirs, with the runtime value."""
+
     def loaded(env, runtime):
         from thinkalike.settings import CONFIG_LOADER_ARGS
 
-        return ReplicateConfigLoader(conf_source=str(PROJECT_ROOT / "conf"), env=env, runtime_params=runtime,
-                                     **CONFIG_LOADER_ARGS)["parameters"]
+        return ReplicateConfigLoader(
+            conf_source=str(PROJECT_ROOT / "conf"), env=env, runtime_params=runtime, **CONFIG_LOADER_ARGS
+        )["parameters"]
 
     base = configured_parameters(PROJECT_ROOT, "base")
     models = loaded("replicates", {"zoo": {"models": {"gelu_2l": {"seed": 5}}}})["zoo"]["models"]
-    assert set(models) == set(base["zoo"]["models"]) and models["gelu_2l"] == {**base["zoo"]["models"]["gelu_2l"],
-                                                                                "seed": 5}
+    assert set(models) == set(base["zoo"]["models"]) and models["gelu_2l"] == {
+        **base["zoo"]["models"]["gelu_2l"],
+        "seed": 5,
+    }
     models = loaded("test", {"zoo": {"models": {"gelu_1l": {"seed": 5}}}})["zoo"]["models"]
     assert set(models) == {"gelu_1l", "neox_xs"} and models["gelu_1l"]["seed"] == 5
 
@@ -159,22 +174,35 @@ def test_the_merge_replaces_lists_scalars_and_clashing_types():
     base = {"a": {"b": [1, 2], "c": {"d": 1, "e": 2}, "f": "auto", "g": {"h": 1}, "i": [1]}, "z": 0}
     environment = {"a": {"b": [3], "c": {"e": 3}, "f": {"x": 1}, "g": None, "i": {"y": 2}}, "new": 1}
     merged = merge_parameters(base, environment)
-    assert merged == {"a": {"b": [3], "c": {"d": 1, "e": 3}, "f": {"x": 1}, "g": None, "i": {"y": 2}}, "z": 0,
-                      "new": 1}
+    assert merged == {"a": {"b": [3], "c": {"d": 1, "e": 3}, "f": {"x": 1}, "g": None, "i": {"y": 2}}, "z": 0, "new": 1}
     assert list(merged) == ["a", "z", "new"] and base["a"]["c"] == {"d": 1, "e": 2}  # base's order; base unchanged
     assert merge_parameters(base, {"a": {"c": {"e": 3}}}, {"a.c"})["a"]["c"] == {"e": 3}
 
 
-@pytest.mark.parametrize(("files", "pipelines", "error"), [
-    ({"parameters_nli.yml": "nli:\n  encoder:\n    pair_text: {share: 2}\n"}, ["nli"],
-     r"^nli\.encoder\.pair_text\.share: "),
-    ({"parameters_zoo.yml": "zoo:\n  models:\n    tiny: {family: bridge, seed: 0, lr: 1, architecture: "
-                            "{n_layers: 1, d_model: 32, n_heads: 2, d_head: 16, d_mlp: 64, act_fn: gelu}}\n"},
-     ["zoo"], r"^zoo\.models\.tiny\.lr: unknown parameter"),
-    ({"parameters_activations.yml": "activations:\n  models: {foo: 'zoo:nope'}\n"}, ["activations"],
-     r"^activations\.models\.foo: "),
-    ({"parameters_cka.yml": "cka:\n  measures: [cka]\n"}, ["cka"], r"^cka\.measures: must be a mapping"),
-])
+@pytest.mark.parametrize(
+    ("files", "pipelines", "error"),
+    [
+        (
+            {"parameters_nli.yml": "nli:\n  encoder:\n    pair_text: {share: 2}\n"},
+            ["nli"],
+            r"^nli\.encoder\.pair_text\.share: ",
+        ),
+        (
+            {
+                "parameters_zoo.yml": "zoo:\n  models:\n    tiny: {family: bridge, seed: 0, lr: 1, architecture: "
+                "{n_layers: 1, d_model: 32, n_heads: 2, d_head: 16, d_mlp: 64, act_fn: gelu}}\n"
+            },
+            ["zoo"],
+            r"^zoo\.models\.tiny\.lr: unknown parameter",
+        ),
+        (
+            {"parameters_activations.yml": "activations:\n  models: {foo: 'zoo:nope'}\n"},
+            ["activations"],
+            r"^activations\.models\.foo: ",
+        ),
+        ({"parameters_cka.yml": "cka:\n  measures: [cka]\n"}, ["cka"], r"^cka\.measures: must be a mapping"),
+    ],
+)
 def test_a_bad_key_of_a_merged_environment_is_named_in_full(tmp_path, files, pipelines, error):
     project = make_project_copy(tmp_path, tracking_db=False)
     write_environment(project, "bad", files)
@@ -184,8 +212,11 @@ def test_a_bad_key_of_a_merged_environment_is_named_in_full(tmp_path, files, pip
 
 def test_the_readme_recipe_validates_offline(tmp_path, monkeypatch, caplog):
     recipes = readme_recipes()
-    assert set(recipes) == {"mine"} and set(recipes["mine"]) == {"parameters_activations.yml", "parameters_cka.yml",
-                                                                   "parameters_corpus.yml"}
+    assert set(recipes) == {"mine"} and set(recipes["mine"]) == {
+        "parameters_activations.yml",
+        "parameters_cka.yml",
+        "parameters_corpus.yml",
+    }
     project = make_project_copy(tmp_path)
     write_environment(project, "mine", recipes["mine"])
     parameters = configured_parameters(project, "mine")
@@ -217,8 +248,11 @@ def test_a_section_the_run_does_not_use_cannot_stop_it(tmp_path, monkeypatch):
     use_hub_cache(monkeypatch, tmp_path / "hub", hub_ids(configured_models(parameters).values()))
     validate_parameters(parameters, ["corpus"])
     validate_parameters(parameters, ["corpus", "activations", "cka"])
-    with pytest.raises(ParameterError, match=r"^embedding\.alignment\.pairs: names model\(s\) "
-                                             r"\['gelu_4l', 'gelu_4l_seed1'\]"):
+    with pytest.raises(
+        ParameterError,
+        match=r"^embedding\.alignment\.pairs: names model\(s\) "
+        r"\['gelu_4l', 'gelu_4l_seed1'\]",
+    ):
         validate_parameters(parameters, ["embedding"])
     parameters["embedding"]["alignment"]["pairs"] = "auto"
     with pytest.raises(ParameterError, match=r"^embedding\.finetune\.models: 'gelu_4l' is not a zoo model"):
@@ -243,8 +277,7 @@ def test_the_pipelines_of_a_run_follow_the_names_and_the_node_filters(tmp_path):
     assert pipelines_in_run(None, registered, one_pair) == ["cka", "scaling"]  # embedding: not in this run
 
 
-def test_a_hub_only_environment_runs_alone_and_in_the_default_pipeline(tmp_path, monkeypatch, grammar_gpt2_dir,
-                                                                         caplog):
+def test_a_hub_only_environment_runs_alone_and_in_the_default_pipeline(tmp_path, monkeypatch, grammar_gpt2_dir, caplog):
     """The README's recipe with its hub ids replaced by local checkpoints: a BERT sentence encoder ([CLS]/[SEP],
     no LM head) and a GPT-2 directory; with an empty zoo, the default pipeline runs end to end as well."""
     (tmp_path / "project").mkdir()
@@ -253,12 +286,24 @@ def test_a_hub_only_environment_runs_alone_and_in_the_default_pipeline(tmp_path,
     activations = yaml.safe_load(recipe["parameters_activations.yml"])
     encoder = save_sentence_encoder(tmp_path / "encoder")
     activations["activations"].update(models={"encoder": f"hf:{encoder}", "gpt2": f"hf:{grammar_gpt2_dir}"}, n_ctx=64)
-    write_environment(project, "mine", {**recipe, "parameters_activations.yml": yaml.safe_dump(activations),
-                                        "parameters_zoo.yml": yaml.safe_dump({"zoo": {"models": {}}})})
+    write_environment(
+        project,
+        "mine",
+        {
+            **recipe,
+            "parameters_activations.yml": yaml.safe_dump(activations),
+            "parameters_zoo.yml": yaml.safe_dump({"zoo": {"models": {}}}),
+        },
+    )
     text = project / "data" / "01_raw" / "my_text.txt"
     text.parent.mkdir(parents=True, exist_ok=True)
-    text.write_text("".join(f"the {a} dog sat on the {b} mat .\n" for a in ("quick", "brown", "lazy")
-                            for b in ("long", "brown", "quick", "lazy")))
+    text.write_text(
+        "".join(
+            f"the {a} dog sat on the {b} mat .\n"
+            for a in ("quick", "brown", "lazy")
+            for b in ("long", "brown", "quick", "lazy")
+        )
+    )
     monkeypatch.chdir(project)
     small = configured_parameters(project, "test")  # tiny sizes, as --params would give them
     smaller = {"corpus": {key: small["corpus"][key] for key in ("n_sentences", "vocab_size")}}
@@ -268,8 +313,9 @@ def test_a_hub_only_environment_runs_alone_and_in_the_default_pipeline(tmp_path,
     assert len(table) == 3 * 3  # embeddings + 2 blocks each, every layer pair
 
     with caplog.at_level(logging.INFO):
-        catalog = run_project(project, env="mine", runtime_params={**smaller, "nli": {**small["nli"], "n_copies": 2,
-                                                                                       "group_size": 1}})
+        catalog = run_project(
+            project, env="mine", runtime_params={**smaller, "nli": {**small["nli"], "n_copies": 2, "group_size": 1}}
+        )
     assert "embedding.models: ['encoder'] left out: no LM head" in caplog.text
     assert set(catalog.load("embedding_keep_k")["model"]) == {"gpt2"}
     assert catalog.load("embedding_alignment").empty and catalog.load("embedding_zero_shot").empty
@@ -282,10 +328,14 @@ def test_auto_embedding_settings_reproduce_the_base_experiment(tmp_path):
     parameters = configured_parameters(make_project_copy(tmp_path), None)
     plan = plan_embedding(EmbeddingParameters.model_validate(parameters["embedding"]), parameters)
     replicas = ["gelu_4l", "gelu_4l_seed1", "gelu_4l_seed2"]
-    assert plan.pairs == [(a, b) for i, a in enumerate(replicas) for b in replicas[i + 1:]]
+    assert plan.pairs == [(a, b) for i, a in enumerate(replicas) for b in replicas[i + 1 :]]
     assert plan.finetuned == ["gelu_4l"]
-    assert plan.zero_shot == [("gelu_4l", "gelu_4l"), ("gelu_4l", "gelu_4l_seed1"), ("gelu_4l", "gelu_4l_seed2"),
-                              ("gelu_4l", "gelu_3l")]
+    assert plan.zero_shot == [
+        ("gelu_4l", "gelu_4l"),
+        ("gelu_4l", "gelu_4l_seed1"),
+        ("gelu_4l", "gelu_4l_seed2"),
+        ("gelu_4l", "gelu_3l"),
+    ]
     assert not plan.problems and list(plan.models) == list(configured_models(parameters))
     # with the zoo replaced by hub models, auto finds nothing to align or fine-tune, and says so
     parameters["activations"]["include_zoo"] = False

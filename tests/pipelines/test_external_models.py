@@ -15,11 +15,15 @@ def gpt2_checkpoint(grammar_gpt2_dir):
 def test_word_pooling_compares_models_with_different_tokenizers(tmp_path, monkeypatch, gpt2_checkpoint):
     project = make_project_copy(tmp_path)
     monkeypatch.chdir(project)
-    overrides = {"activations": {"models": {"gpt2_local": f"hf:{gpt2_checkpoint}"}, "n_ctx": 64},
-                 "cka": {"pooling": "auto", "pairs": {"intra": True, "explicit": [["gelu_1l", "gpt2_local"]]},
-                         "measures": None}}  # CKA's word pooling is the point here
-    catalog = run_project(project, runtime_params=overrides,  # the pipelines the checks read
-                          pipeline_names=["corpus", "zoo", "activations", "cka", "mlem"])
+    overrides = {
+        "activations": {"models": {"gpt2_local": f"hf:{gpt2_checkpoint}"}, "n_ctx": 64},
+        "cka": {"pooling": "auto", "pairs": {"intra": True, "explicit": [["gelu_1l", "gpt2_local"]]}, "measures": None},
+    }  # CKA's word pooling is the point here
+    catalog = run_project(
+        project,
+        runtime_params=overrides,  # the pipelines the checks read
+        pipeline_names=["corpus", "zoo", "activations", "cka", "mlem"],
+    )
     zoo_index = catalog.load("models.gelu_1l.activation_index")
     gpt2_index = catalog.load("models.gpt2_local.activation_index")
     assert len(gpt2_index) > len(zoo_index)  # the smaller vocabulary splits words into more tokens
@@ -44,7 +48,9 @@ def test_word_pooling_compares_models_with_different_tokenizers(tmp_path, monkey
 def test_token_level_comparison_across_tokenizers_says_to_pool(tmp_path, monkeypatch, gpt2_checkpoint):
     project = make_project_copy(tmp_path)
     monkeypatch.chdir(project)
-    overrides = {"activations": {"models": {"gpt2_local": f"hf:{gpt2_checkpoint}"}, "n_ctx": 64},
-                 "cka": {"pooling": "token", "pairs": {"intra": False, "explicit": [["gelu_1l", "gpt2_local"]]}}}
+    overrides = {
+        "activations": {"models": {"gpt2_local": f"hf:{gpt2_checkpoint}"}, "n_ctx": 64},
+        "cka": {"pooling": "token", "pairs": {"intra": False, "explicit": [["gelu_1l", "gpt2_local"]]}},
+    }
     with pytest.raises(Exception, match="pooling to 'word' or 'sequence'|set pooling"):
         run_project(project, runtime_params=overrides)

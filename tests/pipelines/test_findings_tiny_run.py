@@ -43,8 +43,15 @@ def _finite(*values):
 
 
 def test_the_tiny_run_gives_finite_numbers_that_the_text_quotes(tables):
-    assert {"zoo_summary", "cka_distances", "stitching_penalties", "mlem_profiles", "embedding_keep_k",
-            "models.nli.groups", "run_timings"} <= set(tables)
+    assert {
+        "zoo_summary",
+        "cka_distances",
+        "stitching_penalties",
+        "mlem_profiles",
+        "embedding_keep_k",
+        "models.nli.groups",
+        "run_timings",
+    } <= set(tables)
     assert set(tables["model_configs"]) == {"gelu_1l", "neox_xs"}
     findings = collect_findings(tables)
     assert missing_tables(findings) == ["scaling_summary"]  # conf/test has no GPT-NeoX family to scale
@@ -54,8 +61,17 @@ def test_the_tiny_run_gives_finite_numbers_that_the_text_quotes(tables):
 
     timing = findings["timing"]
     assert _finite(timing["total_seconds"], timing["peak_rss_mb"]) and timing["total_seconds"] > 0
-    assert set(timing["pipelines"]) == {"corpus", "zoo", "activations", "stitching", "cka", "mlem", "embedding", "nli",
-                                        "report"}
+    assert set(timing["pipelines"]) == {
+        "corpus",
+        "zoo",
+        "activations",
+        "stitching",
+        "cka",
+        "mlem",
+        "embedding",
+        "nli",
+        "report",
+    }
     assert f"— {format_seconds(timing['total_seconds'])} in all (measured {timing['date']}" in text
     assert f"zoo of 2 models {format_seconds(timing['pipelines']['zoo']['seconds'])}" in text
     # every claim's sentence is in the text exactly when it holds in this run (one run: no "varies" list)
@@ -83,18 +99,24 @@ def test_the_tiny_run_gives_finite_numbers_that_the_text_quotes(tables):
     assert nli["n_copies"] == 4 and _finite(*nli["test"], *nli["ood_non_entailed"])
     assert [c.id for c in claims if c.id.startswith("nli.test_")] == ["nli.test_below_rule", "nli.test_above_rule"]
     assert nli["stitching"]["layers"] == [0, 1, 2] and all(
-        _finite(*values) for values in nli["stitching"]["curves"].values())
+        _finite(*values) for values in nli["stitching"]["curves"].values()
+    )
 
 
 def test_a_pipeline_that_did_not_run_is_said_so(tables):
-    partial = {name: value for name, value in tables.items()
-               if name not in ("stitching_penalties", "stitching_phis", "models.nli.groups")}
+    partial = {
+        name: value
+        for name, value in tables.items()
+        if name not in ("stitching_penalties", "stitching_phis", "models.nli.groups")
+    }
     findings = collect_findings(partial)
     assert missing_tables(findings) == ["models.nli.groups", "scaling_summary", "stitching_penalties"]
     text = render_findings(findings).replace("\n", " ")
     assert "Stitching: not in these outputs (no `stitching_penalties`: the pipeline was not run)." in text
-    assert "NLI (Brown et al. §4, offline): not in these outputs (no `models.nli.groups`: the pipeline was not run)." \
+    assert (
+        "NLI (Brown et al. §4, offline): not in these outputs (no `models.nli.groups`: the pipeline was not run)."
         in text
+    )
     assert "**MLEM.** " in text  # the others are unaffected
     assert {c.id.split(".")[0] for c in claims_of(findings)} >= {"mlem", "embedding"}
 
@@ -133,8 +155,9 @@ def test_the_claims_command_prints_the_latest_runs_claims_and_checks_them(tiny_p
     assert [c["id"] for c in claims] == [c["id"] for c in again]  # stable ids: the same run, the same claims
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)
-    committed = {"claims": [{**c, "status": "holds" if c["margin"] is not None and c["margin"] > 0 else "mixed"}
-                            for c in claims]}
+    committed = {
+        "claims": [{**c, "status": "holds" if c["margin"] is not None and c["margin"] > 0 else "mixed"} for c in claims]
+    }
     (repo / "docs" / "findings.json").write_text(json.dumps(committed))
     assert main(["--project", str(project), "--env", "test", "--claims", "--check", "--repo", str(repo)]) == 0
     # a committed claim that does not hold in this run fails the check (both directions of a comparison are claims,

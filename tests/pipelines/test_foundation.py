@@ -49,16 +49,22 @@ def test_activations_match_the_models_own_residual_stream(tiny_project, model):
     store = catalog.load(f"models.{model}.activations")
     index = catalog.load(f"models.{model}.activation_index")
     config = catalog.load(f"models.{model}.model_config")
-    assert store.n_layers == int(config.get("bridge_config", {}).get("n_layers", 0)
-                                 or config.get("hf_config", {}).get("num_hidden_layers"))
+    assert store.n_layers == int(
+        config.get("bridge_config", {}).get("n_layers", 0) or config.get("hf_config", {}).get("num_hidden_layers")
+    )
     assert sum(len(batch.tokens()[0]) for batch in store) == len(index)
-    handle = load_model(f"zoo:{model}", zoo_artifacts={model: (config, catalog.load(f"models.{model}.model_weights"))},
-                        tokenizer=catalog.load("tokenizer"), device="cpu")
+    handle = load_model(
+        f"zoo:{model}",
+        zoo_artifacts={model: (config, catalog.load(f"models.{model}.model_weights"))},
+        tokenizer=catalog.load("tokenizer"),
+        device="cpu",
+    )
     sequences = catalog.load("evaluation_sequences")
     first = store.batch(0)
     with torch.no_grad():
-        expected = handle.residual_streams(torch.as_tensor(sequences["input_ids"][:2]),
-                                           torch.as_tensor(sequences["attention_mask"][:2]))
+        expected = handle.residual_streams(
+            torch.as_tensor(sequences["input_ids"][:2]), torch.as_tensor(sequences["attention_mask"][:2])
+        )
     real = sequences["attention_mask"][:2].astype(bool)  # only real tokens are stored
     np.testing.assert_allclose(first.residual[:, :2][:, real], expected.numpy()[:, real], rtol=1e-5, atol=1e-5)
     assert not first.residual[:, :2][:, ~real].any()

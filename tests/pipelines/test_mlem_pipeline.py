@@ -23,7 +23,7 @@ def fitted(tiny_project):
 
 def test_every_model_and_layer_has_a_profile(fitted):
     profiles = fitted.load("mlem_profiles")
-    assert list(profiles.columns[:len(PROFILE_COLUMNS)]) == PROFILE_COLUMNS
+    assert list(profiles.columns[: len(PROFILE_COLUMNS)]) == PROFILE_COLUMNS
     for model, n_layers in MODELS.items():
         own = fitted.load(f"models.mlem.{model}.mlem_profile")
         assert sorted(own["layer"].unique()) == list(range(n_layers))
@@ -74,8 +74,11 @@ def test_natural_text_replacing_the_grammar_leaves_mlem_empty(caplog):
     """With ``use: replace`` the evaluation texts carry no grammar labels: no MLEM node, and the log says why."""
     from thinkalike.pipelines.mlem.pipeline import create_pipeline
 
-    parameters = {"mlem": {"level": "word"}, "zoo": {"models": {"gelu_1l": {}}},
-                  "corpus": {"natural_text": {"path": "texts.txt", "use": "replace"}}}
+    parameters = {
+        "mlem": {"level": "word"},
+        "zoo": {"models": {"gelu_1l": {}}},
+        "corpus": {"natural_text": {"path": "texts.txt", "use": "replace"}},
+    }
     with caplog.at_level("WARNING"):
         assert not create_pipeline(parameters).nodes
     assert "natural_text.use is 'replace'" in caplog.text
@@ -92,8 +95,10 @@ def test_controlled_stimuli_and_chosen_layers_end_to_end(tiny_project, tmp_path,
     copy = tmp_path / "project"
     shutil.copytree(project, copy)  # the session's project stays as the other tests expect it
     monkeypatch.chdir(copy)
-    parameters = {"corpus": {"controlled_stimuli": {"enabled": True, "verbs": 1}},
-                  "mlem": {"stimuli": "controlled", "layers": [1], "categorical_coding": "indicators"}}
+    parameters = {
+        "corpus": {"controlled_stimuli": {"enabled": True, "verbs": 1}},
+        "mlem": {"stimuli": "controlled", "layers": [1], "categorical_coding": "indicators"},
+    }
     with caplog.at_level("DEBUG", logger="thinkalike.mlem.fit"):
         catalog = run_project(copy, pipeline_names=["corpus", "activations", "mlem"], runtime_params=parameters)
     texts = catalog.load("evaluation_texts")

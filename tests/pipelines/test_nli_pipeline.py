@@ -28,8 +28,17 @@ NAMES = copy_names(4)
 @pytest.fixture(scope="module")
 def outputs(tiny_project):
     _, catalog = tiny_project
-    names = ["groups", "accuracy", "stitching", "stitching_groups", "cka_group_curves", "cka_group_distances",
-             "sweep", "report", "figures_plotly"]
+    names = [
+        "groups",
+        "accuracy",
+        "stitching",
+        "stitching_groups",
+        "cka_group_curves",
+        "cka_group_distances",
+        "sweep",
+        "report",
+        "figures_plotly",
+    ]
     return {name: catalog.load(f"models.nli.{name}") for name in names}
 
 
@@ -75,22 +84,33 @@ def test_saved_copies_load_as_classifiers_and_reproduce_their_predictions(tiny_p
     pairs = catalog.load("models.nli.pairs")
     evaluated = pairs[pairs["split"] != "train"]
     tokenizer = catalog.load("tokenizer")
-    handle = load_classifier(catalog.load("models.nli.copy_01.classifier_weights"),
-                             catalog.load("models.nli.copy_01.classifier_config"), tokenizer, device="cpu")
+    handle = load_classifier(
+        catalog.load("models.nli.copy_01.classifier_weights"),
+        catalog.load("models.nli.copy_01.classifier_config"),
+        tokenizer,
+        device="cpu",
+    )
     assert isinstance(handle, SequenceClassifierHandle)
     encoded = encode_pairs(evaluated, tokenizer, catalog.load("params:nli")["n_ctx"])
     saved = catalog.load("models.nli.copy_01.predictions")
-    np.testing.assert_array_equal(predict_labels(handle, encoded["input_ids"], encoded["attention_mask"]),
-                                  saved["predicted"].to_numpy())
+    np.testing.assert_array_equal(
+        predict_labels(handle, encoded["input_ids"], encoded["attention_mask"]), saved["predicted"].to_numpy()
+    )
 
 
 def test_cka_and_report(outputs):
     curves = outputs["cka_group_curves"]
     assert {(a, b) for a, b in zip(curves["group_a"], curves["group_b"])} == {
-        ("generalizing", "generalizing"), ("generalizing", "heuristic"), ("heuristic", "heuristic")}
+        ("generalizing", "generalizing"),
+        ("generalizing", "heuristic"),
+        ("heuristic", "heuristic"),
+    }
     report = outputs["report"]
-    for sentence in (stitching_sentence(outputs["stitching_groups"], "test"), cka_sentence(curves),
-                     distance_sentence(outputs["cka_group_distances"])):
+    for sentence in (
+        stitching_sentence(outputs["stitching_groups"], "test"),
+        cka_sentence(curves),
+        distance_sentence(outputs["cka_group_distances"]),
+    ):
         assert sentence in report
     assert outputs["sweep"]["status"].iloc[0] in ("not_needed", "swept")
 
@@ -105,8 +125,9 @@ def test_plotly_page_shows_the_tables_numbers(outputs):
     np.testing.assert_allclose(traces["generalizing"].y, generalizing["ood_non_entailed_accuracy"])
     between = outputs["stitching_groups"].query("data == 'test' and relation == 'between'").sort_values("layer")
     np.testing.assert_allclose(traces["stitching: between groups"].y, between["mean_penalty"])
-    np.testing.assert_allclose(np.asarray(traces["stitching: between groups"].error_y.array),
-                               between["ci_high"] - between["mean_penalty"])
+    np.testing.assert_allclose(
+        np.asarray(traces["stitching: between groups"].error_y.array), between["ci_high"] - between["mean_penalty"]
+    )
     assert "CKA: gen.-to-gen." in traces and "lexical-overlap rule" in traces
 
 
@@ -119,8 +140,11 @@ def test_the_sweep_runs_only_when_the_seeds_do_not_spread(tiny_project, outputs)
 
     _, catalog = tiny_project
     nli = validate_nli(catalog.load("params:nli"))
-    args = (catalog.load("tokenizer"), catalog.load("models.nli.encoder.model_weights"),
-            catalog.load("models.nli.encoder.model_config"))
+    args = (
+        catalog.load("tokenizer"),
+        catalog.load("models.nli.encoder.model_weights"),
+        catalog.load("models.nli.encoder.model_config"),
+    )
     flat = outputs["groups"].assign(ood_non_entailed_accuracy=0.0)
     swept = sweep_fractions(flat, *args, settings=nli)
     assert (swept["status"] == "swept").all()
@@ -145,10 +169,17 @@ def test_a_sweep_copy_at_the_experiments_fraction_is_the_experiments_copy(tiny_p
     # a spread of accuracy 1 is below min_spread 2: the sweep runs on the copies' own accuracies (min_spread 2 is
     # outside the section's range [0, 1], so the node gets it without the check)
     settings = validate_section(NLIParameters, nli, "nli")
-    swept_nli = settings.model_copy(update={"min_spread": 2.0, "sweep": settings.sweep.model_copy(
-        update={"fractions": [fraction, 0.0], "n_copies": 2})})
-    args = (catalog.load("tokenizer"), catalog.load("models.nli.encoder.model_weights"),
-            catalog.load("models.nli.encoder.model_config"))
+    swept_nli = settings.model_copy(
+        update={
+            "min_spread": 2.0,
+            "sweep": settings.sweep.model_copy(update={"fractions": [fraction, 0.0], "n_copies": 2}),
+        }
+    )
+    args = (
+        catalog.load("tokenizer"),
+        catalog.load("models.nli.encoder.model_weights"),
+        catalog.load("models.nli.encoder.model_config"),
+    )
     swept = sweep_fractions(outputs["groups"], *args, settings=swept_nli).set_index("model")
     by_name = outputs["groups"].set_index("model")
     accuracies = SWEEP_COLUMNS[4:]
@@ -165,17 +196,28 @@ def test_a_sweep_copy_at_the_experiments_fraction_is_the_experiments_copy(tiny_p
         assert "the experiment's" not in swept.loc[f"sweep_0_{i}", "note"]  # another fraction: fine-tuned
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"n_copies": 4, "group_size": 3}, r"^nli.group_size: k = 3 must be between 1 and n_copies / 2 = 2.0"),
-    ({"pairs": {"counterexample_fraction": 1.0}}, r"^nli.pairs.counterexample_fraction must be in \[0, 1\)"),
-    ({"sweep": {"fractions": [0.1, -0.1]}}, r"^nli.sweep.fractions: every counterexample fraction must be in \[0, 1\)"),
-    ({"pairs": {"ood_subcases": ["passive", "cleft"]}}, r"^nli.pairs.ood_subcases.*unknown subcase\(s\) \['cleft'\]"),
-    ({"stitching": {"layers": [0, 9]}}, r"^nli.stitching.layers: the encoder has layers 0..4"),
-    ({"finetune": {"head_seed": 3}}, r"^nli.finetune.head_seed"),
-    ({"encoder": {"pair_text": {"hypothesis_mask_probability": 1.0}}},
-     r"^nli.encoder.pair_text.hypothesis_mask_probability"),
-    ({"n_ctx": 16}, r"nli.n_ctx"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"n_copies": 4, "group_size": 3}, r"^nli.group_size: k = 3 must be between 1 and n_copies / 2 = 2.0"),
+        ({"pairs": {"counterexample_fraction": 1.0}}, r"^nli.pairs.counterexample_fraction must be in \[0, 1\)"),
+        (
+            {"sweep": {"fractions": [0.1, -0.1]}},
+            r"^nli.sweep.fractions: every counterexample fraction must be in \[0, 1\)",
+        ),
+        (
+            {"pairs": {"ood_subcases": ["passive", "cleft"]}},
+            r"^nli.pairs.ood_subcases.*unknown subcase\(s\) \['cleft'\]",
+        ),
+        ({"stitching": {"layers": [0, 9]}}, r"^nli.stitching.layers: the encoder has layers 0..4"),
+        ({"finetune": {"head_seed": 3}}, r"^nli.finetune.head_seed"),
+        (
+            {"encoder": {"pair_text": {"hypothesis_mask_probability": 1.0}}},
+            r"^nli.encoder.pair_text.hypothesis_mask_probability",
+        ),
+        ({"n_ctx": 16}, r"nli.n_ctx"),
+    ],
+)
 def test_bad_settings_fail_at_start_naming_the_parameter(change, message):
     import yaml
 
@@ -200,17 +242,30 @@ def test_stitching_copies_of_different_widths_is_refused_before_any_forward_pass
     tokenizer = catalog.load("tokenizer")
     handles = {}
     for name, width in (("narrow", 16), ("wide", 32)):
-        entry = {"family": "bridge", "objective": "masked", "seed": 0,
-                 "architecture": {"n_layers": 2, "d_model": width, "n_heads": 2, "d_head": width // 2,
-                                  "d_mlp": 2 * width, "act_fn": "gelu", "positional_embedding_type": "rotary"}}
+        entry = {
+            "family": "bridge",
+            "objective": "masked",
+            "seed": 0,
+            "architecture": {
+                "n_layers": 2,
+                "d_model": width,
+                "n_heads": 2,
+                "d_head": width // 2,
+                "d_mlp": 2 * width,
+                "act_fn": "gelu",
+                "positional_embedding_type": "rotary",
+            },
+        }
         config = zoo_config(name, entry, tokenizer, 64)
-        module, classifier = build_classifier(state_dict_for_saving(build_zoo_module(config)), config, name, LABELS,
-                                              FinetuneConfig())
+        module, classifier = build_classifier(
+            state_dict_for_saving(build_zoo_module(config)), config, name, LABELS, FinetuneConfig()
+        )
         handles[name] = load_classifier(state_dict_for_saving(module), classifier, tokenizer, device="cpu")
     split = TokenSplit.of(torch.ones(2, 5, dtype=torch.long), labels=torch.zeros(2, dtype=torch.long))
     with pytest.raises(StitchConfigError, match="identity stitching needs equal widths: model 'narrow' has d_model 16"):
-        identity_stitch_table(handles["narrow"], {"wide": handles["wide"]}, {"test": split},
-                              {("wide", "test"): np.ones(2)})
+        identity_stitch_table(
+            handles["narrow"], {"wide": handles["wide"]}, {"test": split}, {("wide", "test"): np.ones(2)}
+        )
 
 
 class _Recorder:

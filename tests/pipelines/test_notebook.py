@@ -7,9 +7,18 @@ import pytest
 from tests.pipelines.conftest import PROJECT_ROOT
 
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "explore_catalog.ipynb"
-FIGURE_CALLS = ("training_curves_figure(", "distance_matrix_figure(", "heatmap_figure(", "group_curves_figure(",
-                "penalty_figure(", "profile_figure(", "mds_figure(", "keep_k_figure(", "alignment_summary_figure(",
-                "stitching_figure(")
+FIGURE_CALLS = (
+    "training_curves_figure(",
+    "distance_matrix_figure(",
+    "heatmap_figure(",
+    "group_curves_figure(",
+    "penalty_figure(",
+    "profile_figure(",
+    "mds_figure(",
+    "keep_k_figure(",
+    "alignment_summary_figure(",
+    "stitching_figure(",
+)
 
 
 def _last_line(cell) -> str:
@@ -20,13 +29,22 @@ def test_the_notebook_runs_on_the_tiny_project_and_shows_figures_as_images(tiny_
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     project, _ = tiny_project
-    for name, value in {"KEDRO_ENV": "test", "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1",
-                        "MLFLOW_DISABLE_TELEMETRY": "true"}.items():
+    for name, value in {
+        "KEDRO_ENV": "test",
+        "HF_HUB_OFFLINE": "1",
+        "KEDRO_DISABLE_TELEMETRY": "1",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+    }.items():
         monkeypatch.setenv(name, value)  # the kernel inherits the environment
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     assert not any(cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")  # committed clean
-    client = nbclient.NotebookClient(notebook, timeout=180, startup_timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(project)}})
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=180,
+        startup_timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(project)}},
+    )
     client.execute()  # raises CellExecutionError on any failing cell
 
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]

@@ -54,8 +54,11 @@ SPEC = PipelineSpec("toy", create_pipeline, stage=90, section="toy", check=check
 @pytest.fixture(scope="module")
 def toy_project(tmp_path_factory) -> Path:
     project = make_project_copy(tmp_path_factory.mktemp("toy_project"))
-    shutil.copytree(PROJECT_ROOT / "src" / "thinkalike", project / "src" / "thinkalike",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        PROJECT_ROOT / "src" / "thinkalike",
+        project / "src" / "thinkalike",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     folder = project / "src" / "thinkalike" / "pipelines" / "toy"
     folder.mkdir()
     (folder / "__init__.py").write_text(TOY_PIPELINE)
@@ -64,18 +67,29 @@ def toy_project(tmp_path_factory) -> Path:
 
 
 def kedro(project: Path, *arguments: str) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": str(project / "src"), "HF_HUB_OFFLINE": "1",
-                   "KEDRO_DISABLE_TELEMETRY": "1"}
-    return subprocess.run([sys.executable, "-m", "kedro", *arguments], cwd=project, env=environment,
-                          capture_output=True, text=True, timeout=300)
+    environment = {
+        **os.environ,
+        "PYTHONPATH": str(project / "src"),
+        "HF_HUB_OFFLINE": "1",
+        "KEDRO_DISABLE_TELEMETRY": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "kedro", *arguments],
+        cwd=project,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_toy_pipeline_folder_is_registered_validated_run_and_logged(toy_project):
     listed = kedro(toy_project, "registry", "list")
     assert listed.returncode == 0, listed.stderr[-2000:]
     assert "- toy" in listed.stdout
-    refused = kedro(toy_project, "run", "--pipelines", "toy", "--runner", "SequentialRunner",
-                    "--params", "toy.value=oops")
+    refused = kedro(
+        toy_project, "run", "--pipelines", "toy", "--runner", "SequentialRunner", "--params", "toy.value=oops"
+    )
     assert refused.returncode != 0
     assert "toy.value: must be a number, got 'oops'" in refused.stdout + refused.stderr
     assert "Running node" not in refused.stdout + refused.stderr

@@ -31,10 +31,18 @@ def save_llama(directory):
 
     tokenizer = train_tokenizer(generate_sentences(300, seed=11)["text"].tolist(), vocab_size=150)
     tokenizer.save_pretrained(directory)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=WIDE, num_hidden_layers=BLOCKS, num_attention_heads=4,
-                         num_key_value_heads=2, intermediate_size=512, max_position_embeddings=64,
-                         tie_word_embeddings=False, bos_token_id=tokenizer.bos_token_id,
-                         eos_token_id=tokenizer.eos_token_id)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=WIDE,
+        num_hidden_layers=BLOCKS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=512,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(directory, safe_serialization=True)
     return directory
@@ -48,8 +56,14 @@ def save_encoder(directory):
 
     tokenizer = make_encoder_tokenizer()
     tokenizer.save_pretrained(directory)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=ENCODER_WIDTH, num_hidden_layers=2,
-                        num_attention_heads=6, intermediate_size=512, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=ENCODER_WIDTH,
+        num_hidden_layers=2,
+        num_attention_heads=6,
+        intermediate_size=512,
+        max_position_embeddings=64,
+    )
     config.architectures = ["BertModel"]
     torch.manual_seed(1)
     BertModel(config).save_pretrained(directory, safe_serialization=True)
@@ -64,8 +78,10 @@ def wide_run(tmp_path_factory):
     project = make_project_copy(root / "project")
     conf = project / "conf" / "wide"
     shutil.copytree(project / "conf" / "test", conf)
-    base = {name: yaml.safe_load((PROJECT_ROOT / "conf" / "base" / f"parameters_{name}.yml").read_text())
-            for name in ("activations", "cka")}
+    base = {
+        name: yaml.safe_load((PROJECT_ROOT / "conf" / "base" / f"parameters_{name}.yml").read_text())
+        for name in ("activations", "cka")
+    }
     activations = base["activations"]["activations"]
     activations.update(include_zoo=False, n_ctx=32, models={"llama": f"hf:{llama}", "encoder": f"hf:{encoder}"})
     cka = base["cka"]["cka"]
@@ -76,8 +92,9 @@ def wide_run(tmp_path_factory):
     measures_logger = logging.getLogger("thinkalike.measures.tables")  # "thinkalike" is configured by the run
     measures_logger.addHandler(handler)
     try:
-        catalog = run_project(project, env="wide", pipeline_names=["corpus", "activations", "cka"],
-                              runner=SequentialRunner())  # in this process, so its log lines reach the handler
+        catalog = run_project(
+            project, env="wide", pipeline_names=["corpus", "activations", "cka"], runner=SequentialRunner()
+        )  # in this process, so its log lines reach the handler
     finally:
         measures_logger.removeHandler(handler)
     return catalog, handler.lines
@@ -97,11 +114,14 @@ def test_the_defaults_log_the_grid_estimate_and_the_reduced_space(wide_run):
     table = catalog.load("models.cka.llama__llama.measures_table")
     n_tokens = int(table["n_tokens"].iloc[0])
     assert 2 * WIDE > n_tokens - 1  # r_x + r_y > n − 1: the textbook CCA family of two such layers is 1
-    assert any(line.startswith("measures llama vs llama (cka.measures.layers: relative): 15 layer pairs × 11 "
-                               "measures") for line in lines), lines
+    assert any(
+        line.startswith("measures llama vs llama (cka.measures.layers: relative): 15 layer pairs × 11 measures")
+        for line in lines
+    ), lines
     reduced = f"compare each layer's top {n_tokens // 10} principal components, not all {WIDE} dimensions"
-    assert any(line.startswith("measures llama vs llama: mean_cca, svcca, pwcca ") and reduced in line
-               for line in lines)
+    assert any(
+        line.startswith("measures llama vs llama: mean_cca, svcca, pwcca ") and reduced in line for line in lines
+    )
     cca = table[table["measure"].isin(CCA_FAMILY)]
     assert (cca["dims_a"] == n_tokens // 10).all() and (cca["dims_b"] == n_tokens // 10).all()
     assert (table.loc[table["measure"] == "cka", "dims_a"] == WIDE).all()

@@ -54,8 +54,10 @@ def test_the_context_builds_the_pipelines_of_its_environment_and_params(project)
     pair = next(node for node in streamed["cka"].nodes if node.namespace == pair_namespace("gelu_1l", "neox_xs"))
     assert model_dataset("gelu_1l", "activations") not in pair.inputs and "evaluation_sequences" in pair.inputs
     stored = context_pipelines(project, "test", include_hooks=True)
-    assert "models.gelu_1l.activations" in next(node for node in stored["cka"].nodes
-                                                if node.namespace == "models.cka.gelu_1l__neox_xs").inputs
+    assert (
+        "models.gelu_1l.activations"
+        in next(node for node in stored["cka"].nodes if node.namespace == "models.cka.gelu_1l__neox_xs").inputs
+    )
 
 
 def test_without_a_context_kedro_env_is_read(project, monkeypatch):

@@ -28,9 +28,14 @@ ACTIVATIONS = Path("data/07_model_output/activations")
 def _versions(project: Path) -> set[Path]:
     """Every non-empty version folder (``<dataset path>/<timestamp>``) under data/, but the run's own timing table
     (``run_timings``: every run that runs a node saves one)."""
-    return {path for path in (project / "data").rglob("*")
-            if path.is_dir() and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d.]+Z", path.name) and any(path.iterdir())
-            and path.parent.name != "run_timings.parquet"}
+    return {
+        path
+        for path in (project / "data").rglob("*")
+        if path.is_dir()
+        and re.fullmatch(r"\d{4}-\d\d-\d\dT[\d.]+Z", path.name)
+        and any(path.iterdir())
+        and path.parent.name != "run_timings.parquet"
+    }
 
 
 @pytest.fixture()
@@ -67,8 +72,12 @@ def test_sigkill_mid_extraction_leaves_the_last_complete_version_in_use(project_
     project = project_copy
     store_folder = project / ACTIVATIONS / "neox_xs"
     complete = sorted(path for path in store_folder.iterdir())[-1]
-    writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, str(store_folder), str(complete / "neox_xs")],
-                              stdout=subprocess.PIPE, text=True, cwd=project)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(store_folder), str(complete / "neox_xs")],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=project,
+    )
     try:
         assert writer.stdout.readline().strip() == "first shard written"
         os.kill(writer.pid, signal.SIGKILL)  # a real kill, mid-write
@@ -80,8 +89,9 @@ def test_sigkill_mid_extraction_leaves_the_last_complete_version_in_use(project_
 
     catalog = run_project(project, pipeline_names=["cka"], namespaces=["models.cka.neox_xs__neox_xs"])
     table = catalog.load("models.cka.neox_xs__neox_xs.cka_table")
-    assert len(table) == 9 and np.allclose(np.diag(table.pivot(index="layer_a", columns="layer_b",
-                                                                 values="cka").to_numpy()), 1.0)
+    assert len(table) == 9 and np.allclose(
+        np.diag(table.pivot(index="layer_a", columns="layer_b", values="cka").to_numpy()), 1.0
+    )
     index = catalog.load("models.neox_xs.activation_index")
     assert int(table["n_tokens"].iloc[0]) == int((~index["is_special"]).sum())  # special tokens left out
 
@@ -175,8 +185,10 @@ def test_a_truncated_shard_is_named(tmp_path):
     )
 
     rng = np.random.default_rng(0)
-    batches = [ActivationBatch.from_padded(rng.standard_normal((2, 2, 3, 4)).astype(np.float32), np.ones((2, 3)), 2 * i)
-               for i in range(2)]
+    batches = [
+        ActivationBatch.from_padded(rng.standard_normal((2, 2, 3, 4)).astype(np.float32), np.ones((2, 3)), 2 * i)
+        for i in range(2)
+    ]
     store = write_activation_store(tmp_path / "store", batches, model="m")
     shard = tmp_path / "store" / "shard_00001.safetensors"
     shard.write_bytes(shard.read_bytes()[:-20])
@@ -199,19 +211,38 @@ def test_only_missing_outputs_resumes_exactly_what_is_missing(project_copy):
     downstream = {path for path in new if "mlem" in path or "embedding" in path}
     assert any("mlem/gelu_1l" in path for path in downstream), downstream
     assert not any("neox_xs" in path for path in downstream), downstream
-    assert new - downstream == {"07_model_output/activations/gelu_1l", "07_model_output/activation_index/gelu_1l.parquet",
-                   *(f"08_reporting/cka/{pair}/{file}" for pair in ("gelu_1l__gelu_1l", "gelu_1l__neox_xs")
-                     for file in ("cka.parquet", "measures.parquet")),
-                   "08_reporting/cka/gelu_1l__neox_xs/calibration.parquet",  # pairs of different models only
-                   *(f"08_reporting/{file}" for file in ("cka_distances.parquet", "cka_distances.png",
-                                                         "cka_group_distances.parquet", "cka_group_curves.parquet",
-                                                         "cka_group_curves.png", "cka_heatmaps", "cka_heatmaps.json",
-                                                         "similarity_measures.parquet", "similarity_heatmaps",
-                                                         "dimension_shares.parquet", "dimension_shares.png",
-                                                         "rogue_remedies.parquet", "similarity_calibration.parquet",
-                                                         "measure_grounding.parquet", "measure_grounding.png",
-                                                         "report.html", "run_claims.json"))  # the report reads the CKA outputs
-                   }, new - downstream
+    assert new - downstream == {
+        "07_model_output/activations/gelu_1l",
+        "07_model_output/activation_index/gelu_1l.parquet",
+        *(
+            f"08_reporting/cka/{pair}/{file}"
+            for pair in ("gelu_1l__gelu_1l", "gelu_1l__neox_xs")
+            for file in ("cka.parquet", "measures.parquet")
+        ),
+        "08_reporting/cka/gelu_1l__neox_xs/calibration.parquet",  # pairs of different models only
+        *(
+            f"08_reporting/{file}"
+            for file in (
+                "cka_distances.parquet",
+                "cka_distances.png",
+                "cka_group_distances.parquet",
+                "cka_group_curves.parquet",
+                "cka_group_curves.png",
+                "cka_heatmaps",
+                "cka_heatmaps.json",
+                "similarity_measures.parquet",
+                "similarity_heatmaps",
+                "dimension_shares.parquet",
+                "dimension_shares.png",
+                "rogue_remedies.parquet",
+                "similarity_calibration.parquet",
+                "measure_grounding.parquet",
+                "measure_grounding.png",
+                "report.html",
+                "run_claims.json",
+            )
+        ),  # the report reads the CKA outputs
+    }, new - downstream
 
 
 # ---------------------------------------------------------------- 3. every setting checked first
@@ -257,13 +288,23 @@ def test_bfloat16_extraction_runs_and_matches_float32(tiny_project):
     from thinkalike.pipelines.activations.schema import validate_activations
 
     _, catalog = tiny_project
-    inputs = [catalog.load(name) for name in ("evaluation_sequences", "evaluation_index", "tokenizer",
-                                              "models.gelu_1l.model_weights", "models.gelu_1l.model_config")]
+    inputs = [
+        catalog.load(name)
+        for name in (
+            "evaluation_sequences",
+            "evaluation_index",
+            "tokenizer",
+            "models.gelu_1l.model_weights",
+            "models.gelu_1l.model_config",
+        )
+    ]
     settings = {"batch_size": 8, "device": "cpu"}
-    bf16, _ = extract_zoo_activations(*inputs, settings=validate_activations({**settings, "dtype": "bfloat16"}),
-                                      model_name="gelu_1l")
-    fp32, _ = extract_zoo_activations(*inputs, settings=validate_activations({**settings, "dtype": "float32"}),
-                                      model_name="gelu_1l")
+    bf16, _ = extract_zoo_activations(
+        *inputs, settings=validate_activations({**settings, "dtype": "bfloat16"}), model_name="gelu_1l"
+    )
+    fp32, _ = extract_zoo_activations(
+        *inputs, settings=validate_activations({**settings, "dtype": "float32"}), model_name="gelu_1l"
+    )
     low, high = next(iter(bf16.batches)), next(iter(fp32.batches))
     assert low.residual.dtype == np.float32
     error = np.abs(low.residual - high.residual).max() / np.abs(high.residual).max()
@@ -302,8 +343,11 @@ def test_an_unusable_store_is_one_warning_and_every_output_is_saved(tmp_path, mo
     warned: list[str] = []
     real_warning = tracking.logger.warning
     # a log line (Kedro's logging set-up decides where it goes); collect it where it is written
-    monkeypatch.setattr(tracking.logger, "warning", lambda message, *args, **kwargs: (
-        warned.append(message % args), real_warning(message, *args, **kwargs)))
+    monkeypatch.setattr(
+        tracking.logger,
+        "warning",
+        lambda message, *args, **kwargs: (warned.append(message % args), real_warning(message, *args, **kwargs)),
+    )
     catalog = _corpus_run(project)
     messages = [text for text in warned if "MLflow store" in text]
     assert len(messages) == 1 and named in messages[0] and "saves every catalog output" in messages[0], messages
@@ -353,8 +397,10 @@ CONCURRENT_START = textwrap.dedent("""
 
 
 def test_two_runs_starting_at_once_on_a_fresh_project_both_record(tmp_path):
-    starts = [subprocess.Popen([sys.executable, "-c", CONCURRENT_START, str(tmp_path)], stderr=subprocess.PIPE,
-                               text=True) for _ in range(2)]
+    starts = [
+        subprocess.Popen([sys.executable, "-c", CONCURRENT_START, str(tmp_path)], stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     errors = [process.communicate(timeout=300)[1] for process in starts]
     assert [process.returncode for process in starts] == [0, 0], errors
     with sqlite3.connect(tmp_path / "mlflow.db") as db:
@@ -382,8 +428,13 @@ def test_runs_are_named_and_tagged(tiny_project):
     assert not any(key.startswith("cka.gelu_1l__gelu_1l.") for key in metrics)  # self-pairs: constants
     root = project / "mlartifacts" / run_uuid / "artifacts"  # beside the database, at the project root
     artifacts = {path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()}
-    assert {"tables/zoo_summary.csv", "tables/cka_distances.csv", "tables/cka.gelu_1l__neox_xs.cka_table.csv",
-            "figures/cka_distance_figure.png", "figures/cka_heatmaps/gelu_1l__neox_xs.png"} <= artifacts, artifacts
+    assert {
+        "tables/zoo_summary.csv",
+        "tables/cka_distances.csv",
+        "tables/cka.gelu_1l__neox_xs.cka_table.csv",
+        "figures/cka_distance_figure.png",
+        "figures/cka_heatmaps/gelu_1l__neox_xs.png",
+    } <= artifacts, artifacts
     # MLflow's figure is the catalog's PNG to the byte (rendered once, not drawn again for MLflow)
     first_version = min((project / "data" / "08_reporting" / "cka_distances.png").iterdir())
     catalog_png = (first_version / "cka_distances.png").read_bytes()
@@ -422,8 +473,14 @@ TESTING_MARKERS = ("PYTEST_CURRENT_TEST", "CI", "GITHUB_ACTIONS", "MLFLOW_DISABL
 
 def _guarded_run(project: Path, **environment: str) -> list[str]:
     env = {key: value for key, value in os.environ.items() if key not in TESTING_MARKERS} | environment
-    done = subprocess.run([sys.executable, "-c", GUARDED_RUN, str(project), str(Path(__file__).parents[2])],
-                          env=env, cwd=project, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", GUARDED_RUN, str(project), str(Path(__file__).parents[2])],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return eval(done.stdout.strip().splitlines()[-1].removeprefix("OUTSIDE "))  # a printed list of strings
 

@@ -29,8 +29,10 @@ def test_replicates_findings_merge_each_replicates_claims(tiny_project_as_run, t
     assert write_replicate_findings(folders, "test", repo, write=True) == 0
     document = json.loads((repo / "docs" / "findings.json").read_text())
     assert [r["replicate"] for r in document["replicates"]] == [0, 1]
-    assert document["claims"] and all(c["status"] == "holds" and len(c["margin"]) == 2 and c["margin"][0] ==
-                                      c["margin"][1] for c in document["claims"])
+    assert document["claims"] and all(
+        c["status"] == "holds" and len(c["margin"]) == 2 and c["margin"][0] == c["margin"][1]
+        for c in document["claims"]
+    )
     page = (repo / "docs" / "findings.md").read_text()
     assert page.startswith("# Findings\n\n<!-- findings:start -->\n") and page.endswith("<!-- findings:end -->\n")
     text = page.replace("\n", " ")

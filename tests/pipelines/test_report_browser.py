@@ -16,8 +16,13 @@ from tests.pipelines.test_viz import browser  # noqa: F401 - the headless Chromi
 
 VIEWPORT = {"width": 1400, "height": 900}
 #: The interactive figures of conf/test's default run (no scaling family; every other experiment runs).
-INTERACTIVE = {"figure-cka_distance", "figure-cka_heatmaps", "figure-measure_matrices", "figure-mlem_similarity",
-               "figure-timeline"}
+INTERACTIVE = {
+    "figure-cka_distance",
+    "figure-cka_heatmaps",
+    "figure-measure_matrices",
+    "figure-mlem_similarity",
+    "figure-timeline",
+}
 DRAWN = """() => [...document.querySelectorAll('.plotly-graph-div')]
   .every(div => div._fullLayout && div._fullData.length > 0 && div.querySelector('svg.main-svg'))"""
 PLOTLY_COPIES = "() => [...document.scripts].filter(script => script.text.includes('* plotly.js v')).length"
@@ -37,8 +42,7 @@ def _saved_distances(project: Path) -> pd.DataFrame:
     return pd.read_parquet(max(folder.glob("*/cka_distances.parquet")))
 
 
-def test_the_report_opens_offline_with_every_figure_drawn_and_every_contents_link_landing(
-        browser, tiny_project_as_run):  # noqa: F811 - the fixture imported above
+def test_the_report_opens_offline_with_every_figure_drawn_and_every_contents_link_landing(browser, tiny_project_as_run):  # noqa: F811 - the fixture imported above
     project = tiny_project_as_run  # as the run left it: no later test re-ran a pipeline whose tables it shows
     path = latest_report_path(project)
     page = browser.new_context(viewport=VIEWPORT).new_page()
@@ -76,10 +80,12 @@ def test_the_report_opens_offline_with_every_figure_drawn_and_every_contents_lin
 
     # the distance matrix's hover reads the saved table: the two models of the pair of different models
     pair = _saved_distances(project).query("model_a != model_b").iloc[0]
-    axes = page.evaluate("() => { const d = document.getElementById('figure-cka_distance').data[0];"
-                         " return [d.x, d.y]; }")
-    hovered = page.evaluate(HOVER, ["figure-cka_distance", axes[1].index(pair["model_a"]),
-                                    axes[0].index(pair["model_b"])])
+    axes = page.evaluate(
+        "() => { const d = document.getElementById('figure-cka_distance').data[0]; return [d.x, d.y]; }"
+    )
+    hovered = page.evaluate(
+        HOVER, ["figure-cka_distance", axes[1].index(pair["model_a"]), axes[0].index(pair["model_b"])]
+    )
     assert f"arccos CKA distance {pair['arccos_distance']:.3f}" in hovered
     assert f"mean matched-layer CKA {pair['mean_matched_cka']:.3f}" in hovered
 

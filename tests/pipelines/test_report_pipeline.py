@@ -56,12 +56,12 @@ def _versions(project: Path, folder: Path) -> list[str]:
 
 def _section(html: str, key: str) -> str:
     start = html.index(f"<section id='{key}'")
-    return html[start:html.index("</section>", start)]
+    return html[start : html.index("</section>", start)]
 
 
 def _index(html: str) -> dict[str, tuple[str, str]]:
     """The report's index of the run's other outputs: dataset → (pipeline, what it holds)."""
-    section = html[html.index("<h2>Every other output of the run</h2>"):]
+    section = html[html.index("<h2>Every other output of the run</h2>") :]
     rows = re.findall(r"<tr><td[^>]*><code>(.*?)</code></td><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td></tr>", section)
     return {name: (pipeline, holds) for name, pipeline, holds in rows}
 
@@ -83,8 +83,9 @@ def test_the_default_run_writes_the_report_of_every_experiment(tiny_project_as_r
     assert index["stitching_curves"][0] == "stitching" and index["stitching_curves"][1].startswith("table, ")
     assert "never saved" not in {holds for _, holds in index.values()}
     # issue 39: conf/test draws 48 rows of 32-wide layers, so the CCA family compares the top 4 components
-    assert ("`mean_cca`, `svcca` and `pwcca` compared the top 4 principal components of 32 dimensions (48 rows"
-            .replace("`", "") in re.sub(r"</?code>", "", _section(html, "measures")))
+    assert "`mean_cca`, `svcca` and `pwcca` compared the top 4 principal components of 32 dimensions (48 rows".replace(
+        "`", ""
+    ) in re.sub(r"</?code>", "", _section(html, "measures"))
 
 
 def test_the_run_timings_are_rendered_into_the_report_after_the_run_and_logged_again(tiny_project_as_run, tmp_path):
@@ -97,11 +98,12 @@ def test_the_run_timings_are_rendered_into_the_report_after_the_run_and_logged_a
     table = pd.read_parquet(project / TIMINGS / version / "run_timings.parquet")
     totals = pipeline_totals(table)
     timing = embedded_findings(html)["timing"]
-    assert timing["total_seconds"] == pytest.approx(float(totals.loc[totals["pipeline"] == TOTAL, "seconds"].iloc[0]),
-                                                    abs=1e-3)
+    assert timing["total_seconds"] == pytest.approx(
+        float(totals.loc[totals["pipeline"] == TOTAL, "seconds"].iloc[0]), abs=1e-3
+    )
     assert set(timing["pipelines"]) == set(table["pipeline"]) - {"(run)"}
     assert "report" in timing["pipelines"]  # the report's own node is timed in its report
-    region = html[html.index(START_MARKER):html.index(END_MARKER)]
+    region = html[html.index(START_MARKER) : html.index(END_MARKER)]
     assert "timings are added to this section when the run ends" not in region and "figure-timeline" in region
     for row in pipeline_table(table).to_dict("records"):
         assert f"<td>{row['pipeline']}</td><td>{row['nodes']}</td><td>{row['time']}</td>" in region
@@ -117,12 +119,18 @@ def test_the_report_alone_lists_what_was_never_saved_and_later_runs_leave_it_as_
     run_project(project, pipeline_names=["report"])
     path = latest_report_path(project)
     html = _latest(project)
-    for name, pipeline, section in (("cka_distances", "cka", "cka"), ("stitching_penalties", "stitching", "stitching"),
-                                    ("models.nli.groups", "nli", "nli"), ("models.nli.accuracy_figure", "nli", "nli"),
-                                    ("similarity_measures", "cka", "measures"), ("zoo_summary", "zoo", "zoo")):
+    for name, pipeline, section in (
+        ("cka_distances", "cka", "cka"),
+        ("stitching_penalties", "stitching", "stitching"),
+        ("models.nli.groups", "nli", "nli"),
+        ("models.nli.accuracy_figure", "nli", "nli"),
+        ("similarity_measures", "cka", "measures"),
+        ("zoo_summary", "zoo", "zoo"),
+    ):
         assert f"<code>{name}</code> (pipeline <code>{pipeline}</code>)" in _section(html, section), name
     assert "<code>models.cka.&lt;pair&gt;.measures_table</code> (pipeline <code>cka</code>), 3 pairs" in _section(
-        html, "measures")
+        html, "measures"
+    )
     assert "<code>cka_heatmaps_plotly</code> (pipeline <code>cka</code>)" in _section(html, "cka")
     assert html.count("<img ") == html.count("figure-cka_distance") == 0
     assert _index(html)["mlem_mds_plotly"] == ("mlem", "never saved")
@@ -142,10 +150,18 @@ def test_the_report_alone_lists_what_was_never_saved_and_later_runs_leave_it_as_
 
 
 def test_timings_go_only_into_the_report_of_their_run_and_only_whole(tmp_path, caplog):
-    config = {"report": {"type": "thinkalike.io.atomic.TextDataset", "filepath": str(tmp_path / "report.html"),
-                         "versioned": True},
-              "run_timings": {"type": "thinkalike.io.atomic.ParquetDataset",
-                              "filepath": str(tmp_path / "run_timings.parquet"), "versioned": True}}
+    config = {
+        "report": {
+            "type": "thinkalike.io.atomic.TextDataset",
+            "filepath": str(tmp_path / "report.html"),
+            "versioned": True,
+        },
+        "run_timings": {
+            "type": "thinkalike.io.atomic.ParquetDataset",
+            "filepath": str(tmp_path / "run_timings.parquet"),
+            "versioned": True,
+        },
+    }
     runs = [DataCatalog.from_config(config, save_version=f"2026-01-0{day}T00.00.00.000Z") for day in (1, 2, 3)]
     first, second, third = runs
     first.save("report", planted_report())

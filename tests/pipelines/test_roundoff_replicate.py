@@ -21,8 +21,13 @@ def test_other_kernels_move_the_numbers_but_not_the_claims_that_hold_clearly(tin
     reference = project_findings(tiny_project_as_run, "test")
     project = make_project_copy(tmp_path)
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1", **other_kernels()}
-    run = subprocess.run([sys.executable, "-m", "kedro", "run", "--env", "test"], cwd=project, env=environment,
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "kedro", "run", "--env", "test"],
+        cwd=project,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     other = project_findings(project, "test")
     comparison = roundoff_comparison(reference, other, " ".join(f"{k}={v}" for k, v in other_kernels().items()))

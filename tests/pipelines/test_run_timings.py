@@ -85,8 +85,9 @@ def test_the_default_run_saves_a_row_per_node_and_its_totals_go_to_mlflow(tiny_p
         assert metrics[f"timing.{pipeline}.seconds"] == pytest.approx(totals.loc[pipeline, "seconds"])
         assert metrics[f"timing.{pipeline}.nodes"] == (nodes["pipeline"] == pipeline).sum()
     assert metrics["timing.total.seconds"] == pytest.approx(run_seconds)
-    assert sum(metrics[f"timing.{pipeline}.seconds"] for pipeline in ran) \
-        + metrics["timing.start.seconds"] == pytest.approx(run_seconds)
+    assert sum(metrics[f"timing.{pipeline}.seconds"] for pipeline in ran) + metrics[
+        "timing.start.seconds"
+    ] == pytest.approx(run_seconds)
     assert "tables/run_timings.csv" in {artifact.path for artifact in client.list_artifacts(run.info.run_id, "tables")}
 
 
@@ -121,9 +122,11 @@ def test_partial_and_failed_runs_record_what_ran(tmp_path, monkeypatch):
     assert failed.info.status == "FAILED"
     table = saved_table(project, saved_versions(project)[1])
     ran = list(node_rows(table)["node"])
-    assert ran == order[:order.index("corpus.fit_tokenizer") + 1]  # nothing after the failed node
+    assert ran == order[: order.index("corpus.fit_tokenizer") + 1]  # nothing after the failed node
     assert dict(zip(table["node"], table["status"]))["corpus.fit_tokenizer"] == "failed"
     assert (node_rows(table)["status"] == "failed").sum() == 1
     assert table["span_seconds"].sum() == pytest.approx(table["run_seconds"].iloc[0], rel=1e-9)
     assert failed.data.metrics["timing.corpus.failed"] == 1
-    assert "tables/run_timings.csv" in {artifact.path for artifact in client.list_artifacts(failed.info.run_id, "tables")}
+    assert "tables/run_timings.csv" in {
+        artifact.path for artifact in client.list_artifacts(failed.info.run_id, "tables")
+    }

@@ -15,16 +15,39 @@ from thinkalike.pipelines.builders import build_pipelines, has_configuration_err
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.parameters import configured_parameters
 
-FAMILY_ZOO = {"zoo": {
-    "baseline_margin": 0.1,
-    "training": {"steps": 60, "batch_size": 16, "learning_rate": 5.0e-3, "warmup_steps": 6, "eval_every": 30,
-                 "eval_batches": 2},
-    "models": {
-        name: {"family": "hf", "seed": 0, "architecture": {
-            "model_type": "gpt_neox", "hidden_size": width, "num_hidden_layers": depth, "num_attention_heads": heads,
-            "intermediate_size": 2 * width, "rotary_pct": 0.5}}
-        for name, width, depth, heads in [("fam_a", 16, 2, 2), ("fam_b", 24, 3, 3), ("fam_c", 32, 4, 2),
-                                          ("fam_c_twin", 32, 4, 4)]}}}
+FAMILY_ZOO = {
+    "zoo": {
+        "baseline_margin": 0.1,
+        "training": {
+            "steps": 60,
+            "batch_size": 16,
+            "learning_rate": 5.0e-3,
+            "warmup_steps": 6,
+            "eval_every": 30,
+            "eval_batches": 2,
+        },
+        "models": {
+            name: {
+                "family": "hf",
+                "seed": 0,
+                "architecture": {
+                    "model_type": "gpt_neox",
+                    "hidden_size": width,
+                    "num_hidden_layers": depth,
+                    "num_attention_heads": heads,
+                    "intermediate_size": 2 * width,
+                    "rotary_pct": 0.5,
+                },
+            }
+            for name, width, depth, heads in [
+                ("fam_a", 16, 2, 2),
+                ("fam_b", 24, 3, 3),
+                ("fam_c", 32, 4, 2),
+                ("fam_c_twin", 32, 4, 4),
+            ]
+        },
+    }
+}
 
 
 def _family_project(root: Path) -> Path:
@@ -33,7 +56,9 @@ def _family_project(root: Path) -> Path:
     cka = yaml.safe_load((project / "conf" / "test" / "parameters_cka.yml").read_text())
     cka["cka"]["pairs"] = {"intra": True}
     cka["cka"]["groups"] = {}
-    cka["cka"]["measures"] = None  # the family's CKA is what scaling reads; the measures are tested in test_cka_pipeline
+    cka["cka"]["measures"] = (
+        None  # the family's CKA is what scaling reads; the measures are tested in test_cka_pipeline
+    )
     (project / "conf" / "test" / "parameters_cka.yml").write_text(yaml.safe_dump(cka))
     return project
 
@@ -58,7 +83,9 @@ def test_the_scaling_node_answers_from_the_saved_cka_tables(tmp_path):
     summary = catalog.load("scaling_summary")
     assert list(members["model"]) == ["fam_a", "fam_b", "fam_c", "fam_c_twin"]
     assert list(members["role"]) == ["member"] * 3 + ["twin"]
-    assert members.set_index("model").loc["fam_c", "d_head"] == 16 and members.set_index("model").loc["fam_c", "off_trend"]
+    assert (
+        members.set_index("model").loc["fam_c", "d_head"] == 16 and members.set_index("model").loc["fam_c", "off_trend"]
+    )
     assert summary["twins"][0]["off_trend"] == "fam_c" and summary["twins"][0]["twin"] == "fam_c_twin"
     # the node's answer is the analysis of the tables the cka pipeline saved
     parameters = configured_parameters(project, "test")
@@ -69,8 +96,9 @@ def test_the_scaling_node_answers_from_the_saved_cka_tables(tmp_path):
             name = f"models.cka.{first}__{second}.cka_table"
             if catalog.exists(name):
                 tables[(first, second)] = catalog.load(name)
-    expected = analyse_family(tables, plan.family, plan.architectures, plan.twins,
-                              ScalingSettings.from_parameters(parameters["scaling"]))
+    expected = analyse_family(
+        tables, plan.family, plan.architectures, plan.twins, ScalingSettings.from_parameters(parameters["scaling"])
+    )
     pd.testing.assert_frame_equal(members, expected.members)
     assert summary["robust_z"] == pytest.approx(expected.summary["robust_z"])
     assert summary["twins"] == expected.summary["twins"]

@@ -27,7 +27,14 @@ MLFLOW_NAMESPACE = NAMESPACE.removeprefix("models.")  # MLflow names drop the mo
 
 def test_ordered_pairs_add_reverse_and_self_baselines_once():
     assert ordered_pairs([("a", "b"), ("b", "c")], "both", self_baselines=True) == [
-        ("a", "b"), ("b", "a"), ("a", "a"), ("b", "b"), ("b", "c"), ("c", "b"), ("c", "c")]
+        ("a", "b"),
+        ("b", "a"),
+        ("a", "a"),
+        ("b", "b"),
+        ("b", "c"),
+        ("c", "b"),
+        ("c", "c"),
+    ]
     assert ordered_pairs([("a", "b")], "forward", self_baselines=False) == [("a", "b")]
 
 
@@ -40,24 +47,30 @@ def test_layer_grids():
         layer_grid("diagonals", 1, 1)
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ({"kinds": ["rotation"]}, r"stitching\.kinds\.0"),
-    ({"layers": "diag"}, r"stitching\.layers"),
-    ({"directions": "back"}, r"stitching\.directions"),
-    ({"train_source": "corpus"}, r"stitching\.train_source"),
-    ({"max_train_sequences": 0}, r"stitching\.max_train_sequences"),
-    ({"settings": {"stepz": 3}}, r"stitching\.settings\.stepz: unknown parameter"),
-    ({"pairs": {"explicit": [["a", "ghost"]]}}, r"stitching\.pairs: .*\['ghost'\] that are not zoo models"),
-    ({"phi_seeds": 0}, r"stitching\.phi_seeds must be a number of seeds >= 1"),
-    ({"phi_seeds": -3}, r"stitching\.phi_seeds must be a number of seeds >= 1"),
-    ({"phi_seeds": 2.0}, r"stitching\.phi_seeds must be .*got 2\.0"),
-    ({"phi_seeds": "2"}, r"stitching\.phi_seeds must be .*got '2'"),
-    ({"phi_seeds": [0, 1, 1]}, r"stitching\.phi_seeds must be distinct, got \[1\]"),
-    ({"phi_seeds": [0, -1]}, r"stitching\.phi_seeds must be integers >= 0"),
-    ({"exclude_special_targets": "yes"}, r"stitching\.exclude_special_targets"),
-    ({"settings": {"exclude_special_targets": False}}, r"stitching\.settings\.exclude_special_targets: unknown "
-                                                       r"parameter \(set stitching\.exclude_special_targets\)"),
-])
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"kinds": ["rotation"]}, r"stitching\.kinds\.0"),
+        ({"layers": "diag"}, r"stitching\.layers"),
+        ({"directions": "back"}, r"stitching\.directions"),
+        ({"train_source": "corpus"}, r"stitching\.train_source"),
+        ({"max_train_sequences": 0}, r"stitching\.max_train_sequences"),
+        ({"settings": {"stepz": 3}}, r"stitching\.settings\.stepz: unknown parameter"),
+        ({"pairs": {"explicit": [["a", "ghost"]]}}, r"stitching\.pairs: .*\['ghost'\] that are not zoo models"),
+        ({"phi_seeds": 0}, r"stitching\.phi_seeds must be a number of seeds >= 1"),
+        ({"phi_seeds": -3}, r"stitching\.phi_seeds must be a number of seeds >= 1"),
+        ({"phi_seeds": 2.0}, r"stitching\.phi_seeds must be .*got 2\.0"),
+        ({"phi_seeds": "2"}, r"stitching\.phi_seeds must be .*got '2'"),
+        ({"phi_seeds": [0, 1, 1]}, r"stitching\.phi_seeds must be distinct, got \[1\]"),
+        ({"phi_seeds": [0, -1]}, r"stitching\.phi_seeds must be integers >= 0"),
+        ({"exclude_special_targets": "yes"}, r"stitching\.exclude_special_targets"),
+        (
+            {"settings": {"exclude_special_targets": False}},
+            r"stitching\.settings\.exclude_special_targets: unknown "
+            r"parameter \(set stitching\.exclude_special_targets\)",
+        ),
+    ],
+)
 def test_bad_stitching_parameters_are_named(values, message):
     with pytest.raises(ParameterError, match=message):
         validate_stitching({"pairs": {"explicit": [["a", "b"]]}, **values}, ["a", "b"])
@@ -74,14 +87,26 @@ def stitched(tiny_project):
 
 def test_penalty_table_has_both_directions_and_self_baselines(stitched):
     table = stitched.load("stitching_penalties")
-    assert set(zip(table["model_f"], table["model_g"])) == {PAIR, PAIR[::-1], (PAIR[0], PAIR[0]),
-                                                           (PAIR[1], PAIR[1])}
+    assert set(zip(table["model_f"], table["model_g"])) == {PAIR, PAIR[::-1], (PAIR[0], PAIR[0]), (PAIR[1], PAIR[1])}
     assert set(table["stitch"]) == {"identity", "affine_ln"}
     assert table[["loss", "g_loss", "penalty", "ci_low", "ci_high"]].notna().all().all()
     assert (table["train_tokens"] > 0).all() and (table["eval_tokens"] > 0).all()
-    assert list(table.columns[:14]) == ["model_f", "layer_f", "model_g", "layer_g", "stitch", "loss", "ci_low",
-                                        "ci_high", "g_loss", "f_loss", "penalty", "steps", "train_tokens",
-                                        "eval_tokens"]
+    assert list(table.columns[:14]) == [
+        "model_f",
+        "layer_f",
+        "model_g",
+        "layer_g",
+        "stitch",
+        "loss",
+        "ci_low",
+        "ci_high",
+        "g_loss",
+        "f_loss",
+        "penalty",
+        "steps",
+        "train_tokens",
+        "eval_tokens",
+    ]
     own = stitched.load(f"models.stitching.{PAIR[0]}__{PAIR[1]}.stitch_table")
     assert set(own["model_f"]) == {PAIR[0]} and set(own["model_g"]) == {PAIR[1]}
 
@@ -146,9 +171,19 @@ def test_bad_stitch_setting_is_named(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- figures, metrics, options (no run)
 def _grid_table() -> pd.DataFrame:
     """An ``all``-grid table of f (2 layers) → g (3 layers), two kinds, penalty = 10·l + m (+ 100 for affine)."""
-    rows = [{"model_f": "a", "model_g": "b", "layer_f": lf, "layer_g": lg, "stitch": kind,
-             "penalty": 10.0 * lf + lg + (100.0 if kind == "affine" else 0.0)}
-            for kind in ("affine_ln", "affine") for lf in range(3) for lg in range(4)]
+    rows = [
+        {
+            "model_f": "a",
+            "model_g": "b",
+            "layer_f": lf,
+            "layer_g": lg,
+            "stitch": kind,
+            "penalty": 10.0 * lf + lg + (100.0 if kind == "affine" else 0.0),
+        }
+        for kind in ("affine_ln", "affine")
+        for lf in range(3)
+        for lg in range(4)
+    ]
     table = pd.DataFrame(rows)
     return table.assign(ci_low=table["penalty"] - 1, ci_high=table["penalty"] + 1)
 
@@ -160,9 +195,22 @@ def _curves() -> pd.DataFrame:
         for layer in (0, 1):
             steps = np.arange(7)
             held = np.where(steps % 3 == 0, 3.0 - 0.1 * steps, np.nan)
-            frames.append(pd.DataFrame({"f": "a", "layer_f": layer, "g": "b", "layer_g": layer, "kind": kind,
-                                        "step": steps, "train_loss": np.r_[np.nan, 3.0 - 0.1 * steps[1:]],
-                                        "lr": 0.1, "heldout_loss": held, "heldout_penalty": held - 2.5}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "f": "a",
+                        "layer_f": layer,
+                        "g": "b",
+                        "layer_g": layer,
+                        "kind": kind,
+                        "step": steps,
+                        "train_loss": np.r_[np.nan, 3.0 - 0.1 * steps[1:]],
+                        "lr": 0.1,
+                        "heldout_loss": held,
+                        "heldout_penalty": held - 2.5,
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -193,8 +241,7 @@ def test_learning_curves_figure_draws_training_and_heldout_per_layer_pair():
     assert [line.get_label() for line in lines] == ["l0 → m0", "l1 → m1"]
     np.testing.assert_array_equal(lines[0].get_xdata(), [0, 3, 6])  # held-out every 3 steps, and at init
     assert len(axis.get_lines()) == 2 * 2 + 1  # training + held-out per layer pair, g's own loss
-    assert any(line.get_label() == "b's own held-out loss" and line.get_ydata()[0] == 2.5
-               for line in axis.get_lines())
+    assert any(line.get_label() == "b's own held-out loss" and line.get_ydata()[0] == 2.5 for line in axis.get_lines())
     assert curves_figure(_curves().iloc[:0]).axes  # identity-only pairs: an empty, labelled figure
 
 
@@ -204,8 +251,9 @@ def test_penalty_plotly_has_the_lines_of_the_penalty_figure():
     both = pd.concat([table, table.assign(model_f="b", model_g="a"), table.assign(model_g="a")])
     figure = penalty_plotly(both, [("a", "b")])
     names = {trace.name for trace in figure.data}
-    assert names == {f"{line} ({kind})" for line in ("a → b", "b → a", "a → a (self)")
-                     for kind in ("affine_ln", "affine")}
+    assert names == {
+        f"{line} ({kind})" for line in ("a → b", "b → a", "a → a (self)") for kind in ("affine_ln", "affine")
+    }
     trace = next(trace for trace in figure.data if trace.name == "a → b (affine)")
     np.testing.assert_array_equal(trace.y, [100.0, 111.0, 122.0])
     np.testing.assert_array_equal(trace.error_y.array, [1.0, 1.0, 1.0])
@@ -214,8 +262,12 @@ def test_penalty_plotly_has_the_lines_of_the_penalty_figure():
 
 def _seeded(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with φ-seed columns: three seeds, mean = penalty + 0.5, min/max ± 2 around it."""
-    return table.assign(n_phi_seeds=3, penalty_seed_mean=table["penalty"] + 0.5,
-                        penalty_seed_min=table["penalty"] - 1.5, penalty_seed_max=table["penalty"] + 2.5)
+    return table.assign(
+        n_phi_seeds=3,
+        penalty_seed_mean=table["penalty"] + 0.5,
+        penalty_seed_min=table["penalty"] - 1.5,
+        penalty_seed_max=table["penalty"] + 2.5,
+    )
 
 
 def test_penalty_figures_show_the_seed_spread_beside_the_interval():
@@ -283,8 +335,10 @@ def test_learning_curves_become_step_indexed_metric_histories():
 def test_pipeline_options_add_heatmaps_and_training_sequences():
     from thinkalike.pipelines.stitching.pipeline import create_pipeline
 
-    parameters = {"zoo": {"models": {"a": {}, "b": {}}},
-                  "stitching": {"pairs": {"explicit": [["a", "b"]]}, "self_baselines": False}}
+    parameters = {
+        "zoo": {"models": {"a": {}, "b": {}}},
+        "stitching": {"pairs": {"explicit": [["a", "b"]]}, "self_baselines": False},
+    }
     plain = create_pipeline(parameters)
     assert "train_sequences" not in plain.inputs() and not any("heatmap" in d for d in plain.all_outputs())
     parameters["stitching"].update(layers="all", train_source="train_sequences")
@@ -294,8 +348,11 @@ def test_pipeline_options_add_heatmaps_and_training_sequences():
     assert options.outputs() == set(SUMMARY_OUTPUTS) | {"stitching_heatmaps", "stitching_heatmaps_plotly"}
     assert plain.outputs() == set(SUMMARY_OUTPUTS)
     (summary,) = [node for node in options.nodes if node.name.endswith("summarise_stitching")]
-    assert {f"models.stitching.{pair}.{name}" for pair in ("a__b", "b__a")
-            for name in ("stitch_phi", "stitch_phi_config", "stitch_eval_split")} <= set(summary.inputs)
+    assert {
+        f"models.stitching.{pair}.{name}"
+        for pair in ("a__b", "b__a")
+        for name in ("stitch_phi", "stitch_phi_config", "stitch_eval_split")
+    } <= set(summary.inputs)
 
 
 def test_training_on_train_sequences_keeps_the_evaluation_split():
@@ -308,9 +365,13 @@ def test_training_on_train_sequences_keeps_the_evaluation_split():
     training = {"input_ids": rng.integers(50, 99, (100, 8)), "attention_mask": np.ones((100, 8), dtype=np.int64)}
     options = {"eval_fraction": 0.25, "split_seed": 3}
     own = token_splits(held, validate_section(StitchingParameters, options, "stitching"))
-    corpus = token_splits(held, validate_section(StitchingParameters, {**options, "train_source": "train_sequences",
-                                                                       "max_train_sequences": 60}, "stitching"),
-                          training)
+    corpus = token_splits(
+        held,
+        validate_section(
+            StitchingParameters, {**options, "train_source": "train_sequences", "max_train_sequences": 60}, "stitching"
+        ),
+        training,
+    )
     assert np.array_equal(own.eval_ids, corpus.eval_ids) and len(own.train) == 30 and len(corpus.train) == 60
     assert np.array_equal(corpus.train.input_ids.numpy(), training["input_ids"][:60])
     saved = corpus.eval_arrays()
@@ -331,8 +392,9 @@ def test_the_gpu_environment_validates_with_the_papers_schedule_and_a_larger_nli
     assert settings["tokens_per_step"] > 2048 and parameters["stitching"]["train_source"] == "train_sequences"
     base = configured_parameters(PROJECT_ROOT, None)
     changed = {"stitching", "nli"}  # all it changes; nli at larger sizes
-    assert {key: value for key, value in parameters.items() if key not in changed} == \
-        {key: value for key, value in base.items() if key not in changed}
+    assert {key: value for key, value in parameters.items() if key not in changed} == {
+        key: value for key, value in base.items() if key not in changed
+    }
     nli, base_nli = parameters["nli"], base["nli"]
     assert nli["n_copies"] > base_nli["n_copies"] and nli["finetune"]["steps"] > base_nli["finetune"]["steps"]
     assert nli["stitching"]["max_pairs"] is None and nli["pairs"]["n_train"] > base_nli["pairs"]["n_train"]
@@ -368,14 +430,19 @@ def test_saved_phis_reevaluate_to_the_tables_losses(stitched):
     ids, mask = split["input_ids"], split["attention_mask"]
     expected = ((mask[:, 1:] == 1) & ~np.isin(ids[:, 1:], special)).sum()
     assert int(split["scored_targets"].sum()) == expected == table["n_targets"].iloc[0]
-    f, g = (zoo_handle(model, *[stitched.load(name) for name in model_inputs(model)], tokenizer, parameters)
-            for model in PAIR)
+    f, g = (
+        zoo_handle(model, *[stitched.load(name) for name in model_inputs(model)], tokenizer, parameters)
+        for model in PAIR
+    )
     settings = StitchSettings.from_dict(config["settings"])
     assert settings.exclude_special_targets and config["phi_seeds"] == [0, 1]
     assert len(table) == 4  # identity and affine_ln at layers (0, 0) and (1, 1); affine_ln twice, one per φ seed
-    assert set(config["stitches"]) == {f"l{layer}_m{layer}{seed}.{kind}" for layer in (0, 1)
-                                       for kind, seeds in (("identity", [""]), ("affine_ln", ["", "_s1"]))
-                                       for seed in seeds}
+    assert set(config["stitches"]) == {
+        f"l{layer}_m{layer}{seed}.{kind}"
+        for layer in (0, 1)
+        for kind, seeds in (("identity", [""]), ("affine_ln", ["", "_s1"]))
+        for seed in seeds
+    }
     phis = stitched.load("stitching_phis")  # the summary's list of every saved φ, every seed
     assert len(phis) == stitched.load("stitching_penalties")["n_phi_seeds"].sum()
     assert phis["eval_split_digest"].nunique() == 1
@@ -389,17 +456,27 @@ def test_saved_phis_reevaluate_to_the_tables_losses(stitched):
     for row in table.itertuples():
         for seed, penalty in zip(json.loads(row.phi_seeds), json.loads(row.penalty_seeds)):
             phi_config, phi_state = unpack_stitch(state, config, row.layer_f, row.layer_g, row.stitch, seed)
-            again = evaluate_saved(phi_config, phi_state, f, g, row.layer_f, row.layer_g, split["input_ids"],
-                                   settings, eval_mask=split["attention_mask"],
-                                   special_ids=config["excluded_target_ids"])
+            again = evaluate_saved(
+                phi_config,
+                phi_state,
+                f,
+                g,
+                row.layer_f,
+                row.layer_g,
+                split["input_ids"],
+                settings,
+                eval_mask=split["attention_mask"],
+                special_ids=config["excluded_target_ids"],
+            )
             # measured: equal to the last bit on CPU (same batches in the same order)
             assert again.penalty == pytest.approx(penalty, abs=1e-6) and again.n_targets == row.n_targets
             if seed == 0:
                 assert again.stitched_loss == pytest.approx(row.loss, abs=1e-6)
                 assert again.g_loss == pytest.approx(row.g_loss, abs=1e-6)
                 assert again.penalty == pytest.approx(row.penalty, abs=1e-6)
-                assert (again.penalty_ci_low, again.penalty_ci_high) == pytest.approx((row.ci_low, row.ci_high),
-                                                                                      abs=1e-6)
+                assert (again.penalty_ci_low, again.penalty_ci_high) == pytest.approx(
+                    (row.ci_low, row.ci_high), abs=1e-6
+                )
 
 
 def test_learning_curves_and_plotly_figures_are_saved_and_curves_logged(stitched, tiny_project):
@@ -410,10 +487,18 @@ def test_learning_curves_and_plotly_figures_are_saved_and_curves_logged(stitched
     assert {trace.name for trace in figure.data} >= {f"{PAIR[0]} → {PAIR[1]} (affine_ln)"}
     with sqlite3.connect(project / "mlflow.db") as db:
         run = db.execute("select run_uuid from runs order by start_time desc limit 1").fetchone()[0]
-        steps = [row[0] for row in db.execute(
-            "select step from metrics where run_uuid = ? and key = ? order by step",
-            (run, f"{MLFLOW_NAMESPACE}.affine_ln.train_loss_1_1"))]
-        heldout = [row[0] for row in db.execute(
-            "select step from metrics where run_uuid = ? and key = ? order by step",
-            (run, f"{MLFLOW_NAMESPACE}.affine_ln.heldout_loss_1_1"))]
+        steps = [
+            row[0]
+            for row in db.execute(
+                "select step from metrics where run_uuid = ? and key = ? order by step",
+                (run, f"{MLFLOW_NAMESPACE}.affine_ln.train_loss_1_1"),
+            )
+        ]
+        heldout = [
+            row[0]
+            for row in db.execute(
+                "select step from metrics where run_uuid = ? and key = ? order by step",
+                (run, f"{MLFLOW_NAMESPACE}.affine_ln.heldout_loss_1_1"),
+            )
+        ]
     assert steps == [1, 2, 3, 4] and heldout == [0, 2, 4]  # conf/test: 4 steps, held-out every 2

@@ -12,9 +12,15 @@ def test_streaming_cka_equals_the_stored_path_and_writes_no_activations(tiny_pro
     monkeypatch.chdir(project)
     stored = {pair: catalog.load(f"{pair}.cka_table") for pair in PAIRS}
     activations_before = sorted((project / "data/07_model_output/activations").rglob("meta.json"))
-    streamed_catalog = run_project(project, pipeline_names=["cka"], namespaces=list(PAIRS),
-                                   runtime_params={"cka": {"mode": "streaming"},  # each model on its own device
-                                                   "activations": {"devices": {"gelu_1l": "cpu", "neox_xs": "cpu"}}})
+    streamed_catalog = run_project(
+        project,
+        pipeline_names=["cka"],
+        namespaces=list(PAIRS),
+        runtime_params={
+            "cka": {"mode": "streaming"},  # each model on its own device
+            "activations": {"devices": {"gelu_1l": "cpu", "neox_xs": "cpu"}},
+        },
+    )
     for pair in PAIRS:
         streamed = streamed_catalog.load(f"{pair}.cka_table")
         assert len(streamed) == len(stored[pair])

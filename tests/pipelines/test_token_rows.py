@@ -34,16 +34,22 @@ def test_zoo_extraction_in_the_sentence_layout_with_the_final_norm_layer(tiny_pr
     settings = validate_activations({**catalog.load("params:activations"), "packing": "sentence", "final_norm": True})
     for name in ("gelu_1l", "neox_xs"):
         stream, index = extract_zoo_activations(
-            catalog.load("evaluation_sequences"), packed_index, catalog.load("tokenizer"),
-            catalog.load(f"models.{name}.model_weights"), catalog.load(f"models.{name}.model_config"),
-            settings=settings, model_name=name)
+            catalog.load("evaluation_sequences"),
+            packed_index,
+            catalog.load("tokenizer"),
+            catalog.load(f"models.{name}.model_weights"),
+            catalog.load(f"models.{name}.model_config"),
+            settings=settings,
+            model_name=name,
+        )
         assert (index.groupby("sequence")["sentence_id"].nunique() == 1).all()
         assert index["sequence"].nunique() >= packed_index["sentence_id"].nunique() > packed_index["sequence"].nunique()
         np.testing.assert_array_equal(index["token_id"], packed_index["token_id"])
         n_layers = stream.n_layers
         assert stream.layers == list(range(n_layers + 2))
-        store = write_activation_store(tmp_path / name, stream.batches, name, n_layers=n_layers,
-                                       layers=stream.layer_subset)
+        store = write_activation_store(
+            tmp_path / name, stream.batches, name, n_layers=n_layers, layers=stream.layer_subset
+        )
         assert store.n_layers == n_layers and store.layers[-1] == n_layers + 1
         assert sum(batch.tokens().shape[1] for batch in store) == len(index)
 
@@ -67,7 +73,8 @@ def _checkpoint_with_a_four_token_wrapping(directory: Path) -> Path:
     tokenizer = make_encoder_tokenizer()
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
     tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] [CLS] $A [SEP] [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+        single="[CLS] [CLS] $A [SEP] [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
     build_module("gpt2").save_pretrained(directory, safe_serialization=True)
     tokenizer.save_pretrained(directory)
     return directory

@@ -76,8 +76,10 @@ def chromium_executable() -> str:
         found = shutil.which(name)
         if found:
             return found
-    pytest.skip("no Chromium on this machine (Debian: apt-get install -y chromium; .ci/run installs it): "
-                "the kedro-viz tests need a real browser")
+    pytest.skip(
+        "no Chromium on this machine (Debian: apt-get install -y chromium; .ci/run installs it): "
+        "the kedro-viz tests need a real browser"
+    )
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
@@ -121,9 +123,26 @@ def viz_server(project: Path, *options: str) -> Iterator[tuple[str, Path]]:
     port = free_port()
     log = project / f"viz-{port}.log"
     with log.open("w") as output:
-        process = subprocess.Popen([sys.executable, "-m", "kedro", "viz", "run", "--no-browser", "--host", "127.0.0.1",
-                                    "--port", str(port), *options], cwd=project, env=subprocess_env(),
-                                   stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kedro",
+                "viz",
+                "run",
+                "--no-browser",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                *options,
+            ],
+            cwd=project,
+            env=subprocess_env(),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         url = f"http://127.0.0.1:{port}/"
         wait_until_served(url + "api/main", process, log)
@@ -149,8 +168,14 @@ def stop_group(process: subprocess.Popen) -> None:
 def build_viz(project: Path, env: str) -> str:
     """``kedro viz build --include-previews`` in ``project`` with ``KEDRO_ENV=env``; returns its output."""
     shutil.rmtree(project / "build", ignore_errors=True)
-    done = subprocess.run([sys.executable, "-m", "kedro", "viz", "build", "--include-previews"], cwd=project,
-                          env=subprocess_env(KEDRO_ENV=env), capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "kedro", "viz", "build", "--include-previews"],
+        cwd=project,
+        env=subprocess_env(KEDRO_ENV=env),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "Success!" in output and "Failed" not in output, output  # kedro viz build exits 0 when it fails
@@ -196,8 +221,10 @@ def viz_graph(project: Path, env: str):
     populate_data(manager, catalog, pipelines, extras)
     tree = manager.create_modular_pipelines_tree_for_registered_pipeline("__default__")
     nodes = {node.id: node for node in manager.get_nodes_for_registered_pipeline("__default__")}
-    names = {node_id: node.kedro_obj.name if isinstance(node.kedro_obj, Node) else node.name  # tasks: full name
-             for node_id, node in nodes.items()} | {box: box for box in tree}
+    names = {
+        node_id: node.kedro_obj.name if isinstance(node.kedro_obj, Node) else node.name  # tasks: full name
+        for node_id, node in nodes.items()
+    } | {box: box for box in tree}
     top_level = {names[child.id] for child in tree["__root__"].children if child.type != "parameters"}
     return top_level, tree, names, manager.get_sorted_layers_for_registered_pipeline("__default__")
 
@@ -219,10 +246,14 @@ def test_the_top_level_graph_is_small_and_each_model_is_one_box(tmp_path, monkey
     assert corpus and not [node for node in pipeline.nodes if not node.namespace]
     read = {name for node in pipeline.nodes for name in node.inputs}
     unread = {name for node in pipeline.nodes for name in node.outputs} - read
-    assert unread == {"report", "run_claims"}  # the summaries read every pair's and model's outputs, the report the rest
+    assert unread == {
+        "report",
+        "run_claims",
+    }  # the summaries read every pair's and model's outputs, the report the rest
     read_by_models = {name for node in pipeline.nodes if node.namespace != CORPUS for name in node.inputs}
-    assert top_level == ({CORPUS, MODELS} | unread
-                         | {name for node in corpus for name in node.outputs if name in read_by_models})
+    assert top_level == (
+        {CORPUS, MODELS} | unread | {name for node in corpus for name in node.outputs if name in read_by_models}
+    )
 
     def children(box: str) -> set[str]:
         return {names[child.id] for child in tree[box].children}
@@ -316,8 +347,9 @@ def test_viz_run_draws_the_environment_in_use_with_layers_and_previews(browser, 
         open_dataset(page, "train_sentences")  # list columns: HTTP 500 before
         table = page.locator(PREVIEW_SELECTORS["TablePreview"])
         expect(table.locator(".preview-table__header").nth(2)).to_have_text("words")
-        expect(table.locator(".preview-table__row").first).to_contain_text(first_words(corpus_project,
-                                                                                        "train_sentences"))
+        expect(table.locator(".preview-table__row").first).to_contain_text(
+            first_words(corpus_project, "train_sentences")
+        )
         open_dataset(page, "tokenizer")
         expect(page.locator(PREVIEW_SELECTORS["JSONPreview"])).to_contain_text('"vocab_size":200')
         open_dataset(page, model_dataset("gelu_1l", "activations"))  # the zoo has not run
@@ -332,7 +364,8 @@ def test_viz_build_with_previews_serves_them(browser, corpus_project):
         expect(graph_node(page, MODELS)).to_have_attribute("data-node-type", "modularPipeline")
         open_dataset(page, "heldout_sentences")
         expect(page.locator(PREVIEW_SELECTORS["TablePreview"]).locator(".preview-table__row").first).to_contain_text(
-            first_words(corpus_project, "heldout_sentences"))
+            first_words(corpus_project, "heldout_sentences")
+        )
         open_dataset(page, "train_sequences")
         expect(page.locator(PREVIEW_SELECTORS["TablePreview"])).to_contain_text("input_ids")
         open_dataset(page, "report")  # at the top level, not saved: only the corpus ran
@@ -345,15 +378,22 @@ def test_every_dataset_previews_after_a_full_run(browser, tiny_project):
     build_viz(project, "test")
     main = json.loads((project / "build" / "api" / "main").read_text())
     datasets = sorted(node["name"] for node in main["nodes"] if node["type"] == "data")
-    assert {"sentences", "tokenizer", model_dataset("gelu_1l", "activations"),
-            model_dataset("neox_xs", "model_weights"),
-            "cka_heatmaps", "cka_heatmaps_plotly", "cka_distance_figure"} <= set(datasets)
+    assert {
+        "sentences",
+        "tokenizer",
+        model_dataset("gelu_1l", "activations"),
+        model_dataset("neox_xs", "model_weights"),
+        "cka_heatmaps",
+        "cka_heatmaps_plotly",
+        "cka_distance_figure",
+    } <= set(datasets)
     with static_server(project / "build") as url:
         page = open_graph(browser, url, expand_all=True)
         for name in datasets:
             open_dataset(page, name)
-            kind = json.loads((project / "build" / "api" / "nodes" / graph_node(page, name).get_attribute(
-                "data-id")).read_text())["preview_type"]
+            kind = json.loads(
+                (project / "build" / "api" / "nodes" / graph_node(page, name).get_attribute("data-id")).read_text()
+            )["preview_type"]
             expect(page.locator(PREVIEW_SELECTORS[kind]).first).to_be_visible()
             expect(page.locator(".pipeline-metadata")).not_to_contain_text("preview unavailable")
             expect(page.locator(".pipeline-metadata")).not_to_contain_text("Not saved yet")

@@ -44,8 +44,16 @@ def test_every_seed_but_the_datas_moves_and_relations_between_seeds_are_kept(bas
     for path, seed in before.items():
         assert after[path] == (seed if path in kept else seed + 2 * SEED_STRIDE), path
     # what the issue lists: zoo initialisation and data order, φ, NLI encoder and copies, MLEM, row samples, fine-tune
-    for path in ("zoo.models.gelu_2l.seed", "stitching.settings.seed", "stitching.split_seed", "nli.seed",
-                 "nli.encoder.seed", "mlem.fit.seed", "cka.measures.seed", "embedding.finetune.seed"):
+    for path in (
+        "zoo.models.gelu_2l.seed",
+        "stitching.settings.seed",
+        "stitching.split_seed",
+        "nli.seed",
+        "nli.encoder.seed",
+        "mlem.fit.seed",
+        "cka.measures.seed",
+        "embedding.finetune.seed",
+    ):
         assert after[path] != before[path], path
     # the same-seed control still shares gelu_2l's seed; seed replicas stay distinct
     models = {path.split(".")[2]: seed for path, seed in after.items() if path.startswith("zoo.models.")}
@@ -56,8 +64,12 @@ def test_every_seed_but_the_datas_moves_and_relations_between_seeds_are_kept(bas
 
 
 def test_the_input_is_not_changed_and_nested_copies_are_new():
-    parameters = {"replicate": 1, "zoo": {"models": {"a": {"seed": 3}}}, "corpus": {"seed": 5}, "x": {"phi_seed": 2,
-                                                                                                      "seeds": 4}}
+    parameters = {
+        "replicate": 1,
+        "zoo": {"models": {"a": {"seed": 3}}},
+        "corpus": {"seed": 5},
+        "x": {"phi_seed": 2, "seeds": 4},
+    }
     shifted = replicate_parameters(parameters)
     assert parameters["zoo"]["models"]["a"]["seed"] == 3
     assert shifted["zoo"]["models"]["a"]["seed"] == 1003 and shifted["corpus"]["seed"] == 5
@@ -77,18 +89,35 @@ def test_the_config_loader_gives_the_replicate_seeds_to_every_reader(tmp_path):
     from thinkalike.config_loader import ReplicateConfigLoader
 
     bootstrap_project(ROOT)
-    loader = ReplicateConfigLoader(conf_source=str(ROOT / "conf"), env="base", base_env="base",
-                                   default_run_env="local", runtime_params={"replicate": 1})
+    loader = ReplicateConfigLoader(
+        conf_source=str(ROOT / "conf"),
+        env="base",
+        base_env="base",
+        default_run_env="local",
+        runtime_params={"replicate": 1},
+    )
     parameters = loader["parameters"]
     assert parameters["zoo"]["models"]["gelu_2l"]["seed"] == SEED_STRIDE
     assert parameters["corpus"]["seed"] == 0
-    bad = ReplicateConfigLoader(conf_source=str(ROOT / "conf"), env="base", base_env="base", default_run_env="local",
-                                runtime_params={"replicate": -2})
+    bad = ReplicateConfigLoader(
+        conf_source=str(ROOT / "conf"),
+        env="base",
+        base_env="base",
+        default_run_env="local",
+        runtime_params={"replicate": -2},
+    )
     with pytest.raises(click.BadParameter, match="replicate: expected"):
         bad["parameters"]
-    assert "mlflow" in ReplicateConfigLoader(conf_source=str(ROOT / "conf"), env="base", base_env="base",
-                                             default_run_env="local",
-                                             config_patterns={"mlflow": ["mlflow*"]})["mlflow"]
+    assert (
+        "mlflow"
+        in ReplicateConfigLoader(
+            conf_source=str(ROOT / "conf"),
+            env="base",
+            base_env="base",
+            default_run_env="local",
+            config_patterns={"mlflow": ["mlflow*"]},
+        )["mlflow"]
+    )
 
 
 def test_the_replicates_environment_sets_the_count():

@@ -14,24 +14,41 @@ EARLY = {f"scaling.early.{v}" for v in ("reproduced", "inconclusive", "not_repro
 BLOCKS = {f"scaling.blocks.{v}" for v in ("reproduced", "partly_reproduced", "not_reproduced")}
 INTRA = {f"scaling.intra_vs_size.{v}" for v in ("reproduced", "inconclusive", "not_reproduced")}
 OUTLIER = {"scaling.outlier.reproduced", "scaling.outlier.none"}
-CAUSE = {f"scaling.twin.d.{v}" for v in ("follows_head_dimension", "twin_as_unlike", "neither_outlier",
-                                         "only_twin_outlier")}
+CAUSE = {
+    f"scaling.twin.d.{v}" for v in ("follows_head_dimension", "twin_as_unlike", "neither_outlier", "only_twin_outlier")
+}
 
 
 def _summary(off_trend_flagged: bool, twin_flagged: bool, rho: float = 0.9) -> dict:
     return {
-        "family": ["a", "b", "c", "d", "e"], "trend_head_dim": 16, "band": [0.25, 0.75],
+        "family": ["a", "b", "c", "d", "e"],
+        "trend_head_dim": 16,
+        "band": [0.25, 0.75],
         "early": {"0.0": {"mean": 0.9, "min": 0.85, "max": 0.95}, "0.25": {"mean": 0.7, "min": 0.6, "max": 0.8}},
-        "band_mean_between_members": 0.5, "intra_vs_size_spearman": rho,
+        "band_mean_between_members": 0.5,
+        "intra_vs_size_spearman": rho,
         "intra_mean": {"a": 0.3, "b": 0.4, "c": 0.5, "d": 0.55, "e": 0.6},
-        "structured_members": ["c", "d", "e"], "structured_pairs": ["c–e"], "n_member_pairs": 10,
+        "structured_members": ["c", "d", "e"],
+        "structured_pairs": ["c–e"],
+        "n_member_pairs": 10,
         "outliers": ["d"] if off_trend_flagged else [],
         "robust_z": {"a": 0.1, "b": -0.5, "c": 0.0, "d": -6.0 if off_trend_flagged else -1.0, "e": 0.7},
-        "twins": [{"off_trend": "d", "twin": "d_twin", "d_head_off_trend": 40, "d_head_twin": 16,
-                   "band_mean_off_trend": 0.2, "band_mean_twin": 0.5, "difference": 0.3,
-                   "z_off_trend": -6.0 if off_trend_flagged else -1.0, "z_twin": -4.0 if twin_flagged else 0.2,
-                   "off_trend_flagged": off_trend_flagged, "twin_flagged": twin_flagged,
-                   "band_mean_off_trend_vs_twin": 0.45}],
+        "twins": [
+            {
+                "off_trend": "d",
+                "twin": "d_twin",
+                "d_head_off_trend": 40,
+                "d_head_twin": 16,
+                "band_mean_off_trend": 0.2,
+                "band_mean_twin": 0.5,
+                "difference": 0.3,
+                "z_off_trend": -6.0 if off_trend_flagged else -1.0,
+                "z_twin": -4.0 if twin_flagged else 0.2,
+                "off_trend_flagged": off_trend_flagged,
+                "twin_flagged": twin_flagged,
+                "band_mean_off_trend_vs_twin": 0.45,
+            }
+        ],
     }
 
 
@@ -52,9 +69,13 @@ def _verdicts(claims: dict[str, Claim]) -> set[str]:
 
 def test_the_verdicts_follow_the_numbers():
     claims = _claims(_summary(off_trend_flagged=True, twin_flagged=False))
-    assert _verdicts(claims) == {"scaling.early.reproduced", "scaling.blocks.partly_reproduced",
-                                 "scaling.intra_vs_size.reproduced", "scaling.outlier.reproduced",
-                                 "scaling.twin.d.follows_head_dimension"}
+    assert _verdicts(claims) == {
+        "scaling.early.reproduced",
+        "scaling.blocks.partly_reproduced",
+        "scaling.intra_vs_size.reproduced",
+        "scaling.outlier.reproduced",
+        "scaling.twin.d.follows_head_dimension",
+    }
     assert claims["scaling.early.reproduced"].margin == pytest.approx(0.6 - 0.5)  # the lowest pair over the band
     assert "mean CKA 0.90" in claims["scaling.early.0.0.mean_above_band"].text
     assert "3 of 5 members" in claims["scaling.blocks.partly_reproduced"].text
@@ -87,16 +108,21 @@ def test_the_verdicts_follow_the_numbers():
 
 def _early(lowest: float, mean: float) -> dict[str, Claim]:
     summary = _summary(off_trend_flagged=False, twin_flagged=False)
-    summary["early"] = {"0.0": {"mean": mean, "min": lowest, "max": 0.95},
-                        "0.25": {"mean": min(mean, 0.5), "min": lowest, "max": 0.6}}
+    summary["early"] = {
+        "0.0": {"mean": mean, "min": lowest, "max": 0.95},
+        "0.25": {"mean": min(mean, 0.5), "min": lowest, "max": 0.6},
+    }
     return _claims(summary)
 
 
-@pytest.mark.parametrize(("lowest", "mean", "verdict", "margin"), [
-    (0.55, 0.9, "reproduced", 0.05),        # every pair's early layers above the pairs' intermediate band (0.5)
-    (0.45, 0.9, "inconclusive", 0.05),      # the mean above it, one pair below: min(0.9 − 0.5, 0.5 − 0.45)
-    (0.30, 0.45, "not_reproduced", 0.05),   # no depth's mean above it
-])
+@pytest.mark.parametrize(
+    ("lowest", "mean", "verdict", "margin"),
+    [
+        (0.55, 0.9, "reproduced", 0.05),  # every pair's early layers above the pairs' intermediate band (0.5)
+        (0.45, 0.9, "inconclusive", 0.05),  # the mean above it, one pair below: min(0.9 − 0.5, 0.5 − 0.45)
+        (0.30, 0.45, "not_reproduced", 0.05),  # no depth's mean above it
+    ],
+)
 def test_the_early_layer_verdict_has_three_outcomes(lowest, mean, verdict, margin):
     claims = _early(lowest, mean)
     assert _verdicts(claims) & EARLY == {f"scaling.early.{verdict}"}

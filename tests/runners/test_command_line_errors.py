@@ -29,9 +29,25 @@ def test_a_bad_setting_raises_a_click_exception_that_names_it_and_its_source():
 def test_a_bad_runner_param_is_one_error_line_of_kedro_run(tmp_path):
     project = make_project_copy(tmp_path)
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1"}
-    done = subprocess.run([sys.executable, "-m", "kedro", "run", "--runner", "thinkalike.runners.DaskRunner",
-                           "--runner-params", "workers=-1", "--pipelines", "corpus"],
-                          cwd=project, env=environment, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kedro",
+            "run",
+            "--runner",
+            "thinkalike.runners.DaskRunner",
+            "--runner-params",
+            "workers=-1",
+            "--pipelines",
+            "corpus",
+        ],
+        cwd=project,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     output = done.stdout + done.stderr
     assert done.returncode != 0, output
     errors = [line for line in output.splitlines() if line.startswith("Error: ")]

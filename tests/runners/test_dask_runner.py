@@ -31,9 +31,13 @@ def toy_catalog(folder: Path, flag: Path) -> DataCatalog:
 
 
 def toy_pipeline() -> Pipeline:
-    return Pipeline([node(double, "start", "a.one", name="double", namespace="a"),
-                     node(double, "a.one", "a.two", name="again", namespace="a"),
-                     node(fail_while_flagged, ["a.two", "params:flag"], "b.out", name="check", namespace="b")])
+    return Pipeline(
+        [
+            node(double, "start", "a.one", name="double", namespace="a"),
+            node(double, "a.one", "a.two", name="again", namespace="a"),
+            node(fail_while_flagged, ["a.two", "params:flag"], "b.out", name="check", namespace="b"),
+        ]
+    )
 
 
 def test_the_workers_import_every_task_module_once_at_the_start(tmp_path):
@@ -44,14 +48,24 @@ def test_the_workers_import_every_task_module_once_at_the_start(tmp_path):
 
     from thinkalike.runners.remote import import_modules, task_modules
 
-    pipeline = Pipeline([node(double, "start", "a.one", name="double", namespace="a"),
-                         node(functools.partial(functools.partial(json.dumps, indent=1)), "a.one", "a.two",
-                              name="dumps", namespace="a"),
-                         node(double, "a.two", "b.out", name="again", namespace="b")])
+    pipeline = Pipeline(
+        [
+            node(double, "start", "a.one", name="double", namespace="a"),
+            node(
+                functools.partial(functools.partial(json.dumps, indent=1)),
+                "a.one",
+                "a.two",
+                name="dumps",
+                namespace="a",
+            ),
+            node(double, "a.two", "b.out", name="again", namespace="b"),
+        ]
+    )
     assert task_modules(pipeline.nodes) == sorted({__name__, "json"})
     datasets = [PickleDataset(filepath=str(tmp_path / "a.pkl")), MemoryDataset(1)]
-    assert task_modules(pipeline.nodes, datasets) == sorted({__name__, "json", type(datasets[0]).__module__,
-                                                              type(datasets[1]).__module__})
+    assert task_modules(pipeline.nodes, datasets) == sorted(
+        {__name__, "json", type(datasets[0]).__module__, type(datasets[1]).__module__}
+    )
     assert import_modules(["json", "thinkalike.runners.grouping"]) == ["json", "thinkalike.runners.grouping"]
     with pytest.raises(ModuleNotFoundError):
         import_modules(["thinkalike.no_such_module"])
@@ -64,8 +78,10 @@ def test_a_task_carries_the_datasets_its_nodes_read_and_write_and_no_others(tmp_
 
     catalog = toy_catalog(tmp_path, tmp_path / "flag")
     catalog["unused"] = PickleDataset(filepath=str(tmp_path / "unused.pkl"))
-    nodes = [node(fail_while_flagged, ["a.two", "params:flag"], "b.out", name="check", namespace="b"),
-             node(double, "b.out", "b.free", name="free", namespace="b")]
+    nodes = [
+        node(fail_while_flagged, ["a.two", "params:flag"], "b.out", name="check", namespace="b"),
+        node(double, "b.out", "b.free", name="free", namespace="b"),
+    ]
     part = task_catalog(catalog, nodes)
     assert sorted(part.keys()) == ["a.two", "b.free", "b.out", "params:flag"]
     for name in ("a.two", "b.out", "params:flag"):
@@ -106,25 +122,37 @@ def test_gpu_work_on_a_cluster_without_a_gpu_worker_is_an_error_at_start_not_a_h
 def test_the_slurm_settings_run_a_node_on_dask_jobqueue_local_cluster(tmp_path):
     """The jobs of conf/slurm's settings, started as local processes by dask-jobqueue (no SLURM here): SLURM-only
     options (partition, walltime, the GPU directive) are left out; the worker runs the node."""
-    slurm = {"cluster_class": "dask_jobqueue.local.LocalCluster", "cores": 1, "memory": "2GB", "gpus_per_job": 0,
-             "minimum_jobs": 1, "maximum_jobs": 1, "queue": "gpu", "walltime": "00:10:00"}
+    slurm = {
+        "cluster_class": "dask_jobqueue.local.LocalCluster",
+        "cores": 1,
+        "memory": "2GB",
+        "gpus_per_job": 0,
+        "minimum_jobs": 1,
+        "maximum_jobs": 1,
+        "queue": "gpu",
+        "walltime": "00:10:00",
+    }
     catalog = toy_catalog(tmp_path, tmp_path / "flag")
     DaskRunner(cluster="slurm", slurm=slurm).run(toy_pipeline(), catalog)
     assert catalog.load("b.out") == 13
 
 
-@pytest.mark.parametrize(("settings", "message"), [
-    ({"workers": 0}, "--runner-params: DaskRunner workers: expected a positive integer, got 0"),
-    ({"threads_per_worker": "x"}, "threads_per_worker"),
-    ({"cluster": "slurmm"}, "DaskRunner cluster: expected 'local', 'slurm' or a scheduler address"),
-    ({"worker": 2}, r"unknown DaskRunner setting\(s\) \['worker'\]"),
-    ({"slurm": {"maximum_jobs": 0}}, "slurm.maximum_jobs"),
-    ({"slurm": {"cluster_class": "dask_jobqueue.NoSuchCluster"}}, "slurm.cluster_class: cannot import"),
-])
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"workers": 0}, "--runner-params: DaskRunner workers: expected a positive integer, got 0"),
+        ({"threads_per_worker": "x"}, "threads_per_worker"),
+        ({"cluster": "slurmm"}, "DaskRunner cluster: expected 'local', 'slurm' or a scheduler address"),
+        ({"worker": 2}, r"unknown DaskRunner setting\(s\) \['worker'\]"),
+        ({"slurm": {"maximum_jobs": 0}}, "slurm.maximum_jobs"),
+        ({"slurm": {"cluster_class": "dask_jobqueue.NoSuchCluster"}}, "slurm.cluster_class: cannot import"),
+    ],
+)
 def test_bad_settings_are_named(tmp_path, settings, message):
     with pytest.raises(ClusterSettingsError, match=message):
         DaskRunner(**({"cluster": "slurm"} if "slurm" in settings else {}), **settings).run(
-            toy_pipeline(), toy_catalog(tmp_path, tmp_path / "flag"))
+            toy_pipeline(), toy_catalog(tmp_path, tmp_path / "flag")
+        )
     assert not os.listdir(tmp_path)
 
 
@@ -153,14 +181,28 @@ def test_a_ready_task_never_waits_behind_a_long_one_while_a_worker_is_idle(tmp_p
     behind ``long`` on the same worker while ``medium``'s worker becomes idle (what Dask does with tasks handed to
     it early: measured on the default run, a 0.1 s task waited 58 s)."""
     seconds = {"medium": 1.5, "quick": 0.0, "long": 4.0, "short": 0.1}
-    catalog = DataCatalog({**{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in seconds},
-                           **{f"params:{name}_seconds": MemoryDataset(value) for name, value in seconds.items()}})
-    pipeline = Pipeline([
-        node(sleep_then, ["params:medium_seconds", "params:medium_seconds"], "medium.out", name="run",
-             namespace="medium"),
-        node(sleep_then, ["params:quick_seconds", "params:quick_seconds"], "quick.out", name="run", namespace="quick"),
-        node(sleep_then, ["params:long_seconds", "quick.out"], "long.out", name="run", namespace="long"),
-        node(sleep_then, ["params:short_seconds", "quick.out"], "short.out", name="run", namespace="short")])
+    catalog = DataCatalog(
+        {
+            **{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in seconds},
+            **{f"params:{name}_seconds": MemoryDataset(value) for name, value in seconds.items()},
+        }
+    )
+    pipeline = Pipeline(
+        [
+            node(
+                sleep_then,
+                ["params:medium_seconds", "params:medium_seconds"],
+                "medium.out",
+                name="run",
+                namespace="medium",
+            ),
+            node(
+                sleep_then, ["params:quick_seconds", "params:quick_seconds"], "quick.out", name="run", namespace="quick"
+            ),
+            node(sleep_then, ["params:long_seconds", "quick.out"], "long.out", name="run", namespace="long"),
+            node(sleep_then, ["params:short_seconds", "quick.out"], "short.out", name="run", namespace="short"),
+        ]
+    )
     ended, worker_of = {}, {}
     original = DaskRunner._merge
 
@@ -204,13 +246,19 @@ def sleep_then_session(seconds):
     from distributed import get_worker
 
     time.sleep(seconds)
-    return (os.getpid(), os.getsid(0), sorted(get_worker().periodic_callbacks),
-            dask.config.get("distributed.admin.tick.interval"), os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    return (
+        os.getpid(),
+        os.getsid(0),
+        sorted(get_worker().periodic_callbacks),
+        dask.config.get("distributed.admin.tick.interval"),
+        os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+    )
 
 
 @pytest.mark.parametrize(("outside_cores", "at_once", "own_sessions"), [(0.0, 2, True), (1.0, 3, False)])
 def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_the_cpu(
-        tmp_path, monkeypatch, caplog, outside_cores, at_once, own_sessions):
+    tmp_path, monkeypatch, caplog, outside_cores, at_once, own_sessions
+):
     """Four independent 1-s tasks on two workers and a spare: two at a time on an idle machine, three while the
     outside load (planted) reaches the threshold — counted as tasks handed to Dask and not yet finished. Each worker
     leads its own session unless told not to: under Linux's autogroup the CPU is shared per session, and a worker in
@@ -218,10 +266,15 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
     Dask's periodic work turned down (no statistical profiler, a 1-s event-loop tick) and without glibc's trim
     setting."""
     names = ["a", "b", "c", "d"]
-    catalog = DataCatalog({**{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in names},
-                           "params:seconds": MemoryDataset(1.0)})
-    pipeline = Pipeline([node(sleep_then_session, "params:seconds", f"{name}.out", name="run", namespace=name)
-                         for name in names])
+    catalog = DataCatalog(
+        {
+            **{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in names},
+            "params:seconds": MemoryDataset(1.0),
+        }
+    )
+    pipeline = Pipeline(
+        [node(sleep_then_session, "params:seconds", f"{name}.out", name="run", namespace=name) for name in names]
+    )
     from distributed import Client
 
     outstanding, most = set(), [0]
@@ -245,7 +298,11 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
         runner.run(pipeline, catalog)
     # the nannies wrote Dask's one-thread settings into this process's environment to spawn the workers: put back
     assert {name: os.environ.get(name) for name in dask_environment} == {
-        "OMP_NUM_THREADS": None, "MKL_NUM_THREADS": "7", "OPENBLAS_NUM_THREADS": None, "PYTHONHASHSEED": None}
+        "OMP_NUM_THREADS": None,
+        "MKL_NUM_THREADS": "7",
+        "OPENBLAS_NUM_THREADS": None,
+        "PYTHONHASHSEED": None,
+    }
     pids = set()
     for name in names:
         pid, session, callbacks, tick, trim = catalog.load(f"{name}.out")
@@ -278,15 +335,37 @@ def test_a_slow_merge_does_not_hold_back_the_tasks_other_tasks_freed(tmp_path):
     meanwhile ``second`` ends and frees ``after_second``, which must be handed out and end while that merge still
     runs (the merges happen in a background thread), and every report is merged before the run returns."""
     seconds = {"first": 0.0, "second": 0.5, "after_second": 0.1}
-    catalog = DataCatalog({**{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in seconds},
-                           **{f"params:{name}_seconds": MemoryDataset(value) for name, value in seconds.items()}})
-    pipeline = Pipeline([
-        node(sleep_and_clock, ["params:first_seconds", "params:first_seconds"], "first.out", name="run",
-             namespace="first"),
-        node(sleep_and_clock, ["params:second_seconds", "params:second_seconds"], "second.out", name="run",
-             namespace="second"),
-        node(sleep_and_clock, ["params:after_second_seconds", "second.out"], "after_second.out", name="run",
-             namespace="after_second")])
+    catalog = DataCatalog(
+        {
+            **{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in seconds},
+            **{f"params:{name}_seconds": MemoryDataset(value) for name, value in seconds.items()},
+        }
+    )
+    pipeline = Pipeline(
+        [
+            node(
+                sleep_and_clock,
+                ["params:first_seconds", "params:first_seconds"],
+                "first.out",
+                name="run",
+                namespace="first",
+            ),
+            node(
+                sleep_and_clock,
+                ["params:second_seconds", "params:second_seconds"],
+                "second.out",
+                name="run",
+                namespace="second",
+            ),
+            node(
+                sleep_and_clock,
+                ["params:after_second_seconds", "second.out"],
+                "after_second.out",
+                name="run",
+                namespace="after_second",
+            ),
+        ]
+    )
     merged = {}
 
     def slow_merge(report, providers, group, catalog):
@@ -305,11 +384,19 @@ def test_a_slow_merge_does_not_hold_back_the_tasks_other_tasks_freed(tmp_path):
 
 
 def test_a_failing_merge_fails_the_run_after_the_other_reports_are_merged(tmp_path):
-    catalog = DataCatalog({"a.out": PickleDataset(filepath=str(tmp_path / "a.pkl")),
-                           "b.out": PickleDataset(filepath=str(tmp_path / "b.pkl")),
-                           "params:wait": MemoryDataset(0.0)})
-    pipeline = Pipeline([node(sleep_and_clock, ["params:wait", "params:wait"], "a.out", name="run", namespace="a"),
-                         node(sleep_and_clock, ["params:wait", "a.out"], "b.out", name="run", namespace="b")])
+    catalog = DataCatalog(
+        {
+            "a.out": PickleDataset(filepath=str(tmp_path / "a.pkl")),
+            "b.out": PickleDataset(filepath=str(tmp_path / "b.pkl")),
+            "params:wait": MemoryDataset(0.0),
+        }
+    )
+    pipeline = Pipeline(
+        [
+            node(sleep_and_clock, ["params:wait", "params:wait"], "a.out", name="run", namespace="a"),
+            node(sleep_and_clock, ["params:wait", "a.out"], "b.out", name="run", namespace="b"),
+        ]
+    )
     merged = []
 
     def failing_merge(report, providers, group, catalog):

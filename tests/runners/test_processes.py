@@ -18,8 +18,11 @@ from thinkalike.runners.processes import DASK_HASH_SEED, environment_set, projec
 
 def test_the_worker_environment_is_dasks_without_the_trim_threshold_and_with_a_fixed_hash_seed():
     dask_default = {"MALLOC_TRIM_THRESHOLD_": 65536, "OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1}
-    assert worker_environment(dask_default) == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-                                                "PYTHONHASHSEED": DASK_HASH_SEED}
+    assert worker_environment(dask_default) == {
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONHASHSEED": DASK_HASH_SEED,
+    }
     assert worker_environment({"PYTHONHASHSEED": 0})["PYTHONHASHSEED"] == DASK_HASH_SEED  # 0: random, as Dask reads it
     assert worker_environment({"PYTHONHASHSEED": 12})["PYTHONHASHSEED"] == "12"
     assert worker_environment(None) == {"PYTHONHASHSEED": DASK_HASH_SEED}
@@ -42,9 +45,15 @@ def test_the_preloaded_modules_are_the_runners_task_code_and_the_projects_hooks_
 def process_facts(_):
     import torch
 
-    return {"pid": os.getpid(), "parent": os.getppid(), "probe": os.environ.get("THINKALIKE_PROBE"),
-            "omp": os.environ.get("OMP_NUM_THREADS"), "trim": os.environ.get("MALLOC_TRIM_THRESHOLD_"),
-            "cwd": os.getcwd(), "torch_threads": torch.get_num_threads()}
+    return {
+        "pid": os.getpid(),
+        "parent": os.getppid(),
+        "probe": os.environ.get("THINKALIKE_PROBE"),
+        "omp": os.environ.get("OMP_NUM_THREADS"),
+        "trim": os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+        "cwd": os.getcwd(),
+        "torch_threads": torch.get_num_threads(),
+    }
 
 
 def test_local_workers_are_forks_of_the_forkserver_with_the_drivers_environment_of_the_moment(tmp_path, monkeypatch):
@@ -54,10 +63,15 @@ def test_local_workers_are_forks_of_the_forkserver_with_the_drivers_environment_
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("THINKALIKE_PROBE", "set after the server started")
     names = ["a", "b"]
-    catalog = DataCatalog({**{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in names},
-                           "params:x": MemoryDataset(0)})
-    pipeline = Pipeline([node(process_facts, "params:x", f"{name}.out", name="facts", namespace=name)
-                         for name in names])
+    catalog = DataCatalog(
+        {
+            **{f"{name}.out": PickleDataset(filepath=str(tmp_path / f"{name}.pkl")) for name in names},
+            "params:x": MemoryDataset(0),
+        }
+    )
+    pipeline = Pipeline(
+        [node(process_facts, "params:x", f"{name}.out", name="facts", namespace=name) for name in names]
+    )
     DaskRunner(workers=2, spare_workers=0).run(pipeline, catalog)
     facts = [catalog.load(f"{name}.out") for name in names]
     for fact in facts:

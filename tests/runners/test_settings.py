@@ -32,15 +32,18 @@ def test_the_base_dask_file_states_the_settings_defaults():
     assert ClusterSettings.resolve(stated) == ClusterSettings.resolve({})
 
 
-@pytest.mark.parametrize(("config", "overrides", "message"), [
-    ({"workers": -1}, {}, "dask.yml: DaskRunner workers: expected a positive integer, got -1"),
-    ({}, {"gpu_resources": "yes"}, "--runner-params: DaskRunner gpu_resources: expected true or false"),
-    ({"slurm": {"partition": "gpu"}}, {}, r"dask.yml: unknown DaskRunner slurm setting\(s\) \['partition'\]"),
-    ({"slurm": {"minimum_jobs": 5, "maximum_jobs": 2}}, {}, "minimum_jobs \\(5\\) is above slurm.maximum_jobs"),
-    ({"slurm": ["gpu"]}, {}, "slurm: expected a mapping"),
-    ({}, {"spare_workers": "-1"}, "--runner-params: DaskRunner spare_workers: expected an integer >= 0, got '-1'"),
-    ({"own_sessions": "yes"}, {}, "dask.yml: DaskRunner own_sessions: expected true or false, got 'yes'"),
-])
+@pytest.mark.parametrize(
+    ("config", "overrides", "message"),
+    [
+        ({"workers": -1}, {}, "dask.yml: DaskRunner workers: expected a positive integer, got -1"),
+        ({}, {"gpu_resources": "yes"}, "--runner-params: DaskRunner gpu_resources: expected true or false"),
+        ({"slurm": {"partition": "gpu"}}, {}, r"dask.yml: unknown DaskRunner slurm setting\(s\) \['partition'\]"),
+        ({"slurm": {"minimum_jobs": 5, "maximum_jobs": 2}}, {}, "minimum_jobs \\(5\\) is above slurm.maximum_jobs"),
+        ({"slurm": ["gpu"]}, {}, "slurm: expected a mapping"),
+        ({}, {"spare_workers": "-1"}, "--runner-params: DaskRunner spare_workers: expected an integer >= 0, got '-1'"),
+        ({"own_sessions": "yes"}, {}, "dask.yml: DaskRunner own_sessions: expected true or false, got 'yes'"),
+    ],
+)
 def test_bad_values_are_named_with_their_source(config, overrides, message):
     with pytest.raises(ClusterSettingsError, match=message):
         ClusterSettings.resolve(config, overrides)
@@ -64,8 +67,13 @@ def test_conf_slurm_makes_a_gpu_job_script():
     with SLURMCluster(**settings.slurm_cluster_options()) as cluster:
         script = cluster.job_script()
     lines = script.splitlines()
-    for directive in ("#SBATCH -p gpu", "#SBATCH -A lab42", "#SBATCH --cpus-per-task=8", "#SBATCH -t 04:00:00",
-                      "#SBATCH --gres=gpu:1"):
+    for directive in (
+        "#SBATCH -p gpu",
+        "#SBATCH -A lab42",
+        "#SBATCH --cpus-per-task=8",
+        "#SBATCH -t 04:00:00",
+        "#SBATCH --gres=gpu:1",
+    ):
         assert directive in lines, (directive, script)
     worker = next(line for line in lines if "distributed.cli.dask_worker" in line)
     assert "--resources GPU=1" in worker and "--nthreads 8" in worker

@@ -20,8 +20,14 @@ from thinkalike.scaling.analysis import (
 from thinkalike.scaling.figures import scaling_figure
 
 #: name: (d_model, blocks, heads, d_head); "l" is off-trend (head dimension 40), "l_twin" its on-trend twin
-SHAPES = {"xs": (32, 2, 2, 16), "s": (48, 3, 3, 16), "m": (64, 4, 4, 16), "l": (80, 6, 2, 40),
-          "xl": (96, 8, 6, 16), "l_twin": (80, 6, 5, 16)}
+SHAPES = {
+    "xs": (32, 2, 2, 16),
+    "s": (48, 3, 3, 16),
+    "m": (64, 4, 4, 16),
+    "l": (80, 6, 2, 40),
+    "xl": (96, 8, 6, 16),
+    "l_twin": (80, 6, 5, 16),
+}
 ARCHITECTURES = {name: Architecture(d, n, h, dh, dh // 4, 4 * d) for name, (d, n, h, dh) in SHAPES.items()}
 FAMILY = ["xs", "s", "m", "l", "xl"]
 N_BATCHES = 4
@@ -34,8 +40,18 @@ def _long_table(a: str, b: str, matrix: np.ndarray, rng: np.random.Generator) ->
     rows = []
     for i, j in itertools.product(range(matrix.shape[0]), range(matrix.shape[1])):
         values = batches[:, i, j]
-        rows.append({"model_a": a, "layer_a": i, "model_b": b, "layer_b": j, "cka": values.mean(),
-                     "ci_low": values.min(), "ci_high": values.max(), "batch_cka": list(values)})
+        rows.append(
+            {
+                "model_a": a,
+                "layer_a": i,
+                "model_b": b,
+                "layer_b": j,
+                "cka": values.mean(),
+                "ci_low": values.min(),
+                "ci_high": values.max(),
+                "batch_cka": list(values),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -93,7 +109,9 @@ def test_the_planted_outlier_is_flagged_and_its_twin_is_not(tables):
 
 
 def test_planted_blocks_and_the_size_trend_are_recovered(tables):
-    result = analyse_family(tables, FAMILY, ARCHITECTURES, {"l": "l_twin"}, ScalingSettings(n_resamples=50, pair_resamples=1))
+    result = analyse_family(
+        tables, FAMILY, ARCHITECTURES, {"l": "l_twin"}, ScalingSettings(n_resamples=50, pair_resamples=1)
+    )
     members = result.members.set_index("model")
     assert members.loc["xl", "blocks"] == "0–1, 2–7, 8–8"
     assert members.loc["xl", "block_same_fraction"] == 1.0
@@ -120,7 +138,9 @@ def test_planted_matched_blocks_between_two_members_are_recovered_from_either_st
 
 
 def test_early_layers_are_matched_by_relative_depth(tables):
-    result = analyse_family(tables, FAMILY, ARCHITECTURES, {}, ScalingSettings(early_depths=(0.0, 0.5), pair_resamples=1))
+    result = analyse_family(
+        tables, FAMILY, ARCHITECTURES, {}, ScalingSettings(early_depths=(0.0, 0.5), pair_resamples=1)
+    )
     pairs = result.pairs
     row = pairs[(pairs["model_a"] == "s") & (pairs["model_b"] == "xl") & (pairs["relative_depth"] == 0.5)].iloc[0]
     assert (row["layer_a"], row["layer_b"]) == (2, 4)  # round(0.5 * 3) = 2 (half up), 0.5 * 8 = 4
@@ -131,7 +151,9 @@ def test_early_layers_are_matched_by_relative_depth(tables):
 
 
 def test_outputs_for_mlflow_and_the_figure(tables):
-    result = analyse_family(tables, FAMILY, ARCHITECTURES, {"l": "l_twin"}, ScalingSettings(n_resamples=20, pair_resamples=1))
+    result = analyse_family(
+        tables, FAMILY, ARCHITECTURES, {"l": "l_twin"}, ScalingSettings(n_resamples=20, pair_resamples=1)
+    )
     metrics = scaling_metrics(result.summary)
     assert metrics["scaling.intra_vs_size_spearman"] == pytest.approx(1.0)
     assert "scaling.twin.l.difference" in metrics and "scaling.robust_z.xl" in metrics
@@ -159,10 +181,31 @@ def test_bad_settings_and_inputs_are_named(tables):
 
 
 def test_architectures_of_both_zoo_families():
-    neox = architecture_of("n", {"family": "hf", "architecture": {
-        "model_type": "gpt_neox", "hidden_size": 80, "num_hidden_layers": 6, "num_attention_heads": 2,
-        "intermediate_size": 320, "rotary_pct": 0.25}})
-    assert (neox.d_head, neox.rotary_dims, neox.n_parameters) == (40, 10, 6 * (4 * 80 ** 2 + 2 * 80 * 320))
-    bridge = architecture_of("b", {"architecture": {"n_layers": 2, "d_model": 64, "n_heads": 4, "d_mlp": 256,
-                                                    "positional_embedding_type": "rotary"}})
+    neox = architecture_of(
+        "n",
+        {
+            "family": "hf",
+            "architecture": {
+                "model_type": "gpt_neox",
+                "hidden_size": 80,
+                "num_hidden_layers": 6,
+                "num_attention_heads": 2,
+                "intermediate_size": 320,
+                "rotary_pct": 0.25,
+            },
+        },
+    )
+    assert (neox.d_head, neox.rotary_dims, neox.n_parameters) == (40, 10, 6 * (4 * 80**2 + 2 * 80 * 320))
+    bridge = architecture_of(
+        "b",
+        {
+            "architecture": {
+                "n_layers": 2,
+                "d_model": 64,
+                "n_heads": 4,
+                "d_mlp": 256,
+                "positional_embedding_type": "rotary",
+            }
+        },
+    )
     assert (bridge.d_head, bridge.rotary_dims) == (16, 16)

@@ -108,5 +108,7 @@ def tokenized_pair(grammar_tokenizer):
     configs = [bridge_config(32, act, seed=seed) for act, seed in (("solu_ln", 1), ("gelu", 0))]
     for config in configs:
         config["bridge_config"]["d_vocab"] = vocab
-    return tuple(bridge_handle(name, config, sharpen=3.0, tokenizer=grammar_tokenizer)
-                 for name, config in zip(("solu_tok", "gelu_tok"), configs))
+    return tuple(
+        bridge_handle(name, config, sharpen=3.0, tokenizer=grammar_tokenizer)
+        for name, config in zip(("solu_tok", "gelu_tok"), configs)
+    )

@@ -41,8 +41,9 @@ def test_identity_between_different_widths_names_both(no_forward, gelu32, random
         stitch(narrow, gelu32, 1, 1, "identity", *random_tokens, progress=False)
 
 
-@pytest.mark.parametrize("layer_f,layer_g,which", [(3, 1, "f = model 'gelu'"), (1, -1, "g = model 'solu'"),
-                                                   (0, 2.5, "g = model 'solu'")])
+@pytest.mark.parametrize(
+    "layer_f,layer_g,which", [(3, 1, "f = model 'gelu'"), (1, -1, "g = model 'solu'"), (0, 2.5, "g = model 'solu'")]
+)
 def test_layer_out_of_range(no_forward, gelu32, solu32, random_tokens, layer_f, layer_g, which):
     with pytest.raises(StitchConfigError, match=rf"layer .* of {which} is out of range 0..2"):
         stitch(gelu32, solu32, layer_f, layer_g, "affine", *random_tokens, progress=False)
@@ -82,8 +83,9 @@ def test_overlapping_or_one_sided_inputs(no_forward, gelu32, random_tokens):
     with pytest.raises(StitchConfigError, match="disjoint.*3 of 35 evaluation sequences"):
         stitch(gelu32, gelu32, 1, 1, "affine", train, np.vstack([evaluation, train[:3]]), progress=False)
     with pytest.raises(StitchConfigError, match="labels must be given for both"):
-        stitch(gelu32, gelu32, 1, 1, "affine", train, evaluation, train_labels=np.zeros(len(train), int),
-               progress=False)
+        stitch(
+            gelu32, gelu32, 1, 1, "affine", train, evaluation, train_labels=np.zeros(len(train), int), progress=False
+        )
     with pytest.raises(StitchConfigError, match="masked objective needs g's mask token"):
         stitch(gelu32, gelu32, 1, 1, "affine", train, evaluation, {"objective": "masked"}, progress=False)
 

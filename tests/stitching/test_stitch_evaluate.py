@@ -29,12 +29,14 @@ def test_loss_sums_are_the_token_weighted_objectives():
     assert int(count) == 3 * 6 - 2
     torch.testing.assert_close(loss_sum(logits, targets, "causal") / count, causal_lm_loss(logits, ids, mask))
     masked = ids.masked_fill(torch.rand(3, 7, generator=generator) < 0.5, IGNORE)
-    torch.testing.assert_close(loss_sum(logits, masked, "masked") / target_count(masked, "masked"),
-                               masked_lm_loss(logits, masked))
+    torch.testing.assert_close(
+        loss_sum(logits, masked, "masked") / target_count(masked, "masked"), masked_lm_loss(logits, masked)
+    )
     labels = torch.tensor([2, 0, 1])
     class_logits = torch.randn(3, 4, generator=generator)
-    torch.testing.assert_close(loss_sum(class_logits, labels, "label") / 3,
-                               torch.nn.functional.cross_entropy(class_logits, labels))
+    torch.testing.assert_close(
+        loss_sum(class_logits, labels, "label") / 3, torch.nn.functional.cross_entropy(class_logits, labels)
+    )
 
 
 def test_paired_bootstrap_matches_a_direct_loop():
@@ -50,4 +52,5 @@ def test_paired_bootstrap_matches_a_direct_loop():
     assert low < penalty < high and stitched.mean - own.mean == pytest.approx(penalty)
     one = BatchLosses(stitched.sums[:1], counts[:1])
     assert paired_bootstrap_ci(one, BatchLosses(own.sums[:1], counts[:1])) == pytest.approx(
-        ((stitched.sums[0] - own.sums[0]) / counts[0],) * 2)
+        ((stitched.sums[0] - own.sums[0]) / counts[0],) * 2
+    )

@@ -39,8 +39,19 @@ def test_identity_self_stitch_reproduces_g_loss_exactly(family, random_tokens):
     train, evaluation = random_tokens
     ids, mask = _padded(evaluation)
     for layer in range(handle.n_layers + 1):
-        result = stitch(handle, handle, layer, layer, "identity", train, ids, SETTINGS, eval_mask=mask,
-                        masking=MASKING, progress=False)
+        result = stitch(
+            handle,
+            handle,
+            layer,
+            layer,
+            "identity",
+            train,
+            ids,
+            SETTINGS,
+            eval_mask=mask,
+            masking=MASKING,
+            progress=False,
+        )
         assert abs(result.stitched_loss - result.g_loss) <= 1e-6, (family, layer)
         assert abs(result.penalty) <= 1e-6 and result.f_loss == result.g_loss
         assert result.objective == ("masked" if family == "bert" else "causal")
@@ -92,8 +103,19 @@ def test_label_objective_with_a_classifier(random_tokens):
     train, evaluation = random_tokens
     labels_train, labels_eval = (tokens[:, 0] % 3 for tokens in (train, evaluation))
     for layer in range(3):
-        result = stitch(f, f, layer, layer, "identity", train, evaluation, SETTINGS, train_labels=labels_train,
-                        eval_labels=labels_eval, progress=False)
+        result = stitch(
+            f,
+            f,
+            layer,
+            layer,
+            "identity",
+            train,
+            evaluation,
+            SETTINGS,
+            train_labels=labels_train,
+            eval_labels=labels_eval,
+            progress=False,
+        )
         assert result.objective == "label" and abs(result.penalty) <= 1e-6
     ids = torch.as_tensor(evaluation)
     with torch.no_grad():
@@ -101,6 +123,17 @@ def test_label_objective_with_a_classifier(random_tokens):
     assert result.g_loss == pytest.approx(float(expected), abs=1e-6)
     # φ learned in closed form (least squares) between two different classifiers of different widths
     g = ToyClassifierHandle("toy-wide", ToyClassifier(d_model=24, seed=1))
-    learned = stitch(f, g, 1, 1, "affine", train, evaluation, StitchSettings(steps=5, warmup_steps=1, eval_every=5,
-                     tokens_per_step=64), train_labels=labels_train, eval_labels=labels_eval, progress=False)
+    learned = stitch(
+        f,
+        g,
+        1,
+        1,
+        "affine",
+        train,
+        evaluation,
+        StitchSettings(steps=5, warmup_steps=1, eval_every=5, tokens_per_step=64),
+        train_labels=labels_train,
+        eval_labels=labels_eval,
+        progress=False,
+    )
     assert learned.init == "lstsq" and np.isfinite(learned.penalty) and np.isfinite(learned.f_loss)

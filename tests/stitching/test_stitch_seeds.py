@@ -27,24 +27,27 @@ from thinkalike.stitching.data import TokenSplit
 from thinkalike.stitching.stitcher import prepare_split
 from thinkalike.stitching.train import frozen
 
-SETTINGS = StitchSettings(steps=8, warmup_steps=2, tokens_per_step=256, batch_size=8, eval_batch_size=4,
-                          eval_every=4, n_bootstrap=100)
+SETTINGS = StitchSettings(
+    steps=8, warmup_steps=2, tokens_per_step=256, batch_size=8, eval_batch_size=4, eval_every=4, n_bootstrap=100
+)
 
 
 @pytest.fixture(scope="module")
 def lockstep(solu32, gelu32, random_tokens):
     """affine_ln (least-squares init) solu32 → gelu32 at layer 1: three φ seeds in lockstep, g's tail fused."""
     train, evaluation = random_tokens
-    return stitch_seeds(solu32, gelu32, 1, 1, "affine_ln", train, evaluation, SETTINGS, phi_seeds=3, progress=False,
-                        fuse_seeds=True)
+    return stitch_seeds(
+        solu32, gelu32, 1, 1, "affine_ln", train, evaluation, SETTINGS, phi_seeds=3, progress=False, fuse_seeds=True
+    )
 
 
 def test_lockstep_seeds_equal_their_separate_trainings(lockstep, solu32, gelu32, random_tokens):
     train, evaluation = random_tokens
     assert [result.phi_seed for result in lockstep] == [0, 1, 2]
     for result in lockstep:
-        alone, = stitch_seeds(solu32, gelu32, 1, 1, "affine_ln", train, evaluation, SETTINGS,
-                              phi_seeds=[result.phi_seed], progress=False)
+        (alone,) = stitch_seeds(
+            solu32, gelu32, 1, 1, "affine_ln", train, evaluation, SETTINGS, phi_seeds=[result.phi_seed], progress=False
+        )
         assert alone.phi_seed == result.phi_seed
         for name, tensor in alone.phi_state.items():
             torch.testing.assert_close(result.phi_state[name], tensor, atol=1e-5, rtol=0)
@@ -60,11 +63,13 @@ def test_lockstep_seeds_equal_their_separate_trainings(lockstep, solu32, gelu32,
 
 def test_unfused_seeds_are_exactly_their_separate_trainings(solu32, gelu32, random_tokens):
     train, evaluation = random_tokens
-    together = stitch_seeds(solu32, gelu32, 1, 1, "affine", train, evaluation, SETTINGS, phi_seeds=[2, 0],
-                            progress=False)  # on the CPU: unfused by default
+    together = stitch_seeds(
+        solu32, gelu32, 1, 1, "affine", train, evaluation, SETTINGS, phi_seeds=[2, 0], progress=False
+    )  # on the CPU: unfused by default
     for result in together:
-        alone, = stitch_seeds(solu32, gelu32, 1, 1, "affine", train, evaluation, SETTINGS, phi_seeds=[result.phi_seed],
-                              progress=False)
+        (alone,) = stitch_seeds(
+            solu32, gelu32, 1, 1, "affine", train, evaluation, SETTINGS, phi_seeds=[result.phi_seed], progress=False
+        )
         assert all(torch.equal(result.phi_state[k], v) for k, v in alone.phi_state.items())
         assert result.curve.equals(alone.curve) and result.penalty == alone.penalty
 
@@ -72,7 +77,7 @@ def test_unfused_seeds_are_exactly_their_separate_trainings(solu32, gelu32, rand
 def test_seed_zero_is_the_single_stitch(lockstep, solu32, gelu32, random_tokens):
     train, evaluation = random_tokens
     single = stitch(solu32, gelu32, 1, 1, "affine_ln", train, evaluation, SETTINGS, progress=False)
-    one, = stitch_seeds(solu32, gelu32, 1, 1, "affine_ln", train, evaluation, SETTINGS, phi_seeds=1, progress=False)
+    (one,) = stitch_seeds(solu32, gelu32, 1, 1, "affine_ln", train, evaluation, SETTINGS, phi_seeds=1, progress=False)
     assert one.penalty == single.penalty and all(torch.equal(one.phi_state[k], v) for k, v in single.phi_state.items())
     assert lockstep[0].penalty == pytest.approx(single.penalty, abs=1e-5)
     assert (single.row()["phi_seed"], lockstep[2].row()["phi_seed"]) == (0, 2)
@@ -84,15 +89,23 @@ def test_lockstep_trainer_steps_equal_separate_trainers(solu32, gelu32, random_t
     train, _ = random_tokens
     settings = StitchSettings(steps=5, warmup_steps=1, tokens_per_step=192, batch_size=4)  # 3 micro-batches per step
     with frozen(solu32.module, gelu32.module):
-        prepared = prepare_split(solu32, 2, TokenSplit.of(train), "causal", settings, device=torch.device("cpu"),
-                                 masking=None, seed=0)
+        prepared = prepare_split(
+            solu32, 2, TokenSplit.of(train), "causal", settings, device=torch.device("cpu"), masking=None, seed=0
+        )
         phis = [build_stitch_layer("affine", 32, 32) for _ in range(2)]
         together = LockstepTrainer(phis, gelu32, 1, prepared, "causal", settings, "lockstep", seeds=(0, 4), fuse=True)
         assert together.fuse and not LockstepTrainer(phis, gelu32, 1, prepared, "causal", settings).fuse  # CPU
         apart = []
         for seed in (0, 4):
-            trainer = StitchTrainer(build_stitch_layer("affine", 32, 32), gelu32, 1, prepared, "causal",
-                                    StitchSettings(**{**settings.to_dict(), "seed": seed}), "alone")
+            trainer = StitchTrainer(
+                build_stitch_layer("affine", 32, 32),
+                gelu32,
+                1,
+                prepared,
+                "causal",
+                StitchSettings(**{**settings.to_dict(), "seed": seed}),
+                "alone",
+            )
             apart.append(trainer)
         for _ in range(settings.steps):
             indices = together.next_indices()
@@ -110,8 +123,9 @@ def test_identity_stitching_has_one_seed(gelu32, solu32, random_tokens):
     assert len(results) == 1 and results[0].phi_seed == 0
     summary = seed_summary(results)
     assert summary["n_phi_seeds"] == 1 and summary["penalty_seed_std"] == 0.0
-    assert summary["penalty_seed_min"] == summary["penalty_seed_max"] == summary["penalty_seed_mean"] == \
-        results[0].penalty
+    assert (
+        summary["penalty_seed_min"] == summary["penalty_seed_max"] == summary["penalty_seed_mean"] == results[0].penalty
+    )
 
 
 def test_a_grid_equals_its_stitches_one_by_one(solu32, gelu32, random_tokens):
@@ -123,8 +137,10 @@ def test_a_grid_equals_its_stitches_one_by_one(solu32, gelu32, random_tokens):
     for result, (layer_f, layer_g, kind) in zip(together, grid):
         alone = stitch(solu32, gelu32, layer_f, layer_g, kind, train, evaluation, SETTINGS, progress=False)
         assert (result.penalty, result.g_loss, result.f_loss) == (alone.penalty, alone.g_loss, alone.f_loss)
-        assert (result.evaluation.penalty_ci_low, result.evaluation.penalty_ci_high) == \
-            (alone.evaluation.penalty_ci_low, alone.evaluation.penalty_ci_high)
+        assert (result.evaluation.penalty_ci_low, result.evaluation.penalty_ci_high) == (
+            alone.evaluation.penalty_ci_low,
+            alone.evaluation.penalty_ci_high,
+        )
         assert all(torch.equal(result.phi_state[k], v) for k, v in alone.phi_state.items())
         assert result.curve.equals(alone.curve)
 
@@ -144,17 +160,20 @@ def test_seed_summary_is_the_mean_and_spread_over_seeds(lockstep):
         seed_summary([lockstep[0], lockstep[0].__class__(**{**lockstep[0].__dict__, "layer_f": 0})])
 
 
-@pytest.mark.parametrize(("value", "message"), [
-    (0, r"phi_seeds must be a number of seeds >= 1.*got 0"),
-    (-2, r"phi_seeds must be a number of seeds >= 1.*got -2"),
-    (1.5, r"phi_seeds must be .*got 1\.5"),
-    (True, r"phi_seeds must be .*got True"),
-    ("3", r"phi_seeds must be .*got '3'"),
-    ([], r"phi_seeds must hold at least one seed"),
-    ([0, 2, 0], r"phi_seeds must be distinct, got \[0\] more than once"),
-    ([1, -1], r"phi_seeds must be integers >= 0, got \[-1\]"),
-    ([1, 2.0], r"phi_seeds must be integers >= 0, got \[2\.0\]"),
-])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (0, r"phi_seeds must be a number of seeds >= 1.*got 0"),
+        (-2, r"phi_seeds must be a number of seeds >= 1.*got -2"),
+        (1.5, r"phi_seeds must be .*got 1\.5"),
+        (True, r"phi_seeds must be .*got True"),
+        ("3", r"phi_seeds must be .*got '3'"),
+        ([], r"phi_seeds must hold at least one seed"),
+        ([0, 2, 0], r"phi_seeds must be distinct, got \[0\] more than once"),
+        ([1, -1], r"phi_seeds must be integers >= 0, got \[-1\]"),
+        ([1, 2.0], r"phi_seeds must be integers >= 0, got \[2\.0\]"),
+    ],
+)
 def test_bad_phi_seeds_are_refused(value, message):
     with pytest.raises(StitchConfigError, match=message):
         phi_seed_list(value)

@@ -22,16 +22,20 @@ from thinkalike.models.native_forward import bridge_path, native_forward
 
 def _block_calls(blocks):
     calls = [0] * len(blocks)
-    handles = [block.register_forward_hook(lambda _m, _a, _o, i=i: calls.__setitem__(i, calls[i] + 1))
-               for i, block in enumerate(blocks)]
+    handles = [
+        block.register_forward_hook(lambda _m, _a, _o, i=i: calls.__setitem__(i, calls[i] + 1))
+        for i, block in enumerate(blocks)
+    ]
     return calls, handles
 
 
 def _handles():
     out = [(mt, hf_handle(mt)) for mt in HF_TINY]
-    out += [("bridge-gelu", bridge_handle("gelu", bridge_config(32, "gelu"))),
-            ("bridge-solu", bridge_handle("solu", bridge_config(32, "solu_ln"))),
-            ("bridge-bidirectional", bridge_handle("enc", bridge_config(32, "gelu", attention_dir="bidirectional")))]
+    out += [
+        ("bridge-gelu", bridge_handle("gelu", bridge_config(32, "gelu"))),
+        ("bridge-solu", bridge_handle("solu", bridge_config(32, "solu_ln"))),
+        ("bridge-bidirectional", bridge_handle("enc", bridge_config(32, "gelu", attention_dir="bidirectional"))),
+    ]
     return out
 
 
@@ -63,8 +67,11 @@ def test_tail_only_exact_and_differentiable(name, handle):
         _check_tail_only(name, handle)
 
 
-@pytest.mark.parametrize("name,handle", [(n, h) for n, h in HANDLES if n.startswith("bridge")],
-                         ids=[n for n, _ in HANDLES if n.startswith("bridge")])
+@pytest.mark.parametrize(
+    "name,handle",
+    [(n, h) for n, h in HANDLES if n.startswith("bridge")],
+    ids=[n for n, _ in HANDLES if n.startswith("bridge")],
+)
 def test_tail_only_on_the_native_fast_path(name, handle):
     """The fast path (thinkalike.models.native_forward) runs native bridges without hooks: its tail from the
     stream it computed reproduces its own forward pass exactly, gradients reach the residual, and it agrees with

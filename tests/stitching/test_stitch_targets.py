@@ -13,8 +13,9 @@ from thinkalike.stitching import StitchSettings, excluded_target_ids, stitch
 from thinkalike.stitching.data import TokenSplit, targets_for
 from thinkalike.stitching.stitcher import scored_targets
 
-SETTINGS = StitchSettings(steps=4, warmup_steps=1, tokens_per_step=128, batch_size=8, eval_batch_size=4, eval_every=2,
-                          n_bootstrap=50)
+SETTINGS = StitchSettings(
+    steps=4, warmup_steps=1, tokens_per_step=128, batch_size=8, eval_batch_size=4, eval_every=2, n_bootstrap=50
+)
 
 
 def _special(tokenizer) -> set[int]:
@@ -64,8 +65,9 @@ def test_identity_penalty_equals_the_recomputation_by_hand(tokenized_pair, packe
     settings = StitchSettings(**{**SETTINGS.to_dict(), "exclude_special_targets": exclude})
     result = stitch(f, g, 1, 1, "identity", train, evaluation, settings, progress=False)
     stitched, own = _logits(f, g, 1, evaluation)
-    penalty, count = _by_hand(stitched, own, evaluation, (lambda token: token not in special) if exclude
-                              else (lambda token: True))
+    penalty, count = _by_hand(
+        stitched, own, evaluation, (lambda token: token not in special) if exclude else (lambda token: True)
+    )
     assert result.evaluation.n_targets == count == result.row()["n_targets"]
     assert result.penalty == pytest.approx(penalty, abs=1e-5)
     assert result.row()["exclude_special_targets"] is exclude
@@ -85,7 +87,7 @@ def test_training_scores_the_same_targets(tokenized_pair, packed_rows, grammar_t
     _, g = tokenized_pair
     train, evaluation = packed_rows
     special = _special(grammar_tokenizer)
-    first = torch.randperm(len(train), generator=torch.Generator().manual_seed(SETTINGS.seed))[:128 // 16]
+    first = torch.randperm(len(train), generator=torch.Generator().manual_seed(SETTINGS.seed))[: 128 // 16]
     rows = train[first.numpy()]
     with torch.no_grad():
         log_g = torch.log_softmax(g.logits(torch.as_tensor(rows)).double(), dim=-1).numpy()
@@ -94,8 +96,12 @@ def test_training_scores_the_same_targets(tokenized_pair, packed_rows, grammar_t
         settings = StitchSettings(**{**SETTINGS.to_dict(), "exclude_special_targets": exclude})
         result = stitch(g, g, 1, 1, "affine", train, evaluation, settings, progress=False)
         losses[exclude] = result.curve.loc[result.curve["step"] == 1, "train_loss"].item()
-        targets = [(r, t) for r in range(len(rows)) for t in range(1, rows.shape[1])
-                   if not exclude or int(rows[r, t]) not in special]
+        targets = [
+            (r, t)
+            for r in range(len(rows))
+            for t in range(1, rows.shape[1])
+            if not exclude or int(rows[r, t]) not in special
+        ]
         expected = -np.mean([log_g[r, t - 1, rows[r, t]] for r, t in targets])
         assert losses[exclude] == pytest.approx(expected, abs=1e-5)
     assert abs(losses[True] - losses[False]) > 1e-3  # the two rules score different targets
@@ -112,8 +118,17 @@ def test_label_targets_are_never_excluded():
     data = torch.randint(0, 48, (40, 6), generator=torch.Generator().manual_seed(1)).numpy()
     classes = np.arange(40) % 3
     kwargs = {"train_labels": classes[:30], "eval_labels": classes[30:], "progress": False}
-    plain = stitch(f, g, 1, 1, "identity", data[:30], data[30:],
-                   StitchSettings(**{**SETTINGS.to_dict(), "exclude_special_targets": False}), **kwargs)
+    plain = stitch(
+        f,
+        g,
+        1,
+        1,
+        "identity",
+        data[:30],
+        data[30:],
+        StitchSettings(**{**SETTINGS.to_dict(), "exclude_special_targets": False}),
+        **kwargs,
+    )
     told = stitch(f, g, 1, 1, "identity", data[:30], data[30:], SETTINGS, special_ids=[0, 1, 2, 3], **kwargs)
     assert told.objective == "label" and told.evaluation.n_targets == plain.evaluation.n_targets == 10
     assert told.penalty == plain.penalty

@@ -26,8 +26,9 @@ from thinkalike.stitching.data import layer_features
 
 def test_learned_self_stitch_starts_at_zero_and_stays_there(g8, g8_data):
     train, evaluation = g8_data
-    settings = StitchSettings(steps=10, warmup_steps=1, tokens_per_step=32768, batch_size=512, eval_batch_size=128,
-                              eval_every=5)
+    settings = StitchSettings(
+        steps=10, warmup_steps=1, tokens_per_step=32768, batch_size=512, eval_batch_size=128, eval_every=5
+    )
     result = stitch(g8, g8, 1, 1, "affine", train, evaluation, settings, progress=False)
     assert result.init == "identity"
     assert abs(result.curve["heldout_penalty"].iloc[0]) <= 1e-7  # identity init: exactly g at step 0
@@ -40,8 +41,9 @@ def test_learned_self_stitch_starts_at_zero_and_stays_there(g8, g8_data):
 def permutation_stitch(g8, g8_permuted, g8_data):
     permuted, perm = g8_permuted
     train, evaluation = g8_data
-    settings = StitchSettings(steps=300, warmup_steps=30, tokens_per_step=1024, batch_size=512, eval_batch_size=128,
-                              eval_every=60)
+    settings = StitchSettings(
+        steps=300, warmup_steps=30, tokens_per_step=1024, batch_size=512, eval_batch_size=128, eval_every=60
+    )
     return stitch(g8, permuted, 1, 1, "affine", train, evaluation, settings, progress=False), perm, settings
 
 
@@ -60,8 +62,9 @@ def test_learned_affine_stitch_recovers_the_permutation(permutation_stitch):
 def test_learned_affine_ln_stitch_recovers_the_permutation(g8, g8_permuted, g8_data):
     permuted, perm = g8_permuted
     train, evaluation = g8_data
-    settings = StitchSettings(steps=100, warmup_steps=10, tokens_per_step=1024, batch_size=512, eval_batch_size=128,
-                              eval_every=50)
+    settings = StitchSettings(
+        steps=100, warmup_steps=10, tokens_per_step=1024, batch_size=512, eval_batch_size=128, eval_every=50
+    )
     result = stitch(g8, permuted, 1, 1, "affine_ln", train, evaluation, settings, progress=False)
     assert result.init == "lstsq"  # LN(h) is not h, so affine_ln starts at the least-squares map
     assert result.penalty < 0.1  # measured 0.03 (identity stitching: 4.4)
@@ -72,12 +75,12 @@ def test_saved_phi_reevaluates_to_the_same_loss(permutation_stitch, g8, g8_permu
     result, _, settings = permutation_stitch
     path = tmp_path / "phi.safetensors"
     save_file(result.phi_state, str(path))
-    evaluation = evaluate_saved(result.phi_config, load_file(str(path)), g8, g8_permuted[0], 1, 1, g8_data[1],
-                                settings)
+    evaluation = evaluate_saved(result.phi_config, load_file(str(path)), g8, g8_permuted[0], 1, 1, g8_data[1], settings)
     assert abs(evaluation.stitched_loss - result.stitched_loss) <= 1e-6
     assert abs(evaluation.penalty - result.penalty) <= 1e-6
     assert (evaluation.penalty_ci_low, evaluation.penalty_ci_high) == pytest.approx(
-        (result.evaluation.penalty_ci_low, result.evaluation.penalty_ci_high), abs=1e-6)
+        (result.evaluation.penalty_ci_low, result.evaluation.penalty_ci_high), abs=1e-6
+    )
 
 
 def test_learning_curve_has_every_step_and_held_out_losses_every_n(permutation_stitch):
@@ -110,8 +113,19 @@ def test_f_is_computed_once_and_gs_prefix_never_runs_in_training(g8, g8_data):
         f_calls, f_hook = _count_calls(f.module.blocks)
         g_calls, g_hook = _count_calls(g8.module.blocks)
         try:
-            stitch(f, g8, 2, 1, "affine", train, evaluation, StitchSettings(steps=steps, warmup_steps=1, eval_every=100,
-                   tokens_per_step=512, batch_size=8, eval_batch_size=32), progress=False)
+            stitch(
+                f,
+                g8,
+                2,
+                1,
+                "affine",
+                train,
+                evaluation,
+                StitchSettings(
+                    steps=steps, warmup_steps=1, eval_every=100, tokens_per_step=512, batch_size=8, eval_batch_size=32
+                ),
+                progress=False,
+            )
         finally:
             f_hook.remove()
             g_hook.remove()
@@ -127,15 +141,17 @@ def test_features_from_an_activation_store_give_the_same_stitch(g8, g8_data, tmp
     train, evaluation = g8_data[0][:128], g8_data[1][:64]
     mask = np.ones_like(train)
     mask[::4, -3:] = 0
-    store = write_activation_store(tmp_path / "store", iter_activation_batches(f, train, mask, 32, progress=False),
-                                   model="f8")
+    store = write_activation_store(
+        tmp_path / "store", iter_activation_batches(f, train, mask, 32, progress=False), model="f8"
+    )
     features, store_mask = features_from_store(store, 2)
     assert torch.equal(store_mask, torch.as_tensor(mask))
     computed = layer_features(f, 2, torch.as_tensor(train), torch.as_tensor(mask))
     assert torch.equal(features[store_mask.bool()], computed[store_mask.bool()])
     settings = StitchSettings(steps=6, warmup_steps=1, tokens_per_step=256, eval_every=3)
-    from_store = stitch(f, g8, 2, 1, "affine", train, evaluation, settings, train_mask=mask,
-                        train_features=features, progress=False)
+    from_store = stitch(
+        f, g8, 2, 1, "affine", train, evaluation, settings, train_mask=mask, train_features=features, progress=False
+    )
     direct = stitch(f, g8, 2, 1, "affine", train, evaluation, settings, train_mask=mask, progress=False)
     assert from_store.stitched_loss == pytest.approx(direct.stitched_loss, abs=1e-6)
 
@@ -152,8 +168,17 @@ def test_different_widths_start_at_the_least_squares_map(g8, g8_data):
 def test_least_squares_initialisation_finds_the_permutation_in_closed_form(g8, g8_permuted, g8_data):
     permuted, perm = g8_permuted
     train, evaluation = g8_data[0][:1024], g8_data[1][:64]
-    result = stitch(g8, permuted, 1, 1, "affine", train, evaluation,
-                    StitchSettings(steps=1, warmup_steps=0, tokens_per_step=16, init="lstsq"), progress=False)
+    result = stitch(
+        g8,
+        permuted,
+        1,
+        1,
+        "affine",
+        train,
+        evaluation,
+        StitchSettings(steps=1, warmup_steps=0, tokens_per_step=16, init="lstsq"),
+        progress=False,
+    )
     phi = result.load_phi()
     torch.testing.assert_close(phi.initial_weight, torch.eye(8)[perm], atol=1e-4, rtol=0)
     assert abs(result.curve["heldout_penalty"].iloc[0]) < 1e-4  # identity stitching of the same pair: 4.4
@@ -163,8 +188,18 @@ def test_masked_objective_trains(random_tokens):
     bert = hf_handle("bert")
     train, evaluation = random_tokens
     masking = MaskingTokens(mask_id=1, special_ids=(0, 1), vocab_size=48)
-    result = stitch(bert, bert, 2, 2, "affine", train, evaluation, StitchSettings(steps=4, warmup_steps=1,
-                    tokens_per_step=256, eval_every=2), masking=masking, progress=False)
+    result = stitch(
+        bert,
+        bert,
+        2,
+        2,
+        "affine",
+        train,
+        evaluation,
+        StitchSettings(steps=4, warmup_steps=1, tokens_per_step=256, eval_every=2),
+        masking=masking,
+        progress=False,
+    )
     assert result.objective == "masked" and abs(result.curve["heldout_penalty"].iloc[0]) <= 1e-7
     assert np.isfinite(result.penalty) and result.f_loss == result.g_loss
 

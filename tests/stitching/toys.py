@@ -20,17 +20,32 @@ VOCAB = 48
 N_CTX = 16
 
 
-def bridge_config(d_model: int = 32, act_fn: str = "gelu", seed: int = 0, n_layers: int = 2,
-                  attention_dir: str = "causal") -> dict:
+def bridge_config(
+    d_model: int = 32, act_fn: str = "gelu", seed: int = 0, n_layers: int = 2, attention_dir: str = "causal"
+) -> dict:
     """A zoo config of a tiny TransformerLens-native bridge (the brief's tiny SoLU/GeLU shape at d_model 32)."""
-    return {"name": f"{act_fn}-{d_model}", "family": "bridge", "objective": "causal",
-            "bridge_config": {"n_layers": n_layers, "d_model": d_model, "n_heads": 2, "d_head": d_model // 2,
-                              "d_mlp": 2 * d_model, "act_fn": act_fn, "d_vocab": VOCAB, "n_ctx": N_CTX, "seed": seed,
-                              "attention_dir": attention_dir}}
+    return {
+        "name": f"{act_fn}-{d_model}",
+        "family": "bridge",
+        "objective": "causal",
+        "bridge_config": {
+            "n_layers": n_layers,
+            "d_model": d_model,
+            "n_heads": 2,
+            "d_head": d_model // 2,
+            "d_mlp": 2 * d_model,
+            "act_fn": act_fn,
+            "d_vocab": VOCAB,
+            "n_ctx": N_CTX,
+            "seed": seed,
+            "attention_dir": attention_dir,
+        },
+    }
 
 
-def bridge_handle(name: str, config: dict, state: dict | None = None, *, sharpen: float = 1.0,
-                  tokenizer=None) -> BridgeHandle:
+def bridge_handle(
+    name: str, config: dict, state: dict | None = None, *, sharpen: float = 1.0, tokenizer=None
+) -> BridgeHandle:
     """A bridge built from ``config`` (and ``state``); ``sharpen`` scales its unembedding, so that its predictions
     are confident and depend on the context (a random bridge is close to uniform)."""
     module = build_zoo_module(config)
@@ -77,24 +92,56 @@ def sample_sequences(handle: ModelHandle, n: int, seq: int = N_CTX, seed: int = 
 
 
 HF_TINY: dict[str, tuple[str, dict]] = {
-    "gpt2": ("causal", {"n_embd": 32, "n_layer": 3, "n_head": 4, "n_positions": N_CTX, "bos_token_id": 0,
-                        "eos_token_id": 0}),
-    "gpt_neox": ("causal", {"hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4,
-                            "intermediate_size": 48, "max_position_embeddings": N_CTX, "rotary_pct": 0.5,
-                            "bos_token_id": 0, "eos_token_id": 0}),
-    "llama": ("causal", {"hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4,
-                         "num_key_value_heads": 2, "intermediate_size": 48, "max_position_embeddings": N_CTX,
-                         "bos_token_id": 0, "eos_token_id": 0}),
-    "bert": ("masked", {"hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 48,
-                        "max_position_embeddings": N_CTX, "pad_token_id": 0}),
+    "gpt2": (
+        "causal",
+        {"n_embd": 32, "n_layer": 3, "n_head": 4, "n_positions": N_CTX, "bos_token_id": 0, "eos_token_id": 0},
+    ),
+    "gpt_neox": (
+        "causal",
+        {
+            "hidden_size": 32,
+            "num_hidden_layers": 3,
+            "num_attention_heads": 4,
+            "intermediate_size": 48,
+            "max_position_embeddings": N_CTX,
+            "rotary_pct": 0.5,
+            "bos_token_id": 0,
+            "eos_token_id": 0,
+        },
+    ),
+    "llama": (
+        "causal",
+        {
+            "hidden_size": 32,
+            "num_hidden_layers": 3,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "intermediate_size": 48,
+            "max_position_embeddings": N_CTX,
+            "bos_token_id": 0,
+            "eos_token_id": 0,
+        },
+    ),
+    "bert": (
+        "masked",
+        {
+            "hidden_size": 32,
+            "num_hidden_layers": 3,
+            "num_attention_heads": 4,
+            "intermediate_size": 48,
+            "max_position_embeddings": N_CTX,
+            "pad_token_id": 0,
+        },
+    ),
 }
 
 
 def hf_handle(model_type: str, seed: int = 0, tokenizer=None) -> HFModelHandle:
     """A tiny random transformers model (3 blocks, width 32), its parameters moved off their initial values."""
     objective, kwargs = HF_TINY[model_type]
-    module = build_zoo_module(hf_zoo_config(f"tiny-{model_type}", model_type, objective, vocab_size=VOCAB, **kwargs),
-                              seed=seed)
+    module = build_zoo_module(
+        hf_zoo_config(f"tiny-{model_type}", model_type, objective, vocab_size=VOCAB, **kwargs), seed=seed
+    )
     generator = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for p in module.parameters():
@@ -113,8 +160,14 @@ class ToyClassifier(torch.nn.Module):
         generator = torch.Generator().manual_seed(seed)
         self.embed = torch.nn.Embedding(VOCAB, d_model)
         self.blocks = torch.nn.ModuleList(
-            torch.nn.Sequential(torch.nn.LayerNorm(d_model), torch.nn.Linear(d_model, 2 * d_model), torch.nn.GELU(),
-                                torch.nn.Linear(2 * d_model, d_model)) for _ in range(n_layers))
+            torch.nn.Sequential(
+                torch.nn.LayerNorm(d_model),
+                torch.nn.Linear(d_model, 2 * d_model),
+                torch.nn.GELU(),
+                torch.nn.Linear(2 * d_model, d_model),
+            )
+            for _ in range(n_layers)
+        )
         self.head = torch.nn.Linear(d_model, n_classes)
         with torch.no_grad():
             for p in self.parameters():
@@ -132,8 +185,9 @@ class ToyClassifierHandle(ModelHandle):
 
     def __init__(self, name: str, module: ToyClassifier) -> None:
         d = module.embed.embedding_dim
-        dims = ModelDimensions(n_layers=len(module.blocks), d_model=d, d_vocab=module.head.out_features, n_heads=0,
-                               d_head=0, d_mlp=2 * d)
+        dims = ModelDimensions(
+            n_layers=len(module.blocks), d_model=d, d_vocab=module.head.out_features, n_heads=0, d_head=0, d_mlp=2 * d
+        )
         super().__init__(name, f"toy:{name}", module.eval(), None, dims, is_causal=False)
 
     def residual_streams(self, input_ids, attention_mask):

@@ -29,14 +29,38 @@ from thinkalike.measures.distances import matched_summary
 from thinkalike.models.activation_store import ActivationStore
 from thinkalike.models.alignment import aligned_minibatches
 
-TABLE_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "cka", "ci_low", "ci_high", "p_value", "n_batches",
-                 "n_tokens", "estimator", "aggregation", "pooling", "skip_constant_layers",
-                 "exclude_special_tokens", "batch_cka"]
+TABLE_COLUMNS = [
+    "model_a",
+    "layer_a",
+    "model_b",
+    "layer_b",
+    "cka",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "n_batches",
+    "n_tokens",
+    "estimator",
+    "aggregation",
+    "pooling",
+    "skip_constant_layers",
+    "exclude_special_tokens",
+    "batch_cka",
+]
 SUMMARY_KEYS = ["mean_matched_cka", "arccos_distance", "n_matched_layers", "n_finite_layers"]
 
 
-def compute_cka(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame,
-                settings: CKASettings, *, model_a: str, model_b: str, device: str | None = None) -> CKAResult:
+def compute_cka(
+    store_a: ActivationStore,
+    index_a: pd.DataFrame,
+    store_b: ActivationStore,
+    index_b: pd.DataFrame,
+    settings: CKASettings,
+    *,
+    model_a: str,
+    model_b: str,
+    device: str | None = None,
+) -> CKAResult:
     """Streams aligned minibatches of the two stores through one :class:`CKAAccumulator` on ``device``.
 
     The stores may be streams kept on their model's device
@@ -49,14 +73,27 @@ def compute_cka(store_a: ActivationStore, index_a: pd.DataFrame, store_b: Activa
     import torch
 
     same_model = model_a == model_b
-    accumulator = CKAAccumulator(len(store_a.layers), len(store_b.layers), estimator=settings.estimator,
-                                 aggregation=settings.aggregation, model_a=model_a, model_b=model_b,
-                                 n_permutations=0 if same_model else settings.n_permutations, seed=settings.seed,
-                                 skip_constant_layers=settings.skip_constant_layers)
+    accumulator = CKAAccumulator(
+        len(store_a.layers),
+        len(store_b.layers),
+        estimator=settings.estimator,
+        aggregation=settings.aggregation,
+        model_a=model_a,
+        model_b=model_b,
+        n_permutations=0 if same_model else settings.n_permutations,
+        seed=settings.seed,
+        skip_constant_layers=settings.skip_constant_layers,
+    )
     target = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    minibatches = aligned_minibatches(store_a, index_a, store_b, index_b, pooling=settings.pooling,
-                                      batch_tokens=settings.batch_tokens,
-                                      exclude_special_tokens=settings.exclude_special_tokens)
+    minibatches = aligned_minibatches(
+        store_a,
+        index_a,
+        store_b,
+        index_b,
+        pooling=settings.pooling,
+        batch_tokens=settings.batch_tokens,
+        exclude_special_tokens=settings.exclude_special_tokens,
+    )
     for acts_a, acts_b in tqdm(minibatches, desc=f"CKA {model_a} vs {model_b}", unit="minibatch", leave=False):
         tensor_a = torch.as_tensor(acts_a).to(target)  # a stream kept on the device is there already: no copy
         accumulator.update(tensor_a, None if same_model else torch.as_tensor(acts_b).to(target))
@@ -65,8 +102,12 @@ def compute_cka(store_a: ActivationStore, index_a: pd.DataFrame, store_b: Activa
     return accumulator.result()
 
 
-def cka_long_table(result: CKAResult, settings: CKASettings, layer_ids_a: Sequence[int] | None = None,
-                   layer_ids_b: Sequence[int] | None = None) -> pd.DataFrame:
+def cka_long_table(
+    result: CKAResult,
+    settings: CKASettings,
+    layer_ids_a: Sequence[int] | None = None,
+    layer_ids_b: Sequence[int] | None = None,
+) -> pd.DataFrame:
     """The long-form table of a pair (see module docstring).
 
     ``layer_ids_a``/``layer_ids_b``: the residual-stream numbers of the matrix rows/columns (the
@@ -84,19 +125,36 @@ def cka_long_table(result: CKAResult, settings: CKASettings, layer_ids_a: Sequen
     else:
         low = high = np.full_like(result.cka, np.nan)
     p_values = result.p_values if result.p_values is not None else np.full_like(result.cka, np.nan)
-    per_cell = (result.n_batches_per_cell if result.n_batches_per_cell is not None
-                else np.full(result.cka.shape, result.n_batches))
-    per_batch = (result.batch_cka().reshape(result.n_batches, -1).T if result.cross is not None
-                 else np.zeros((result.cka.size, 0)))
-    table = pd.DataFrame({
-        "model_a": result.model_a, "layer_a": grid_a.ravel(), "model_b": result.model_b, "layer_b": grid_b.ravel(),
-        "cka": result.cka.ravel(), "ci_low": np.asarray(low).ravel(), "ci_high": np.asarray(high).ravel(),
-        "p_value": np.asarray(p_values).ravel(), "n_batches": np.asarray(per_cell, dtype=np.int64).ravel(),
-        "n_tokens": result.n_tokens, "estimator": result.estimator, "aggregation": result.aggregation,
-        "pooling": settings.pooling, "skip_constant_layers": bool(result.skip_constant_layers),
-        "exclude_special_tokens": bool(settings.exclude_special_tokens),
-        "batch_cka": list(per_batch),
-    })
+    per_cell = (
+        result.n_batches_per_cell
+        if result.n_batches_per_cell is not None
+        else np.full(result.cka.shape, result.n_batches)
+    )
+    per_batch = (
+        result.batch_cka().reshape(result.n_batches, -1).T
+        if result.cross is not None
+        else np.zeros((result.cka.size, 0))
+    )
+    table = pd.DataFrame(
+        {
+            "model_a": result.model_a,
+            "layer_a": grid_a.ravel(),
+            "model_b": result.model_b,
+            "layer_b": grid_b.ravel(),
+            "cka": result.cka.ravel(),
+            "ci_low": np.asarray(low).ravel(),
+            "ci_high": np.asarray(high).ravel(),
+            "p_value": np.asarray(p_values).ravel(),
+            "n_batches": np.asarray(per_cell, dtype=np.int64).ravel(),
+            "n_tokens": result.n_tokens,
+            "estimator": result.estimator,
+            "aggregation": result.aggregation,
+            "pooling": settings.pooling,
+            "skip_constant_layers": bool(result.skip_constant_layers),
+            "exclude_special_tokens": bool(settings.exclude_special_tokens),
+            "batch_cka": list(per_batch),
+        }
+    )
     return table[TABLE_COLUMNS]
 
 
@@ -132,20 +190,33 @@ def pair_summary(table: pd.DataFrame, skip_constant_layers: bool | None = None) 
     ``skip_constant_layers`` (default: the setting recorded in the table), which averages over
     the finite cells only.
     """
-    summary = matched_summary(cka_matrix_from_table(table),
-                              skip_undefined=_skips_constant_layers(table, skip_constant_layers),
-                              label=_pair_label(table))
-    return {"mean_matched_cka": summary.mean_cka, "arccos_distance": summary.distance,
-            "n_matched_layers": float(summary.n_matched_layers), "n_finite_layers": float(summary.n_finite_layers)}
+    summary = matched_summary(
+        cka_matrix_from_table(table),
+        skip_undefined=_skips_constant_layers(table, skip_constant_layers),
+        label=_pair_label(table),
+    )
+    return {
+        "mean_matched_cka": summary.mean_cka,
+        "arccos_distance": summary.distance,
+        "n_matched_layers": float(summary.n_matched_layers),
+        "n_finite_layers": float(summary.n_finite_layers),
+    }
 
 
 def distance_table(tables: Sequence[pd.DataFrame], skip_constant_layers: bool | None = None) -> pd.DataFrame:
     """One row per compared pair: layers, :func:`pair_summary` (means with their layer counts), tokens."""
     rows = []
     for table in tables:
-        rows.append({"model_a": table["model_a"].iloc[0], "model_b": table["model_b"].iloc[0],
-                     "layers_a": int(table["layer_a"].max()) + 1, "layers_b": int(table["layer_b"].max()) + 1,
-                     **pair_summary(table, skip_constant_layers), "n_tokens": int(table["n_tokens"].iloc[0])})
+        rows.append(
+            {
+                "model_a": table["model_a"].iloc[0],
+                "model_b": table["model_b"].iloc[0],
+                "layers_a": int(table["layer_a"].max()) + 1,
+                "layers_b": int(table["layer_b"].max()) + 1,
+                **pair_summary(table, skip_constant_layers),
+                "n_tokens": int(table["n_tokens"].iloc[0]),
+            }
+        )
     columns = ["model_a", "model_b", "layers_a", "layers_b", *SUMMARY_KEYS, "n_tokens"]
     distances = pd.DataFrame(rows, columns=columns)
     return distances.astype({"n_matched_layers": "int64", "n_finite_layers": "int64"})

@@ -50,10 +50,22 @@ def heatmap_figure(table: pd.DataFrame) -> Figure:
         fontsize = float(np.clip(cell * 14.0, 6.0, 10.0))
         for (i, j), value in np.ndenumerate(matrix):
             if np.isfinite(value):
-                axis.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=fontsize,
-                          color="black" if value > 0.6 else "white")
-    axis.set(xlabel=f"{model_b} {LAYER_LABEL}", ylabel=f"{model_a} {LAYER_LABEL}",
-             title=f"CKA: {model_a} vs {model_b}", xticks=_layer_ticks(layers_b), yticks=_layer_ticks(layers_a))
+                axis.text(
+                    j,
+                    i,
+                    f"{value:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=fontsize,
+                    color="black" if value > 0.6 else "white",
+                )
+    axis.set(
+        xlabel=f"{model_b} {LAYER_LABEL}",
+        ylabel=f"{model_a} {LAYER_LABEL}",
+        title=f"CKA: {model_a} vs {model_b}",
+        xticks=_layer_ticks(layers_b),
+        yticks=_layer_ticks(layers_a),
+    )
     ids_a, ids_b = _layer_ids(table, "layer_a"), _layer_ids(table, "layer_b")
     axis.set_xticklabels([str(ids_b[i]) for i in _layer_ticks(layers_b)])
     axis.set_yticklabels([str(ids_a[i]) for i in _layer_ticks(layers_a)])
@@ -69,16 +81,27 @@ def heatmap_plotly(table: pd.DataFrame) -> go.Figure:
     layers_a, layers_b = matrix.shape
     ids_a, ids_b = _layer_ids(table, "layer_a"), _layer_ids(table, "layer_b")
     grid_a, grid_b = np.meshgrid(ids_a, ids_b, indexing="ij")
-    figure = go.Figure(go.Heatmap(z=matrix, x=list(range(layers_b)), y=list(range(layers_a)), zmin=0, zmax=1,
-                                  colorscale="Magma", customdata=np.dstack([low, high, grid_a, grid_b]),
-                                  hovertemplate="a layer %{customdata[2]}, b layer %{customdata[3]}<br>CKA %{z:.3f}"
-                                                "<br>CI [%{customdata[0]:.3f}, %{customdata[1]:.3f}]<extra></extra>"))
+    figure = go.Figure(
+        go.Heatmap(
+            z=matrix,
+            x=list(range(layers_b)),
+            y=list(range(layers_a)),
+            zmin=0,
+            zmax=1,
+            colorscale="Magma",
+            customdata=np.dstack([low, high, grid_a, grid_b]),
+            hovertemplate="a layer %{customdata[2]}, b layer %{customdata[3]}<br>CKA %{z:.3f}"
+            "<br>CI [%{customdata[0]:.3f}, %{customdata[1]:.3f}]<extra></extra>",
+        )
+    )
     figure.update_layout(title=f"CKA: {model_a} vs {model_b}")
     ticks_a, ticks_b = _layer_ticks(layers_a), _layer_ticks(layers_b)
-    figure.update_xaxes(title=f"{model_b} {LAYER_LABEL}", tickmode="array", tickvals=ticks_b,
-                        ticktext=[str(ids_b[i]) for i in ticks_b])
-    figure.update_yaxes(title=f"{model_a} {LAYER_LABEL}", tickmode="array", tickvals=ticks_a,
-                        ticktext=[str(ids_a[i]) for i in ticks_a])
+    figure.update_xaxes(
+        title=f"{model_b} {LAYER_LABEL}", tickmode="array", tickvals=ticks_b, ticktext=[str(ids_b[i]) for i in ticks_b]
+    )
+    figure.update_yaxes(
+        title=f"{model_a} {LAYER_LABEL}", tickmode="array", tickvals=ticks_a, ticktext=[str(ids_a[i]) for i in ticks_a]
+    )
     return figure
 
 
@@ -95,14 +118,23 @@ def group_curves_figure(curves: pd.DataFrame, value_range: tuple[float, float] =
     axis.set_prop_cycle(DISTINCT_LINES)
     for (group_a, group_b), curve in curves.groupby(["group_a", "group_b"]):
         curve = curve.sort_values("relative_depth")
-        line, = axis.plot(curve["relative_depth"], curve["mean"], marker="o", label=f"{group_a} vs {group_b}")
-        axis.fill_between(curve["relative_depth"], curve["ci_low"].astype(float), curve["ci_high"].astype(float),
-                          color=line.get_color(), alpha=0.2)
+        (line,) = axis.plot(curve["relative_depth"], curve["mean"], marker="o", label=f"{group_a} vs {group_b}")
+        axis.fill_between(
+            curve["relative_depth"],
+            curve["ci_low"].astype(float),
+            curve["ci_high"].astype(float),
+            color=line.get_color(),
+            alpha=0.2,
+        )
     values = curves[["mean", "ci_low"]].to_numpy(dtype=float) if not curves.empty else np.zeros(1)
     goes_negative = bool((values[np.isfinite(values)] < 0).any())
     low = value_range[0] if goes_negative else max(value_range[0], 0.0)
-    axis.set(xlabel="relative depth (0 = embeddings, 1 = last layer)", ylabel="CKA of matched layers",
-             ylim=(low - 0.02, value_range[1] + 0.02), title="CKA by group pair (mean, CI across model pairs)")
+    axis.set(
+        xlabel="relative depth (0 = embeddings, 1 = last layer)",
+        ylabel="CKA of matched layers",
+        ylim=(low - 0.02, value_range[1] + 0.02),
+        title="CKA by group pair (mean, CI across model pairs)",
+    )
     if not curves.empty:
         axis.legend(fontsize=8)
     return figure
@@ -137,8 +169,15 @@ def distance_matrix_figure(distances: pd.DataFrame) -> Figure:
         if np.isfinite(value):
             grey = bool(hidden[i, j])
             bright = not grey and (value - vmin) / (vmax - vmin) > 0.6
-            axis.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=fontsize,
-                      color="black" if grey or bright else "white")
+            axis.text(
+                j,
+                i,
+                f"{value:.2f}",
+                ha="center",
+                va="center",
+                fontsize=fontsize,
+                color="black" if grey or bright else "white",
+            )
     axis.set(xticks=range(len(models)), yticks=range(len(models)), title="arccos-CKA distance between models")
     axis.set_xticklabels(models, rotation=60, ha="right", fontsize=8)
     axis.set_yticklabels(models, fontsize=8)

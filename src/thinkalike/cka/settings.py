@@ -50,8 +50,9 @@ class CKASettings:
         if self.pooling != AUTO_POOLING:
             check_pooling(self.pooling)
         if self.batch_tokens < 4:
-            raise ValueError(f"cka.batch_tokens must be at least 4 (unbiased HSIC needs n >= 4), "
-                             f"got {self.batch_tokens}")
+            raise ValueError(
+                f"cka.batch_tokens must be at least 4 (unbiased HSIC needs n >= 4), got {self.batch_tokens}"
+            )
         if self.n_bootstrap < 0 or self.n_permutations < 0:
             raise ValueError("cka.n_bootstrap and cka.n_permutations must be >= 0")
         if not 0 < self.confidence < 1:
@@ -74,6 +75,7 @@ def resolve_pooling(settings: CKASettings, index_a: pd.DataFrame, index_b: pd.Da
     models), else ``word``. Other poolings are returned unchanged."""
     if settings.pooling != AUTO_POOLING:
         return settings
-    same_tokens = len(index_a) == len(index_b) and np.array_equal(index_a["token_id"].to_numpy(),
-                                                                  index_b["token_id"].to_numpy())
+    same_tokens = len(index_a) == len(index_b) and np.array_equal(
+        index_a["token_id"].to_numpy(), index_b["token_id"].to_numpy()
+    )
     return dataclasses.replace(settings, pooling="token" if same_tokens else "word")

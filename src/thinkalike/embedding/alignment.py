@@ -66,15 +66,16 @@ class ProjectionKernel:
 def projection_kernel(embedding_a: torch.Tensor, embedding_b: torch.Tensor) -> ProjectionKernel:
     """The :class:`ProjectionKernel` of ``E_A`` (d_A × V) and ``E_B`` (d_B × V)."""
     if embedding_a.shape[1] != embedding_b.shape[1]:
-        raise EmbeddingSpaceError(f"E_A and E_B have different vocabularies (V = {embedding_a.shape[1]} and "
-                                  f"{embedding_b.shape[1]})")
+        raise EmbeddingSpaceError(
+            f"E_A and E_B have different vocabularies (V = {embedding_a.shape[1]} and {embedding_b.shape[1]})"
+        )
     a, b = embedding_a.detach().double(), embedding_b.detach().double()
     return ProjectionKernel(a @ a.T, b @ b.T, a @ b.T, a.mean(dim=1), b.mean(dim=1), a.shape[1])
 
 
 def _moments(vectors: torch.Tensor, gram: torch.Tensor, mean: torch.Tensor, size: int):
     mu = vectors @ mean
-    variance = ((vectors @ gram) * vectors).sum(dim=1) / size - mu ** 2
+    variance = ((vectors @ gram) * vectors).sum(dim=1) / size - mu**2
     return mu, variance.clamp_min(0).sqrt()
 
 
@@ -90,16 +91,18 @@ def kernelized_pearson(x: torch.Tensor, y: torch.Tensor, kernel: ProjectionKerne
 def raw_pearson(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """``r[a, b]`` = Pearson correlation of ``x[a]`` and ``y[b]`` across their d coordinates (same d)."""
     if x.shape[1] != y.shape[1]:
-        raise EmbeddingSpaceError(f"raw (unprojected) Pearson needs equal widths, got d = {x.shape[1]} and "
-                                  f"{y.shape[1]}")
+        raise EmbeddingSpaceError(
+            f"raw (unprojected) Pearson needs equal widths, got d = {x.shape[1]} and {y.shape[1]}"
+        )
     x, y = x.double(), y.double()
     x = x - x.mean(dim=1, keepdim=True)
     y = y - y.mean(dim=1, keepdim=True)
     return (x / x.norm(dim=1, keepdim=True)) @ (y / y.norm(dim=1, keepdim=True)).T
 
 
-def layer_similarity(vectors_a: Sequence[torch.Tensor], vectors_b: Sequence[torch.Tensor],
-                     kernel: ProjectionKernel | None) -> np.ndarray:
+def layer_similarity(
+    vectors_a: Sequence[torch.Tensor], vectors_b: Sequence[torch.Tensor], kernel: ProjectionKernel | None
+) -> np.ndarray:
     """``S`` (L_A × L_B): mean |r| over all pairs of vectors of layer i of A and layer j of B — projected through
     ``kernel`` (:func:`kernelized_pearson`), or raw (:func:`raw_pearson`) when ``kernel`` is None."""
     similarity = np.empty((len(vectors_a), len(vectors_b)))
@@ -139,9 +142,15 @@ def diagonal_fraction(match: np.ndarray, layers_a: Sequence[int], layers_b: Sequ
     return float(np.mean([a == b for a, b in pairs])) if pairs else float("nan")
 
 
-def align_layers(parameters_a: ModelParameters, parameters_b: ModelParameters, embedding_a: torch.Tensor,
-                 embedding_b: torch.Tensor, *, groups: Sequence[str] = VECTOR_GROUPS,
-                 spaces: Sequence[str] = SPACES) -> tuple[pd.DataFrame, pd.DataFrame]:
+def align_layers(
+    parameters_a: ModelParameters,
+    parameters_b: ModelParameters,
+    embedding_a: torch.Tensor,
+    embedding_b: torch.Tensor,
+    *,
+    groups: Sequence[str] = VECTOR_GROUPS,
+    spaces: Sequence[str] = SPACES,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(similarities, matches)``: the similarity table (``model_a, model_b, group, space, layer_a, layer_b,
     similarity, matched``) and the match table (``…, n_layers_a, n_layers_b, diagonal_fraction, matching``) for
     every group both models have (others skipped with a logged note) and every space (``projected``, ``raw`` —
@@ -162,35 +171,71 @@ def align_layers(parameters_a: ModelParameters, parameters_b: ModelParameters, e
         vectors_b = [parameters_b.vectors(group, p) for p in range(parameters_b.n_layers)]
         for space in spaces:
             if space == "raw" and width_a != width_b:
-                logger.warning("embedding alignment: no raw baseline for %r vs %r (d_model %d and %d)",
-                               a_name, b_name, width_a, width_b)
+                logger.warning(
+                    "embedding alignment: no raw baseline for %r vs %r (d_model %d and %d)",
+                    a_name,
+                    b_name,
+                    width_a,
+                    width_b,
+                )
                 continue
             similarity = layer_similarity(vectors_a, vectors_b, kernel if space == "projected" else None)
             match = match_layers(similarity)
             la, lb = np.meshgrid(np.arange(similarity.shape[0]), np.arange(similarity.shape[1]), indexing="ij")
-            similarity_frames.append(pd.DataFrame({
-                "model_a": a_name, "model_b": b_name, "group": group, "space": space,
-                "layer_a": np.asarray(parameters_a.layers)[la.ravel()],
-                "layer_b": np.asarray(parameters_b.layers)[lb.ravel()], "similarity": similarity.ravel(),
-                "matched": match[la.ravel()] == lb.ravel()}))
-            match_records.append({
-                "model_a": a_name, "model_b": b_name, "group": group, "space": space,
-                "n_layers_a": parameters_a.n_layers, "n_layers_b": parameters_b.n_layers,
-                "diagonal_fraction": diagonal_fraction(match, parameters_a.layers, parameters_b.layers),
-                "matching": ", ".join(f"{parameters_a.layers[i]}→{parameters_b.layers[j]}"
-                                      for i, j in enumerate(match) if j >= 0)})
-    similarities = (pd.concat(similarity_frames, ignore_index=True) if similarity_frames
-                    else pd.DataFrame(columns=SIMILARITY_COLUMNS))
+            similarity_frames.append(
+                pd.DataFrame(
+                    {
+                        "model_a": a_name,
+                        "model_b": b_name,
+                        "group": group,
+                        "space": space,
+                        "layer_a": np.asarray(parameters_a.layers)[la.ravel()],
+                        "layer_b": np.asarray(parameters_b.layers)[lb.ravel()],
+                        "similarity": similarity.ravel(),
+                        "matched": match[la.ravel()] == lb.ravel(),
+                    }
+                )
+            )
+            match_records.append(
+                {
+                    "model_a": a_name,
+                    "model_b": b_name,
+                    "group": group,
+                    "space": space,
+                    "n_layers_a": parameters_a.n_layers,
+                    "n_layers_b": parameters_b.n_layers,
+                    "diagonal_fraction": diagonal_fraction(match, parameters_a.layers, parameters_b.layers),
+                    "matching": ", ".join(
+                        f"{parameters_a.layers[i]}→{parameters_b.layers[j]}" for i, j in enumerate(match) if j >= 0
+                    ),
+                }
+            )
+    similarities = (
+        pd.concat(similarity_frames, ignore_index=True)
+        if similarity_frames
+        else pd.DataFrame(columns=SIMILARITY_COLUMNS)
+    )
     return similarities, pd.DataFrame.from_records(match_records, columns=MATCH_COLUMNS)
 
 
-def align_models(handle_a: ModelHandle, handle_b: ModelHandle, *, groups: Sequence[str] = VECTOR_GROUPS,
-                 spaces: Sequence[str] = SPACES, allow_input_embedding: bool = False
-                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def align_models(
+    handle_a: ModelHandle,
+    handle_b: ModelHandle,
+    *,
+    groups: Sequence[str] = VECTOR_GROUPS,
+    spaces: Sequence[str] = SPACES,
+    allow_input_embedding: bool = False,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`align_layers` of every layer of two models; first checks (naming both models) that they share a
     vocabulary (same V, and the same token → id map where both have a tokenizer) and have an unembedding."""
     embedding_a = vocabulary_embedding(handle_a, allow_input_embedding=allow_input_embedding)
     embedding_b = vocabulary_embedding(handle_b, allow_input_embedding=allow_input_embedding)
     check_same_vocabulary(handle_a, handle_b, embedding_a, embedding_b)
-    return align_layers(extract_parameters(handle_a), extract_parameters(handle_b), embedding_a, embedding_b,
-                        groups=groups, spaces=spaces)
+    return align_layers(
+        extract_parameters(handle_a),
+        extract_parameters(handle_b),
+        embedding_a,
+        embedding_b,
+        groups=groups,
+        spaces=spaces,
+    )

@@ -21,8 +21,13 @@ def keep_k_figure(scores: pd.DataFrame, model: str) -> Figure:
         part = scores[scores["variant"] == variant]
         for (distribution, e_prime), line in part.groupby(["distribution", "e_prime"], sort=False):
             line = line.sort_values("k")
-            axis.plot(line["k"], line["score"], marker="o", linestyle="-" if e_prime == "transpose" else "--",
-                      label=f"{distribution}, E′={'Eᵀ' if e_prime == 'transpose' else 'E⁺'}")
+            axis.plot(
+                line["k"],
+                line["score"],
+                marker="o",
+                linestyle="-" if e_prime == "transpose" else "--",
+                label=f"{distribution}, E′={'Eᵀ' if e_prime == 'transpose' else 'E⁺'}",
+            )
         axis.set_xscale("log")
         axis.set_xlabel("k (entries kept per projection)")
         axis.set_ylabel("cos(G, G′)")
@@ -54,8 +59,13 @@ def alignment_figure(similarity: pd.DataFrame, model_a: str, model_b: str) -> Fi
             matched = part[part["matched"]]
             rows = {layer: i for i, layer in enumerate(matrix.index)}
             columns = {layer: i for i, layer in enumerate(matrix.columns)}
-            axis.scatter([columns[b] for b in matched["layer_b"]], [rows[a] for a in matched["layer_a"]],
-                         marker="x", color="red", s=30)
+            axis.scatter(
+                [columns[b] for b in matched["layer_b"]],
+                [rows[a] for a in matched["layer_a"]],
+                marker="x",
+                color="red",
+                s=30,
+            )
             axis.set_xticks(range(len(matrix.columns)), matrix.columns)
             axis.set_yticks(range(len(matrix.index)), matrix.index)
             axis.set_title(f"{group} ({space})", fontsize=9)
@@ -74,14 +84,14 @@ def alignment_summary_figure(matches: pd.DataFrame) -> Figure:
         axis.text(0.5, 0.5, "no aligned pairs", ha="center", va="center")
         return figure
     labels = matches["model_a"] + " vs " + matches["model_b"] + " · " + matches["group"]
-    table = matches.assign(label=labels).pivot_table(index="label", columns="space", values="diagonal_fraction",
-                                                     sort=False)
+    table = matches.assign(label=labels).pivot_table(
+        index="label", columns="space", values="diagonal_fraction", sort=False
+    )
     positions = np.arange(len(table))
     width = 0.8 / max(1, len(table.columns))
     for i, space in enumerate(table.columns):
         axis.bar(positions + i * width, table[space].to_numpy(), width, label=space)
-    axis.set_xticks(positions + width * (len(table.columns) - 1) / 2, table.index, rotation=60, ha="right",
-                    fontsize=7)
+    axis.set_xticks(positions + width * (len(table.columns) - 1) / 2, table.index, rotation=60, ha="right", fontsize=7)
     axis.set_ylabel("fraction of layers matched to the same layer")
     axis.set_ylim(0, 1.05)
     legend_if_labelled(axis)

@@ -58,8 +58,9 @@ TASK_WORDS: dict[str, dict[str, frozenset[str]]] = {
         grammar.PRESENT: frozenset({v.singular for v in _VERBS} | {"does", "do"}),
     },
     "subject_number": {
-        grammar.SINGULAR: frozenset({n.singular for n in grammar.NOUNS} | {v.singular for v in _VERBS}
-                                    | {"does", *_SINGULAR_DETERMINERS}),
+        grammar.SINGULAR: frozenset(
+            {n.singular for n in grammar.NOUNS} | {v.singular for v in _VERBS} | {"does", *_SINGULAR_DETERMINERS}
+        ),
         grammar.PLURAL: frozenset({n.plural for n in grammar.NOUNS} | {"do", *grammar.DETERMINERS[grammar.PLURAL]}),
     },
     "sentence_type": {
@@ -68,12 +69,32 @@ TASK_WORDS: dict[str, dict[str, frozenset[str]]] = {
     },
 }
 TASKS: tuple[str, ...] = tuple(TASK_WORDS)
-FRACTION_COLUMNS = ["model", "task", "source", "group", "layer", "n_vectors", "k", "feature_fraction",
-                    "chance_fraction"]
-TOP_TOKEN_COLUMNS = ["model", "task", "source", "group", "layer", "row", "sign", "rank", "token_id", "token",
-                     "score", "is_feature"]
-ZERO_SHOT_COLUMNS = ["model_a", "model_b", "task", "layers_from_b", "accuracy", "own_accuracy", "chance",
-                     "n_sentences"]
+FRACTION_COLUMNS = [
+    "model",
+    "task",
+    "source",
+    "group",
+    "layer",
+    "n_vectors",
+    "k",
+    "feature_fraction",
+    "chance_fraction",
+]
+TOP_TOKEN_COLUMNS = [
+    "model",
+    "task",
+    "source",
+    "group",
+    "layer",
+    "row",
+    "sign",
+    "rank",
+    "token_id",
+    "token",
+    "score",
+    "is_feature",
+]
+ZERO_SHOT_COLUMNS = ["model_a", "model_b", "task", "layers_from_b", "accuracy", "own_accuracy", "chance", "n_sentences"]
 
 
 def task_labels(task: str) -> list[str]:
@@ -83,8 +104,9 @@ def task_labels(task: str) -> list[str]:
     return [value for value in grammar.FEATURE_VALUES[task] if value in TASK_WORDS[task]]
 
 
-def encode_sentences(sentences: pd.DataFrame, tokenizer: Any, n_ctx: int, task: str, *, limit: int | None = None,
-                     seed: int = 0) -> dict[str, np.ndarray]:
+def encode_sentences(
+    sentences: pd.DataFrame, tokenizer: Any, n_ctx: int, task: str, *, limit: int | None = None, seed: int = 0
+) -> dict[str, np.ndarray]:
     """``input_ids``, ``attention_mask`` (one wrapped sentence per row, right-padded: the ``sentence`` layout of
     :func:`~thinkalike.language.packing.pack_evaluation_sequences`) and ``labels`` (the index of the sentence's
     ``task`` value in :func:`task_labels`) of at most ``limit`` sentences drawn with ``seed`` (all when None).
@@ -103,8 +125,9 @@ def encode_sentences(sentences: pd.DataFrame, tokenizer: Any, n_ctx: int, task: 
     return {**arrays, "labels": owner.map(label_of).to_numpy(np.int64)}
 
 
-def feature_token_ids(tokenizer: Any, feature_words: Sequence[str] | frozenset[str],
-                      lexicon: Sequence[str] | frozenset[str]) -> set[int]:
+def feature_token_ids(
+    tokenizer: Any, feature_words: Sequence[str] | frozenset[str], lexicon: Sequence[str] | frozenset[str]
+) -> set[int]:
     """Ids of the tokens that occur only inside ``feature_words`` among the ``lexicon`` words' tokenisations
     (each word tokenised alone, without special tokens); tokens no lexicon word uses are not feature tokens."""
     features = set(feature_words)
@@ -118,16 +141,35 @@ def feature_token_ids(tokenizer: Any, feature_words: Sequence[str] | frozenset[s
     return {token for token, owners in users.items() if owners <= features and token not in special}
 
 
-def finetune_top_layers(encoder_weights: Mapping[str, torch.Tensor], encoder_config: Mapping[str, Any],
-                        train: Mapping[str, np.ndarray], name: str, labels: Sequence[str], settings: FinetuneConfig,
-                        top_layers: int, device: torch.device | str | None = None, *, progress: bool = True,
-                        log_every: int = 10) -> tuple[dict[str, torch.Tensor], dict[str, Any], pd.DataFrame]:
+def finetune_top_layers(
+    encoder_weights: Mapping[str, torch.Tensor],
+    encoder_config: Mapping[str, Any],
+    train: Mapping[str, np.ndarray],
+    name: str,
+    labels: Sequence[str],
+    settings: FinetuneConfig,
+    top_layers: int,
+    device: torch.device | str | None = None,
+    *,
+    progress: bool = True,
+    log_every: int = 10,
+) -> tuple[dict[str, torch.Tensor], dict[str, Any], pd.DataFrame]:
     """:func:`thinkalike.models.finetune.finetune_classifier` (same classifier, loss, AdamW, schedule, clipping,
     seeds) with only the top ``top_layers`` blocks, the final norm and the head trained (:func:`freeze_below`).
     Returns the classifier's weights, config (``"classifier"`` entry with ``top_layers``) and training curve
     (``step``, ``train_loss``, ``seconds``)."""
-    return finetune_classifier(encoder_weights, encoder_config, train, name, labels, settings, device,
-                               progress=progress, log_every=log_every, top_layers=top_layers)
+    return finetune_classifier(
+        encoder_weights,
+        encoder_config,
+        train,
+        name,
+        labels,
+        settings,
+        device,
+        progress=progress,
+        log_every=log_every,
+        top_layers=top_layers,
+    )
 
 
 def finetuned_layers(n_layers: int, top_layers: int) -> list[int]:
@@ -135,16 +177,33 @@ def finetuned_layers(n_layers: int, top_layers: int) -> list[int]:
     return list(range(n_layers - top_layers, n_layers))
 
 
-def _top_token_frame(vectors: torch.Tensor, embedding: torch.Tensor, k: int, features: set[int], tokenizer: Any,
-                     base: dict[str, Any], rows: Sequence[int]) -> pd.DataFrame:
+def _top_token_frame(
+    vectors: torch.Tensor,
+    embedding: torch.Tensor,
+    k: int,
+    features: set[int],
+    tokenizer: Any,
+    base: dict[str, Any],
+    rows: Sequence[int],
+) -> pd.DataFrame:
     frames = []
     for sign, largest in (("+", True), ("-", False)):
         scores, ids = top_tokens(vectors, embedding, k, largest=largest)
         flat = ids.reshape(-1).tolist()
-        frames.append(pd.DataFrame({**base, "row": np.repeat(list(rows), k), "sign": sign,
-                                    "rank": np.tile(np.arange(k), len(rows)), "token_id": flat,
-                                    "token": token_labels(tokenizer, flat), "score": scores.reshape(-1).double().numpy(),
-                                    "is_feature": [t in features for t in flat]}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    **base,
+                    "row": np.repeat(list(rows), k),
+                    "sign": sign,
+                    "rank": np.tile(np.arange(k), len(rows)),
+                    "token_id": flat,
+                    "token": token_labels(tokenizer, flat),
+                    "score": scores.reshape(-1).double().numpy(),
+                    "is_feature": [t in features for t in flat],
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -155,10 +214,22 @@ def signed_fraction(frame: pd.DataFrame) -> float:
     return float(per_sign.max(axis=1).mean()) if len(per_sign) else float("nan")
 
 
-def diff_readings(base: ModelParameters, tuned: ModelParameters, head_rows: torch.Tensor, embedding: torch.Tensor,
-                  features: set[int], *, model: str, task: str, k: int = 20, n_rows: int = 10,
-                  n_random: int = 50, seed: int = 0, tokenizer: Any = None,
-                  groups: Sequence[str] = VECTOR_GROUPS) -> tuple[pd.DataFrame, pd.DataFrame]:
+def diff_readings(
+    base: ModelParameters,
+    tuned: ModelParameters,
+    head_rows: torch.Tensor,
+    embedding: torch.Tensor,
+    features: set[int],
+    *,
+    model: str,
+    task: str,
+    k: int = 20,
+    n_rows: int = 10,
+    n_random: int = 50,
+    seed: int = 0,
+    tokenizer: Any = None,
+    groups: Sequence[str] = VECTOR_GROUPS,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(top_tokens, fractions)`` of the module docstring: for every group the two models have and every
     extracted (fine-tuned) layer, the ``n_rows`` rows of ΔW with the largest norm (source ``finetune_diff``) and
     ``n_random`` random rows of the fine-tuned matrix (source ``random_rows``); the head's rows (source
@@ -174,13 +245,29 @@ def diff_readings(base: ModelParameters, tuned: ModelParameters, head_rows: torc
     readings, records, pooled = [], [], []
 
     def measure(vectors: torch.Tensor, source: str, group: str, layer: int, rows: Sequence[int]) -> None:
-        frame = _top_token_frame(vectors.float(), embedding, k, features, tokenizer,
-                                 {"model": model, "task": task, "source": source, "group": group, "layer": layer},
-                                 rows)
+        frame = _top_token_frame(
+            vectors.float(),
+            embedding,
+            k,
+            features,
+            tokenizer,
+            {"model": model, "task": task, "source": source, "group": group, "layer": layer},
+            rows,
+        )
         readings.append(frame)
-        records.append({"model": model, "task": task, "source": source, "group": group, "layer": layer,
-                        "n_vectors": len(rows), "k": k, "feature_fraction": signed_fraction(frame),
-                        "chance_fraction": chance})
+        records.append(
+            {
+                "model": model,
+                "task": task,
+                "source": source,
+                "group": group,
+                "layer": layer,
+                "n_vectors": len(rows),
+                "k": k,
+                "feature_fraction": signed_fraction(frame),
+                "chance_fraction": chance,
+            }
+        )
 
     for position, layer in enumerate(tuned.layers):
         for group in groups:
@@ -199,14 +286,23 @@ def diff_readings(base: ModelParameters, tuned: ModelParameters, head_rows: torc
         drawn = torch.randperm(pool.shape[0], generator=generator)[:n_random].tolist()
         measure(pool[drawn], "random_rows", "head", -1, drawn)
     return pd.concat(readings, ignore_index=True)[TOP_TOKEN_COLUMNS], pd.DataFrame.from_records(
-        records, columns=FRACTION_COLUMNS)
+        records, columns=FRACTION_COLUMNS
+    )
 
 
 @torch.no_grad()
-def zero_shot_accuracy(tuned_a: ModelHandle, handle_b: ModelHandle, embedding_a: torch.Tensor,
-                       embedding_b: torch.Tensor, input_ids: np.ndarray, attention_mask: np.ndarray,
-                       labels: np.ndarray, *, layers: Sequence[int] | None = None,
-                       batch_size: int = 64) -> dict[int, float]:
+def zero_shot_accuracy(
+    tuned_a: ModelHandle,
+    handle_b: ModelHandle,
+    embedding_a: torch.Tensor,
+    embedding_b: torch.Tensor,
+    input_ids: np.ndarray,
+    attention_mask: np.ndarray,
+    labels: np.ndarray,
+    *,
+    layers: Sequence[int] | None = None,
+    batch_size: int = 64,
+) -> dict[int, float]:
     """``{ℓ: accuracy}`` of fine-tuned A's class logits when its residual stream after layer ℓ is B's after
     layer ℓ mapped by ``E_B E_A⁺`` (module docstring); ``layers`` default ``0 … min(L_A, L_B)``."""
     top = min(tuned_a.n_layers, handle_b.n_layers)
@@ -221,12 +317,13 @@ def zero_shot_accuracy(tuned_a: ModelHandle, handle_b: ModelHandle, embedding_a:
     targets = torch.tensor(np.asarray(labels), dtype=torch.long)
     correct = dict.fromkeys(layers, 0)
     for start in range(0, len(ids), batch_size):
-        batch_ids, batch_mask = ids[start:start + batch_size], mask[start:start + batch_size]
+        batch_ids, batch_mask = ids[start : start + batch_size], mask[start : start + batch_size]
         streams = handle_b.residual_streams(batch_ids.to(handle_b.device), batch_mask.to(handle_b.device))
-        truth = targets[start:start + batch_size]
+        truth = targets[start : start + batch_size]
         for layer in layers:
             mapped = (streams[layer].float() @ mapping).to(device=tuned_a.device, dtype=tuned_a.dtype)
-            logits = tuned_a.logits_from_layer(mapped, layer, batch_ids.to(tuned_a.device),
-                                               batch_mask.to(tuned_a.device))
+            logits = tuned_a.logits_from_layer(
+                mapped, layer, batch_ids.to(tuned_a.device), batch_mask.to(tuned_a.device)
+            )
             correct[layer] += int((logits.argmax(dim=-1).cpu() == truth).sum())
     return {layer: correct[layer] / len(ids) for layer in layers}

@@ -52,8 +52,15 @@ def _cosine(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(a @ b / (a.norm() * b.norm()))
 
 
-def keep_k_score(x: torch.Tensor, embedding: torch.Tensor, k: int, e_prime: str = "transpose", *,
-                 y: torch.Tensor | None = None, inverse: torch.Tensor | None = None) -> float:
+def keep_k_score(
+    x: torch.Tensor,
+    embedding: torch.Tensor,
+    k: int,
+    e_prime: str = "transpose",
+    *,
+    y: torch.Tensor | None = None,
+    inverse: torch.Tensor | None = None,
+) -> float:
     """cos(vec G, vec G′) of the module docstring: one sample ``x`` (``y`` None, ``G = X Xᵀ``) or two samples
     (``G = X Yᵀ``). ``inverse``: a precomputed ``E′`` (V × d) of kind ``e_prime``."""
     check_e_prime_kind(e_prime)
@@ -65,8 +72,9 @@ def keep_k_score(x: torch.Tensor, embedding: torch.Tensor, k: int, e_prime: str 
     return _cosine(exact, estimate)
 
 
-def exact_score(x: torch.Tensor, embedding: torch.Tensor, e_prime: str = "transpose", *,
-                y: torch.Tensor | None = None) -> float:
+def exact_score(
+    x: torch.Tensor, embedding: torch.Tensor, e_prime: str = "transpose", *, y: torch.Tensor | None = None
+) -> float:
     """cos(vec X Yᵀ, vec X (E E′) Yᵀ) (``Y = X`` by default): the keep-k score without truncation (k = V)."""
     inverse = right_inverse(embedding, e_prime)
     other = x if y is None else y
@@ -86,8 +94,14 @@ def sample_rows(pool: torch.Tensor, n: int, generator: torch.Generator) -> torch
     return rows[torch.randperm(rows.shape[0], generator=generator)[:n].to(rows.device)]
 
 
-def draw_samples(pool: torch.Tensor | None, n: int, d: int, generator: torch.Generator,
-                 dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> dict[str, tuple]:
+def draw_samples(
+    pool: torch.Tensor | None,
+    n: int,
+    d: int,
+    generator: torch.Generator,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str = "cpu",
+) -> dict[str, tuple]:
     """``{"one_sample": (X,), "two_sample": (X, Y)}``: from ``pool`` (None: ``N(0, 1)`` draws) — X of n rows;
     X and Y disjoint rows of ``pool`` (n each, or half the pool when it is smaller than 2n) or two normal draws."""
     if pool is None:
@@ -105,9 +119,16 @@ def draw_samples(pool: torch.Tensor | None, n: int, d: int, generator: torch.Gen
     return {"one_sample": (x,), "two_sample": (pair[:half], pair[half:])}
 
 
-def keep_k_scores(embedding: torch.Tensor, pools: Mapping[str, torch.Tensor | None], *,
-                  ks: Sequence[int] | None = None, e_primes: Sequence[str] = E_PRIME_KINDS, n: int = 1000,
-                  seed: int = 0, dtype: torch.dtype = torch.float32) -> pd.DataFrame:
+def keep_k_scores(
+    embedding: torch.Tensor,
+    pools: Mapping[str, torch.Tensor | None],
+    *,
+    ks: Sequence[int] | None = None,
+    e_primes: Sequence[str] = E_PRIME_KINDS,
+    n: int = 1000,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+) -> pd.DataFrame:
     """The score table ``distribution, variant, e_prime, k, n, score, condition_number`` for every distribution
     (``pools``: name → pool of vectors, ``None`` for ``N(0, 1)``), both variants, every ``E′`` kind and every k
     (default :func:`default_k_grid`; a k above V raises). ``n``: vectors per sample (the paper's code: 1000)."""
@@ -133,9 +154,17 @@ def keep_k_scores(embedding: torch.Tensor, pools: Mapping[str, torch.Tensor | No
                 projected_y = y @ inverse.T
                 for k in ks:
                     estimate = keep_k(projected_x, k) @ keep_k(projected_y, k).T
-                    records.append({"distribution": distribution, "variant": variant, "e_prime": kind, "k": k,
-                                    "n": x.shape[0], "score": _cosine(exact, estimate),
-                                    "condition_number": condition})
+                    records.append(
+                        {
+                            "distribution": distribution,
+                            "variant": variant,
+                            "e_prime": kind,
+                            "k": k,
+                            "n": x.shape[0],
+                            "score": _cosine(exact, estimate),
+                            "condition_number": condition,
+                        }
+                    )
     return pd.DataFrame.from_records(records, columns=SCORE_COLUMNS)
 
 

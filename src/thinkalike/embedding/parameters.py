@@ -36,8 +36,14 @@ INTERACTION_GROUPS: tuple[str, ...] = ("W_VO", "W_QK")
 
 #: Handle group(s) each vector / interaction group is built from.
 SOURCE_GROUPS: dict[str, tuple[str, ...]] = {
-    "FF_key": ("FF_in",), "FF_value": ("FF_out",), "W_Q": ("W_Q",), "W_K": ("W_K",), "W_V": ("W_V",),
-    "W_O": ("W_O",), "W_VO": ("W_V", "W_O"), "W_QK": ("W_Q", "W_K"),
+    "FF_key": ("FF_in",),
+    "FF_value": ("FF_out",),
+    "W_Q": ("W_Q",),
+    "W_K": ("W_K",),
+    "W_V": ("W_V",),
+    "W_O": ("W_O",),
+    "W_VO": ("W_V", "W_O"),
+    "W_QK": ("W_Q", "W_K"),
 }
 _HANDLE_GROUPS: tuple[str, ...] = ("W_Q", "W_K", "W_V", "W_O", "FF_in", "FF_out")
 

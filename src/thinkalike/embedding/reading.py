@@ -53,20 +53,36 @@ from thinkalike.models.training import progress_bar
 logger = logging.getLogger(__name__)
 
 VECTOR_COLUMNS = ["model", "layer", "group", "neuron", "sign", "rank", "token_id", "token", "score"]
-PAIR_COLUMNS = ["model", "layer", "group", "head", "rank", "input_token_id", "input_token", "output_token_id",
-                "output_token", "score"]
+PAIR_COLUMNS = [
+    "model",
+    "layer",
+    "group",
+    "head",
+    "rank",
+    "input_token_id",
+    "input_token",
+    "output_token_id",
+    "output_token",
+    "score",
+]
 LOOKUP_COLUMNS = ["model", "layer", "group", "neuron", "rank", "score", "top_tokens"]
 
 
-def top_tokens(vectors: torch.Tensor, embedding: torch.Tensor, k: int, *, largest: bool = True,
-               block_bytes: int = DEFAULT_BLOCK_BYTES) -> tuple[torch.Tensor, torch.Tensor]:
+def top_tokens(
+    vectors: torch.Tensor,
+    embedding: torch.Tensor,
+    k: int,
+    *,
+    largest: bool = True,
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(scores, token_ids)``, each ``(n, k)``, best first: the top-k of each row of ``vectors @ E`` (or of
     ``−vectors @ E`` with ``largest=False``, scores then being ``−v·E``), in row blocks of ``block_bytes``."""
     check_k(k, embedding.shape[1])
     step = rows_per_block(embedding.shape[1], embedding.element_size(), block_bytes)
     scores, ids = [], []
     for start in range(0, vectors.shape[0], step):
-        logits = vectors[start:start + step] @ embedding
+        logits = vectors[start : start + step] @ embedding
         values, index = (logits if largest else logits.neg_()).topk(k, dim=1)
         scores.append(values)
         ids.append(index)
@@ -102,14 +118,23 @@ def _selected(selection: Mapping[int, Sequence[int]] | None, layer: int, count: 
 def _check_layers(parameters: ModelParameters, selection: Mapping[int, Sequence[int]] | None, what: str) -> None:
     unknown = sorted(set(selection or {}) - set(parameters.layers))
     if unknown:
-        raise IndexError(f"{what}: layers {unknown} were not extracted from {parameters.model!r} "
-                         f"(extracted: {list(parameters.layers)})")
+        raise IndexError(
+            f"{what}: layers {unknown} were not extracted from {parameters.model!r} "
+            f"(extracted: {list(parameters.layers)})"
+        )
 
 
-def read_vectors(parameters: ModelParameters, embedding: torch.Tensor, *, k: int = 20,
-                 groups: Sequence[str] = ("FF_key", "FF_value"), neurons: Mapping[int, Sequence[int]] | None = None,
-                 tokenizer: Any = None, dtype: torch.dtype = torch.float32,
-                 block_bytes: int = DEFAULT_BLOCK_BYTES) -> pd.DataFrame:
+def read_vectors(
+    parameters: ModelParameters,
+    embedding: torch.Tensor,
+    *,
+    k: int = 20,
+    groups: Sequence[str] = ("FF_key", "FF_value"),
+    neurons: Mapping[int, Sequence[int]] | None = None,
+    tokenizer: Any = None,
+    dtype: torch.dtype = torch.float32,
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+) -> pd.DataFrame:
     """The vectors table (module docstring): top-k tokens of ``v·E`` and ``−v·E`` for every row of ``groups``
     (default the FF keys and values) of every extracted layer, or of the rows ``neurons[layer]`` only.
     Groups the model lacks are skipped with a logged note (:func:`available_groups`)."""
@@ -130,20 +155,38 @@ def read_vectors(parameters: ModelParameters, embedding: torch.Tensor, *, k: int
             vectors = _compute(rows[chosen], embedding)
             for sign, largest in (("+", True), ("-", False)):
                 scores, ids = top_tokens(vectors, embedding, k, largest=largest, block_bytes=block_bytes)
-                frames.append(pd.DataFrame({
-                    "model": parameters.model, "layer": layer, "group": group,
-                    "neuron": np.repeat(chosen, k), "sign": sign, "rank": np.tile(np.arange(k), len(chosen)),
-                    "token_id": ids.reshape(-1).cpu().numpy(),
-                    "token": token_labels(tokenizer, ids.reshape(-1).tolist()),
-                    "score": scores.reshape(-1).double().cpu().numpy()}))
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            "model": parameters.model,
+                            "layer": layer,
+                            "group": group,
+                            "neuron": np.repeat(chosen, k),
+                            "sign": sign,
+                            "rank": np.tile(np.arange(k), len(chosen)),
+                            "token_id": ids.reshape(-1).cpu().numpy(),
+                            "token": token_labels(tokenizer, ids.reshape(-1).tolist()),
+                            "score": scores.reshape(-1).double().cpu().numpy(),
+                        }
+                    )
+                )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=VECTOR_COLUMNS)
 
 
-def read_head_interactions(parameters: ModelParameters, embedding: torch.Tensor, *, k: int = 50,
-                           e_prime: str = "transpose", groups: Sequence[str] = INTERACTION_GROUPS,
-                           heads: Mapping[int, Sequence[int]] | None = None, tokenizer: Any = None,
-                           exclude_same_token: bool = False, dtype: torch.dtype = torch.float32,
-                           block_bytes: int = DEFAULT_BLOCK_BYTES, progress: bool = True) -> pd.DataFrame:
+def read_head_interactions(
+    parameters: ModelParameters,
+    embedding: torch.Tensor,
+    *,
+    k: int = 50,
+    e_prime: str = "transpose",
+    groups: Sequence[str] = INTERACTION_GROUPS,
+    heads: Mapping[int, Sequence[int]] | None = None,
+    tokenizer: Any = None,
+    exclude_same_token: bool = False,
+    dtype: torch.dtype = torch.float32,
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+    progress: bool = True,
+) -> pd.DataFrame:
     """The pairs table (module docstring): the top-k (input, output) token pairs of ``E′ W_VO E`` and
     ``E′ W_QK E′ᵀ`` of every head (or of ``heads[layer]``), from the factors with memory ``O(block · V + k)``.
     ``exclude_same_token`` drops the pairs (x, x). ``E′`` per ``e_prime`` (:func:`right_inverse`). Groups the
@@ -175,11 +218,22 @@ def read_head_interactions(parameters: ModelParameters, embedding: torch.Tensor,
             right = second @ (embedding if group == "W_VO" else inverse.T)  # d_head × V
             top = top_k_of_product(left, right, k, exclude_diagonal=exclude_same_token, block_bytes=block_bytes)
             rows, columns = top.rows.tolist(), top.columns.tolist()
-            frames.append(pd.DataFrame({
-                "model": parameters.model, "layer": layer, "group": group, "head": head,
-                "rank": np.arange(len(top)), "input_token_id": rows, "input_token": token_labels(tokenizer, rows),
-                "output_token_id": columns, "output_token": token_labels(tokenizer, columns),
-                "score": top.values.double().cpu().numpy()}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "model": parameters.model,
+                        "layer": layer,
+                        "group": group,
+                        "head": head,
+                        "rank": np.arange(len(top)),
+                        "input_token_id": rows,
+                        "input_token": token_labels(tokenizer, rows),
+                        "output_token_id": columns,
+                        "output_token": token_labels(tokenizer, columns),
+                        "score": top.values.double().cpu().numpy(),
+                    }
+                )
+            )
             bar.update(1)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=PAIR_COLUMNS)
 
@@ -188,8 +242,14 @@ def log_estimate(model: str, n_products: int, first_seconds: float, *, threshold
     """Logs the expected time of ``n_products`` head products from the first one's (when over ``threshold`` s)."""
     expected = first_seconds * n_products
     if expected > threshold:
-        logger.info("embedding heads %s: %d head products, about %.0f s (the first took %.1f s); narrow them with "
-                    "embedding.readings.layers / heads", model, n_products, expected, first_seconds)
+        logger.info(
+            "embedding heads %s: %d head products, about %.0f s (the first took %.1f s); narrow them with "
+            "embedding.readings.layers / heads",
+            model,
+            n_products,
+            expected,
+            first_seconds,
+        )
 
 
 def lookup_query(embedding: torch.Tensor, ids: Sequence[int]) -> torch.Tensor:
@@ -198,9 +258,17 @@ def lookup_query(embedding: torch.Tensor, ids: Sequence[int]) -> torch.Tensor:
     return centred.mean(dim=1)
 
 
-def knowledge_lookup(parameters: ModelParameters, embedding: torch.Tensor, tokens: Sequence[int | str], *,
-                     group: str = "FF_value", top: int = 20, k_tokens: int = 10, tokenizer: Any = None,
-                     dtype: torch.dtype = torch.float32) -> pd.DataFrame:
+def knowledge_lookup(
+    parameters: ModelParameters,
+    embedding: torch.Tensor,
+    tokens: Sequence[int | str],
+    *,
+    group: str = "FF_value",
+    top: int = 20,
+    k_tokens: int = 10,
+    tokenizer: Any = None,
+    dtype: torch.dtype = torch.float32,
+) -> pd.DataFrame:
     """The lookup table (module docstring): the ``top`` rows of ``group`` over all extracted layers with the
     largest ``v·q`` for the seed ``tokens`` (ids, or vocabulary strings looked up in ``tokenizer``), each with
     its own ``k_tokens`` top tokens."""
@@ -223,10 +291,19 @@ def knowledge_lookup(parameters: ModelParameters, embedding: torch.Tensor, token
     records = []
     for rank, (value, index) in enumerate(zip(values.tolist(), order.tolist())):
         position, layer, neuron = owners[index]
-        vector = _compute(parameters.vectors(group, position)[neuron:neuron + 1], embedding)
+        vector = _compute(parameters.vectors(group, position)[neuron : neuron + 1], embedding)
         _, best = top_tokens(vector, embedding, k_tokens)
-        records.append({"model": parameters.model, "layer": layer, "group": group, "neuron": neuron, "rank": rank,
-                        "score": value, "top_tokens": ", ".join(token_labels(tokenizer, best[0].tolist()))})
+        records.append(
+            {
+                "model": parameters.model,
+                "layer": layer,
+                "group": group,
+                "neuron": neuron,
+                "rank": rank,
+                "score": value,
+                "top_tokens": ", ".join(token_labels(tokenizer, best[0].tolist())),
+            }
+        )
     return pd.DataFrame.from_records(records, columns=LOOKUP_COLUMNS)
 
 
@@ -236,43 +313,72 @@ def _cell(text: Any) -> str:
     return text if text.strip() else repr(text)
 
 
-def readings_report(vectors: pd.DataFrame | None = None, pairs: pd.DataFrame | None = None, *,
-                    title: str = "Parameters in embedding space", max_rows: int = 30,
-                    lookup: pd.DataFrame | None = None) -> str:
+def readings_report(
+    vectors: pd.DataFrame | None = None,
+    pairs: pd.DataFrame | None = None,
+    *,
+    title: str = "Parameters in embedding space",
+    max_rows: int = 30,
+    lookup: pd.DataFrame | None = None,
+) -> str:
     """A markdown report of the given (already selected) tables, like the paper's appendix C: per head one
     table of (input → output) pairs for each of its groups; per FF neuron the top tokens of its key and value,
     both signs, side by side (C.3); the knowledge lookup's ranked vectors (C.4). ``max_rows`` rows each."""
     lines = [f"# {title}", ""]
     if pairs is not None and len(pairs):
-        lines += ["## Attention heads", "",
-                  ("Top (input token → output token) pairs of E′W_VO E, and (query token, key token) pairs of "
-                   "E′W_QK E′ᵀ."), ""]
+        lines += [
+            "## Attention heads",
+            "",
+            ("Top (input token → output token) pairs of E′W_VO E, and (query token, key token) pairs of E′W_QK E′ᵀ."),
+            "",
+        ]
         for (model, layer, head, group), table in pairs.groupby(["model", "layer", "head", "group"], sort=True):
-            lines += [f"### {model} — layer {layer}, head {head}, {group}", "", "| rank | input | output | score |",
-                      "|---:|---|---|---:|"]
+            lines += [
+                f"### {model} — layer {layer}, head {head}, {group}",
+                "",
+                "| rank | input | output | score |",
+                "|---:|---|---|---:|",
+            ]
             for row in table.sort_values("rank").head(max_rows).itertuples():
-                lines.append(f"| {row.rank} | {_cell(row.input_token)} | {_cell(row.output_token)} | "
-                             f"{row.score:.4g} |")
+                lines.append(f"| {row.rank} | {_cell(row.input_token)} | {_cell(row.output_token)} | {row.score:.4g} |")
             lines.append("")
     if vectors is not None and len(vectors):
         lines += ["## Feed-forward neurons", "", "Top tokens of v·E (+) and −v·E (−) for the neuron's vectors.", ""]
         for (model, layer, neuron), table in vectors.groupby(["model", "layer", "neuron"], sort=True):
-            columns = [(g, s) for g in dict.fromkeys(table["group"]) for s in ("+", "-")
-                       if ((table["group"] == g) & (table["sign"] == s)).any()]
-            lists = {c: table[(table["group"] == c[0]) & (table["sign"] == c[1])].sort_values("rank")["token"]
-                     .head(max_rows).tolist() for c in columns}
+            columns = [
+                (g, s)
+                for g in dict.fromkeys(table["group"])
+                for s in ("+", "-")
+                if ((table["group"] == g) & (table["sign"] == s)).any()
+            ]
+            lists = {
+                c: table[(table["group"] == c[0]) & (table["sign"] == c[1])]
+                .sort_values("rank")["token"]
+                .head(max_rows)
+                .tolist()
+                for c in columns
+            }
             depth = max(len(v) for v in lists.values())
-            lines += [f"### {model} — layer {layer}, neuron {neuron}", "",
-                      "| " + " | ".join(f"{g} {s}" for g, s in columns) + " |", "|" + "---|" * len(columns)]
+            lines += [
+                f"### {model} — layer {layer}, neuron {neuron}",
+                "",
+                "| " + " | ".join(f"{g} {s}" for g, s in columns) + " |",
+                "|" + "---|" * len(columns),
+            ]
             for i in range(depth):
-                lines.append("| " + " | ".join(_cell(lists[c][i]) if i < len(lists[c]) else "" for c in columns)
-                             + " |")
+                lines.append("| " + " | ".join(_cell(lists[c][i]) if i < len(lists[c]) else "" for c in columns) + " |")
             lines.append("")
     if lookup is not None and len(lookup):
-        lines += ["## Knowledge lookup", "", "| rank | model | layer | group | neuron | score | top tokens |",
-                  "|---:|---|---:|---|---:|---:|---|"]
+        lines += [
+            "## Knowledge lookup",
+            "",
+            "| rank | model | layer | group | neuron | score | top tokens |",
+            "|---:|---|---:|---|---:|---:|---|",
+        ]
         for row in lookup.sort_values("rank").head(max_rows).itertuples():
-            lines.append(f"| {row.rank} | {row.model} | {row.layer} | {row.group} | {row.neuron} | {row.score:.4g} "
-                         f"| {_cell(row.top_tokens)} |")
+            lines.append(
+                f"| {row.rank} | {row.model} | {row.layer} | {row.group} | {row.neuron} | {row.score:.4g} "
+                f"| {_cell(row.top_tokens)} |"
+            )
         lines.append("")
     return "\n".join(lines)

@@ -24,8 +24,9 @@ MAX_BLOCKS = 12
 MAX_HEAD_PRODUCTS = 96
 
 
-def select_blocks(n_blocks: int, setting: Sequence[int] | str | None, *, what: str = "layers",
-                  max_blocks: int = MAX_BLOCKS) -> list[int]:
+def select_blocks(
+    n_blocks: int, setting: Sequence[int] | str | None, *, what: str = "layers", max_blocks: int = MAX_BLOCKS
+) -> list[int]:
     """Block indices (0-based, ascending) for ``setting`` (module docstring); ``ValueError`` naming ``what`` for an
     index outside ``0 … n_blocks − 1``."""
     if setting is None:
@@ -43,8 +44,14 @@ def select_blocks(n_blocks: int, setting: Sequence[int] | str | None, *, what: s
     return chosen
 
 
-def select_heads(n_heads: int, n_selected_blocks: int, setting: Sequence[int] | int | str | None, *,
-                 what: str = "heads", max_head_products: int = MAX_HEAD_PRODUCTS) -> list[int]:
+def select_heads(
+    n_heads: int,
+    n_selected_blocks: int,
+    setting: Sequence[int] | int | str | None,
+    *,
+    what: str = "heads",
+    max_head_products: int = MAX_HEAD_PRODUCTS,
+) -> list[int]:
     """Head indices read in each selected block for ``setting`` (module docstring); ``ValueError`` naming ``what``
     for an index outside ``0 … n_heads − 1``."""
     if setting is None:

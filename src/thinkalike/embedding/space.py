@@ -29,8 +29,10 @@ class EmbeddingSpaceError(ValueError):
 def check_e_prime_kind(kind: str, name: str = "e_prime") -> None:
     """Raises :class:`EmbeddingSpaceError` unless ``kind`` is one of :data:`E_PRIME_KINDS`."""
     if kind not in E_PRIME_KINDS:
-        raise EmbeddingSpaceError(f"{name}: unknown E′ kind {kind!r}; use one of {list(E_PRIME_KINDS)} "
-                                  "('transpose': E′ = Eᵀ, 'pinv': E′ = E⁺)")
+        raise EmbeddingSpaceError(
+            f"{name}: unknown E′ kind {kind!r}; use one of {list(E_PRIME_KINDS)} "
+            "('transpose': E′ = Eᵀ, 'pinv': E′ = E⁺)"
+        )
 
 
 def check_k(k: int | Iterable[int], vocabulary_size: int, name: str = "k") -> None:
@@ -50,11 +52,13 @@ def vocabulary_embedding(handle: ModelHandle, *, allow_input_embedding: bool = F
     try:
         matrix = handle.vocabulary_matrix(allow_input_embedding=allow_input_embedding)
     except NoUnembeddingError as error:
-        raise NoUnembeddingError(f"embedding-space methods read vectors as v·E with E the linear unembedding: "
-                                 f"{error}") from None
+        raise NoUnembeddingError(
+            f"embedding-space methods read vectors as v·E with E the linear unembedding: {error}"
+        ) from None
     if matrix.dim() != 2 or matrix.shape[0] != handle.d_model:
-        raise NoUnembeddingError(f"model {handle.name!r}: its unembedding has shape {tuple(matrix.shape)}, "
-                                 f"not (d_model={handle.d_model}, V)")
+        raise NoUnembeddingError(
+            f"model {handle.name!r}: its unembedding has shape {tuple(matrix.shape)}, not (d_model={handle.d_model}, V)"
+        )
     return matrix.detach()
 
 
@@ -94,9 +98,10 @@ def token_ids(tokenizer: Any, tokens: Sequence[int | str], vocabulary_size: int,
     for token in tokens:
         if isinstance(token, str):
             if token not in vocabulary:
-                raise EmbeddingSpaceError(f"{name}: {token!r} is not a token of the vocabulary"
-                                          + ("" if tokenizer is not None else " (the model has no tokenizer: "
-                                                                              "give token ids)"))
+                raise EmbeddingSpaceError(
+                    f"{name}: {token!r} is not a token of the vocabulary"
+                    + ("" if tokenizer is not None else " (the model has no tokenizer: give token ids)")
+                )
             token = vocabulary[token]
         if not 0 <= int(token) < vocabulary_size:
             raise EmbeddingSpaceError(f"{name}: token id {token} outside 0 … {vocabulary_size - 1}")
@@ -106,23 +111,27 @@ def token_ids(tokenizer: Any, tokens: Sequence[int | str], vocabulary_size: int,
     return out
 
 
-def vocabulary_mismatch(a: ModelHandle, b: ModelHandle, embedding_a: torch.Tensor,
-                        embedding_b: torch.Tensor) -> str | None:
+def vocabulary_mismatch(
+    a: ModelHandle, b: ModelHandle, embedding_a: torch.Tensor, embedding_b: torch.Tensor
+) -> str | None:
     """Why ``a`` and ``b`` do not share one vocabulary space (``None`` when they do): their ``E`` must have the
     same V, and where both have a tokenizer, the same token → id map."""
     va, vb = embedding_a.shape[-1], embedding_b.shape[-1]
     if va != vb:
-        return (f"model {a.name!r} and model {b.name!r} have different vocabularies (V = {va} and {vb}); "
-                "the embedding space is shared only by models with one tokenizer")
+        return (
+            f"model {a.name!r} and model {b.name!r} have different vocabularies (V = {va} and {vb}); "
+            "the embedding space is shared only by models with one tokenizer"
+        )
     ta, tb = a.tokenizer, b.tokenizer
     if ta is not None and tb is not None and ta is not tb and ta.get_vocab() != tb.get_vocab():
-        return (f"model {a.name!r} and model {b.name!r} use different tokenizers (their token → id maps differ); "
-                "the embedding space is shared only by models with one tokenizer")
+        return (
+            f"model {a.name!r} and model {b.name!r} use different tokenizers (their token → id maps differ); "
+            "the embedding space is shared only by models with one tokenizer"
+        )
     return None
 
 
-def check_same_vocabulary(a: ModelHandle, b: ModelHandle, embedding_a: torch.Tensor,
-                          embedding_b: torch.Tensor) -> None:
+def check_same_vocabulary(a: ModelHandle, b: ModelHandle, embedding_a: torch.Tensor, embedding_b: torch.Tensor) -> None:
     """Raises :class:`EmbeddingSpaceError` naming both models when :func:`vocabulary_mismatch` finds a reason."""
     reason = vocabulary_mismatch(a, b, embedding_a, embedding_b)
     if reason is not None:

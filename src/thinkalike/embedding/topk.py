@@ -38,9 +38,16 @@ def rows_per_block(n_columns: int, element_size: int, block_bytes: int = DEFAULT
     return max(1, block_bytes // max(1, n_columns * element_size))
 
 
-def top_k_of_product(left: torch.Tensor, right: torch.Tensor, k: int, *, largest: bool = True,
-                     exclude_diagonal: bool = False, block_rows: int | None = None,
-                     block_bytes: int = DEFAULT_BLOCK_BYTES) -> TopEntries:
+def top_k_of_product(
+    left: torch.Tensor,
+    right: torch.Tensor,
+    k: int,
+    *,
+    largest: bool = True,
+    exclude_diagonal: bool = False,
+    block_rows: int | None = None,
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+) -> TopEntries:
     """The ``k`` largest (or smallest) entries of ``left @ right`` scanned by row blocks (module docstring).
 
     ``left``: ``(m, r)``, ``right``: ``(r, n)``, same dtype and device. Raises ``ValueError`` for mismatched
@@ -52,8 +59,10 @@ def top_k_of_product(left: torch.Tensor, right: torch.Tensor, k: int, *, largest
     m, n = left.shape[0], right.shape[1]
     available = m * n - (min(m, n) if exclude_diagonal else 0)
     if not 1 <= k <= available:
-        raise ValueError(f"k={k} outside 1 … {available} (entries of the {m} × {n} product"
-                         f"{' off the diagonal' if exclude_diagonal else ''})")
+        raise ValueError(
+            f"k={k} outside 1 … {available} (entries of the {m} × {n} product"
+            f"{' off the diagonal' if exclude_diagonal else ''})"
+        )
     if block_rows is None:
         block_rows = rows_per_block(n, left.element_size(), block_bytes)
     per_row = min(k, n)
@@ -63,8 +72,8 @@ def top_k_of_product(left: torch.Tensor, right: torch.Tensor, k: int, *, largest
     best_values = torch.empty(0, dtype=dtype, device=left.device)
     best_index = torch.empty(0, dtype=torch.int64, device=left.device)
     for start in range(0, m, block_rows):
-        factor = left[start:start + block_rows]
-        block = torch.matmul(factor, right, out=buffer[:factor.shape[0]])
+        factor = left[start : start + block_rows]
+        block = torch.matmul(factor, right, out=buffer[: factor.shape[0]])
         if not largest:
             block.neg_()
         rows = torch.arange(block.shape[0], device=block.device)

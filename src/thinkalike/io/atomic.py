@@ -104,8 +104,9 @@ class JSONDataset(AtomicSaveMixin, _JSONDataset):
     def preview(self) -> JSONPreview:
         """The saved JSON, with NaN and infinities as ``null`` (the browser's JSON parser rejects them)."""
         saved = super().preview
-        return preview_or_message(self, lambda: JSONPreview(json.dumps(jsonable(json.loads(saved())), allow_nan=False)),
-                                  message_json)
+        return preview_or_message(
+            self, lambda: JSONPreview(json.dumps(jsonable(json.loads(saved())), allow_nan=False)), message_json
+        )
 
 
 class MatplotlibDataset(AtomicSaveMixin, _MatplotlibDataset):
@@ -142,8 +143,11 @@ class MatplotlibDataset(AtomicSaveMixin, _MatplotlibDataset):
         figure as drawn once, by the node that made it)."""
         path = Path(get_filepath_str(self._get_load_path(), self._protocol))
         if path.is_dir():
-            return {str(file.relative_to(path)): file.read_bytes()
-                    for file in sorted(path.rglob("*"), key=lambda file: natural_order(file.name)) if file.is_file()}
+            return {
+                str(file.relative_to(path)): file.read_bytes()
+                for file in sorted(path.rglob("*"), key=lambda file: natural_order(file.name))
+                if file.is_file()
+            }
         return path.read_bytes()
 
     def preview(self) -> ImagePreview:
@@ -198,11 +202,18 @@ class SafetensorsDataset(AtomicSaveMixin, _SafetensorsDataset):
                 tensor = handle.get_slice(name)
                 shape = list(tensor.get_shape())
                 values = leading_values(tensor, shape, nvalues) if shape else [handle.get_tensor(name).item()]
-                rows.append([name, tensor.get_dtype(), cell_text(shape), cell_text([f"{value:.4g}" for value in values])])
+                rows.append(
+                    [name, tensor.get_dtype(), cell_text(shape), cell_text([f"{value:.4g}" for value in values])]
+                )
         if len(names) > nrows:
             rows.append([f"… {len(names) - nrows} more tensors", "", "", ""])
-        return TablePreview({"columns": ["tensor", "dtype", "shape", f"first {nvalues} values"],
-                             "index": list(range(len(rows))), "data": rows})
+        return TablePreview(
+            {
+                "columns": ["tensor", "dtype", "shape", f"first {nvalues} values"],
+                "index": list(range(len(rows))),
+                "data": rows,
+            }
+        )
 
 
 def leading_values(tensor, shape: list[int], count: int) -> list[float]:

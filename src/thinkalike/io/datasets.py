@@ -70,8 +70,15 @@ class ActivationStoreDataset(_LocalDirectoryDataset):
             raise DatasetError(f"ActivationStoreDataset saves an ActivationStream, got {type(data).__name__}")
         path = Path(self._get_save_path())
         check_free_space(path, data.estimated_bytes, f"the activation store of {data.model!r} ({path})")
-        write_activation_store(path, data.batches, data.model, dtype=data.dtype, n_layers=data.n_layers,
-                               layers=data.layer_subset, spec=data.spec)
+        write_activation_store(
+            path,
+            data.batches,
+            data.model,
+            dtype=data.dtype,
+            n_layers=data.n_layers,
+            layers=data.layer_subset,
+            spec=data.spec,
+        )
 
     def preview(self, nrows: int = 4, nvalues: int = 6) -> JSONPreview:
         """For kedro-viz: model, layers, shape, dtype, and the first ``nvalues`` dimensions of the first
@@ -84,12 +91,19 @@ def store_preview(store: ActivationStore, nrows: int, nvalues: int) -> JSONPrevi
     first = store.batch(0).tokens()[:, :nrows, :nvalues] if store.n_shards else None
     n_tokens = store.meta.get("n_tokens")
     summary = {
-        "model": store.model, "spec": store.spec, "version": store.version, "dtype": store.dtype,
-        "layers (0 = embeddings)": store.layers, "d_model": store.d_model,
+        "model": store.model,
+        "spec": store.spec,
+        "version": store.version,
+        "dtype": store.dtype,
+        "layers (0 = embeddings)": store.layers,
+        "d_model": store.d_model,
         "shape (layers, tokens, d_model)": [len(store.layers), n_tokens, store.d_model],
-        "n_sequences": store.meta.get("n_sequences"), "n_ctx": store.meta.get("n_ctx"), "shards": store.n_shards,
+        "n_sequences": store.meta.get("n_sequences"),
+        "n_ctx": store.meta.get("n_ctx"),
+        "shards": store.n_shards,
         f"first {nrows} tokens, first {nvalues} dimensions": (
-            {f"layer {layer}": rounded(rows) for layer, rows in zip(store.layers, first)} if first is not None else {}),
+            {f"layer {layer}": rounded(rows) for layer, rows in zip(store.layers, first)} if first is not None else {}
+        ),
     }
     return JSONPreview(json.dumps(jsonable(summary), allow_nan=False))
 
@@ -132,6 +146,13 @@ class HFTokenizerDataset(_LocalDirectoryDataset):
 def tokenizer_preview(tokenizer, ntokens: int) -> JSONPreview:
     """The JSON preview of a tokenizer (see :meth:`HFTokenizerDataset.preview`)."""
     vocabulary = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
-    return JSONPreview(json.dumps({"class": type(tokenizer).__name__, "vocab_size": len(tokenizer),
-                                   "special_tokens": tokenizer.all_special_tokens,
-                                   f"first {ntokens} tokens (by id)": [token for token, _ in vocabulary[:ntokens]]}))
+    return JSONPreview(
+        json.dumps(
+            {
+                "class": type(tokenizer).__name__,
+                "vocab_size": len(tokenizer),
+                "special_tokens": tokenizer.all_special_tokens,
+                f"first {ntokens} tokens (by id)": [token for token, _ in vocabulary[:ntokens]],
+            }
+        )
+    )

@@ -30,12 +30,15 @@ Preview = TypeVar("Preview")
 def not_saved_message(dataset: AbstractDataset) -> str:
     """Why a dataset without a saved version has nothing to preview."""
     where = getattr(dataset, "_filepath", None)
-    return (f"Not saved yet{f' (nothing under {where})' if where else ''}: "
-            "a pipeline run writes it (see the run command above).")
+    return (
+        f"Not saved yet{f' (nothing under {where})' if where else ''}: "
+        "a pipeline run writes it (see the run command above)."
+    )
 
 
-def preview_or_message(dataset: AbstractDataset, make: Callable[[], Preview],
-                       message: Callable[[str], Preview]) -> Preview:
+def preview_or_message(
+    dataset: AbstractDataset, make: Callable[[], Preview], message: Callable[[str], Preview]
+) -> Preview:
     """``make()`` when ``dataset`` has a saved version, else ``message(reason)``; an error becomes its message."""
     try:
         if not dataset.exists():
@@ -70,14 +73,19 @@ def jsonable(value: Any) -> Any:
 
 def jsonable_table(table: Mapping[str, Any]) -> TablePreview:
     """A ``DataFrame.to_dict(orient="split")`` table with list cells as text and other cells JSON-safe."""
+
     def cell(value: Any) -> Any:
         if isinstance(value, (np.ndarray, list, tuple)):
             return cell_text(value)
         return jsonable(value)
 
-    return TablePreview({"columns": [str(column) for column in table["columns"]],
-                         "index": [jsonable(label) for label in table["index"]],
-                         "data": [[cell(value) for value in row] for row in table["data"]]})
+    return TablePreview(
+        {
+            "columns": [str(column) for column in table["columns"]],
+            "index": [jsonable(label) for label in table["index"]],
+            "data": [[cell(value) for value in row] for row in table["data"]],
+        }
+    )
 
 
 def rounded(values: np.ndarray, digits: int = 4) -> list:
@@ -97,9 +105,18 @@ def message_json(message: str) -> JSONPreview:
 
 def message_plotly(message: str) -> PlotlyPreview:
     """An empty Plotly figure with ``message`` in the middle."""
-    return PlotlyPreview({"data": [], "layout": {
-        "annotations": [{"text": message, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}],
-        "xaxis": {"visible": False}, "yaxis": {"visible": False}}})
+    return PlotlyPreview(
+        {
+            "data": [],
+            "layout": {
+                "annotations": [
+                    {"text": message, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}
+                ],
+                "xaxis": {"visible": False},
+                "yaxis": {"visible": False},
+            },
+        }
+    )
 
 
 def message_image(message: str) -> ImagePreview:

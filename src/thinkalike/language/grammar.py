@@ -90,8 +90,9 @@ class Verb:
 
 def _nouns(spec: str, animate: bool) -> tuple[Noun, ...]:
     """Parse ``"dog/dogs cat/cats ..."`` into nouns."""
-    return tuple(Noun(singular, plural, animate=animate)
-                 for singular, plural in (pair.split("/") for pair in spec.split()))
+    return tuple(
+        Noun(singular, plural, animate=animate) for singular, plural in (pair.split("/") for pair in spec.split())
+    )
 
 
 def _verbs(spec: str) -> tuple[Verb, ...]:
@@ -106,8 +107,7 @@ NOUNS: tuple[Noun, ...] = _nouns(
     "neighbor/neighbors friend/friends boy/boys girl/girls",
     animate=True,
 ) + _nouns(
-    "key/keys cabinet/cabinets book/books table/tables garden/gardens house/houses "
-    "car/cars picture/pictures",
+    "key/keys cabinet/cabinets book/books table/tables garden/gardens house/houses car/cars picture/pictures",
     animate=False,
 )
 ANIMATE_NOUNS: tuple[Noun, ...] = tuple(n for n in NOUNS if n.animate)
@@ -126,8 +126,18 @@ INTRANSITIVE_VERBS: tuple[Verb, ...] = _verbs(
     "sings/sing/sang dances/dance/danced"
 )
 ADJECTIVES: tuple[str, ...] = (
-    "big", "small", "old", "young", "happy", "tall", "quiet", "clever", "brave", "angry",
-    "little", "kind",
+    "big",
+    "small",
+    "old",
+    "young",
+    "happy",
+    "tall",
+    "quiet",
+    "clever",
+    "brave",
+    "angry",
+    "little",
+    "kind",
 )
 #: Determiners other than "the", by number ("a" becomes "an" before a vowel).
 DETERMINERS: dict[str, tuple[str, ...]] = {
@@ -277,7 +287,7 @@ class _Draws:
         return pool[int(self.uniform() * len(pool))]
 
     def number(self, p_plural: float) -> str:
-        """"pl" with probability ``p_plural``, else "sg"."""
+        """ "pl" with probability ``p_plural``, else "sg"."""
         return PLURAL if self.chance(p_plural) else SINGULAR
 
 
@@ -297,9 +307,7 @@ class _Sentence:
         return len(self.words) - 1
 
 
-def _noun_phrase(
-    s: _Sentence, draws: _Draws, config: GrammarConfig, noun: Noun, number: str, role: str
-) -> int:
+def _noun_phrase(s: _Sentence, draws: _Draws, config: GrammarConfig, noun: Noun, number: str, role: str) -> int:
     """Append ``DET [ADJ] NOUN``; return the index of the head noun."""
     adjective = draws.choice(ADJECTIVES) if draws.chance(config.p_adjective) else None
     determiner = "the" if draws.chance(config.p_the) else draws.choice(DETERMINERS[number])
@@ -380,9 +388,7 @@ def _generate_one(sentence_id: int, draws: _Draws, config: GrammarConfig) -> dic
     }
 
 
-def generate_sentences(
-    n_sentences: int, seed: int, config: GrammarConfig | None = None
-) -> pd.DataFrame:
+def generate_sentences(n_sentences: int, seed: int, config: GrammarConfig | None = None) -> pd.DataFrame:
     """Generate ``n_sentences`` labelled sentences, deterministically from ``seed``.
 
     Returns one row per sentence with the columns of :data:`SENTENCE_COLUMNS`:
@@ -419,8 +425,13 @@ CONTROLLED_FACTORS: dict[str, tuple[str, ...]] = {
 }
 #: The value of a feature that is not crossed (``rc_noun_number``: "sg" when the sentence has a relative clause).
 CONTROLLED_FIXED: dict[str, str] = {
-    "subject_number": SINGULAR, "object_number": NONE, "tense": PRESENT, "sentence_type": "declarative",
-    "relative_clause": NONE, "rc_noun_number": NONE, "attractor_number": NONE,
+    "subject_number": SINGULAR,
+    "object_number": NONE,
+    "tense": PRESENT,
+    "sentence_type": "declarative",
+    "relative_clause": NONE,
+    "rc_noun_number": NONE,
+    "attractor_number": NONE,
 }
 #: The default crossing: 2 × 3 × 2 × 2 × 3 = 72 conditions.
 CONTROLLED_DEFAULT_FACTORS: dict[str, tuple[str, ...]] = {
@@ -453,8 +464,7 @@ class ControlledConfig:
         return {name: tuple(values) for name, values in self.factors.items()}
 
     def __post_init__(self) -> None:
-        limits = {"nouns": (2, len(ANIMATE_NOUNS)),
-                  "verbs": (1, min(len(TRANSITIVE_VERBS), len(INTRANSITIVE_VERBS)))}
+        limits = {"nouns": (2, len(ANIMATE_NOUNS)), "verbs": (1, min(len(TRANSITIVE_VERBS), len(INTRANSITIVE_VERBS)))}
         for name, (low, high) in limits.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
@@ -464,12 +474,15 @@ class ControlledConfig:
             raise ValueError("ControlledConfig.factors: give at least one feature to cross (or null for the defaults)")
         for name, values in factors.items():
             if name not in CONTROLLED_FACTORS:
-                raise ValueError(f"ControlledConfig.factors: unknown feature {name!r}; known: "
-                                 f"{sorted(CONTROLLED_FACTORS)}")
+                raise ValueError(
+                    f"ControlledConfig.factors: unknown feature {name!r}; known: {sorted(CONTROLLED_FACTORS)}"
+                )
             bad = [value for value in values if value not in CONTROLLED_FACTORS[name]]
             if bad or len(values) < 2 or len(set(values)) < len(values):
-                raise ValueError(f"ControlledConfig.factors.{name}: two or more distinct values of "
-                                 f"{list(CONTROLLED_FACTORS[name])}, got {list(values)}")
+                raise ValueError(
+                    f"ControlledConfig.factors.{name}: two or more distinct values of "
+                    f"{list(CONTROLLED_FACTORS[name])}, got {list(values)}"
+                )
         for condition in self.conditions():
             problem = _controlled_conflict(condition)
             if problem:
@@ -492,8 +505,10 @@ def _controlled_conflict(condition: dict[str, str]) -> str | None:
     """Why a combination cannot be a grammar sentence, or None."""
     has_rc = condition["relative_clause"] != NONE
     if has_rc != (condition["rc_noun_number"] != NONE):
-        return ("rc_noun_number is defined exactly when there is a relative clause: cross rc_noun_number over "
-                "[sg, pl] with relative_clause over [subject, object]")
+        return (
+            "rc_noun_number is defined exactly when there is a relative clause: cross rc_noun_number over "
+            "[sg, pl] with relative_clause over [subject, object]"
+        )
     if has_rc and condition["attractor_number"] != NONE:
         return "a sentence has a relative clause or a prepositional attractor, not both"
     return None
@@ -512,19 +527,35 @@ def controlled_sentences(config: ControlledConfig | None = None, first_id: int =
     combination of the crossed values appears ``nouns × verbs`` times.
     """
     config = ControlledConfig() if config is None else config
-    nouns = ANIMATE_NOUNS[:config.nouns]
+    nouns = ANIMATE_NOUNS[: config.nouns]
     rows: list[dict] = []
     for condition in config.conditions():
         for subject_index in range(config.nouns):
             for verb_index in range(config.verbs):
                 others = [nouns[(subject_index + k) % len(nouns)] for k in range(1, len(nouns))]
-                rows.append(_controlled_one(first_id + len(rows), condition, nouns[subject_index],
-                                            others[0], others[1 % len(others)], verb_index, config.verbs))
+                rows.append(
+                    _controlled_one(
+                        first_id + len(rows),
+                        condition,
+                        nouns[subject_index],
+                        others[0],
+                        others[1 % len(others)],
+                        verb_index,
+                        config.verbs,
+                    )
+                )
     return pd.DataFrame(rows, columns=list(SENTENCE_COLUMNS))
 
 
-def _controlled_one(sentence_id: int, condition: dict[str, str], subject: Noun, object_noun: Noun,
-                    inner_noun: Noun, verb_index: int, n_verbs: int) -> dict:
+def _controlled_one(
+    sentence_id: int,
+    condition: dict[str, str],
+    subject: Noun,
+    object_noun: Noun,
+    inner_noun: Noun,
+    verb_index: int,
+    n_verbs: int,
+) -> dict:
     """One controlled sentence (:func:`controlled_sentences`) with the labels :func:`generate_sentences` gives."""
     subject_number, tense = condition["subject_number"], condition["tense"]
     sentence_type, relative_clause = condition["sentence_type"], condition["relative_clause"]
@@ -561,10 +592,21 @@ def _controlled_one(sentence_id: int, condition: dict[str, str], subject: Noun, 
         s.add(object_noun.form(object_number), "NOUN", "object")
     s.add(PUNCTUATION[sentence_type], "PUNCT")
     return {
-        "sentence_id": sentence_id, "text": " ".join(s.words), "words": s.words, "pos": s.pos,
-        "word_position": list(range(len(s.words))), "word_role": s.roles,
-        "subject_number": subject_number, "object_number": object_number, "tense": tense,
-        "relative_clause": relative_clause, "attractor_number": attractor_number, "rc_noun_number": rc_noun_number,
-        "sentence_type": sentence_type, "n_words": len(s.words), "main_verb_index": main_verb_index,
-        "subject_index": subject_index, "source": "controlled",
+        "sentence_id": sentence_id,
+        "text": " ".join(s.words),
+        "words": s.words,
+        "pos": s.pos,
+        "word_position": list(range(len(s.words))),
+        "word_role": s.roles,
+        "subject_number": subject_number,
+        "object_number": object_number,
+        "tense": tense,
+        "relative_clause": relative_clause,
+        "attractor_number": attractor_number,
+        "rc_noun_number": rc_noun_number,
+        "sentence_type": sentence_type,
+        "n_words": len(s.words),
+        "main_verb_index": main_verb_index,
+        "subject_index": subject_index,
+        "source": "controlled",
     }

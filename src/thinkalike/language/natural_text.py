@@ -34,9 +34,7 @@ def read_natural_text(path: str | Path, mode: Literal["lines", "plain"] = "lines
         raise ValueError(f"mode must be 'lines' or 'plain', got {mode!r}")
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(
-            f"natural text file not found: {str(path)!r} (set the parameter natural_text_path)"
-        )
+        raise FileNotFoundError(f"natural text file not found: {str(path)!r} (set the parameter natural_text_path)")
     content = path.read_text(encoding="utf-8")
     if mode == "lines":
         chunks = content.splitlines()

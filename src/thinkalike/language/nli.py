@@ -86,8 +86,18 @@ LOCATIVE_PREPOSITIONS: tuple[str, ...] = ("near", "behind", "beside")
 #: hypothesis's verb.
 PASSIVE_VERBS: tuple[Verb, ...] = tuple(v for v in TRANSITIVE_VERBS if v.participle == v.past)
 PAIR_COLUMNS: tuple[str, ...] = (
-    "pair_id", "split", "subcase", "variant", "form", "label", "label_id", "premise", "hypothesis",
-    "lexical_overlap", "premise_triples", "hypothesis_triple",
+    "pair_id",
+    "split",
+    "subcase",
+    "variant",
+    "form",
+    "label",
+    "label_id",
+    "premise",
+    "hypothesis",
+    "lexical_overlap",
+    "premise_triples",
+    "hypothesis_triple",
 )
 ACCURACY_COLUMNS: tuple[str, ...] = ("model", "split", "subcase", "label", "n_pairs", "accuracy")
 _MAX_ATTEMPTS = 1000
@@ -135,20 +145,26 @@ class PairsConfig:
         if not 0.0 <= self.counterexample_fraction < 1.0:
             raise ValueError(f"{name}.counterexample_fraction must be in [0, 1), got {self.counterexample_fraction}")
         if self.counterexample_fraction > 0 and not self.counterexample_subcases:
-            raise ValueError(f"{name}.counterexample_subcases is empty but counterexample_fraction is "
-                             f"{self.counterexample_fraction}; name the subcases the counterexamples come from")
+            raise ValueError(
+                f"{name}.counterexample_subcases is empty but counterexample_fraction is "
+                f"{self.counterexample_fraction}; name the subcases the counterexamples come from"
+            )
         if not self.ood_subcases:
-            raise ValueError(f"{name}.ood_subcases is empty; name at least one held-out subcase (known: "
-                             f"{list(SUBCASES)})")
+            raise ValueError(
+                f"{name}.ood_subcases is empty; name at least one held-out subcase (known: {list(SUBCASES)})"
+            )
         shared = sorted(set(self.counterexample_subcases) & set(self.ood_subcases))
         if shared:
-            raise ValueError(f"{name}.ood_subcases must be disjoint from counterexample_subcases (the OOD set holds "
-                             f"the subcases never seen as counterexamples in training); both have {shared}")
+            raise ValueError(
+                f"{name}.ood_subcases must be disjoint from counterexample_subcases (the OOD set holds "
+                f"the subcases never seen as counterexamples in training); both have {shared}"
+            )
         if not 0.0 <= self.p_adjective <= 1.0:
             raise ValueError(f"{name}.p_adjective must be in [0, 1], got {self.p_adjective}")
         if self.substituted_slots not in (1, 2, 3):
-            raise ValueError(f"{name}.substituted_slots must be 1, 2 or 3 (of agent, verb, patient), got "
-                             f"{self.substituted_slots}")
+            raise ValueError(
+                f"{name}.substituted_slots must be 1, 2 or 3 (of agent, verb, patient), got {self.substituted_slots}"
+            )
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -199,7 +215,7 @@ class _Drawer:
         return [_Entity(noun, NUMBERS[int(self.rng.integers(2))]) for noun in self.pick(ANIMATE_NOUNS, k)]
 
     def noun_phrase(self, entity: _Entity) -> list[str]:
-        """"the [ADJ] NOUN" (premises only carry adjectives)."""
+        """ "the [ADJ] NOUN" (premises only carry adjectives)."""
         if self.rng.random() < self.p_adjective:
             return ["the", ADJECTIVES[int(self.rng.integers(len(ADJECTIVES)))], entity.form]
         return ["the", entity.form]
@@ -260,7 +276,10 @@ def _conjunction(d: _Drawer) -> _Premise:
 
 
 _PREMISES: dict[str, Callable[[_Drawer], _Premise]] = {
-    "swap": _swap, "passive": _passive, "relative_clause": _relative_clause, "preposition": _preposition,
+    "swap": _swap,
+    "passive": _passive,
+    "relative_clause": _relative_clause,
+    "preposition": _preposition,
     "conjunction": _conjunction,
 }
 _VERBS_BY_BASE: dict[str, Verb] = {v.base: v for v in TRANSITIVE_VERBS}
@@ -310,10 +329,18 @@ def _pair(d: _Drawer, subcase: str, variant: str, substituted_slots: int = 1) ->
     label = ENTAILED if variant == "entailed" else NON_ENTAILED
     text = " ".join(premise.words + ["."])
     hypothesis = hypothesis_text(triple)
-    return {"subcase": subcase, "variant": variant, "form": premise.form, "label": label,
-            "label_id": LABELS.index(label), "premise": text, "hypothesis": hypothesis,
-            "lexical_overlap": lexical_overlap(text, hypothesis),
-            "premise_triples": [" ".join(t) for t in premise.triples], "hypothesis_triple": " ".join(triple)}
+    return {
+        "subcase": subcase,
+        "variant": variant,
+        "form": premise.form,
+        "label": label,
+        "label_id": LABELS.index(label),
+        "premise": text,
+        "hypothesis": hypothesis,
+        "lexical_overlap": lexical_overlap(text, hypothesis),
+        "premise_triples": [" ".join(t) for t in premise.triples],
+        "hypothesis_triple": " ".join(triple),
+    }
 
 
 # --------------------------------------------------------------------------- tables
@@ -326,8 +353,13 @@ def lexical_overlap(premise: str, hypothesis: str) -> bool:
 
 def heuristic_predictions(pairs: pd.DataFrame) -> np.ndarray:
     """The lexical-overlap baseline's ``label_id`` per pair: entailed (1) iff :func:`lexical_overlap`."""
-    return np.array([LABELS.index(ENTAILED) if lexical_overlap(p, h) else LABELS.index(NON_ENTAILED)
-                     for p, h in zip(pairs["premise"], pairs["hypothesis"])], dtype=np.int64)
+    return np.array(
+        [
+            LABELS.index(ENTAILED) if lexical_overlap(p, h) else LABELS.index(NON_ENTAILED)
+            for p, h in zip(pairs["premise"], pairs["hypothesis"])
+        ],
+        dtype=np.int64,
+    )
 
 
 def _in_distribution_plan(n: int, config: PairsConfig, rng: np.random.Generator) -> list[tuple[str, str]]:
@@ -343,8 +375,12 @@ def _in_distribution_plan(n: int, config: PairsConfig, rng: np.random.Generator)
 
 
 def _ood_plan(config: PairsConfig) -> list[tuple[str, str]]:
-    return [(subcase, variant) for subcase in config.ood_subcases
-            for variant in ("overlap_non_entailed", "entailed") for _ in range(config.n_ood_per_subcase)]
+    return [
+        (subcase, variant)
+        for subcase in config.ood_subcases
+        for variant in ("overlap_non_entailed", "entailed")
+        for _ in range(config.n_ood_per_subcase)
+    ]
 
 
 def generate_pairs(config: PairsConfig | None = None) -> pd.DataFrame:
@@ -395,8 +431,16 @@ def accuracy_table(pairs: pd.DataFrame, predicted: np.ndarray, model: str) -> pd
 
     def add(split: str, subcase: str, label: str, mask: np.ndarray) -> None:
         if mask.any():
-            rows.append({"model": model, "split": split, "subcase": subcase, "label": label,
-                         "n_pairs": int(mask.sum()), "accuracy": float(correct[mask].mean())})
+            rows.append(
+                {
+                    "model": model,
+                    "split": split,
+                    "subcase": subcase,
+                    "label": label,
+                    "n_pairs": int(mask.sum()),
+                    "accuracy": float(correct[mask].mean()),
+                }
+            )
 
     split = pairs["split"].to_numpy()
     subcase = pairs["subcase"].to_numpy()
@@ -426,26 +470,36 @@ def encode_pairs(pairs: pd.DataFrame, tokenizer, n_ctx: int) -> dict[str, np.nda
     rows = [premise + hypothesis for premise, hypothesis in _wrapped_pairs(pairs, tokenizer)]
     longest = max((len(r) for r in rows), default=0)
     if longest > n_ctx:
-        raise ValueError(f"n_ctx={n_ctx} is shorter than the longest premise-hypothesis pair ({longest} tokens); "
-                         "raise n_ctx")
+        raise ValueError(
+            f"n_ctx={n_ctx} is shorter than the longest premise-hypothesis pair ({longest} tokens); raise n_ctx"
+        )
     input_ids = np.full((len(rows), longest), wrapping.pad, dtype=np.int64)
     attention_mask = np.zeros((len(rows), longest), dtype=np.int64)
     for i, row in enumerate(rows):
-        input_ids[i, :len(row)] = row
-        attention_mask[i, :len(row)] = 1
-    return {"input_ids": input_ids, "attention_mask": attention_mask,
-            "labels": np.array(pairs["label_id"], dtype=np.int64)}
+        input_ids[i, : len(row)] = row
+        attention_mask[i, : len(row)] = 1
+    return {
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "labels": np.array(pairs["label_id"], dtype=np.int64),
+    }
 
 
 def _wrapped_pairs(pairs: pd.DataFrame, tokenizer) -> list[tuple[list[int], list[int]]]:
     """Per pair, the wrapped token ids of its premise and of its hypothesis (``<bos> text <eos>`` each)."""
     wrapping = text_wrapping(tokenizer)
     # ids only: the attention masks and type ids a tokenizer returns by default cost a quarter of the call here
-    encode = tokenizer(list(pairs["premise"]) + list(pairs["hypothesis"]), add_special_tokens=False,
-                       return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+    encode = tokenizer(
+        list(pairs["premise"]) + list(pairs["hypothesis"]),
+        add_special_tokens=False,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+    )["input_ids"]
     n = len(pairs)
-    return [([*wrapping.prefix, *encode[i], *wrapping.suffix], [*wrapping.prefix, *encode[n + i], *wrapping.suffix])
-            for i in range(n)]
+    return [
+        ([*wrapping.prefix, *encode[i], *wrapping.suffix], [*wrapping.prefix, *encode[n + i], *wrapping.suffix])
+        for i in range(n)
+    ]
 
 
 # --------------------------------------------------------------------------- pretraining text
@@ -465,8 +519,10 @@ def pack_pairs(pairs: pd.DataFrame, tokenizer, n_ctx: int) -> tuple[np.ndarray, 
     where: list[bool] = []
     for premise, hyp in _wrapped_pairs(pairs, tokenizer):
         if len(premise) + len(hyp) > n_ctx:
-            raise ValueError(f"n_ctx={n_ctx} is shorter than a premise-hypothesis pair "
-                             f"({len(premise) + len(hyp)} tokens); raise n_ctx")
+            raise ValueError(
+                f"n_ctx={n_ctx} is shorter than a premise-hypothesis pair "
+                f"({len(premise) + len(hyp)} tokens); raise n_ctx"
+            )
         if len(row) + len(premise) + len(hyp) > n_ctx:
             rows.append(row)
             hypothesis.append(where)
@@ -479,8 +535,8 @@ def pack_pairs(pairs: pd.DataFrame, tokenizer, n_ctx: int) -> tuple[np.ndarray, 
     ids = np.full((len(rows), n_ctx), tokenizer.pad_token_id, dtype=np.int64)
     is_hypothesis = np.zeros((len(rows), n_ctx), dtype=bool)
     for i, (row, where) in enumerate(zip(rows, hypothesis)):
-        ids[i, :len(row)] = row
-        is_hypothesis[i, :len(where)] = where
+        ids[i, : len(row)] = row
+        is_hypothesis[i, : len(where)] = where
     return ids, is_hypothesis
 
 

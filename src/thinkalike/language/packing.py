@@ -91,8 +91,14 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 INDEX_COLUMNS: tuple[str, ...] = (
-    "sequence", "position", "token_id", "token",
-    "sentence_id", "word_index", "is_special", "source",
+    "sequence",
+    "position",
+    "token_id",
+    "token",
+    "sentence_id",
+    "word_index",
+    "is_special",
+    "source",
 )
 
 #: Evaluation layouts (module docstring): several texts per row, or one text per row.
@@ -102,9 +108,7 @@ PACKINGS: tuple[str, ...] = ("packed", "sentence")
 _PROBE_TEXTS: tuple[str, ...] = ("hello world", "a", "x y z")
 
 
-def split_sentences(
-    table: pd.DataFrame, heldout_fraction: float, seed: int
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def split_sentences(table: pd.DataFrame, heldout_fraction: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Randomly split ``table`` into (train, heldout) by sentence, deterministically from ``seed``.
 
     ``round(heldout_fraction * len(table))`` sentences are held out; both parts keep the
@@ -159,7 +163,7 @@ class TextWrapping:
 def _find(haystack: list[int], needle: list[int]) -> int:
     """Start of the first occurrence of ``needle`` in ``haystack``, -1 when absent."""
     for start in range(len(haystack) - len(needle) + 1):
-        if haystack[start:start + len(needle)] == needle:
+        if haystack[start : start + len(needle)] == needle:
             return start
     return -1
 
@@ -179,12 +183,16 @@ def added_special_tokens(tokenizer: PreTrainedTokenizerBase) -> tuple[tuple[int,
             continue
         start = _find(wrapped, plain)
         if start < 0:
-            raise ValueError(f"{type(tokenizer).__name__}: cannot tell which special tokens tokenizer(text) adds "
-                             f"(the tokens of {probe!r}, {plain}, are not inside its encoding {wrapped})")
-        found.add((tuple(wrapped[:start]), tuple(wrapped[start + len(plain):])))
+            raise ValueError(
+                f"{type(tokenizer).__name__}: cannot tell which special tokens tokenizer(text) adds "
+                f"(the tokens of {probe!r}, {plain}, are not inside its encoding {wrapped})"
+            )
+        found.add((tuple(wrapped[:start]), tuple(wrapped[start + len(plain) :])))
     if len(found) > 1:
-        raise ValueError(f"{type(tokenizer).__name__}: tokenizer(text) adds different special tokens to different "
-                         f"texts ({sorted(found)}); cannot pack texts with it")
+        raise ValueError(
+            f"{type(tokenizer).__name__}: tokenizer(text) adds different special tokens to different "
+            f"texts ({sorted(found)}); cannot pack texts with it"
+        )
     if not found:
         raise ValueError(f"{type(tokenizer).__name__}: encodes none of the probe texts {_PROBE_TEXTS} to any token")
     return found.pop()
@@ -236,21 +244,23 @@ def check_packable(tokenizer: PreTrainedTokenizerBase, n_ctx: int, what: str = "
     Returns the wrapping; raises ``ValueError``.
     """
     if not getattr(tokenizer, "is_fast", False):
-        raise ValueError(f"{what}: packing needs a fast tokenizer (character offsets map tokens to words); "
-                         f"got {type(tokenizer).__name__}")
+        raise ValueError(
+            f"{what}: packing needs a fast tokenizer (character offsets map tokens to words); "
+            f"got {type(tokenizer).__name__}"
+        )
     try:
         wrapping = text_wrapping(tokenizer)
     except ValueError as exc:
         raise ValueError(f"{what}: {exc}") from exc
     if n_ctx < wrapping.n_special + 1:
-        raise ValueError(f"{what}: n_ctx={n_ctx} cannot hold the {wrapping.n_special} special token(s) put around "
-                         "every text plus one token of text; raise n_ctx")
+        raise ValueError(
+            f"{what}: n_ctx={n_ctx} cannot hold the {wrapping.n_special} special token(s) put around "
+            "every text plus one token of text; raise n_ctx"
+        )
     return wrapping
 
 
-def pack_training_sequences(
-    texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, n_ctx: int
-) -> np.ndarray:
+def pack_training_sequences(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, n_ctx: int) -> np.ndarray:
     """Concatenate every wrapped text (:func:`text_wrapping`; ``<bos> text <eos>`` for the
     grammar tokenizer) and cut the stream into ``n_ctx`` rows.
 
@@ -262,8 +272,10 @@ def pack_training_sequences(
         raise ValueError(f"n_ctx must be >= 1, got {n_ctx}")
     wrapping = text_wrapping(tokenizer)
     if wrapping.one_text_per_row:
-        raise ValueError(f"{type(tokenizer).__name__} adds no special tokens and has no bos/eos: a training "
-                         "stream needs a token between texts")
+        raise ValueError(
+            f"{type(tokenizer).__name__} adds no special tokens and has no bos/eos: a training "
+            "stream needs a token between texts"
+        )
     encoded = tokenizer(list(texts), add_special_tokens=False)["input_ids"] if len(texts) else []
     stream = np.fromiter(
         (token for ids in encoded for token in (*wrapping.prefix, *ids, *wrapping.suffix)), dtype=np.int64
@@ -271,8 +283,7 @@ def pack_training_sequences(
     n_sequences = stream.size // n_ctx
     if n_sequences == 0:
         raise ValueError(
-            f"n_ctx={n_ctx} is larger than the {stream.size} tokens of the {len(texts)} texts; "
-            "lower n_ctx or add text"
+            f"n_ctx={n_ctx} is larger than the {stream.size} tokens of the {len(texts)} texts; lower n_ctx or add text"
         )
     return stream[: n_sequences * n_ctx].reshape(n_sequences, n_ctx)
 
@@ -339,10 +350,11 @@ class _Packer:
         self.columns["position"].append(np.arange(self.used, self.used + length, dtype=np.int64))
         self.columns["token_id"].append(token_ids)
         self.columns["word_index"].append(
-            np.concatenate((np.full(len(prefix), -1), words, np.full(len(suffix), -1))).astype(np.int64))
+            np.concatenate((np.full(len(prefix), -1), words, np.full(len(suffix), -1))).astype(np.int64)
+        )
         special = np.isin(token_ids, np.fromiter(self.wrapping.special_ids, dtype=np.int64))
-        special[:len(prefix)] = True
-        special[length - len(suffix):] = True
+        special[: len(prefix)] = True
+        special[length - len(suffix) :] = True
         self.columns["is_special"].append(special)
         self.columns["row"].append(np.full(length, row, dtype=np.int64))
         self.used += length
@@ -352,20 +364,37 @@ class _Packer:
         return {name: np.concatenate(parts) for name, parts in self.columns.items()}
 
 
-def _log_packing(n_ctx: int, wrapping: TextWrapping, split: list[int], n_pieces: int, too_long: list[int],
-                 empty: list[int]) -> None:
+def _log_packing(
+    n_ctx: int, wrapping: TextWrapping, split: list[int], n_pieces: int, too_long: list[int], empty: list[int]
+) -> None:
     """Counts of split and skipped texts, in the log (first ids named)."""
     if split:
-        logger.warning("packing: %d text(s) longer than a row (n_ctx=%d, %d special token(s) each) were split at "
-                       "word boundaries into %d pieces (sentence ids %s%s)", len(split), n_ctx, wrapping.n_special,
-                       n_pieces, split[:5], "…" if len(split) > 5 else "")
+        logger.warning(
+            "packing: %d text(s) longer than a row (n_ctx=%d, %d special token(s) each) were split at "
+            "word boundaries into %d pieces (sentence ids %s%s)",
+            len(split),
+            n_ctx,
+            wrapping.n_special,
+            n_pieces,
+            split[:5],
+            "…" if len(split) > 5 else "",
+        )
     if too_long:
-        logger.warning("packing: %d text(s) skipped because one of their words alone needs more than a row "
-                       "(n_ctx=%d) (sentence ids %s%s)", len(too_long), n_ctx, too_long[:5],
-                       "…" if len(too_long) > 5 else "")
+        logger.warning(
+            "packing: %d text(s) skipped because one of their words alone needs more than a row "
+            "(n_ctx=%d) (sentence ids %s%s)",
+            len(too_long),
+            n_ctx,
+            too_long[:5],
+            "…" if len(too_long) > 5 else "",
+        )
     if empty:
-        logger.warning("packing: %d text(s) skipped because the tokenizer gives them no token (sentence ids %s%s)",
-                       len(empty), empty[:5], "…" if len(empty) > 5 else "")
+        logger.warning(
+            "packing: %d text(s) skipped because the tokenizer gives them no token (sentence ids %s%s)",
+            len(empty),
+            empty[:5],
+            "…" if len(empty) > 5 else "",
+        )
 
 
 def _token_strings(tokenizer: PreTrainedTokenizerBase, token_ids: np.ndarray) -> np.ndarray:
@@ -443,8 +472,10 @@ def pack_evaluation_sequences(
             packer.add(ids[start:end], words[start:end], i)
     _log_packing(n_ctx, wrapping, split, n_pieces, too_long, empty)
     if packer.used == 0:
-        raise ValueError(f"no text of the {len(texts)} could be packed into rows of n_ctx={n_ctx} "
-                         f"({len(too_long)} have a word longer than a row, {len(empty)} have no token)")
+        raise ValueError(
+            f"no text of the {len(texts)} could be packed into rows of n_ctx={n_ctx} "
+            f"({len(too_long)} have a word longer than a row, {len(empty)} have no token)"
+        )
 
     columns = packer.arrays()
     index = pd.DataFrame(

@@ -38,7 +38,7 @@ def _initial_symbols(word: str) -> list[str]:
 
 def _join(left: str, right: str) -> str:
     """The token produced by merging ``left`` and ``right``."""
-    return left + right[len(SUBWORD_PREFIX):]
+    return left + right[len(SUBWORD_PREFIX) :]
 
 
 def _merge_word(symbols: list[str], pair: Pair, merged: str) -> list[str]:
@@ -113,9 +113,7 @@ def learn_bpe(word_counts: Mapping[str, int], max_new_tokens: int) -> tuple[list
     return tokens, merges
 
 
-def train_tokenizer(
-    texts: Iterable[str], vocab_size: int, seed: int = 0
-) -> PreTrainedTokenizerFast:
+def train_tokenizer(texts: Iterable[str], vocab_size: int, seed: int = 0) -> PreTrainedTokenizerFast:
     """Train a BPE tokenizer of at most ``vocab_size`` entries on ``texts``.
 
     Deterministic for the same texts (their order does not matter either); ``seed`` is
@@ -137,9 +135,7 @@ def train_tokenizer(
     tokens, merges = learn_bpe(word_counts, vocab_size - n_fixed)
     vocab = {token: i for i, token in enumerate(list(SPECIAL_TOKENS) + tokens)}
 
-    model = models.BPE(
-        vocab=vocab, merges=merges, unk_token=UNK, continuing_subword_prefix=SUBWORD_PREFIX
-    )
+    model = models.BPE(vocab=vocab, merges=merges, unk_token=UNK, continuing_subword_prefix=SUBWORD_PREFIX)
     backend = Tokenizer(model)
     backend.add_special_tokens(list(SPECIAL_TOKENS))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()

@@ -123,8 +123,11 @@ def best_segmentations(similarity: np.ndarray, max_blocks: int) -> dict[int, Seg
                         back[(k, end, w + pairs)] = (start, w)
     found: dict[int, Segmentation] = {}
     for k in range(2, most + 1):
-        scored = [(within / w - (total - within) / (total_pairs - w), w, within)
-                  for w, within in best[k][n].items() if 0 < w < total_pairs]
+        scored = [
+            (within / w - (total - within) / (total_pairs - w), w, within)
+            for w, within in best[k][n].items()
+            if 0 < w < total_pairs
+        ]
         if not scored:
             continue
         _, w, within = max(scored)
@@ -133,13 +136,15 @@ def best_segmentations(similarity: np.ndarray, max_blocks: int) -> dict[int, Seg
             start, pairs_before = back[(level, end, pairs)]
             blocks.append((start, end - 1))
             end, pairs = start, pairs_before
-        found[k] = Segmentation(tuple(reversed(blocks)), within=within / w,
-                                 between=(total - within) / (total_pairs - w), structured=True)
+        found[k] = Segmentation(
+            tuple(reversed(blocks)), within=within / w, between=(total - within) / (total_pairs - w), structured=True
+        )
     return found
 
 
-def segment_blocks(similarity: np.ndarray, max_blocks: int = 6,
-                   min_contrast: float = DEFAULT_MIN_CONTRAST) -> Segmentation:
+def segment_blocks(
+    similarity: np.ndarray, max_blocks: int = 6, min_contrast: float = DEFAULT_MIN_CONTRAST
+) -> Segmentation:
     """The block structure of ``similarity``: the segmentation of largest contrast over ``k = 2 … max_blocks``,
     or one block (``structured=False``) when that contrast is below ``min_contrast``."""
     if max_blocks < 2:
@@ -185,10 +190,10 @@ def best_cosegmentations(similarity: np.ndarray, max_blocks: int) -> dict[int, C
             for j in range(k, n_b + 1):
                 target, back = best[k][i, j], came_from[k][i, j]
                 for start_a in range(k - 1, i):
-                    block_sums = prefix[i, j] - prefix[start_a, j] - prefix[i, k - 1:j] + prefix[start_a, k - 1:j]
+                    block_sums = prefix[i, j] - prefix[start_a, j] - prefix[i, k - 1 : j] + prefix[start_a, k - 1 : j]
                     for start_b, added in zip(range(k - 1, j), block_sums):
                         size = (i - start_a) * (j - start_b)
-                        candidate = best[k - 1][start_a, start_b, :cells + 1 - size] + added
+                        candidate = best[k - 1][start_a, start_b, : cells + 1 - size] + added
                         better = candidate > target[size:]
                         if better.any():
                             target[size:][better] = candidate[better]
@@ -200,8 +205,9 @@ def best_cosegmentations(similarity: np.ndarray, max_blocks: int) -> dict[int, C
         usable = np.isfinite(sums) & (matched > 0) & (matched < cells)
         if not usable.any():
             continue
-        contrast = np.where(usable, sums / np.maximum(matched, 1) - (total - sums) / np.maximum(cells - matched, 1),
-                            -np.inf)
+        contrast = np.where(
+            usable, sums / np.maximum(matched, 1) - (total - sums) / np.maximum(cells - matched, 1), -np.inf
+        )
         w = int(np.argmax(contrast))
         within = float(sums[w])
         blocks_a, blocks_b, end_a, end_b, left = [], [], n_a, n_b, w
@@ -211,13 +217,19 @@ def best_cosegmentations(similarity: np.ndarray, max_blocks: int) -> dict[int, C
             blocks_b.append((start_b, end_b - 1))
             left -= (end_a - start_a) * (end_b - start_b)
             end_a, end_b = start_a, start_b
-        found[k] = CoSegmentation(tuple(reversed(blocks_a)), tuple(reversed(blocks_b)), within=within / w,
-                                  between=(total - within) / (cells - w), structured=True)
+        found[k] = CoSegmentation(
+            tuple(reversed(blocks_a)),
+            tuple(reversed(blocks_b)),
+            within=within / w,
+            between=(total - within) / (cells - w),
+            structured=True,
+        )
     return found
 
 
-def cosegment_blocks(similarity: np.ndarray, max_blocks: int = 6,
-                     min_contrast: float = DEFAULT_MIN_CONTRAST) -> CoSegmentation:
+def cosegment_blocks(
+    similarity: np.ndarray, max_blocks: int = 6, min_contrast: float = DEFAULT_MIN_CONTRAST
+) -> CoSegmentation:
     """The matched block structure of an inter-model matrix: the matched blocks of largest contrast over
     ``k = 2 … max_blocks``, or one block each (``structured=False``) when that contrast is below ``min_contrast``."""
     if max_blocks < 2:
@@ -227,8 +239,9 @@ def cosegment_blocks(similarity: np.ndarray, max_blocks: int = 6,
     n_a, n_b = matrix.shape
     best = max(candidates.values(), key=lambda segmentation: segmentation.contrast) if candidates else None
     if best is None or best.contrast < min_contrast:
-        return CoSegmentation(((0, n_a - 1),), ((0, n_b - 1),), within=float(matrix.mean()), between=float("nan"),
-                              structured=False)
+        return CoSegmentation(
+            ((0, n_a - 1),), ((0, n_b - 1),), within=float(matrix.mean()), between=float("nan"), structured=False
+        )
     return best
 
 
@@ -242,9 +255,15 @@ class Stability:
     n_resamples: int
 
 
-def block_stability(batch_matrices: Sequence[np.ndarray], n_resamples: int = 200, seed: int = 0,
-                    max_blocks: int = 6, min_contrast: float = DEFAULT_MIN_CONTRAST, *,
-                    matched: bool = False) -> Stability:
+def block_stability(
+    batch_matrices: Sequence[np.ndarray],
+    n_resamples: int = 200,
+    seed: int = 0,
+    max_blocks: int = 6,
+    min_contrast: float = DEFAULT_MIN_CONTRAST,
+    *,
+    matched: bool = False,
+) -> Stability:
     """Segments the mean of ``batch_matrices`` (one similarity matrix per minibatch) and each of ``n_resamples``
     bootstrap means (minibatches drawn with replacement, ``seed``); ``matched``: the matrices are inter-model
     (``n_a × n_b``) and the blocks matched ones (:func:`cosegment_blocks`)."""

@@ -91,8 +91,19 @@ from thinkalike.measures.layerwise import checked_pair, measure_plan, measure_ta
 logger = logging.getLogger(__name__)
 
 STATISTICS: tuple[str, ...] = ("cell", "matched_mean", "best")
-COLUMNS: tuple[str, ...] = ("measure", "statistic", "layer_a", "layer_b", "observed", "null_mean", "null_std",
-                            "z", "p_value", "n_permutations", "n_null")
+COLUMNS: tuple[str, ...] = (
+    "measure",
+    "statistic",
+    "layer_a",
+    "layer_b",
+    "observed",
+    "null_mean",
+    "null_std",
+    "z",
+    "p_value",
+    "n_permutations",
+    "n_null",
+)
 NO_LAYER = -1  # layer_a / layer_b of a matched_mean row (it has no single cell)
 
 
@@ -130,8 +141,9 @@ def null_permutations(n_tokens: int, n_permutations: int, seed: int) -> np.ndarr
     return np.stack([rng.permutation(n_tokens) for _ in range(n_permutations)])
 
 
-def _statistics(values: np.ndarray, orientation: np.ndarray, pairs: list[tuple[int, int]],
-                wanted: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _statistics(
+    values: np.ndarray, orientation: np.ndarray, pairs: list[tuple[int, int]], wanted: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """matched_mean, best and the flat index of the best cell, for values (..., measures, L_a, L_b); ``best`` over
     the ``wanted`` cells (L_a, L_b; None: all).
 
@@ -167,8 +179,9 @@ def _scores(observed: np.ndarray, null: np.ndarray, orientation: np.ndarray) -> 
 def _log_undefined(caught: dict[tuple[str, type[Warning], str], set[int]], n_permutations: int) -> None:
     """One warning log line per measure and message, with how many permutations raised it."""
     for (name, _category, message), permutations in caught.items():
-        logger.warning("%s [calibrate null, %s: in %d of %d permutations]", message, name, len(permutations),
-                       n_permutations)
+        logger.warning(
+            "%s [calibrate null, %s: in %d of %d permutations]", message, name, len(permutations), n_permutations
+        )
 
 
 def calibrate(
@@ -228,8 +241,9 @@ def calibrate(
                 caught.setdefault((names[m], record.category, str(record.message)), set()).add(p)
         return prepared
 
-    def permuted_all(base: dict[Any, Any], matrix: np.ndarray, index: int, p: int,
-                     permutation: np.ndarray) -> dict[Any, Any]:
+    def permuted_all(
+        base: dict[Any, Any], matrix: np.ndarray, index: int, p: int, permutation: np.ndarray
+    ) -> dict[Any, Any]:
         """B's layer ``index`` with its rows permuted: each preparation moved with its rows where it can be
         (``permuted``; module docstring), else prepared again from the permuted rows."""
         prepared = {}
@@ -287,20 +301,39 @@ def calibrate(
     for m, name in enumerate(names):
         best_a, best_b = (NO_LAYER, NO_LAYER) if best_index[m] < 0 else divmod(int(best_index[m]), n_b)
         for statistic, cells_a, cells_b, values, scores in (
-            ("cell", layer_a.ravel(), layer_b.ravel(), observed[m].ravel(),
-             {k: v[m].ravel() for k, v in cell_scores.items()}),
-            ("matched_mean", [NO_LAYER], [NO_LAYER], [observed_matched[m]],
-             {k: [v[m]] for k, v in matched_scores.items()}),
+            (
+                "cell",
+                layer_a.ravel(),
+                layer_b.ravel(),
+                observed[m].ravel(),
+                {k: v[m].ravel() for k, v in cell_scores.items()},
+            ),
+            (
+                "matched_mean",
+                [NO_LAYER],
+                [NO_LAYER],
+                [observed_matched[m]],
+                {k: [v[m]] for k, v in matched_scores.items()},
+            ),
             ("best", [best_a], [best_b], [observed_best[m]], {k: [v[m]] for k, v in best_scores.items()}),
         ):
-            blocks.append(pd.DataFrame({
-                "measure": name, "statistic": statistic,
-                "layer_a": np.asarray(cells_a, dtype=np.int64), "layer_b": np.asarray(cells_b, dtype=np.int64),
-                "observed": np.asarray(values, dtype=np.float64),
-                **{k: np.asarray(scores[k], dtype=np.float64) for k in ("null_mean", "null_std", "z", "p_value")},
-                "n_permutations": np.int64(n_permutations),
-                "n_null": np.asarray(scores["n_null"], dtype=np.int64),
-            }))
+            blocks.append(
+                pd.DataFrame(
+                    {
+                        "measure": name,
+                        "statistic": statistic,
+                        "layer_a": np.asarray(cells_a, dtype=np.int64),
+                        "layer_b": np.asarray(cells_b, dtype=np.int64),
+                        "observed": np.asarray(values, dtype=np.float64),
+                        **{
+                            k: np.asarray(scores[k], dtype=np.float64)
+                            for k in ("null_mean", "null_std", "z", "p_value")
+                        },
+                        "n_permutations": np.int64(n_permutations),
+                        "n_null": np.asarray(scores["n_null"], dtype=np.int64),
+                    }
+                )
+            )
     table = pd.concat(blocks, ignore_index=True)[list(COLUMNS)]
     table["measure"] = table["measure"].astype(object)
     table["statistic"] = table["statistic"].astype(object)

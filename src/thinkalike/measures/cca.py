@@ -93,14 +93,16 @@ ROWS_PER_DIMENSION = 10  # rows the CCA family needs per canonical dimension (mo
 
 
 def _check_max_dims(max_dims: int | None) -> int | None:
-    if max_dims is not None and (isinstance(max_dims, bool) or not isinstance(max_dims, (int, np.integer))
-                                 or max_dims < 1):
+    if max_dims is not None and (
+        isinstance(max_dims, bool) or not isinstance(max_dims, (int, np.integer)) or max_dims < 1
+    ):
         raise ValueError(f"max_dims: {max_dims!r} must be a positive integer or None (no reduction)")
     return None if max_dims is None else int(max_dims)
 
 
-def _top_components(xc: np.ndarray, max_dims: int,
-                    svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+def _top_components(
+    xc: np.ndarray, max_dims: int, svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
     """The top ``max_dims`` left singular vectors of ``xc`` (at most its numerical rank, whose basis they then are:
     the column space that :func:`_column_space` spans); ``svd``: the thin SVD of ``xc`` when already known."""
     u, s, _ = linalg.svd(xc, full_matrices=False, check_finite=False) if svd is None else svd
@@ -250,8 +252,12 @@ def _check_keep(keep: float) -> float:
     return value
 
 
-def variance_subspace(xc: np.ndarray, keep: float, max_dims: int | None = None,
-                      svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+def variance_subspace(
+    xc: np.ndarray,
+    keep: float,
+    max_dims: int | None = None,
+    svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
     """Top-k left singular vectors of the centred ``xc``, k the smallest with Σ_{i≤k} sᵢ² ≥ keep·Σ sᵢ²
     and at most ``max_dims``.
 

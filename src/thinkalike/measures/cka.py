@@ -125,8 +125,7 @@ def _as_activations(acts: ActivationsLike, model: str, device: torch.device | No
         tensor = tensor.unsqueeze(0)
     if tensor.ndim != 3:
         raise ValueError(
-            f"activations of model {model!r} must have shape (layers, tokens, features); "
-            f"got {tuple(tensor.shape)}"
+            f"activations of model {model!r} must have shape (layers, tokens, features); got {tuple(tensor.shape)}"
         )
     if not tensor.is_floating_point():
         tensor = tensor.to(_F64)
@@ -146,8 +145,7 @@ def _check_token_counts(n_a: int, n_b: int, model_a: str, model_b: str) -> None:
         )
     if n_a < MIN_TOKENS:
         raise ValueError(
-            f"CKA needs at least {MIN_TOKENS} tokens per batch (the unbiased HSIC divides "
-            f"by n-3); got n={n_a}"
+            f"CKA needs at least {MIN_TOKENS} tokens per batch (the unbiased HSIC divides by n-3); got n={n_a}"
         )
 
 
@@ -225,9 +223,7 @@ def _center(x: Tensor, dtype: torch.dtype, out: Tensor | None, model: str) -> Te
         bad = (~torch.isfinite(x)).flatten(1).any(dim=1).nonzero().flatten().tolist()
         if bad:
             raise ValueError(f"activations of model {model!r} contain NaN or Inf at layer(s) {bad}")
-        raise ValueError(
-            f"activations of model {model!r} overflow {dtype} when summed; pass gram_dtype=torch.float64"
-        )
+        raise ValueError(f"activations of model {model!r} overflow {dtype} when summed; pass gram_dtype=torch.float64")
     return centred.sub_(column_sums / x.shape[1])
 
 
@@ -278,12 +274,14 @@ def _hsic(trace: Tensor, a: _Moments, b: _Moments, n: int, estimator: Estimator,
     ``paired=False``: all pairs (La, Lb); ``paired=True``: layer i of a with layer i of b.
     """
     if paired:
+
         def dot(p: Tensor, q: Tensor) -> Tensor:
             return torch.linalg.vecdot(p, q)
 
         def outer(p: Tensor, q: Tensor) -> Tensor:
             return p * q
     else:
+
         def dot(p: Tensor, q: Tensor) -> Tensor:
             return p @ q.mT
 
@@ -395,7 +393,11 @@ def _batch_terms(
     if form == "feature":
         dtype = _F64
     xa = _center(acts_a, dtype, ws.get("centred_a", tuple(acts_a.shape), dtype, acts_a.device), model_a)
-    xb = xa if acts_b is None else _center(acts_b, dtype, ws.get("centred_b", tuple(acts_b.shape), dtype, acts_a.device), model_b)
+    xb = (
+        xa
+        if acts_b is None
+        else _center(acts_b, dtype, ws.get("centred_b", tuple(acts_b.shape), dtype, acts_a.device), model_b)
+    )
 
     grams_b = grams_a = None
     if form == "gram":
@@ -455,13 +457,16 @@ def _constant_warning(layer: int, model: str, side: str, batch: int | None, skip
         return f"{head}; its CKA {side} is NaN"
     if skip:
         return f"{head}; that batch is left out of this layer's CKA {side} (skip_constant_layers=True)"
-    return (f"{head}, so its aggregated CKA {side} is NaN for the whole run (one constant batch "
-            "undefines the layer's CKA); pass skip_constant_layers=True (cka.skip_constant_layers in "
-            "the pipeline) to leave out only this batch for this layer")
+    return (
+        f"{head}, so its aggregated CKA {side} is NaN for the whole run (one constant batch "
+        "undefines the layer's CKA); pass skip_constant_layers=True (cka.skip_constant_layers in "
+        "the pipeline) to leave out only this batch for this layer"
+    )
 
 
-def _warn_degenerate(terms: _BatchTerms, model_a: str, model_b: str, batch: int | None,
-                     skip: bool | None = None) -> None:
+def _warn_degenerate(
+    terms: _BatchTerms, model_a: str, model_b: str, batch: int | None, skip: bool | None = None
+) -> None:
     """Warn about constant layers and non-positive self-HSIC (their CKA cells become NaN)."""
     context = "" if batch is None else f" in batch {batch}"
     sides = [(model_a, "row", terms.constant_a, terms.self_a)]
@@ -518,14 +523,20 @@ def hsic_terms(
     same = acts_b is None or acts_b is acts_a
     b = None if acts_b is None or acts_b is acts_a else _as_activations(acts_b, model_b, a.device)
     terms = _batch_terms(
-        a, b, estimator=estimator, form=form, gram_dtype=gram_dtype, block_rows=block_rows,
-        n_permutations=0, generator=None, ws=_Workspace(), model_a=model_a,
+        a,
+        b,
+        estimator=estimator,
+        form=form,
+        gram_dtype=gram_dtype,
+        block_rows=block_rows,
+        n_permutations=0,
+        generator=None,
+        ws=_Workspace(),
+        model_a=model_a,
         model_b=model_a if same else model_b,
     )
     _warn_degenerate(terms, model_a, model_a if same else model_b, None)
-    return HSICTerms(
-        terms.cross.cpu().numpy(), terms.self_a.cpu().numpy(), terms.self_b.cpu().numpy(), terms.form
-    )
+    return HSICTerms(terms.cross.cpu().numpy(), terms.self_a.cpu().numpy(), terms.self_b.cpu().numpy(), terms.form)
 
 
 def cka_matrix(
@@ -607,8 +618,13 @@ class CKAResult:
             raise ValueError("per-batch terms were not stored (store_batches=False)")
         valid = self.valid_batches()
         low, high = bootstrap_ci(
-            self.cross, self.self_a, self.self_b, aggregation=self.aggregation,
-            n_bootstrap=n_bootstrap, confidence=confidence, seed=seed,
+            self.cross,
+            self.self_a,
+            self.self_b,
+            aggregation=self.aggregation,
+            n_bootstrap=n_bootstrap,
+            confidence=confidence,
+            seed=seed,
             valid=None if valid is None or valid.all() else valid,
         )
         undefined = np.isnan(self.cka)
@@ -697,9 +713,17 @@ class CKAAccumulator:
             )
         b = None if acts_b is None or acts_b is acts_a else self._checked(acts_b, self.layers_b, self.model_b, a.device)
         terms = _batch_terms(
-            a, b, estimator=self.estimator, form=self.form, gram_dtype=self.gram_dtype,
-            block_rows=self.block_rows, n_permutations=self.n_permutations,
-            generator=self._generator, ws=self._workspace, model_a=self.model_a, model_b=self.model_b,
+            a,
+            b,
+            estimator=self.estimator,
+            form=self.form,
+            gram_dtype=self.gram_dtype,
+            block_rows=self.block_rows,
+            n_permutations=self.n_permutations,
+            generator=self._generator,
+            ws=self._workspace,
+            model_a=self.model_a,
+            model_b=self.model_b,
         )
         _warn_degenerate(terms, self.model_a, self.model_b, self.n_batches, self.skip_constant_layers)
         cross, self_a, self_b = (t.cpu().numpy() for t in (terms.cross, terms.self_a, terms.self_b))
@@ -723,7 +747,11 @@ class CKAAccumulator:
     def _finish(self, sum_cross: np.ndarray, sum_ratios: np.ndarray) -> np.ndarray:
         """Aggregate per-cell sums; without ``skip_constant_layers`` a cell that lost a batch is NaN."""
         value = aggregate_cell_sums(
-            sum_cross, self._sum_self_a, self._sum_self_b, sum_ratios, self._cell_batches,
+            sum_cross,
+            self._sum_self_a,
+            self._sum_self_b,
+            sum_ratios,
+            self._cell_batches,
             self.aggregation,
         )
         if not self.skip_constant_layers:
@@ -741,9 +769,21 @@ class CKAAccumulator:
             p_values = permutation_p_values(value, null)
         stored = [np.stack(parts) for parts in zip(*self._batches)] if self.store_batches else [None] * 5
         return CKAResult(
-            cka=value, estimator=self.estimator, aggregation=self.aggregation,
-            model_a=self.model_a, model_b=self.model_b, n_batches=self.n_batches, n_tokens=self.n_tokens,
-            cross=stored[0], self_a=stored[1], self_b=stored[2], null=null, p_values=p_values,
-            forms=tuple(self._forms), n_batches_per_cell=self._cell_batches.copy(),
-            constant_a=stored[3], constant_b=stored[4], skip_constant_layers=self.skip_constant_layers,
+            cka=value,
+            estimator=self.estimator,
+            aggregation=self.aggregation,
+            model_a=self.model_a,
+            model_b=self.model_b,
+            n_batches=self.n_batches,
+            n_tokens=self.n_tokens,
+            cross=stored[0],
+            self_a=stored[1],
+            self_b=stored[2],
+            null=null,
+            p_values=p_values,
+            forms=tuple(self._forms),
+            n_batches_per_cell=self._cell_batches.copy(),
+            constant_a=stored[3],
+            constant_b=stored[4],
+            skip_constant_layers=self.skip_constant_layers,
         )

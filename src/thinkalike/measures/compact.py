@@ -69,7 +69,7 @@ def complement_basis(basis: np.ndarray) -> np.ndarray:
         return basis[:, :0]
     ones = np.full((n, 1), 1.0 / np.sqrt(n))
     q, _ = linalg.qr(np.hstack([ones, basis]), mode="full", check_finite=False)
-    return q[:, k + 1:]
+    return q[:, k + 1 :]
 
 
 def use_complements(k_x: int, k_y: int, n: int) -> bool:
@@ -79,8 +79,12 @@ def use_complements(k_x: int, k_y: int, n: int) -> bool:
     return k_x + k_y > ambient and c_x * c_y * max(min(c_x, c_y), 1) < k_x * k_y * min(k_x, k_y)
 
 
-def correlation_sum(basis_x: np.ndarray, basis_y: np.ndarray, complement_x: np.ndarray | None = None,
-                    complement_y: np.ndarray | None = None) -> float:
+def correlation_sum(
+    basis_x: np.ndarray,
+    basis_y: np.ndarray,
+    complement_x: np.ndarray | None = None,
+    complement_y: np.ndarray | None = None,
+) -> float:
     """Σ of the min(k_x, k_y) canonical correlations of two orthonormal bases inside 1⊥, each clipped to [0, 1]
     (module docstring); from the complements when they are given."""
     if complement_x is None or complement_y is None:

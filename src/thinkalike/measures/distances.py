@@ -145,8 +145,9 @@ def _group_pair(groups: Mapping[str, str], model_a: str, model_b: str) -> tuple[
     return ga, gb
 
 
-def group_distance_table(distances: pd.DataFrame, groups: Mapping[str, str], *,
-                         skip_undefined: bool = False) -> pd.DataFrame:
+def group_distance_table(
+    distances: pd.DataFrame, groups: Mapping[str, str], *, skip_undefined: bool = False
+) -> pd.DataFrame:
     """Within- and between-group summary of pairwise model distances.
 
     ``distances`` is either a square table (index = columns = model names) or a long one with
@@ -176,8 +177,12 @@ def group_distance_table(distances: pd.DataFrame, groups: Mapping[str, str], *,
     return summary[["group_a", "group_b", "kind", "mean", "std", "n", "n_finite"]]
 
 
-def mean_interval(values: np.ndarray, confidence: float, interval: Literal["t", "percentile"],
-                  value_range: tuple[float, float] = (-1.0, 1.0)) -> tuple[float, float, float]:
+def mean_interval(
+    values: np.ndarray,
+    confidence: float,
+    interval: Literal["t", "percentile"],
+    value_range: tuple[float, float] = (-1.0, 1.0),
+) -> tuple[float, float, float]:
     """(mean, low, high) of ``values``, the interval clipped to ``value_range``.
 
     ``"t"``: ``scipy.stats.t.interval(confidence, n − 1, loc=mean, scale=s/√n)`` (s: sample

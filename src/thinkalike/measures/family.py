@@ -54,8 +54,10 @@ def depth_band_mean(similarity: np.ndarray, low: float, high: float) -> float:
     in_rows = (rows >= low - 1e-12) & (rows <= high + 1e-12)
     in_columns = (columns >= low - 1e-12) & (columns <= high + 1e-12)
     if not in_rows.any() or not in_columns.any():
-        raise ValueError(f"no layer of a {matrix.shape[0] - 1}- or {matrix.shape[1] - 1}-block model lies at "
-                         f"relative depth [{low}, {high}]")
+        raise ValueError(
+            f"no layer of a {matrix.shape[0] - 1}- or {matrix.shape[1] - 1}-block model lies at "
+            f"relative depth [{low}, {high}]"
+        )
     return float(np.nanmean(matrix[np.ix_(in_rows, in_columns)]))
 
 
@@ -67,8 +69,9 @@ def robust_z(values: Mapping[str, float]) -> dict[str, float]:
     median = float(np.median(data))
     spread = MAD_SCALE * float(np.median(np.abs(data - median)))
     if spread == 0.0:
-        return {name: 0.0 if value == median else float(np.sign(value - median) * np.inf)
-                for name, value in values.items()}
+        return {
+            name: 0.0 if value == median else float(np.sign(value - median) * np.inf) for name, value in values.items()
+        }
     return {name: (float(value) - median) / spread for name, value in values.items()}
 
 

@@ -26,8 +26,12 @@ def dimension_shares_figure(shares: pd.DataFrame) -> Figure:
         depth = np.linspace(0.0, 1.0, len(rows)) if len(rows) > 1 else np.ones(1)
         axis.plot(depth, rows["top1_share"], marker="o", markersize=3, label=model)
     axis.axhline(ROGUE_SHARE, color="grey", linestyle="--", linewidth=1)
-    axis.set(xlabel="relative depth (0 = embeddings)", ylabel="variance share of the largest dimension",
-             ylim=(0, 1), title="Rogue dimensions (Timkey & van Schijndel 2021)")
+    axis.set(
+        xlabel="relative depth (0 = embeddings)",
+        ylabel="variance share of the largest dimension",
+        ylim=(0, 1),
+        title="Rogue dimensions (Timkey & van Schijndel 2021)",
+    )
     legend_if_labelled(axis, fontsize=7, ncol=2)
     return figure
 
@@ -58,9 +62,15 @@ def grounding_figure(grounding: pd.DataFrame) -> Figure:
         value = grounding[tests[j]].iloc[i]
         axis.text(j, i, "–" if not np.isfinite(value) else f"{value:.2f}", ha="center", va="center", fontsize=8)
     chance = {test: grounding[f"{test}_chance"].dropna() for test in tests}
-    axis.set_xticks(range(len(tests)), [test.replace("_", " ") + (f"\n(chance {chance[test].iloc[0]:.2f})"
-                                                                  if len(chance[test]) and chance[test].iloc[0] else "")
-                                        for test in tests], fontsize=8)
+    axis.set_xticks(
+        range(len(tests)),
+        [
+            test.replace("_", " ")
+            + (f"\n(chance {chance[test].iloc[0]:.2f})" if len(chance[test]) and chance[test].iloc[0] else "")
+            for test in tests
+        ],
+        fontsize=8,
+    )
     axis.set_yticks(range(len(grounding)), grounding["measure"], fontsize=8)
     axis.set_title("Grounding: green passes, red fails (cell: the score)", fontsize=10)
     return figure
@@ -75,21 +85,25 @@ def measures_heatmap_figure(table: pd.DataFrame) -> Figure:
     rows = int(np.ceil(len(names) / columns))
     # an overview at 100 dpi (≥ 1280 px wide for four panels), spaced by hand: the constrained layout and 150 dpi
     # tripled its drawing time (1.6 s against 0.45 s per pair, 39 pairs in the default run)
-    figure = Figure(figsize=(max(MIN_FIGURE_WIDTH_IN * FIGURE_DPI / OVERVIEW_DPI, 3.2 * columns), 2.8 * rows + 0.6),
-                    dpi=OVERVIEW_DPI)
+    figure = Figure(
+        figsize=(max(MIN_FIGURE_WIDTH_IN * FIGURE_DPI / OVERVIEW_DPI, 3.2 * columns), 2.8 * rows + 0.6),
+        dpi=OVERVIEW_DPI,
+    )
     axes = np.atleast_1d(figure.subplots(rows, columns, squeeze=False)).ravel()
     figure.subplots_adjust(left=0.06, right=0.98, bottom=0.06, top=0.9, wspace=0.35, hspace=0.55)
     for axis, name in zip(axes, names):
         matrix = measure_matrix(table, name)
-        axis.imshow(matrix, origin="lower", cmap="magma" if MEASURES[name].kind == "similarity" else "viridis",
-                    aspect="auto")
+        axis.imshow(
+            matrix, origin="lower", cmap="magma" if MEASURES[name].kind == "similarity" else "viridis", aspect="auto"
+        )
         low, high = np.nanmin(matrix), np.nanmax(matrix)
         axis.set_title(f"{name} ({MEASURES[name].kind}): {low:.2f} dark … {high:.2f} bright", fontsize=8)
         axis.set_xlabel(model_b, fontsize=8)
         axis.set_ylabel(model_a, fontsize=8)
         axis.tick_params(labelsize=7)
-    for axis in axes[len(names):]:
+    for axis in axes[len(names) :]:
         axis.set_visible(False)
-    figure.suptitle(f"{model_a} vs {model_b}: every measure on {int(table['n_tokens'].iloc[0])} rows "
-                    f"({LAYER_LABEL})", fontsize=10)
+    figure.suptitle(
+        f"{model_a} vs {model_b}: every measure on {int(table['n_tokens'].iloc[0])} rows ({LAYER_LABEL})", fontsize=10
+    )
     return figure

@@ -59,16 +59,16 @@ def layer_monotonicity(matrix: np.ndarray, kind: str) -> float:
     return float(spearmanr(-(columns - rows), _sign(kind) * values[rows, columns]).statistic)
 
 
-def separation_auprc(values: Sequence[float], positives: Sequence[bool], kind: str,
-                     what: str = "positives") -> tuple[float, float]:
+def separation_auprc(
+    values: Sequence[float], positives: Sequence[bool], kind: str, what: str = "positives"
+) -> tuple[float, float]:
     """(average precision, chance) of ranking pairs by oriented value with the ``positives`` pairs first
     (``sklearn.metrics.average_precision_score``); chance = the share of positives. ``what`` names the labels in
     errors."""
     scores = _sign(kind) * np.asarray(values, dtype=np.float64)
     labels = np.asarray(positives, dtype=bool)
     if scores.shape != labels.shape or scores.ndim != 1:
-        raise ValueError(f"values and {what} must be two lists of equal length, got {scores.shape} and "
-                         f"{labels.shape}")
+        raise ValueError(f"values and {what} must be two lists of equal length, got {scores.shape} and {labels.shape}")
     if labels.all() or not labels.any():
         raise ValueError(f"{what}: needs both positive (True) and negative (False) pairs")
     if not np.isfinite(scores).all():
@@ -79,8 +79,12 @@ def separation_auprc(values: Sequence[float], positives: Sequence[bool], kind: s
 def specificity_auprc(values: Sequence[float], same_architecture: Sequence[bool], kind: str) -> tuple[float, float]:
     """:func:`separation_auprc` with ``same_architecture`` pairs (seed replicas) as the positives and pairs of
     different architectures as the negatives (module docstring)."""
-    return separation_auprc(values, same_architecture, kind,
-                            what="same_architecture (seed-replica pairs and pairs of different architectures)")
+    return separation_auprc(
+        values,
+        same_architecture,
+        kind,
+        what="same_architecture (seed-replica pairs and pairs of different architectures)",
+    )
 
 
 def null_level(alikeness: Sequence[float] | np.ndarray) -> float:
@@ -115,14 +119,16 @@ def sensitivity_score(values: Sequence[float], kind: str) -> float:
     return float(spearmanr(-np.arange(len(oriented)), oriented).statistic)
 
 
-def sensitivity_to_components(x: np.ndarray, measure: Callable[[np.ndarray, np.ndarray], float], kind: str,
-                              max_components: int = 8) -> float:
+def sensitivity_to_components(
+    x: np.ndarray, measure: Callable[[np.ndarray, np.ndarray], float], kind: str, max_components: int = 8
+) -> float:
     """:func:`sensitivity_score` of ``measure(X_0, X_k)``, k = 0 … max_components (module docstring)."""
     if max_components < 2:
         raise ValueError(f"max_components: {max_components} must be ≥ 2")
     reference = without_top_components(x, 0)
-    return sensitivity_score([measure(reference, without_top_components(x, k)) for k in range(max_components + 1)],
-                             kind)
+    return sensitivity_score(
+        [measure(reference, without_top_components(x, k)) for k in range(max_components + 1)], kind
+    )
 
 
 def grounding_row(measure: str, kind: str, **scores: Any) -> dict[str, Any]:

@@ -200,8 +200,9 @@ def check_measures(
     for name, given in options.items():
         if name not in seen:
             listed = ", ".join(measures) if measures else "none"
-            raise ValueError(f"{where}.options.{name}: options given for a measure that is not in {where} "
-                             f"(listed: {listed})")
+            raise ValueError(
+                f"{where}.options.{name}: options given for a measure that is not in {where} (listed: {listed})"
+            )
         if not isinstance(given, Mapping):
             raise ValueError(f"{where}.options.{name}: must be a mapping from option to value; got {given!r}")
         allowed, any_keyword = _option_names(MEASURES[name])
@@ -223,18 +224,22 @@ def check_measures(
             value = effective[key]
             shown = f"{value!r}" if key in given else f"{value!r} (the default)"
             if key == "k" and value >= n_tokens:
-                raise ValueError(f"{where}.options.{name}.k: {shown} must be < {n_tokens} tokens "
-                                 "(a token is not its own neighbour)")
+                raise ValueError(
+                    f"{where}.options.{name}.k: {shown} must be < {n_tokens} tokens (a token is not its own neighbour)"
+                )
             if key == "n_folds" and predictivity.min_tokens(value) > n_tokens:
-                raise ValueError(f"{where}.options.{name}.n_folds: {shown} must be ≤ {n_tokens // 2} for "
-                                 f"{n_tokens} tokens (two tokens per fold at least)")
+                raise ValueError(
+                    f"{where}.options.{name}.n_folds: {shown} must be ≤ {n_tokens // 2} for "
+                    f"{n_tokens} tokens (two tokens per fold at least)"
+                )
         minimum = _MIN_TOKENS.get(name, 1)
         if n_tokens < minimum:
             raise ValueError(f"{where}: {name} needs at least {minimum} tokens; got {n_tokens}")
 
 
-def fit_to_rows(measures: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None, n_tokens: int,
-                width: int) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
+def fit_to_rows(
+    measures: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None, n_tokens: int, width: int
+) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
     """The measures as ``n_tokens`` rows allow them on layers up to ``width`` wide: (kept names, options, notes).
 
     A measure with a rows requirement (:attr:`~thinkalike.measures.registry.Measure.rows_per_dimension`) gets
@@ -260,12 +265,16 @@ def fit_to_rows(measures: Sequence[str], options: Mapping[str, Mapping[str, Any]
     notes = []
     if reduced:
         limit = MEASURES[reduced[0]].max_dims(n_tokens)
-        notes.append(f"{', '.join(reduced)} compare each layer's top {limit} principal components, not all {width} "
-                     f"dimensions: {n_tokens} rows support {limit} "
-                     f"({MEASURES[reduced[0]].rows_per_dimension} rows per dimension; more rows: max_tokens)")
+        notes.append(
+            f"{', '.join(reduced)} compare each layer's top {limit} principal components, not all {width} "
+            f"dimensions: {n_tokens} rows support {limit} "
+            f"({MEASURES[reduced[0]].rows_per_dimension} rows per dimension; more rows: max_tokens)"
+        )
     if dropped:
-        notes.append(f"{', '.join(dropped)} left out: {n_tokens} rows are fewer than "
-                     f"{MEASURES[dropped[0]].rows_per_dimension} per dimension (more rows: max_tokens)")
+        notes.append(
+            f"{', '.join(dropped)} left out: {n_tokens} rows are fewer than "
+            f"{MEASURES[dropped[0]].rows_per_dimension} per dimension (more rows: max_tokens)"
+        )
     return kept, fitted, notes
 
 
@@ -276,12 +285,12 @@ def checked_layers(layers: Sequence[Any], side: str) -> list[np.ndarray]:
     """Every layer of one side as a checked float64 matrix (``side``: the parameter's name for messages)."""
     if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence) or len(layers) == 0:
         raise ValueError(f"{side}: must be a non-empty sequence of (tokens, features) matrices")
-    return [checked_matrix(layer, f"{side}[{i}]", measure="measure_table", min_tokens=1)
-            for i, layer in enumerate(layers)]
+    return [
+        checked_matrix(layer, f"{side}[{i}]", measure="measure_table", min_tokens=1) for i, layer in enumerate(layers)
+    ]
 
 
-def checked_pair(layers_a: Sequence[Any], layers_b: Sequence[Any] | None) -> tuple[list[np.ndarray],
-                                                                                 list[np.ndarray]]:
+def checked_pair(layers_a: Sequence[Any], layers_b: Sequence[Any] | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Both sides' checked layers (``layers_b`` None: model a's own), every layer with the same tokens (rows)."""
     matrices_a = checked_layers(layers_a, "layers_a")
     matrices_b = matrices_a if layers_b is None else checked_layers(layers_b, "layers_b")
@@ -289,13 +298,16 @@ def checked_pair(layers_a: Sequence[Any], layers_b: Sequence[Any] | None) -> tup
     for side, matrices in (("layers_a", matrices_a), ("layers_b", matrices_b)):
         for i, matrix in enumerate(matrices):
             if matrix.shape[0] != n_tokens:
-                raise ValueError(f"{side}[{i}]: has {matrix.shape[0]} tokens but layers_a[0] has {n_tokens}; "
-                                 "every layer of both models must hold the same tokens (rows)")
+                raise ValueError(
+                    f"{side}[{i}]: has {matrix.shape[0]} tokens but layers_a[0] has {n_tokens}; "
+                    "every layer of both models must hold the same tokens (rows)"
+                )
     return matrices_a, matrices_b
 
 
-def measure_plan(measures: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None,
-                 n_tokens: int) -> tuple[list[str], list[Measure], list[dict[str, Any]], list[Any]]:
+def measure_plan(
+    measures: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None, n_tokens: int
+) -> tuple[list[str], list[Measure], list[dict[str, Any]], list[Any]]:
     """After :func:`check_measures`: the names, their registry entries, each one's options and its preparation
     key (:func:`preparation_key`: equal keys share one preparation per layer)."""
     check_measures(measures, options, n_tokens)
@@ -394,8 +406,10 @@ def cost_estimate(clock: _Clock, pairs: int, measures: int, layers: int, prepare
     (preparation time per layer prepared so far) × every layer + (comparison time per pair so far) × every pair."""
     taken = clock.preparing + clock.comparing
     total = clock.preparing / max(prepared, 1) * layers + clock.comparing / max(clock.pairs, 1) * pairs
-    return (f"{pairs} layer pairs × {measures} measures; the first {clock.pairs} took {taken:.1f} s, "
-            f"about {duration(max(total, taken))} in all")
+    return (
+        f"{pairs} layer pairs × {measures} measures; the first {clock.pairs} took {taken:.1f} s, "
+        f"about {duration(max(total, taken))} in all"
+    )
 
 
 def measure_table(
@@ -484,8 +498,7 @@ def measure_table(
                     shared_b[j].release()
                     clock.pair_done()
                     if estimate is not None and clock.pairs == min(estimate_after, total):
-                        estimate(cost_estimate(clock, total, len(names), n_a if same else n_a + n_b,
-                                               len(layers_seen)))
+                        estimate(cost_estimate(clock, total, len(names), n_a if same else n_a + n_b, len(layers_seen)))
                     if bar is not None:
                         bar.update()
                 if not same:
@@ -502,9 +515,12 @@ def measure_table(
             bar.close()
     _log_undefined(caught, side_b)
     layer_a, layer_b = np.meshgrid(np.arange(n_a), np.arange(n_b), indexing="ij")
-    return pd.DataFrame({
-        "measure": pd.Series(np.repeat(np.array(names, dtype=object), n_a * n_b), dtype=object),
-        "layer_a": np.tile(layer_a.ravel(), len(names)).astype(np.int64),
-        "layer_b": np.tile(layer_b.ravel(), len(names)).astype(np.int64),
-        "value": values.ravel(),
-    }, columns=list(COLUMNS))
+    return pd.DataFrame(
+        {
+            "measure": pd.Series(np.repeat(np.array(names, dtype=object), n_a * n_b), dtype=object),
+            "layer_a": np.tile(layer_a.ravel(), len(names)).astype(np.int64),
+            "layer_b": np.tile(layer_b.ravel(), len(names)).astype(np.int64),
+            "value": values.ravel(),
+        },
+        columns=list(COLUMNS),
+    )

@@ -184,8 +184,10 @@ class PreparedPredictivity:
         if "on_gram_path" not in self.__dict__:
             comparisons = self.__dict__.get("comparisons")
             sizes = [stop - start for start, stop in self.fold_bounds]
-            self.__dict__["on_gram_path"] = "gram_folds" in self.__dict__ or (comparisons is not None and gram_path_pays(
-                self.n_tokens, sizes, len(self.alphas), self.width, target_width, comparisons))
+            self.__dict__["on_gram_path"] = "gram_folds" in self.__dict__ or (
+                comparisons is not None
+                and gram_path_pays(self.n_tokens, sizes, len(self.alphas), self.width, target_width, comparisons)
+            )
         return self.__dict__["on_gram_path"]
 
     @property
@@ -228,8 +230,9 @@ def prepare_predictivity(
 ) -> PreparedPredictivity:
     """The checked matrix of ``x`` with the options; its folds are decomposed when it first predicts."""
     penalties = _check_options(alphas, n_folds)
-    matrix = checked_matrix(x, name, measure=f"linear_predictivity with n_folds = {n_folds}",
-                            min_tokens=min_tokens(n_folds))
+    matrix = checked_matrix(
+        x, name, measure=f"linear_predictivity with n_folds = {n_folds}", min_tokens=min_tokens(n_folds)
+    )
     return PreparedPredictivity(matrix, penalties, int(n_folds))
 
 
@@ -291,8 +294,9 @@ def _gram_r2(px: PreparedPredictivity, py: PreparedPredictivity) -> float:
     for fold, forms, block in zip(px.folds, px.gram_folds, blocks):
         best = int(np.argmin(forms.loo @ block))
         if best not in forms.residuals:
-            forms.residuals[best] = residual_form(fold.test_projection, fold.gain / (fold.s2 + alphas[best]), fold.u,
-                                                  px.n_tokens, fold.test)
+            forms.residuals[best] = residual_form(
+                fold.test_projection, fold.gain / (fold.s2 + alphas[best]), fold.u, px.n_tokens, fold.test
+            )
         residual += float(forms.residuals[best] @ target.packed)
     return 1.0 - residual / target.trace
 
@@ -305,5 +309,6 @@ def linear_predictivity(
     x_matrix, y_matrix = paired_activations(
         x, y, measure=f"linear_predictivity with n_folds = {n_folds}", min_tokens=min_tokens(n_folds)
     )
-    return linear_predictivity_prepared(prepare_predictivity(x_matrix, penalties, n_folds),
-                                        prepare_predictivity(y_matrix, penalties, n_folds, name="y"))
+    return linear_predictivity_prepared(
+        prepare_predictivity(x_matrix, penalties, n_folds), prepare_predictivity(y_matrix, penalties, n_folds, name="y")
+    )

@@ -113,8 +113,9 @@ class PreparedCKA:
 
     def permuted(self, permutation: np.ndarray) -> PreparedCKA:
         """The preparation of X[π]: every per-token quantity permuted, the sums and self-HSIC unchanged."""
-        moved = PreparedCKA(self.centred[permutation], self.k[permutation], self.r[permutation], self.r_sum,
-                            self.self_hsic)
+        moved = PreparedCKA(
+            self.centred[permutation], self.k[permutation], self.r[permutation], self.r_sum, self.self_hsic
+        )
         if "gram" in self.__dict__:
             moved.__dict__["gram"] = self.gram[np.ix_(permutation, permutation)]
         return moved
@@ -150,8 +151,11 @@ def unbiased_cka_prepared(px: PreparedCKA, py: PreparedCKA) -> float:
         if not prepared.k.any():
             return undefined("cka", f"{side} is constant over tokens (no variance after centring)")
         if not prepared.self_hsic > 0.0:
-            return undefined("cka", f"{side} has a non-positive unbiased self-HSIC ({prepared.self_hsic:.3g}; "
-                                    "too few tokens for the unbiased estimator?)")
+            return undefined(
+                "cka",
+                f"{side} has a non-positive unbiased self-HSIC ({prepared.self_hsic:.3g}; "
+                "too few tokens for the unbiased estimator?)",
+            )
     n = px.n_tokens
     if px.width * py.width > n * n:  # wide layers: ‖XcᵀYc‖²_F = ⟨K, L⟩_F in the token space
         squared = float(np.vdot(px.gram, py.gram))
@@ -234,28 +238,136 @@ _SHAPE = frozenset({"orthogonal", "isotropic_scaling", "permutation", "translati
 _COSINE = frozenset({"orthogonal", "isotropic_scaling", "permutation"})
 
 _MEASURES: tuple[Measure, ...] = (
-    Measure("cka", unbiased_cka, "similarity", False, _SHAPE, "n·d² (n²·d when d > n)", True,
-            prepare=prepare_cka, compare=unbiased_cka_prepared),
-    Measure("procrustes", procrustes_distance, "distance", True, _SHAPE, "n·d²", True,
-            prepare=prepare_shape, compare=procrustes_prepared, similarity_of=lambda d: 1.0 - d ** 2 / 2.0),
-    Measure("angular_shape", angular_shape_distance, "distance", True, _SHAPE, "n·d²", True,
-            prepare=prepare_shape, compare=angular_shape_prepared, similarity_of=np.cos),
-    Measure("mean_cca", mean_cca, "similarity", False, _SHAPE | {"invertible_linear"}, "n·d²", True,
-            prepare=prepare_cca, compare=mean_cca_prepared, rows_per_dimension=ROWS_PER_DIMENSION),
-    Measure("svcca", svcca, "similarity", False, _SHAPE, "n·d²", True,
-            prepare=prepare_svcca, compare=svcca_prepared, rows_per_dimension=ROWS_PER_DIMENSION),
-    Measure("pwcca", pwcca, "similarity", False, frozenset({"isotropic_scaling", "permutation", "translation"}),
-            "n·d²", False, prepare=prepare_cca, compare=pwcca_prepared, rows_per_dimension=ROWS_PER_DIMENSION),
-    Measure("rsa", rsa, "similarity", False, frozenset({"isotropic_scaling", "permutation"}), "n²·d", True,
-            QUADRATIC_MAX_TOKENS, prepare=prepare_rsa, compare=rsa_prepared),
-    Measure("mutual_knn", mutual_knn, "similarity", False, _COSINE, "n²·d", True, QUADRATIC_MAX_TOKENS,
-            prepare=prepare_neighbours, compare=mutual_knn_prepared),
-    Measure("cknna", cknna, "similarity", False, _COSINE, "n²·d", False, QUADRATIC_MAX_TOKENS,  # ≈ symmetric
-            prepare=prepare_neighbours, compare=cknna_prepared),
-    Measure("knn_jaccard", knn_jaccard, "similarity", False, _COSINE, "n²·d", True, QUADRATIC_MAX_TOKENS,
-            prepare=prepare_neighbours, compare=knn_jaccard_prepared),
-    Measure("linear_predictivity", linear_predictivity, "similarity", False, _SHAPE, "folds·n·d²", False,
-            prepare=prepare_predictivity, compare=linear_predictivity_prepared),
+    Measure(
+        "cka",
+        unbiased_cka,
+        "similarity",
+        False,
+        _SHAPE,
+        "n·d² (n²·d when d > n)",
+        True,
+        prepare=prepare_cka,
+        compare=unbiased_cka_prepared,
+    ),
+    Measure(
+        "procrustes",
+        procrustes_distance,
+        "distance",
+        True,
+        _SHAPE,
+        "n·d²",
+        True,
+        prepare=prepare_shape,
+        compare=procrustes_prepared,
+        similarity_of=lambda d: 1.0 - d**2 / 2.0,
+    ),
+    Measure(
+        "angular_shape",
+        angular_shape_distance,
+        "distance",
+        True,
+        _SHAPE,
+        "n·d²",
+        True,
+        prepare=prepare_shape,
+        compare=angular_shape_prepared,
+        similarity_of=np.cos,
+    ),
+    Measure(
+        "mean_cca",
+        mean_cca,
+        "similarity",
+        False,
+        _SHAPE | {"invertible_linear"},
+        "n·d²",
+        True,
+        prepare=prepare_cca,
+        compare=mean_cca_prepared,
+        rows_per_dimension=ROWS_PER_DIMENSION,
+    ),
+    Measure(
+        "svcca",
+        svcca,
+        "similarity",
+        False,
+        _SHAPE,
+        "n·d²",
+        True,
+        prepare=prepare_svcca,
+        compare=svcca_prepared,
+        rows_per_dimension=ROWS_PER_DIMENSION,
+    ),
+    Measure(
+        "pwcca",
+        pwcca,
+        "similarity",
+        False,
+        frozenset({"isotropic_scaling", "permutation", "translation"}),
+        "n·d²",
+        False,
+        prepare=prepare_cca,
+        compare=pwcca_prepared,
+        rows_per_dimension=ROWS_PER_DIMENSION,
+    ),
+    Measure(
+        "rsa",
+        rsa,
+        "similarity",
+        False,
+        frozenset({"isotropic_scaling", "permutation"}),
+        "n²·d",
+        True,
+        QUADRATIC_MAX_TOKENS,
+        prepare=prepare_rsa,
+        compare=rsa_prepared,
+    ),
+    Measure(
+        "mutual_knn",
+        mutual_knn,
+        "similarity",
+        False,
+        _COSINE,
+        "n²·d",
+        True,
+        QUADRATIC_MAX_TOKENS,
+        prepare=prepare_neighbours,
+        compare=mutual_knn_prepared,
+    ),
+    Measure(
+        "cknna",
+        cknna,
+        "similarity",
+        False,
+        _COSINE,
+        "n²·d",
+        False,
+        QUADRATIC_MAX_TOKENS,  # ≈ symmetric
+        prepare=prepare_neighbours,
+        compare=cknna_prepared,
+    ),
+    Measure(
+        "knn_jaccard",
+        knn_jaccard,
+        "similarity",
+        False,
+        _COSINE,
+        "n²·d",
+        True,
+        QUADRATIC_MAX_TOKENS,
+        prepare=prepare_neighbours,
+        compare=knn_jaccard_prepared,
+    ),
+    Measure(
+        "linear_predictivity",
+        linear_predictivity,
+        "similarity",
+        False,
+        _SHAPE,
+        "folds·n·d²",
+        False,
+        prepare=prepare_predictivity,
+        compare=linear_predictivity_prepared,
+    ),
 )
 
 MEASURES: dict[str, Measure] = {m.name: m for m in _MEASURES}
@@ -275,8 +387,9 @@ def subsample_tokens(n: int, max_tokens: int | None, seed: int) -> np.ndarray:
     replacement by ``numpy.random.default_rng(seed)``. Index both inputs with the same result."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n: {n!r} must be a positive number of tokens")
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer))
-                                   or max_tokens < 1):
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)) or max_tokens < 1
+    ):
         raise ValueError(f"max_tokens: {max_tokens!r} must be a positive integer or None")
     if max_tokens is None or max_tokens >= n:
         return np.arange(n)

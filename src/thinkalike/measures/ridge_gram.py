@@ -60,8 +60,7 @@ def packed_indices(n: int, rows: tuple[int, int, int, int] | None = None) -> tup
     ``rows``: (start, stop, start, stop) of the tokens kept — the training tokens of a contiguous fold,
     two ranges — so that the indices pick the upper triangle of K[t, t] out of the full n × n K; None: all n.
     """
-    kept = np.arange(n) if rows is None else np.concatenate([np.arange(rows[0], rows[1]),
-                                                             np.arange(rows[2], rows[3])])
+    kept = np.arange(n) if rows is None else np.concatenate([np.arange(rows[0], rows[1]), np.arange(rows[2], rows[3])])
     upper_rows, upper_cols = np.triu_indices(kept.size)
     flat = kept[upper_rows] * n + kept[upper_cols]
     weights = np.where(upper_rows == upper_cols, 1.0, 2.0)
@@ -96,14 +95,13 @@ def loo_forms(u: np.ndarray, s2: np.ndarray, weights: np.ndarray, alphas: np.nda
     return forms
 
 
-def residual_form(projection: np.ndarray, gain: np.ndarray, u: np.ndarray, n_tokens: int,
-                  test: slice) -> np.ndarray:
+def residual_form(projection: np.ndarray, gain: np.ndarray, u: np.ndarray, n_tokens: int, test: slice) -> np.ndarray:
     """packed(D_aᵀD_a, doubled) (n(n + 1)/2) of one fold at one α (module docstring, step 2).
 
     ``projection`` T (n_s × r), ``gain`` σ/(σ² + α) (r,), ``u`` U (N × r); the training tokens are all but ``test``.
     """
     n_test, n_train = projection.shape[0], u.shape[0]
-    train = np.r_[0:test.start, test.stop:n_tokens]
+    train = np.r_[0 : test.start, test.stop : n_tokens]
     residual = np.zeros((n_test, n_tokens))
     residual[:, train] = -((projection * gain) @ u.T)  # −B_a on the training tokens
     residual[:, test] = np.eye(n_test)
@@ -156,8 +154,9 @@ def loo_forms_bytes(n_tokens: int, fold_sizes: list[int], n_alphas: int) -> int:
     return sum(8 * n_alphas * (n_tokens - size) * (n_tokens - size + 1) // 2 for size in fold_sizes)
 
 
-def gram_path_pays(n_tokens: int, fold_sizes: list[int], n_alphas: int, width_x: int, width_y: int,
-                   comparisons: int) -> bool:
+def gram_path_pays(
+    n_tokens: int, fold_sizes: list[int], n_alphas: int, width_x: int, width_y: int, comparisons: int
+) -> bool:
     """Whether ``comparisons`` pairs with this predictor cost fewer multiply-adds on the Gram path, and its LOO
     forms fit in :data:`LOO_FORMS_MAX_BYTES` (29 MB at n = 512 with five folds and nine α; the limit is passed
     from n = 1526 on).

@@ -96,8 +96,9 @@ class PreparedRSA:
         """The preparation of X[π] (module docstring)."""
         if self.unit is None:
             return self
-        return PreparedRSA(self.n_tokens, self.distance, self.correlation,
-                           permuted_condensed(self.unit, permutation), None)
+        return PreparedRSA(
+            self.n_tokens, self.distance, self.correlation, permuted_condensed(self.unit, permutation), None
+        )
 
 
 def prepare_rsa(
@@ -111,9 +112,14 @@ def prepare_rsa(
     if distance == "correlation":
         flat = int(np.sum(np.ptp(matrix, axis=1) == 0))
         if flat:
-            return PreparedRSA(n, distance, correlation, None,
-                               f"{flat} token(s) of {{name}} have all features equal, so their correlation "
-                               "distance is undefined (use distance='euclidean')")
+            return PreparedRSA(
+                n,
+                distance,
+                correlation,
+                None,
+                f"{flat} token(s) of {{name}} have all features equal, so their correlation "
+                "distance is undefined (use distance='euclidean')",
+            )
     dissimilarities = rdm(matrix, distance)
     if np.ptp(dissimilarities) == 0:
         return PreparedRSA(n, distance, correlation, None, "the RDM of {name} is constant")
@@ -126,8 +132,10 @@ def rsa_prepared(px: PreparedRSA, py: PreparedRSA) -> float:
     """:func:`rsa` of two inputs prepared with the same distance and correlation."""
     check_same_tokens(px.n_tokens, py.n_tokens)
     if (px.distance, px.correlation) != (py.distance, py.correlation):
-        raise ValueError(f"distance, correlation: x was prepared with {(px.distance, px.correlation)}, "
-                         f"y with {(py.distance, py.correlation)}")
+        raise ValueError(
+            f"distance, correlation: x was prepared with {(px.distance, px.correlation)}, "
+            f"y with {(py.distance, py.correlation)}"
+        )
     for name, prepared in (("x", px), ("y", py)):
         if prepared.problem is not None:
             return undefined("rsa", prepared.problem.format(name=name))
@@ -141,5 +149,6 @@ def rsa(x: Any, y: Any, distance: Distance = "correlation", correlation: Correla
     _check_choice("distance", distance, DISTANCES)
     _check_choice("correlation", correlation, CORRELATIONS)
     x_matrix, y_matrix = paired_activations(x, y, measure="rsa", min_tokens=MIN_TOKENS)
-    return rsa_prepared(prepare_rsa(x_matrix, distance, correlation),
-                        prepare_rsa(y_matrix, distance, correlation, name="y"))
+    return rsa_prepared(
+        prepare_rsa(x_matrix, distance, correlation), prepare_rsa(y_matrix, distance, correlation, name="y")
+    )

@@ -91,8 +91,9 @@ def _check_alpha(alpha: float) -> float:
     return value
 
 
-def partially_whitened(xc: np.ndarray, alpha: float,
-                       svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+def partially_whitened(
+    xc: np.ndarray, alpha: float, svd: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
     """U_x·diag(α·sᵢ + (1 − α)) over the singular values sᵢ > tol of the centred ``xc`` (n × rank).
 
     It equals netrep's X_α up to an orthogonal factor on the right (module docstring), which

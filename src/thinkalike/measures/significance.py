@@ -149,7 +149,9 @@ def aggregate(
         raise ValueError(f"valid must have the shape of cross {cross.shape}; got {valid.shape}")
     mask = valid.astype(np.float64)
     # ratio_of_means never reads the ratio sums, so they are only formed for mean_of_ratios
-    valid_ratios = np.where(valid, cka_from_hsic(cross, self_a, self_b), 0.0) if aggregation == "mean_of_ratios" else None
+    valid_ratios = (
+        np.where(valid, cka_from_hsic(cross, self_a, self_b), 0.0) if aggregation == "mean_of_ratios" else None
+    )
     return aggregate_cell_sums(
         np.tensordot(w, np.where(valid, cross, 0.0), axes=(-1, 0)),
         np.tensordot(w, mask * self_a[:, :, None], axes=(-1, 0)),

@@ -105,17 +105,46 @@ from thinkalike.models.sources import is_initialisation
 if TYPE_CHECKING:  # annotations only: the cka package imports this one's measures, not the reverse
     from thinkalike.cka.settings import CKASettings
 
-TABLE_COLUMNS = ["model_a", "layer_a", "model_b", "layer_b", "measure", "variant", "kind", "value", "n_tokens",
-                 "n_rows", "pooling", "exclude_special_tokens", "seed", "options", "standardised",
-                 "removed_top_dimensions", "removed_components", "top1_share_a", "top3_share_a", "top1_share_b",
-                 "top3_share_b", "dims_a", "dims_b"]
+TABLE_COLUMNS = [
+    "model_a",
+    "layer_a",
+    "model_b",
+    "layer_b",
+    "measure",
+    "variant",
+    "kind",
+    "value",
+    "n_tokens",
+    "n_rows",
+    "pooling",
+    "exclude_special_tokens",
+    "seed",
+    "options",
+    "standardised",
+    "removed_top_dimensions",
+    "removed_components",
+    "top1_share_a",
+    "top3_share_a",
+    "top1_share_b",
+    "top3_share_b",
+    "dims_a",
+    "dims_b",
+]
 SHARE_COLUMNS = ["model", "layer", "top1_share", "top3_share", "n_tokens"]
 REMEDY_COLUMNS = ["model_a", "model_b", "measure", "variant", "matched_mean", "n_matched_layers"]
 CONFIGURED = "configured"  # the variant of the rows every measure is computed on (cka.measures' preprocessing)
 PERMUTED, INDEPENDENT, COMPONENTS = "permuted_rows", "independent_rows", "components_removed"  # grounding controls
 GROUNDING_VARIANTS = (PERMUTED, INDEPENDENT, COMPONENTS)
-SUMMARY_COLUMNS = ["model_a", "model_b", "measure", "kind", "matched_mean", "model_distance", "n_matched_layers",
-                   "n_tokens"]
+SUMMARY_COLUMNS = [
+    "model_a",
+    "model_b",
+    "measure",
+    "kind",
+    "matched_mean",
+    "model_distance",
+    "n_matched_layers",
+    "n_tokens",
+]
 WHERE = "cka.measures"
 LAYER_GRIDS = ("diagonal", "relative", "all", "auto")
 AUTO_ALL_LAYERS = 13  # ``auto``: every layer pair when both models store at most 12 layers and the embeddings
@@ -148,25 +177,34 @@ class MeasureSettings:
             raise ValueError(f"{WHERE}.max_tokens: {self.max_tokens!r} must be an integer ≥ 4")
         if not isinstance(self.standardise, bool):
             raise ValueError(f"{WHERE}.standardise: must be true or false, got {self.standardise!r}")
-        if (isinstance(self.remove_top_dimensions, bool) or not isinstance(self.remove_top_dimensions, int)
-                or self.remove_top_dimensions < 0):
+        if (
+            isinstance(self.remove_top_dimensions, bool)
+            or not isinstance(self.remove_top_dimensions, int)
+            or self.remove_top_dimensions < 0
+        ):
             raise ValueError(f"{WHERE}.remove_top_dimensions: {self.remove_top_dimensions!r} must be an integer ≥ 0")
         check_measures(list(self.remedy_measures), {}, n_tokens=self.max_tokens, where=f"{WHERE}.remedies.measures")
-        if (isinstance(self.remedy_top_dimensions, bool) or not isinstance(self.remedy_top_dimensions, int)
-                or self.remedy_top_dimensions < 1):
-            raise ValueError(f"{WHERE}.remedies.remove_top_dimensions: {self.remedy_top_dimensions!r} must be an "
-                             f"integer ≥ 1")
+        if (
+            isinstance(self.remedy_top_dimensions, bool)
+            or not isinstance(self.remedy_top_dimensions, int)
+            or self.remedy_top_dimensions < 1
+        ):
+            raise ValueError(
+                f"{WHERE}.remedies.remove_top_dimensions: {self.remedy_top_dimensions!r} must be an integer ≥ 1"
+            )
         unknown = sorted(set(self.calibration_measures) - set(self.names))
         if unknown:
             raise ValueError(f"{WHERE}.calibration.measures: {unknown} are not in {WHERE}.names")
         permutations = self.calibration_permutations
         if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations == 1 or permutations < 0:
-            raise ValueError(f"{WHERE}.calibration.n_permutations: {permutations!r} must be 0 (no calibration) or "
-                             f"an integer ≥ 2")
+            raise ValueError(
+                f"{WHERE}.calibration.n_permutations: {permutations!r} must be 0 (no calibration) or an integer ≥ 2"
+            )
         components = self.grounding_components
         if isinstance(components, bool) or not isinstance(components, int) or components == 1 or components < 0:
-            raise ValueError(f"{WHERE}.grounding.max_components: {components!r} must be 0 (no grounding controls) or "
-                             f"an integer ≥ 2")
+            raise ValueError(
+                f"{WHERE}.grounding.max_components: {components!r} must be 0 (no grounding controls) or an integer ≥ 2"
+            )
         check_measures(list(self.names), self.options, n_tokens=self.max_tokens, where=WHERE)
 
     @classmethod
@@ -176,13 +214,26 @@ class MeasureSettings:
             return cls()
         if not isinstance(parameters, Mapping):
             raise ValueError(f"{WHERE}: must be a mapping (names, max_tokens, seed, options), got {parameters!r}")
-        known = ["calibration", "grounding", "layers", "max_tokens", "names", "options", "remedies",
-                 "remove_top_dimensions", "seed", "standardise"]
+        known = [
+            "calibration",
+            "grounding",
+            "layers",
+            "max_tokens",
+            "names",
+            "options",
+            "remedies",
+            "remove_top_dimensions",
+            "seed",
+            "standardise",
+        ]
         unknown = sorted(set(parameters) - set(known))
         if unknown:
             raise ValueError(f"{WHERE}: unknown setting(s) {unknown}; known: {known}")
-        given = {key: parameters[key] for key in ("max_tokens", "seed", "standardise", "remove_top_dimensions",
-                                                  "layers") if key in parameters}
+        given = {
+            key: parameters[key]
+            for key in ("max_tokens", "seed", "standardise", "remove_top_dimensions", "layers")
+            if key in parameters
+        }
         if "names" in parameters:
             names = parameters["names"] or ()
             if isinstance(names, str) or not isinstance(names, Sequence):
@@ -225,9 +276,13 @@ class MeasureSettings:
         what changed (:func:`thinkalike.measures.layerwise.fit_to_rows`: the CCA family in at most
         ``n_tokens // 10`` principal components, or left out)."""
         names, options, notes = fit_to_rows(self.names, self.options, n_tokens, width)
-        fitted = replace(self, names=tuple(names), options=options,
-                         calibration_measures=tuple(m for m in self.calibration_measures if m in names),
-                         remedy_measures=tuple(m for m in self.remedy_measures if m in names) or self.remedy_measures)
+        fitted = replace(
+            self,
+            names=tuple(names),
+            options=options,
+            calibration_measures=tuple(m for m in self.calibration_measures if m in names),
+            remedy_measures=tuple(m for m in self.remedy_measures if m in names) or self.remedy_measures,
+        )
         return fitted, notes
 
     def dimensions(self, name: str, width: int) -> int:
@@ -284,20 +339,41 @@ def _grounding_settings(grounding: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"grounding_components": grounding["max_components"]} if "max_components" in grounding else {}
 
 
-def aligned_rows(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame,
-                 settings: CKASettings) -> tuple[np.ndarray, np.ndarray]:
+def aligned_rows(
+    store_a: ActivationStore,
+    index_a: pd.DataFrame,
+    store_b: ActivationStore,
+    index_b: pd.DataFrame,
+    settings: CKASettings,
+) -> tuple[np.ndarray, np.ndarray]:
     """Every aligned row of the pair, ``(La, n, da)`` and ``(Lb, n, db)``, as the CKA pipeline forms them."""
-    batches = list(aligned_minibatches(store_a, index_a, store_b, index_b, pooling=settings.pooling,
-                                       batch_tokens=settings.batch_tokens,
-                                       exclude_special_tokens=settings.exclude_special_tokens))
+    batches = list(
+        aligned_minibatches(
+            store_a,
+            index_a,
+            store_b,
+            index_b,
+            pooling=settings.pooling,
+            batch_tokens=settings.batch_tokens,
+            exclude_special_tokens=settings.exclude_special_tokens,
+        )
+    )
     if not batches:
         raise ValueError(f"no aligned rows to compare for {store_a.model!r} vs {store_b.model!r}")
     return (np.concatenate([a for a, _ in batches], axis=1), np.concatenate([b for _, b in batches], axis=1))
 
 
-def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures: MeasureSettings,
-                        cka: CKASettings, *, model_a: str, model_b: str, layer_ids_a: Sequence[int],
-                        layer_ids_b: Sequence[int]) -> pd.DataFrame:
+def measures_long_table(
+    acts_a: np.ndarray,
+    acts_b: np.ndarray | None,
+    measures: MeasureSettings,
+    cka: CKASettings,
+    *,
+    model_a: str,
+    model_b: str,
+    layer_ids_a: Sequence[int],
+    layer_ids_b: Sequence[int],
+) -> pd.DataFrame:
     """The pair's long table (module docstring); ``acts_b`` None: the model against itself."""
     n_rows = acts_a.shape[1]
     raw_a = drawn_rows(acts_a, measures)
@@ -312,12 +388,21 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
     shares_a = layer_shares(raw_a, model_a, layer_ids_a)
     shares_b = shares_a if raw_b is None else layer_shares(raw_b, model_b, layer_ids_b)
     pairs = measures.layer_pairs(len(raw_a), len(raw_a if raw_b is None else raw_b))
-    table = measure_table([measures.preprocess(layer) for layer in raw_a],
-                          None if raw_b is None else [measures.preprocess(layer) for layer in raw_b],
-                          list(measures.names), measures.options, progress=where, pairs=pairs,
-                          estimate=lambda line: logger.info(
-                              "%s (%s.layers: %s): %s", where, WHERE,
-                              measures.layer_grid(len(raw_a), len(raw_a if raw_b is None else raw_b)), line))
+    table = measure_table(
+        [measures.preprocess(layer) for layer in raw_a],
+        None if raw_b is None else [measures.preprocess(layer) for layer in raw_b],
+        list(measures.names),
+        measures.options,
+        progress=where,
+        pairs=pairs,
+        estimate=lambda line: logger.info(
+            "%s (%s.layers: %s): %s",
+            where,
+            WHERE,
+            measures.layer_grid(len(raw_a), len(raw_a if raw_b is None else raw_b)),
+            line,
+        ),
+    )
     table["variant"] = CONFIGURED
     if measures.remedy_measures:
         table = pd.concat([table, _remedy_rows(raw_a, raw_b, measures, pairs)], ignore_index=True)
@@ -329,25 +414,34 @@ def measures_long_table(acts_a: np.ndarray, acts_b: np.ndarray | None, measures:
         table["n_tokens"] = len(raw_a[0])
     ids_a, ids_b = np.asarray(layer_ids_a, dtype=np.int64), np.asarray(layer_ids_b, dtype=np.int64)
     position_a, position_b = table["layer_a"].to_numpy(), table["layer_b"].to_numpy()
-    table = table.assign(top1_share_a=shares_a["top1_share"].to_numpy()[position_a],
-                         top3_share_a=shares_a["top3_share"].to_numpy()[position_a],
-                         top1_share_b=shares_b["top1_share"].to_numpy()[position_b],
-                         top3_share_b=shares_b["top3_share"].to_numpy()[position_b],
-                         dims_a=[measures.dimensions(name, width_a) for name in table["measure"]],
-                         dims_b=[measures.dimensions(name, width_b) for name in table["measure"]],
-                         standardised=np.where(table["variant"] == CONFIGURED, measures.standardise,
-                                               table["variant"] == "standardised"),
-                         removed_top_dimensions=np.where(
-                             table["variant"] == CONFIGURED, measures.remove_top_dimensions,
-                             np.where(table["variant"] == _removed(measures), measures.remedy_top_dimensions, 0)))
-    table = table.assign(model_a=model_a, model_b=model_b,
-                         layer_a=ids_a[table["layer_a"].to_numpy()], layer_b=ids_b[table["layer_b"].to_numpy()],
-                         kind=[MEASURES[name].kind for name in table["measure"]],
-                         n_tokens=table["n_tokens"].fillna(len(raw_a[0])).astype(np.int64),
-                         removed_components=table["removed_components"].fillna(0).astype(np.int64), n_rows=n_rows,
-                         pooling=cka.pooling, exclude_special_tokens=bool(cka.exclude_special_tokens),
-                         seed=measures.seed,
-                         options=_options_column(configured, table, len(raw_a[0]), max(width_a, width_b)))
+    table = table.assign(
+        top1_share_a=shares_a["top1_share"].to_numpy()[position_a],
+        top3_share_a=shares_a["top3_share"].to_numpy()[position_a],
+        top1_share_b=shares_b["top1_share"].to_numpy()[position_b],
+        top3_share_b=shares_b["top3_share"].to_numpy()[position_b],
+        dims_a=[measures.dimensions(name, width_a) for name in table["measure"]],
+        dims_b=[measures.dimensions(name, width_b) for name in table["measure"]],
+        standardised=np.where(table["variant"] == CONFIGURED, measures.standardise, table["variant"] == "standardised"),
+        removed_top_dimensions=np.where(
+            table["variant"] == CONFIGURED,
+            measures.remove_top_dimensions,
+            np.where(table["variant"] == _removed(measures), measures.remedy_top_dimensions, 0),
+        ),
+    )
+    table = table.assign(
+        model_a=model_a,
+        model_b=model_b,
+        layer_a=ids_a[table["layer_a"].to_numpy()],
+        layer_b=ids_b[table["layer_b"].to_numpy()],
+        kind=[MEASURES[name].kind for name in table["measure"]],
+        n_tokens=table["n_tokens"].fillna(len(raw_a[0])).astype(np.int64),
+        removed_components=table["removed_components"].fillna(0).astype(np.int64),
+        n_rows=n_rows,
+        pooling=cka.pooling,
+        exclude_special_tokens=bool(cka.exclude_special_tokens),
+        seed=measures.seed,
+        options=_options_column(configured, table, len(raw_a[0]), max(width_a, width_b)),
+    )
     return table[TABLE_COLUMNS].reset_index(drop=True)
 
 
@@ -364,16 +458,21 @@ def _grounding_rows(acts: np.ndarray, measures: MeasureSettings) -> pd.DataFrame
         first, second = layers, [measures.preprocess(acts[i, other]) for i in range(len(acts))]
     else:  # fewer than twice the drawn rows: the drawn rows' two halves
         half = n_tokens // 2
-        first, second = [rows[:half] for rows in layers], [rows[half:2 * half] for rows in layers]
+        first, second = [rows[:half] for rows in layers], [rows[half : 2 * half] for rows in layers]
     index = len(layers) // 2
     rows = layers[index]
     names, options = _fitted(measures, rows)
-    steps = [without_top_components(rows, k) for k in range(min(measures.grounding_components, min(rows.shape) - 1) + 1)]
+    steps = [
+        without_top_components(rows, k) for k in range(min(measures.grounding_components, min(rows.shape) - 1) + 1)
+    ]
     removed = measure_table(steps[:1], steps, names, options)
-    parts = [measure_table([rows], [rows[shuffled]], names, options).assign(variant=PERMUTED),
-             measure_table([first[index]], [second[index]], *_fitted(measures, first[index]))
-             .assign(variant=INDEPENDENT, n_tokens=len(first[index])),
-             removed.assign(variant=COMPONENTS, removed_components=removed["layer_b"])]
+    parts = [
+        measure_table([rows], [rows[shuffled]], names, options).assign(variant=PERMUTED),
+        measure_table([first[index]], [second[index]], *_fitted(measures, first[index])).assign(
+            variant=INDEPENDENT, n_tokens=len(first[index])
+        ),
+        removed.assign(variant=COMPONENTS, removed_components=removed["layer_b"]),
+    ]
     return pd.concat(parts, ignore_index=True).assign(layer_a=index, layer_b=index)
 
 
@@ -382,9 +481,13 @@ def _options_column(configured: MeasureSettings, table: pd.DataFrame, n_drawn: i
     token count), none for the remedies."""
     tokens = table["n_tokens"].fillna(n_drawn).astype(int)
     fitted = {n: configured.fitted_to(n, width)[0].options for n in set(tokens)}
-    return [json.dumps(dict(fitted[n].get(name, {})) if variant == CONFIGURED or variant in GROUNDING_VARIANTS else {},
-                       sort_keys=True)
-            for name, variant, n in zip(table["measure"], table["variant"], tokens)]
+    return [
+        json.dumps(
+            dict(fitted[n].get(name, {})) if variant == CONFIGURED or variant in GROUNDING_VARIANTS else {},
+            sort_keys=True,
+        )
+        for name, variant, n in zip(table["measure"], table["variant"], tokens)
+    ]
 
 
 def _fitted(measures: MeasureSettings, rows: np.ndarray) -> tuple[list[str], dict[str, Mapping[str, Any]]]:
@@ -404,19 +507,31 @@ def drawn_layers(acts: np.ndarray, measures: MeasureSettings) -> list[np.ndarray
     return [measures.preprocess(rows) for rows in drawn_rows(acts, measures)]
 
 
-def calibration_long_table(acts_a: np.ndarray, acts_b: np.ndarray, measures: MeasureSettings, *, model_a: str,
-                           model_b: str, layer_ids_a: Sequence[int], layer_ids_b: Sequence[int]) -> pd.DataFrame:
+def calibration_long_table(
+    acts_a: np.ndarray,
+    acts_b: np.ndarray,
+    measures: MeasureSettings,
+    *,
+    model_a: str,
+    model_b: str,
+    layer_ids_a: Sequence[int],
+    layer_ids_b: Sequence[int],
+) -> pd.DataFrame:
     """The calibrated scores of a pair of different models (:func:`thinkalike.measures.calibration.calibrate`, on
     the rows the measures saw): ``model_a, model_b, measure, statistic, layer_a, layer_b`` (store layer ids; −1
     for ``matched_mean``), ``observed, null_mean, null_std, z, p_value, n_permutations, n_null, n_tokens``."""
     layers_a, layers_b = drawn_layers(acts_a, measures), drawn_layers(acts_b, measures)
     measures, _ = measures.fitted_to(len(layers_a[0]), max(layers_a[0].shape[1], layers_b[0].shape[1]))
-    result = calibrate(layers_a, layers_b, list(measures.calibration_measures),
-                       {name: measures.options[name] for name in measures.calibration_measures
-                        if name in measures.options},
-                       n_permutations=measures.calibration_permutations, seed=measures.seed,
-                       progress=f"calibration {model_a} vs {model_b}",
-                       pairs=measures.layer_pairs(len(layers_a), len(layers_b)))
+    result = calibrate(
+        layers_a,
+        layers_b,
+        list(measures.calibration_measures),
+        {name: measures.options[name] for name in measures.calibration_measures if name in measures.options},
+        n_permutations=measures.calibration_permutations,
+        seed=measures.seed,
+        progress=f"calibration {model_a} vs {model_b}",
+        pairs=measures.layer_pairs(len(layers_a), len(layers_b)),
+    )
     scores = result.scores.copy()
     ids_a, ids_b = np.asarray(layer_ids_a, dtype=np.int64), np.asarray(layer_ids_b, dtype=np.int64)
     for column, ids in (("layer_a", ids_a), ("layer_b", ids_b)):
@@ -447,16 +562,26 @@ def _removed(measures: MeasureSettings) -> str:
     return f"top{measures.remedy_top_dimensions}_removed"
 
 
-def _remedy_rows(raw_a: list[np.ndarray], raw_b: list[np.ndarray] | None, measures: MeasureSettings,
-                 pairs: Sequence[tuple[int, int]] | None = None) -> pd.DataFrame:
+def _remedy_rows(
+    raw_a: list[np.ndarray],
+    raw_b: list[np.ndarray] | None,
+    measures: MeasureSettings,
+    pairs: Sequence[tuple[int, int]] | None = None,
+) -> pd.DataFrame:
     """The remedy measures on the raw rows, standardised, and without the largest dimensions (module docstring)."""
-    variants = {"raw": lambda rows: rows, "standardised": standardise_dimensions,
-                _removed(measures): lambda rows: remove_top_dimensions(rows, measures.remedy_top_dimensions)}
+    variants = {
+        "raw": lambda rows: rows,
+        "standardised": standardise_dimensions,
+        _removed(measures): lambda rows: remove_top_dimensions(rows, measures.remedy_top_dimensions),
+    }
     parts = []
     for variant, transform in variants.items():
-        part = measure_table([transform(layer) for layer in raw_a],
-                             None if raw_b is None else [transform(layer) for layer in raw_b],
-                             list(measures.remedy_measures), pairs=pairs)
+        part = measure_table(
+            [transform(layer) for layer in raw_a],
+            None if raw_b is None else [transform(layer) for layer in raw_b],
+            list(measures.remedy_measures),
+            pairs=pairs,
+        )
         parts.append(part.assign(variant=variant))
     return pd.concat(parts, ignore_index=True)
 
@@ -469,9 +594,16 @@ def remedy_summary(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
         for (name, variant), rows in checks.groupby(["measure", "variant"], sort=False):
             matrix = rows.pivot(index="layer_a", columns="layer_b", values="value").sort_index().sort_index(axis=1)
             values = [matrix.to_numpy()[i, j] for i, j in match_layers_by_relative_depth(*matrix.shape)]
-            records.append({"model_a": table["model_a"].iloc[0], "model_b": table["model_b"].iloc[0],
-                            "measure": name, "variant": variant, "matched_mean": float(np.mean(values)),
-                            "n_matched_layers": len(values)})
+            records.append(
+                {
+                    "model_a": table["model_a"].iloc[0],
+                    "model_b": table["model_b"].iloc[0],
+                    "measure": name,
+                    "variant": variant,
+                    "matched_mean": float(np.mean(values)),
+                    "n_matched_layers": len(values),
+                }
+            )
     return pd.DataFrame(records, columns=REMEDY_COLUMNS)
 
 
@@ -480,16 +612,26 @@ def layer_shares(layers: Sequence[np.ndarray], model: str, layer_ids: Sequence[i
     record of this module's logger, not a Python warning) names the model, every layer where one dimension
     carries more than :data:`~thinkalike.measures.rogue.ROGUE_SHARE` of the variance, and the settings that
     change it."""
-    table = pd.DataFrame({"model": model, "layer": np.asarray(layer_ids, dtype=np.int64),
-                          "top1_share": [top_share(rows, 1) for rows in layers],
-                          "top3_share": [top_share(rows, min(3, rows.shape[1])) for rows in layers],
-                          "n_tokens": [len(rows) for rows in layers]})
+    table = pd.DataFrame(
+        {
+            "model": model,
+            "layer": np.asarray(layer_ids, dtype=np.int64),
+            "top1_share": [top_share(rows, 1) for rows in layers],
+            "top3_share": [top_share(rows, min(3, rows.shape[1])) for rows in layers],
+            "n_tokens": [len(rows) for rows in layers],
+        }
+    )
     rogue = table[table["top1_share"] > ROGUE_SHARE]
     if len(rogue):
-        logger.warning("%s: one dimension carries more than %.0f%% of the variance at layer(s) %s: it decides CKA, "
-                       "cosine and Procrustes (set %s.standardise: true or %s.remove_top_dimensions: k to change it)",
-                       model, 100 * ROGUE_SHARE,
-                       ", ".join(f"{row.layer} ({row.top1_share:.0%})" for row in rogue.itertuples()), WHERE, WHERE)
+        logger.warning(
+            "%s: one dimension carries more than %.0f%% of the variance at layer(s) %s: it decides CKA, "
+            "cosine and Procrustes (set %s.standardise: true or %s.remove_top_dimensions: k to change it)",
+            model,
+            100 * ROGUE_SHARE,
+            ", ".join(f"{row.layer} ({row.top1_share:.0%})" for row in rogue.itertuples()),
+            WHERE,
+            WHERE,
+        )
     return table[SHARE_COLUMNS]
 
 
@@ -498,12 +640,19 @@ def dimension_shares(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     parts = []
     for table in tables:
         for side in ("a", "b"):
-            parts.append(table[[f"model_{side}", f"layer_{side}", f"top1_share_{side}", f"top3_share_{side}",
-                                "n_tokens"]].set_axis(SHARE_COLUMNS, axis=1))
+            parts.append(
+                table[
+                    [f"model_{side}", f"layer_{side}", f"top1_share_{side}", f"top3_share_{side}", "n_tokens"]
+                ].set_axis(SHARE_COLUMNS, axis=1)
+            )
     if not parts:
         return pd.DataFrame(columns=SHARE_COLUMNS)
-    return (pd.concat(parts, ignore_index=True).drop_duplicates(["model", "layer"])
-            .sort_values(["model", "layer"]).reset_index(drop=True))
+    return (
+        pd.concat(parts, ignore_index=True)
+        .drop_duplicates(["model", "layer"])
+        .sort_values(["model", "layer"])
+        .reset_index(drop=True)
+    )
 
 
 def measure_matrix(table: pd.DataFrame, name: str) -> np.ndarray:
@@ -519,11 +668,18 @@ def pair_measure_summary(table: pd.DataFrame) -> pd.DataFrame:
     for name in dict.fromkeys(table.loc[table["variant"] == CONFIGURED, "measure"]):
         matrix = measure_matrix(table, name)
         values = np.array([matrix[i, j] for i, j in match_layers_by_relative_depth(*matrix.shape)])
-        records.append({"model_a": table["model_a"].iloc[0], "model_b": table["model_b"].iloc[0], "measure": name,
-                        "kind": MEASURES[name].kind, "matched_mean": float(values.mean()),
-                        "model_distance": float(np.sqrt(np.sum(values ** 2))) if MEASURES[name].is_metric
-                        else float("nan"),
-                        "n_matched_layers": len(values), "n_tokens": int(table["n_tokens"].iloc[0])})
+        records.append(
+            {
+                "model_a": table["model_a"].iloc[0],
+                "model_b": table["model_b"].iloc[0],
+                "measure": name,
+                "kind": MEASURES[name].kind,
+                "matched_mean": float(values.mean()),
+                "model_distance": float(np.sqrt(np.sum(values**2))) if MEASURES[name].is_metric else float("nan"),
+                "n_matched_layers": len(values),
+                "n_tokens": int(table["n_tokens"].iloc[0]),
+            }
+        )
     return pd.DataFrame(records, columns=SUMMARY_COLUMNS)
 
 
@@ -533,10 +689,22 @@ def measures_summary(tables: Sequence[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=SUMMARY_COLUMNS)
 
 
-GROUNDING_TESTS = ("monotonicity", "sensitivity", "null_permuted", "null_independent", "specificity",
-                   "trained_vs_untrained")
-GROUNDING_COLUMNS = ["measure", "kind", *(column for test in GROUNDING_TESTS for column in (test, f"{test}_chance")),
-                     "n_models", "n_pairs", "n_untrained_pairs"]
+GROUNDING_TESTS = (
+    "monotonicity",
+    "sensitivity",
+    "null_permuted",
+    "null_independent",
+    "specificity",
+    "trained_vs_untrained",
+)
+GROUNDING_COLUMNS = [
+    "measure",
+    "kind",
+    *(column for test in GROUNDING_TESTS for column in (test, f"{test}_chance")),
+    "n_models",
+    "n_pairs",
+    "n_untrained_pairs",
+]
 
 
 def untrained_models(tables: Sequence[pd.DataFrame]) -> set[str]:
@@ -555,8 +723,10 @@ def untrained_models(tables: Sequence[pd.DataFrame]) -> set[str]:
 
 def _sensitivities(table: pd.DataFrame, name: str, kind: str) -> list[float]:
     rows = table[(table["measure"] == name) & (table["variant"] == COMPONENTS)]
-    return [sensitivity_score(layer.sort_values("removed_components")["value"].to_numpy(), kind)
-            for _, layer in rows.groupby("layer_a")]
+    return [
+        sensitivity_score(layer.sort_values("removed_components")["value"].to_numpy(), kind)
+        for _, layer in rows.groupby("layer_a")
+    ]
 
 
 def _null(tables: Sequence[pd.DataFrame], name: str, variant: str) -> float:
@@ -580,31 +750,51 @@ def grounding_table(tables: Sequence[pd.DataFrame], groups: Mapping[str, str]) -
     models of one label above pairs of a trained and an untrained model). NaN where a test has nothing to score."""
     summary = measures_summary(tables)
     untrained = untrained_models(tables)
-    intra = [table for table in tables if len(table) and table["model_a"].iloc[0] == table["model_b"].iloc[0]
-             and table["model_a"].iloc[0] not in untrained]
+    intra = [
+        table
+        for table in tables
+        if len(table)
+        and table["model_a"].iloc[0] == table["model_b"].iloc[0]
+        and table["model_a"].iloc[0] not in untrained
+    ]
     different = summary[summary["model_a"] != summary["model_b"]]
     trained_pair = ~different["model_a"].isin(untrained) & ~different["model_b"].isin(untrained)
     labelled = different[trained_pair & different["model_a"].isin(groups) & different["model_b"].isin(groups)]
-    replica = labelled[np.array([groups[a] == groups[b] for a, b in zip(labelled["model_a"], labelled["model_b"])],
-                                dtype=bool)]
+    replica = labelled[
+        np.array([groups[a] == groups[b] for a, b in zip(labelled["model_a"], labelled["model_b"])], dtype=bool)
+    ]
     mixed = different[different["model_a"].isin(untrained) != different["model_b"].isin(untrained)]
     records = []
     for name in dict.fromkeys(summary["measure"]):
         kind = MEASURES[name].kind
-        monotone = [value for value in (layer_monotonicity(measure_matrix(table, name), kind) for table in intra)
-                    if np.isfinite(value)]
+        monotone = [
+            value
+            for value in (layer_monotonicity(measure_matrix(table, name), kind) for table in intra)
+            if np.isfinite(value)
+        ]
         sensitive = [value for table in intra for value in _sensitivities(table, name, kind)]
         rows = labelled[labelled["measure"] == name]
         same = [groups[a] == groups[b] for a, b in zip(rows["model_a"], rows["model_b"])]
         controls = pd.concat([replica[replica["measure"] == name], mixed[mixed["measure"] == name]])
         trained = [not (a in untrained or b in untrained) for a, b in zip(controls["model_a"], controls["model_b"])]
-        row = grounding_row(name, kind, monotonicity=float(np.mean(monotone)) if monotone else float("nan"),
-                            sensitivity=float(np.nanmean(sensitive)) if np.isfinite(sensitive).any() else float("nan"),
-                            null_permuted=_null(intra, name, PERMUTED), null_independent=_null(intra, name, INDEPENDENT),
-                            specificity=_ranked(rows, same, kind, "same_architecture"),
-                            trained_vs_untrained=_ranked(controls, trained, kind, "trained"))
-        records.append({**row, "n_models": len(monotone), "n_pairs": len(rows),
-                        "n_untrained_pairs": int(len(controls) - sum(trained))})
+        row = grounding_row(
+            name,
+            kind,
+            monotonicity=float(np.mean(monotone)) if monotone else float("nan"),
+            sensitivity=float(np.nanmean(sensitive)) if np.isfinite(sensitive).any() else float("nan"),
+            null_permuted=_null(intra, name, PERMUTED),
+            null_independent=_null(intra, name, INDEPENDENT),
+            specificity=_ranked(rows, same, kind, "same_architecture"),
+            trained_vs_untrained=_ranked(controls, trained, kind, "trained"),
+        )
+        records.append(
+            {
+                **row,
+                "n_models": len(monotone),
+                "n_pairs": len(rows),
+                "n_untrained_pairs": int(len(controls) - sum(trained)),
+            }
+        )
     return pd.DataFrame(records, columns=GROUNDING_COLUMNS)
 
 

@@ -10,27 +10,41 @@ vectors), :mod:`~thinkalike.mlem.similarity` (weighted τ, RSA, MDS), :mod:`~thi
 """
 
 from thinkalike.mlem.features import (
-           FeatureError,
-           FeatureTable,
-           encode_features,
-           pair_differences,
+    FeatureError,
+    FeatureTable,
+    encode_features,
+    pair_differences,
 )
 from thinkalike.mlem.fit import (
-           ALL_FOLDS,
-           LayerFit,
-           MLEMSettings,
-           fit_layer,
-           fit_layers,
-           profile_table,
+    ALL_FOLDS,
+    LayerFit,
+    MLEMSettings,
+    fit_layer,
+    fit_layers,
+    profile_table,
 )
 from thinkalike.mlem.model import MetricModel
 from thinkalike.mlem.similarity import (
-           feature_similarity,
-           mds_coordinates,
-           rsa_similarity,
+    feature_similarity,
+    mds_coordinates,
+    rsa_similarity,
 )
 from thinkalike.mlem.softrank import soft_rank
 
-__all__ = ["ALL_FOLDS", "FeatureError", "FeatureTable", "LayerFit", "MLEMSettings", "MetricModel", "encode_features",
-           "feature_similarity", "fit_layer", "fit_layers", "mds_coordinates", "pair_differences", "profile_table",
-           "rsa_similarity", "soft_rank"]
+__all__ = [
+    "ALL_FOLDS",
+    "FeatureError",
+    "FeatureTable",
+    "LayerFit",
+    "MLEMSettings",
+    "MetricModel",
+    "encode_features",
+    "feature_similarity",
+    "fit_layer",
+    "fit_layers",
+    "mds_coordinates",
+    "pair_differences",
+    "profile_table",
+    "rsa_similarity",
+    "soft_rank",
+]

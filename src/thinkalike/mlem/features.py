@@ -100,8 +100,13 @@ class FeatureTable:
         return np.unique(column[defined])
 
 
-def encode_features(frame: pd.DataFrame, kinds: Mapping[str, str],
-                    undefined: Mapping[str, Collection[object]] | None = None, *, what: str = "stimuli") -> FeatureTable:
+def encode_features(
+    frame: pd.DataFrame,
+    kinds: Mapping[str, str],
+    undefined: Mapping[str, Collection[object]] | None = None,
+    *,
+    what: str = "stimuli",
+) -> FeatureTable:
     """Encode the columns ``kinds`` of ``frame`` (one row per stimulus) into a :class:`FeatureTable`.
 
     ``kinds[name]`` is ``"categorical"`` or ``"numeric"``; ``undefined[name]`` lists the values
@@ -120,9 +125,11 @@ def encode_features(frame: pd.DataFrame, kinds: Mapping[str, str],
         raw = frame[name]
         missing = raw.isna().to_numpy()
         if missing.any():
-            raise FeatureError(f"{what}: feature {name!r} has {int(missing.sum())} missing value(s) (NaN/None), e.g. "
-                               f"at stimulus rows {np.flatnonzero(missing)[:5].tolist()}; mark undefined values "
-                               f"explicitly (one of {sorted(map(str, undefined.get(name, ()))) or 'none given'})")
+            raise FeatureError(
+                f"{what}: feature {name!r} has {int(missing.sum())} missing value(s) (NaN/None), e.g. "
+                f"at stimulus rows {np.flatnonzero(missing)[:5].tolist()}; mark undefined values "
+                f"explicitly (one of {sorted(map(str, undefined.get(name, ()))) or 'none given'})"
+            )
         is_undefined = raw.isin(list(undefined.get(name, ()))).to_numpy()
         if kind == CATEGORICAL:
             labels = raw.astype(str).to_numpy()
@@ -136,8 +143,9 @@ def encode_features(frame: pd.DataFrame, kinds: Mapping[str, str],
             numbers = pd.to_numeric(raw.where(~is_undefined), errors="coerce").to_numpy(np.float64)
             bad = ~is_undefined & ~np.isfinite(numbers)
             if bad.any():
-                raise FeatureError(f"{what}: numeric feature {name!r} has non-numeric or infinite value(s) "
-                                   f"{raw[bad].head(3).tolist()}")
+                raise FeatureError(
+                    f"{what}: numeric feature {name!r} has non-numeric or infinite value(s) {raw[bad].head(3).tolist()}"
+                )
             columns.append(min_max_scaled(numbers))
             categories.append(())
         names.append(str(name))
@@ -167,14 +175,22 @@ def drop_single_valued(table: FeatureTable, *, what: str = "stimuli") -> Feature
         values = table.defined_values(k)
         if len(values) < 2:
             shown = table.categories[k][int(values[0])] if len(values) and table.kinds[k] == CATEGORICAL else values
-            logger.warning("MLEM %s: feature %r dropped: it takes a single value (%s) on these stimuli", what, name,
-                           shown if len(values) else "none defined")
+            logger.warning(
+                "MLEM %s: feature %r dropped: it takes a single value (%s) on these stimuli",
+                what,
+                name,
+                shown if len(values) else "none defined",
+            )
         else:
             keep.append(k)
     if not keep:
         raise FeatureError(f"{what}: no feature takes two values on these stimuli; nothing to fit")
-    return FeatureTable(tuple(table.names[k] for k in keep), tuple(table.kinds[k] for k in keep),
-                        table.values[:, keep], tuple(table.categories[k] for k in keep))
+    return FeatureTable(
+        tuple(table.names[k] for k in keep),
+        tuple(table.kinds[k] for k in keep),
+        table.values[:, keep],
+        tuple(table.categories[k] for k in keep),
+    )
 
 
 def indicator_coding(table: FeatureTable, min_values: int = 3) -> FeatureTable:
@@ -211,8 +227,9 @@ def group_differences(differences: np.ndarray, table: FeatureTable) -> np.ndarra
     return np.stack([differences[:, columns].max(axis=1) for columns in table.group_columns()], axis=1)
 
 
-def pair_differences(values: torch.Tensor, categorical: torch.Tensor, first: torch.Tensor,
-                     second: torch.Tensor) -> torch.Tensor:
+def pair_differences(
+    values: torch.Tensor, categorical: torch.Tensor, first: torch.Tensor, second: torch.Tensor
+) -> torch.Tensor:
     """Δf ``(m, K)`` of the pairs ``(first[p], second[p])`` (module docstring).
 
     ``values`` is the :class:`FeatureTable` ``values`` as a tensor, ``categorical`` a boolean
@@ -224,15 +241,19 @@ def pair_differences(values: torch.Tensor, categorical: torch.Tensor, first: tor
     return torch.where(categorical, categorical_difference, numeric_difference)
 
 
-def feature_tensors(table: FeatureTable, device: torch.device | str = "cpu",
-                    dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+def feature_tensors(
+    table: FeatureTable, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(values, categorical mask)`` of ``table`` as tensors for :func:`pair_differences`."""
-    return (torch.as_tensor(table.values, dtype=dtype, device=device),
-            torch.tensor([kind == CATEGORICAL for kind in table.kinds], device=device))
+    return (
+        torch.as_tensor(table.values, dtype=dtype, device=device),
+        torch.tensor([kind == CATEGORICAL for kind in table.kinds], device=device),
+    )
 
 
-def correlated_features(differences: np.ndarray, names: Sequence[str], threshold: float = 0.5
-                        ) -> list[tuple[str, str, float]]:
+def correlated_features(
+    differences: np.ndarray, names: Sequence[str], threshold: float = 0.5
+) -> list[tuple[str, str, float]]:
     """Feature pairs whose Δf columns correlate with ``|r| > threshold`` (Pearson over sampled pairs).
 
     Correlated features share credit in the fit and in permutation importance (permuting one

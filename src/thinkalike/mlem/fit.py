@@ -60,8 +60,23 @@ logger = logging.getLogger(__name__)
 
 #: ``fold`` value of the rows that aggregate all folds in a profile table.
 ALL_FOLDS = -1
-PROFILE_COLUMNS = ["model", "layer", "feature", "weight", "importance", "ci_low", "ci_high", "spearman_heldout",
-                   "fold", "kind", "n_stimuli", "n_heldout_pairs", "steps", "pairs_per_step", "interactions"]
+PROFILE_COLUMNS = [
+    "model",
+    "layer",
+    "feature",
+    "weight",
+    "importance",
+    "ci_low",
+    "ci_high",
+    "spearman_heldout",
+    "fold",
+    "kind",
+    "n_stimuli",
+    "n_heldout_pairs",
+    "steps",
+    "pairs_per_step",
+    "interactions",
+]
 
 
 @dataclass(frozen=True)
@@ -85,16 +100,25 @@ class MLEMSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        positive = {"max_steps": self.max_steps, "patience": self.patience, "learning_rate": self.learning_rate,
-                    "rank_strength": self.rank_strength, "n_permutations": self.n_permutations,
-                    "heldout_pairs": self.heldout_pairs}
+        positive = {
+            "max_steps": self.max_steps,
+            "patience": self.patience,
+            "learning_rate": self.learning_rate,
+            "rank_strength": self.rank_strength,
+            "n_permutations": self.n_permutations,
+            "heldout_pairs": self.heldout_pairs,
+        }
         for name, value in positive.items():
             if not value > 0:
                 raise ValueError(f"MLEMSettings.{name} must be > 0, got {value!r}")
         if self.pairs_per_step is not None and self.pairs_per_step < 16:
-            raise ValueError(f"MLEMSettings.pairs_per_step must be >= 16 (or null: estimated), got {self.pairs_per_step}")
+            raise ValueError(
+                f"MLEMSettings.pairs_per_step must be >= 16 (or null: estimated), got {self.pairs_per_step}"
+            )
         if self.n_folds < 2:
-            raise ValueError(f"MLEMSettings.n_folds must be >= 2 (held-out scores need a test fold), got {self.n_folds}")
+            raise ValueError(
+                f"MLEMSettings.n_folds must be >= 2 (held-out scores need a test fold), got {self.n_folds}"
+            )
         if not 0 < self.confidence < 1:
             raise ValueError(f"MLEMSettings.confidence must be in (0, 1), got {self.confidence}")
         if not 0 < self.correlation_warning <= 1:
@@ -167,9 +191,16 @@ def spearman_loss(feature_distance: torch.Tensor, neural_ranks: torch.Tensor, st
     return -pearson(soft_rank((feature_distance - low) * ((m - 1) / span), strength), neural_ranks)
 
 
-def estimate_pairs_per_step(features: FeatureTable, generator: torch.Generator, *, n_trials: int = 16,
-                            start: int = 1024, factor: float = 1.2, max_pairs: int = 65536,
-                            threshold: float = 0.02) -> int:
+def estimate_pairs_per_step(
+    features: FeatureTable,
+    generator: torch.Generator,
+    *,
+    n_trials: int = 16,
+    start: int = 1024,
+    factor: float = 1.2,
+    max_pairs: int = 65536,
+    threshold: float = 0.02,
+) -> int:
     """Pairs per step as the MLEM code estimates them: grow the sample (× ``factor``) until the
     correlations between Δf columns vary across ``n_trials`` samples by less than ``threshold``
     (largest standard deviation); at most ``max_pairs``."""
@@ -189,8 +220,9 @@ def estimate_pairs_per_step(features: FeatureTable, generator: torch.Generator, 
     return max_pairs
 
 
-def check_inputs(features: FeatureTable, layer_vectors: Mapping[int, np.ndarray], settings: MLEMSettings,
-                 what: str) -> None:
+def check_inputs(
+    features: FeatureTable, layer_vectors: Mapping[int, np.ndarray], settings: MLEMSettings, what: str
+) -> None:
     """Everything that can be wrong before fitting: raises ``ValueError`` naming ``what`` (the model) and the layer.
 
     NaN/inf in features or in any layer's vectors, a row count that differs from the features',
@@ -202,16 +234,20 @@ def check_inputs(features: FeatureTable, layer_vectors: Mapping[int, np.ndarray]
         raise FeatureError(f"{what}: NaN or inf in the categorical feature codes (undefined values must be marked)")
     minimum = 2 * settings.n_folds
     if features.n_stimuli < minimum:
-        raise ValueError(f"{what}: {features.n_stimuli} stimuli are too few for mlem.fit.n_folds="
-                         f"{settings.n_folds} (each test fold needs at least 2 stimuli: at least {minimum})")
+        raise ValueError(
+            f"{what}: {features.n_stimuli} stimuli are too few for mlem.fit.n_folds="
+            f"{settings.n_folds} (each test fold needs at least 2 stimuli: at least {minimum})"
+        )
     for layer, vectors in layer_vectors.items():
         if vectors.shape[0] != features.n_stimuli:
             raise ValueError(f"{what} layer {layer}: {vectors.shape[0]} vectors for {features.n_stimuli} stimuli")
         bad = ~np.isfinite(vectors)
         if bad.any():
             rows = np.flatnonzero(bad.any(axis=1))
-            raise ValueError(f"{what} layer {layer}: NaN or inf in the vectors of {len(rows)} stimuli "
-                             f"(e.g. rows {rows[:5].tolist()})")
+            raise ValueError(
+                f"{what} layer {layer}: NaN or inf in the vectors of {len(rows)} stimuli "
+                f"(e.g. rows {rows[:5].tolist()})"
+            )
 
 
 def warn_correlated(features: FeatureTable, settings: MLEMSettings, what: str) -> list[tuple[str, str, float]]:
@@ -222,13 +258,24 @@ def warn_correlated(features: FeatureTable, settings: MLEMSettings, what: str) -
     differences = group_differences(pair_differences(values, categorical, first, second).double().numpy(), features)
     found = correlated_features(differences, features.feature_names, settings.correlation_warning)
     for a, b, r in found:
-        logger.warning("MLEM %s: features %r and %r are correlated (r = %.2f over random pairs): their weights and "
-                       "importances share credit", what, a, b, r)
+        logger.warning(
+            "MLEM %s: features %r and %r are correlated (r = %.2f over random pairs): their weights and "
+            "importances share credit",
+            what,
+            a,
+            b,
+            r,
+        )
     return found
 
 
-def fit_fold(features: FeatureTable, vectors: torch.Tensor, settings: MLEMSettings, pairs_per_step: int,
-             generator: torch.Generator) -> tuple[MetricModel, int]:
+def fit_fold(
+    features: FeatureTable,
+    vectors: torch.Tensor,
+    settings: MLEMSettings,
+    pairs_per_step: int,
+    generator: torch.Generator,
+) -> tuple[MetricModel, int]:
     """One fold's model on its training stimuli (module docstring); returns it and the steps taken."""
     values, categorical = feature_tensors(features, vectors.device)
     model = MetricModel(features.n_features, settings.interactions).to(vectors.device)
@@ -239,8 +286,9 @@ def fit_fold(features: FeatureTable, vectors: torch.Tensor, settings: MLEMSettin
         first, second = first.to(vectors.device), second.to(vectors.device)
         neural = neural_distances(vectors, first, second)
         target = average_ranks(neural).to(torch.float32)
-        loss = spearman_loss(model(pair_differences(values, categorical, first, second)), target,
-                             settings.rank_strength)
+        loss = spearman_loss(
+            model(pair_differences(values, categorical, first, second)), target, settings.rank_strength
+        )
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
@@ -288,8 +336,9 @@ def _spearman(x: np.ndarray, y_ranks: np.ndarray | None) -> float:
 
 
 @torch.no_grad()
-def score_fold(model: MetricModel, features: FeatureTable, vectors: torch.Tensor, settings: MLEMSettings,
-               rng: np.random.Generator) -> tuple[float, np.ndarray, int]:
+def score_fold(
+    model: MetricModel, features: FeatureTable, vectors: torch.Tensor, settings: MLEMSettings, rng: np.random.Generator
+) -> tuple[float, np.ndarray, int]:
     """Held-out Spearman on pairs of the test stimuli and the ``(n_permutations, K)`` permutation importances of the
     K features (a feature's columns permuted together)."""
     first, second = heldout_pairs(features.n_stimuli, settings.heldout_pairs, rng)
@@ -329,8 +378,9 @@ def single_threaded(device: torch.device | str) -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def fit_layer(features: FeatureTable, vectors: np.ndarray, settings: MLEMSettings, *,
-              device: torch.device | str = "cpu") -> LayerFit:
+def fit_layer(
+    features: FeatureTable, vectors: np.ndarray, settings: MLEMSettings, *, device: torch.device | str = "cpu"
+) -> LayerFit:
     """MLEM on one layer's ``vectors`` ``(n, d)`` over ``settings.n_folds`` folds of the stimuli.
 
     Call :func:`check_inputs` first (:func:`fit_layers` does). CPU work runs single-threaded
@@ -340,8 +390,9 @@ def fit_layer(features: FeatureTable, vectors: np.ndarray, settings: MLEMSetting
         return _fit_layer(features, vectors, settings, device)
 
 
-def _fit_layer(features: FeatureTable, vectors: np.ndarray, settings: MLEMSettings,
-               device: torch.device | str) -> LayerFit:
+def _fit_layer(
+    features: FeatureTable, vectors: np.ndarray, settings: MLEMSettings, device: torch.device | str
+) -> LayerFit:
     data = torch.as_tensor(np.asarray(vectors), dtype=torch.float32, device=device)
     folds = KFold(n_splits=settings.n_folds, shuffle=True, random_state=settings.seed)
     weights, scores, importances, steps, counts, matrices = [], [], [], [], [], []
@@ -352,10 +403,12 @@ def _fit_layer(features: FeatureTable, vectors: np.ndarray, settings: MLEMSettin
         train_features = features.subset(train)
         if pairs_per_step is None:
             pairs_per_step = estimate_pairs_per_step(train_features, generator)
-        model, taken = fit_fold(train_features, data[torch.as_tensor(train, device=device)], settings,
-                                pairs_per_step, generator)
-        score, permuted, n_pairs = score_fold(model, features.subset(test), data[torch.as_tensor(test, device=device)],
-                                              settings, rng)
+        model, taken = fit_fold(
+            train_features, data[torch.as_tensor(train, device=device)], settings, pairs_per_step, generator
+        )
+        score, permuted, n_pairs = score_fold(
+            model, features.subset(test), data[torch.as_tensor(test, device=device)], settings, rng
+        )
         weights.append(model.feature_weights().cpu().numpy())
         matrices.append(model.weight_matrix().detach().cpu().numpy())
         scores.append(score)
@@ -364,16 +417,33 @@ def _fit_layer(features: FeatureTable, vectors: np.ndarray, settings: MLEMSettin
         counts.append(n_pairs)
     assert pairs_per_step is not None  # estimated on the first fold when not configured
     column_weights = np.stack(weights)
-    feature_weights = np.stack([column_weights[:, columns].sum(axis=1) for columns in features.group_columns()],
-                               axis=1)
-    return LayerFit(features.feature_names, features.feature_kinds, feature_weights, np.asarray(scores),
-                    np.stack(importances), np.asarray(steps), np.asarray(counts), int(pairs_per_step),
-                    features.n_stimuli, settings.interactions, np.stack(matrices) if settings.interactions else None,
-                    features.names, column_weights)
+    feature_weights = np.stack([column_weights[:, columns].sum(axis=1) for columns in features.group_columns()], axis=1)
+    return LayerFit(
+        features.feature_names,
+        features.feature_kinds,
+        feature_weights,
+        np.asarray(scores),
+        np.stack(importances),
+        np.asarray(steps),
+        np.asarray(counts),
+        int(pairs_per_step),
+        features.n_stimuli,
+        settings.interactions,
+        np.stack(matrices) if settings.interactions else None,
+        features.names,
+        column_weights,
+    )
 
 
-def fit_layers(features: FeatureTable, layer_vectors: Mapping[int, np.ndarray], settings: MLEMSettings, *,
-               what: str = "model", device: torch.device | str = "cpu", progress: bool = True) -> dict[int, LayerFit]:
+def fit_layers(
+    features: FeatureTable,
+    layer_vectors: Mapping[int, np.ndarray],
+    settings: MLEMSettings,
+    *,
+    what: str = "model",
+    device: torch.device | str = "cpu",
+    progress: bool = True,
+) -> dict[int, LayerFit]:
     """:func:`fit_layer` for every layer, after :func:`check_inputs`, the correlation warning and the logged cost
     estimate (:func:`estimate_cost`, :func:`log_cost`); a progress bar (``MLEM <what>``) counts layers."""
     check_inputs(features, layer_vectors, settings, what)
@@ -407,14 +477,21 @@ class CostEstimate:
         return self.layers * self.folds * (self.max_steps * self.seconds_per_step + self.seconds_per_scoring)
 
 
-def estimate_cost(features: FeatureTable, layer_vectors: Mapping[int, np.ndarray], settings: MLEMSettings, *,
-                  device: torch.device | str = "cpu", probe_steps: int = 10) -> CostEstimate:
+def estimate_cost(
+    features: FeatureTable,
+    layer_vectors: Mapping[int, np.ndarray],
+    settings: MLEMSettings,
+    *,
+    device: torch.device | str = "cpu",
+    probe_steps: int = 10,
+) -> CostEstimate:
     """Time ``probe_steps`` training steps and one held-out scoring on the first layer's first fold, and scale them
     to every layer and fold (:class:`CostEstimate`), after two untimed warm-up steps. ``pairs_per_step=None`` is
     timed at 1,024 pairs (the smallest the estimate gives). Costs about 0.05 s (1,000 stimuli, 1,024 pairs, CPU)."""
     vectors = next(iter(layer_vectors.values()))
-    train, test = next(KFold(n_splits=settings.n_folds, shuffle=True, random_state=settings.seed)
-                       .split(np.arange(features.n_stimuli)))
+    train, test = next(
+        KFold(n_splits=settings.n_folds, shuffle=True, random_state=settings.seed).split(np.arange(features.n_stimuli))
+    )
     pairs = settings.pairs_per_step or 1024
     probe = replace(settings, max_steps=probe_steps, patience=probe_steps + 1)
     data = torch.as_tensor(np.asarray(vectors), dtype=torch.float32, device=device)
@@ -423,11 +500,18 @@ def estimate_cost(features: FeatureTable, layer_vectors: Mapping[int, np.ndarray
         # untimed warm-up: a process's first step pays one-off initialisation (measured: 60x a step)
         fit_fold(train_features, train_vectors, replace(probe, max_steps=2), pairs, torch.Generator().manual_seed(0))
         start = time.perf_counter()
-        model, steps = fit_fold(train_features, train_vectors, probe, pairs, torch.Generator().manual_seed(settings.seed))
+        model, steps = fit_fold(
+            train_features, train_vectors, probe, pairs, torch.Generator().manual_seed(settings.seed)
+        )
         per_step = (time.perf_counter() - start) / max(steps, 1)
         start = time.perf_counter()
-        score_fold(model, features.subset(test), data[torch.as_tensor(test, device=device)], settings,
-                   np.random.default_rng(settings.seed))
+        score_fold(
+            model,
+            features.subset(test),
+            data[torch.as_tensor(test, device=device)],
+            settings,
+            np.random.default_rng(settings.seed),
+        )
         scoring = time.perf_counter() - start
     return CostEstimate(len(layer_vectors), settings.n_folds, settings.max_steps, pairs, per_step, scoring)
 
@@ -435,10 +519,20 @@ def estimate_cost(features: FeatureTable, layer_vectors: Mapping[int, np.ndarray
 def log_cost(cost: CostEstimate, what: str, minutes_from: float = 60.0) -> None:
     """Log ``cost`` before the fits: at INFO when they may take ``minutes_from`` seconds or more, else DEBUG."""
     level = logging.INFO if cost.max_seconds >= minutes_from else logging.DEBUG
-    logger.log(level, "MLEM %s: %d layer(s) x %d folds x at most %d steps of %d pairs (%.1f ms/step here) + "
-               "%.2f s of held-out scoring per fold: at most %.1f min (early stopping usually ends sooner; "
-               "mlem.layers narrows the layers)", what, cost.layers, cost.folds, cost.max_steps, cost.pairs_per_step,
-               cost.seconds_per_step * 1e3, cost.seconds_per_scoring, cost.max_seconds / 60)
+    logger.log(
+        level,
+        "MLEM %s: %d layer(s) x %d folds x at most %d steps of %d pairs (%.1f ms/step here) + "
+        "%.2f s of held-out scoring per fold: at most %.1f min (early stopping usually ends sooner; "
+        "mlem.layers narrows the layers)",
+        what,
+        cost.layers,
+        cost.folds,
+        cost.max_steps,
+        cost.pairs_per_step,
+        cost.seconds_per_step * 1e3,
+        cost.seconds_per_scoring,
+        cost.max_seconds / 60,
+    )
 
 
 def interval(samples: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -457,22 +551,49 @@ def profile_table(fit: LayerFit, model: str, layer: int, confidence: float = 0.9
     mean held-out Spearman)."""
     n_folds = len(fit.spearman)
     rows = []
-    common = {"model": model, "layer": int(layer), "n_stimuli": fit.n_stimuli, "pairs_per_step": fit.pairs_per_step,
-              "interactions": fit.interactions}
+    common = {
+        "model": model,
+        "layer": int(layer),
+        "n_stimuli": fit.n_stimuli,
+        "pairs_per_step": fit.pairs_per_step,
+        "interactions": fit.interactions,
+    }
     for fold in range(n_folds):
         mean, low, high = interval(fit.importances[fold], confidence)
         for k, name in enumerate(fit.features):
-            rows.append({**common, "feature": name, "kind": fit.kinds[k], "weight": float(fit.weights[fold, k]),
-                         "importance": float(mean[k]), "ci_low": float(low[k]), "ci_high": float(high[k]),
-                         "spearman_heldout": float(fit.spearman[fold]), "fold": fold,
-                         "n_heldout_pairs": int(fit.heldout_pairs[fold]), "steps": int(fit.steps[fold])})
+            rows.append(
+                {
+                    **common,
+                    "feature": name,
+                    "kind": fit.kinds[k],
+                    "weight": float(fit.weights[fold, k]),
+                    "importance": float(mean[k]),
+                    "ci_low": float(low[k]),
+                    "ci_high": float(high[k]),
+                    "spearman_heldout": float(fit.spearman[fold]),
+                    "fold": fold,
+                    "n_heldout_pairs": int(fit.heldout_pairs[fold]),
+                    "steps": int(fit.steps[fold]),
+                }
+            )
     pooled = fit.importances.reshape(-1, len(fit.features))
     mean, low, high = interval(pooled, confidence)
     for k, name in enumerate(fit.features):
-        rows.append({**common, "feature": name, "kind": fit.kinds[k], "weight": float(fit.weights[:, k].mean()),
-                     "importance": float(mean[k]), "ci_low": float(low[k]), "ci_high": float(high[k]),
-                     "spearman_heldout": float(fit.spearman.mean()), "fold": ALL_FOLDS,
-                     "n_heldout_pairs": int(fit.heldout_pairs.sum()), "steps": round(fit.steps.mean())})
+        rows.append(
+            {
+                **common,
+                "feature": name,
+                "kind": fit.kinds[k],
+                "weight": float(fit.weights[:, k].mean()),
+                "importance": float(mean[k]),
+                "ci_low": float(low[k]),
+                "ci_high": float(high[k]),
+                "spearman_heldout": float(fit.spearman.mean()),
+                "fold": ALL_FOLDS,
+                "n_heldout_pairs": int(fit.heldout_pairs.sum()),
+                "steps": round(fit.steps.mean()),
+            }
+        )
     return pd.DataFrame(rows, columns=PROFILE_COLUMNS)
 
 

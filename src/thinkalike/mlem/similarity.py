@@ -65,17 +65,26 @@ def mds_coordinates(similarity: np.ndarray, seed: int = 0) -> np.ndarray:
     dissimilarity = 1.0 - (similarity + similarity.T) / 2
     np.fill_diagonal(dissimilarity, 0.0)
     if len(dissimilarity) < 3:
-        return np.column_stack([np.arange(len(dissimilarity), dtype=float) * dissimilarity.max(initial=0.0),
-                                np.zeros(len(dissimilarity))])
+        return np.column_stack(
+            [np.arange(len(dissimilarity), dtype=float) * dissimilarity.max(initial=0.0), np.zeros(len(dissimilarity))]
+        )
     mds = MDS(n_components=2, metric="precomputed", init="classical_mds", n_init=1, random_state=seed)
     return mds.fit_transform(dissimilarity)
 
 
 def long_similarity(matrix: np.ndarray, labels: Sequence[tuple[str, int]]) -> pd.DataFrame:
     """The matrix as a long table (:data:`SIMILARITY_COLUMNS`), one row per ordered layer pair."""
-    rows = [{"model_a": la[0], "layer_a": int(la[1]), "model_b": lb[0], "layer_b": int(lb[1]),
-             "similarity": float(matrix[a, b])}
-            for a, la in enumerate(labels) for b, lb in enumerate(labels)]
+    rows = [
+        {
+            "model_a": la[0],
+            "layer_a": int(la[1]),
+            "model_b": lb[0],
+            "layer_b": int(lb[1]),
+            "similarity": float(matrix[a, b]),
+        }
+        for a, la in enumerate(labels)
+        for b, lb in enumerate(labels)
+    ]
     return pd.DataFrame(rows, columns=SIMILARITY_COLUMNS)
 
 
@@ -95,8 +104,9 @@ def finite_rows(matrix: np.ndarray) -> np.ndarray:
         keep[np.flatnonzero(keep)[np.argmax(bad)]] = False
 
 
-def importance_profiles(profiles: pd.DataFrame, importance_column: str = "importance"
-                        ) -> tuple[list[tuple[str, int]], np.ndarray, list[str]]:
+def importance_profiles(
+    profiles: pd.DataFrame, importance_column: str = "importance"
+) -> tuple[list[tuple[str, int]], np.ndarray, list[str]]:
     """``(labels, (L, K) importances, features)`` from concatenated profile tables (their all-folds rows).
 
     Labels are ``(model, layer)`` in table order of the models, layers ascending; a feature a
@@ -107,10 +117,16 @@ def importance_profiles(profiles: pd.DataFrame, importance_column: str = "import
     overall = profiles[profiles["fold"] == ALL_FOLDS]
     features = list(dict.fromkeys(overall["feature"]))
     models = list(dict.fromkeys(overall["model"]))
-    wide = overall.pivot_table(index=["model", "layer"], columns="feature", values=importance_column,
-                               aggfunc="first").reindex(columns=features).fillna(0.0)
-    labels = [(model, int(layer)) for model in models
-              for layer in sorted(overall.loc[overall["model"] == model, "layer"].unique())]
+    wide = (
+        overall.pivot_table(index=["model", "layer"], columns="feature", values=importance_column, aggfunc="first")
+        .reindex(columns=features)
+        .fillna(0.0)
+    )
+    labels = [
+        (model, int(layer))
+        for model in models
+        for layer in sorted(overall.loc[overall["model"] == model, "layer"].unique())
+    ]
     return labels, wide.loc[labels].to_numpy(dtype=float), features
 
 
@@ -120,6 +136,8 @@ def shared_pair_distances(distances: pd.DataFrame, labels: Sequence[tuple[str, i
     wide = distances.pivot_table(index=["model", "layer"], columns="pair", values="distance", aggfunc="first")
     wide = wide.reindex(pd.MultiIndex.from_tuples(labels, names=["model", "layer"])).dropna(axis=1)
     if wide.shape[1] < 3:
-        raise ValueError(f"RSA: only {wide.shape[1]} stimulus pairs are shared by every layer of every model "
-                         "(different evaluation texts?)")
+        raise ValueError(
+            f"RSA: only {wide.shape[1]} stimulus pairs are shared by every layer of every model "
+            "(different evaluation texts?)"
+        )
     return wide.to_numpy(dtype=float)

@@ -52,24 +52,33 @@ SENTENCE_POOLINGS = ("mean", "last")
 KEY_COLUMNS = ("sentence_id", "word_index")
 
 SENTENCE_FEATURES: dict[str, str] = {
-    "subject_number": CATEGORICAL, "object_number": CATEGORICAL, "tense": CATEGORICAL,
-    "relative_clause": CATEGORICAL, "attractor_number": CATEGORICAL, "rc_noun_number": CATEGORICAL,
-    "sentence_type": CATEGORICAL, "n_words": NUMERIC,
+    "subject_number": CATEGORICAL,
+    "object_number": CATEGORICAL,
+    "tense": CATEGORICAL,
+    "relative_clause": CATEGORICAL,
+    "attractor_number": CATEGORICAL,
+    "rc_noun_number": CATEGORICAL,
+    "sentence_type": CATEGORICAL,
+    "n_words": NUMERIC,
 }
 WORD_FEATURES: dict[str, str] = {
-    "pos": CATEGORICAL, "word_role": CATEGORICAL, "word_position": NUMERIC, "number": CATEGORICAL,
-    "tense": CATEGORICAL, "in_relative_clause": CATEGORICAL,
+    "pos": CATEGORICAL,
+    "word_role": CATEGORICAL,
+    "word_position": NUMERIC,
+    "number": CATEGORICAL,
+    "tense": CATEGORICAL,
+    "in_relative_clause": CATEGORICAL,
     **{name: kind for name, kind in SENTENCE_FEATURES.items() if name != "tense"},
 }
 #: The features fitted when none are configured (the issue's lists).
 DEFAULT_FEATURES: dict[str, tuple[str, ...]] = {
     "word": ("pos", "word_role", "word_position", "number", "tense", "in_relative_clause"),
-    "sentence": ("subject_number", "object_number", "tense", "relative_clause", "attractor_number",
-                 "sentence_type"),
+    "sentence": ("subject_number", "object_number", "tense", "relative_clause", "attractor_number", "sentence_type"),
 }
 #: Values that mean "undefined for this stimulus".
-UNDEFINED: dict[str, frozenset[str]] = {name: frozenset({NONE}) for name in
-                                        ("number", "tense", "object_number", "attractor_number", "rc_noun_number")}
+UNDEFINED: dict[str, frozenset[str]] = {
+    name: frozenset({NONE}) for name in ("number", "tense", "object_number", "attractor_number", "rc_noun_number")
+}
 
 logger = logging.getLogger(__name__)
 
@@ -102,12 +111,15 @@ def _word_rows(sentence: pd.Series) -> list[dict[str, object]]:
     """One row per word of a grammar sentence with the word-level features (module docstring)."""
     roles, pos = list(sentence["word_role"]), list(sentence["pos"])
     tense, question = sentence["tense"], sentence["sentence_type"] == "question"
-    head_number = {"subject": sentence["subject_number"], "object": sentence["object_number"],
-                   "attractor": sentence["attractor_number"], "rc_noun": sentence["rc_noun_number"]}
+    head_number = {
+        "subject": sentence["subject_number"],
+        "object": sentence["object_number"],
+        "attractor": sentence["attractor_number"],
+        "rc_noun": sentence["rc_noun_number"],
+    }
     # a subject RC's verb agrees with the head noun, an object RC's with the RC's own subject
     rc_subject = sentence["rc_noun_number"] if sentence["relative_clause"] == "object" else sentence["subject_number"]
-    verb_subject = {"main_verb": sentence["subject_number"], "aux": sentence["subject_number"],
-                    "rc_verb": rc_subject}
+    verb_subject = {"main_verb": sentence["subject_number"], "aux": sentence["subject_number"], "rc_verb": rc_subject}
     rc_start = pos.index("REL") if "REL" in pos else None
     rc_end = max(i for i, role in enumerate(roles) if role in ("rc_verb", "rc_noun")) if rc_start is not None else -1
     shared = {name: sentence[name] for name in SENTENCE_FEATURES if name != "tense"}
@@ -120,11 +132,20 @@ def _word_rows(sentence: pd.Series) -> list[dict[str, object]]:
             number = head_number[role]
         elif finite and tense == PRESENT:
             number = verb_subject[role]
-        rows.append({"sentence_id": int(sentence["sentence_id"]), "word_index": index, "word": word,
-                     "pos": pos[index], "word_role": role, "word_position": int(sentence["word_position"][index]),
-                     "number": number, "tense": tense if finite else NONE,
-                     "in_relative_clause": "inside" if rc_start is not None and rc_start <= index <= rc_end
-                     else "outside", **shared})
+        rows.append(
+            {
+                "sentence_id": int(sentence["sentence_id"]),
+                "word_index": index,
+                "word": word,
+                "pos": pos[index],
+                "word_role": role,
+                "word_position": int(sentence["word_position"][index]),
+                "number": number,
+                "tense": tense if finite else NONE,
+                "in_relative_clause": "inside" if rc_start is not None and rc_start <= index <= rc_end else "outside",
+                **shared,
+            }
+        )
     return rows
 
 
@@ -141,16 +162,24 @@ def stimulus_table(sentences: pd.DataFrame, level: str, stimuli: str = "corpus")
     if len(grammar) < len(sentences):
         left = sentences.loc[sentences["source"] != source, "source"].value_counts().to_dict()
         logger.info("MLEM: stimuli %r are the %r sentences; left out: %s", stimuli, source, left)
-    missing = [column for column in ("sentence_id", "words", "pos", "word_role", *SENTENCE_FEATURES)
-               if column not in grammar]
+    missing = [
+        column for column in ("sentence_id", "words", "pos", "word_role", *SENTENCE_FEATURES) if column not in grammar
+    ]
     if missing:
-        raise FeatureError(f"the sentence table lacks the grammar columns {missing}: MLEM needs the grammar's "
-                           "labelled sentences (corpus pipeline)")
+        raise FeatureError(
+            f"the sentence table lacks the grammar columns {missing}: MLEM needs the grammar's "
+            "labelled sentences (corpus pipeline)"
+        )
     if grammar.empty:
-        hint = (" (set corpus.controlled_stimuli.enabled: true, and rerun the corpus and activations pipelines)"
-                if stimuli == "controlled" else "")
-        raise FeatureError(f"mlem.stimuli: {stimuli!r}: no {source!r} sentence among the evaluation texts: MLEM has "
-                           f"no stimulus with features{hint}")
+        hint = (
+            " (set corpus.controlled_stimuli.enabled: true, and rerun the corpus and activations pipelines)"
+            if stimuli == "controlled"
+            else ""
+        )
+        raise FeatureError(
+            f"mlem.stimuli: {stimuli!r}: no {source!r} sentence among the evaluation texts: MLEM has "
+            f"no stimulus with features{hint}"
+        )
     if level == "sentence":
         table = grammar[["sentence_id", *SENTENCE_FEATURES]].copy()
         table.insert(1, "word_index", 0)
@@ -197,8 +226,13 @@ def _gather_rows(store: ActivationStore, rows: np.ndarray) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
-def stimulus_vectors(store: ActivationStore, index: pd.DataFrame, level: str, sentence_pooling: str = "mean",
-                     keys: pd.MultiIndex | None = None) -> StimulusVectors:
+def stimulus_vectors(
+    store: ActivationStore,
+    index: pd.DataFrame,
+    level: str,
+    sentence_pooling: str = "mean",
+    keys: pd.MultiIndex | None = None,
+) -> StimulusVectors:
     """Every stimulus vector the store holds (module docstring), optionally only ``keys``."""
     check_level(level)
     if sentence_pooling not in SENTENCE_POOLINGS:
@@ -213,23 +247,33 @@ def stimulus_vectors(store: ActivationStore, index: pd.DataFrame, level: str, se
     pooling = "word" if level == "word" else "sequence"
     parts = list(pooled_rows(store, index, pooling, keys=keys))
     if not parts:
-        return StimulusVectors(np.zeros((0, 2), dtype=np.int64), np.zeros((len(store.layers), 0, store.d_model)),
-                               store.layers)
-    return StimulusVectors(np.concatenate([k for k, _ in parts]), np.concatenate([v for _, v in parts], axis=1),
-                           store.layers)
+        return StimulusVectors(
+            np.zeros((0, 2), dtype=np.int64), np.zeros((len(store.layers), 0, store.d_model)), store.layers
+        )
+    return StimulusVectors(
+        np.concatenate([k for k, _ in parts]), np.concatenate([v for _, v in parts], axis=1), store.layers
+    )
 
 
 def align(stimuli: pd.DataFrame, found: StimulusVectors, what: str) -> tuple[pd.DataFrame, np.ndarray]:
     """The stimuli that have vectors (in ``stimuli`` order) and their vectors ``(layers, n, d)``;
     the others are left out (logged). Raises :class:`FeatureError` when none has a vector."""
     position = {(int(a), int(b)): i for i, (a, b) in enumerate(found.keys)}
-    rows = np.array([position.get((int(s), int(w)), -1)
-                     for s, w in zip(stimuli["sentence_id"], stimuli["word_index"])], dtype=np.int64)
+    rows = np.array(
+        [position.get((int(s), int(w)), -1) for s, w in zip(stimuli["sentence_id"], stimuli["word_index"])],
+        dtype=np.int64,
+    )
     present = rows >= 0
     if not present.any():
-        raise FeatureError(f"{what}: none of the {len(stimuli)} stimuli has a vector in the activation store "
-                           "(different evaluation texts?)")
+        raise FeatureError(
+            f"{what}: none of the {len(stimuli)} stimuli has a vector in the activation store "
+            "(different evaluation texts?)"
+        )
     if not present.all():
-        logger.warning("MLEM %s: %d of %d stimuli have no vector in the store and are left out", what,
-                       int((~present).sum()), len(stimuli))
+        logger.warning(
+            "MLEM %s: %d of %d stimuli have no vector in the store and are left out",
+            what,
+            int((~present).sum()),
+            len(stimuli),
+        )
     return stimuli[present].reset_index(drop=True), found.vectors[:, rows[present]]

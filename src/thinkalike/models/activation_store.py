@@ -61,8 +61,9 @@ class ActivationBatch:
     sequence_start: int
 
     @classmethod
-    def from_padded(cls, residual: np.ndarray | torch.Tensor, attention_mask: np.ndarray,
-                    sequence_start: int) -> ActivationBatch:
+    def from_padded(
+        cls, residual: np.ndarray | torch.Tensor, attention_mask: np.ndarray, sequence_start: int
+    ) -> ActivationBatch:
         """From ``residual`` ``(layers, batch, n_ctx, d_model)`` (numpy, or a torch tensor on its device): keeps the
         positions where the mask is 1. A batch without padding keeps its rows as they are (a view: packed
         sequences); otherwise the kept rows are gathered, on the residual's own device."""
@@ -153,16 +154,20 @@ class ActivationStore:
                     return ActivationBatch(rows.numpy(), mask, start)
                 return ActivationBatch.from_padded(handle.get_tensor("residual").numpy(), mask, start)  # format 1
         except (OSError, SafetensorError) as error:
-            raise ActivationStoreError(f"activation shard {file} is unreadable (truncated or corrupt: {error}); "
-                                       "delete this store version and extract again") from error
+            raise ActivationStoreError(
+                f"activation shard {file} is unreadable (truncated or corrupt: {error}); "
+                "delete this store version and extract again"
+            ) from error
 
     def __iter__(self) -> Iterator[ActivationBatch]:
         for shard in range(self.n_shards):
             yield self.batch(shard)
 
     def __repr__(self) -> str:
-        return (f"ActivationStore({self.path}, model={self.model!r}, layers={len(self.layers)}, dtype={self.dtype}, "
-                f"shards={self.n_shards})")
+        return (
+            f"ActivationStore({self.path}, model={self.model!r}, layers={len(self.layers)}, dtype={self.dtype}, "
+            f"shards={self.n_shards})"
+        )
 
 
 def is_complete_store(path: str | Path) -> bool:
@@ -176,9 +181,16 @@ def partial_path(path: str | Path) -> Path:
     return path.with_name(path.name + ".partial")
 
 
-def write_activation_store(path: str | Path, batches: Iterable[ActivationBatch], model: str, *,
-                           dtype: str = "float32", n_layers: int | None = None,
-                           layers: Sequence[int] | None = None, spec: str = "") -> ActivationStore:
+def write_activation_store(
+    path: str | Path,
+    batches: Iterable[ActivationBatch],
+    model: str,
+    *,
+    dtype: str = "float32",
+    n_layers: int | None = None,
+    layers: Sequence[int] | None = None,
+    spec: str = "",
+) -> ActivationStore:
     """Writes ``batches`` as shards of real tokens in ``dtype``, atomically, to ``path``; returns the store.
 
     ``layers``: the residual-stream indices the batches hold (default ``0 … rows − 1``);
@@ -200,8 +212,9 @@ def write_activation_store(path: str | Path, batches: Iterable[ActivationBatch],
         meta = _write_shards(staging, batches, model, STORE_DTYPES[dtype])
         meta["dtype"] = dtype
         meta["spec"] = spec
-        meta["layers"] = [int(layer) for layer in layers] if layers is not None \
-            else list(range(meta["n_stored_layers"]))
+        meta["layers"] = (
+            [int(layer) for layer in layers] if layers is not None else list(range(meta["n_stored_layers"]))
+        )
         if len(meta["layers"]) != meta["n_stored_layers"]:
             raise ValueError(f"{model!r}: batches hold {meta['n_stored_layers']} layers but layers={meta['layers']}")
         meta["n_layers"] = int(n_layers if n_layers is not None else max(meta["layers"]))
@@ -223,24 +236,39 @@ def _write_shards(directory: Path, batches: Iterable[ActivationBatch], model: st
         rows = batch.tokens()
         current = (rows.shape[0], rows.shape[2])
         if shape is not None and current != shape:
-            raise ValueError(f"batch {index} of {model!r} holds (layers, d_model) = {current}, "
-                             f"inconsistent with the first batch's {shape}")
+            raise ValueError(
+                f"batch {index} of {model!r} holds (layers, d_model) = {current}, "
+                f"inconsistent with the first batch's {shape}"
+            )
         shape = current
         tokens = torch.from_numpy(np.ascontiguousarray(rows)).to(dtype)
         if tokens.dtype != torch.float32 and not bool(torch.isfinite(tokens.float().sum(dim=(1, 2))).all()):
-            raise ValueError(f"{model!r}: activations overflow the store dtype {dtype} (batch {index}); "
-                             "use activations.store_dtype: float32")
+            raise ValueError(
+                f"{model!r}: activations overflow the store dtype {dtype} (batch {index}); "
+                "use activations.store_dtype: float32"
+            )
         name = f"shard_{index:05d}.safetensors"
-        save_file({"tokens": tokens, "attention_mask": torch.from_numpy(np.ascontiguousarray(batch.attention_mask))},
-                  str(directory / name), metadata={"sequence_start": str(batch.sequence_start)})
+        save_file(
+            {"tokens": tokens, "attention_mask": torch.from_numpy(np.ascontiguousarray(batch.attention_mask))},
+            str(directory / name),
+            metadata={"sequence_start": str(batch.sequence_start)},
+        )
         shards.append(name)
         n_sequences += batch.attention_mask.shape[0]
         n_tokens += rows.shape[1]
         n_ctx = batch.attention_mask.shape[1]
     if shape is None:
         raise ValueError(f"no activation batches to write for {model!r}")
-    return {"model": model, "format": FORMAT, "n_stored_layers": shape[0], "d_model": shape[1],
-            "n_ctx": n_ctx, "n_sequences": n_sequences, "n_tokens": n_tokens, "shards": shards}
+    return {
+        "model": model,
+        "format": FORMAT,
+        "n_stored_layers": shape[0],
+        "d_model": shape[1],
+        "n_ctx": n_ctx,
+        "n_sequences": n_sequences,
+        "n_tokens": n_tokens,
+        "shards": shards,
+    }
 
 
 def store_size_bytes(n_tokens: int, n_stored_layers: int, d_model: int, dtype: str) -> int:
@@ -255,10 +283,12 @@ def check_free_space(path: str | Path, needed_bytes: int, what: str) -> None:
         existing = existing.parent
     free = shutil.disk_usage(existing).free
     if needed_bytes > free:
-        raise ActivationStoreError(f"{what} needs about {needed_bytes / 2**30:.2f} GiB but {existing} has "
-                                   f"{free / 2**30:.2f} GiB free; store fewer layers (activations.layers), a "
-                                   "smaller dtype (activations.store_dtype) or fewer sentences "
-                                   "(corpus.n_evaluation_sentences)")
+        raise ActivationStoreError(
+            f"{what} needs about {needed_bytes / 2**30:.2f} GiB but {existing} has "
+            f"{free / 2**30:.2f} GiB free; store fewer layers (activations.layers), a "
+            "smaller dtype (activations.store_dtype) or fewer sentences "
+            "(corpus.n_evaluation_sentences)"
+        )
 
 
 @dataclass(frozen=True)

@@ -70,13 +70,16 @@ def check_pooling(pooling: str) -> None:
 
 def check_token_streams_match(index_a: pd.DataFrame, index_b: pd.DataFrame, model_a: str, model_b: str) -> None:
     """Token-level comparison needs the same tokens in the same order; otherwise say how to pool."""
-    same = len(index_a) == len(index_b) and np.array_equal(index_a["token_id"].to_numpy(),
-                                                           index_b["token_id"].to_numpy()) \
+    same = (
+        len(index_a) == len(index_b)
+        and np.array_equal(index_a["token_id"].to_numpy(), index_b["token_id"].to_numpy())
         and np.array_equal(index_a["sentence_id"].to_numpy(), index_b["sentence_id"].to_numpy())
+    )
     if not same:
         raise AlignmentError(
             f"{model_a!r} and {model_b!r} do not share a token stream ({len(index_a)} vs {len(index_b)} tokens, "
-            f"different tokenizers?): token-level comparison is impossible; set pooling to 'word' or 'sequence'")
+            f"different tokenizers?): token-level comparison is impossible; set pooling to 'word' or 'sequence'"
+        )
 
 
 def _shard_bounds(index: pd.DataFrame, sequence_start: int, n_sequences: int) -> tuple[int, int]:
@@ -90,13 +93,16 @@ def _shard_bounds(index: pd.DataFrame, sequence_start: int, n_sequences: int) ->
 def special_rows(index: pd.DataFrame, model: str = "the model") -> np.ndarray:
     """The ``is_special`` column of an index table as booleans; :class:`AlignmentError` when it has none."""
     if "is_special" not in index:
-        raise AlignmentError(f"the index table of {model!r} has no is_special column, so its special tokens cannot "
-                             "be told apart; extract its activations again")
+        raise AlignmentError(
+            f"the index table of {model!r} has no is_special column, so its special tokens cannot "
+            "be told apart; extract its activations again"
+        )
     return index["is_special"].to_numpy(bool)
 
 
-def pooling_keys(index: pd.DataFrame, pooling: str, exclude_special_tokens: bool = True
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def pooling_keys(
+    index: pd.DataFrame, pooling: str, exclude_special_tokens: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """``(keep, keys)`` of an index table for ``word`` / ``sequence`` pooling: which rows are pooled
     (non-special unless ``exclude_special_tokens`` is false; for words, inside a word) and each
     row's ``(sentence_id, word_index or 0)`` key."""
@@ -115,8 +121,14 @@ def _key_set(index: pd.DataFrame, pooling: str, exclude_special_tokens: bool) ->
     return pd.MultiIndex.from_arrays([keys[keep, 0], keys[keep, 1]]).unique()
 
 
-def shared_keys(index_a: pd.DataFrame, index_b: pd.DataFrame, pooling: str, model_a: str = "a",
-                model_b: str = "b", exclude_special_tokens: bool = True) -> pd.MultiIndex:
+def shared_keys(
+    index_a: pd.DataFrame,
+    index_b: pd.DataFrame,
+    pooling: str,
+    model_a: str = "a",
+    model_b: str = "b",
+    exclude_special_tokens: bool = True,
+) -> pd.MultiIndex:
     """The ``word`` / ``sequence`` keys both index tables have; the others are logged with counts.
 
     Raises :class:`AlignmentError` when the two share none.
@@ -127,10 +139,20 @@ def shared_keys(index_a: pd.DataFrame, index_b: pd.DataFrame, pooling: str, mode
     only_a, only_b = len(keys_a) - len(common), len(keys_b) - len(common)
     if only_a or only_b:
         examples = list(keys_a.difference(common)[:3]) + list(keys_b.difference(common)[:3])
-        logger.warning("%s pooling of %r and %r: left out of both sides %d %s(s) that only %r has and %d that only "
-                       "%r has (a tokenizer gave them no token, e.g. a zero-width space, or packing skipped the "
-                       "text); e.g. keys %s", pooling, model_a, model_b, only_a, pooling, model_a, only_b, model_b,
-                       [tuple(int(v) for v in key) for key in examples])
+        logger.warning(
+            "%s pooling of %r and %r: left out of both sides %d %s(s) that only %r has and %d that only "
+            "%r has (a tokenizer gave them no token, e.g. a zero-width space, or packing skipped the "
+            "text); e.g. keys %s",
+            pooling,
+            model_a,
+            model_b,
+            only_a,
+            pooling,
+            model_a,
+            only_b,
+            model_b,
+            [tuple(int(v) for v in key) for key in examples],
+        )
     if len(common) == 0:
         raise AlignmentError(f"{model_a!r} and {model_b!r} share no {pooling}: the evaluation texts differ")
     return common
@@ -172,7 +194,8 @@ def _group_sums(keys: np.ndarray, tokens: Rows) -> tuple[np.ndarray, Rows, np.nd
     shape = (tokens.shape[0], len(unique), tokens.shape[2])
     if isinstance(tokens, torch.Tensor):
         sums: Rows = torch.zeros(shape, dtype=torch.float64, device=tokens.device).index_add_(
-            1, torch.from_numpy(inverse).to(tokens.device), tokens.to(torch.float64))
+            1, torch.from_numpy(inverse).to(tokens.device), tokens.to(torch.float64)
+        )
     else:
         sums = np.zeros(shape, dtype=np.float64)
         # numpy's stub types ufunc.at's indices as integer arrays only; a tuple index (slice, array) is valid numpy
@@ -180,9 +203,13 @@ def _group_sums(keys: np.ndarray, tokens: Rows) -> tuple[np.ndarray, Rows, np.nd
     return unique[order].astype(np.int64), sums, counts
 
 
-def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
-                keys: pd.MultiIndex | None = None, exclude_special_tokens: bool = True,
-                ) -> Iterator[tuple[np.ndarray, Rows]]:
+def pooled_rows(
+    store: ActivationStore,
+    index: pd.DataFrame,
+    pooling: str,
+    keys: pd.MultiIndex | None = None,
+    exclude_special_tokens: bool = True,
+) -> Iterator[tuple[np.ndarray, Rows]]:
     """Per shard: (keys ``(n, 2)`` int64, activations ``(stored layers, n, d_model)``) after pooling.
 
     ``token`` pooling: keys are ``(sentence_id, token_id)``, one row per token, the
@@ -194,8 +221,7 @@ def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
     check_pooling(pooling)
     index = index.sort_values(["sequence", "position"], kind="stable")
     if pooling == "token":
-        keep_all = (~special_rows(index, store.model) if exclude_special_tokens
-                    else np.ones(len(index), dtype=bool))
+        keep_all = ~special_rows(index, store.model) if exclude_special_tokens else np.ones(len(index), dtype=bool)
     else:
         keep_all, keys_all = pooling_keys(index, pooling, exclude_special_tokens)
         if keys is not None:
@@ -206,8 +232,10 @@ def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
         lo, hi = _shard_bounds(index, batch.sequence_start, batch.attention_mask.shape[0])
         rows = index.iloc[lo:hi]
         if len(rows) != tokens.shape[1]:
-            raise AlignmentError(f"activations of {store.model!r} (shard at sequence {batch.sequence_start}) hold "
-                                 f"{tokens.shape[1]} tokens but the index table lists {len(rows)}")
+            raise AlignmentError(
+                f"activations of {store.model!r} (shard at sequence {batch.sequence_start}) hold "
+                f"{tokens.shape[1]} tokens but the index table lists {len(rows)}"
+            )
         keep = keep_all[lo:hi]
         if pooling == "token":
             keys_ = np.stack([rows["sentence_id"].to_numpy(), rows["token_id"].to_numpy()], axis=1)
@@ -231,16 +259,24 @@ def pooled_rows(store: ActivationStore, index: pd.DataFrame, pooling: str,
         yield held[0][None], _means(held[1][:, None], np.array([held[2]]), held[3])
 
 
-def _union_of_special_tokens(index_a: pd.DataFrame, index_b: pd.DataFrame, model_a: str, model_b: str
-                             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _union_of_special_tokens(
+    index_a: pd.DataFrame, index_b: pd.DataFrame, model_a: str, model_b: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both (matching) token streams with ``is_special`` set where either table marks the token special."""
     either = special_rows(index_a, model_a) | special_rows(index_b, model_b)
     return index_a.assign(is_special=either), index_b.assign(is_special=either)
 
 
-def aligned_minibatches(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore,
-                        index_b: pd.DataFrame, *, pooling: str, batch_tokens: int,
-                        exclude_special_tokens: bool = True) -> Iterator[tuple[Rows, Rows]]:
+def aligned_minibatches(
+    store_a: ActivationStore,
+    index_a: pd.DataFrame,
+    store_b: ActivationStore,
+    index_b: pd.DataFrame,
+    *,
+    pooling: str,
+    batch_tokens: int,
+    exclude_special_tokens: bool = True,
+) -> Iterator[tuple[Rows, Rows]]:
     """Minibatches ``(acts_a (La, n, da), acts_b (Lb, n, db))`` whose rows are the same tokens/words/texts.
 
     ``exclude_special_tokens``: leave special tokens out of the rows (module docstring); for
@@ -284,8 +320,9 @@ def aligned_minibatches(store_a: ActivationStore, index_a: pd.DataFrame, store_b
         if part_a is None or part_b is None:
             if (part_a is None) != (part_b is None):
                 longer = store_a.model if part_a is not None else store_b.model
-                raise AlignmentError(f"{longer!r} has more {pooling}s than the other model: "
-                                     "the evaluation texts differ")
+                raise AlignmentError(
+                    f"{longer!r} has more {pooling}s than the other model: the evaluation texts differ"
+                )
             break
         if len(part_b[0]) < len(part_a[0]):  # b's shard ended first: give back a's surplus
             surplus = len(part_a[0]) - len(part_b[0])
@@ -293,8 +330,10 @@ def aligned_minibatches(store_a: ActivationStore, index_a: pd.DataFrame, store_b
             part_a = (part_a[0][:-surplus], part_a[1][:, :-surplus])
         if not np.array_equal(part_a[0], part_b[0]):
             row = int(np.argmax(np.any(part_a[0] != part_b[0], axis=1)))
-            raise AlignmentError(f"{store_a.model!r} and {store_b.model!r} disagree at {pooling} key "
-                                 f"{tuple(part_a[0][row])} vs {tuple(part_b[0][row])}")
+            raise AlignmentError(
+                f"{store_a.model!r} and {store_b.model!r} disagree at {pooling} key "
+                f"{tuple(part_a[0][row])} vs {tuple(part_b[0][row])}"
+            )
         pending[0].append(part_a[1])
         pending[1].append(part_b[1])
         pending_rows += len(part_a[0])

@@ -44,8 +44,10 @@ def _lm_class_name(objective: str, model_type: str, name: str) -> str:
     GPT-NeoX in a process that has the project imported), which the parameter check before a run has no use for."""
     from transformers.models.auto import modeling_auto
 
-    names = {"causal": modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-             "masked": modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES}[objective]
+    names = {
+        "causal": modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        "masked": modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    }[objective]
     class_name = names.get(model_type)
     if not isinstance(class_name, str):
         raise ModelSourceError(f"zoo model {name!r}: no {objective} LM class for model_type {model_type!r}")
@@ -97,7 +99,8 @@ def build_zoo_module(config: dict, seed: int | None = None) -> torch.nn.Module:
             except ValueError as exc:
                 raise ModelSourceError(
                     f"zoo model {name!r}: no {config.get('objective')} LM class for model_type "
-                    f"{hf_config.model_type!r} ({exc})") from exc
+                    f"{hf_config.model_type!r} ({exc})"
+                ) from exc
     if family == "bridge":
         from thinkalike.models.bridge import build_bridge_module
 
@@ -109,8 +112,9 @@ def build_zoo_module(config: dict, seed: int | None = None) -> torch.nn.Module:
     raise ModelSourceError(f"zoo model {name!r}: unknown family {family!r} (expected 'hf' or 'bridge')")
 
 
-def zoo_logits(module: torch.nn.Module, config: dict, input_ids: torch.Tensor,
-               attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+def zoo_logits(
+    module: torch.nn.Module, config: dict, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Logits ``(batch, seq, d_vocab)`` of a zoo module of either family."""
     family = config.get("family")
     if family == "hf":

@@ -86,10 +86,20 @@ DEFAULT_BRIDGE_CONFIG: dict[str, Any] = {
 }
 
 #: Further ``TransformerBridgeConfig`` fields that may be given (no default here: TL's applies).
-EXTRA_BRIDGE_CONFIG_KEYS: frozenset[str] = frozenset({
-    "gated_mlp", "final_rms", "rotary_dim", "rotary_base", "n_key_value_heads", "d_vocab_out",
-    "attn_scores_soft_cap", "output_logits_soft_cap", "use_attn_scale", "attn_scale",
-})
+EXTRA_BRIDGE_CONFIG_KEYS: frozenset[str] = frozenset(
+    {
+        "gated_mlp",
+        "final_rms",
+        "rotary_dim",
+        "rotary_base",
+        "n_key_value_heads",
+        "d_vocab_out",
+        "attn_scores_soft_cap",
+        "output_logits_soft_cap",
+        "use_attn_scale",
+        "attn_scale",
+    }
+)
 
 #: Activations of TL's native MLP; "gelu" and "solu_ln" are the ones the experiments use.
 ACT_FNS: frozenset[str] = frozenset({"gelu", "gelu_new", "relu", "silu", "solu", "solu_ln"})
@@ -114,8 +124,10 @@ def resolve_bridge_config(bridge_config: Mapping[str, Any]) -> dict[str, Any]:
     """
     unknown = set(bridge_config) - set(DEFAULT_BRIDGE_CONFIG) - EXTRA_BRIDGE_CONFIG_KEYS
     if unknown:
-        raise ValueError(f"unknown bridge config key(s) {sorted(unknown)}; known: "
-                         f"{sorted(set(DEFAULT_BRIDGE_CONFIG) | EXTRA_BRIDGE_CONFIG_KEYS)}")
+        raise ValueError(
+            f"unknown bridge config key(s) {sorted(unknown)}; known: "
+            f"{sorted(set(DEFAULT_BRIDGE_CONFIG) | EXTRA_BRIDGE_CONFIG_KEYS)}"
+        )
     cfg = {**DEFAULT_BRIDGE_CONFIG, **dict(bridge_config)}
     if cfg["d_vocab"] is None:
         raise ValueError("bridge config needs 'd_vocab' (the tokenizer's vocabulary size)")
@@ -125,8 +137,9 @@ def resolve_bridge_config(bridge_config: Mapping[str, Any]) -> dict[str, Any]:
             raise ValueError(f"bridge config {key!r} must be positive, got {cfg[key]}")
     if cfg["d_head"] is None:
         if cfg["d_model"] % cfg["n_heads"]:
-            raise ValueError(f"d_model ({cfg['d_model']}) is not divisible by n_heads ({cfg['n_heads']}); "
-                             "give d_head explicitly")
+            raise ValueError(
+                f"d_model ({cfg['d_model']}) is not divisible by n_heads ({cfg['n_heads']}); give d_head explicitly"
+            )
         cfg["d_head"] = cfg["d_model"] // cfg["n_heads"]
     if cfg["d_mlp"] is None:
         cfg["d_mlp"] = 4 * cfg["d_model"]
@@ -188,8 +201,9 @@ def quiet_device_moves(module: torch.nn.Module) -> torch.nn.Module:
     return module
 
 
-def bridge_logits(module: torch.nn.Module, input_ids: torch.Tensor,
-                  attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+def bridge_logits(
+    module: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Logits ``(batch, seq, d_vocab)`` of a TransformerBridge; differentiable.
 
     ``attention_mask`` is a 0/1 padding mask ``(batch, seq)``; with left padding TL derives the
@@ -239,12 +253,23 @@ class BridgeHandle(ModelHandle):
         if missing:
             raise UnsupportedArchitectureError(f"{name}: the bridge exposes no residual hooks {missing}")
         d_vocab = int(cfg.d_vocab_out) if getattr(cfg, "d_vocab_out", -1) and cfg.d_vocab_out > 0 else int(cfg.d_vocab)
-        dims = ModelDimensions(n_layers=n_layers, d_model=int(cfg.d_model), d_vocab=d_vocab,
-                               n_heads=int(cfg.n_heads), d_head=int(cfg.d_head),
-                               d_mlp=int(cfg.d_mlp) if cfg.d_mlp else 0)
+        dims = ModelDimensions(
+            n_layers=n_layers,
+            d_model=int(cfg.d_model),
+            d_vocab=d_vocab,
+            n_heads=int(cfg.n_heads),
+            d_head=int(cfg.d_head),
+            d_mlp=int(cfg.d_mlp) if cfg.d_mlp else 0,
+        )
         is_causal = getattr(cfg, "attention_dir", "causal") == "causal"
-        return cls(name, spec, module, tokenizer if tokenizer is not None else getattr(module, "tokenizer", None),
-                   dims, is_causal)
+        return cls(
+            name,
+            spec,
+            module,
+            tokenizer if tokenizer is not None else getattr(module, "tokenizer", None),
+            dims,
+            is_causal,
+        )
 
     # -- activations
 
@@ -280,8 +305,9 @@ class BridgeHandle(ModelHandle):
             raise UnsupportedArchitectureError(f"{self.name}: hook {err} did not fire") from err
         return torch.stack(streams, dim=0)
 
-    def logits_from_layer(self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor,
-                          attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def logits_from_layer(
+        self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """Logits with ``residual`` as the stream after ``layer``, running only blocks ``layer …``: the
         bridge's block list is cut to the tail for the call (:func:`running_only_blocks_from`; the
         bridge's ``blocks`` is the list its model loops over) and ``residual`` is substituted for the
@@ -315,8 +341,10 @@ class BridgeHandle(ModelHandle):
             handle.remove()
             counter.remove()
         if not fired:  # pragma: no cover - adapter-specific
-            raise UnsupportedArchitectureError(f"{self.name}: the residual stream after layer {layer} was not "
-                                               f"substituted ({type(entry).__name__} did not run)")
+            raise UnsupportedArchitectureError(
+                f"{self.name}: the residual stream after layer {layer} was not "
+                f"substituted ({type(entry).__name__} did not run)"
+            )
         return logits
 
     def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -329,8 +357,9 @@ class BridgeHandle(ModelHandle):
         if getattr(self, "_cached_block_lists", None) is None:
             blocks = self.module.blocks
             if not isinstance(blocks, torch.nn.ModuleList) or len(blocks) != self.n_layers:
-                raise UnsupportedArchitectureError(f"{self.name}: the bridge's blocks are not a list of "
-                                                   f"{self.n_layers} modules")
+                raise UnsupportedArchitectureError(
+                    f"{self.name}: the bridge's blocks are not a list of {self.n_layers} modules"
+                )
             members = [id(block) for block in blocks]
             found = {id(blocks): blocks}
             roots = [self.module, getattr(self.module, "original_model", None)]
@@ -396,13 +425,19 @@ class BridgeHandle(ModelHandle):
             elif key == "W_O" and value.dim() == 2:  # (n * d_head, d_model)
                 value = value.reshape(n_heads, d_head, d_model)
             out[key] = value
-        expected = {"W_Q": (n_heads, d_model, d_head), "W_K": (n_heads, d_model, d_head),
-                    "W_V": (n_heads, d_model, d_head), "W_O": (n_heads, d_head, d_model),
-                    "FF_in": (d_model, self.dims.d_mlp), "FF_out": (self.dims.d_mlp, d_model)}
+        expected = {
+            "W_Q": (n_heads, d_model, d_head),
+            "W_K": (n_heads, d_model, d_head),
+            "W_V": (n_heads, d_model, d_head),
+            "W_O": (n_heads, d_head, d_model),
+            "FF_in": (d_model, self.dims.d_mlp),
+            "FF_out": (self.dims.d_mlp, d_model),
+        }
         for key, shape in expected.items():
             if key in out and tuple(out[key].shape) != shape:
                 raise UnsupportedArchitectureError(
-                    f"{self.name}: {key} of block {block} has shape {tuple(out[key].shape)}, expected {shape}")
+                    f"{self.name}: {key} of block {block} has shape {tuple(out[key].shape)}, expected {shape}"
+                )
         if attn_only:  # no MLP: asking for FF_in / FF_out raises, naming the reason
             from thinkalike.models.hf import ParameterGroups
 
@@ -426,8 +461,9 @@ def _local_checkpoint_dir(architecture: str, weights_path: str | None) -> Path:
     if weights_path:
         path = Path(weights_path).expanduser()
         if not path.is_dir() or not (path / "config.json").is_file():
-            raise ModelSourceError(f"tl:{architecture}: {weights_path!r} is not a local Hugging Face model "
-                                   "directory (no config.json)")
+            raise ModelSourceError(
+                f"tl:{architecture}: {weights_path!r} is not a local Hugging Face model directory (no config.json)"
+            )
         return path
     if Path(architecture).expanduser().is_dir():
         return _local_checkpoint_dir(architecture, str(Path(architecture).expanduser()))
@@ -440,7 +476,8 @@ def _local_checkpoint_dir(architecture: str, weights_path: str | None) -> Path:
         raise ModelSourceError(
             f"tl:{architecture}: no local weights — give weights_path (a local Hugging Face directory) "
             f"or put {architecture!r} in the Hugging Face cache; hub downloads are not attempted "
-            f"({type(err).__name__})") from err
+            f"({type(err).__name__})"
+        ) from err
 
 
 def _is_architecture_name(name: str, supported: Mapping[str, Any]) -> bool:
@@ -482,10 +519,13 @@ def resolve_bridge_checkpoint(architecture: str, weights_path: str | None) -> tu
     except ValueError as err:
         raise ModelSourceError(
             f"tl:{architecture}: the checkpoint in {str(path)!r} (model_type "
-            f"{getattr(hf_config, 'model_type', None)!r}) is not an architecture TransformerLens supports") from err
+            f"{getattr(hf_config, 'model_type', None)!r}) is not an architecture TransformerLens supports"
+        ) from err
     if _is_architecture_name(architecture, supported) and not _architecture_matches(architecture, resolved, hf_config):
-        raise ModelSourceError(f"tl:{architecture}: the checkpoint in {str(path)!r} is a {resolved} "
-                               f"(model_type {hf_config.model_type!r}), not a {architecture}")
+        raise ModelSourceError(
+            f"tl:{architecture}: the checkpoint in {str(path)!r} is a {resolved} "
+            f"(model_type {hf_config.model_type!r}), not a {architecture}"
+        )
     return path, resolved
 
 
@@ -509,15 +549,15 @@ def load_bridge_handle(architecture: str, weights_path: str | None, tokenizer, n
 
     model_class = get_hf_model_class_for_architecture(resolved)
     try:
-        hf_model = model_class.from_pretrained(str(path), local_files_only=True, attn_implementation="eager",
-                                               dtype=torch.float32)
+        hf_model = model_class.from_pretrained(
+            str(path), local_files_only=True, attn_implementation="eager", dtype=torch.float32
+        )
     except Exception as err:
         raise ModelSourceError(f"tl:{architecture}: cannot load the weights in {str(path)!r}: {err}") from err
     hf_model.eval()
     TransformerBridge, _ = _tl()
     try:
-        module = TransformerBridge.boot_transformers(str(path), hf_model=hf_model, device="cpu",
-                                                     dtype=torch.float32)
+        module = TransformerBridge.boot_transformers(str(path), hf_model=hf_model, device="cpu", dtype=torch.float32)
         quiet_device_moves(module)
     except Exception as err:
         raise ModelSourceError(f"tl:{architecture}: TransformerBridge cannot wrap {resolved}: {err}") from err

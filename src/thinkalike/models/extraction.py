@@ -41,8 +41,9 @@ def layer_sums(residual: torch.Tensor) -> torch.Tensor:
     return residual.flatten(1).sum(dim=1, dtype=torch.float64)
 
 
-def _check_finite(residual: torch.Tensor, handle: ModelHandle, start: int, what: str,
-                  sums: torch.Tensor | None = None) -> None:
+def _check_finite(
+    residual: torch.Tensor, handle: ModelHandle, start: int, what: str, sums: torch.Tensor | None = None
+) -> None:
     """Raises naming the first layer with a NaN/Inf.
 
     Fast path: the per-layer sums (:func:`layer_sums`; ``sums`` when already computed); only a non-finite sum
@@ -57,7 +58,8 @@ def _check_finite(residual: torch.Tensor, handle: ModelHandle, start: int, what:
         layer = int((~finite).nonzero()[0, 0])
         raise ValueError(
             f"model {handle.name!r}: {what} in the residual stream at layer {layer} "
-            f"(layer 0 = embeddings; batch starting at sequence {start})")
+            f"(layer 0 = embeddings; batch starting at sequence {start})"
+        )
 
 
 def to_host(streams: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -84,9 +86,16 @@ class ResidualBatch(TypedDict):
     sequence_start: int
 
 
-def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, batch_size: int = 32,
-                          dtype: torch.dtype = torch.float32, progress: bool = True, final_norm: bool = False,
-                          on_device: bool = False) -> Iterator[ResidualBatch]:
+def iter_residual_batches(
+    handle: ModelHandle,
+    input_ids,
+    attention_mask=None,
+    batch_size: int = 32,
+    dtype: torch.dtype = torch.float32,
+    progress: bool = True,
+    final_norm: bool = False,
+    on_device: bool = False,
+) -> Iterator[ResidualBatch]:
     """Yield ``{"residual": (n_layers + 1 + final_norm, b, seq, d_model) numpy array, "sequence_start": int}``
     for consecutive batches of ``input_ids`` ``(n_sequences, seq)``; with ``on_device`` the residual is a torch
     tensor on the handle's device (module docstring).
@@ -117,11 +126,15 @@ def iter_residual_batches(handle: ModelHandle, input_ids, attention_mask=None, b
     starts = range(0, n, batch_size)
 
     def forward_passes() -> Iterator[tuple[int, torch.Tensor]]:
-        for start in tqdm(starts, total=len(starts), disable=not progress, desc=f"residuals {handle.name}",
-                          unit="batch"):
+        for start in tqdm(
+            starts, total=len(starts), disable=not progress, desc=f"residuals {handle.name}", unit="batch"
+        ):
             with torch.no_grad():
-                streams = handle.layer_streams(ids[start:start + batch_size].to(device),
-                                               mask[start:start + batch_size].to(device), final_norm=final_norm)
+                streams = handle.layer_streams(
+                    ids[start : start + batch_size].to(device),
+                    mask[start : start + batch_size].to(device),
+                    final_norm=final_norm,
+                )
             yield start, streams  # outside no_grad: the consumer runs with the caller's grad mode
 
     if on_device:
@@ -148,8 +161,9 @@ class HostCopy(NamedTuple):
     source_dtype: torch.dtype
 
 
-def overlapped_host_copies(batches: Iterable[tuple[int, torch.Tensor]], dtype: torch.dtype,
-                           lookahead: int | None = None) -> Iterator[HostCopy]:
+def overlapped_host_copies(
+    batches: Iterable[tuple[int, torch.Tensor]], dtype: torch.dtype, lookahead: int | None = None
+) -> Iterator[HostCopy]:
     """A :class:`HostCopy` (the streams on the host as ``dtype``) of each ``(start, streams)`` of ``batches``, in
     order.
 
@@ -214,10 +228,17 @@ class _DeviceBatch:
         return HostCopy(self.start, host, host_sums, self.source_dtype)
 
 
-def iter_activation_batches(handle: ModelHandle, input_ids, attention_mask, batch_size: int = 32,
-                            dtype: torch.dtype = torch.float32, progress: bool = True,
-                            layers: Sequence[int] | None = None, final_norm: bool = False,
-                            on_device: bool = False) -> Iterator[ActivationBatch]:
+def iter_activation_batches(
+    handle: ModelHandle,
+    input_ids,
+    attention_mask,
+    batch_size: int = 32,
+    dtype: torch.dtype = torch.float32,
+    progress: bool = True,
+    layers: Sequence[int] | None = None,
+    final_norm: bool = False,
+    on_device: bool = False,
+) -> Iterator[ActivationBatch]:
     """:func:`iter_residual_batches` as :class:`ActivationBatch` es (real tokens only, with their attention
     mask), ready for :func:`thinkalike.models.activation_store.write_activation_store`; with ``on_device`` their
     rows are torch tensors on the handle's device (for streaming CKA; not for writing).
@@ -227,13 +248,14 @@ def iter_activation_batches(handle: ModelHandle, input_ids, attention_mask, batc
     """
     mask = np.asarray(attention_mask)
     keep = check_layers(layers, handle.n_layers, handle.name, final_norm)
-    for batch in iter_residual_batches(handle, input_ids, mask, batch_size, dtype=dtype, progress=progress,
-                                       final_norm=final_norm, on_device=on_device):
+    for batch in iter_residual_batches(
+        handle, input_ids, mask, batch_size, dtype=dtype, progress=progress, final_norm=final_norm, on_device=on_device
+    ):
         start = int(batch["sequence_start"])
         residual = batch["residual"]
         if keep is not None:
             residual = residual[keep]
-        yield ActivationBatch.from_padded(residual, mask[start:start + residual.shape[1]], start)
+        yield ActivationBatch.from_padded(residual, mask[start : start + residual.shape[1]], start)
 
 
 @dataclass(frozen=True)
@@ -252,17 +274,24 @@ class ResidualBatches:
     on_device: bool = False
 
     def __iter__(self) -> Iterator[ActivationBatch]:
-        return iter_activation_batches(self.handle, self.sequences["input_ids"], self.sequences["attention_mask"],
-                                       self.batch_size, dtype=self.dtype, progress=self.progress,
-                                       layers=self.layers, final_norm=self.final_norm, on_device=self.on_device)
+        return iter_activation_batches(
+            self.handle,
+            self.sequences["input_ids"],
+            self.sequences["attention_mask"],
+            self.batch_size,
+            dtype=self.dtype,
+            progress=self.progress,
+            layers=self.layers,
+            final_norm=self.final_norm,
+            on_device=self.on_device,
+        )
 
     def kept_on_device(self) -> ResidualBatches:
         """The same extraction with its batches left on the model's device (streaming CKA)."""
         return replace(self, on_device=True)
 
 
-def check_layers(layers: Sequence[int] | None, n_layers: int, model: str, final_norm: bool = False
-                 ) -> list[int] | None:
+def check_layers(layers: Sequence[int] | None, n_layers: int, model: str, final_norm: bool = False) -> list[int] | None:
     """``layers`` as a sorted list of distinct residual-stream indices in ``0 … n_layers`` (``… n_layers + 1``
     with ``final_norm``, the final norm's output); ``None`` for all."""
     if layers is None:
@@ -271,6 +300,8 @@ def check_layers(layers: Sequence[int] | None, n_layers: int, model: str, final_
     chosen = sorted({int(layer) for layer in layers})
     if not chosen or chosen[0] < 0 or chosen[-1] > top:
         what = f"; {top} = the final norm's output" if final_norm else " (before the final norm)"
-        raise ValueError(f"activations.layers: {list(layers)} is not a non-empty subset of 0 … {top} "
-                         f"(the residual streams of {model!r}; 0 = embeddings, {n_layers} = the last block{what})")
+        raise ValueError(
+            f"activations.layers: {list(layers)} is not a non-empty subset of 0 … {top} "
+            f"(the residual streams of {model!r}; 0 = embeddings, {n_layers} = the last block{what})"
+        )
     return chosen

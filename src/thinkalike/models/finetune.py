@@ -79,8 +79,13 @@ class FinetuneConfig:
 
     def schedule(self) -> TrainingConfig:
         """The optimisation settings as a :class:`TrainingConfig` (for the learning-rate schedule)."""
-        return TrainingConfig(steps=self.steps, batch_size=self.batch_size, learning_rate=self.learning_rate,
-                              warmup_steps=self.warmup_steps, weight_decay=self.weight_decay)
+        return TrainingConfig(
+            steps=self.steps,
+            batch_size=self.batch_size,
+            learning_rate=self.learning_rate,
+            warmup_steps=self.warmup_steps,
+            weight_decay=self.weight_decay,
+        )
 
 
 def copy_seeds(n_copies: int, seed: int = 0) -> list[tuple[int, int]]:
@@ -90,32 +95,44 @@ def copy_seeds(n_copies: int, seed: int = 0) -> list[tuple[int, int]]:
     if n_copies < 1:
         raise ValueError(f"n_copies must be >= 1, got {n_copies}")
     state = np.random.SeedSequence(seed).generate_state(4 * n_copies, dtype=np.uint32) >> 1
-    distinct = list(dict.fromkeys(int(s) for s in state))[:2 * n_copies]
+    distinct = list(dict.fromkeys(int(s) for s in state))[: 2 * n_copies]
     if len(distinct) < 2 * n_copies:  # pragma: no cover - 2n of 4n draws among 2^31 values
         raise ValueError(f"could not draw {2 * n_copies} distinct seeds from seed {seed}")
     return [(distinct[2 * i], distinct[2 * i + 1]) for i in range(n_copies)]
 
 
-def classifier_config(encoder_config: Mapping[str, Any], name: str, labels: Sequence[str],
-                      settings: FinetuneConfig) -> dict[str, Any]:
+def classifier_config(
+    encoder_config: Mapping[str, Any], name: str, labels: Sequence[str], settings: FinetuneConfig
+) -> dict[str, Any]:
     """The zoo config of classifier ``name`` fine-tuned from ``encoder_config`` (JSON-serialisable): the
     encoder's with ``d_vocab_out = len(labels)`` and a ``"classifier"`` entry (labels, pooling, base model,
     the fine-tuning settings with both seeds). Raises :class:`ModelSourceError` for a non-bridge encoder."""
     if encoder_config.get("family") != "bridge" or not isinstance(encoder_config.get("bridge_config"), Mapping):
-        raise ModelSourceError(f"zoo model {encoder_config.get('name')!r}: fine-tuning needs a 'bridge'-family zoo "
-                               f"encoder, got family {encoder_config.get('family')!r}")
+        raise ModelSourceError(
+            f"zoo model {encoder_config.get('name')!r}: fine-tuning needs a 'bridge'-family zoo "
+            f"encoder, got family {encoder_config.get('family')!r}"
+        )
     if len(labels) < 2 or len(set(labels)) != len(labels):
         raise ValueError(f"a classifier needs at least two distinct labels, got {list(labels)}")
     config = copy.deepcopy(dict(encoder_config))
     config["name"] = name
     config["bridge_config"] = {**config["bridge_config"], "d_vocab_out": len(labels)}
-    config[CLASSIFIER_KEY] = {"labels": list(labels), "pooling": settings.pooling,
-                              "base_model": encoder_config.get("name"), "finetune": asdict(settings)}
+    config[CLASSIFIER_KEY] = {
+        "labels": list(labels),
+        "pooling": settings.pooling,
+        "base_model": encoder_config.get("name"),
+        "finetune": asdict(settings),
+    }
     return config
 
 
-def build_classifier(encoder_weights: Mapping[str, torch.Tensor], encoder_config: Mapping[str, Any], name: str,
-                     labels: Sequence[str], settings: FinetuneConfig) -> tuple[torch.nn.Module, dict[str, Any]]:
+def build_classifier(
+    encoder_weights: Mapping[str, torch.Tensor],
+    encoder_config: Mapping[str, Any],
+    name: str,
+    labels: Sequence[str],
+    settings: FinetuneConfig,
+) -> tuple[torch.nn.Module, dict[str, Any]]:
     """The classifier module before fine-tuning: the encoder's weights, a class head drawn from
     ``settings.head_seed``; and its config (:func:`classifier_config`)."""
     from thinkalike.models.architectures import build_zoo_module
@@ -125,13 +142,16 @@ def build_classifier(encoder_weights: Mapping[str, torch.Tensor], encoder_config
     state = module.state_dict()
     body = {key: value for key, value in encoder_weights.items() if key not in HEAD_KEYS}
     if set(state) - set(body) != set(HEAD_KEYS) or set(body) - set(state):
-        raise ModelSourceError(f"zoo model {encoder_config.get('name')!r}: its weights do not match its config "
-                               f"(missing {sorted(set(state) - set(body) - set(HEAD_KEYS))[:5]}, unexpected "
-                               f"{sorted(set(body) - set(state))[:5]})")
+        raise ModelSourceError(
+            f"zoo model {encoder_config.get('name')!r}: its weights do not match its config "
+            f"(missing {sorted(set(state) - set(body) - set(HEAD_KEYS))[:5]}, unexpected "
+            f"{sorted(set(body) - set(state))[:5]})"
+        )
     generator = torch.Generator().manual_seed(int(settings.head_seed))
     head = torch.randn(state["unembed.weight"].shape, generator=generator) * settings.head_init_std
-    module.load_state_dict({**body, "unembed.weight": head, "unembed.bias": torch.zeros_like(state["unembed.bias"])},
-                           strict=True)
+    module.load_state_dict(
+        {**body, "unembed.weight": head, "unembed.bias": torch.zeros_like(state["unembed.bias"])}, strict=True
+    )
     return module, config
 
 
@@ -148,8 +168,9 @@ def pool_logits(logits: torch.Tensor, attention_mask: torch.Tensor | None, pooli
     return (logits * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
 
 
-def _class_logits(module: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                  pooling: str) -> torch.Tensor:
+def _class_logits(
+    module: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: str
+) -> torch.Tensor:
     from thinkalike.models.bridge import bridge_logits
 
     return pool_logits(bridge_logits(module, input_ids, attention_mask), attention_mask, pooling)
@@ -173,11 +194,19 @@ def freeze_below(module: torch.nn.Module, n_top: int) -> list[str]:
     return list(trainable)
 
 
-def finetune_classifier(encoder_weights: Mapping[str, torch.Tensor], encoder_config: Mapping[str, Any],
-                        train: Mapping[str, np.ndarray], name: str, labels: Sequence[str],
-                        settings: FinetuneConfig, device: torch.device | str | None = None, *,
-                        progress: bool = True, log_every: int = 10, top_layers: int | None = None
-                        ) -> tuple[dict[str, torch.Tensor], dict[str, Any], pd.DataFrame]:
+def finetune_classifier(
+    encoder_weights: Mapping[str, torch.Tensor],
+    encoder_config: Mapping[str, Any],
+    train: Mapping[str, np.ndarray],
+    name: str,
+    labels: Sequence[str],
+    settings: FinetuneConfig,
+    device: torch.device | str | None = None,
+    *,
+    progress: bool = True,
+    log_every: int = 10,
+    top_layers: int | None = None,
+) -> tuple[dict[str, torch.Tensor], dict[str, Any], pd.DataFrame]:
     """Fine-tunes one copy of the encoder on ``train`` (``input_ids``, ``attention_mask``, ``labels``, e.g.
     :func:`thinkalike.language.nli.encode_pairs`); returns its weights (contiguous CPU tensors, ready for
     safetensors), its config (JSON-serialisable) and the training curve (``step``, ``train_loss`` — the mean
@@ -188,8 +217,10 @@ def finetune_classifier(encoder_weights: Mapping[str, torch.Tensor], encoder_con
     attention_mask = torch.tensor(np.asarray(train["attention_mask"]), dtype=torch.long)
     targets = torch.tensor(np.asarray(train["labels"]), dtype=torch.long)
     if input_ids.ndim != 2 or len(input_ids) < 1 or attention_mask.shape != input_ids.shape:
-        raise ValueError(f"fine-tuning needs (n, seq) input_ids and an attention_mask of the same shape, got "
-                         f"{tuple(input_ids.shape)} and {tuple(attention_mask.shape)}")
+        raise ValueError(
+            f"fine-tuning needs (n, seq) input_ids and an attention_mask of the same shape, got "
+            f"{tuple(input_ids.shape)} and {tuple(attention_mask.shape)}"
+        )
     if targets.shape != (len(input_ids),) or int(targets.min()) < 0 or int(targets.max()) >= len(labels):
         raise ValueError(f"fine-tuning needs one label id in 0..{len(labels) - 1} per sequence")
     device = default_device(device)
@@ -209,9 +240,10 @@ def finetune_classifier(encoder_weights: Mapping[str, torch.Tensor], encoder_con
         for step in range(settings.steps):
             if len(order) < settings.batch_size:  # a fresh permutation each epoch; the tail starts the next
                 order = np.concatenate([order, order_rng.permutation(len(input_ids))])
-            index, order = torch.as_tensor(order[:settings.batch_size]), order[settings.batch_size:]
-            logits = _class_logits(module, input_ids[index].to(device), attention_mask[index].to(device),
-                                   settings.pooling)
+            index, order = torch.as_tensor(order[: settings.batch_size]), order[settings.batch_size :]
+            logits = _class_logits(
+                module, input_ids[index].to(device), attention_mask[index].to(device), settings.pooling
+            )
             loss = F.cross_entropy(logits.float(), targets[index].to(device))
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
@@ -220,8 +252,9 @@ def finetune_classifier(encoder_weights: Mapping[str, torch.Tensor], encoder_con
             scheduler.step()
             window.append(float(loss.detach()))
             if (step + 1) % log_every == 0 or step + 1 == settings.steps:
-                rows.append({"step": step + 1, "train_loss": float(np.mean(window)),
-                             "seconds": time.perf_counter() - started})
+                rows.append(
+                    {"step": step + 1, "train_loss": float(np.mean(window)), "seconds": time.perf_counter() - started}
+                )
                 window = []
             bar.set_postfix_str(f"loss {window[-1] if window else rows[-1]['train_loss']:.3f}", refresh=False)
             bar.update(1)
@@ -239,8 +272,15 @@ class SequenceClassifierHandle(ModelHandle):
     and ``unembedding_matrix()`` is the class head ``(d_model, n_classes)``."""
 
     def __init__(self, inner: ModelHandle, labels: Sequence[str], pooling: str) -> None:
-        super().__init__(inner.name, inner.spec, inner.module, inner.tokenizer, inner.dims, is_causal=False,
-                         missing_weights=inner.missing_weights)
+        super().__init__(
+            inner.name,
+            inner.spec,
+            inner.module,
+            inner.tokenizer,
+            inner.dims,
+            is_causal=False,
+            missing_weights=inner.missing_weights,
+        )
         self.inner = inner
         self.labels = tuple(labels)
         self.pooling = pooling
@@ -267,11 +307,13 @@ class SequenceClassifierHandle(ModelHandle):
     def layer_parameters(self, block: int) -> dict[str, torch.Tensor]:
         return self.inner.layer_parameters(block)
 
-    def logits_from_layer(self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor,
-                          attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def logits_from_layer(
+        self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """Class logits when the residual stream after ``layer`` is ``residual`` (only the tail blocks run)."""
-        return pool_logits(self.inner.logits_from_layer(residual, layer, input_ids, attention_mask),
-                           attention_mask, self.pooling)
+        return pool_logits(
+            self.inner.logits_from_layer(residual, layer, input_ids, attention_mask), attention_mask, self.pooling
+        )
 
     def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Class logits ``(batch, n_classes)`` of a plain forward pass."""
@@ -283,8 +325,10 @@ def classifier_entry(config: Mapping[str, Any]) -> Mapping[str, Any]:
     (or one without labels and a pooling in :data:`POOLINGS`)."""
     entry = config.get(CLASSIFIER_KEY)
     if not isinstance(entry, Mapping) or "labels" not in entry or entry.get("pooling") not in POOLINGS:
-        raise ModelSourceError(f"zoo model {config.get('name')!r} is not a classifier: its config has no "
-                               f"'{CLASSIFIER_KEY}' entry with labels and a pooling in {POOLINGS}")
+        raise ModelSourceError(
+            f"zoo model {config.get('name')!r} is not a classifier: its config has no "
+            f"'{CLASSIFIER_KEY}' entry with labels and a pooling in {POOLINGS}"
+        )
     return entry
 
 
@@ -296,14 +340,16 @@ def wrap_classifier(inner: ModelHandle, config: Mapping[str, Any]) -> SequenceCl
 
 
 @torch.no_grad()
-def predict_labels(handle: ModelHandle, input_ids: np.ndarray, attention_mask: np.ndarray,
-                   batch_size: int = 256) -> np.ndarray:
+def predict_labels(
+    handle: ModelHandle, input_ids: np.ndarray, attention_mask: np.ndarray, batch_size: int = 256
+) -> np.ndarray:
     """``argmax`` of the handle's class logits for every sequence, int64 ``(n,)``."""
     ids = torch.as_tensor(np.asarray(input_ids), dtype=torch.long)
     mask = torch.as_tensor(np.asarray(attention_mask), dtype=torch.long)
     out = []
     for start in range(0, len(ids), batch_size):
-        logits = handle.logits(ids[start:start + batch_size].to(handle.device),
-                               mask[start:start + batch_size].to(handle.device))
+        logits = handle.logits(
+            ids[start : start + batch_size].to(handle.device), mask[start : start + batch_size].to(handle.device)
+        )
         out.append(logits.argmax(dim=-1).cpu())
     return torch.cat(out).numpy().astype(np.int64) if out else np.empty(0, dtype=np.int64)

@@ -89,9 +89,11 @@ def check_view_name(view: str) -> None:
 def missing_weights_message(model: str, missing: list[str], what: str) -> str:
     """The error text for weights ``what`` needs that the checkpoint of ``model`` lacks."""
     shown = ", ".join(missing[:8]) + (f", … ({len(missing)} in all)" if len(missing) > 8 else "")
-    return (f"{model}: the checkpoint lacks {len(missing)} weight(s) that {what} need(s): {shown}; transformers "
-            "would initialise them randomly, so nothing is computed with them (use a checkpoint that has them, "
-            "or a view that does not touch them)")
+    return (
+        f"{model}: the checkpoint lacks {len(missing)} weight(s) that {what} need(s): {shown}; transformers "
+        "would initialise them randomly, so nothing is computed with them (use a checkpoint that has them, "
+        "or a view that does not touch them)"
+    )
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,16 @@ class ModelDimensions:
 class ModelHandle(ABC):
     """A loaded model seen through ThinkAlike's single interface (see module docstring)."""
 
-    def __init__(self, name: str, spec: str, module: torch.nn.Module, tokenizer, dims: ModelDimensions,
-                 is_causal: bool, missing_weights: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        name: str,
+        spec: str,
+        module: torch.nn.Module,
+        tokenizer,
+        dims: ModelDimensions,
+        is_causal: bool,
+        missing_weights: tuple[str, ...] = (),
+    ) -> None:
         self.name = name
         self.spec = spec
         self.module = module
@@ -138,8 +148,9 @@ class ModelHandle(ABC):
         """Raises :class:`MissingWeightsError` naming the weights ``view`` needs that the checkpoint lacks."""
         missing = self.missing_weights_for(view)
         if missing:
-            raise MissingWeightsError(missing_weights_message(f"model {self.name!r} ({self.spec})", missing,
-                                                              VIEWS[view]))
+            raise MissingWeightsError(
+                missing_weights_message(f"model {self.name!r} ({self.spec})", missing, VIEWS[view])
+            )
 
     def vocabulary_matrix(self, *, allow_input_embedding: bool = False) -> torch.Tensor:
         """``E`` ``(d_model, d_vocab)`` of the embedding-space methods: the unembedding ``U``.
@@ -154,8 +165,11 @@ class ModelHandle(ABC):
             return self.unembedding_matrix()
         if allow_input_embedding and self.ties_input_embedding:
             return self.embedding_matrix().T
-        reason = ("its head is not tied to the input embedding" if allow_input_embedding
-                  else "pass allow_input_embedding=True where W_E is a valid stand-in")
+        reason = (
+            "its head is not tied to the input embedding"
+            if allow_input_embedding
+            else "pass allow_input_embedding=True where W_E is a valid stand-in"
+        )
         raise NoUnembeddingError(f"model {self.name!r} ({self.spec}) has no LM head, so no unembedding; {reason}")
 
     @property
@@ -196,9 +210,11 @@ class ModelHandle(ABC):
         """Raises :class:`NoFinalNormError` saying why, where the model has no final norm."""
         reason = self.final_norm_absence()
         if reason is not None:
-            raise NoFinalNormError(f"activations.final_norm: model {self.name!r} ({self.spec}) has no final norm "
-                                   f"({reason}); its last stored layer is already its final hidden state, so set "
-                                   "activations.final_norm: false")
+            raise NoFinalNormError(
+                f"activations.final_norm: model {self.name!r} ({self.spec}) has no final norm "
+                f"({reason}); its last stored layer is already its final hidden state, so set "
+                "activations.final_norm: false"
+            )
 
     def final_norm_output(self, residual: torch.Tensor) -> torch.Tensor:
         """The model's final norm applied to the last residual stream ``(..., d_model)`` (transformers'
@@ -206,8 +222,9 @@ class ModelHandle(ABC):
         self.check_final_norm()
         raise NotImplementedError(f"{type(self).__name__} does not apply its final norm")
 
-    def layer_streams(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, *,
-                      final_norm: bool = False) -> torch.Tensor:
+    def layer_streams(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, *, final_norm: bool = False
+    ) -> torch.Tensor:
         """:meth:`residual_streams`, and with ``final_norm`` the final norm's output as layer ``n_layers + 1``:
         ``(n_layers + 1 + final_norm, batch, seq, d_model)``. Checks for a final norm before running."""
         if final_norm:
@@ -231,8 +248,9 @@ class ModelHandle(ABC):
         """Parameter groups of block ``block`` (0-based), shapes as in the module docstring."""
 
     @abstractmethod
-    def logits_from_layer(self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor,
-                          attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def logits_from_layer(
+        self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """Logits when the residual stream after ``layer`` (0 = embeddings) is ``residual``; runs only the
         blocks after ``layer`` (module docstring)."""
 
@@ -281,16 +299,17 @@ def substitute_input(module: torch.nn.Module, residual: torch.Tensor, argument: 
 
     def like(original: torch.Tensor) -> torch.Tensor:
         if residual.shape != original.shape:
-            raise ValueError(f"residual of shape {tuple(residual.shape)} replaces one of shape "
-                             f"{tuple(original.shape)}")
+            raise ValueError(f"residual of shape {tuple(residual.shape)} replaces one of shape {tuple(original.shape)}")
         return residual.to(device=original.device, dtype=original.dtype)
 
     def pre_hook(_mod, args, kwargs):
         if args:
             return (like(first_tensor(args[0])),) + tuple(args[1:]), kwargs
         if argument not in kwargs:
-            raise UnsupportedArchitectureError(f"{type(module).__name__} was called without a positional input "
-                                               f"or {argument!r}; cannot substitute the residual stream")
+            raise UnsupportedArchitectureError(
+                f"{type(module).__name__} was called without a positional input "
+                f"or {argument!r}; cannot substitute the residual stream"
+            )
         return args, {**kwargs, argument: like(kwargs[argument])}
 
     return module.register_forward_pre_hook(pre_hook, with_kwargs=True)

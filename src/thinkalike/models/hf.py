@@ -94,8 +94,21 @@ if TYPE_CHECKING:
 # Attribute names, relative to ``module.base_model``.
 _BLOCK_LIST_PATHS: tuple[str, ...] = ("h", "layers", "layer", "encoder.layer", "blocks", "decoder.layers")
 _FINAL_NORM_NAMES: tuple[str, ...] = ("ln_f", "final_layer_norm", "norm", "norm_f", "final_layernorm")
-_MASKED_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra",
-                                 "deberta", "deberta-v2", "camembert", "modernbert", "megatron-bert"})
+_MASKED_MODEL_TYPES = frozenset(
+    {
+        "bert",
+        "roberta",
+        "xlm-roberta",
+        "distilbert",
+        "albert",
+        "electra",
+        "deberta",
+        "deberta-v2",
+        "camembert",
+        "modernbert",
+        "megatron-bert",
+    }
+)
 
 
 def _get_attr_path(obj: Any, path: str) -> Any:
@@ -144,12 +157,20 @@ class HFModelHandle(ModelHandle):
 
     module: PreTrainedModel
 
-    def __init__(self, name: str, spec: str, module: PreTrainedModel, tokenizer=None,
-                 is_causal: bool | None = None, missing_weights: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        name: str,
+        spec: str,
+        module: PreTrainedModel,
+        tokenizer=None,
+        is_causal: bool | None = None,
+        missing_weights: Iterable[str] = (),
+    ) -> None:
         config = getattr(module, "config", None)
         if config is None:
             raise UnsupportedArchitectureError(
-                f"model {name!r} ({spec}): {type(module).__name__} has no transformers config")
+                f"model {name!r} ({spec}): {type(module).__name__} has no transformers config"
+            )
         self.config = config
         self.model_type = getattr(config, "model_type", "")
         module.eval()
@@ -192,7 +213,7 @@ class HFModelHandle(ModelHandle):
             return "final_norm"
         blocks = self._qualified_name(self.blocks)
         if self._under(key, blocks):
-            return f"block {key[len(blocks) + 1:].split('.', 1)[0]}" if blocks else "block ?"
+            return f"block {key[len(blocks) + 1 :].split('.', 1)[0]}" if blocks else "block ?"
         base = self._qualified_name(self.base)
         if base and not self._under(key, base):
             return "head"
@@ -203,8 +224,12 @@ class HFModelHandle(ModelHandle):
     def missing_weights_for(self, view: str) -> list[str]:
         check_view_name(view)
         if view == "residual_streams":
-            return [k for part, keys in self._missing_by_part.items() for k in keys
-                    if part == "embeddings" or part.startswith("block ")]
+            return [
+                k
+                for part, keys in self._missing_by_part.items()
+                for k in keys
+                if part == "embeddings" or part.startswith("block ")
+            ]
         return [k for part, keys in self._missing_by_part.items() for k in keys if part != "unused"]
 
     def _require(self, keys: list[str], what: str) -> None:
@@ -225,7 +250,8 @@ class HFModelHandle(ModelHandle):
         if self.output_embeddings is None:
             raise NoUnembeddingError(
                 f"{self._name_for_errors} has no LM head (the checkpoint has none; it was loaded as its base model), "
-                f"so there is no {what}")
+                f"so there is no {what}"
+            )
 
     # ------------------------------------------------------------------ structure
     def _find_blocks(self, module: torch.nn.Module) -> torch.nn.ModuleList:
@@ -234,12 +260,16 @@ class HFModelHandle(ModelHandle):
             blocks = _get_attr_path(self.base, path)
             if isinstance(blocks, torch.nn.ModuleList) and (n_layers is None or len(blocks) == n_layers):
                 return blocks
-        candidates = [m for m in self.base.modules()
-                      if isinstance(m, torch.nn.ModuleList) and n_layers is not None and len(m) == n_layers]
+        candidates = [
+            m
+            for m in self.base.modules()
+            if isinstance(m, torch.nn.ModuleList) and n_layers is not None and len(m) == n_layers
+        ]
         if len(candidates) >= 1:
             return candidates[0]
         raise UnsupportedArchitectureError(
-            f"{self._name_for_errors}: cannot find its list of {n_layers} blocks to hook")
+            f"{self._name_for_errors}: cannot find its list of {n_layers} blocks to hook"
+        )
 
     def _find_final_norm(self, module: torch.nn.Module) -> torch.nn.Module | None:
         """BERT's MLM head transform; ``None`` for a masked family without head; else the base's final norm."""
@@ -261,12 +291,22 @@ class HFModelHandle(ModelHandle):
         d_head = getattr(cfg, "head_dim", None)
         if not isinstance(d_head, int) or d_head <= 0:
             d_head = d_model // n_heads if n_heads else 0
-        d_mlp = (getattr(cfg, "intermediate_size", None) or getattr(cfg, "n_inner", None)
-                 or getattr(cfg, "ffn_dim", None) or 4 * d_model)
+        d_mlp = (
+            getattr(cfg, "intermediate_size", None)
+            or getattr(cfg, "n_inner", None)
+            or getattr(cfg, "ffn_dim", None)
+            or 4 * d_model
+        )
         out = module.get_output_embeddings()
         d_vocab = int(out.weight.shape[0]) if out is not None else int(cfg.vocab_size)
-        return ModelDimensions(n_layers=len(self.blocks), d_model=d_model, d_vocab=d_vocab,
-                               n_heads=n_heads, d_head=int(d_head), d_mlp=int(d_mlp))
+        return ModelDimensions(
+            n_layers=len(self.blocks),
+            d_model=d_model,
+            d_vocab=d_vocab,
+            n_heads=n_heads,
+            d_head=int(d_head),
+            d_mlp=int(d_mlp),
+        )
 
     def _forward_kwargs(self, target: torch.nn.Module, attention_mask: torch.Tensor | None) -> dict:
         params = inspect.signature(target.forward).parameters
@@ -296,6 +336,7 @@ class HFModelHandle(ModelHandle):
         def make_hook(i: int):
             def hook(_mod, _args, output):
                 captured[i + 1] = first_tensor(output)
+
             return hook
 
         handles = [self.blocks[0].register_forward_pre_hook(pre_hook, with_kwargs=True)]
@@ -332,8 +373,7 @@ class HFModelHandle(ModelHandle):
         final norm; BERT: its MLM head transform dense + GELU + LayerNorm), so that
         ``logits = final_norm(x) @ U + unembedding_bias()``; identity if there is none. Raises
         :class:`NoUnembeddingError` for a masked family without head (its transform is absent)."""
-        if self.final_norm_module is None and self.output_embeddings is None \
-                and self.model_type in _MASKED_MODEL_TYPES:
+        if self.final_norm_module is None and self.output_embeddings is None and self.model_type in _MASKED_MODEL_TYPES:
             self._require_head("final transform (for BERT-like models it is part of the MLM head)")
         self._require(self._missing_parts("final_norm"), "the final norm")
         return residual if self.final_norm_module is None else self.final_norm_module(residual)
@@ -341,8 +381,10 @@ class HFModelHandle(ModelHandle):
     def final_norm_absence(self) -> str | None:
         """Why there is no final norm to add as a layer (post-LN masked family, or none on the base); else None."""
         if self.model_type in _MASKED_MODEL_TYPES:
-            return (f"{self.model_type} is post-LN: each block ends in a LayerNorm, transformers' hidden_states[-1] "
-                    "is the last block's output, and what precedes its LM head is the head's transform")
+            return (
+                f"{self.model_type} is post-LN: each block ends in a LayerNorm, transformers' hidden_states[-1] "
+                "is the last block's output, and what precedes its LM head is the head's transform"
+            )
         if self.final_norm_module is None:
             return f"{type(self.base).__name__} has none of the final norms {list(_FINAL_NORM_NAMES)}"
         return None
@@ -365,8 +407,9 @@ class HFModelHandle(ModelHandle):
         bias = getattr(self.output_embeddings, "bias", None)
         return None if bias is None else bias.detach()
 
-    def logits_from_layer(self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor,
-                          attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def logits_from_layer(
+        self, residual: torch.Tensor, layer: int, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         self._check_layer(layer)
         self._require_head("logits")
         self._require(self.missing_weights_for("all"), "logits")
@@ -392,11 +435,13 @@ class HFModelHandle(ModelHandle):
         self._check_block(block)
         self._require(self._missing_parts(f"block {block}"), f"the parameters of block {block}")
         blk = self.blocks[block]
-        for attr, build in (("attn.c_attn", self._gpt2_parameters),
-                            ("attention.query_key_value", self._neox_parameters),
-                            ("attention.self.query", self._bert_parameters),
-                            ("self_attn.q_proj", self._llama_parameters),
-                            ("mixer.in_proj", self._mamba_parameters)):
+        for attr, build in (
+            ("attn.c_attn", self._gpt2_parameters),
+            ("attention.query_key_value", self._neox_parameters),
+            ("attention.self.query", self._bert_parameters),
+            ("self_attn.q_proj", self._llama_parameters),
+            ("mixer.in_proj", self._mamba_parameters),
+        ):
             if _get_attr_path(blk, attr) is not None:
                 with torch.no_grad():
                     groups = build(blk)
@@ -404,43 +449,59 @@ class HFModelHandle(ModelHandle):
                     groups = ParameterGroups(self._name_for_errors, "not provided", groups)
                 return groups
         raise UnsupportedArchitectureError(
-            f"{self._name_for_errors}: parameter groups are not mapped for block type {type(blk).__name__}")
+            f"{self._name_for_errors}: parameter groups are not mapped for block type {type(blk).__name__}"
+        )
 
     def _mamba_parameters(self, blk) -> ParameterGroups:
         mixer = blk.mixer
         d_inner = mixer.out_proj.weight.shape[1]
         return ParameterGroups(
-            self._name_for_errors, "Mamba has no attention",
-            {"FF_in": mixer.in_proj.weight.detach()[:d_inner].T.contiguous(),
-             "FF_out": mixer.out_proj.weight.detach().T.contiguous()})
+            self._name_for_errors,
+            "Mamba has no attention",
+            {
+                "FF_in": mixer.in_proj.weight.detach()[:d_inner].T.contiguous(),
+                "FF_out": mixer.out_proj.weight.detach().T.contiguous(),
+            },
+        )
 
     def _gpt2_parameters(self, blk) -> dict[str, torch.Tensor]:
         H, dh, d = self.dims.n_heads, self.dims.d_head, self.d_model
         w = blk.attn.c_attn.weight.detach()  # Conv1D: (d, 3 d), y = x @ w
         wq, wk, wv = w.split(d, dim=1)
-        return {"W_Q": _heads_in(wq, H, dh), "W_K": _heads_in(wk, H, dh), "W_V": _heads_in(wv, H, dh),
-                "W_O": _heads_out(blk.attn.c_proj.weight.detach(), H, dh),
-                "FF_in": blk.mlp.c_fc.weight.detach().clone(), "FF_out": blk.mlp.c_proj.weight.detach().clone()}
+        return {
+            "W_Q": _heads_in(wq, H, dh),
+            "W_K": _heads_in(wk, H, dh),
+            "W_V": _heads_in(wv, H, dh),
+            "W_O": _heads_out(blk.attn.c_proj.weight.detach(), H, dh),
+            "FF_in": blk.mlp.c_fc.weight.detach().clone(),
+            "FF_out": blk.mlp.c_proj.weight.detach().clone(),
+        }
 
     def _neox_parameters(self, blk) -> dict[str, torch.Tensor]:
         H, dh, d = self.dims.n_heads, self.dims.d_head, self.d_model
         # Linear (3 d, d); output viewed as (..., H, 3 * dh) then chunked into q, k, v per head.
         w = blk.attention.query_key_value.weight.detach().T.reshape(d, H, 3, dh)
         qkv = [w[:, :, i, :].permute(1, 0, 2).contiguous() for i in range(3)]
-        return {"W_Q": qkv[0], "W_K": qkv[1], "W_V": qkv[2],
-                "W_O": _heads_out(blk.attention.dense.weight.detach().T, H, dh),
-                "FF_in": blk.mlp.dense_h_to_4h.weight.detach().T.contiguous(),
-                "FF_out": blk.mlp.dense_4h_to_h.weight.detach().T.contiguous()}
+        return {
+            "W_Q": qkv[0],
+            "W_K": qkv[1],
+            "W_V": qkv[2],
+            "W_O": _heads_out(blk.attention.dense.weight.detach().T, H, dh),
+            "FF_in": blk.mlp.dense_h_to_4h.weight.detach().T.contiguous(),
+            "FF_out": blk.mlp.dense_4h_to_h.weight.detach().T.contiguous(),
+        }
 
     def _bert_parameters(self, blk) -> dict[str, torch.Tensor]:
         H, dh = self.dims.n_heads, self.dims.d_head
         att = blk.attention.self
-        return {"W_Q": _heads_in(att.query.weight.detach().T, H, dh),
-                "W_K": _heads_in(att.key.weight.detach().T, H, dh),
-                "W_V": _heads_in(att.value.weight.detach().T, H, dh),
-                "W_O": _heads_out(blk.attention.output.dense.weight.detach().T, H, dh),
-                "FF_in": blk.intermediate.dense.weight.detach().T.contiguous(),
-                "FF_out": blk.output.dense.weight.detach().T.contiguous()}
+        return {
+            "W_Q": _heads_in(att.query.weight.detach().T, H, dh),
+            "W_K": _heads_in(att.key.weight.detach().T, H, dh),
+            "W_V": _heads_in(att.value.weight.detach().T, H, dh),
+            "W_O": _heads_out(blk.attention.output.dense.weight.detach().T, H, dh),
+            "FF_in": blk.intermediate.dense.weight.detach().T.contiguous(),
+            "FF_out": blk.output.dense.weight.detach().T.contiguous(),
+        }
 
     def _llama_parameters(self, blk) -> dict[str, torch.Tensor]:
         att = blk.self_attn
@@ -457,7 +518,11 @@ class HFModelHandle(ModelHandle):
         down = getattr(mlp, "down_proj", None) or getattr(mlp, "fc2", None)
         if up is None or down is None:
             raise UnsupportedArchitectureError(f"{self._name_for_errors}: MLP {type(mlp).__name__} not mapped")
-        return {"W_Q": _heads_in(att.q_proj.weight.detach().T, H, dh),
-                "W_K": kv(att.k_proj.weight), "W_V": kv(att.v_proj.weight),
-                "W_O": _heads_out(att.o_proj.weight.detach().T, H, dh),
-                "FF_in": up.weight.detach().T.contiguous(), "FF_out": down.weight.detach().T.contiguous()}
+        return {
+            "W_Q": _heads_in(att.q_proj.weight.detach().T, H, dh),
+            "W_K": kv(att.k_proj.weight),
+            "W_V": kv(att.v_proj.weight),
+            "W_O": _heads_out(att.o_proj.weight.detach().T, H, dh),
+            "FF_in": up.weight.detach().T.contiguous(),
+            "FF_out": down.weight.detach().T.contiguous(),
+        }

@@ -53,8 +53,18 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "solu_ln": lambda x: x * F.softmax(x, dim=-1),
 }
 
-_BLOCK_KEYS = ("ln1.weight", "ln1.bias", "attn.q.weight", "attn.q.bias", "attn.k.weight", "attn.k.bias",
-               "attn.v.weight", "attn.v.bias", "attn.o.weight", "attn.o.bias")
+_BLOCK_KEYS = (
+    "ln1.weight",
+    "ln1.bias",
+    "attn.q.weight",
+    "attn.q.bias",
+    "attn.k.weight",
+    "attn.k.bias",
+    "attn.v.weight",
+    "attn.v.bias",
+    "attn.o.weight",
+    "attn.o.bias",
+)
 _MLP_KEYS = ("ln2.weight", "ln2.bias", "mlp.in.weight", "mlp.in.bias", "mlp.out.weight", "mlp.out.bias")
 
 
@@ -72,8 +82,11 @@ def _has_hooks(module: torch.nn.Module) -> bool:
     native modules (under ``_original_component``) are skipped: TransformerLens keeps its own capture hooks there
     once any hook has been used. torch offers no public query for this; these are ``nn.Module``'s own hook
     dictionaries."""
-    return any(sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks
-               for name, sub in module.named_modules() if "_original_component" not in name)
+    return any(
+        sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks or sub._backward_pre_hooks
+        for name, sub in module.named_modules()
+        if "_original_component" not in name
+    )
 
 
 def rotary_tables(n_ctx: int, rotary_dim: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -121,14 +134,18 @@ class NativeForward:
             return None
         norm = getattr(cfg, "normalization_type", None)
         positions = (getattr(cfg, "positional_embedding_type", None) or "standard").lower()
-        unsupported = (str(norm).upper() != "LN" or positions not in ("standard", "rotary")
-                       or str(getattr(cfg, "act_fn", "")).lower() not in ACTIVATIONS
-                       or getattr(cfg, "gated_mlp", False) or getattr(cfg, "final_rms", False)
-                       or (getattr(cfg, "n_key_value_heads", None) or cfg.n_heads) != cfg.n_heads
-                       or getattr(cfg, "attn_scores_soft_cap", -1.0) > 0
-                       or getattr(cfg, "output_logits_soft_cap", -1.0) > 0
-                       or getattr(cfg, "rope_scaling", None)
-                       or getattr(cfg, "attention_dir", "causal") not in ("causal", "bidirectional"))
+        unsupported = (
+            str(norm).upper() != "LN"
+            or positions not in ("standard", "rotary")
+            or str(getattr(cfg, "act_fn", "")).lower() not in ACTIVATIONS
+            or getattr(cfg, "gated_mlp", False)
+            or getattr(cfg, "final_rms", False)
+            or (getattr(cfg, "n_key_value_heads", None) or cfg.n_heads) != cfg.n_heads
+            or getattr(cfg, "attn_scores_soft_cap", -1.0) > 0
+            or getattr(cfg, "output_logits_soft_cap", -1.0) > 0
+            or getattr(cfg, "rope_scaling", None)
+            or getattr(cfg, "attention_dir", "causal") not in ("causal", "bidirectional")
+        )
         if unsupported:
             return None
         weights = module.state_dict(keep_vars=True)
@@ -151,9 +168,19 @@ class NativeForward:
             device = weights["embed.weight"].device
             cos, sin = rotary_tables(int(cfg.n_ctx), int(rotary_dim), float(cfg.rotary_base))
             rotary = (cos.to(device), sin.to(device))
-        return cls(weights=weights, n_layers=n_layers, n_heads=int(cfg.n_heads), d_head=d_head,
-                   eps=float(cfg.eps), scale=scale, causal=cfg.attention_dir == "causal", act_fn=act_fn,
-                   attn_only=attn_only, n_ctx=int(cfg.n_ctx), rotary=rotary)
+        return cls(
+            weights=weights,
+            n_layers=n_layers,
+            n_heads=int(cfg.n_heads),
+            d_head=d_head,
+            eps=float(cfg.eps),
+            scale=scale,
+            causal=cfg.attention_dir == "causal",
+            act_fn=act_fn,
+            attn_only=attn_only,
+            n_ctx=int(cfg.n_ctx),
+            rotary=rotary,
+        )
 
     # -- masks
 
@@ -189,8 +216,7 @@ class NativeForward:
         return residual
 
     def _norm(self, x: torch.Tensor, name: str) -> torch.Tensor:
-        return F.layer_norm(x, (x.shape[-1],), self.weights[f"{name}.weight"], self.weights[f"{name}.bias"],
-                            self.eps)
+        return F.layer_norm(x, (x.shape[-1],), self.weights[f"{name}.weight"], self.weights[f"{name}.bias"], self.eps)
 
     def block(self, residual: torch.Tensor, layer: int, mask: torch.Tensor | None) -> torch.Tensor:
         """Block ``layer`` on ``residual`` ``(batch, seq, d_model)``; ``mask`` from :meth:`_attention_mask`."""
@@ -207,27 +233,31 @@ class NativeForward:
         if self.rotary is not None:
             cos, sin = (t[:seq].to(device=q.device, dtype=q.dtype) for t in self.rotary)
             q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=self.causal and mask is None,
-                                                  scale=1.0 / self.scale)
+        attended = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=self.causal and mask is None, scale=1.0 / self.scale
+        )
         attended = attended.transpose(1, 2).reshape(batch, seq, self.n_heads * self.d_head)
         residual = residual + F.linear(attended, w[p + "attn.o.weight"], w[p + "attn.o.bias"])
         if self.attn_only:
             return residual
-        mid = ACTIVATIONS[self.act_fn](F.linear(self._norm(residual, p + "ln2"), w[p + "mlp.in.weight"],
-                                                w[p + "mlp.in.bias"]))
+        mid = ACTIVATIONS[self.act_fn](
+            F.linear(self._norm(residual, p + "ln2"), w[p + "mlp.in.weight"], w[p + "mlp.in.bias"])
+        )
         if self.act_fn == "solu_ln":
             mid = self._norm(mid, p + "mlp.ln")
         return residual + F.linear(mid, w[p + "mlp.out.weight"], w[p + "mlp.out.bias"])
 
     def unembed(self, residual: torch.Tensor) -> torch.Tensor:
         """Logits of the last residual stream: the final LayerNorm, then ``W_U`` (+ ``b_U``)."""
-        return F.linear(self._norm(residual, "ln_final"), self.weights["unembed.weight"],
-                        self.weights.get("unembed.bias"))
+        return F.linear(
+            self._norm(residual, "ln_final"), self.weights["unembed.weight"], self.weights.get("unembed.bias")
+        )
 
     # -- whole passes
 
-    def logits_from_layer(self, residual: torch.Tensor, layer: int,
-                          attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def logits_from_layer(
+        self, residual: torch.Tensor, layer: int, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """Logits with ``residual`` as the stream after ``layer`` (blocks ``layer … n_layers − 1``, then the
         unembedding); gradients flow into ``residual`` and the parameters."""
         mask = self._attention_mask(attention_mask, residual.shape[1])

@@ -100,8 +100,10 @@ def _split(spec: str) -> tuple[str, str, dict[str, str]]:
         raise ModelSourceError(f"model spec {spec!r}: empty target after {source!r}:")
     unknown = set(options) - _OPTIONS[source]
     if unknown:
-        raise ModelSourceError(f"model spec {spec!r}: unknown option(s) {sorted(unknown)} for source {source!r} "
-                               f"(allowed: {sorted(_OPTIONS[source]) or 'none'})")
+        raise ModelSourceError(
+            f"model spec {spec!r}: unknown option(s) {sorted(unknown)} for source {source!r} "
+            f"(allowed: {sorted(_OPTIONS[source]) or 'none'})"
+        )
     return source, rest, options
 
 
@@ -131,14 +133,20 @@ def is_initialisation(spec: str) -> bool:
 def _zoo_weights(spec: str, options: Mapping[str, str]) -> str:
     weights = options.get("weights", "trained")
     if weights not in ZOO_WEIGHTS:
-        raise ModelSourceError(f"model spec {spec!r}: weights={weights!r} must be one of {ZOO_WEIGHTS} for a zoo "
-                               "model (trained: the saved weights; initial: its seeded initialisation, untrained)")
+        raise ModelSourceError(
+            f"model spec {spec!r}: weights={weights!r} must be one of {ZOO_WEIGHTS} for a zoo "
+            "model (trained: the saved weights; initial: its seeded initialisation, untrained)"
+        )
     return weights
 
 
 def _looks_like_path(target: str) -> bool:
-    return (os.path.exists(os.path.expanduser(target)) or target.startswith(("/", ".", "~"))
-            or target.count("/") > 1 or "\\" in target)
+    return (
+        os.path.exists(os.path.expanduser(target))
+        or target.startswith(("/", ".", "~"))
+        or target.count("/") > 1
+        or "\\" in target
+    )
 
 
 def _hub_offline() -> bool:
@@ -186,7 +194,8 @@ def _check_hf_config(spec: str, config: dict, trusted: bool) -> None:
             raise ModelSourceError(
                 f"model spec {spec!r}: model_type {model_type!r} needs the repository's own code (auto_map); "
                 "it is not run unless asked: add '?trust_remote_code=true' to the spec (or pass "
-                "trust_remote_code=True) if you trust it")
+                "trust_remote_code=True) if you trust it"
+            )
         return
     raise UnsupportedArchitectureError(f"model spec {spec!r}: transformers does not know model_type {model_type!r}")
 
@@ -206,16 +215,21 @@ def _check_hf(spec: str, target: str, options: Mapping[str, str], trusted: bool)
         if not path.exists():
             raise ModelSourceError(f"model spec {spec!r}: no such directory {str(path)!r}")
         if not path.is_dir():
-            raise ModelSourceError(f"model spec {spec!r}: {str(path)!r} is not a directory "
-                                   "(a GGUF file is loaded with 'gguf:<file>')")
+            raise ModelSourceError(
+                f"model spec {spec!r}: {str(path)!r} is not a directory (a GGUF file is loaded with 'gguf:<file>')"
+            )
         if not (path / "config.json").is_file():
-            raise ModelSourceError(f"model spec {spec!r}: {str(path)!r} has no config.json "
-                                   "(expected a save_pretrained directory)")
+            raise ModelSourceError(
+                f"model spec {spec!r}: {str(path)!r} has no config.json (expected a save_pretrained directory)"
+            )
         if not any((path / f).is_file() for f in _WEIGHT_FILES):
             raise ModelSourceError(f"model spec {spec!r}: {str(path)!r} has no weights ({', '.join(_WEIGHT_FILES)})")
         _check_hf_config(spec, _read_json(spec, path / "config.json"), trusted)
-        return {"local": True, "path_or_id": str(path),
-                "safetensors": any((path / f).is_file() for f in _SAFETENSORS_FILES)}
+        return {
+            "local": True,
+            "path_or_id": str(path),
+            "safetensors": any((path / f).is_file() for f in _SAFETENSORS_FILES),
+        }
     if not _HUB_ID.match(target):
         raise ModelSourceError(f"model spec {spec!r}: {target!r} is neither an existing path nor a hub id")
     revision = options.get("revision")
@@ -225,7 +239,8 @@ def _check_hf(spec: str, target: str, options: Mapping[str, str], trusted: bool)
             raise ModelSourceError(
                 f"model spec {spec!r}: hub id {target!r} is not in the local Hugging Face cache and the hub is "
                 "offline (HF_HUB_OFFLINE=1); download it where the hub is reachable, or point 'hf:' at a local "
-                "directory")
+                "directory"
+            )
         return {"local": False, "path_or_id": target, "safetensors": None}
     _check_hf_config(spec, _read_json(spec, config_path), trusted)
     safetensors = any(_cached_hub_file(target, f, revision) for f in _SAFETENSORS_FILES)
@@ -244,8 +259,10 @@ def _check_gguf(spec: str, target: str, options: Mapping[str, str]) -> tuple[str
         cached = _cached_hub_file(where, filename, options.get("revision"))
         if cached is None:
             if _hub_offline():
-                raise ModelSourceError(f"model spec {spec!r}: {filename!r} of hub repo {where!r} is not in the "
-                                       "local cache and the hub is offline (HF_HUB_OFFLINE=1)")
+                raise ModelSourceError(
+                    f"model spec {spec!r}: {filename!r} of hub repo {where!r} is not in the "
+                    "local cache and the hub is offline (HF_HUB_OFFLINE=1)"
+                )
             return where, filename
         file_path = Path(cached)
     try:
@@ -269,7 +286,8 @@ def _check_gguf(spec: str, target: str, options: Mapping[str, str]) -> tuple[str
         pass
     if supported is not None and architecture not in supported:
         raise UnsupportedArchitectureError(
-            f"model spec {spec!r}: transformers cannot load GGUF architecture {architecture!r}")
+            f"model spec {spec!r}: transformers cannot load GGUF architecture {architecture!r}"
+        )
     return where, filename
 
 
@@ -331,12 +349,14 @@ def _lm_head_class(spec: str, config) -> Any:
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,
     )
+
     if config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or getattr(config, "auto_map", None):
         return AutoModelForCausalLM
     if config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         return AutoModelForMaskedLM
     raise UnsupportedArchitectureError(
-        f"model spec {spec!r}: model_type {config.model_type!r} has no causal or masked LM head in transformers")
+        f"model spec {spec!r}: model_type {config.model_type!r} has no causal or masked LM head in transformers"
+    )
 
 
 def head_weight_names(module: torch.nn.Module) -> list[str]:
@@ -363,18 +383,28 @@ def _load_tokenizer(spec: str, path_or_id: str, **kwargs) -> Any:
     try:
         tokenizer = AutoTokenizer.from_pretrained(path_or_id, **kwargs)
     except Exception as exc:
-        raise ModelSourceError(f"model spec {spec!r}: cannot load its tokenizer ({type(exc).__name__}: {exc}); "
-                               "pass tokenizer=... to load_model") from exc
+        raise ModelSourceError(
+            f"model spec {spec!r}: cannot load its tokenizer ({type(exc).__name__}: {exc}); "
+            "pass tokenizer=... to load_model"
+        ) from exc
     # transformers 5 silently builds an *empty* tokenizer class from model_type when no tokenizer
     # files exist; a vocabulary of nothing but special tokens means there was no tokenizer.
     if len(tokenizer) <= len(set(tokenizer.all_special_tokens)):
-        raise ModelSourceError(f"model spec {spec!r}: has no tokenizer files (the tokenizer transformers built "
-                               f"has {len(tokenizer)} token(s)); pass tokenizer=... to load_model")
+        raise ModelSourceError(
+            f"model spec {spec!r}: has no tokenizer files (the tokenizer transformers built "
+            f"has {len(tokenizer)} token(s)); pass tokenizer=... to load_model"
+        )
     return tokenizer
 
 
-def _wrap_hf(spec: str, name: str, module: PreTrainedModel, tokenizer, is_causal: bool | None = None,
-             missing_weights: Iterable[str] = ()) -> ModelHandle:
+def _wrap_hf(
+    spec: str,
+    name: str,
+    module: PreTrainedModel,
+    tokenizer,
+    is_causal: bool | None = None,
+    missing_weights: Iterable[str] = (),
+) -> ModelHandle:
     from thinkalike.models.hf import HFModelHandle
 
     try:
@@ -395,8 +425,10 @@ def _load_zoo(spec, target, options, name, zoo_artifacts, tokenizer, device, dty
         raise ModelSourceError(f"model spec {spec!r}: unknown zoo model {target!r} (known: {known})")
     config, state_dict = zoo_artifacts[target]
     if initial and not isinstance(config.get("seed"), int):
-        raise ModelSourceError(f"model spec {spec!r}: the zoo config of {target!r} records no integer seed, so its "
-                               "initialisation cannot be rebuilt")
+        raise ModelSourceError(
+            f"model spec {spec!r}: the zoo config of {target!r} records no integer seed, so its "
+            "initialisation cannot be rebuilt"
+        )
     try:
         module = build_zoo_module(config, seed=config["seed"] if initial else None)
     except ModelSourceError as exc:
@@ -420,19 +452,36 @@ def _load_zoo(spec, target, options, name, zoo_artifacts, tokenizer, device, dty
     return _wrap_hf(spec, name, hf_module, tokenizer, is_causal=config.get("objective", "causal") == "causal")
 
 
-def load_saved_zoo_model(weights: Mapping[str, torch.Tensor], config: Mapping[str, Any], tokenizer=None, *,
-                         name: str | None = None, spec: str | None = None, device: str | torch.device | None = None,
-                         dtype: torch.dtype | str | None = None) -> ModelHandle:
+def load_saved_zoo_model(
+    weights: Mapping[str, torch.Tensor],
+    config: Mapping[str, Any],
+    tokenizer=None,
+    *,
+    name: str | None = None,
+    spec: str | None = None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+) -> ModelHandle:
     """The handle of a zoo model saved as (weights, config) — what the zoo pipeline writes —: :func:`load_model` of
     ``spec`` (default ``zoo:<config name>``, the trained weights; ``zoo:<name>?weights=initial`` for its
     initialisation) with these artifacts, named ``name`` (default the config's)."""
-    return load_model(spec or f"zoo:{config['name']}", name=name or config["name"],
-                      zoo_artifacts={config["name"]: (dict(config), dict(weights))}, tokenizer=tokenizer,
-                      device=device, dtype=dtype)
+    return load_model(
+        spec or f"zoo:{config['name']}",
+        name=name or config["name"],
+        zoo_artifacts={config["name"]: (dict(config), dict(weights))},
+        tokenizer=tokenizer,
+        device=device,
+        dtype=dtype,
+    )
 
 
-def load_classifier(weights: Mapping[str, torch.Tensor], config: Mapping[str, Any], tokenizer=None,
-                    device: str | torch.device | None = None, name: str | None = None) -> ModelHandle:
+def load_classifier(
+    weights: Mapping[str, torch.Tensor],
+    config: Mapping[str, Any],
+    tokenizer=None,
+    device: str | torch.device | None = None,
+    name: str | None = None,
+) -> ModelHandle:
     """The handle of a classifier saved as (weights, config) — e.g. read back from safetensors + JSON —, on
     ``device`` (CUDA when present if ``None``), in eval mode. Loads through the zoo source
     (``load_model("zoo:<name>")``, strict state dict). Raises :class:`ModelSourceError` for a config
@@ -463,8 +512,19 @@ def _gguf_common(options: Mapping[str, str], filename: str) -> dict[str, Any]:
 
 def _load_hf(spec, target, options, name, tokenizer, device, dtype, trusted, view) -> ModelHandle:
     info = _check_hf(spec, target, options, trusted)
-    return _from_pretrained(spec, info["path_or_id"], _hf_common(options, trusted), name, tokenizer, device, dtype,
-                            "loading failed", view, use_safetensors=info["safetensors"], weights_only=True)
+    return _from_pretrained(
+        spec,
+        info["path_or_id"],
+        _hf_common(options, trusted),
+        name,
+        tokenizer,
+        device,
+        dtype,
+        "loading failed",
+        view,
+        use_safetensors=info["safetensors"],
+        weights_only=True,
+    )
 
 
 def _load_weights(spec: str, auto, where, config, options: dict[str, Any]) -> tuple[PreTrainedModel, set[str]]:
@@ -478,15 +538,21 @@ def _load_weights(spec: str, auto, where, config, options: dict[str, Any]) -> tu
     missing = _missing_keys(info)
     head = head_weight_names(module)
     if auto is not AutoModel and head and set(head) <= missing:
-        logger.warning("model spec %r: the checkpoint has no weights for the LM head of %s (%s); loading the base "
-                       "model without a head instead", spec, type(module).__name__, ", ".join(sorted(head)))
+        logger.warning(
+            "model spec %r: the checkpoint has no weights for the LM head of %s (%s); loading the base "
+            "model without a head instead",
+            spec,
+            type(module).__name__,
+            ", ".join(sorted(head)),
+        )
         module, info = AutoModel.from_pretrained(where, config=config, output_loading_info=True, **options)
         missing = _missing_keys(info)
     return module, missing
 
 
-def _from_pretrained(spec, where, common: dict[str, Any], name, tokenizer, device, dtype, failure: str,
-                     view: str, **weights_options: Any) -> ModelHandle:
+def _from_pretrained(
+    spec, where, common: dict[str, Any], name, tokenizer, device, dtype, failure: str, view: str, **weights_options: Any
+) -> ModelHandle:
     """Config, then weights (LM head or base model), then tokenizer from ``where``; any failure
     names the spec; weights that ``view`` needs but the checkpoint lacks raise."""
     from transformers import AutoConfig
@@ -494,8 +560,9 @@ def _from_pretrained(spec, where, common: dict[str, Any], name, tokenizer, devic
     try:
         config = AutoConfig.from_pretrained(where, **common)
         auto = _lm_head_class(spec, config)
-        module, missing = _load_weights(spec, auto, where, config,
-                                        {**weights_options, **common, **({"dtype": dtype} if dtype else {})})
+        module, missing = _load_weights(
+            spec, auto, where, config, {**weights_options, **common, **({"dtype": dtype} if dtype else {})}
+        )
     except ModelSourceError:
         raise
     except Exception as exc:
@@ -506,16 +573,29 @@ def _from_pretrained(spec, where, common: dict[str, Any], name, tokenizer, devic
     handle = _wrap_hf(spec, name, module, tokenizer, missing_weights=missing)
     handle.check_view(view)
     if handle.missing_weights:
-        logger.warning("model spec %r: the checkpoint lacks %d weight(s) that %s does not use (%s); methods that "
-                       "need them raise", spec, len(handle.missing_weights), view,
-                       ", ".join(handle.missing_weights[:8]))
+        logger.warning(
+            "model spec %r: the checkpoint lacks %d weight(s) that %s does not use (%s); methods that need them raise",
+            spec,
+            len(handle.missing_weights),
+            view,
+            ", ".join(handle.missing_weights[:8]),
+        )
     return handle
 
 
 def _load_gguf(spec, target, options, name, tokenizer, device, dtype, view) -> ModelHandle:
     where, filename = _check_gguf(spec, target, options)
-    return _from_pretrained(spec, where, _gguf_common(options, filename), name, tokenizer, device, dtype,
-                            "loading the GGUF file failed", view)
+    return _from_pretrained(
+        spec,
+        where,
+        _gguf_common(options, filename),
+        name,
+        tokenizer,
+        device,
+        dtype,
+        "loading the GGUF file failed",
+        view,
+    )
 
 
 def _hf_config_json(target: str, options: Mapping[str, str]) -> dict | None:
@@ -581,10 +661,17 @@ def load_spec_tokenizer(spec: str, *, trust_remote_code: bool = False) -> Any | 
     return None
 
 
-def load_model(spec: str, *, name: str | None = None,
-               zoo_artifacts: Mapping[str, tuple[dict, dict]] | None = None, tokenizer=None,
-               device: str | torch.device | None = None, dtype: torch.dtype | str | None = None,
-               trust_remote_code: bool = False, view: str = "all") -> ModelHandle:
+def load_model(
+    spec: str,
+    *,
+    name: str | None = None,
+    zoo_artifacts: Mapping[str, tuple[dict, dict]] | None = None,
+    tokenizer=None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+    trust_remote_code: bool = False,
+    view: str = "all",
+) -> ModelHandle:
     """Load the model a spec names and wrap it in a :class:`ModelHandle` (eval mode).
 
     ``name`` defaults to the spec's target. ``tokenizer``: used as given; when ``None`` it is
@@ -603,8 +690,17 @@ def load_model(spec: str, *, name: str | None = None,
     if source == "zoo":
         return _load_zoo(spec, target, options, name, zoo_artifacts, tokenizer, device_, dtype_)
     if source == "hf":
-        return _load_hf(spec, target, options, name, tokenizer, device_, dtype_,
-                        _trusts_remote_code(options, trust_remote_code), view)
+        return _load_hf(
+            spec,
+            target,
+            options,
+            name,
+            tokenizer,
+            device_,
+            dtype_,
+            _trusts_remote_code(options, trust_remote_code),
+            view,
+        )
     if source == "gguf":
         return _load_gguf(spec, target, options, name, tokenizer, device_, dtype_, view)
     # source == "tl"

@@ -61,8 +61,9 @@ class TrainingConfig:
         if self.eval_every < 1 or self.eval_batches < 1:
             raise ValueError(f"eval_every and eval_batches must be >= 1, got {self.eval_every}, {self.eval_batches}")
         if self.learning_rate <= 0 or self.weight_decay < 0:
-            raise ValueError(f"learning_rate must be > 0 and weight_decay >= 0, got {self.learning_rate}, "
-                             f"{self.weight_decay}")
+            raise ValueError(
+                f"learning_rate must be > 0 and weight_decay >= 0, got {self.learning_rate}, {self.weight_decay}"
+            )
         if not 0 < self.mask_probability < 1:
             raise ValueError(f"mask_probability must be in (0, 1), got {self.mask_probability}")
 
@@ -84,8 +85,17 @@ def progress_label(label: str) -> Iterator[None]:
 def progress_bar(total: int, description: str, enabled: bool = True) -> tqdm:
     """A short one-line bar on stderr (0.5 s refresh on a terminal, 30 s in logs)."""
     interactive = sys.stderr.isatty()
-    return tqdm(total=total, desc=description, unit="step", leave=True, disable=not enabled, file=sys.stderr,
-                mininterval=0.5 if interactive else 30.0, bar_format=_BAR_FORMAT, dynamic_ncols=interactive)
+    return tqdm(
+        total=total,
+        desc=description,
+        unit="step",
+        leave=True,
+        disable=not enabled,
+        file=sys.stderr,
+        mininterval=0.5 if interactive else 30.0,
+        bar_format=_BAR_FORMAT,
+        dynamic_ncols=interactive,
+    )
 
 
 @dataclass(frozen=True)
@@ -117,12 +127,12 @@ def adamw(parameters: Iterable[torch.nn.Parameter], learning_rate: float, weight
 def causal_lm_loss(logits: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """Next-token cross-entropy over positions whose target is a real (unmasked) token."""
     targets = input_ids[:, 1:].masked_fill(attention_mask[:, 1:] == 0, -100)
-    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
-                           ignore_index=-100)
+    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=-100)
 
 
-def mask_tokens(input_ids: torch.Tensor, tokens: MaskingTokens, probability: float | torch.Tensor,
-                generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_tokens(
+    input_ids: torch.Tensor, tokens: MaskingTokens, probability: float | torch.Tensor, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT masking: returns (corrupted ids, targets with −100 where no loss is taken). ``probability`` is one
     selection probability or one per position (a tensor shaped like ``input_ids``)."""
     special = torch.isin(input_ids, torch.tensor(tokens.special_ids, device=input_ids.device))
@@ -150,9 +160,19 @@ class LanguageModelTrainer:
     ``progress`` shows a progress bar named ``description`` (module docstring).
     """
 
-    def __init__(self, module: torch.nn.Module, logits_fn: LogitsFn, objective: str, config: TrainingConfig,
-                 masking: MaskingTokens | None = None, device: torch.device | None = None, *,
-                 progress: bool = True, description: str | None = None, pad_id: int | None = None) -> None:
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        logits_fn: LogitsFn,
+        objective: str,
+        config: TrainingConfig,
+        masking: MaskingTokens | None = None,
+        device: torch.device | None = None,
+        *,
+        progress: bool = True,
+        description: str | None = None,
+        pad_id: int | None = None,
+    ) -> None:
         if objective not in ("causal", "masked"):
             raise ValueError(f"objective must be 'causal' or 'masked', got {objective!r}")
         if objective == "masked" and masking is None:
@@ -167,8 +187,7 @@ class LanguageModelTrainer:
         self.description = description if description is not None else _PROGRESS_LABEL.get()
         self.pad_id = pad_id
 
-    def _loss(self, batch: torch.Tensor, generator: torch.Generator,
-              rates: torch.Tensor | None = None) -> torch.Tensor:
+    def _loss(self, batch: torch.Tensor, generator: torch.Generator, rates: torch.Tensor | None = None) -> torch.Tensor:
         attention_mask = torch.ones_like(batch) if self.pad_id is None else (batch != self.pad_id).long()
         if self.objective == "causal":
             return causal_lm_loss(self.logits_fn(self.module, batch, attention_mask), batch, attention_mask)
@@ -184,16 +203,21 @@ class LanguageModelTrainer:
         generator = torch.Generator(device=self.device).manual_seed(self.config.seed + 1)
         data = torch.as_tensor(sequences, dtype=torch.long)
         losses = []
-        for start in range(0, min(len(data), self.config.eval_batches * self.config.batch_size),
-                           self.config.batch_size):
-            batch = data[start:start + self.config.batch_size].to(self.device)
+        for start in range(
+            0, min(len(data), self.config.eval_batches * self.config.batch_size), self.config.batch_size
+        ):
+            batch = data[start : start + self.config.batch_size].to(self.device)
             losses.append(float(self._loss(batch, generator)))
         self.module.train()
         return float(np.mean(losses))
 
-    def train(self, train_sequences: np.ndarray, heldout_sequences: np.ndarray,
-              on_eval: Callable[[int, float, float], None] | None = None,
-              mask_rates: np.ndarray | None = None) -> pd.DataFrame:
+    def train(
+        self,
+        train_sequences: np.ndarray,
+        heldout_sequences: np.ndarray,
+        on_eval: Callable[[int, float, float], None] | None = None,
+        mask_rates: np.ndarray | None = None,
+    ) -> pd.DataFrame:
         """Runs ``config.steps`` optimiser steps; returns the curve (step, train_loss, heldout_loss, seconds).
         ``mask_rates`` (masked objective): the selection probability of every position of every training row,
         shaped like ``train_sequences``; held-out rows keep ``config.mask_probability``."""
@@ -203,8 +227,10 @@ class LanguageModelTrainer:
             if self.objective != "masked":
                 raise ValueError("mask_rates apply to the masked objective only")
             if np.shape(mask_rates) != np.shape(train_sequences):
-                raise ValueError(f"mask_rates must be shaped like the training rows {np.shape(train_sequences)}, "
-                                 f"got {np.shape(mask_rates)}")
+                raise ValueError(
+                    f"mask_rates must be shaped like the training rows {np.shape(train_sequences)}, "
+                    f"got {np.shape(mask_rates)}"
+                )
             if not ((np.asarray(mask_rates) >= 0) & (np.asarray(mask_rates) < 1)).all():
                 raise ValueError("mask_rates must lie in [0, 1)")
         rates = None if mask_rates is None else torch.as_tensor(np.asarray(mask_rates), dtype=torch.float32)
@@ -231,8 +257,14 @@ class LanguageModelTrainer:
                 running.append(current)
                 if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
                     heldout = self.evaluate(heldout_sequences)
-                    rows.append({"step": step + 1, "train_loss": float(np.mean(running)), "heldout_loss": heldout,
-                                 "seconds": time.perf_counter() - started})
+                    rows.append(
+                        {
+                            "step": step + 1,
+                            "train_loss": float(np.mean(running)),
+                            "heldout_loss": heldout,
+                            "seconds": time.perf_counter() - started,
+                        }
+                    )
                     if on_eval is not None:
                         on_eval(step + 1, rows[-1]["train_loss"], heldout)
                     running = []

@@ -47,8 +47,12 @@ def zoo_config(name: str, entry: dict[str, Any], tokenizer, n_ctx: int) -> dict[
     model_type = architecture.pop("model_type", None)
     if model_type is None:
         raise ModelSourceError(f"zoo model {name!r}: an hf model needs architecture.model_type")
-    special = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
-               "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id}
+    special = {
+        "vocab_size": len(tokenizer),
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+    }
     if model_type != "mamba":
         special["max_position_embeddings"] = n_ctx
     config = hf_zoo_config(name, model_type, objective, **{**special, **architecture})
@@ -62,9 +66,17 @@ def training_config(defaults: dict[str, Any], entry: dict[str, Any]) -> Training
     return TrainingConfig(**merged)
 
 
-def train_zoo_model(config: dict[str, Any], training: TrainingConfig, train_ids, heldout_ids, tokenizer,
-                    device: torch.device | None = None, *, mask_rates: np.ndarray | None = None,
-                    padded: bool = False) -> tuple[torch.nn.Module, pd.DataFrame]:
+def train_zoo_model(
+    config: dict[str, Any],
+    training: TrainingConfig,
+    train_ids,
+    heldout_ids,
+    tokenizer,
+    device: torch.device | None = None,
+    *,
+    mask_rates: np.ndarray | None = None,
+    padded: bool = False,
+) -> tuple[torch.nn.Module, pd.DataFrame]:
     """Builds (seeded) and trains one zoo model; returns the trained module and its curve. ``mask_rates``: per
     position masking probabilities of the training rows; ``padded``: rows may hold the tokenizer's pad token,
     which is not attended to (:class:`~thinkalike.models.training.LanguageModelTrainer`)."""
@@ -72,14 +84,22 @@ def train_zoo_model(config: dict[str, Any], training: TrainingConfig, train_ids,
     module = build_zoo_module(config, seed=training.seed)
     masking = None
     if config["objective"] == "masked":
-        masking = MaskingTokens(mask_id=tokenizer.mask_token_id, special_ids=tuple(tokenizer.all_special_ids),
-                                vocab_size=len(tokenizer))
+        masking = MaskingTokens(
+            mask_id=tokenizer.mask_token_id, special_ids=tuple(tokenizer.all_special_ids), vocab_size=len(tokenizer)
+        )
 
     def logits_fn(model, input_ids, attention_mask):
         return zoo_logits(model, config, input_ids, attention_mask)
 
-    trainer = LanguageModelTrainer(module, logits_fn, config["objective"], training, masking, device,
-                                   pad_id=tokenizer.pad_token_id if padded else None)
+    trainer = LanguageModelTrainer(
+        module,
+        logits_fn,
+        config["objective"],
+        training,
+        masking,
+        device,
+        pad_id=tokenizer.pad_token_id if padded else None,
+    )
     curve = trainer.train(train_ids, heldout_ids, mask_rates=mask_rates)
     curve.insert(0, "model", config["name"])
     curve["n_parameters"] = sum(p.numel() for p in module.parameters())

@@ -47,10 +47,32 @@ GENERALIZING, HEURISTIC, MIDDLE = "generalizing", "heuristic", "middle"
 RELATIONS: tuple[str, ...] = ("within_generalizing", "within_heuristic", "between")
 BASELINE = "heuristic_baseline"  # the lexical-overlap rule's rows in the accuracy table
 GROUP_COLUMNS = ["model", "rank", "group", "test_accuracy", "ood_non_entailed_accuracy", "ood_entailed_accuracy"]
-STITCH_COLUMNS = ["data", "model_f", "model_g", "layer", "relative_depth", "stitched_accuracy", "g_accuracy",
-                  "penalty", "ci_low", "ci_high", "ci_level", "n_sequences", "n_batches"]
-STITCH_GROUP_COLUMNS = ["data", "layer", "relative_depth", "relation", "mean_penalty", "ci_low", "ci_high",
-                        "mean_stitched_accuracy", "n_pairs"]
+STITCH_COLUMNS = [
+    "data",
+    "model_f",
+    "model_g",
+    "layer",
+    "relative_depth",
+    "stitched_accuracy",
+    "g_accuracy",
+    "penalty",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "n_sequences",
+    "n_batches",
+]
+STITCH_GROUP_COLUMNS = [
+    "data",
+    "layer",
+    "relative_depth",
+    "relation",
+    "mean_penalty",
+    "ci_low",
+    "ci_high",
+    "mean_stitched_accuracy",
+    "n_pairs",
+]
 
 
 def copy_names(n_copies: int) -> list[str]:
@@ -66,8 +88,11 @@ def accuracy_summary(accuracy: pd.DataFrame) -> pd.DataFrame:
     """One row per model of an :func:`~thinkalike.language.nli.accuracy_table` concatenation: ``test_accuracy``
     (in distribution), ``ood_non_entailed_accuracy`` and ``ood_entailed_accuracy`` (all OOD subcases)."""
     keyed = accuracy.set_index(["split", "subcase", "label"])
-    wanted = {"test_accuracy": ("test", "all", "all"), "ood_non_entailed_accuracy": ("ood", "all", "non_entailed"),
-              "ood_entailed_accuracy": ("ood", "all", "entailed")}
+    wanted = {
+        "test_accuracy": ("test", "all", "all"),
+        "ood_non_entailed_accuracy": ("ood", "all", "non_entailed"),
+        "ood_entailed_accuracy": ("ood", "all", "entailed"),
+    }
     rows = []
     for model, part in keyed.groupby("model", sort=False):
         part = part.droplevel(0) if "model" in part.index.names else part
@@ -83,8 +108,9 @@ def split_groups(accuracy: pd.DataFrame, k: int) -> pd.DataFrame:
     n = len(summary)
     if not 1 <= k <= n / 2:
         raise ValueError(f"group size k = {k} must be between 1 and N / 2 = {n / 2} for N = {n} copies")
-    ranked = summary.sort_values(["ood_non_entailed_accuracy", "model"], ascending=[False, True],
-                                 kind="mergesort").reset_index(drop=True)
+    ranked = summary.sort_values(
+        ["ood_non_entailed_accuracy", "model"], ascending=[False, True], kind="mergesort"
+    ).reset_index(drop=True)
     ranked["rank"] = np.arange(1, n + 1)
     ranked["group"] = np.where(ranked["rank"] <= k, GENERALIZING, np.where(ranked["rank"] > n - k, HEURISTIC, MIDDLE))
     return ranked[GROUP_COLUMNS]
@@ -119,7 +145,7 @@ def stratified_subset(pairs: pd.DataFrame, max_pairs: int | None, seed: int) -> 
     cells = pairs.groupby(["subcase", "label"], sort=True).indices
     quota = {key: max_pairs * len(rows) / len(pairs) for key, rows in cells.items()}
     counts = {key: int(np.floor(q)) for key, q in quota.items()}
-    for key in sorted(quota, key=lambda key: counts[key] - quota[key])[:max_pairs - sum(counts.values())]:
+    for key in sorted(quota, key=lambda key: counts[key] - quota[key])[: max_pairs - sum(counts.values())]:
         counts[key] += 1
     chosen = np.concatenate([rng.choice(rows, size=counts[key], replace=False) for key, rows in cells.items()])
     return pairs.iloc[np.sort(chosen)]
@@ -138,16 +164,25 @@ def all_streams(handle: ModelHandle, split: TokenSplit, batch_size: int) -> torc
     out = []
     with torch.no_grad():
         for start in range(0, len(split), batch_size):
-            ids = split.input_ids[start:start + batch_size].to(handle.device)
-            mask = split.attention_mask[start:start + batch_size].to(handle.device)
+            ids = split.input_ids[start : start + batch_size].to(handle.device)
+            mask = split.attention_mask[start : start + batch_size].to(handle.device)
             out.append(handle.residual_streams(ids, mask))
     return torch.cat(out, dim=1)
 
 
-def identity_stitch_table(f: ModelHandle, others: Mapping[str, ModelHandle], data: Mapping[str, TokenSplit],
-                          own_correct: Mapping[tuple[str, str], np.ndarray], layers: Sequence[int] | None = None, *,
-                          batch_size: int = 32, n_bootstrap: int = 1000, level: float = 0.95, seed: int = 0,
-                          on_stitch: Callable[[], object] | None = None) -> pd.DataFrame:
+def identity_stitch_table(
+    f: ModelHandle,
+    others: Mapping[str, ModelHandle],
+    data: Mapping[str, TokenSplit],
+    own_correct: Mapping[tuple[str, str], np.ndarray],
+    layers: Sequence[int] | None = None,
+    *,
+    batch_size: int = 32,
+    n_bootstrap: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    on_stitch: Callable[[], object] | None = None,
+) -> pd.DataFrame:
     """Identity stitching of f into every other copy g at every layer, on every evaluation set of ``data``
     (name → labelled :class:`TokenSplit`): :data:`STITCH_COLUMNS`, one row per (data, g, layer).
 
@@ -170,17 +205,37 @@ def identity_stitch_table(f: ModelHandle, others: Mapping[str, ModelHandle], dat
         for g_name, g in others.items():
             g_correct = correct_per_batch(own_correct[(g_name, name)], batch_size)
             for layer in layers:
-                prepared = PreparedSplit(split.input_ids.to(g.device), split.attention_mask.to(g.device), labels,
-                                         streams[layer].to(g.device))
-                result = evaluate_stitch_accuracy(phi, g, layer, prepared, batch_size=batch_size,
-                                                  n_bootstrap=n_bootstrap, level=level, seed=seed,
-                                                  g_correct=g_correct)
-                rows.append({"data": name, "model_f": f.name, "model_g": g_name, "layer": layer,
-                             "relative_depth": relative_depth(layer, f.n_layers + 1),
-                             "stitched_accuracy": result.stitched_accuracy, "g_accuracy": result.g_accuracy,
-                             "penalty": result.penalty, "ci_low": result.penalty_ci_low,
-                             "ci_high": result.penalty_ci_high, "ci_level": result.ci_level,
-                             "n_sequences": result.n_sequences, "n_batches": result.n_batches})
+                prepared = PreparedSplit(
+                    split.input_ids.to(g.device), split.attention_mask.to(g.device), labels, streams[layer].to(g.device)
+                )
+                result = evaluate_stitch_accuracy(
+                    phi,
+                    g,
+                    layer,
+                    prepared,
+                    batch_size=batch_size,
+                    n_bootstrap=n_bootstrap,
+                    level=level,
+                    seed=seed,
+                    g_correct=g_correct,
+                )
+                rows.append(
+                    {
+                        "data": name,
+                        "model_f": f.name,
+                        "model_g": g_name,
+                        "layer": layer,
+                        "relative_depth": relative_depth(layer, f.n_layers + 1),
+                        "stitched_accuracy": result.stitched_accuracy,
+                        "g_accuracy": result.g_accuracy,
+                        "penalty": result.penalty,
+                        "ci_low": result.penalty_ci_low,
+                        "ci_high": result.penalty_ci_high,
+                        "ci_level": result.ci_level,
+                        "n_sequences": result.n_sequences,
+                        "n_batches": result.n_batches,
+                    }
+                )
                 if on_stitch is not None:
                     on_stitch()
     return pd.DataFrame(rows, columns=STITCH_COLUMNS)
@@ -191,15 +246,26 @@ def aggregate_stitching(table: pd.DataFrame, groups: pd.DataFrame, confidence: f
     accuracy penalty over the ordered pairs with its t interval across pairs (NaN for a single pair), and the
     mean stitched accuracy. Pairs with a middle copy are left out."""
     group_of = dict(zip(groups["model"], groups["group"]))
-    labelled = table.assign(relation=[relation(group_of[f], group_of[g])
-                                      for f, g in zip(table["model_f"], table["model_g"])])
+    labelled = table.assign(
+        relation=[relation(group_of[f], group_of[g]) for f, g in zip(table["model_f"], table["model_g"])]
+    )
     labelled = labelled[labelled["relation"].notna()]
     rows = []
     for (data, layer, kind), part in labelled.groupby(["data", "layer", "relation"], sort=True):
         mean, low, high = mean_interval(part["penalty"].to_numpy(), confidence, "t", (-1.0, 1.0))
-        rows.append({"data": data, "layer": int(layer), "relative_depth": float(part["relative_depth"].iloc[0]),
-                     "relation": kind, "mean_penalty": mean, "ci_low": low, "ci_high": high,
-                     "mean_stitched_accuracy": float(part["stitched_accuracy"].mean()), "n_pairs": len(part)})
+        rows.append(
+            {
+                "data": data,
+                "layer": int(layer),
+                "relative_depth": float(part["relative_depth"].iloc[0]),
+                "relation": kind,
+                "mean_penalty": mean,
+                "ci_low": low,
+                "ci_high": high,
+                "mean_stitched_accuracy": float(part["stitched_accuracy"].mean()),
+                "n_pairs": len(part),
+            }
+        )
     return pd.DataFrame(rows, columns=STITCH_GROUP_COLUMNS)
 
 
@@ -215,8 +281,9 @@ def token_activations(handle: ModelHandle, split: TokenSplit, tokenizer, batch_s
     return streams[:, keep].to(torch.float32).numpy()
 
 
-def copies_cka_tables(activations: Mapping[str, np.ndarray], settings: CKASettings,
-                      on_pair: Callable[[], object] | None = None) -> list[pd.DataFrame]:
+def copies_cka_tables(
+    activations: Mapping[str, np.ndarray], settings: CKASettings, on_pair: Callable[[], object] | None = None
+) -> list[pd.DataFrame]:
     """CKA of every layer pair of every unordered pair of distinct models (``activations``: model → token
     activations of the same tokens), minibatches of ``settings.batch_tokens`` consecutive tokens (a last
     batch under 4 tokens is dropped); one :func:`~thinkalike.cka.compute.cka_long_table` per pair."""
@@ -226,10 +293,16 @@ def copies_cka_tables(activations: Mapping[str, np.ndarray], settings: CKASettin
         if a.shape[1] != b.shape[1]:
             raise ValueError(f"{model_a!r} and {model_b!r} have activations of {a.shape[1]} and {b.shape[1]} tokens")
         # CKASettings checks both names (its fields are typed str, the accumulator's the names' Literals)
-        accumulator = CKAAccumulator(a.shape[0], b.shape[0], estimator=settings.estimator,
-                                     aggregation=settings.aggregation,
-                                     model_a=model_a, model_b=model_b,
-                                     seed=settings.seed, skip_constant_layers=settings.skip_constant_layers)
+        accumulator = CKAAccumulator(
+            a.shape[0],
+            b.shape[0],
+            estimator=settings.estimator,
+            aggregation=settings.aggregation,
+            model_a=model_a,
+            model_b=model_b,
+            seed=settings.seed,
+            skip_constant_layers=settings.skip_constant_layers,
+        )
         for start in range(0, a.shape[1], settings.batch_tokens):
             stop = min(start + settings.batch_tokens, a.shape[1])
             if stop - start >= 4:

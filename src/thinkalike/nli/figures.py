@@ -14,9 +14,15 @@ from thinkalike.figures import FIGURE_DPI, MIN_FIGURE_WIDTH_IN, PLOTLY_WIDTH
 from thinkalike.nli.analysis import GENERALIZING, HEURISTIC, MIDDLE, RELATIONS
 from thinkalike.nli.verdicts import cka_relation
 
-DATA_TITLES = {"test": "in-distribution test pairs (Brown et al. fig. 2a)", "ood": "OOD pairs (HANS-LO analogue, fig. 7)"}
-RELATION_LABELS = {"within_generalizing": "gen.-to-gen.", "within_heuristic": "heur.-to-heur.",
-                   "between": "between groups"}
+DATA_TITLES = {
+    "test": "in-distribution test pairs (Brown et al. fig. 2a)",
+    "ood": "OOD pairs (HANS-LO analogue, fig. 7)",
+}
+RELATION_LABELS = {
+    "within_generalizing": "gen.-to-gen.",
+    "within_heuristic": "heur.-to-heur.",
+    "between": "between groups",
+}
 RELATION_COLORS = {"within_generalizing": "tab:blue", "within_heuristic": "tab:red", "between": "tab:purple"}
 
 
@@ -30,16 +36,25 @@ def accuracy_figure(groups: pd.DataFrame, baseline: pd.Series) -> Figure:
     values = [groups.loc[groups["group"] == g, "ood_non_entailed_accuracy"] for g in colors]
     hist.hist(values, bins=bins, stacked=True, color=list(colors.values()), label=list(colors))
     hist.axvline(baseline["ood_non_entailed_accuracy"], color="black", linestyle="--", label="lexical-overlap rule")
-    hist.set(xlabel="OOD non-entailed accuracy (HANS-LO analogue)", ylabel="copies",
-             title=f"{len(groups)} fine-tuned copies")
+    hist.set(
+        xlabel="OOD non-entailed accuracy (HANS-LO analogue)", ylabel="copies", title=f"{len(groups)} fine-tuned copies"
+    )
     hist.legend(fontsize=8)
     for group, color in colors.items():
         part = groups[groups["group"] == group]
         scatter.scatter(part["test_accuracy"], part["ood_non_entailed_accuracy"], color=color, label=group)
-    scatter.scatter([baseline["test_accuracy"]], [baseline["ood_non_entailed_accuracy"]], color="black", marker="x",
-                    label="lexical-overlap rule")
-    scatter.set(xlabel="in-distribution test accuracy", ylabel="OOD non-entailed accuracy",
-                title="in distribution vs out of distribution")
+    scatter.scatter(
+        [baseline["test_accuracy"]],
+        [baseline["ood_non_entailed_accuracy"]],
+        color="black",
+        marker="x",
+        label="lexical-overlap rule",
+    )
+    scatter.set(
+        xlabel="in-distribution test accuracy",
+        ylabel="OOD non-entailed accuracy",
+        title="in distribution vs out of distribution",
+    )
     scatter.legend(fontsize=8)
     return figure
 
@@ -55,10 +70,20 @@ def stitching_figure(groups_table: pd.DataFrame) -> Figure:
             rows = part[part["relation"] == kind].sort_values("layer")
             if rows.empty:
                 continue
-            axis.plot(rows["layer"], rows["mean_penalty"], marker="o", color=RELATION_COLORS[kind],
-                      label=RELATION_LABELS[kind])
-            axis.fill_between(rows["layer"], rows["ci_low"].astype(float), rows["ci_high"].astype(float),
-                              color=RELATION_COLORS[kind], alpha=0.2)
+            axis.plot(
+                rows["layer"],
+                rows["mean_penalty"],
+                marker="o",
+                color=RELATION_COLORS[kind],
+                label=RELATION_LABELS[kind],
+            )
+            axis.fill_between(
+                rows["layer"],
+                rows["ci_low"].astype(float),
+                rows["ci_high"].astype(float),
+                color=RELATION_COLORS[kind],
+                alpha=0.2,
+            )
         axis.axhline(0.0, color="black", linewidth=0.5)
         axis.set(xlabel="stitching layer l of g_{>l} ∘ f_{≤l} (0 = embeddings)", title=DATA_TITLES.get(data, data))
         if len(part):
@@ -71,30 +96,61 @@ def stitching_figure(groups_table: pd.DataFrame) -> Figure:
 def _interval_trace(x, mean, low, high, name: str, color: str, hover: str) -> go.Scatter:
     """A line with markers and asymmetric error bars ``[low, high]`` (a CI) for plotly."""
     mean, low, high = (np.asarray(v, dtype=float) for v in (mean, low, high))
-    return go.Scatter(x=list(x), y=mean, name=name, mode="lines+markers", line={"color": color},
-                      legendgroup=name, error_y={"type": "data", "symmetric": False, "array": high - mean,
-                                                 "arrayminus": mean - low},
-                      hovertemplate=hover + " %{x}: %{y:.3f}<extra>" + name + "</extra>")
+    return go.Scatter(
+        x=list(x),
+        y=mean,
+        name=name,
+        mode="lines+markers",
+        line={"color": color},
+        legendgroup=name,
+        error_y={"type": "data", "symmetric": False, "array": high - mean, "arrayminus": mean - low},
+        hovertemplate=hover + " %{x}: %{y:.3f}<extra>" + name + "</extra>",
+    )
 
 
-def experiment_plotly(groups: pd.DataFrame, baseline: pd.Series, stitch_groups: pd.DataFrame,
-                      cka_curves: pd.DataFrame) -> go.Figure:
+def experiment_plotly(
+    groups: pd.DataFrame, baseline: pd.Series, stitch_groups: pd.DataFrame, cka_curves: pd.DataFrame
+) -> go.Figure:
     """The experiment on one kedro-viz page: per copy in-distribution vs OOD non-entailed accuracy (the
     lexical-overlap rule as a cross); the identity-stitching accuracy penalty by layer on test and OOD pairs
     (figs 2a, 7) and CKA by relative depth (fig. 2b) — mean per relation with its CI as error bars."""
-    figure = make_subplots(rows=2, cols=2, subplot_titles=[
-        "copies: in distribution vs OOD", "identity stitching, " + DATA_TITLES["test"],
-        "identity stitching, " + DATA_TITLES["ood"], "CKA on in-distribution test tokens (fig. 2b)"])
+    figure = make_subplots(
+        rows=2,
+        cols=2,
+        subplot_titles=[
+            "copies: in distribution vs OOD",
+            "identity stitching, " + DATA_TITLES["test"],
+            "identity stitching, " + DATA_TITLES["ood"],
+            "CKA on in-distribution test tokens (fig. 2b)",
+        ],
+    )
     group_colors = {GENERALIZING: "blue", MIDDLE: "gray", HEURISTIC: "red"}
     for group, color in group_colors.items():
         part = groups[groups["group"] == group]
-        figure.add_trace(go.Scatter(x=part["test_accuracy"], y=part["ood_non_entailed_accuracy"], mode="markers",
-                                    name=group, marker={"color": color, "size": 9}, text=part["model"],
-                                    hovertemplate="%{text}: test %{x:.3f}, OOD non-entailed %{y:.3f}"
-                                                  "<extra></extra>"), row=1, col=1)
-    figure.add_trace(go.Scatter(x=[baseline["test_accuracy"]], y=[baseline["ood_non_entailed_accuracy"]],
-                                mode="markers", name="lexical-overlap rule",
-                                marker={"color": "black", "symbol": "x", "size": 11}), row=1, col=1)
+        figure.add_trace(
+            go.Scatter(
+                x=part["test_accuracy"],
+                y=part["ood_non_entailed_accuracy"],
+                mode="markers",
+                name=group,
+                marker={"color": color, "size": 9},
+                text=part["model"],
+                hovertemplate="%{text}: test %{x:.3f}, OOD non-entailed %{y:.3f}<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+    figure.add_trace(
+        go.Scatter(
+            x=[baseline["test_accuracy"]],
+            y=[baseline["ood_non_entailed_accuracy"]],
+            mode="markers",
+            name="lexical-overlap rule",
+            marker={"color": "black", "symbol": "x", "size": 11},
+        ),
+        row=1,
+        col=1,
+    )
     figure.update_xaxes(title_text="in-distribution test accuracy", row=1, col=1)
     figure.update_yaxes(title_text="OOD non-entailed accuracy", row=1, col=1)
     plotly_colors = {"within_generalizing": "blue", "within_heuristic": "red", "between": "purple"}
@@ -103,23 +159,41 @@ def experiment_plotly(groups: pd.DataFrame, baseline: pd.Series, stitch_groups: 
         for relation in RELATIONS:
             rows = part[part["relation"] == relation].sort_values("layer")
             if len(rows):
-                trace = _interval_trace(rows["layer"], rows["mean_penalty"], rows["ci_low"], rows["ci_high"],
-                                        f"stitching: {RELATION_LABELS[relation]}", plotly_colors[relation],
-                                        "layer")
+                trace = _interval_trace(
+                    rows["layer"],
+                    rows["mean_penalty"],
+                    rows["ci_low"],
+                    rows["ci_high"],
+                    f"stitching: {RELATION_LABELS[relation]}",
+                    plotly_colors[relation],
+                    "layer",
+                )
                 trace.showlegend = data == "test"
                 figure.add_trace(trace, row=row, col=col)
         figure.update_xaxes(title_text="stitching layer l (0 = embeddings)", dtick=1, row=row, col=col)
         figure.update_yaxes(title_text="accuracy penalty (g − stitched)", row=row, col=col)
-    named = cka_curves.assign(relation=[cka_relation(a, b) for a, b in
-                                        zip(cka_curves["group_a"], cka_curves["group_b"])])
+    named = cka_curves.assign(
+        relation=[cka_relation(a, b) for a, b in zip(cka_curves["group_a"], cka_curves["group_b"])]
+    )
     for relation in RELATIONS:
         rows = named[named["relation"] == relation].sort_values("relative_depth")
         if len(rows):
-            figure.add_trace(_interval_trace(rows["relative_depth"], rows["mean"], rows["ci_low"], rows["ci_high"],
-                                             f"CKA: {RELATION_LABELS[relation]}", plotly_colors[relation],
-                                             "relative depth"), row=2, col=2)
+            figure.add_trace(
+                _interval_trace(
+                    rows["relative_depth"],
+                    rows["mean"],
+                    rows["ci_low"],
+                    rows["ci_high"],
+                    f"CKA: {RELATION_LABELS[relation]}",
+                    plotly_colors[relation],
+                    "relative depth",
+                ),
+                row=2,
+                col=2,
+            )
     figure.update_xaxes(title_text="relative depth (0 = embeddings, 1 = last layer)", row=2, col=2)
     figure.update_yaxes(title_text="CKA of matched layers", row=2, col=2)
-    figure.update_layout(title="Generalizing vs heuristic NLI copies (Brown et al. 2023 §4)", width=PLOTLY_WIDTH,
-                         height=800)
+    figure.update_layout(
+        title="Generalizing vs heuristic NLI copies (Brown et al. 2023 §4)", width=PLOTLY_WIDTH, height=800
+    )
     return figure

@@ -53,8 +53,10 @@ def stitching_divergence(groups_table: pd.DataFrame, data: str) -> tuple[list[in
 
 def cka_divergence(curves: pd.DataFrame) -> tuple[list[float], list[float]]:
     """Relative depths where CKA *between* the groups is below CKA within either (module docstring)."""
-    named = curves.assign(relation=[cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])],
-                          layer=curves["relative_depth"])
+    named = curves.assign(
+        relation=[cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])],
+        layer=curves["relative_depth"],
+    )
     strict, means_only = _divergent_layers(named[named["relation"].notna()], "mean", larger=False)
     return strict, means_only
 
@@ -83,8 +85,9 @@ def _divergence_gaps(by_layer: pd.DataFrame, value: str, larger: bool) -> list[D
             intervals: float | None = (bounds[0] - max(bounds[1:])) if larger else (min(bounds[1:]) - bounds[0])
         else:
             intervals = None
-        gaps.append({"layer": float(layer) if isinstance(layer, float) else int(layer), "means": means,
-                     "intervals": intervals})
+        gaps.append(
+            {"layer": float(layer) if isinstance(layer, float) else int(layer), "means": means, "intervals": intervals}
+        )
     return gaps
 
 
@@ -98,8 +101,10 @@ def stitching_gaps(groups_table: pd.DataFrame, data: str) -> list[DivergenceGap]
 def cka_gaps(curves: pd.DataFrame) -> list[DivergenceGap]:
     """Per relative depth (``layer``): how far between-group CKA is below both within-group CKAs, by the means and
     by the intervals (:func:`_divergence_gaps`; > 0 in both exactly at :func:`cka_divergence`'s depths)."""
-    named = curves.assign(relation=[cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])],
-                          layer=curves["relative_depth"])
+    named = curves.assign(
+        relation=[cka_relation(a, b) for a, b in zip(curves["group_a"], curves["group_b"])],
+        layer=curves["relative_depth"],
+    )
     return _divergence_gaps(named[named["relation"].notna()], "mean", larger=False)
 
 
@@ -123,19 +128,31 @@ def accuracy_sentence(groups: pd.DataFrame, baseline: pd.Series, spread: float, 
     test, ood = groups["test_accuracy"], groups["ood_non_entailed_accuracy"]
     gen = groups[groups["group"] == GENERALIZING]
     heur = groups[groups["group"] == HEURISTIC]
-    verdict = (f"the seeds spread (range {spread:.2f} ≥ nli.min_spread = {min_spread:g})" if spread >= min_spread
-               else f"the seeds do not spread (range {spread:.2f} < nli.min_spread = {min_spread:g})")
-    return (f"{len(groups)} copies score {test.min():.3f}–{test.max():.3f} in distribution (mean {test.mean():.3f}) "
-            f"and {ood.min():.2f}–{ood.max():.2f} on OOD non-entailed pairs (mean {ood.mean():.2f}): {verdict}. "
-            f"Generalizing (top {len(gen)}): {', '.join(gen['model'])}, OOD non-entailed {gen['ood_non_entailed_accuracy'].mean():.2f} "
-            f"on average; heuristic (bottom {len(heur)}): {', '.join(heur['model'])}, "
-            f"{heur['ood_non_entailed_accuracy'].mean():.2f}. The lexical-overlap baseline scores "
-            f"{baseline['test_accuracy']:.3f} in distribution and {baseline['ood_non_entailed_accuracy']:.2f} / "
-            f"{baseline['ood_entailed_accuracy']:.2f} on OOD non-entailed / entailed pairs.")
+    verdict = (
+        f"the seeds spread (range {spread:.2f} ≥ nli.min_spread = {min_spread:g})"
+        if spread >= min_spread
+        else f"the seeds do not spread (range {spread:.2f} < nli.min_spread = {min_spread:g})"
+    )
+    return (
+        f"{len(groups)} copies score {test.min():.3f}–{test.max():.3f} in distribution (mean {test.mean():.3f}) "
+        f"and {ood.min():.2f}–{ood.max():.2f} on OOD non-entailed pairs (mean {ood.mean():.2f}): {verdict}. "
+        f"Generalizing (top {len(gen)}): {', '.join(gen['model'])}, OOD non-entailed {gen['ood_non_entailed_accuracy'].mean():.2f} "
+        f"on average; heuristic (bottom {len(heur)}): {', '.join(heur['model'])}, "
+        f"{heur['ood_non_entailed_accuracy'].mean():.2f}. The lexical-overlap baseline scores "
+        f"{baseline['test_accuracy']:.3f} in distribution and {baseline['ood_non_entailed_accuracy']:.2f} / "
+        f"{baseline['ood_entailed_accuracy']:.2f} on OOD non-entailed / entailed pairs."
+    )
 
 
-def _verdict(subject: str, where: str, strict: list, means_only: list, claims: tuple[str, str, str],
-             largest_gap: Callable[[], tuple[float, float]], numbers: str) -> str:
+def _verdict(
+    subject: str,
+    where: str,
+    strict: list,
+    means_only: list,
+    claims: tuple[str, str, str],
+    largest_gap: Callable[[], tuple[float, float]],
+    numbers: str,
+) -> str:
     """``"<subject>: <verdict>; <numbers>."`` — the groups diverge at ``where`` ``strict`` (``claims[0]``), or by the
     means only (``claims[1]``), or not at all (``claims[2]``, with the largest margin and where it is)."""
     if strict:
@@ -157,15 +174,25 @@ def stitching_sentence(groups_table: pd.DataFrame, data: str) -> str:
         return f"Identity stitching on {data}: no pairs in both groups, so no comparison."
     strict, means_only = stitching_divergence(groups_table, data)
     last = part[part["layer"] == part["layer"].max()].set_index("relation")
-    numbers = (f"at the last layer ({int(part['layer'].max())}) the mean accuracy penalty is "
-               f"{last.loc['between', 'mean_penalty']:.3f} between groups vs {last.loc['within_generalizing', 'mean_penalty']:.3f} "
-               f"within generalizing and {last.loc['within_heuristic', 'mean_penalty']:.3f} within heuristic")
-    claims = ("stitching between them costs more accuracy than within either, with non-overlapping CIs",
-              ("between-group penalties exceed both within-group ones (means only: an interval is undefined with "
-               "one pair)"),
-              "at no layer does the between-group penalty exceed both within-group penalties beyond their CIs")
-    return _verdict(f"Identity stitching on {data} pairs", "layer", strict, means_only, claims,
-                    lambda: _largest_gap(part, "mean_penalty", larger=True), numbers)
+    numbers = (
+        f"at the last layer ({int(part['layer'].max())}) the mean accuracy penalty is "
+        f"{last.loc['between', 'mean_penalty']:.3f} between groups vs {last.loc['within_generalizing', 'mean_penalty']:.3f} "
+        f"within generalizing and {last.loc['within_heuristic', 'mean_penalty']:.3f} within heuristic"
+    )
+    claims = (
+        "stitching between them costs more accuracy than within either, with non-overlapping CIs",
+        ("between-group penalties exceed both within-group ones (means only: an interval is undefined with one pair)"),
+        "at no layer does the between-group penalty exceed both within-group penalties beyond their CIs",
+    )
+    return _verdict(
+        f"Identity stitching on {data} pairs",
+        "layer",
+        strict,
+        means_only,
+        claims,
+        lambda: _largest_gap(part, "mean_penalty", larger=True),
+        numbers,
+    )
 
 
 def cka_sentence(curves: pd.DataFrame) -> str:
@@ -175,21 +202,32 @@ def cka_sentence(curves: pd.DataFrame) -> str:
         return "CKA: no model pairs in both groups, so no comparison."
     strict, means_only = cka_divergence(curves)
     deepest = named[named["relative_depth"] == named["relative_depth"].max()].set_index("relation")
-    numbers = (f"at the last layer CKA is {deepest.loc['between', 'mean']:.3f} between groups vs "
-               f"{deepest.loc['within_generalizing', 'mean']:.3f} within generalizing and "
-               f"{deepest.loc['within_heuristic', 'mean']:.3f} within heuristic")
-    claims = ("between-group CKA is below both within-group CKAs with non-overlapping CIs",
-              "between-group CKA is below both within-group CKAs (means only)",
-              "at no depth is between-group CKA below both within-group CKAs beyond their CIs")
-    return _verdict("CKA on in-distribution test tokens (fig. 2b)", "relative depth", strict, means_only, claims,
-                    lambda: _largest_gap(named.rename(columns={"relative_depth": "layer"}), "mean", larger=False),
-                    numbers)
+    numbers = (
+        f"at the last layer CKA is {deepest.loc['between', 'mean']:.3f} between groups vs "
+        f"{deepest.loc['within_generalizing', 'mean']:.3f} within generalizing and "
+        f"{deepest.loc['within_heuristic', 'mean']:.3f} within heuristic"
+    )
+    claims = (
+        "between-group CKA is below both within-group CKAs with non-overlapping CIs",
+        "between-group CKA is below both within-group CKAs (means only)",
+        "at no depth is between-group CKA below both within-group CKAs beyond their CIs",
+    )
+    return _verdict(
+        "CKA on in-distribution test tokens (fig. 2b)",
+        "relative depth",
+        strict,
+        means_only,
+        claims,
+        lambda: _largest_gap(named.rename(columns={"relative_depth": "layer"}), "mean", larger=False),
+        numbers,
+    )
 
 
 def distance_sentence(group_distances: pd.DataFrame) -> str:
     """Top-top / top-bottom / bottom-bottom arccos-CKA distances (fig. 8) and their order."""
-    table = group_distances.assign(relation=[cka_relation(a, b) for a, b in
-                                             zip(group_distances["group_a"], group_distances["group_b"])])
+    table = group_distances.assign(
+        relation=[cka_relation(a, b) for a, b in zip(group_distances["group_a"], group_distances["group_b"])]
+    )
     table = table[table["relation"].notna()].set_index("relation")
     if not set(RELATIONS) <= set(table.index):
         return "Distances (fig. 8): no model pairs in both groups, so no comparison."
@@ -200,22 +238,27 @@ def distance_sentence(group_distances: pd.DataFrame) -> str:
         verdict = "between-group pairs are closer than pairs within either group"
     else:
         verdict = "between-group pairs are no farther apart than pairs within one of the groups"
-    return (f"Arccos-CKA distances (fig. 8): top-top {top:.3f} (n = {int(table.loc['within_generalizing', 'n'])}), "
-            f"top-bottom {between:.3f} (n = {int(table.loc['between', 'n'])}), bottom-bottom {bottom:.3f} "
-            f"(n = {int(table.loc['within_heuristic', 'n'])}): {verdict} (pairs share models, so these are "
-            "descriptive means, not a test).")
+    return (
+        f"Arccos-CKA distances (fig. 8): top-top {top:.3f} (n = {int(table.loc['within_generalizing', 'n'])}), "
+        f"top-bottom {between:.3f} (n = {int(table.loc['between', 'n'])}), bottom-bottom {bottom:.3f} "
+        f"(n = {int(table.loc['within_heuristic', 'n'])}): {verdict} (pairs share models, so these are "
+        "descriptive means, not a test)."
+    )
 
 
 def sweep_sentence(sweep: pd.DataFrame) -> str:
     """Whether the counterexample-fraction sweep ran, and which fraction spreads the copies most."""
     if sweep.empty or sweep["status"].iloc[0] != "swept":
-        return ("Counterexample-fraction sweep: not run — " + (sweep["note"].iloc[0] if len(sweep) else "no table")
-                + ".")
-    per_fraction = sweep.groupby("counterexample_fraction")["ood_non_entailed_accuracy"].agg(lambda v: v.max() - v.min())
+        return "Counterexample-fraction sweep: not run — " + (sweep["note"].iloc[0] if len(sweep) else "no table") + "."
+    per_fraction = sweep.groupby("counterexample_fraction")["ood_non_entailed_accuracy"].agg(
+        lambda v: v.max() - v.min()
+    )
     best = float(per_fraction.idxmax())
-    return ("Counterexample-fraction sweep (the seeds did not spread): OOD non-entailed accuracy ranges "
-            + ", ".join(f"{spread:.2f} at fraction {fraction:g}" for fraction, spread in per_fraction.items())
-            + f"; the largest spread is at {best:g}, the recommended nli.pairs.counterexample_fraction.")
+    return (
+        "Counterexample-fraction sweep (the seeds did not spread): OOD non-entailed accuracy ranges "
+        + ", ".join(f"{spread:.2f} at fraction {fraction:g}" for fraction, spread in per_fraction.items())
+        + f"; the largest spread is at {best:g}, the recommended nli.pairs.counterexample_fraction."
+    )
 
 
 def _largest_gap(part: pd.DataFrame, value: str, larger: bool) -> tuple[float, float]:
@@ -235,6 +278,7 @@ def _largest_gap(part: pd.DataFrame, value: str, larger: bool) -> tuple[float, f
 def markdown_table(table: pd.DataFrame) -> str:
     """A pipe table (GitHub markdown) of ``table``; floats with 3 decimals (``tabulate``, which pandas'
     ``to_markdown`` needs, is not a dependency)."""
+
     def cell(value) -> str:
         return f"{value:.3f}" if isinstance(value, (float, np.floating)) else str(value)
 

@@ -25,6 +25,7 @@ from thinkalike.pipelines.specs import output_rules, pipeline_specs, viz_groups
 
 logger = logging.getLogger(__name__)
 
+
 def all_output_rules() -> tuple[OutputRule, ...]:
     """The rules :func:`thinkalike.output_rules.apply_rules` applies in a run (called by
     :func:`thinkalike.hooks.record_saved_output`): the generic ones, then every pipeline's (its spec's ``rules``)."""
@@ -41,8 +42,17 @@ def raise_configuration_error(message: str) -> None:
 
 def configuration_error_pipeline(name: str, message: str) -> Pipeline:
     """One node, ``<name>_configuration_error`` (tag ``configuration_error``), standing for pipeline ``name``."""
-    return Pipeline([Node(with_fixed_arguments(raise_configuration_error, message=message), None, f"{name}_{CONFIGURATION_ERROR}",
-                          name=f"{name}_{CONFIGURATION_ERROR}", tags=[CONFIGURATION_ERROR])])
+    return Pipeline(
+        [
+            Node(
+                with_fixed_arguments(raise_configuration_error, message=message),
+                None,
+                f"{name}_{CONFIGURATION_ERROR}",
+                name=f"{name}_{CONFIGURATION_ERROR}",
+                tags=[CONFIGURATION_ERROR],
+            )
+        ]
+    )
 
 
 def has_configuration_error(pipeline: Pipeline) -> bool:
@@ -83,5 +93,12 @@ def summaries_unread(pipeline: Pipeline) -> list[str]:
     Per-model and per-pair outputs (activation stores …) are never listed: the report would load them."""
     summary_namespaces = {CORPUS, MODELS, *(group_namespace(group) for group in viz_groups())}
     read = pipeline.all_inputs()
-    return sorted({name for node in pipeline.nodes if node.namespace in summary_namespaces
-                   and CONFIGURATION_ERROR not in node.tags for name in node.outputs} - read)
+    return sorted(
+        {
+            name
+            for node in pipeline.nodes
+            if node.namespace in summary_namespaces and CONFIGURATION_ERROR not in node.tags
+            for name in node.outputs
+        }
+        - read
+    )

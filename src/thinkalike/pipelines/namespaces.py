@@ -75,17 +75,32 @@ def check_model_names(names: Iterable[str], key: str) -> None:
     groups = viz_groups()
     for name in names:
         if not name or "." in name or name in groups:
-            raise ParameterError(f"{key}.{name}: a model name must be non-empty, without '.', and not one of "
-                                 f"{list(groups)} (it names the model's namespace {MODELS}.<name>)")
+            raise ParameterError(
+                f"{key}.{name}: a model name must be non-empty, without '.', and not one of "
+                f"{list(groups)} (it names the model's namespace {MODELS}.<name>)"
+            )
 
 
-def namespaced_node(function: Callable[..., Any], inputs: list[str] | None, outputs: list[str], *, name: str,
-                    namespace: str, tags: Iterable[str] = ()) -> Node:
+def namespaced_node(
+    function: Callable[..., Any],
+    inputs: list[str] | None,
+    outputs: list[str],
+    *,
+    name: str,
+    namespace: str,
+    tags: Iterable[str] = (),
+) -> Node:
     """Node ``name`` in ``namespace`` whose ``outputs`` are named ``<namespace>.<output>`` (with ``tags``, e.g.
     :data:`GPU_WORK`).
 
     ``inputs`` are catalog names as they are; the node is created in its namespace, so the dotted
     names it reads (all under ``models.``) never trigger Kedro's dotted-name warning.
     """
-    return Node(function, inputs, [f"{namespace}.{output}" for output in outputs], name=name, namespace=namespace,
-                tags=list(tags))
+    return Node(
+        function,
+        inputs,
+        [f"{namespace}.{output}" for output in outputs],
+        name=name,
+        namespace=namespace,
+        tags=list(tags),
+    )

@@ -49,8 +49,9 @@ def configured_parameters(project_path: Path, env: str | None) -> dict[str, Any]
     if project.PACKAGE_NAME is None:
         project.settings.configure(f"{__name__.split('.')[0]}.settings")
     settings = project.settings
-    loader = settings.CONFIG_LOADER_CLASS(conf_source=str(Path(project_path) / settings.CONF_SOURCE), env=env,
-                                          **settings.CONFIG_LOADER_ARGS)
+    loader = settings.CONFIG_LOADER_CLASS(
+        conf_source=str(Path(project_path) / settings.CONF_SOURCE), env=env, **settings.CONFIG_LOADER_ARGS
+    )
     return loader_parameters(loader)
 
 

@@ -59,9 +59,11 @@ def nodes_to_rerun(pipeline: Pipeline, catalog) -> list[Node]:
     for node in pipeline.nodes:  # topologically sorted
         outputs = {name: _dataset(catalog, name) for name in node.outputs}
         persisted_outputs = {name: ds for name, ds in outputs.items() if _is_persisted(ds)}
-        must_run = (any(_missing(ds) for ds in persisted_outputs.values())
-                    or any(name in stale_outputs for name in node.inputs)
-                    or _inputs_newer_than_outputs(node, catalog, persisted_outputs.values()))
+        must_run = (
+            any(_missing(ds) for ds in persisted_outputs.values())
+            or any(name in stale_outputs for name in node.inputs)
+            or _inputs_newer_than_outputs(node, catalog, persisted_outputs.values())
+        )
         if must_run:
             rerun.append(node)
             stale_outputs.update(node.outputs)

@@ -21,6 +21,7 @@ from thinkalike.pipelines.specs import pipeline_specs, sections_read
 
 DEFAULT = "__default__"
 
+
 def named_pipelines(pipeline_names: Iterable[str] | None, known: Iterable[str]) -> list[str]:
     """The project pipelines named by ``--pipelines`` (every one of ``known`` for none or ``__default__``)."""
     known = [name for name in known if name != DEFAULT]
@@ -30,16 +31,20 @@ def named_pipelines(pipeline_names: Iterable[str] | None, known: Iterable[str]) 
     return [name for name in known if name in names]
 
 
-def pipelines_in_run(pipeline_names: Iterable[str] | None, registered: Mapping[str, Pipeline],
-                     running: Pipeline | None = None) -> list[str]:
+def pipelines_in_run(
+    pipeline_names: Iterable[str] | None, registered: Mapping[str, Pipeline], running: Pipeline | None = None
+) -> list[str]:
     """The project pipelines a run uses: :func:`named_pipelines`, and when ``running`` (the pipeline actually
     run, after node filters) is given, only those with a node in it — or with no node at all."""
     named = named_pipelines(pipeline_names, registered)
     if running is None:
         return named
     running_nodes = {node.name for node in running.nodes}
-    return [name for name in named
-            if not registered[name].nodes or running_nodes & {node.name for node in registered[name].nodes}]
+    return [
+        name
+        for name in named
+        if not registered[name].nodes or running_nodes & {node.name for node in registered[name].nodes}
+    ]
 
 
 def sections_in_run(pipelines: Iterable[str]) -> set[str]:

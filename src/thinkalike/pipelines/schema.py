@@ -41,8 +41,10 @@ def check_device(device: str) -> str:
         raise ValueError(f"{device!r} is not a torch device (e.g. 'cpu', 'cuda', 'cuda:1')") from error
     if parsed.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"{device!r} was asked for but this machine has no CUDA device; use null (CUDA when "
-                             "present, else CPU) or 'cpu'")
+            raise ValueError(
+                f"{device!r} was asked for but this machine has no CUDA device; use null (CUDA when "
+                "present, else CPU) or 'cpu'"
+            )
         if parsed.index is not None and parsed.index >= torch.cuda.device_count():
             raise ValueError(f"{device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     elif parsed.type == "mps" and not torch.backends.mps.is_available():
@@ -114,6 +116,8 @@ def _keyed_message(message: str, key: str, cls: type) -> str:
 def _strict_model_of(cls: type) -> type[BaseModel]:
     """A strict, extra-forbidding pydantic model with the fields (types, defaults) of dataclass ``cls``."""
     hints = typing.get_type_hints(cls)
-    fields: dict[str, Any] = {f.name: (hints[f.name], f.default if f.default is not dataclasses.MISSING else ...)
-                              for f in dataclasses.fields(cls)}
+    fields: dict[str, Any] = {
+        f.name: (hints[f.name], f.default if f.default is not dataclasses.MISSING else ...)
+        for f in dataclasses.fields(cls)
+    }
     return create_model(f"{cls.__name__}Parameters", __base__=_Section, **fields)

@@ -71,8 +71,9 @@ def _discovered() -> list[PipelineSpec]:
         spec = getattr(importlib.import_module(f"{package.__name__}.{module.name}"), "SPEC", None)
         if isinstance(spec, PipelineSpec):
             if spec.name != module.name:
-                raise ValueError(f"thinkalike.pipelines.{module.name}: its SPEC is named {spec.name!r}, "
-                                 f"not its folder's name")
+                raise ValueError(
+                    f"thinkalike.pipelines.{module.name}: its SPEC is named {spec.name!r}, not its folder's name"
+                )
             found.append(spec)
     return found
 
@@ -84,8 +85,9 @@ def pipeline_specs() -> dict[str, PipelineSpec]:
     for spec in specs.values():
         unknown = sorted(set(spec.upstream) - set(specs))
         if unknown:
-            raise ValueError(f"thinkalike.pipelines.{spec.name}: upstream {unknown} are not pipelines "
-                             f"({', '.join(specs)})")
+            raise ValueError(
+                f"thinkalike.pipelines.{spec.name}: upstream {unknown} are not pipelines ({', '.join(specs)})"
+            )
     return specs
 
 
@@ -104,8 +106,9 @@ def sections_read(name: str) -> tuple[str, ...]:
 
 def keys_replaced_whole() -> frozenset[str]:
     """The full keys (``section.key``) that an environment replaces whole: every spec's ``replaced_whole``."""
-    return frozenset(f"{spec.section}.{key}" for spec in pipeline_specs().values() if spec.section
-                     for key in spec.replaced_whole)
+    return frozenset(
+        f"{spec.section}.{key}" for spec in pipeline_specs().values() if spec.section for key in spec.replaced_whole
+    )
 
 
 def viz_groups() -> tuple[str, ...]:

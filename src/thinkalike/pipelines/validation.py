@@ -20,8 +20,9 @@ from thinkalike.pipelines.run_selection import sections_in_run
 from thinkalike.pipelines.specs import pipeline_specs
 
 
-def validate_parameters(parameters: dict[str, Any], pipelines: Iterable[str] | None = None,
-                        built: Mapping[str, Pipeline] | None = None) -> None:
+def validate_parameters(
+    parameters: dict[str, Any], pipelines: Iterable[str] | None = None, built: Mapping[str, Pipeline] | None = None
+) -> None:
     """Raises a :class:`ParameterError` naming the parameter for any bad setting (a missing file included) of
     the sections that ``pipelines`` read (every project pipeline when ``None``). ``built``: the registered
     pipelines; those of ``pipelines`` that stand for a configuration error (or all, without ``built``) must

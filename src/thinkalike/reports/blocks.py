@@ -36,8 +36,10 @@ def sentences_html(sentences: Sequence[str]) -> str:
 def png_figure(caption: str, image: bytes) -> str:
     """A saved PNG, embedded as base64 (the file stands alone), with its caption."""
     encoded = base64.b64encode(image).decode("ascii")
-    return (f"<figure><img alt=\"{html.escape(caption)}\" src=\"data:image/png;base64,{encoded}\">"
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    return (
+        f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{encoded}">'
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+    )
 
 
 def plotly_figure(caption: str, figure: go.Figure, div_id: str) -> str:
@@ -45,10 +47,18 @@ def plotly_figure(caption: str, figure: go.Figure, div_id: str) -> str:
     its caption. Its height is the figure's own, else :data:`PLOTLY_HEIGHT`; its width follows the page."""
     height = int(figure.layout.height or PLOTLY_HEIGHT)
     figure = go.Figure(figure).update_layout(height=height, width=None, autosize=True)
-    body = figure.to_html(include_plotlyjs=False, full_html=False, div_id=div_id, config=PLOTLY_CONFIG,
-                          default_width="100%", default_height=f"{height}px")
-    return (f"<figure class='interactive'>{body}<figcaption>{html.escape(caption)} Interactive: hover for the "
-            "values.</figcaption></figure>")
+    body = figure.to_html(
+        include_plotlyjs=False,
+        full_html=False,
+        div_id=div_id,
+        config=PLOTLY_CONFIG,
+        default_width="100%",
+        default_height=f"{height}px",
+    )
+    return (
+        f"<figure class='interactive'>{body}<figcaption>{html.escape(caption)} Interactive: hover for the "
+        "values.</figcaption></figure>"
+    )
 
 
 def plotly_script() -> str:
@@ -67,8 +77,9 @@ def numbers_table(rows: Sequence[tuple[str, str]], caption: str = "Key numbers")
     """A two-column table of (what, value), the values as written (markdown: inline code); empty when no rows."""
     if not rows:
         return ""
-    body = "".join(f"<tr><th scope='row'>{html.escape(label)}</th><td>{_inline(value)}</td></tr>"
-                   for label, value in rows)
+    body = "".join(
+        f"<tr><th scope='row'>{html.escape(label)}</th><td>{_inline(value)}</td></tr>" for label, value in rows
+    )
     return f"<table class='numbers'><caption>{html.escape(caption)}</caption>{body}</table>"
 
 
@@ -77,8 +88,10 @@ def frame_table(frame: pd.DataFrame, caption: str) -> str:
     if frame.empty:
         return ""
     head = "".join(f"<th scope='col'>{html.escape(str(column))}</th>" for column in frame.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(value))}</td>" for value in row) + "</tr>"
-                   for row in frame.itertuples(index=False))
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(value))}</td>" for value in row) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
     return f"<table class='numbers wide'><caption>{html.escape(caption)}</caption><tr>{head}</tr>{rows}</table>"
 
 

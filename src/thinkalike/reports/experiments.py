@@ -80,127 +80,273 @@ TIMING = "timing"  # the run-timings section: written when the run ends (:mod:`t
 
 EXPERIMENTS: tuple[Experiment, ...] = (
     Experiment(
-        "zoo", "The corpus and the zoo",
+        "zoo",
+        "The corpus and the zoo",
         "What was trained on what: does every model of the zoo learn the corpus, its held-out loss well below the "
         "corpus's unigram entropy?",
-        ("corpus", "zoo"), "zoo", ("corpus_statistics", "zoo_summary", "models.*.model_config"),
+        ("corpus", "zoo"),
+        "zoo",
+        ("corpus_statistics", "zoo_summary", "models.*.model_config"),
         (Shown("zoo_training_curves_figure", "Training and held-out loss of every zoo model.", "zoo", ("zoo",)),),
-        (KeyNumber("sentences in the corpus", ("corpus.n_sentences",), "d"),
-         KeyNumber("vocabulary", ("corpus.vocab_size",), "d"),
-         KeyNumber("unigram entropy (nats)", ("corpus.unigram_entropy_nats",), "3"),
-         KeyNumber("models in the zoo", ("zoo.n_models",), "d"),
-         KeyNumber("held-out loss below the unigram entropy", ("zoo.min_improvement", "zoo.max_improvement"), "%"),
-         KeyNumber("required margin", ("zoo.margin",), "%"))),
+        (
+            KeyNumber("sentences in the corpus", ("corpus.n_sentences",), "d"),
+            KeyNumber("vocabulary", ("corpus.vocab_size",), "d"),
+            KeyNumber("unigram entropy (nats)", ("corpus.unigram_entropy_nats",), "3"),
+            KeyNumber("models in the zoo", ("zoo.n_models",), "d"),
+            KeyNumber("held-out loss below the unigram entropy", ("zoo.min_improvement", "zoo.max_improvement"), "%"),
+            KeyNumber("required margin", ("zoo.margin",), "%"),
+        ),
+    ),
     Experiment(
-        "cka", "CKA",
+        "cka",
+        "CKA",
         "How alike are the models' layers by CKA: which pairs of models are closest, and what do seed, depth and "
         "activation change (Brown et al. 2023 §2, fig. 2)?",
-        ("cka",), "cka", ("cka_distances", CKA_HEATMAPS),
-        (Shown("cka_distance_interactive", "CKA distance (arccos of the mean matched-layer CKA) between every pair of "
-               "models (Brown et al. 2023 fig. 2).", "cka", ("cka",), interactive=True),
-         Shown("cka_heatmaps_interactive", "CKA of every layer of one model against every layer of the other, one "
-               "pair at a time (the dropdown), with each cell's confidence interval.", "cka", interactive=True),
-         Shown("cka_group_curves_figure", "CKA by relative depth within and between groups of models (SoLU, GeLU).",
-               "cka")),
-        (KeyNumber("model pairs compared (each model with itself too)", ("cka.n_pairs",), "d"),
-         KeyNumber("pairs of different models", ("cka.n_between_pairs",), "d"),
-         KeyNumber("tokens per pair", ("cka.n_tokens",), "d"))),
+        ("cka",),
+        "cka",
+        ("cka_distances", CKA_HEATMAPS),
+        (
+            Shown(
+                "cka_distance_interactive",
+                "CKA distance (arccos of the mean matched-layer CKA) between every pair of "
+                "models (Brown et al. 2023 fig. 2).",
+                "cka",
+                ("cka",),
+                interactive=True,
+            ),
+            Shown(
+                "cka_heatmaps_interactive",
+                "CKA of every layer of one model against every layer of the other, one "
+                "pair at a time (the dropdown), with each cell's confidence interval.",
+                "cka",
+                interactive=True,
+            ),
+            Shown(
+                "cka_group_curves_figure",
+                "CKA by relative depth within and between groups of models (SoLU, GeLU).",
+                "cka",
+            ),
+        ),
+        (
+            KeyNumber("model pairs compared (each model with itself too)", ("cka.n_pairs",), "d"),
+            KeyNumber("pairs of different models", ("cka.n_between_pairs",), "d"),
+            KeyNumber("tokens per pair", ("cka.n_tokens",), "d"),
+        ),
+    ),
     Experiment(
-        "measures", "Measures beyond CKA",
+        "measures",
+        "Measures beyond CKA",
         "Do other similarity measures (Procrustes, the CCA family, RSA, nearest neighbours …) tell the same "
         "story as CKA, and which of them can be trusted for what (Klabunde et al. 2025; Ding et al. 2021)?",
-        ("cka",), "measures",
-        ("similarity_measures", "dimension_shares", "rogue_remedies", "similarity_calibration", "measure_grounding",
-         MEASURE_PAIR_TABLES),
-        (Shown("measure_matrices_interactive", "Each measure's mean over matched layers for every pair of models, one "
-               "measure at a time (the dropdown).", "cka", ("measures.replicas_vs_solu_gelu",), interactive=True),
-         Shown("measure_grounding_figure", "Which similarity measure registers what (Klabunde et al. 2025; Ding et "
-               "al. 2021): layer monotonicity, sensitivity to removed principal components, the null on permuted and "
-               "independent rows, specificity and trained vs untrained.", "cka",
-               ("measures.grounding", "measures.guide")),
-         Shown("dimension_shares_figure", "Rogue dimensions: the variance share of each layer's largest one and three "
-               "dimensions.", "cka", ("measures.rogue",))),
-        (KeyNumber("measures", ("measures.n_measures",), "d"),
-         KeyNumber("rows drawn per pair", ("measures.n_tokens",), "d"),
-         KeyNumber("largest share of one dimension", ("measures.rogue.max_top1",), "%"),
-         KeyNumber("permutations of the calibration", ("measures.calibration.n_permutations",), "d"))),
+        ("cka",),
+        "measures",
+        (
+            "similarity_measures",
+            "dimension_shares",
+            "rogue_remedies",
+            "similarity_calibration",
+            "measure_grounding",
+            MEASURE_PAIR_TABLES,
+        ),
+        (
+            Shown(
+                "measure_matrices_interactive",
+                "Each measure's mean over matched layers for every pair of models, one "
+                "measure at a time (the dropdown).",
+                "cka",
+                ("measures.replicas_vs_solu_gelu",),
+                interactive=True,
+            ),
+            Shown(
+                "measure_grounding_figure",
+                "Which similarity measure registers what (Klabunde et al. 2025; Ding et "
+                "al. 2021): layer monotonicity, sensitivity to removed principal components, the null on permuted and "
+                "independent rows, specificity and trained vs untrained.",
+                "cka",
+                ("measures.grounding", "measures.guide"),
+            ),
+            Shown(
+                "dimension_shares_figure",
+                "Rogue dimensions: the variance share of each layer's largest one and three dimensions.",
+                "cka",
+                ("measures.rogue",),
+            ),
+        ),
+        (
+            KeyNumber("measures", ("measures.n_measures",), "d"),
+            KeyNumber("rows drawn per pair", ("measures.n_tokens",), "d"),
+            KeyNumber("largest share of one dimension", ("measures.rogue.max_top1",), "%"),
+            KeyNumber("permutations of the calibration", ("measures.calibration.n_permutations",), "d"),
+        ),
+    ),
     Experiment(
-        "stitching", "Stitching",
+        "stitching",
+        "Stitching",
         "Can one model's early layers feed another model's late layers through a trained map φ, and at what cost "
         "in loss (Bansal et al. 2021; Brown et al. 2023 §3)?",
-        ("stitching",), "stitching", ("stitching_penalties", "stitching_phis"),
-        (Shown("stitching_figure", "Stitching penalty of f's early layers into g's late layers, per layer and kind of "
-               "φ (Brown et al. 2023 §3, fig. 1).", "stitching", ("stitching",)),),
-        (KeyNumber("stitches", ("stitching.n_stitches",), "d"),
-         KeyNumber("of them trained", ("stitching.n_trained",), "d"),
-         KeyNumber("kinds of φ", ("stitching.kinds",)),
-         KeyNumber("training tokens per φ", ("stitching.train_tokens",), "d"),
-         KeyNumber("evaluation tokens", ("stitching.eval_tokens",), "d"),
-         KeyNumber("self-stitching floors (nats/token)", ("stitching.self.span",), "+3"))),
+        ("stitching",),
+        "stitching",
+        ("stitching_penalties", "stitching_phis"),
+        (
+            Shown(
+                "stitching_figure",
+                "Stitching penalty of f's early layers into g's late layers, per layer and kind of "
+                "φ (Brown et al. 2023 §3, fig. 1).",
+                "stitching",
+                ("stitching",),
+            ),
+        ),
+        (
+            KeyNumber("stitches", ("stitching.n_stitches",), "d"),
+            KeyNumber("of them trained", ("stitching.n_trained",), "d"),
+            KeyNumber("kinds of φ", ("stitching.kinds",)),
+            KeyNumber("training tokens per φ", ("stitching.train_tokens",), "d"),
+            KeyNumber("evaluation tokens", ("stitching.eval_tokens",), "d"),
+            KeyNumber("self-stitching floors (nats/token)", ("stitching.self.span",), "+3"),
+        ),
+    ),
     Experiment(
-        "scaling", "Scaling family",
+        "scaling",
+        "Scaling family",
         "Across a family of widths and depths: does a model's CKA with itself grow with size, are early layers alike "
         "across scale, and is the member off the head-dimension trend an outlier (Brown et al. 2023 §5)?",
-        ("scaling", "cka"), "scaling", ("scaling_summary",),
-        (Shown("scaling_figure", "The width/depth family: intra-model CKA against size (fig. 10), each member's "
-               "intermediate-layer CKA against the others with its robust z (fig. 9), early-layer CKA across scale "
-               "(fig. 3) and the largest member's blocks.", "scaling", ("scaling",)),),
-        (KeyNumber("members", ("scaling.family",)),
-         KeyNumber("Spearman of intra-model CKA against size", ("scaling.intra_vs_size_spearman",)),
-         KeyNumber("mean intermediate-layer CKA between members", ("scaling.band_mean_between_members",)),
-         KeyNumber("outliers", ("scaling.outliers",)))),
+        ("scaling", "cka"),
+        "scaling",
+        ("scaling_summary",),
+        (
+            Shown(
+                "scaling_figure",
+                "The width/depth family: intra-model CKA against size (fig. 10), each member's "
+                "intermediate-layer CKA against the others with its robust z (fig. 9), early-layer CKA across scale "
+                "(fig. 3) and the largest member's blocks.",
+                "scaling",
+                ("scaling",),
+            ),
+        ),
+        (
+            KeyNumber("members", ("scaling.family",)),
+            KeyNumber("Spearman of intra-model CKA against size", ("scaling.intra_vs_size_spearman",)),
+            KeyNumber("mean intermediate-layer CKA between members", ("scaling.band_mean_between_members",)),
+            KeyNumber("outliers", ("scaling.outliers",)),
+        ),
+    ),
     Experiment(
-        "mlem", "MLEM",
+        "mlem",
+        "MLEM",
         "Which linguistic features explain each layer's representation, and which layers are alike by those "
         "features (Jalouzot et al. 2024)?",
-        ("mlem",), "mlem", ("mlem_profiles", "mlem_feature_similarity", "mlem_rsa_similarity"),
-        (Shown("mlem_similarity_interactive", "Feature-based (MLEM, weighted Kendall τ) and RSA similarity of every "
-               "pair of layers (Jalouzot et al. 2024).", "mlem", ("mlem.odd_one_out",), interactive=True),
-         Shown("mlem_mds_figure", "MDS of the layers by their MLEM feature importances.", "mlem")),
-        (KeyNumber("models", ("mlem.n_models",), "d"),
-         KeyNumber("layers", ("mlem.n_layers",), "d"),
-         KeyNumber("held-out Spearman per layer", ("mlem.spearman",)),
-         KeyNumber("feature on top at most layers", ("mlem.dominant",)),
-         KeyNumber("cross-validation folds", ("mlem.n_folds",), "d"))),
+        ("mlem",),
+        "mlem",
+        ("mlem_profiles", "mlem_feature_similarity", "mlem_rsa_similarity"),
+        (
+            Shown(
+                "mlem_similarity_interactive",
+                "Feature-based (MLEM, weighted Kendall τ) and RSA similarity of every "
+                "pair of layers (Jalouzot et al. 2024).",
+                "mlem",
+                ("mlem.odd_one_out",),
+                interactive=True,
+            ),
+            Shown("mlem_mds_figure", "MDS of the layers by their MLEM feature importances.", "mlem"),
+        ),
+        (
+            KeyNumber("models", ("mlem.n_models",), "d"),
+            KeyNumber("layers", ("mlem.n_layers",), "d"),
+            KeyNumber("held-out Spearman per layer", ("mlem.spearman",)),
+            KeyNumber("feature on top at most layers", ("mlem.dominant",)),
+            KeyNumber("cross-validation folds", ("mlem.n_folds",), "d"),
+        ),
+    ),
     Experiment(
-        "embedding", "Embedding space",
+        "embedding",
+        "Embedding space",
         "Read in the embedding space, do parameters and layers line up across models, and can one model's layers "
         "be stitched into another's without training (Dar et al. 2022)?",
-        ("embedding",), "embedding",
-        ("embedding_keep_k", "embedding_alignment", "embedding_feature_fractions", "embedding_zero_shot",
-         "embedding_finetune_curves"),
-        (Shown("embedding_alignment_figure", "Layers of two seed replicas aligned through the embedding space "
-               "(Dar et al. 2022 §5.1).", "embedding", ("embedding.alignment",)),
-         Shown("embedding_zero_shot_figure", "Zero-shot stitching through the embedding space (Dar et al. 2022 §5.2).",
-               "embedding", ("embedding.zero_shot",))),
-        (KeyNumber("vocabulary", ("embedding.keep_k.V",), "d"),
-         KeyNumber("layers on the diagonal, raw", ("embedding.alignment.by_space.raw",), "%"),
-         KeyNumber("layers on the diagonal, projected", ("embedding.alignment.by_space.projected",), "%"),
-         KeyNumber("fine-tuned accuracy", ("embedding.finetune.accuracy",), "3"),
-         KeyNumber("majority rate", ("embedding.finetune.chance",), "3"))),
+        ("embedding",),
+        "embedding",
+        (
+            "embedding_keep_k",
+            "embedding_alignment",
+            "embedding_feature_fractions",
+            "embedding_zero_shot",
+            "embedding_finetune_curves",
+        ),
+        (
+            Shown(
+                "embedding_alignment_figure",
+                "Layers of two seed replicas aligned through the embedding space (Dar et al. 2022 §5.1).",
+                "embedding",
+                ("embedding.alignment",),
+            ),
+            Shown(
+                "embedding_zero_shot_figure",
+                "Zero-shot stitching through the embedding space (Dar et al. 2022 §5.2).",
+                "embedding",
+                ("embedding.zero_shot",),
+            ),
+        ),
+        (
+            KeyNumber("vocabulary", ("embedding.keep_k.V",), "d"),
+            KeyNumber("layers on the diagonal, raw", ("embedding.alignment.by_space.raw",), "%"),
+            KeyNumber("layers on the diagonal, projected", ("embedding.alignment.by_space.projected",), "%"),
+            KeyNumber("fine-tuned accuracy", ("embedding.finetune.accuracy",), "3"),
+            KeyNumber("majority rate", ("embedding.finetune.chance",), "3"),
+        ),
+    ),
     Experiment(
-        "nli", "NLI",
+        "nli",
+        "NLI",
         "Do fine-tuned copies of one encoder generalize differently out of distribution, and do stitching and CKA "
         "tell the generalizing copies from the heuristic ones (McCoy et al. 2020; Brown et al. 2023 §4)?",
-        ("nli",), "nli", ("models.nli.encoder.model_config", "models.nli.*"),
-        (Shown("models.nli.accuracy_figure", "NLI copies: in-distribution and out-of-distribution (HANS-style) "
-               "accuracy, generalizing and heuristic groups (McCoy et al. 2020; Brown et al. 2023 §4).", "nli",
-               ("nli",)),
-         Shown("models.nli.stitching_figure", "Identity stitching within and between the NLI groups, per layer.",
-               "nli", ("nli.stitching",)),
-         Shown("models.nli.cka_group_curves_figure", "CKA within and between the NLI groups, per layer.", "nli",
-               ("nli.cka",))),
-        (KeyNumber("copies", ("nli.n_copies",), "d"),
-         KeyNumber("lexical-overlap rule, test accuracy", ("nli.baseline.test",), "3"),
-         KeyNumber("copies' test accuracy", ("nli.test",), "3"),
-         KeyNumber("copies' OOD non-entailed accuracy", ("nli.ood_non_entailed",), "3"),
-         KeyNumber("mostly heuristic copies", ("nli.n_heuristic",), "d"))),
+        ("nli",),
+        "nli",
+        ("models.nli.encoder.model_config", "models.nli.*"),
+        (
+            Shown(
+                "models.nli.accuracy_figure",
+                "NLI copies: in-distribution and out-of-distribution (HANS-style) "
+                "accuracy, generalizing and heuristic groups (McCoy et al. 2020; Brown et al. 2023 §4).",
+                "nli",
+                ("nli",),
+            ),
+            Shown(
+                "models.nli.stitching_figure",
+                "Identity stitching within and between the NLI groups, per layer.",
+                "nli",
+                ("nli.stitching",),
+            ),
+            Shown(
+                "models.nli.cka_group_curves_figure",
+                "CKA within and between the NLI groups, per layer.",
+                "nli",
+                ("nli.cka",),
+            ),
+        ),
+        (
+            KeyNumber("copies", ("nli.n_copies",), "d"),
+            KeyNumber("lexical-overlap rule, test accuracy", ("nli.baseline.test",), "3"),
+            KeyNumber("copies' test accuracy", ("nli.test",), "3"),
+            KeyNumber("copies' OOD non-entailed accuracy", ("nli.ood_non_entailed",), "3"),
+            KeyNumber("mostly heuristic copies", ("nli.n_heuristic",), "d"),
+        ),
+    ),
     Experiment(
-        TIMING, "Run timings",
+        TIMING,
+        "Run timings",
         "Where did the run's time go, pipeline by pipeline, and did the run keep its budget?",
-        (), TIMING, (),
-        (Shown("timeline_interactive", "Every node of the run from its start to its end, one row per pipeline.",
-               "(run)", ("timing",), interactive=True),)),
+        (),
+        TIMING,
+        (),
+        (
+            Shown(
+                "timeline_interactive",
+                "Every node of the run from its start to its end, one row per pipeline.",
+                "(run)",
+                ("timing",),
+                interactive=True,
+            ),
+        ),
+    ),
 )
 
 
@@ -222,9 +368,12 @@ def claims_by_figure(claims: Sequence[Mapping[str, Any]], figures: Sequence[Show
     reads them), each group in the claims' order."""
     grouped: dict[str | None, list] = {}
     for claim in claims:
-        matches = [(len(prefix), figure.name) for figure in figures for prefix in figure.reads
-                   if claim["id"] == prefix or claim["id"].startswith(prefix + ".")
-                   or claim["id"].startswith(prefix + "_")]
+        matches = [
+            (len(prefix), figure.name)
+            for figure in figures
+            for prefix in figure.reads
+            if claim["id"] == prefix or claim["id"].startswith(prefix + ".") or claim["id"].startswith(prefix + "_")
+        ]
         grouped.setdefault(max(matches)[1] if matches else None, []).append(claim)
     return grouped
 

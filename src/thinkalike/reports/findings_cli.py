@@ -60,8 +60,9 @@ FINDINGS_PAGE = Path("docs/findings.md")
 NEW_PAGE = "# Findings\n\n{block}\n"
 
 
-def open_catalog(project: Path, env: str | None = None,
-                 runtime_params: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+def open_catalog(
+    project: Path, env: str | None = None, runtime_params: dict[str, Any] | None = None
+) -> tuple[Any, dict[str, Any]]:
     """The project's catalog and parameters (no run: the session only loads the context)."""
     from kedro.framework.session import KedroSession
     from kedro.framework.startup import bootstrap_project
@@ -93,8 +94,9 @@ def load_tables(catalog: Any, parameters: dict[str, Any]) -> dict[str, Any]:
             tables[name] = value
     summary = tables.get("zoo_summary")
     models = list(summary["model"]) if summary is not None else list((parameters.get("zoo") or {}).get("models") or {})
-    configs = {str(model): config for model in models
-               if (config := _load(catalog, f"models.{model}.model_config")) is not None}
+    configs = {
+        str(model): config for model in models if (config := _load(catalog, f"models.{model}.model_config")) is not None
+    }
     tables["model_configs"] = configs
     return tables
 
@@ -114,12 +116,18 @@ def replicate_folders(workdir: Path) -> list[Path]:
     return folders
 
 
-def document_of(findings: list[dict[str, Any]], runs: list[dict[str, Any] | None], root: Path,
-                command: str) -> dict[str, Any]:
+def document_of(
+    findings: list[dict[str, Any]], runs: list[dict[str, Any] | None], root: Path, command: str
+) -> dict[str, Any]:
     """docs/findings.json's content: the replicates' findings and claims with the digest, the commit, when they were
     collected and the command that regenerates them."""
-    return {**findings_document(findings, runs), "source_digest": source_digest(root), **git_state(root),
-            "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": command}
+    return {
+        **findings_document(findings, runs),
+        "source_digest": source_digest(root),
+        **git_state(root),
+        "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": command,
+    }
 
 
 def log_claim_status(document: dict[str, Any], repo: Path) -> None:
@@ -139,9 +147,11 @@ def log_claim_status(document: dict[str, Any], repo: Path) -> None:
         client = mlflow.MlflowClient(tracking_uri=anchored_tracking_uri(settings.tracking_uri, repo))
         experiment = client.get_experiment_by_name(settings.experiment)
         experiment_id = experiment.experiment_id if experiment else client.create_experiment(settings.experiment)
-        run = client.create_run(experiment_id, run_name="replicates",
-                                tags={"replicates": str(len(document["replicates"])),
-                                      "git_commit": str(document.get("git_commit"))})
+        run = client.create_run(
+            experiment_id,
+            run_name="replicates",
+            tags={"replicates": str(len(document["replicates"])), "git_commit": str(document.get("git_commit"))},
+        )
         metrics = []
         for claim in document["claims"]:
             margins = [m for m in claim["margin"] if m is not None]
@@ -149,7 +159,7 @@ def log_claim_status(document: dict[str, Any], repo: Path) -> None:
             if margins:
                 metrics.append(mlflow.entities.Metric(f"claim.{claim['id']}.margin_min", float(min(margins)), 0, 0))
         for start in range(0, len(metrics), 900):
-            client.log_batch(run.info.run_id, metrics=metrics[start:start + 900])
+            client.log_batch(run.info.run_id, metrics=metrics[start : start + 900])
         client.log_text(run.info.run_id, json.dumps(document["claims"], indent=1), "claims.json")
         client.set_terminated(run.info.run_id)
         logger.info("MLflow run %s (replicates): %d claims' status", run.info.run_id, len(document["claims"]))
@@ -157,9 +167,15 @@ def log_claim_status(document: dict[str, Any], repo: Path) -> None:
         logger.warning("claims' status not logged to MLflow: %s", str(error).splitlines()[0])
 
 
-def write_replicate_findings(folders: list[Path], env: str | None, repo: Path, write: bool,
-                             records: Sequence[dict[str, Any] | None] | None = None, roundoff: Path | None = None,
-                             command: str = "python -m thinkalike.replicates --write") -> int:
+def write_replicate_findings(
+    folders: list[Path],
+    env: str | None,
+    repo: Path,
+    write: bool,
+    records: Sequence[dict[str, Any] | None] | None = None,
+    roundoff: Path | None = None,
+    command: str = "python -m thinkalike.replicates --write",
+) -> int:
     """docs/findings.json (and with ``write`` the region of the page docs/findings.md) from the replicates in
     ``folders``; 0, or 1 when a section could not be collected (then the page is not written)."""
     findings = []
@@ -180,8 +196,10 @@ def write_replicate_findings(folders: list[Path], env: str | None, repo: Path, w
         document["roundoff"] = comparison
     write_json(document, repo / FINDINGS_JSON)
     held = sum(c["status"] == HOLDS for c in document["claims"])
-    print(f"wrote {repo / FINDINGS_JSON}: {len(folders)} replicate(s), {len(document['claims'])} claims, {held} hold in "
-          f"all (commit {(document['git_commit'] or 'none')[:12]}{' + uncommitted changes' if document['git_dirty'] else ''})")
+    print(
+        f"wrote {repo / FINDINGS_JSON}: {len(folders)} replicate(s), {len(document['claims'])} claims, {held} hold in "
+        f"all (commit {(document['git_commit'] or 'none')[:12]}{' + uncommitted changes' if document['git_dirty'] else ''})"
+    )
     errors = [e for f in findings for e in collect_errors(f)]
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
@@ -199,16 +217,20 @@ def write_replicate_findings(folders: list[Path], env: str | None, repo: Path, w
 
 
 def write_json(document: dict[str, Any], path: Path) -> None:
-    write_text_atomically(path, json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False,
-                                           allow_nan=False) + "\n")
+    write_text_atomically(
+        path, json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    )
 
 
 def write_page(path: Path, rendered: str) -> bool:
     """Replaces the region between the markers of the findings page (one quick read-modify-write; a page that does
     not exist yet is made with a title and the markers); whether the file changed."""
     text = path.read_text(encoding="utf-8") if path.exists() else None
-    updated = (replace_region(text, rendered) if text is not None
-               else NEW_PAGE.format(block=f"{START_MARKER}\n{rendered}{END_MARKER}"))
+    updated = (
+        replace_region(text, rendered)
+        if text is not None
+        else NEW_PAGE.format(block=f"{START_MARKER}\n{rendered}{END_MARKER}")
+    )
     if updated != text:
         write_text_atomically(path, updated)
     return updated != text
@@ -227,20 +249,31 @@ def render_page(repo: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m thinkalike.reports.findings_cli", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m thinkalike.reports.findings_cli", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="the Kedro project (default: cwd)")
-    parser.add_argument("--env", default=None, help="configuration environment of the run(s) (default: Kedro's; "
-                                                    "with --replicates: replicates)")
-    parser.add_argument("--repo", type=Path, default=None,
-                        help="the git work tree whose docs/findings.json and docs/findings.md are written (default: "
-                             "the project)")
+    parser.add_argument(
+        "--env",
+        default=None,
+        help="configuration environment of the run(s) (default: Kedro's; with --replicates: replicates)",
+    )
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        default=None,
+        help="the git work tree whose docs/findings.json and docs/findings.md are written (default: the project)",
+    )
     parser.add_argument("--replicates", type=Path, help="the folder of the replicates' projects (data/replicates)")
     parser.add_argument("--roundoff", type=Path, help="a replicate-0 project with other round-off, to compare")
     parser.add_argument("--claims", action="store_true", help="print the latest run's claims as JSON")
     parser.add_argument("--check", action="store_true", help="with --claims: compare with docs/findings.json")
     parser.add_argument("--write", action="store_true", help="also replace the region of docs/findings.md")
-    parser.add_argument("--render", action="store_true",
-                        help="only rewrite the region of docs/findings.md from docs/findings.json (collects nothing)")
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="only rewrite the region of docs/findings.md from docs/findings.json (collects nothing)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -258,8 +291,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         committed = json.loads((repo / FINDINGS_JSON).read_text(encoding="utf-8"))["claims"]
         checked = check_against(committed, claims)
         failing = [c for c in checked if not c["holds"]]
-        print(f"{len(checked) - len(failing)} of {len(checked)} committed claims that hold also hold in this run"
-              + (": not " + ", ".join(c["id"] for c in failing) if failing else ""), file=sys.stderr)
+        print(
+            f"{len(checked) - len(failing)} of {len(checked)} committed claims that hold also hold in this run"
+            + (": not " + ", ".join(c["id"] for c in failing) if failing else ""),
+            file=sys.stderr,
+        )
         return 1 if failing else 0
     try:
         source_digest(repo)
@@ -269,18 +305,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.replicates is not None:
         folders = replicate_folders(args.replicates.resolve())
         if not folders:
-            print(f"error: --replicates: no {args.replicates}/replicate-0 (python -m thinkalike.replicates makes them)",
-                  file=sys.stderr)
+            print(
+                f"error: --replicates: no {args.replicates}/replicate-0 (python -m thinkalike.replicates makes them)",
+                file=sys.stderr,
+            )
             return 2
         if args.roundoff is not None and not (args.roundoff / "conf").is_dir():
             print(f"error: --roundoff: {args.roundoff} is not a replicate's project folder", file=sys.stderr)
             return 2
-        command = (f"python -m thinkalike.reports.findings_cli --replicates {args.replicates}"
-                   + (f" --roundoff {args.roundoff}" if args.roundoff else "") + (" --write" if args.write else ""))
-        return write_replicate_findings(folders, args.env or "replicates", repo, args.write, roundoff=args.roundoff,
-                                        command=command)
-    return write_replicate_findings([project], args.env, repo, args.write, records=[None],
-                                    command="python -m thinkalike.reports.findings_cli" + (" --write" if args.write else ""))
+        command = (
+            f"python -m thinkalike.reports.findings_cli --replicates {args.replicates}"
+            + (f" --roundoff {args.roundoff}" if args.roundoff else "")
+            + (" --write" if args.write else "")
+        )
+        return write_replicate_findings(
+            folders, args.env or "replicates", repo, args.write, roundoff=args.roundoff, command=command
+        )
+    return write_replicate_findings(
+        [project],
+        args.env,
+        repo,
+        args.write,
+        records=[None],
+        command="python -m thinkalike.reports.findings_cli" + (" --write" if args.write else ""),
+    )
 
 
 if __name__ == "__main__":

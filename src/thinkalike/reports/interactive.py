@@ -23,13 +23,21 @@ from thinkalike.mlem.similarity import matrix_from_long
 from thinkalike.run_clock import START_ROW
 
 #: Per model pair of ``cka_distances``: the columns shown on hover (column, label, plotly number format).
-DISTANCE_HOVER = (("mean_matched_cka", "mean matched-layer CKA", ".3f"), ("n_matched_layers", "matched layers", "d"),
-                  ("n_tokens", "tokens", ",d"))
+DISTANCE_HOVER = (
+    ("mean_matched_cka", "mean matched-layer CKA", ".3f"),
+    ("n_matched_layers", "matched layers", "d"),
+    ("n_tokens", "tokens", ",d"),
+)
 #: Per model pair and measure of ``similarity_measures``: the columns shown on hover.
 MEASURE_HOVER = (("n_matched_layers", "matched layers", "d"), ("n_tokens", "rows", ",d"))
 #: Per node of ``run_timings``: the columns shown on hover.
-TIMING_HOVER = (("seconds", "work s", ".2f"), ("cpu_seconds", "CPU s", ".2f"), ("load_seconds", "load s", ".2f"),
-                ("save_seconds", "save s", ".2f"), ("peak_rss_mb", "peak memory MB", ".0f"))
+TIMING_HOVER = (
+    ("seconds", "work s", ".2f"),
+    ("cpu_seconds", "CPU s", ".2f"),
+    ("load_seconds", "load s", ".2f"),
+    ("save_seconds", "save s", ".2f"),
+    ("peak_rss_mb", "peak memory MB", ".0f"),
+)
 
 
 def _menu_at_right(figure: go.Figure) -> go.Figure:
@@ -44,8 +52,9 @@ def _usable(table: object) -> TypeGuard[pd.DataFrame]:
     return isinstance(table, pd.DataFrame) and not table.empty
 
 
-def model_matrix_plotly(table: pd.DataFrame, value: str, label: str,
-                        hover: Sequence[tuple[str, str, str]] = ()) -> go.Figure:
+def model_matrix_plotly(
+    table: pd.DataFrame, value: str, label: str, hover: Sequence[tuple[str, str, str]] = ()
+) -> go.Figure:
     """Models × models heatmap of column ``value`` of a table with one row per pair (``model_a``, ``model_b``; either
     order fills both cells), ``label`` naming the value; the ``hover`` columns that the table has are shown on hover.
     Pairs the table does not hold stay blank."""
@@ -58,11 +67,25 @@ def model_matrix_plotly(table: pd.DataFrame, value: str, label: str,
         for a, b in ((row["model_a"], row["model_b"]), (row["model_b"], row["model_a"])):
             i, j = position[str(a)], position[str(b)]
             matrix[i, j] = row[value]
-            extra[i, j, :len(shown)] = [row[column] for column, _, _ in shown]
-    template = "%{y} vs %{x}<br>" + label + " %{z:.3f}" + "".join(
-        f"<br>{name} %{{customdata[{k}]:{form}}}" for k, (_, name, form) in enumerate(shown)) + "<extra></extra>"
-    figure = go.Figure(go.Heatmap(z=matrix, x=models, y=models, customdata=extra, colorscale="Viridis",
-                                  hovertemplate=template, colorbar={"title": {"text": label}}))
+            extra[i, j, : len(shown)] = [row[column] for column, _, _ in shown]
+    template = (
+        "%{y} vs %{x}<br>"
+        + label
+        + " %{z:.3f}"
+        + "".join(f"<br>{name} %{{customdata[{k}]:{form}}}" for k, (_, name, form) in enumerate(shown))
+        + "<extra></extra>"
+    )
+    figure = go.Figure(
+        go.Heatmap(
+            z=matrix,
+            x=models,
+            y=models,
+            customdata=extra,
+            colorscale="Viridis",
+            hovertemplate=template,
+            colorbar={"title": {"text": label}},
+        )
+    )
     side = max(420, 90 + 40 * len(models))
     figure.update_layout(title=f"{label}, every pair of models", height=side, yaxis={"autorange": "reversed"})
     return figure
@@ -94,8 +117,9 @@ def measure_matrices_plotly(summary: object) -> go.Figure | None:
     figures = {}
     for measure, rows in summary.groupby("measure", sort=False):
         kind = str(rows["kind"].iloc[0]) if "kind" in rows else "value"
-        figures[str(measure)] = model_matrix_plotly(rows, "matched_mean", f"{measure} ({kind}), matched-layer mean",
-                                                    MEASURE_HOVER)
+        figures[str(measure)] = model_matrix_plotly(
+            rows, "matched_mean", f"{measure} ({kind}), matched-layer mean", MEASURE_HOVER
+        )
     return _menu_at_right(dropdown_figure(figures, "Measures"))
 
 
@@ -123,16 +147,31 @@ def timeline_plotly(timings: object) -> go.Figure | None:
     started = pd.to_datetime(nodes["started_at"], utc=True)
     nodes["offset"] = (started - started.min()).dt.total_seconds()
     shown = [(column, name, form) for column, name, form in TIMING_HOVER if column in nodes]
-    template = ("%{customdata[0]}<br>%{y}, from %{base:.2f} s for %{x:.2f} s"
-                + "".join(f"<br>{name} %{{customdata[{k + 1}]:{form}}}" for k, (_, name, form) in enumerate(shown))
-                + "<extra>%{fullData.name}</extra>")
+    template = (
+        "%{customdata[0]}<br>%{y}, from %{base:.2f} s for %{x:.2f} s"
+        + "".join(f"<br>{name} %{{customdata[{k + 1}]:{form}}}" for k, (_, name, form) in enumerate(shown))
+        + "<extra>%{fullData.name}</extra>"
+    )
     figure = go.Figure()
     for status, rows in nodes.groupby("status", sort=False):
         custom = np.column_stack([rows["node"].astype(str), *(rows[column].to_numpy() for column, _, _ in shown)])
-        figure.add_trace(go.Bar(x=rows["span_seconds"], base=rows["offset"], y=rows["pipeline"].astype(str),
-                                orientation="h", name=str(status), customdata=custom, hovertemplate=template))
+        figure.add_trace(
+            go.Bar(
+                x=rows["span_seconds"],
+                base=rows["offset"],
+                y=rows["pipeline"].astype(str),
+                orientation="h",
+                name=str(status),
+                customdata=custom,
+                hovertemplate=template,
+            )
+        )
     pipelines = list(dict.fromkeys(nodes["pipeline"].astype(str)))
-    figure.update_layout(title="The run's nodes in time, by pipeline", barmode="overlay",
-                         xaxis_title="seconds since the first node started", height=max(320, 120 + 32 * len(pipelines)),
-                         yaxis={"categoryorder": "array", "categoryarray": pipelines[::-1]})
+    figure.update_layout(
+        title="The run's nodes in time, by pipeline",
+        barmode="overlay",
+        xaxis_title="seconds since the first node started",
+        height=max(320, 120 + 32 * len(pipelines)),
+        yaxis={"categoryorder": "array", "categoryarray": pipelines[::-1]},
+    )
     return figure

@@ -73,15 +73,13 @@ def _dimensions_text(item: Reduced) -> str:
     dims = str(item.dims[0]) if item.dims[0] == item.dims[1] else f"{item.dims[0]} and {item.dims[1]}"
     if item.widths == (None, None):
         return f"the top {dims} principal components"
-    widths = (str(item.widths[0]) if item.widths[0] == item.widths[1]
-              else f"{item.widths[0]} and {item.widths[1]}")
+    widths = str(item.widths[0]) if item.widths[0] == item.widths[1] else f"{item.widths[0]} and {item.widths[1]}"
     return f"the top {dims} principal components of {widths} dimensions"
 
 
 def _rows_per_dimension(measures: Sequence[str]) -> str:
     """`` (N rows per dimension)`` when the measures' registry says how many rows they need, else empty."""
-    needs = {need for name in measures if name in MEASURES
-             if (need := MEASURES[name].rows_per_dimension) is not None}
+    needs = {need for name in measures if name in MEASURES if (need := MEASURES[name].rows_per_dimension) is not None}
     return f"; they need {int_text(min(needs))} rows per dimension" if len(needs) == 1 else ""
 
 
@@ -95,9 +93,11 @@ def reduced_sentences(pair_tables: Sequence[pd.DataFrame]) -> list[str]:
             by_space.setdefault((_dimensions_text(item), item.n_tokens), []).append(item.measure)
         for (space, n_tokens), measures in by_space.items():
             groups.setdefault((tuple(measures), space, n_tokens), []).append(pair_label(table))
-    return [f"{list_text([code_text(m) for m in measures])} compared {space} ({int_text(n_tokens)} rows"
-            f"{_rows_per_dimension(measures)}) for {list_text(pairs)}."
-            for (measures, space, n_tokens), pairs in groups.items()]
+    return [
+        f"{list_text([code_text(m) for m in measures])} compared {space} ({int_text(n_tokens)} rows"
+        f"{_rows_per_dimension(measures)}) for {list_text(pairs)}."
+        for (measures, space, n_tokens), pairs in groups.items()
+    ]
 
 
 def left_out_sentences(pair_tables: Sequence[pd.DataFrame], configured: Sequence[str]) -> list[str]:
@@ -111,9 +111,11 @@ def left_out_sentences(pair_tables: Sequence[pd.DataFrame], configured: Sequence
         if missing:
             n_tokens = int(table["n_tokens"].max()) if "n_tokens" in table and len(table) else 0
             groups.setdefault((missing, n_tokens), []).append(pair_label(table))
-    return [f"{list_text([code_text(m) for m in measures])} left out for {list_text(pairs)}: "
-            f"{int_text(n_tokens)} rows are too few{_rows_per_dimension(measures)}."
-            for (measures, n_tokens), pairs in groups.items()]
+    return [
+        f"{list_text([code_text(m) for m in measures])} left out for {list_text(pairs)}: "
+        f"{int_text(n_tokens)} rows are too few{_rows_per_dimension(measures)}."
+        for (measures, n_tokens), pairs in groups.items()
+    ]
 
 
 def configured_measures(parameters: Mapping[str, Any]) -> list[str]:
@@ -135,6 +137,8 @@ def measure_space_sentences(pair_tables: Mapping[str, Any], parameters: Mapping[
         sentences.append("Every measure compared every dimension of each layer (no `max_dims`).")
     sentences += left_out_sentences(tables, configured_measures(parameters))
     if old:
-        sentences.append(f"The measures tables of {list_text(old)} do not say which dimensions were compared (saved "
-                         "before they recorded `dims_a`, `dims_b`, `options` and `n_tokens`; rerun `cka` for them).")
+        sentences.append(
+            f"The measures tables of {list_text(old)} do not say which dimensions were compared (saved "
+            "before they recorded `dims_a`, `dims_b`, `options` and `n_tokens`; rerun `cka` for them)."
+        )
     return sentences

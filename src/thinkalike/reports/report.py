@@ -64,8 +64,9 @@ INTERACTIVE: dict[str, Callable[[Mapping[str, Any]], go.Figure | None]] = {
     "cka_distance_interactive": lambda tables: cka_distance_plotly(tables.get("cka_distances")),
     "cka_heatmaps_interactive": lambda tables: cka_heatmaps_plotly(tables.get(CKA_HEATMAPS)),
     "measure_matrices_interactive": lambda tables: measure_matrices_plotly(tables.get("similarity_measures")),
-    "mlem_similarity_interactive": lambda tables: mlem_similarity_plotly(tables.get("mlem_feature_similarity"),
-                                                                         tables.get("mlem_rsa_similarity")),
+    "mlem_similarity_interactive": lambda tables: mlem_similarity_plotly(
+        tables.get("mlem_feature_similarity"), tables.get("mlem_rsa_similarity")
+    ),
 }
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:84rem;margin:2rem auto;padding:0 1rem;line-height:1.5;
@@ -119,8 +120,7 @@ def figure_blocks(tables: Mapping[str, Any], images: Mapping[str, bytes | None])
     """Every figure that can be shown, as HTML by name: the saved PNGs found in ``images`` and the interactive figures
     whose tables are in ``tables`` (a figure whose data is missing is left out)."""
     captions = {figure.name: figure.caption for experiment in EXPERIMENTS for figure in experiment.figures}
-    blocks = {name: png_figure(captions[name], image) for name, image in images.items()
-              if image and name in captions}
+    blocks = {name: png_figure(captions[name], image) for name, image in images.items() if image and name in captions}
     for name, draw in INTERACTIVE.items():
         figure = draw(tables)
         if figure is not None:
@@ -129,11 +129,16 @@ def figure_blocks(tables: Mapping[str, Any], images: Mapping[str, bytes | None])
 
 
 def _index_html(indexed: Sequence[IndexedOutput]) -> str:
-    rows = "".join(f"<tr><td><code>{html.escape(item.name)}</code></td><td>{html.escape(item.pipeline)}</td>"
-                   f"<td>{html.escape(item.holds)}</td></tr>" for item in indexed)
-    return ("<section id='outputs'><h2>Every other output of the run</h2><p>Saved by the pipelines, not shown "
-            "above; each is a catalog dataset (kedro-viz, <code>data/</code>) and is in MLflow where it logs.</p>"
-            f"<table class='index'><tr><th>dataset</th><th>pipeline</th><th>holds</th></tr>{rows}</table></section>")
+    rows = "".join(
+        f"<tr><td><code>{html.escape(item.name)}</code></td><td>{html.escape(item.pipeline)}</td>"
+        f"<td>{html.escape(item.holds)}</td></tr>"
+        for item in indexed
+    )
+    return (
+        "<section id='outputs'><h2>Every other output of the run</h2><p>Saved by the pipelines, not shown "
+        "above; each is a catalog dataset (kedro-viz, <code>data/</code>) and is in MLflow where it logs.</p>"
+        f"<table class='index'><tr><th>dataset</th><th>pipeline</th><th>holds</th></tr>{rows}</table></section>"
+    )
 
 
 def _contents(entries: Sequence[tuple[str, str]]) -> str:
@@ -147,14 +152,23 @@ def _measure_space_html(tables: Mapping[str, Any]) -> str:
     sentences = measure_space_sentences(matching(tables, MEASURE_PAIR_TABLES), tables.get("parameters") or {})
     if not sentences:
         return ""
-    items = "".join(f"<li>{markdown_html(sentence).strip().removeprefix('<p>').removesuffix('</p>')}</li>"
-                    for sentence in sentences)
-    return ("<div class='dimensions'><h3>Dimensions compared</h3><p>Where the measures did not compare every "
-            f"dimension of each layer, from the pairs' measures tables:</p><ul>{items}</ul></div>")
+    items = "".join(
+        f"<li>{markdown_html(sentence).strip().removeprefix('<p>').removesuffix('</p>')}</li>" for sentence in sentences
+    )
+    return (
+        "<div class='dimensions'><h3>Dimensions compared</h3><p>Where the measures did not compare every "
+        f"dimension of each layer, from the pairs' measures tables:</p><ul>{items}</ul></div>"
+    )
 
 
-def _experiment_html(experiment: Experiment, findings: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
-                     blocks: Mapping[str, str], missing: Sequence[MissingInput], tables: Mapping[str, Any]) -> str:
+def _experiment_html(
+    experiment: Experiment,
+    findings: Mapping[str, Any],
+    claims: Sequence[Mapping[str, Any]],
+    blocks: Mapping[str, str],
+    missing: Sequence[MissingInput],
+    tables: Mapping[str, Any],
+) -> str:
     """One experiment's section (the run-timings one: its placeholder region, :mod:`.run_timings`)."""
     if experiment.key == TIMING:
         return timings_section(findings, None)
@@ -163,9 +177,14 @@ def _experiment_html(experiment: Experiment, findings: Mapping[str, Any], claims
     return section_html(experiment, findings, held, blocks, missing, after=after)
 
 
-def report_html(title: str, findings: Mapping[str, Any], tables: Mapping[str, Any],
-                images: Mapping[str, bytes | None], missing: Sequence[MissingInput] = (),
-                indexed: Sequence[IndexedOutput] = ()) -> str:
+def report_html(
+    title: str,
+    findings: Mapping[str, Any],
+    tables: Mapping[str, Any],
+    images: Mapping[str, bytes | None],
+    missing: Sequence[MissingInput] = (),
+    indexed: Sequence[IndexedOutput] = (),
+) -> str:
     """The whole report (module docstring) from one run's collected ``findings``
     (:func:`~thinkalike.reports.findings.collect_findings`), its loaded ``tables`` (catalog name → data; the pairs'
     tables and ``parameters`` among them), the saved PNGs (``images``: catalog name → bytes, ``None``: not saved),
@@ -177,8 +196,10 @@ def report_html(title: str, findings: Mapping[str, Any], tables: Mapping[str, An
     for entry in missing:
         experiment = experiment_of(entry.name)
         (by_section.setdefault(experiment.key, []) if experiment else unread).append(entry)
-    sections = [_experiment_html(experiment, findings, document["claims"], blocks, by_section.get(experiment.key, []),
-                                 tables) for experiment in EXPERIMENTS]
+    sections = [
+        _experiment_html(experiment, findings, document["claims"], blocks, by_section.get(experiment.key, []), tables)
+        for experiment in EXPERIMENTS
+    ]
     contents = [(experiment.key, experiment.title) for experiment in EXPERIMENTS]
     if unread:
         contents.append(("missing", "Missing inputs"))
@@ -186,8 +207,16 @@ def report_html(title: str, findings: Mapping[str, Any], tables: Mapping[str, An
     if indexed:
         contents.append(("outputs", "Every other output of the run"))
         sections.append(_index_html(indexed))
-    head = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{_STYLE}</style>{plotly_script()}</head>")
-    body = [f"<body><h1>{html.escape(title)}</h1>", markdown_html(provenance(document)), _contents(contents),
-            *sections, findings_element(findings), "</body></html>"]
+    head = (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_STYLE}</style>{plotly_script()}</head>"
+    )
+    body = [
+        f"<body><h1>{html.escape(title)}</h1>",
+        markdown_html(provenance(document)),
+        _contents(contents),
+        *sections,
+        findings_element(findings),
+        "</body></html>",
+    ]
     return "\n".join([head, *body])

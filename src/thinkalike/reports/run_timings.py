@@ -36,15 +36,17 @@ END_MARKER = "<!-- run-timings:end -->"
 FINDINGS_ID = "report-findings"
 _FINDINGS_ELEMENT = re.compile(rf"<script type=\"application/json\" id=\"{FINDINGS_ID}\">(.*?)</script>", re.DOTALL)
 _REGION = re.compile(re.escape(START_MARKER) + ".*?" + re.escape(END_MARKER), re.DOTALL)
-PLACEHOLDER = ("The run's timings are added to this section when the run ends: the `run_timings` table is saved "
-               "after the last node, this report included. If this sentence stays, the run stopped before saving it "
-               "(or the report was written outside a `kedro run`).")
+PLACEHOLDER = (
+    "The run's timings are added to this section when the run ends: the `run_timings` table is saved "
+    "after the last node, this report included. If this sentence stays, the run stopped before saving it "
+    "(or the report was written outside a `kedro run`)."
+)
 
 
 def findings_element(findings: Mapping[str, Any]) -> str:
     """The findings as a JSON element of the page (``</`` escaped, so the text can never close the script)."""
     text = json.dumps(findings, ensure_ascii=False, sort_keys=True).replace("</", "<\\/")
-    return f"<script type=\"application/json\" id=\"{FINDINGS_ID}\">{text}</script>"
+    return f'<script type="application/json" id="{FINDINGS_ID}">{text}</script>'
 
 
 def embedded_findings(report: str) -> dict[str, Any]:
@@ -58,11 +60,20 @@ def embedded_findings(report: str) -> dict[str, Any]:
 def pipeline_table(table: pd.DataFrame) -> pd.DataFrame:
     """Per pipeline (and the run's total): its nodes, its time as written and its share of the total."""
     totals = pipeline_totals(table)
-    total = float(totals.loc[totals["pipeline"] == TOTAL, "seconds"].iloc[0]) if (totals["pipeline"] == TOTAL).any() \
+    total = (
+        float(totals.loc[totals["pipeline"] == TOTAL, "seconds"].iloc[0])
+        if (totals["pipeline"] == TOTAL).any()
         else float("nan")
-    rows = [{"pipeline": str(row["pipeline"]), "nodes": int(row["nodes"]), "time": seconds_text(row["seconds"]),
-             "share": f"{100 * row['seconds'] / total:.0f} %" if total > 0 and row["pipeline"] != TOTAL else ""}
-            for row in totals.to_dict("records")]
+    )
+    rows = [
+        {
+            "pipeline": str(row["pipeline"]),
+            "nodes": int(row["nodes"]),
+            "time": seconds_text(row["seconds"]),
+            "share": f"{100 * row['seconds'] / total:.0f} %" if total > 0 and row["pipeline"] != TOTAL else "",
+        }
+        for row in totals.to_dict("records")
+    ]
     return pd.DataFrame(rows, columns=["pipeline", "nodes", "time", "share"])
 
 
@@ -76,10 +87,19 @@ def timings_section(findings: Mapping[str, Any], table: pd.DataFrame | None) -> 
         return f"{START_MARKER}\n{body}\n{END_MARKER}"
     claims = [c for c in held_claims(claims_timing(findings)) if c["id"].startswith(f"{TIMING}.")]
     timeline = timeline_plotly(table)
-    figures = {"timeline_interactive": plotly_figure(experiment.figures[0].caption, timeline, "figure-timeline")} \
-        if timeline is not None else {}
-    body = section_html(experiment, findings, claims, figures, before=markdown_html(render_timing(findings)),
-                        after=frame_table(pipeline_table(table), "Each pipeline's time (its nodes' work)"))
+    figures = (
+        {"timeline_interactive": plotly_figure(experiment.figures[0].caption, timeline, "figure-timeline")}
+        if timeline is not None
+        else {}
+    )
+    body = section_html(
+        experiment,
+        findings,
+        claims,
+        figures,
+        before=markdown_html(render_timing(findings)),
+        after=frame_table(pipeline_table(table), "Each pipeline's time (its nodes' work)"),
+    )
     return f"{START_MARKER}\n{body}\n{END_MARKER}"
 
 

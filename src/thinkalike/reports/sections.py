@@ -50,8 +50,12 @@ def _missing_items(missing: Sequence[MissingInput]) -> list[str]:
         match = _PAIR_DATASET.match(entry.name)
         name = f"{match.group(1)}.<pair>.{match.group(2)}" if match else entry.name
         items[(name, entry.pipeline)] = items.get((name, entry.pipeline), 0) + 1
-    return [f"<li><code>{html.escape(name)}</code> (pipeline <code>{html.escape(pipeline)}</code>)"
-            + (f", {count} pairs" if "<pair>" in name else "") + "</li>" for (name, pipeline), count in items.items()]
+    return [
+        f"<li><code>{html.escape(name)}</code> (pipeline <code>{html.escape(pipeline)}</code>)"
+        + (f", {count} pairs" if "<pair>" in name else "")
+        + "</li>"
+        for (name, pipeline), count in items.items()
+    ]
 
 
 def missing_html(missing: Sequence[MissingInput]) -> str:
@@ -60,24 +64,35 @@ def missing_html(missing: Sequence[MissingInput]) -> str:
         return ""
     pipelines = " ".join(dict.fromkeys(m.pipeline for m in missing if m.pipeline != "?"))
     command = f" (<code>kedro run --pipelines {html.escape(pipelines.replace(' ', ','))}</code>)" if pipelines else ""
-    return (f"<div class='missing'><p>Not in these outputs: their pipelines were not run{command}.</p>"
-            f"<ul>{''.join(_missing_items(missing))}</ul></div>")
+    return (
+        f"<div class='missing'><p>Not in these outputs: their pipelines were not run{command}.</p>"
+        f"<ul>{''.join(_missing_items(missing))}</ul></div>"
+    )
 
 
-def section_html(experiment: Experiment, findings: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
-                 figures: Mapping[str, str], missing: Sequence[MissingInput] = (), before: str = "",
-                 after: str = "") -> str:
+def section_html(
+    experiment: Experiment,
+    findings: Mapping[str, Any],
+    claims: Sequence[Mapping[str, Any]],
+    figures: Mapping[str, str],
+    missing: Sequence[MissingInput] = (),
+    before: str = "",
+    after: str = "",
+) -> str:
     """The experiment's section: its question, ``missing`` inputs, ``before`` (HTML), each figure of ``figures``
     (name → its HTML; a figure not there is left out) beside the sentences of the ``claims`` (merged, those that
     hold) it reads, the sentences no shown figure reads, ``after`` (HTML) and the key numbers."""
     collected = findings.get(experiment.section)
     not_run = not_run_sentence(experiment.title, collected) if isinstance(collected, Mapping) else None
-    parts = [f"<section id='{experiment.key}' class='experiment'><h2>{html.escape(experiment.title)}</h2>",
-             f"<p class='question'><strong>Question.</strong> {html.escape(experiment.question)}</p>"]
+    parts = [
+        f"<section id='{experiment.key}' class='experiment'><h2>{html.escape(experiment.title)}</h2>",
+        f"<p class='question'><strong>Question.</strong> {html.escape(experiment.question)}</p>",
+    ]
     if experiment.pipelines:
         names = ", ".join(f"<code>{html.escape(name)}</code>" for name in experiment.pipelines)
-        parts.append(f"<p class='made-by'>Made by the pipeline{'s' if len(experiment.pipelines) > 1 else ''} "
-                     f"{names}.</p>")
+        parts.append(
+            f"<p class='made-by'>Made by the pipeline{'s' if len(experiment.pipelines) > 1 else ''} {names}.</p>"
+        )
     if not_run:
         parts.append(f"<div class='missing'>{markdown_html(not_run)}</div>")
     parts += [missing_html(missing), before]
@@ -92,4 +107,3 @@ def section_html(experiment: Experiment, findings: Mapping[str, Any], claims: Se
         parts.append("<p>No claim of this section holds in this run.</p>")
     parts += [after, numbers_table(key_numbers(experiment, findings)), "</section>"]
     return "\n".join(part for part in parts if part)
-

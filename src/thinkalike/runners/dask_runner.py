@@ -67,8 +67,7 @@ from thinkalike.threads import thread_policy
 class ClusterSettingsSource(Protocol):
     """A hook that read the environment's ``dask.yml`` (:class:`thinkalike.hooks.ClusterSettingsHooks`)."""
 
-    def cluster_settings(self) -> dict[str, Any] | None:
-        ...
+    def cluster_settings(self) -> dict[str, Any] | None: ...
 
 
 class ClusterError(RuntimeError, ClickException):
@@ -105,22 +104,32 @@ class DaskRunner(AbstractRunner):
         groups = task_groups(pipeline)
         crossings = in_memory_crossings(pipeline, groups, lambda name: _is_in_memory(catalog, name))
         if crossings:
-            raise ClusterError("DaskRunner: in-memory datasets cannot cross worker processes; give them a catalog "
-                               "entry that saves to a file: " + "; ".join(crossings))
-        providers = [plugin for plugin in plugins
-                     if isinstance(plugin, RemoteHookProvider) and plugin.remote_hooks() is not None]
+            raise ClusterError(
+                "DaskRunner: in-memory datasets cannot cross worker processes; give them a catalog "
+                "entry that saves to a file: " + "; ".join(crossings)
+            )
+        providers = [
+            plugin for plugin in plugins if isinstance(plugin, RemoteHookProvider) and plugin.remote_hooks() is not None
+        ]
         threads = thread_policy()
         produced = set(pipeline.all_outputs())
         priority = _waiting_work(groups)
         resources = {name: _resources(group, self.settings) for name, group in groups.items()}
         log_level = logging.getLogger().getEffectiveLevel()
-        self._logger.info("DaskRunner: %d nodes in %d tasks (%d asking for a GPU)", len(pipeline.nodes), len(groups),
-                          sum(bool(item) for item in resources.values()))
+        self._logger.info(
+            "DaskRunner: %d nodes in %d tasks (%d asking for a GPU)",
+            len(pipeline.nodes),
+            len(groups),
+            sum(bool(item) for item in resources.values()),
+        )
         done_groups: set[str] = set()
         done_nodes: list[Node] = []
         # what a local cluster's workers import at once (another cluster's: each at its first task)
-        modules = (task_modules(pipeline.nodes, [*_datasets(catalog, pipeline), *providers])
-                   if self.settings.cluster == LOCAL else [])
+        modules = (
+            task_modules(pipeline.nodes, [*_datasets(catalog, pipeline), *providers])
+            if self.settings.cluster == LOCAL
+            else []
+        )
         with self._client(modules) as (client, cluster), ReportMerges(self._logger) as merges:
             if any(resources.values()):
                 _check_gpu_capacity(client, cluster)
@@ -134,16 +143,29 @@ class DaskRunner(AbstractRunner):
             own_sessions = self.settings.cluster == LOCAL and self.settings.own_sessions
 
             def submit_ready() -> None:
-                ready = sorted((name for name, group in pending.items() if group.depends_on <= done_groups),
-                               key=lambda name: -priority[name])
-                for name in ready[:max(0, slots() - len(running))]:  # the rest wait here
+                ready = sorted(
+                    (name for name, group in pending.items() if group.depends_on <= done_groups),
+                    key=lambda name: -priority[name],
+                )
+                for name in ready[: max(0, slots() - len(running))]:  # the rest wait here
                     group = pending.pop(name)
                     hooks = [provider.remote_hooks() for provider in providers]
                     inputs_made_in_run = sorted({dataset for node in group.nodes for dataset in node.inputs} & produced)
-                    future = client.submit(run_task_group, name, group.nodes, task_catalog(catalog, group.nodes),
-                                           hooks, inputs_made_in_run, threads, log_level, own_sessions,
-                                           key=f"{_key(name)}-{uuid.uuid4().hex[:8]}", priority=priority[name],
-                                           resources=resources[name] or None, pure=False)
+                    future = client.submit(
+                        run_task_group,
+                        name,
+                        group.nodes,
+                        task_catalog(catalog, group.nodes),
+                        hooks,
+                        inputs_made_in_run,
+                        threads,
+                        log_level,
+                        own_sessions,
+                        key=f"{_key(name)}-{uuid.uuid4().hex[:8]}",
+                        priority=priority[name],
+                        resources=resources[name] or None,
+                        pure=False,
+                    )
                     running[future] = name
 
             while pending or running:
@@ -168,10 +190,15 @@ class DaskRunner(AbstractRunner):
                 # summary with dozens of figures, during which a worker would otherwise wait)
                 submit_ready()
                 for name, report in reports:
-                    progress = (f"{len(done_groups)} of {len(groups)} tasks, {len(done_nodes)} of "
-                                f"{len(pipeline.nodes)} nodes")
-                    merges.put(name, report, lambda report=report, name=name: self._merge(
-                        report, providers, groups[name], catalog), progress)
+                    progress = (
+                        f"{len(done_groups)} of {len(groups)} tasks, {len(done_nodes)} of {len(pipeline.nodes)} nodes"
+                    )
+                    merges.put(
+                        name,
+                        report,
+                        lambda report=report, name=name: self._merge(report, providers, groups[name], catalog),
+                        progress,
+                    )
 
     def _import_on_workers(self, client: Any, modules: list[str]) -> None:
         """Every worker imports the modules of the tasks' nodes, datasets and hooks now, all at once (torch,
@@ -179,8 +206,12 @@ class DaskRunner(AbstractRunner):
         run the tasks are a chain (the corpus), and each hop to a worker that had not imported them waited for it."""
         started = time.perf_counter()
         client.run(import_modules, modules)
-        self._logger.info("DaskRunner: %d worker(s) imported the tasks' %d modules (%.1f s)", len(client.nthreads()),
-                          len(modules), time.perf_counter() - started)
+        self._logger.info(
+            "DaskRunner: %d worker(s) imported the tasks' %d modules (%.1f s)",
+            len(client.nthreads()),
+            len(modules),
+            time.perf_counter() - started,
+        )
 
     def _slots(self, client: Any, cluster: Any, modules: list[str]) -> Callable[[], int]:
         """How many tasks may run now. A local cluster with spare workers: one per core's worker thread, plus the
@@ -202,8 +233,9 @@ class DaskRunner(AbstractRunner):
             cores = outside()
             allowed = task_slots(base, extra, cores)
             if allowed != current[0]:
-                self._logger.info("DaskRunner: processes outside the run use %.1f core(s): %d tasks at once",
-                                  cores, allowed)
+                self._logger.info(
+                    "DaskRunner: processes outside the run use %.1f core(s): %d tasks at once", cores, allowed
+                )
                 current[0] = allowed
             if allowed > base and not asked[0]:
                 asked[0] = True
@@ -222,11 +254,15 @@ class DaskRunner(AbstractRunner):
         try:
             client.wait_for_workers(total, timeout=timeout)
         except TimeoutError:
-            self._logger.warning("DaskRunner: the spare worker processes did not start within %.0f s; going on "
-                                 "with %d", timeout, len(client.nthreads()))
+            self._logger.warning(
+                "DaskRunner: the spare worker processes did not start within %.0f s; going on with %d",
+                timeout,
+                len(client.nthreads()),
+            )
             return
-        self._logger.info("DaskRunner: spare worker processes started (%d workers now, %.1f s)", total,
-                          time.perf_counter() - started)
+        self._logger.info(
+            "DaskRunner: spare worker processes started (%d workers now, %.1f s)", total, time.perf_counter() - started
+        )
 
     @staticmethod
     def _release(group: TaskGroup, catalog) -> None:
@@ -259,15 +295,25 @@ class DaskRunner(AbstractRunner):
             workers, spare = settings.local_workers()
             environment = _local_worker_environment()
             start_forkserver(["distributed", *modules], environment)  # running already when the runner started it
-            with _cluster_config(local=True), LocalCluster(n_workers=workers,
-                                                           threads_per_worker=settings.threads_per_worker,
-                                                           processes=True, dashboard_address=None,
-                                                           silence_logs=logging.WARNING,
-                                                           env={**os.environ, **environment}) as cluster, \
-                    Client(cluster) as client:
-                self._logger.info("DaskRunner: local cluster of %d worker processes (+%d spare, started and given "
-                                  "tasks while processes outside the run use the CPU), %d thread(s) each", workers,
-                                  spare, settings.threads_per_worker)
+            with (
+                _cluster_config(local=True),
+                LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=settings.threads_per_worker,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.WARNING,
+                    env={**os.environ, **environment},
+                ) as cluster,
+                Client(cluster) as client,
+            ):
+                self._logger.info(
+                    "DaskRunner: local cluster of %d worker processes (+%d spare, started and given "
+                    "tasks while processes outside the run use the CPU), %d thread(s) each",
+                    workers,
+                    spare,
+                    settings.threads_per_worker,
+                )
                 yield client, cluster
         elif settings.cluster == SLURM:
             with jobqueue_cluster(settings, self._logger) as cluster, Client(cluster) as client:
@@ -307,8 +353,9 @@ class ReportMerges:
                 self._error = self._error or error
                 self._logger.error("Merging the reports of task %s failed: %r", name, error)
             else:
-                self._logger.info("Completed task %s on %s in %.1f s (%s)", name, report.worker, report.seconds,
-                                  progress)
+                self._logger.info(
+                    "Completed task %s on %s in %.1f s (%s)", name, report.worker, report.seconds, progress
+                )
 
     def __exit__(self, kind, value, traceback) -> None:
         self._queue.put(None)
@@ -327,13 +374,24 @@ def jobqueue_cluster(settings: ClusterSettings, logger: logging.Logger) -> Itera
     dropped = sorted(set(options) - accepted)
     if dropped:
         logger.info("DaskRunner: %s jobs take no %s; left out", settings.slurm["cluster_class"], ", ".join(dropped))
-    with _cluster_config(), cluster_class(**{key: value for key, value in options.items() if key in accepted},
-                                          silence_logs=logging.WARNING) as cluster:
-        cluster.adapt(minimum_jobs=int(settings.slurm["minimum_jobs"]),
-                      maximum_jobs=int(settings.slurm["maximum_jobs"]))
-        logger.info("DaskRunner: %s, %d to %d jobs of %s cores, %s, %d GPU(s) each", type(cluster).__name__,
-                    settings.slurm["minimum_jobs"], settings.slurm["maximum_jobs"], settings.slurm["cores"],
-                    settings.slurm["memory"], settings.slurm["gpus_per_job"])
+    with (
+        _cluster_config(),
+        cluster_class(
+            **{key: value for key, value in options.items() if key in accepted}, silence_logs=logging.WARNING
+        ) as cluster,
+    ):
+        cluster.adapt(
+            minimum_jobs=int(settings.slurm["minimum_jobs"]), maximum_jobs=int(settings.slurm["maximum_jobs"])
+        )
+        logger.info(
+            "DaskRunner: %s, %d to %d jobs of %s cores, %s, %d GPU(s) each",
+            type(cluster).__name__,
+            settings.slurm["minimum_jobs"],
+            settings.slurm["maximum_jobs"],
+            settings.slurm["cores"],
+            settings.slurm["memory"],
+            settings.slurm["gpus_per_job"],
+        )
         yield cluster
 
 
@@ -343,11 +401,14 @@ def _job_options(cluster_class: type) -> set[str]:
 
     job_class = getattr(cluster_class, "job_cls", None)
     accepted: set[str] = set()
-    for klass in (job_class.__mro__ if job_class is not None else ()):
+    for klass in job_class.__mro__ if job_class is not None else ():
         init = klass.__dict__.get("__init__")
         if init is not None:
-            accepted |= {name for name, parameter in inspect.signature(init).parameters.items()
-                         if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)}
+            accepted |= {
+                name
+                for name, parameter in inspect.signature(init).parameters.items()
+                if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+            }
     return accepted - {"self", "scheduler", "name"}
 
 
@@ -358,7 +419,7 @@ def _import_object(path: str, key: str) -> Any:
     try:
         return getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError, ValueError) as error:
-        extra = " (pip install -e \".[slurm]\")" if module.startswith("dask_jobqueue") else ""
+        extra = ' (pip install -e ".[slurm]")' if module.startswith("dask_jobqueue") else ""
         raise ClusterSettingsError(f"DaskRunner {key}: cannot import {path!r}{extra}: {error}") from None
 
 
@@ -377,9 +438,11 @@ def _check_gpu_capacity(client, cluster) -> None:
     arguments = getattr(cluster, "_job_kwargs", {}).get("worker_extra_args") or []
     if any(str(argument).startswith(f"{GPU_RESOURCE}=") for argument in arguments):
         return
-    raise ClusterError("DaskRunner: the pipeline has GPU tasks (gpu_resources: true) but no worker of the cluster "
-                       f"advertises a {GPU_RESOURCE} resource; start GPU workers with --resources {GPU_RESOURCE}=1, "
-                       "set slurm.gpus_per_job, or set gpu_resources: false to run GPU work anywhere")
+    raise ClusterError(
+        "DaskRunner: the pipeline has GPU tasks (gpu_resources: true) but no worker of the cluster "
+        f"advertises a {GPU_RESOURCE} resource; start GPU workers with --resources {GPU_RESOURCE}=1, "
+        "set slurm.gpus_per_job, or set gpu_resources: false to run GPU work anywhere"
+    )
 
 
 #: Dask's periodic work in the processes of a cluster this runner starts, turned down. With Dask's defaults every
@@ -410,8 +473,10 @@ def _cluster_config(local: bool = False) -> Iterator[None]:
 
     environment = _local_worker_environment()
     method = {"distributed.worker.multiprocessing-method": FORKSERVER} if local else {}
-    with environment_kept(environment), dask.config.set({**QUIET_CLUSTER_CONFIG, **method,
-                                                         "distributed.nanny.pre-spawn-environ": environment}):
+    with (
+        environment_kept(environment),
+        dask.config.set({**QUIET_CLUSTER_CONFIG, **method, "distributed.nanny.pre-spawn-environ": environment}),
+    ):
         yield
 
 
@@ -525,8 +590,9 @@ def _waiting_work(groups: dict[str, TaskGroup]) -> dict[str, int]:
             memo[name] = found
         return memo[name]
 
-    return {name: len(groups[name].nodes) + sum(len(groups[other].nodes) for other in downstream(name))
-            for name in groups}
+    return {
+        name: len(groups[name].nodes) + sum(len(groups[other].nodes) for other in downstream(name)) for name in groups
+    }
 
 
 def _key(name: str) -> str:

@@ -126,8 +126,9 @@ def _with_dependencies(groups: dict[str, list[Node]], parents: dict[Node, set[No
     return {name: TaskGroup(name, nodes, edges[name]) for name, nodes in groups.items()}
 
 
-def in_memory_crossings(pipeline: Pipeline, groups: dict[str, TaskGroup],
-                        is_in_memory: Callable[[str], bool]) -> list[str]:
+def in_memory_crossings(
+    pipeline: Pipeline, groups: dict[str, TaskGroup], is_in_memory: Callable[[str], bool]
+) -> list[str]:
     """The in-memory datasets a cluster run would lose, one line each: those written in one task and read in
     another, and those that are pipeline outputs (returned by the run to no one on the driver)."""
     writer = {output: name for name, group in groups.items() for node in group.nodes for output in node.outputs}
@@ -137,6 +138,9 @@ def in_memory_crossings(pipeline: Pipeline, groups: dict[str, TaskGroup],
             for dataset in node.inputs:
                 if dataset in writer and writer[dataset] != name and is_in_memory(dataset):
                     problems.append(f"{dataset} (written in task {writer[dataset]}, read by node {node.name})")
-    problems += [f"{dataset} (a pipeline output held in memory)" for dataset in sorted(pipeline.outputs())
-                 if is_in_memory(dataset)]
+    problems += [
+        f"{dataset} (a pipeline output held in memory)"
+        for dataset in sorted(pipeline.outputs())
+        if is_in_memory(dataset)
+    ]
     return sorted(set(problems))

@@ -42,8 +42,15 @@ from dataclasses import dataclass, field
 
 import psutil
 
-__all__ = ["BUSY_CORES", "CpuReading", "OutsideLoad", "machine_busy_seconds", "process_tree_seconds",
-           "start_own_session", "task_slots"]
+__all__ = [
+    "BUSY_CORES",
+    "CpuReading",
+    "OutsideLoad",
+    "machine_busy_seconds",
+    "process_tree_seconds",
+    "start_own_session",
+    "task_slots",
+]
 
 #: Outside CPU use, in cores, from which the spare workers get tasks (a process spinning on one core reads 0.5 to
 #: 1.0 depending on how many of our workers share its core; an idle desktop reads about 0.05).

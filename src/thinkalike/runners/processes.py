@@ -42,8 +42,9 @@ def worker_environment(pre_spawn: Mapping[str, object] | None) -> dict[str, str]
     """The variables a local worker process starts with, from Dask's ``distributed.nanny.pre-spawn-environ``
     (``pre_spawn``): those of :data:`LEFT_OUT` dropped, ``PYTHONHASHSEED`` = :data:`DASK_HASH_SEED` when it is unset or
     ``0`` there, as Dask's nanny does; values as strings."""
-    environment = {key: str(value) for key, value in (pre_spawn or {}).items()
-                   if key not in LEFT_OUT and value is not None}
+    environment = {
+        key: str(value) for key, value in (pre_spawn or {}).items() if key not in LEFT_OUT and value is not None
+    }
     if environment.get("PYTHONHASHSEED") in (None, "0"):
         environment["PYTHONHASHSEED"] = DASK_HASH_SEED
     return environment

@@ -41,8 +41,7 @@ class RemoteHookProvider(Protocol):
     def remote_hooks(self) -> Any | None:  # a picklable hook object with ``report()``; None: nothing to follow
         ...
 
-    def merge_remote(self, report: Any) -> None:
-        ...
+    def merge_remote(self, report: Any) -> None: ...
 
 
 @dataclass
@@ -94,8 +93,16 @@ def import_modules(names: Sequence[str]) -> list[str]:
     return list(names)
 
 
-def run_task_group(group: str, nodes: Sequence[Node], catalog, hooks: Sequence[Any], produced_in_run: Iterable[str],
-                   threads: int | None, log_level: int = logging.INFO, own_session: bool = False) -> TaskReport:
+def run_task_group(
+    group: str,
+    nodes: Sequence[Node],
+    catalog,
+    hooks: Sequence[Any],
+    produced_in_run: Iterable[str],
+    threads: int | None,
+    log_level: int = logging.INFO,
+    own_session: bool = False,
+) -> TaskReport:
     """Runs ``nodes`` in order in this process, with ``hooks`` registered, and returns their reports.
 
     Outputs of this run read here are loaded at this run's version: the version cache of every input
@@ -120,8 +127,13 @@ def run_task_group(group: str, nodes: Sequence[Node], catalog, hooks: Sequence[A
     with limited_threads(threads):
         SequentialRunner().run(Pipeline(list(nodes)), catalog, manager)
     _free_accelerator_memory()
-    return TaskReport(group=group, worker=worker_name(), nodes=[node.name for node in nodes],
-                      seconds=perf_counter() - started, hook_reports=[hook.report() for hook in hooks])
+    return TaskReport(
+        group=group,
+        worker=worker_name(),
+        nodes=[node.name for node in nodes],
+        seconds=perf_counter() - started,
+        hook_reports=[hook.report() for hook in hooks],
+    )
 
 
 def _configure_worker_logging(level: int) -> None:
@@ -134,7 +146,10 @@ def _configure_worker_logging(level: int) -> None:
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
     # the worker's own lines (closing, connections) and its copy of a failed task's traceback, which the driver
     # raises with the node's error
-    for name in ["distributed", *(other for other in logging.root.manager.loggerDict if other.startswith("distributed."))]:
+    for name in [
+        "distributed",
+        *(other for other in logging.root.manager.loggerDict if other.startswith("distributed.")),
+    ]:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 

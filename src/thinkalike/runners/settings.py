@@ -35,8 +35,17 @@ SLURM = "slurm"
 GPU_RESOURCE = "GPU"
 DEFAULT_SLURM_CLASS = "dask_jobqueue.SLURMCluster"
 SLURM_DEFAULTS: dict[str, Any] = {
-    "queue": None, "account": None, "cores": 4, "memory": "32GB", "walltime": "02:00:00", "gpus_per_job": 1,
-    "job_extra_directives": [], "job_script_prologue": [], "python": None, "minimum_jobs": 0, "maximum_jobs": 4,
+    "queue": None,
+    "account": None,
+    "cores": 4,
+    "memory": "32GB",
+    "walltime": "02:00:00",
+    "gpus_per_job": 1,
+    "job_extra_directives": [],
+    "job_script_prologue": [],
+    "python": None,
+    "minimum_jobs": 0,
+    "maximum_jobs": 4,
     "cluster_class": DEFAULT_SLURM_CLASS,
 }
 
@@ -64,8 +73,9 @@ class ClusterSettings:
     slurm: dict[str, Any] = field(default_factory=lambda: dict(SLURM_DEFAULTS))
 
     @classmethod
-    def resolve(cls, config: Mapping[str, Any] | None = None,
-                overrides: Mapping[str, Any] | None = None) -> ClusterSettings:
+    def resolve(
+        cls, config: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None
+    ) -> ClusterSettings:
         """``config`` (dask.yml's ``dask`` mapping) with ``overrides`` (``--runner-params``) on top; every value
         checked, an error naming the key and its source."""
         known = {item.name for item in fields(cls)}
@@ -84,8 +94,10 @@ class ClusterSettings:
         cluster, where = value("cluster")
         cluster = str(cluster).strip()
         if cluster not in (LOCAL, SLURM) and "://" not in cluster:
-            raise ClusterSettingsError(f"{where}: DaskRunner cluster: expected {LOCAL!r}, {SLURM!r} or a scheduler "
-                                       f"address (tcp://host:port), got {cluster!r}")
+            raise ClusterSettingsError(
+                f"{where}: DaskRunner cluster: expected {LOCAL!r}, {SLURM!r} or a scheduler "
+                f"address (tcp://host:port), got {cluster!r}"
+            )
         workers = _positive(*value("workers"), "workers")
         spare_workers = _count(*value("spare_workers"), "spare_workers")
         threads = _positive(*value("threads_per_worker"), "threads_per_worker")
@@ -94,27 +106,39 @@ class ClusterSettings:
             raise ClusterSettingsError(f"{slurm_where}: DaskRunner slurm: expected a mapping, got {slurm_values!r}")
         unknown = sorted(set(slurm_values) - set(SLURM_DEFAULTS))
         if unknown:
-            raise ClusterSettingsError(f"{slurm_where}: unknown DaskRunner slurm setting(s) {unknown}; known: "
-                                       f"{sorted(SLURM_DEFAULTS)}")
+            raise ClusterSettingsError(
+                f"{slurm_where}: unknown DaskRunner slurm setting(s) {unknown}; known: {sorted(SLURM_DEFAULTS)}"
+            )
         slurm = {**SLURM_DEFAULTS, **{key: item for key, item in slurm_values.items() if item is not None}}
         for key in ("cores", "maximum_jobs"):
             _positive(slurm[key], slurm_where, f"slurm.{key}")
         for key in ("gpus_per_job", "minimum_jobs"):
             _count(slurm[key], slurm_where, f"slurm.{key}")
         if slurm["minimum_jobs"] > slurm["maximum_jobs"]:
-            raise ClusterSettingsError(f"{slurm_where}: DaskRunner slurm.minimum_jobs ({slurm['minimum_jobs']}) is "
-                                       f"above slurm.maximum_jobs ({slurm['maximum_jobs']})")
+            raise ClusterSettingsError(
+                f"{slurm_where}: DaskRunner slurm.minimum_jobs ({slurm['minimum_jobs']}) is "
+                f"above slurm.maximum_jobs ({slurm['maximum_jobs']})"
+            )
         own_sessions, sessions_where = value("own_sessions")
         if not isinstance(own_sessions, bool):
-            raise ClusterSettingsError(f"{sessions_where}: DaskRunner own_sessions: expected true or false, got "
-                                       f"{own_sessions!r}")
+            raise ClusterSettingsError(
+                f"{sessions_where}: DaskRunner own_sessions: expected true or false, got {own_sessions!r}"
+            )
         gpu_default = cluster == SLURM and slurm["gpus_per_job"] > 0
         gpu_resources, gpu_where = value("gpu_resources", gpu_default)
         if not isinstance(gpu_resources, bool):
-            raise ClusterSettingsError(f"{gpu_where}: DaskRunner gpu_resources: expected true or false, got "
-                                       f"{gpu_resources!r}")
-        return cls(cluster=cluster, workers=workers, spare_workers=spare_workers, own_sessions=own_sessions,
-                   threads_per_worker=threads or 1, gpu_resources=gpu_resources, slurm=slurm)
+            raise ClusterSettingsError(
+                f"{gpu_where}: DaskRunner gpu_resources: expected true or false, got {gpu_resources!r}"
+            )
+        return cls(
+            cluster=cluster,
+            workers=workers,
+            spare_workers=spare_workers,
+            own_sessions=own_sessions,
+            threads_per_worker=threads or 1,
+            gpu_resources=gpu_resources,
+            slurm=slurm,
+        )
 
     def local_workers(self, cores: int | None = None) -> tuple[int, int]:
         """A local cluster's worker processes: (one per core or ``workers``, ``spare_workers``)."""
@@ -126,11 +150,18 @@ class ClusterSettings:
         slurm = self.slurm
         gpus = int(slurm["gpus_per_job"])
         directives = list(slurm["job_extra_directives"]) + ([f"--gres=gpu:{gpus}"] if gpus else [])
-        options = {"queue": slurm["queue"], "account": slurm["account"], "cores": int(slurm["cores"]),
-                   "processes": 1, "memory": str(slurm["memory"]), "walltime": slurm["walltime"],
-                   "job_extra_directives": directives, "job_script_prologue": list(slurm["job_script_prologue"]),
-                   "worker_extra_args": ["--resources", f"{GPU_RESOURCE}={gpus}"] if gpus else [],
-                   "python": slurm["python"]}
+        options = {
+            "queue": slurm["queue"],
+            "account": slurm["account"],
+            "cores": int(slurm["cores"]),
+            "processes": 1,
+            "memory": str(slurm["memory"]),
+            "walltime": slurm["walltime"],
+            "job_extra_directives": directives,
+            "job_script_prologue": list(slurm["job_script_prologue"]),
+            "worker_extra_args": ["--resources", f"{GPU_RESOURCE}={gpus}"] if gpus else [],
+            "python": slurm["python"],
+        }
         return {key: item for key, item in options.items() if item is not None}
 
 

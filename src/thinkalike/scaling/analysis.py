@@ -48,12 +48,44 @@ from thinkalike.measures.family import (
     robust_z,
 )
 
-MEMBER_COLUMNS = ["model", "role", "d_model", "n_layers", "n_heads", "d_head", "rotary_dims", "d_mlp",
-                  "n_parameters", "off_trend", "intra_mean", "band_mean_vs_others", "robust_z", "outlier", "blocks",
-                  "n_blocks", "block_within", "block_between", "block_same_fraction"]
-PAIR_COLUMNS = ["model_a", "model_b", "relative_depth", "layer_a", "layer_b", "cka", "ci_low", "ci_high",
-                "band_mean", "blocks_a", "blocks_b", "n_blocks", "block_within", "block_between",
-                "block_same_fraction"]
+MEMBER_COLUMNS = [
+    "model",
+    "role",
+    "d_model",
+    "n_layers",
+    "n_heads",
+    "d_head",
+    "rotary_dims",
+    "d_mlp",
+    "n_parameters",
+    "off_trend",
+    "intra_mean",
+    "band_mean_vs_others",
+    "robust_z",
+    "outlier",
+    "blocks",
+    "n_blocks",
+    "block_within",
+    "block_between",
+    "block_same_fraction",
+]
+PAIR_COLUMNS = [
+    "model_a",
+    "model_b",
+    "relative_depth",
+    "layer_a",
+    "layer_b",
+    "cka",
+    "ci_low",
+    "ci_high",
+    "band_mean",
+    "blocks_a",
+    "blocks_b",
+    "n_blocks",
+    "block_within",
+    "block_between",
+    "block_same_fraction",
+]
 
 
 class ScalingConfigError(ValueError):
@@ -74,7 +106,7 @@ class Architecture:
     @property
     def n_parameters(self) -> int:
         """Non-embedding parameters ``L · (4 d² + 2 d d_mlp)`` (attention and MLP weights, no biases or norms)."""
-        return self.n_layers * (4 * self.d_model ** 2 + 2 * self.d_model * self.d_mlp)
+        return self.n_layers * (4 * self.d_model**2 + 2 * self.d_model * self.d_mlp)
 
 
 def architecture_of(name: str, entry: Mapping[str, Any]) -> Architecture:
@@ -85,20 +117,27 @@ def architecture_of(name: str, entry: Mapping[str, Any]) -> Architecture:
         if "hidden_size" in arch:
             d_model, heads = int(arch["hidden_size"]), int(arch["num_attention_heads"])
             d_head = d_model // heads
-            return Architecture(d_model, int(arch["num_hidden_layers"]), heads, d_head,
-                                int(d_head * float(arch.get("rotary_pct", 0.25))),
-                                int(arch.get("intermediate_size") or 4 * d_model))
+            return Architecture(
+                d_model,
+                int(arch["num_hidden_layers"]),
+                heads,
+                d_head,
+                int(d_head * float(arch.get("rotary_pct", 0.25))),
+                int(arch.get("intermediate_size") or 4 * d_model),
+            )
         d_model, heads = int(arch["d_model"]), int(arch["n_heads"])
         d_head = int(arch.get("d_head") or d_model // heads)
         rotary = arch.get("rotary_dims")
         if rotary is None:
             rotary = d_head if arch.get("positional_embedding_type") == "rotary" else 0
-        return Architecture(d_model, int(arch["n_layers"]), heads, d_head, int(rotary),
-                            int(arch.get("d_mlp") or 4 * d_model))
+        return Architecture(
+            d_model, int(arch["n_layers"]), heads, d_head, int(rotary), int(arch.get("d_mlp") or 4 * d_model)
+        )
     except (KeyError, TypeError, ValueError) as error:
-        raise ScalingConfigError(f"scaling: cannot read the architecture of {name!r} ({error!r}); give it in "
-                                 "scaling.architectures (d_model, n_layers, n_heads, d_head, rotary_dims, d_mlp)"
-                                 ) from error
+        raise ScalingConfigError(
+            f"scaling: cannot read the architecture of {name!r} ({error!r}); give it in "
+            "scaling.architectures (d_model, n_layers, n_heads, d_head, rotary_dims, d_mlp)"
+        ) from error
 
 
 @dataclass(frozen=True)
@@ -119,21 +158,36 @@ class ScalingSettings:
 
     def __post_init__(self) -> None:
         if not self.early_depths or any(not 0.0 <= float(d) <= 1.0 for d in self.early_depths):
-            raise ScalingConfigError(f"scaling.early_depths must be relative depths in [0, 1], got "
-                                     f"{list(self.early_depths)}")
+            raise ScalingConfigError(
+                f"scaling.early_depths must be relative depths in [0, 1], got {list(self.early_depths)}"
+            )
         if len(self.band) != 2 or not 0.0 <= self.band[0] <= self.band[1] <= 1.0:
-            raise ScalingConfigError(f"scaling.band must be [low, high] with 0 <= low <= high <= 1, got "
-                                     f"{list(self.band)}")
-        if int(self.max_blocks) < 2 or min(int(self.n_resamples), int(self.pair_resamples)) < 1 \
-                or not self.outlier_z > 0:
-            raise ScalingConfigError(f"scaling: max_blocks must be >= 2, n_resamples and pair_resamples >= 1 and "
-                                     f"outlier_z > 0, got {self.max_blocks}, {self.n_resamples}, "
-                                     f"{self.pair_resamples}, {self.outlier_z}")
+            raise ScalingConfigError(
+                f"scaling.band must be [low, high] with 0 <= low <= high <= 1, got {list(self.band)}"
+            )
+        if (
+            int(self.max_blocks) < 2
+            or min(int(self.n_resamples), int(self.pair_resamples)) < 1
+            or not self.outlier_z > 0
+        ):
+            raise ScalingConfigError(
+                f"scaling: max_blocks must be >= 2, n_resamples and pair_resamples >= 1 and "
+                f"outlier_z > 0, got {self.max_blocks}, {self.n_resamples}, "
+                f"{self.pair_resamples}, {self.outlier_z}"
+            )
 
     @classmethod
     def from_parameters(cls, scaling: Mapping[str, Any]) -> ScalingSettings:
-        known = {"early_depths", "band", "max_blocks", "min_contrast", "n_resamples", "pair_resamples", "seed",
-                 "outlier_z"}
+        known = {
+            "early_depths",
+            "band",
+            "max_blocks",
+            "min_contrast",
+            "n_resamples",
+            "pair_resamples",
+            "seed",
+            "outlier_z",
+        }
         values = {key: scaling[key] for key in known if scaling.get(key) is not None}
         for key in ("early_depths", "band"):
             if key in values:
@@ -160,8 +214,9 @@ def _matrix(tables: Mapping[tuple[str, str], pd.DataFrame], a: str, b: str) -> t
     if (b, a) in tables:
         table = tables[(b, a)]
         return cka_matrix_from_table(table).T, table.rename(columns={"layer_a": "layer_b", "layer_b": "layer_a"})
-    raise ScalingConfigError(f"scaling: no CKA table of {a!r} with {b!r} (the cka pipeline computes the family's "
-                             "pairs: run it first)")
+    raise ScalingConfigError(
+        f"scaling: no CKA table of {a!r} with {b!r} (the cka pipeline computes the family's pairs: run it first)"
+    )
 
 
 def _batch_matrices(table: pd.DataFrame) -> list[np.ndarray]:
@@ -176,9 +231,13 @@ def _blocks_text(blocks: Sequence[tuple[int, int]]) -> str:
     return ", ".join(f"{a}–{b}" for a, b in blocks)
 
 
-def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Sequence[str],
-                   architectures: Mapping[str, Architecture], twins: Mapping[str, str],
-                   settings: ScalingSettings) -> ScalingResult:
+def analyse_family(
+    tables: Mapping[tuple[str, str], pd.DataFrame],
+    family: Sequence[str],
+    architectures: Mapping[str, Architecture],
+    twins: Mapping[str, str],
+    settings: ScalingSettings,
+) -> ScalingResult:
     """The family analysis of the module docstring. ``tables``: CKA long tables keyed by ``(model_a, model_b)``
     (every pair of ``family`` and of each twin with the family, and each model with itself); ``twins``:
     ``{off-trend member: its on-trend twin}``."""
@@ -187,15 +246,18 @@ def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Seque
         raise ScalingConfigError(f"scaling: a family needs at least 3 members, got {family}")
     for odd, twin in twins.items():
         if odd not in family or twin in family:
-            raise ScalingConfigError(f"scaling.twins: {odd!r} must be a family member and {twin!r} not one "
-                                     f"(family: {family})")
+            raise ScalingConfigError(
+                f"scaling.twins: {odd!r} must be a family member and {twin!r} not one (family: {family})"
+            )
     low, high = settings.band
     for model in [*family, *twins.values()]:
         depths = np.arange(architectures[model].n_layers + 1) / architectures[model].n_layers
         if not ((depths >= low - 1e-12) & (depths <= high + 1e-12)).any():
-            raise ScalingConfigError(f"scaling.band [{low}, {high}] holds no layer of {model!r} "
-                                     f"({architectures[model].n_layers} blocks: relative depths "
-                                     f"{[round(float(d), 3) for d in depths]}); widen the band")
+            raise ScalingConfigError(
+                f"scaling.band [{low}, {high}] holds no layer of {model!r} "
+                f"({architectures[model].n_layers} blocks: relative depths "
+                f"{[round(float(d), 3) for d in depths]}); widen the band"
+            )
     head_dims = [architectures[m].d_head for m in family]
     trend_head_dim = max(set(head_dims), key=head_dims.count)
     everyone = family + list(twins.values())
@@ -206,39 +268,69 @@ def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Seque
     for model in everyone:
         matrix, table = _matrix(tables, model, model)
         intra[model] = matrix
-        stability = block_stability(_batch_matrices(table), settings.n_resamples, settings.seed,
-                                    min(settings.max_blocks, len(matrix)), settings.min_contrast)
+        stability = block_stability(
+            _batch_matrices(table),
+            settings.n_resamples,
+            settings.seed,
+            min(settings.max_blocks, len(matrix)),
+            settings.min_contrast,
+        )
         segmentation = stability.segmentation
         assert isinstance(segmentation, Segmentation)  # one model's matrix (matched=False)
         boundaries[model] = list(segmentation.boundaries)
-        block_rows[model] = {"blocks": _blocks_text(segmentation.blocks),
-                             "n_blocks": len(segmentation.blocks) if segmentation.structured else 1,
-                             "block_within": segmentation.within, "block_between": segmentation.between,
-                             "block_same_fraction": stability.same_blocks}
+        block_rows[model] = {
+            "blocks": _blocks_text(segmentation.blocks),
+            "n_blocks": len(segmentation.blocks) if segmentation.structured else 1,
+            "block_within": segmentation.within,
+            "block_between": segmentation.between,
+            "block_same_fraction": stability.same_blocks,
+        }
 
     def band(a: str, b: str) -> float:
         return depth_band_mean(_matrix(tables, a, b)[0], low, high)
 
     pair_rows = []
     for i, a in enumerate(everyone):
-        for b in everyone[i + 1:]:
+        for b in everyone[i + 1 :]:
             matrix, table = _matrix(tables, a, b)
             cells = table.set_index(["layer_a", "layer_b"])
             band_mean = depth_band_mean(matrix, low, high)
-            matched = block_stability(_batch_matrices(table), settings.pair_resamples, settings.seed,
-                                      min(settings.max_blocks, *matrix.shape), settings.min_contrast, matched=True)
+            matched = block_stability(
+                _batch_matrices(table),
+                settings.pair_resamples,
+                settings.seed,
+                min(settings.max_blocks, *matrix.shape),
+                settings.min_contrast,
+                matched=True,
+            )
             found = matched.segmentation
             assert isinstance(found, CoSegmentation)  # two models' matrix (matched=True)
-            pair_blocks = {"blocks_a": _blocks_text(found.blocks_a), "blocks_b": _blocks_text(found.blocks_b),
-                           "n_blocks": len(found.blocks_a) if found.structured else 1, "block_within": found.within,
-                           "block_between": found.between, "block_same_fraction": matched.same_blocks}
+            pair_blocks = {
+                "blocks_a": _blocks_text(found.blocks_a),
+                "blocks_b": _blocks_text(found.blocks_b),
+                "n_blocks": len(found.blocks_a) if found.structured else 1,
+                "block_within": found.within,
+                "block_between": found.between,
+                "block_same_fraction": matched.same_blocks,
+            }
             for depth in settings.early_depths:
                 layer_a = relative_depth_layers(architectures[a].n_layers, [depth])[0]
                 layer_b = relative_depth_layers(architectures[b].n_layers, [depth])[0]
                 cell = cells.loc[(layer_a, layer_b)]
-                pair_rows.append({"model_a": a, "model_b": b, "relative_depth": float(depth), "layer_a": layer_a,
-                                  "layer_b": layer_b, "cka": float(cell["cka"]), "ci_low": float(cell["ci_low"]),
-                                  "ci_high": float(cell["ci_high"]), "band_mean": band_mean, **pair_blocks})
+                pair_rows.append(
+                    {
+                        "model_a": a,
+                        "model_b": b,
+                        "relative_depth": float(depth),
+                        "layer_a": layer_a,
+                        "layer_b": layer_b,
+                        "cka": float(cell["cka"]),
+                        "ci_low": float(cell["ci_low"]),
+                        "ci_high": float(cell["ci_high"]),
+                        "band_mean": band_mean,
+                        **pair_blocks,
+                    }
+                )
     pairs = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
 
     against_others = {m: float(np.mean([band(m, o) for o in family if o != m])) for m in family}
@@ -247,12 +339,18 @@ def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Seque
     for model in everyone:
         arch = architectures[model]
         role = "twin" if model in twins.values() else "member"
-        row = {"model": model, "role": role, **{k: getattr(arch, k) for k in
-                                                ("d_model", "n_layers", "n_heads", "d_head", "rotary_dims", "d_mlp")},
-               "n_parameters": arch.n_parameters, "off_trend": arch.d_head != trend_head_dim,
-               "intra_mean": mean_off_diagonal(intra[model]),
-               "band_mean_vs_others": against_others.get(model, np.nan), "robust_z": z.get(model, np.nan),
-               "outlier": bool(abs(z.get(model, 0.0)) > settings.outlier_z), **block_rows[model]}
+        row = {
+            "model": model,
+            "role": role,
+            **{k: getattr(arch, k) for k in ("d_model", "n_layers", "n_heads", "d_head", "rotary_dims", "d_mlp")},
+            "n_parameters": arch.n_parameters,
+            "off_trend": arch.d_head != trend_head_dim,
+            "intra_mean": mean_off_diagonal(intra[model]),
+            "band_mean_vs_others": against_others.get(model, np.nan),
+            "robust_z": z.get(model, np.nan),
+            "outlier": bool(abs(z.get(model, 0.0)) > settings.outlier_z),
+            **block_rows[model],
+        }
         member_rows.append(row)
     members = pd.DataFrame(member_rows, columns=MEMBER_COLUMNS)
 
@@ -260,16 +358,28 @@ def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Seque
     rho = spearmanr(on_family["n_parameters"], on_family["intra_mean"]).statistic if len(on_family) > 2 else np.nan
     early = pairs[pairs["model_a"].isin(family) & pairs["model_b"].isin(family)]
     summary: dict[str, Any] = {
-        "family": family, "trend_head_dim": int(trend_head_dim), "band": [low, high],
-        "early": {str(depth): {"mean": float(group["cka"].mean()), "min": float(group["cka"].min()),
-                               "max": float(group["cka"].max())}
-                  for depth, group in early.groupby("relative_depth")},
+        "family": family,
+        "trend_head_dim": int(trend_head_dim),
+        "band": [low, high],
+        "early": {
+            str(depth): {
+                "mean": float(group["cka"].mean()),
+                "min": float(group["cka"].min()),
+                "max": float(group["cka"].max()),
+            }
+            for depth, group in early.groupby("relative_depth")
+        },
         "band_mean_between_members": float(early.drop_duplicates(["model_a", "model_b"])["band_mean"].mean()),
         "intra_vs_size_spearman": float(rho),
         "intra_mean": {m: float(v) for m, v in zip(on_family["model"], on_family["intra_mean"])},
         "structured_members": [m for m in family if block_rows[m]["n_blocks"] > 1],
-        "structured_pairs": [f"{a}–{b}" for a, b, n in early.drop_duplicates(["model_a", "model_b"])[
-            ["model_a", "model_b", "n_blocks"]].itertuples(index=False) if n > 1],
+        "structured_pairs": [
+            f"{a}–{b}"
+            for a, b, n in early.drop_duplicates(["model_a", "model_b"])[["model_a", "model_b", "n_blocks"]].itertuples(
+                index=False
+            )
+            if n > 1
+        ],
         "n_member_pairs": int(len(early.drop_duplicates(["model_a", "model_b"]))),
         "outliers": [m for m in family if abs(z[m]) > settings.outlier_z],
         "robust_z": {m: float(v) for m, v in z.items()},
@@ -278,34 +388,56 @@ def analyse_family(tables: Mapping[tuple[str, str], pd.DataFrame], family: Seque
     return ScalingResult(members, pairs, intra, boundaries, summary)
 
 
-def _twin_summary(odd: str, twin: str, family: Sequence[str], architectures: Mapping[str, Architecture], band,
-                  settings: ScalingSettings) -> dict[str, Any]:
+def _twin_summary(
+    odd: str,
+    twin: str,
+    family: Sequence[str],
+    architectures: Mapping[str, Architecture],
+    band,
+    settings: ScalingSettings,
+) -> dict[str, Any]:
     """The off-trend member and its twin against the same other members (the cause of the module docstring)."""
     others = [m for m in family if m != odd]
     odd_value = float(np.mean([band(odd, o) for o in others]))
     twin_value = float(np.mean([band(twin, o) for o in others]))
     with_odd = {m: float(np.mean([band(m, o) for o in family if o != m])) for m in family}
-    with_twin = {(twin if m == odd else m): float(np.mean([band(twin if m == odd else m, twin if o == odd else o)
-                                                          for o in family if o != m])) for m in family}
+    with_twin = {
+        (twin if m == odd else m): float(
+            np.mean([band(twin if m == odd else m, twin if o == odd else o) for o in family if o != m])
+        )
+        for m in family
+    }
     z_odd, z_twin = robust_z(with_odd)[odd], robust_z(with_twin)[twin]
-    return {"off_trend": odd, "twin": twin, "d_head_off_trend": architectures[odd].d_head,
-            "d_head_twin": architectures[twin].d_head, "band_mean_off_trend": odd_value,
-            "band_mean_twin": twin_value, "difference": twin_value - odd_value, "z_off_trend": float(z_odd),
-            "z_twin": float(z_twin), "off_trend_flagged": bool(abs(z_odd) > settings.outlier_z),
-            "twin_flagged": bool(abs(z_twin) > settings.outlier_z), "band_mean_off_trend_vs_twin": band(odd, twin)}
+    return {
+        "off_trend": odd,
+        "twin": twin,
+        "d_head_off_trend": architectures[odd].d_head,
+        "d_head_twin": architectures[twin].d_head,
+        "band_mean_off_trend": odd_value,
+        "band_mean_twin": twin_value,
+        "difference": twin_value - odd_value,
+        "z_off_trend": float(z_odd),
+        "z_twin": float(z_twin),
+        "off_trend_flagged": bool(abs(z_odd) > settings.outlier_z),
+        "twin_flagged": bool(abs(z_twin) > settings.outlier_z),
+        "band_mean_off_trend_vs_twin": band(odd, twin),
+    }
 
 
 def scaling_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
     """MLflow metrics of a summary: ``scaling.intra_vs_size_spearman``, ``scaling.intra_mean.<m>``,
     ``scaling.robust_z.<m>``, ``scaling.early_<depth>_mean`` and per twin ``scaling.twin.<m>.difference`` /
     ``z_off_trend`` / ``z_twin`` (finite values only)."""
-    metrics = {"scaling.intra_vs_size_spearman": summary.get("intra_vs_size_spearman"),
-               "scaling.band_mean_between_members": summary.get("band_mean_between_members")}
+    metrics = {
+        "scaling.intra_vs_size_spearman": summary.get("intra_vs_size_spearman"),
+        "scaling.band_mean_between_members": summary.get("band_mean_between_members"),
+    }
     metrics.update({f"scaling.intra_mean.{m}": v for m, v in (summary.get("intra_mean") or {}).items()})
     metrics.update({f"scaling.robust_z.{m}": v for m, v in (summary.get("robust_z") or {}).items()})
     metrics.update({f"scaling.early_{depth}_mean": v["mean"] for depth, v in (summary.get("early") or {}).items()})
     for twin in summary.get("twins") or []:
         for key in ("difference", "z_off_trend", "z_twin"):
             metrics[f"scaling.twin.{twin['off_trend']}.{key}"] = twin[key]
-    return {key: float(value) for key, value in metrics.items()
-            if isinstance(value, (int, float)) and np.isfinite(value)}
+    return {
+        key: float(value) for key, value in metrics.items() if isinstance(value, (int, float)) and np.isfinite(value)
+    }

@@ -45,8 +45,11 @@ def _section(parameters: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 def _neox_zoo(parameters: Mapping[str, Any], extracted: Collection[str]) -> dict[str, dict[str, Any]]:
     zoo = _section(parameters, "zoo").get("models") or {}
-    return {name: dict(entry) for name, entry in zoo.items()
-            if name in extracted and (entry.get("architecture") or {}).get("model_type") == "gpt_neox"}
+    return {
+        name: dict(entry)
+        for name, entry in zoo.items()
+        if name in extracted and (entry.get("architecture") or {}).get("model_type") == "gpt_neox"
+    }
 
 
 def _twin_candidates(neox: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
@@ -55,9 +58,12 @@ def _twin_candidates(neox: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, s
         rest = {k: v for k, v in entry.items() if k != "architecture"}
         return repr(sorted(arch.items())), repr(sorted(rest.items()))
 
-    return [(a, b) for a, b in combinations(neox, 2)
-            if without_heads(neox[a]) == without_heads(neox[b])
-            and neox[a]["architecture"].get("num_attention_heads") != neox[b]["architecture"].get("num_attention_heads")]
+    return [
+        (a, b)
+        for a, b in combinations(neox, 2)
+        if without_heads(neox[a]) == without_heads(neox[b])
+        and neox[a]["architecture"].get("num_attention_heads") != neox[b]["architecture"].get("num_attention_heads")
+    ]
 
 
 def family_plan(parameters: Mapping[str, Any], extracted: Collection[str]) -> ScalingPlan | None:
@@ -101,8 +107,10 @@ def family_plan(parameters: Mapping[str, Any], extracted: Collection[str]) -> Sc
             raise ScalingConfigError(f"scaling.family needs at least {MIN_MEMBERS} models, got {family}")
     unknown = sorted({*family, *twins, *twins.values()} - set(extracted))
     if unknown:
-        raise ScalingConfigError(f"scaling.family / scaling.twins name model(s) {unknown} that have no activations; "
-                             f"configured models: {sorted(extracted)}")
+        raise ScalingConfigError(
+            f"scaling.family / scaling.twins name model(s) {unknown} that have no activations; "
+            f"configured models: {sorted(extracted)}"
+        )
     stray = sorted(odd for odd in twins if odd not in family)
     if stray:
         raise ScalingConfigError(f"scaling.twins: {stray} must be members of scaling.family ({family})")

@@ -20,18 +20,28 @@ def scaling_figure(result: ScalingResult) -> Figure:
     ax = axes[0, 0]
     ax.plot(family["n_parameters"], family["intra_mean"], "o-", color="tab:blue", label="family")
     for _, row in members.iterrows():
-        ax.annotate(row["model"], (row["n_parameters"], row["intra_mean"]), fontsize=7, xytext=(3, 3),
-                    textcoords="offset points")
+        ax.annotate(
+            row["model"],
+            (row["n_parameters"], row["intra_mean"]),
+            fontsize=7,
+            xytext=(3, 3),
+            textcoords="offset points",
+        )
     twins = members[members["role"] == "twin"]
     if len(twins):
         ax.plot(twins["n_parameters"], twins["intra_mean"], "s", color="tab:orange", label="on-trend twin")
     ax.set_xscale("log")
-    ax.set(xlabel="non-embedding parameters", ylabel="mean off-diagonal intra-model CKA",
-           title="Intra-model similarity vs scale")
+    ax.set(
+        xlabel="non-embedding parameters",
+        ylabel="mean off-diagonal intra-model CKA",
+        title="Intra-model similarity vs scale",
+    )
     ax.legend(fontsize=7)
     ax = axes[0, 1]
-    colours = ["tab:red" if flag else ("tab:orange" if off else "tab:blue")
-               for flag, off in zip(family["outlier"], family["off_trend"])]
+    colours = [
+        "tab:red" if flag else ("tab:orange" if off else "tab:blue")
+        for flag, off in zip(family["outlier"], family["off_trend"])
+    ]
     ax.bar(family["model"], family["band_mean_vs_others"], color=colours)
     for x, (value, z) in enumerate(zip(family["band_mean_vs_others"], family["robust_z"])):
         ax.annotate(f"z={z:.1f}", (x, value), ha="center", fontsize=7, xytext=(0, 2), textcoords="offset points")
@@ -42,15 +52,26 @@ def scaling_figure(result: ScalingResult) -> Figure:
     depths = sorted(result.pairs["relative_depth"].unique())
     names = list(family["model"])
     for depth in depths:
-        rows = result.pairs[(result.pairs["relative_depth"] == depth) & result.pairs["model_a"].isin(names)
-                            & result.pairs["model_b"].isin(names)]
-        ax.errorbar(range(len(rows)), rows["cka"], yerr=[rows["cka"] - rows["ci_low"], rows["ci_high"] - rows["cka"]],
-                    fmt="o", capsize=2, label=f"relative depth {depth:g}")
-    band_rows = result.pairs[result.pairs["model_a"].isin(names) & result.pairs["model_b"].isin(names)
-                             ].drop_duplicates(["model_a", "model_b"])
+        rows = result.pairs[
+            (result.pairs["relative_depth"] == depth)
+            & result.pairs["model_a"].isin(names)
+            & result.pairs["model_b"].isin(names)
+        ]
+        ax.errorbar(
+            range(len(rows)),
+            rows["cka"],
+            yerr=[rows["cka"] - rows["ci_low"], rows["ci_high"] - rows["cka"]],
+            fmt="o",
+            capsize=2,
+            label=f"relative depth {depth:g}",
+        )
+    band_rows = result.pairs[result.pairs["model_a"].isin(names) & result.pairs["model_b"].isin(names)].drop_duplicates(
+        ["model_a", "model_b"]
+    )
     ax.plot(range(len(band_rows)), band_rows["band_mean"], "x", color="grey", label=f"band {low:g}–{high:g} mean")
-    ax.set_xticks(range(len(band_rows)), [f"{a}\n{b}" for a, b in zip(band_rows["model_a"], band_rows["model_b"])],
-                  fontsize=5)
+    ax.set_xticks(
+        range(len(band_rows)), [f"{a}\n{b}" for a, b in zip(band_rows["model_a"], band_rows["model_b"])], fontsize=5
+    )
     ax.set(ylabel="CKA", title="Early layers across scale (every pair of members)")
     ax.legend(fontsize=7)
     ax = axes[1, 1]

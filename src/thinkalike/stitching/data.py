@@ -77,12 +77,14 @@ class TokenSplit:
             return tokens
         ids = _long(tokens, what)
         if ids.ndim != 2 or ids.shape[0] < 1 or ids.shape[1] < 1:
-            raise StitchConfigError(f"{what} must be a non-empty (n_sequences, seq) array, got shape "
-                                    f"{tuple(ids.shape)}")
+            raise StitchConfigError(
+                f"{what} must be a non-empty (n_sequences, seq) array, got shape {tuple(ids.shape)}"
+            )
         mask = torch.ones_like(ids) if attention_mask is None else _long(attention_mask, f"{what} attention mask")
         if mask.shape != ids.shape:
-            raise StitchConfigError(f"{what}: attention mask shape {tuple(mask.shape)} != token shape "
-                                    f"{tuple(ids.shape)}")
+            raise StitchConfigError(
+                f"{what}: attention mask shape {tuple(mask.shape)} != token shape {tuple(ids.shape)}"
+            )
         if labels is not None:
             labels = _long(labels, f"{what} labels").reshape(-1)
             if labels.shape[0] != ids.shape[0]:
@@ -99,16 +101,19 @@ class TokenSplit:
     def subset(self, index) -> TokenSplit:
         """The sequences at ``index`` (array of positions)."""
         index = torch.as_tensor(np.asarray(index), dtype=torch.long)
-        return TokenSplit(self.input_ids[index], self.attention_mask[index],
-                          None if self.labels is None else self.labels[index])
+        return TokenSplit(
+            self.input_ids[index], self.attention_mask[index], None if self.labels is None else self.labels[index]
+        )
 
     def row_keys(self) -> list[bytes]:
         """One hashable key per sequence: its real tokens (padding ignored) and label."""
         ids = self.input_ids.numpy()
         mask = self.attention_mask.numpy().astype(bool)
         labels = None if self.labels is None else self.labels.numpy()
-        return [ids[i][mask[i]].tobytes() + (b"" if labels is None else b"|" + labels[i].tobytes())
-                for i in range(len(self))]
+        return [
+            ids[i][mask[i]].tobytes() + (b"" if labels is None else b"|" + labels[i].tobytes())
+            for i in range(len(self))
+        ]
 
 
 def split_indices(split: TokenSplit, *, eval_fraction: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -119,8 +124,10 @@ def split_indices(split: TokenSplit, *, eval_fraction: float = 0.2, seed: int = 
     keys = split.row_keys()
     distinct = sorted(set(keys))
     if len(distinct) < 2:
-        raise StitchConfigError(f"cannot split {len(split)} sequences with {len(distinct)} distinct one(s) into "
-                                "disjoint training and evaluation sets")
+        raise StitchConfigError(
+            f"cannot split {len(split)} sequences with {len(distinct)} distinct one(s) into "
+            "disjoint training and evaluation sets"
+        )
     order = np.random.default_rng(seed).permutation(len(distinct))
     n_eval = min(len(distinct) - 1, max(1, round(eval_fraction * len(distinct))))
     held = {distinct[i] for i in order[:n_eval]}
@@ -128,8 +135,9 @@ def split_indices(split: TokenSplit, *, eval_fraction: float = 0.2, seed: int = 
     return np.flatnonzero(~is_eval), np.flatnonzero(is_eval)
 
 
-def split_tokens(tokens, attention_mask=None, labels=None, *, eval_fraction: float = 0.2,
-                 seed: int = 0) -> tuple[TokenSplit, TokenSplit]:
+def split_tokens(
+    tokens, attention_mask=None, labels=None, *, eval_fraction: float = 0.2, seed: int = 0
+) -> tuple[TokenSplit, TokenSplit]:
     """Disjoint ``(train, eval)`` splits of a corpus (:func:`split_indices`)."""
     split = TokenSplit.of(tokens, attention_mask, labels)
     train, evaluation = split_indices(split, eval_fraction=eval_fraction, seed=seed)
@@ -141,9 +149,11 @@ def check_disjoint(train: TokenSplit, evaluation: TokenSplit) -> None:
     seen = set(train.row_keys())
     shared = sum(key in seen for key in evaluation.row_keys())
     if shared:
-        raise StitchConfigError(f"the evaluation tokens must be disjoint from the training tokens: {shared} of "
-                                f"{len(evaluation)} evaluation sequences also occur in the training split "
-                                "(split_tokens makes disjoint splits)")
+        raise StitchConfigError(
+            f"the evaluation tokens must be disjoint from the training tokens: {shared} of "
+            f"{len(evaluation)} evaluation sequences also occur in the training split "
+            "(split_tokens makes disjoint splits)"
+        )
 
 
 # --------------------------------------------------------------------------- objectives
@@ -166,14 +176,18 @@ def masking_tokens(g: ModelHandle, masking: MaskingTokens | None) -> MaskingToke
         return masking
     tokenizer = g.tokenizer
     if tokenizer is None or getattr(tokenizer, "mask_token_id", None) is None:
-        raise StitchConfigError(f"the masked objective needs g's mask token: model {g.name!r} has no tokenizer with "
-                                "a mask token; pass masking=MaskingTokens(...)")
-    return MaskingTokens(mask_id=int(tokenizer.mask_token_id), special_ids=tuple(tokenizer.all_special_ids),
-                         vocab_size=len(tokenizer))
+        raise StitchConfigError(
+            f"the masked objective needs g's mask token: model {g.name!r} has no tokenizer with "
+            "a mask token; pass masking=MaskingTokens(...)"
+        )
+    return MaskingTokens(
+        mask_id=int(tokenizer.mask_token_id), special_ids=tuple(tokenizer.all_special_ids), vocab_size=len(tokenizer)
+    )
 
 
-def excluded_target_ids(f: ModelHandle | None, g: ModelHandle, exclude: bool,
-                        special_ids: Iterable[int] | None = None) -> frozenset[int]:
+def excluded_target_ids(
+    f: ModelHandle | None, g: ModelHandle, exclude: bool, special_ids: Iterable[int] | None = None
+) -> frozenset[int]:
     """The token ids that are never scored as targets: none when ``exclude`` is false; else ``special_ids`` when
     given, else the special tokens of g's tokenizer (f's when g has none; the two read the same token stream)
     by :func:`thinkalike.language.packing.special_token_ids` — the rule that marks ``is_special`` for CKA
@@ -195,9 +209,15 @@ def _drop_ids(targets: torch.Tensor, ids: torch.Tensor, exclude_ids: frozenset[i
     return targets.masked_fill(excluded, IGNORE)
 
 
-def targets_for(split: TokenSplit, objective: str, *, masking: MaskingTokens | None = None,
-                mask_probability: float = 0.15, seed: int = 0,
-                exclude_ids: frozenset[int] = frozenset()) -> tuple[torch.Tensor, torch.Tensor]:
+def targets_for(
+    split: TokenSplit,
+    objective: str,
+    *,
+    masking: MaskingTokens | None = None,
+    mask_probability: float = 0.15,
+    seed: int = 0,
+    exclude_ids: frozenset[int] = frozenset(),
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(model input ids, targets)`` of a split: ``causal`` — the ids, and the ids with ``IGNORE`` at padding
     and at the tokens of ``exclude_ids`` (the loss shifts them: position t is scored against target t+1);
     ``masked`` — the corrupted ids and the original ids at the selected real positions that are not in
@@ -244,8 +264,9 @@ def loss_sum(logits: torch.Tensor, targets: torch.Tensor, objective: str) -> tor
         scored = torch.cat([targets[:, 1:], targets.new_full((targets.shape[0], 1), IGNORE)], dim=1)
     else:
         scored = targets
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), scored.reshape(-1),
-                           ignore_index=IGNORE, reduction="sum")
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]).float(), scored.reshape(-1), ignore_index=IGNORE, reduction="sum"
+    )
 
 
 def logits_fit(logits: torch.Tensor, targets: torch.Tensor, objective: str) -> bool:
@@ -278,19 +299,34 @@ class PreparedSplit:
         return self.features[index], self.input_ids[index], self.attention_mask[index], self.targets[index]
 
 
-def layer_features(handle: ModelHandle, layer: int, input_ids: torch.Tensor, attention_mask: torch.Tensor, *,
-                   batch_size: int = 32, device: torch.device | str | None = None,
-                   dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def layer_features(
+    handle: ModelHandle,
+    layer: int,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    *,
+    batch_size: int = 32,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
     """The residual stream after ``layer`` (0 = embeddings) for every sequence, ``(n, seq, d_model)`` in
     ``dtype`` on ``device`` (default: the handle's), computed once under ``no_grad``. Raises ``ValueError``
     naming the model and layer if it holds NaN/Inf."""
-    return layers_features(handle, [layer], input_ids, attention_mask, batch_size=batch_size, device=device,
-                           dtype=dtype)[layer]
+    return layers_features(
+        handle, [layer], input_ids, attention_mask, batch_size=batch_size, device=device, dtype=dtype
+    )[layer]
 
 
-def layers_features(handle: ModelHandle, layers: Iterable[int], input_ids: torch.Tensor,
-                    attention_mask: torch.Tensor, *, batch_size: int = 32, device: torch.device | str | None = None,
-                    dtype: torch.dtype = torch.float32) -> dict[int, torch.Tensor]:
+def layers_features(
+    handle: ModelHandle,
+    layers: Iterable[int],
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    *,
+    batch_size: int = 32,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> dict[int, torch.Tensor]:
     """:func:`layer_features` of several layers from one pass over the sequences (each batch's residual streams
     hold every layer): ``{layer: (n, seq, d_model)}``."""
     layers = sorted(set(int(layer) for layer in layers))
@@ -301,15 +337,17 @@ def layers_features(handle: ModelHandle, layers: Iterable[int], input_ids: torch
     out = {layer: torch.empty((*input_ids.shape, handle.d_model), dtype=dtype, device=device) for layer in layers}
     with torch.no_grad():
         for start in range(0, input_ids.shape[0], batch_size):
-            ids = input_ids[start:start + batch_size].to(handle.device)
-            mask = attention_mask[start:start + batch_size].to(handle.device)
+            ids = input_ids[start : start + batch_size].to(handle.device)
+            mask = attention_mask[start : start + batch_size].to(handle.device)
             streams = handle.residual_streams(ids, mask)
             for layer in layers:
                 stream = streams[layer]
                 if not bool(torch.isfinite(stream).all()):
-                    raise ValueError(f"model {handle.name!r}: NaN/Inf in the residual stream after layer {layer} "
-                                     f"(sequences {start}..{start + ids.shape[0] - 1})")
-                out[layer][start:start + ids.shape[0]] = stream.to(device=device, dtype=dtype)
+                    raise ValueError(
+                        f"model {handle.name!r}: NaN/Inf in the residual stream after layer {layer} "
+                        f"(sequences {start}..{start + ids.shape[0] - 1})"
+                    )
+                out[layer][start : start + ids.shape[0]] = stream.to(device=device, dtype=dtype)
     return out
 
 
@@ -354,12 +392,16 @@ def token_stream_mismatch(f: ModelHandle, g: ModelHandle) -> str | None:
     if tf is not None and tg is not None:
         if tf is tg or _tokenizer_fingerprint(tf) == _tokenizer_fingerprint(tg):
             return None
-        return (f"model {f.name!r} and model {g.name!r} use different tokenizers (vocabulary sizes {len(tf)} and "
-                f"{len(tg)}); stitching needs the same token stream")
+        return (
+            f"model {f.name!r} and model {g.name!r} use different tokenizers (vocabulary sizes {len(tf)} and "
+            f"{len(tg)}); stitching needs the same token stream"
+        )
     vf, vg = f.embedding_matrix().shape[0], g.embedding_matrix().shape[0]
     if vf != vg:
-        return (f"model {f.name!r} and model {g.name!r} have different vocabularies ({vf} and {vg} input tokens); "
-                "stitching needs the same token stream")
+        return (
+            f"model {f.name!r} and model {g.name!r} have different vocabularies ({vf} and {vg} input tokens); "
+            "stitching needs the same token stream"
+        )
     return None
 
 
@@ -367,8 +409,9 @@ def check_features(features: torch.Tensor, split: TokenSplit, d_model: int, what
     """``features`` if shaped ``(n, seq, d_model)`` for ``split`` and finite, else :class:`StitchConfigError`."""
     expected = (len(split), split.seq_len, d_model)
     if tuple(features.shape) != expected:
-        raise StitchConfigError(f"{what} have shape {tuple(features.shape)}, expected {expected} "
-                                "(sequences, positions, f's d_model)")
+        raise StitchConfigError(
+            f"{what} have shape {tuple(features.shape)}, expected {expected} (sequences, positions, f's d_model)"
+        )
     if not bool(torch.isfinite(features).all()):
         raise StitchConfigError(f"{what} hold NaN/Inf")
     return features

@@ -55,8 +55,9 @@ class BatchLosses:
         return float(self.sums.sum() / total) if total else float("nan")
 
 
-def batch_losses(logits_fn: LogitsFn, split: PreparedSplit, objective: str, batch_size: int,
-                 max_batches: int | None = None) -> BatchLosses:
+def batch_losses(
+    logits_fn: LogitsFn, split: PreparedSplit, objective: str, batch_size: int, max_batches: int | None = None
+) -> BatchLosses:
     """Per-batch summed loss of ``logits_fn(features, input_ids, attention_mask)`` over consecutive batches of
     ``split`` (the first ``max_batches`` only, if given), under ``no_grad``."""
     sums, counts = [], []
@@ -72,17 +73,32 @@ def batch_losses(logits_fn: LogitsFn, split: PreparedSplit, objective: str, batc
     return BatchLosses(torch.stack(sums).double().cpu().numpy(), torch.stack(counts).cpu().numpy())
 
 
-def stitched_batch_losses(phi: StitchLayer, g: ModelHandle, layer_g: int, split: PreparedSplit, objective: str,
-                          batch_size: int, max_batches: int | None = None) -> BatchLosses:
+def stitched_batch_losses(
+    phi: StitchLayer,
+    g: ModelHandle,
+    layer_g: int,
+    split: PreparedSplit,
+    objective: str,
+    batch_size: int,
+    max_batches: int | None = None,
+) -> BatchLosses:
     """Per-batch losses of the stitched model (φ in eval mode)."""
     phi.eval()
-    return batch_losses(lambda x, ids, mask: stitched_logits(phi, g, layer_g, x, ids, mask), split, objective,
-                        batch_size, max_batches)
+    return batch_losses(
+        lambda x, ids, mask: stitched_logits(phi, g, layer_g, x, ids, mask), split, objective, batch_size, max_batches
+    )
 
 
-def lockstep_batch_losses(phis: Sequence[StitchLayer], g: ModelHandle, layer_g: int, split: PreparedSplit,
-                          objective: str, batch_size: int, max_batches: int | None = None,
-                          fuse: bool = True) -> list[BatchLosses]:
+def lockstep_batch_losses(
+    phis: Sequence[StitchLayer],
+    g: ModelHandle,
+    layer_g: int,
+    split: PreparedSplit,
+    objective: str,
+    batch_size: int,
+    max_batches: int | None = None,
+    fuse: bool = True,
+) -> list[BatchLosses]:
     """:func:`stitched_batch_losses` of several φ's of one stitch (its φ seeds) on the same batches; ``fuse``: g's
     tail run once per batch on the φ's outputs concatenated along the batch (``len(phis) × batch_size`` rows;
     rows do not interact, so each φ's losses are its own, to float round-off). Unfused, or with one φ, exactly
@@ -100,8 +116,9 @@ def lockstep_batch_losses(phis: Sequence[StitchLayer], g: ModelHandle, layer_g: 
             index = torch.arange(start, min(start + batch_size, len(split)), device=split.input_ids.device)
             features, ids, mask, targets = split.batch(index)
             count = len(phis)
-            logits = g.logits_from_layer(torch.cat([phi(features) for phi in phis]), layer_g, ids.repeat(count, 1),
-                                         mask.repeat(count, 1)).split(len(index))
+            logits = g.logits_from_layer(
+                torch.cat([phi(features) for phi in phis]), layer_g, ids.repeat(count, 1), mask.repeat(count, 1)
+            ).split(len(index))
             for which, part in enumerate(logits):
                 sums[which].append(loss_sum(part, targets, objective))
             counts.append(target_count(targets, objective))
@@ -109,12 +126,18 @@ def lockstep_batch_losses(phis: Sequence[StitchLayer], g: ModelHandle, layer_g: 
     return [BatchLosses(torch.stack(values).double().cpu().numpy(), counted) for values in sums]
 
 
-def own_batch_losses(handle: ModelHandle, split: PreparedSplit, objective: str, batch_size: int,
-                     max_batches: int | None = None) -> BatchLosses:
+def own_batch_losses(
+    handle: ModelHandle, split: PreparedSplit, objective: str, batch_size: int, max_batches: int | None = None
+) -> BatchLosses:
     """Per-batch losses of ``handle``'s own plain forward pass on the split's inputs and targets."""
     device = handle.device
-    return batch_losses(lambda _x, ids, mask: handle.logits(ids.to(device), mask.to(device)).to(split.targets.device),
-                        split, objective, batch_size, max_batches)
+    return batch_losses(
+        lambda _x, ids, mask: handle.logits(ids.to(device), mask.to(device)).to(split.targets.device),
+        split,
+        objective,
+        batch_size,
+        max_batches,
+    )
 
 
 def own_loss_unavailable(handle: ModelHandle, split: PreparedSplit, objective: str) -> str | None:
@@ -133,8 +156,9 @@ def own_loss_unavailable(handle: ModelHandle, split: PreparedSplit, objective: s
     return None
 
 
-def paired_bootstrap_ci(stitched: BatchLosses, own: BatchLosses, *, n_bootstrap: int = 1000, level: float = 0.95,
-                        seed: int = 0) -> tuple[float, float]:
+def paired_bootstrap_ci(
+    stitched: BatchLosses, own: BatchLosses, *, n_bootstrap: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """Percentile interval of ``P = Σ (S_b − G_b) / Σ n_b`` over batch resamples (module docstring)."""
     diff = stitched.sums - own.sums
     counts = stitched.counts.astype(np.float64)
@@ -169,10 +193,21 @@ class StitchEvaluation:
     f_loss_note: str = ""
 
 
-def evaluate_stitch(phi: StitchLayer, f: ModelHandle, g: ModelHandle, layer_g: int, split: PreparedSplit,
-                    objective: str, *, batch_size: int = 32, n_bootstrap: int = 1000, level: float = 0.95,
-                    seed: int = 0, g_own: BatchLosses | None = None,
-                    f_own: tuple[BatchLosses | None, str] | None = None) -> StitchEvaluation:
+def evaluate_stitch(
+    phi: StitchLayer,
+    f: ModelHandle,
+    g: ModelHandle,
+    layer_g: int,
+    split: PreparedSplit,
+    objective: str,
+    *,
+    batch_size: int = 32,
+    n_bootstrap: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    g_own: BatchLosses | None = None,
+    f_own: tuple[BatchLosses | None, str] | None = None,
+) -> StitchEvaluation:
     """Evaluates φ on ``split`` (f's features already in it): stitched, g's and f's own losses, penalty, CI.
     ``g_own``: g's per-batch losses on this split if already computed; ``f_own``: :func:`own_losses_or_note`
     of f on this split if already computed (neither depends on φ or the layers)."""
@@ -181,19 +216,33 @@ def evaluate_stitch(phi: StitchLayer, f: ModelHandle, g: ModelHandle, layer_g: i
         g_own = own_batch_losses(g, split, objective, batch_size)
     f_losses, note = own_losses_or_note(f, split, objective, batch_size) if f_own is None else f_own
     low, high = paired_bootstrap_ci(stitched, g_own, n_bootstrap=n_bootstrap, level=level, seed=seed)
-    per_batch = pd.DataFrame({"batch": np.arange(len(stitched.counts)), "n_targets": stitched.counts,
-                              "stitched_sum": stitched.sums, "g_sum": g_own.sums,
-                              "f_sum": f_losses.sums if f_losses is not None else np.nan})
+    per_batch = pd.DataFrame(
+        {
+            "batch": np.arange(len(stitched.counts)),
+            "n_targets": stitched.counts,
+            "stitched_sum": stitched.sums,
+            "g_sum": g_own.sums,
+            "f_sum": f_losses.sums if f_losses is not None else np.nan,
+        }
+    )
     return StitchEvaluation(
-        stitched_loss=stitched.mean, g_loss=g_own.mean,
+        stitched_loss=stitched.mean,
+        g_loss=g_own.mean,
         f_loss=f_losses.mean if f_losses is not None else float("nan"),
         penalty=float((stitched.sums - g_own.sums).sum() / max(int(stitched.counts.sum()), 1)),
-        penalty_ci_low=low, penalty_ci_high=high, ci_level=level, n_batches=len(stitched.counts),
-        n_targets=int(stitched.counts.sum()), per_batch=per_batch, f_loss_note=note or "")
+        penalty_ci_low=low,
+        penalty_ci_high=high,
+        ci_level=level,
+        n_batches=len(stitched.counts),
+        n_targets=int(stitched.counts.sum()),
+        per_batch=per_batch,
+        f_loss_note=note or "",
+    )
 
 
-def own_losses_or_note(handle: ModelHandle, split: PreparedSplit, objective: str,
-                       batch_size: int) -> tuple[BatchLosses | None, str]:
+def own_losses_or_note(
+    handle: ModelHandle, split: PreparedSplit, objective: str, batch_size: int
+) -> tuple[BatchLosses | None, str]:
     """``(handle's own per-batch losses, "")``, or ``(None, why not)`` (:func:`own_loss_unavailable`)."""
     note = own_loss_unavailable(handle, split, objective)
     return (None, note) if note else (own_batch_losses(handle, split, objective, batch_size), "")
@@ -214,8 +263,10 @@ def batch_correct(logits_fn: LogitsFn, split: PreparedSplit, batch_size: int) ->
             features, ids, mask, targets = split.batch(index)
             logits = logits_fn(features, ids, mask)
             if logits.ndim != 2 or tuple(targets.shape) != (logits.shape[0],):
-                raise ValueError(f"accuracy needs (batch, n_classes) logits and one label per sequence, got logits "
-                                 f"{tuple(logits.shape)} and labels {tuple(targets.shape)}")
+                raise ValueError(
+                    f"accuracy needs (batch, n_classes) logits and one label per sequence, got logits "
+                    f"{tuple(logits.shape)} and labels {tuple(targets.shape)}"
+                )
             sums.append((logits.argmax(dim=-1) == targets.to(logits.device)).sum())
             counts.append(torch.tensor(int(targets.shape[0])))
     return BatchLosses(torch.stack(sums).double().cpu().numpy(), torch.stack(counts).cpu().numpy())
@@ -244,9 +295,18 @@ class StitchAccuracy:
     n_sequences: int
 
 
-def evaluate_stitch_accuracy(phi: StitchLayer, g: ModelHandle, layer_g: int, split: PreparedSplit, *,
-                             batch_size: int = 32, n_bootstrap: int = 1000, level: float = 0.95, seed: int = 0,
-                             g_correct: BatchLosses | None = None) -> StitchAccuracy:
+def evaluate_stitch_accuracy(
+    phi: StitchLayer,
+    g: ModelHandle,
+    layer_g: int,
+    split: PreparedSplit,
+    *,
+    batch_size: int = 32,
+    n_bootstrap: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    g_correct: BatchLosses | None = None,
+) -> StitchAccuracy:
     """Accuracy of ``g_{>m} ∘ φ ∘ f_{≤l}`` (f's features already in ``split``, label targets) against g's own, the
     accuracy penalty and its CI (:class:`StitchAccuracy`). ``g_correct``: g's per-batch correct counts on this
     split (same ``batch_size``) if already computed — they do not depend on f or the layer."""
@@ -255,10 +315,19 @@ def evaluate_stitch_accuracy(phi: StitchLayer, g: ModelHandle, layer_g: int, spl
     if g_correct is None:
         g_correct = own_batch_correct(g, split, batch_size)
     if len(g_correct.counts) != len(stitched.counts) or not np.array_equal(g_correct.counts, stitched.counts):
-        raise ValueError("g's correct counts were computed on other batches than the stitched model's "
-                         f"({len(g_correct.counts)} vs {len(stitched.counts)} batches)")
+        raise ValueError(
+            "g's correct counts were computed on other batches than the stitched model's "
+            f"({len(g_correct.counts)} vs {len(stitched.counts)} batches)"
+        )
     low, high = paired_bootstrap_ci(g_correct, stitched, n_bootstrap=n_bootstrap, level=level, seed=seed)
     n = int(stitched.counts.sum())
-    return StitchAccuracy(stitched_accuracy=stitched.mean, g_accuracy=g_correct.mean,
-                          penalty=float((g_correct.sums - stitched.sums).sum() / max(n, 1)), penalty_ci_low=low,
-                          penalty_ci_high=high, ci_level=level, n_batches=len(stitched.counts), n_sequences=n)
+    return StitchAccuracy(
+        stitched_accuracy=stitched.mean,
+        g_accuracy=g_correct.mean,
+        penalty=float((g_correct.sums - stitched.sums).sum() / max(n, 1)),
+        penalty_ci_low=low,
+        penalty_ci_high=high,
+        ci_level=level,
+        n_batches=len(stitched.counts),
+        n_sequences=n,
+    )

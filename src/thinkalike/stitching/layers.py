@@ -69,8 +69,9 @@ def resolve_init(kind: str, init: str, d_in: int, d_out: int) -> str:
     if init == "auto":
         return "identity" if kind == "affine" and d_in == d_out else "lstsq"
     if init == "identity" and d_in != d_out:
-        raise StitchConfigError(f"init 'identity' needs equal widths, got d_model {d_in} (f) and {d_out} (g); "
-                                "use init 'lstsq' or 'auto'")
+        raise StitchConfigError(
+            f"init 'identity' needs equal widths, got d_model {d_in} (f) and {d_out} (g); use init 'lstsq' or 'auto'"
+        )
     return init
 
 
@@ -105,8 +106,10 @@ class IdentityStitch(StitchLayer):
     def __init__(self, d_in: int, d_out: int | None = None) -> None:
         d_out = d_in if d_out is None else d_out
         if d_in != d_out:
-            raise StitchConfigError(f"identity stitching needs equal widths, got d_model {d_in} (f) and "
-                                    f"{d_out} (g); use kind 'affine' or 'affine_ln'")
+            raise StitchConfigError(
+                f"identity stitching needs equal widths, got d_model {d_in} (f) and "
+                f"{d_out} (g); use kind 'affine' or 'affine_ln'"
+            )
         super().__init__(d_in, d_out)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
@@ -151,8 +154,10 @@ class AffineStitch(StitchLayer):
     def set_initial_map(self, weight: torch.Tensor, bias: torch.Tensor) -> None:
         """Sets ``(W₀, b₀)`` and resets the deltas to zero."""
         if tuple(weight.shape) != (self.d_out, self.d_in) or tuple(bias.shape) != (self.d_out,):
-            raise ValueError(f"initial map of shapes {tuple(weight.shape)}, {tuple(bias.shape)} for a "
-                             f"{self.d_in} -> {self.d_out} stitch")
+            raise ValueError(
+                f"initial map of shapes {tuple(weight.shape)}, {tuple(bias.shape)} for a "
+                f"{self.d_in} -> {self.d_out} stitch"
+            )
         with torch.no_grad():
             self.initial_weight.copy_(weight)
             self.initial_bias.copy_(bias)
@@ -184,8 +189,9 @@ def build_stitch_layer(kind: str, d_in: int, d_out: int, *, eps: float = LN_EPS)
 
 def load_stitch_layer(config: Mapping[str, Any], state_dict: Mapping[str, torch.Tensor]) -> StitchLayer:
     """Rebuilds a φ saved as ``(layer.config(), layer.state_dict())`` (strict)."""
-    layer = build_stitch_layer(config["kind"], int(config["d_in"]), int(config["d_out"]),
-                               eps=float(config.get("eps", LN_EPS)))
+    layer = build_stitch_layer(
+        config["kind"], int(config["d_in"]), int(config["d_out"]), eps=float(config.get("eps", LN_EPS))
+    )
     layer.load_state_dict(dict(state_dict), strict=True)
     return layer
 

@@ -31,8 +31,9 @@ def stitch_key(layer_f: int, layer_g: int, kind: str, phi_seed: int = 0) -> str:
     return f"l{int(layer_f)}_m{int(layer_g)}{seed}.{kind}"
 
 
-def pack_stitches(results: Iterable[StitchResult], f: str, g: str, *,
-                  excluded_target_ids: Iterable[int] | None = None) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+def pack_stitches(
+    results: Iterable[StitchResult], f: str, g: str, *, excluded_target_ids: Iterable[int] | None = None
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """``(state, config)`` of the stitches of f → g, every φ seed of each (module docstring). All results must
     share one settings. ``excluded_target_ids``: the ids left out of the targets, recorded for re-evaluation."""
     state: dict[str, torch.Tensor] = {}
@@ -50,9 +51,15 @@ def pack_stitches(results: Iterable[StitchResult], f: str, g: str, *,
             raise ValueError(f"stitch {key!r} of {f!r} -> {g!r} twice")
         if result.kind != "identity" and result.phi_seed not in seeds:
             seeds.append(int(result.phi_seed))
-        stitches[key] = {"layer_f": result.layer_f, "layer_g": result.layer_g, "kind": result.kind,
-                         "init": result.init, "objective": result.objective, "phi_seed": int(result.phi_seed),
-                         "phi": dict(result.phi_config)}
+        stitches[key] = {
+            "layer_f": result.layer_f,
+            "layer_g": result.layer_g,
+            "kind": result.kind,
+            "init": result.init,
+            "objective": result.objective,
+            "phi_seed": int(result.phi_seed),
+            "phi": dict(result.phi_config),
+        }
         state.update({f"{key}.{name}": tensor.detach().cpu().contiguous() for name, tensor in result.phi_state.items()})
     config = {"f": f, "g": g, "settings": settings or {}, "phi_seeds": seeds, "stitches": stitches}
     if excluded_target_ids is not None:
@@ -60,15 +67,22 @@ def pack_stitches(results: Iterable[StitchResult], f: str, g: str, *,
     return state, config
 
 
-def unpack_stitch(state: Mapping[str, torch.Tensor], config: Mapping[str, Any], layer_f: int, layer_g: int,
-                  kind: str, phi_seed: int = 0) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+def unpack_stitch(
+    state: Mapping[str, torch.Tensor],
+    config: Mapping[str, Any],
+    layer_f: int,
+    layer_g: int,
+    kind: str,
+    phi_seed: int = 0,
+) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     """``(phi_config, phi_state)`` of one saved stitch (φ seed ``phi_seed``); :class:`StitchConfigError` listing
     the saved ones if absent."""
     key = stitch_key(layer_f, layer_g, kind, phi_seed)
     stitches = config.get("stitches", {})
     if key not in stitches:
-        raise StitchConfigError(f"no saved stitch {key!r} of {config.get('f')!r} -> {config.get('g')!r}; saved: "
-                                f"{sorted(stitches)}")
+        raise StitchConfigError(
+            f"no saved stitch {key!r} of {config.get('f')!r} -> {config.get('g')!r}; saved: {sorted(stitches)}"
+        )
     prefix = f"{key}."
-    phi_state = {name[len(prefix):]: tensor for name, tensor in state.items() if name.startswith(prefix)}
+    phi_state = {name[len(prefix) :]: tensor for name, tensor in state.items() if name.startswith(prefix)}
     return dict(stitches[key]["phi"]), phi_state

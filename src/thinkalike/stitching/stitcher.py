@@ -85,10 +85,34 @@ CURVE_VALUES: tuple[str, ...] = ("train_loss", "lr", "heldout_loss", "heldout_pe
 
 #: Columns of :meth:`StitchResult.row` (the penalty table), in order.
 ROW_FIELDS: tuple[str, ...] = (
-    "f", "g", "f_spec", "g_spec", "layer_f", "layer_g", "kind", "init", "objective",
-    "stitched_loss", "g_loss", "f_loss", "penalty", "penalty_ci_low", "penalty_ci_high", "ci_level",
-    "initial_heldout_penalty", "final_train_loss", "n_eval_batches", "n_targets", "exclude_special_targets",
-    "phi_seed", "n_train_sequences", "steps", "warmup_steps", "lr_scale", "tokens_per_step", "seconds",
+    "f",
+    "g",
+    "f_spec",
+    "g_spec",
+    "layer_f",
+    "layer_g",
+    "kind",
+    "init",
+    "objective",
+    "stitched_loss",
+    "g_loss",
+    "f_loss",
+    "penalty",
+    "penalty_ci_low",
+    "penalty_ci_high",
+    "ci_level",
+    "initial_heldout_penalty",
+    "final_train_loss",
+    "n_eval_batches",
+    "n_targets",
+    "exclude_special_targets",
+    "phi_seed",
+    "n_train_sequences",
+    "steps",
+    "warmup_steps",
+    "lr_scale",
+    "tokens_per_step",
+    "seconds",
     "f_loss_note",
 )
 
@@ -98,19 +122,24 @@ def describe_pair(f: ModelHandle, g: ModelHandle, layer_f: int, layer_g: int, ki
     return f"{f.name!r}@{layer_f} -> {g.name!r}@{layer_g} ({kind})"
 
 
-def check_stitch(f: ModelHandle, g: ModelHandle, layer_f: int, layer_g: int, kind: str,
-                 settings: StitchSettings | None = None) -> str:
+def check_stitch(
+    f: ModelHandle, g: ModelHandle, layer_f: int, layer_g: int, kind: str, settings: StitchSettings | None = None
+) -> str:
     """Raises :class:`StitchConfigError` for a stitch that cannot run; returns the initialisation it will use.
     Cheap (no forward pass): a pipeline can validate its whole configuration with it first."""
     settings = settings or StitchSettings()
     check_kind(kind)
     for handle, layer, which in ((f, layer_f, "f"), (g, layer_g, "g")):
         if isinstance(layer, bool) or int(layer) != layer or not 0 <= layer <= handle.n_layers:
-            raise StitchConfigError(f"stitching layer {layer!r} of {which} = model {handle.name!r} is out of range "
-                                    f"0..{handle.n_layers} (0 = embeddings, {handle.n_layers} = its last block)")
+            raise StitchConfigError(
+                f"stitching layer {layer!r} of {which} = model {handle.name!r} is out of range "
+                f"0..{handle.n_layers} (0 = embeddings, {handle.n_layers} = its last block)"
+            )
     if kind == "identity" and f.d_model != g.d_model:
-        raise StitchConfigError(f"identity stitching needs equal widths: model {f.name!r} has d_model {f.d_model}, "
-                                f"model {g.name!r} has d_model {g.d_model}; use kind 'affine' or 'affine_ln'")
+        raise StitchConfigError(
+            f"identity stitching needs equal widths: model {f.name!r} has d_model {f.d_model}, "
+            f"model {g.name!r} has d_model {g.d_model}; use kind 'affine' or 'affine_ln'"
+        )
     mismatch = token_stream_mismatch(f, g)
     if mismatch:
         raise StitchConfigError(mismatch)
@@ -177,37 +206,64 @@ class StitchResult:
         ev = self.evaluation
         trained = self.curve[self.curve["step"] > 0] if len(self.curve) else self.curve
         values = {
-            "f": self.f, "g": self.g, "f_spec": self.f_spec, "g_spec": self.g_spec,
-            "layer_f": self.layer_f, "layer_g": self.layer_g, "kind": self.kind, "init": self.init,
-            "objective": self.objective, "stitched_loss": ev.stitched_loss, "g_loss": ev.g_loss,
-            "f_loss": ev.f_loss, "penalty": ev.penalty, "penalty_ci_low": ev.penalty_ci_low,
-            "penalty_ci_high": ev.penalty_ci_high, "ci_level": ev.ci_level,
+            "f": self.f,
+            "g": self.g,
+            "f_spec": self.f_spec,
+            "g_spec": self.g_spec,
+            "layer_f": self.layer_f,
+            "layer_g": self.layer_g,
+            "kind": self.kind,
+            "init": self.init,
+            "objective": self.objective,
+            "stitched_loss": ev.stitched_loss,
+            "g_loss": ev.g_loss,
+            "f_loss": ev.f_loss,
+            "penalty": ev.penalty,
+            "penalty_ci_low": ev.penalty_ci_low,
+            "penalty_ci_high": ev.penalty_ci_high,
+            "ci_level": ev.ci_level,
             "initial_heldout_penalty": float(self.curve["heldout_penalty"].iloc[0]) if len(self.curve) else np.nan,
             "final_train_loss": float(trained["train_loss"].iloc[-1]) if len(trained) else np.nan,
-            "n_eval_batches": ev.n_batches, "n_targets": ev.n_targets,
-            "exclude_special_targets": self.settings.exclude_special_targets, "phi_seed": self.phi_seed,
+            "n_eval_batches": ev.n_batches,
+            "n_targets": ev.n_targets,
+            "exclude_special_targets": self.settings.exclude_special_targets,
+            "phi_seed": self.phi_seed,
             "n_train_sequences": self.n_train_sequences,
             "steps": self.settings.steps if self.kind != "identity" else 0,
-            "warmup_steps": self.settings.warmup_steps, "lr_scale": self.settings.lr_scale,
-            "tokens_per_step": self.tokens_per_step, "seconds": self.seconds, "f_loss_note": ev.f_loss_note,
+            "warmup_steps": self.settings.warmup_steps,
+            "lr_scale": self.settings.lr_scale,
+            "tokens_per_step": self.tokens_per_step,
+            "seconds": self.seconds,
+            "f_loss_note": ev.f_loss_note,
         }
         return {key: values[key] for key in ROW_FIELDS}
 
 
-def prepare_split(f: ModelHandle, layer_f: int, split: TokenSplit, objective: str, settings: StitchSettings, *,
-                  device: torch.device, masking: MaskingTokens | None, seed: int,
-                  features: torch.Tensor | None = None, what: str = "tokens",
-                  batch_size: int | None = None, exclude_ids: frozenset[int] = frozenset()) -> PreparedSplit:
+def prepare_split(
+    f: ModelHandle,
+    layer_f: int,
+    split: TokenSplit,
+    objective: str,
+    settings: StitchSettings,
+    *,
+    device: torch.device,
+    masking: MaskingTokens | None,
+    seed: int,
+    features: torch.Tensor | None = None,
+    what: str = "tokens",
+    batch_size: int | None = None,
+    exclude_ids: frozenset[int] = frozenset(),
+) -> PreparedSplit:
     """Model inputs, targets (none at the tokens of ``exclude_ids``) and f's features after ``layer_f`` for
     ``split``, on ``device``, computed in batches of ``batch_size`` sequences (default
     ``settings.eval_batch_size``). ``features`` (precomputed, e.g.
     :func:`~thinkalike.stitching.data.features_from_store`) are used as given — not for the masked objective,
     whose features must be those of the corrupted inputs."""
-    inputs = _SplitInputs.of(split, objective, settings, masking=masking, seed=seed, what=what,
-                             exclude_ids=exclude_ids)
+    inputs = _SplitInputs.of(split, objective, settings, masking=masking, seed=seed, what=what, exclude_ids=exclude_ids)
     given = {} if features is None else {layer_f: features}
-    return inputs.prepared([layer_f], f, settings, device=device, given=given,
-                           batch_size=batch_size or settings.eval_batch_size)[layer_f]
+    return inputs.prepared(
+        [layer_f], f, settings, device=device, given=given, batch_size=batch_size or settings.eval_batch_size
+    )[layer_f]
 
 
 @dataclass(frozen=True)
@@ -221,18 +277,46 @@ class _SplitInputs:
     what: str
 
     @classmethod
-    def of(cls, split: TokenSplit, objective: str, settings: StitchSettings, *, masking: MaskingTokens | None,
-           seed: int, what: str, exclude_ids: frozenset[int]) -> _SplitInputs:
-        input_ids, targets = targets_for(split, objective, masking=masking, mask_probability=settings.mask_probability,
-                                         seed=seed, exclude_ids=exclude_ids)
+    def of(
+        cls,
+        split: TokenSplit,
+        objective: str,
+        settings: StitchSettings,
+        *,
+        masking: MaskingTokens | None,
+        seed: int,
+        what: str,
+        exclude_ids: frozenset[int],
+    ) -> _SplitInputs:
+        input_ids, targets = targets_for(
+            split,
+            objective,
+            masking=masking,
+            mask_probability=settings.mask_probability,
+            seed=seed,
+            exclude_ids=exclude_ids,
+        )
         if int(target_count(targets, objective)) == 0:
-            raise StitchConfigError(f"the {what} have no scored targets for the {objective} objective"
-                                    + (" once special tokens are left out (exclude_special_targets)"
-                                       if exclude_ids and objective != "label" else ""))
+            raise StitchConfigError(
+                f"the {what} have no scored targets for the {objective} objective"
+                + (
+                    " once special tokens are left out (exclude_special_targets)"
+                    if exclude_ids and objective != "label"
+                    else ""
+                )
+            )
         return cls(split, input_ids, targets, objective, what)
 
-    def prepared(self, layers: Iterable[int], f: ModelHandle, settings: StitchSettings, *, device: torch.device,
-                 given: Mapping[int, torch.Tensor], batch_size: int) -> dict[int, PreparedSplit]:
+    def prepared(
+        self,
+        layers: Iterable[int],
+        f: ModelHandle,
+        settings: StitchSettings,
+        *,
+        device: torch.device,
+        given: Mapping[int, torch.Tensor],
+        batch_size: int,
+    ) -> dict[int, PreparedSplit]:
         """A :class:`PreparedSplit` per layer of f: the ``given`` features where there are some, the others
         computed in one pass over the sequences (:func:`~thinkalike.stitching.data.layers_features`)."""
         layers = sorted(set(int(layer) for layer in layers))
@@ -241,15 +325,27 @@ class _SplitInputs:
         for layer in layers:
             if layer in given and given[layer] is not None:
                 if self.objective == "masked":
-                    raise StitchConfigError("precomputed features cannot be used with the masked objective: f must "
-                                            "see the corrupted inputs, which are drawn here")
-                checked = check_features(torch.as_tensor(given[layer]), self.split, f.d_model,
-                                         f"precomputed {self.what} features")
+                    raise StitchConfigError(
+                        "precomputed features cannot be used with the masked objective: f must "
+                        "see the corrupted inputs, which are drawn here"
+                    )
+                checked = check_features(
+                    torch.as_tensor(given[layer]), self.split, f.d_model, f"precomputed {self.what} features"
+                )
                 features[layer] = checked.to(device=device, dtype=dtype)
         missing = [layer for layer in layers if layer not in features]
         if missing:
-            features.update(layers_features(f, missing, self.input_ids, self.split.attention_mask,
-                                            batch_size=batch_size, device=device, dtype=dtype))
+            features.update(
+                layers_features(
+                    f,
+                    missing,
+                    self.input_ids,
+                    self.split.attention_mask,
+                    batch_size=batch_size,
+                    device=device,
+                    dtype=dtype,
+                )
+            )
         ids, mask, targets = (t.to(device) for t in (self.input_ids, self.split.attention_mask, self.targets))
         return {layer: PreparedSplit(ids, mask, targets, features[layer]) for layer in layers}
 
@@ -265,8 +361,9 @@ class _InitBatch:
     targets: dict[int, torch.Tensor]
 
 
-def _init_batches(prepared: PreparedSplit, g: ModelHandle, layers_g: Iterable[int], max_tokens: int,
-                  batch_size: int) -> list[_InitBatch]:
+def _init_batches(
+    prepared: PreparedSplit, g: ModelHandle, layers_g: Iterable[int], max_tokens: int, batch_size: int
+) -> list[_InitBatch]:
     """g's residuals after each of ``layers_g`` at the first ``max_tokens`` real training tokens, in batches of
     ``batch_size`` sequences (one forward pass of g per batch serves every layer)."""
     layers_g = sorted(set(layers_g))
@@ -286,25 +383,39 @@ def _init_batches(prepared: PreparedSplit, g: ModelHandle, layers_g: Iterable[in
     return batches
 
 
-def _init_pairs(prepared: PreparedSplit, batches: list[_InitBatch],
-                layer_g: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+def _init_pairs(
+    prepared: PreparedSplit, batches: list[_InitBatch], layer_g: int
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Rows (f's feature, g's residual after ``layer_g``) of the real training tokens of ``batches``."""
     for batch in batches:
-        yield prepared.features[batch.index][batch.real][:batch.keep], batch.targets[layer_g]
+        yield prepared.features[batch.index][batch.real][: batch.keep], batch.targets[layer_g]
 
 
 def _settings(settings: StitchSettings | Mapping[str, Any] | None) -> StitchSettings:
     return settings if isinstance(settings, StitchSettings) else StitchSettings.from_dict(settings)
 
 
-def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, int, str]], train_tokens,
-                eval_tokens, settings: StitchSettings | Mapping[str, Any] | None = None, *,
-                phi_seeds: int | Sequence[int] = 1, train_mask=None, eval_mask=None, train_labels=None,
-                eval_labels=None, train_features: Mapping[int, torch.Tensor] | None = None,
-                eval_features: Mapping[int, torch.Tensor] | None = None, masking: MaskingTokens | None = None,
-                special_ids: Iterable[int] | None = None, progress: bool = True,
-                on_stitch: Callable[[list[StitchResult]], None] | None = None,
-                fuse_seeds: bool | None = None) -> list[StitchResult]:
+def stitch_grid(
+    f: ModelHandle,
+    g: ModelHandle,
+    stitches: Sequence[tuple[int, int, str]],
+    train_tokens,
+    eval_tokens,
+    settings: StitchSettings | Mapping[str, Any] | None = None,
+    *,
+    phi_seeds: int | Sequence[int] = 1,
+    train_mask=None,
+    eval_mask=None,
+    train_labels=None,
+    eval_labels=None,
+    train_features: Mapping[int, torch.Tensor] | None = None,
+    eval_features: Mapping[int, torch.Tensor] | None = None,
+    masking: MaskingTokens | None = None,
+    special_ids: Iterable[int] | None = None,
+    progress: bool = True,
+    on_stitch: Callable[[list[StitchResult]], None] | None = None,
+    fuse_seeds: bool | None = None,
+) -> list[StitchResult]:
     """Every stitch ``(layer_f, layer_g, kind)`` of ``stitches`` from f into g (:func:`stitch`), each trained
     kind once per φ seed of ``phi_seeds`` (:func:`~thinkalike.stitching.train.phi_seed_list`; the seeds of a
     stitch train in lockstep, :class:`~thinkalike.stitching.train.LockstepTrainer`), sharing what does not
@@ -334,19 +445,47 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
     if objective == "masked":
         masking = masking_tokens(g, masking)
     check_disjoint(train, evaluation)
-    exclude_ids = (frozenset() if objective == "label"
-                   else excluded_target_ids(f, g, settings.exclude_special_targets, special_ids))
-    trained = [(layer_f, layer_g, kind, init) for (layer_f, layer_g, kind), init in zip(stitches, inits)
-               if kind != "identity"]
+    exclude_ids = (
+        frozenset()
+        if objective == "label"
+        else excluded_target_ids(f, g, settings.exclude_special_targets, special_ids)
+    )
+    trained = [
+        (layer_f, layer_g, kind, init) for (layer_f, layer_g, kind), init in zip(stitches, inits) if kind != "identity"
+    ]
     device = g.device
     results: list[StitchResult] = []
     with frozen(f.module, g.module):
-        eval_inputs = _SplitInputs.of(evaluation, objective, settings, masking=masking, seed=settings.seed + 1,
-                                      what="evaluation tokens", exclude_ids=exclude_ids)
-        train_inputs = (_SplitInputs.of(train, objective, settings, masking=masking, seed=settings.seed,
-                                        what="training tokens", exclude_ids=exclude_ids) if trained else None)
-        prepared_eval = eval_inputs.prepared([layer_f for layer_f, _, _ in stitches], f, settings, device=device,
-                                             given=eval_features or {}, batch_size=settings.eval_batch_size)
+        eval_inputs = _SplitInputs.of(
+            evaluation,
+            objective,
+            settings,
+            masking=masking,
+            seed=settings.seed + 1,
+            what="evaluation tokens",
+            exclude_ids=exclude_ids,
+        )
+        train_inputs = (
+            _SplitInputs.of(
+                train,
+                objective,
+                settings,
+                masking=masking,
+                seed=settings.seed,
+                what="training tokens",
+                exclude_ids=exclude_ids,
+            )
+            if trained
+            else None
+        )
+        prepared_eval = eval_inputs.prepared(
+            [layer_f for layer_f, _, _ in stitches],
+            f,
+            settings,
+            device=device,
+            given=eval_features or {},
+            batch_size=settings.eval_batch_size,
+        )
         any_eval = next(iter(prepared_eval.values()))
         g_own = own_batch_losses(g, any_eval, objective, settings.eval_batch_size)
         f_own = own_losses_or_note(f, any_eval, objective, settings.eval_batch_size)
@@ -354,12 +493,19 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
         forward_batch = max(settings.batch_size, settings.eval_batch_size)
         prepared_train, init_batches = {}, []
         if train_inputs is not None:
-            prepared_train = train_inputs.prepared([layer_f for layer_f, *_ in trained], f, settings, device=device,
-                                                   given=train_features or {}, batch_size=forward_batch)
+            prepared_train = train_inputs.prepared(
+                [layer_f for layer_f, *_ in trained],
+                f,
+                settings,
+                device=device,
+                given=train_features or {},
+                batch_size=forward_batch,
+            )
             lstsq_layers = [layer_g for _, layer_g, _, init in trained if init == "lstsq"]
             if lstsq_layers:
-                init_batches = _init_batches(next(iter(prepared_train.values())), g, lstsq_layers,
-                                             settings.init_max_tokens, forward_batch)
+                init_batches = _init_batches(
+                    next(iter(prepared_train.values())), g, lstsq_layers, settings.init_max_tokens, forward_batch
+                )
         used_seeds: tuple[int, ...]
         for (layer_f, layer_g, kind), init in zip(stitches, inits):
             started = time.perf_counter()
@@ -378,69 +524,143 @@ def stitch_grid(f: ModelHandle, g: ModelHandle, stitches: Sequence[tuple[int, in
                 curve_batches = settings.curve_eval_batches
                 g_curve = BatchLosses(g_own.sums[:curve_batches], g_own.counts[:curve_batches]).mean
 
-                trainer = LockstepTrainer(phis, g, layer_g, prepared_train[layer_f], objective, settings, label,
-                                          seeds=seeds, fuse=fuse_seeds)
+                trainer = LockstepTrainer(
+                    phis, g, layer_g, prepared_train[layer_f], objective, settings, label, seeds=seeds, fuse=fuse_seeds
+                )
 
-                def heldout(phis=phis, layer_g=layer_g, split=split, fuse=trainer.fuse,
-                            curve_batches=curve_batches) -> list[float]:
-                    return [losses.mean for losses in lockstep_batch_losses(
-                        phis, g, layer_g, split, objective, settings.eval_batch_size, curve_batches, fuse)]
+                def heldout(
+                    phis=phis, layer_g=layer_g, split=split, fuse=trainer.fuse, curve_batches=curve_batches
+                ) -> list[float]:
+                    return [
+                        losses.mean
+                        for losses in lockstep_batch_losses(
+                            phis, g, layer_g, split, objective, settings.eval_batch_size, curve_batches, fuse
+                        )
+                    ]
 
                 curves = trainer.run(heldout, g_curve, progress=progress)
                 tokens_per_step = trainer.sequences_per_step * train.seq_len
-            evaluations = [evaluate_stitch(phi, f, g, layer_g, split, objective, batch_size=settings.eval_batch_size,
-                                           n_bootstrap=settings.n_bootstrap, level=settings.ci_level,
-                                           seed=settings.seed, g_own=g_own, f_own=f_own) for phi in phis]
+            evaluations = [
+                evaluate_stitch(
+                    phi,
+                    f,
+                    g,
+                    layer_g,
+                    split,
+                    objective,
+                    batch_size=settings.eval_batch_size,
+                    n_bootstrap=settings.n_bootstrap,
+                    level=settings.ci_level,
+                    seed=settings.seed,
+                    g_own=g_own,
+                    f_own=f_own,
+                )
+                for phi in phis
+            ]
             seconds = time.perf_counter() - started
             done = []
             for phi, seed, curve, result in zip(phis, used_seeds, curves, evaluations):
                 if not math.isfinite(result.stitched_loss):
                     which = f" (φ seed {seed})" if len(phis) > 1 else ""
-                    raise StitchDivergedError(f"stitching {label} diverged{which}: the evaluation loss is "
-                                              f"{result.stitched_loss}; try a smaller lr_scale (now "
-                                              f"{settings.lr_scale})")
-                done.append(StitchResult(
-                    f=f.name, g=g.name, f_spec=f.spec, g_spec=g.spec, layer_f=layer_f, layer_g=layer_g, kind=kind,
-                    init=init, objective=objective, evaluation=result,
-                    curve=_curve_frame(curve, f.name, layer_f, g.name, layer_g, kind, seed),
-                    phi_config=phi.config(),
-                    phi_state={k: v.detach().cpu().clone().contiguous() for k, v in phi.state_dict().items()},
-                    settings=settings, n_train_sequences=len(train), tokens_per_step=tokens_per_step,
-                    seconds=seconds, phi_seed=seed))
+                    raise StitchDivergedError(
+                        f"stitching {label} diverged{which}: the evaluation loss is "
+                        f"{result.stitched_loss}; try a smaller lr_scale (now "
+                        f"{settings.lr_scale})"
+                    )
+                done.append(
+                    StitchResult(
+                        f=f.name,
+                        g=g.name,
+                        f_spec=f.spec,
+                        g_spec=g.spec,
+                        layer_f=layer_f,
+                        layer_g=layer_g,
+                        kind=kind,
+                        init=init,
+                        objective=objective,
+                        evaluation=result,
+                        curve=_curve_frame(curve, f.name, layer_f, g.name, layer_g, kind, seed),
+                        phi_config=phi.config(),
+                        phi_state={k: v.detach().cpu().clone().contiguous() for k, v in phi.state_dict().items()},
+                        settings=settings,
+                        n_train_sequences=len(train),
+                        tokens_per_step=tokens_per_step,
+                        seconds=seconds,
+                        phi_seed=seed,
+                    )
+                )
             results.extend(done)
             if on_stitch is not None:
                 on_stitch(done)
     return results
 
 
-def _curve_frame(curve: pd.DataFrame | None, f: str, layer_f: int, g: str, layer_g: int, kind: str,
-                 seed: int) -> pd.DataFrame:
+def _curve_frame(
+    curve: pd.DataFrame | None, f: str, layer_f: int, g: str, layer_g: int, kind: str, seed: int
+) -> pd.DataFrame:
     """A learning curve with the stitch's names in front (an empty, typed frame for identity stitching)."""
     if curve is None:
-        curve = pd.DataFrame({"step": pd.Series(dtype="int64"),
-                              **{c: pd.Series(dtype="float64") for c in CURVE_VALUES}})
-    for column, value in reversed((("f", f), ("layer_f", layer_f), ("g", g), ("layer_g", layer_g), ("kind", kind),
-                                   ("phi_seed", seed))):
+        curve = pd.DataFrame(
+            {"step": pd.Series(dtype="int64"), **{c: pd.Series(dtype="float64") for c in CURVE_VALUES}}
+        )
+    for column, value in reversed(
+        (("f", f), ("layer_f", layer_f), ("g", g), ("layer_g", layer_g), ("kind", kind), ("phi_seed", seed))
+    ):
         curve.insert(0, column, value)
     return curve
 
 
-def stitch_seeds(f: ModelHandle, g: ModelHandle, layer_f: int, layer_g: int, kind: str, train_tokens, eval_tokens,
-                 settings: StitchSettings | Mapping[str, Any] | None = None, *, phi_seeds: int | Sequence[int] = 1,
-                 train_features: torch.Tensor | None = None, eval_features: torch.Tensor | None = None,
-                 **kwargs: Any) -> list[StitchResult]:
+def stitch_seeds(
+    f: ModelHandle,
+    g: ModelHandle,
+    layer_f: int,
+    layer_g: int,
+    kind: str,
+    train_tokens,
+    eval_tokens,
+    settings: StitchSettings | Mapping[str, Any] | None = None,
+    *,
+    phi_seeds: int | Sequence[int] = 1,
+    train_features: torch.Tensor | None = None,
+    eval_features: torch.Tensor | None = None,
+    **kwargs: Any,
+) -> list[StitchResult]:
     """:func:`stitch` once per φ seed (trained in lockstep; identity stitching: one result): :func:`stitch_grid`
     of one stitch."""
-    return stitch_grid(f, g, [(layer_f, layer_g, kind)], train_tokens, eval_tokens, settings, phi_seeds=phi_seeds,
-                       train_features=None if train_features is None else {int(layer_f): train_features},
-                       eval_features=None if eval_features is None else {int(layer_f): eval_features}, **kwargs)
+    return stitch_grid(
+        f,
+        g,
+        [(layer_f, layer_g, kind)],
+        train_tokens,
+        eval_tokens,
+        settings,
+        phi_seeds=phi_seeds,
+        train_features=None if train_features is None else {int(layer_f): train_features},
+        eval_features=None if eval_features is None else {int(layer_f): eval_features},
+        **kwargs,
+    )
 
 
-def stitch(f: ModelHandle, g: ModelHandle, layer_f: int, layer_g: int, kind: str, train_tokens, eval_tokens,
-           settings: StitchSettings | Mapping[str, Any] | None = None, *, train_mask=None, eval_mask=None,
-           train_labels=None, eval_labels=None, train_features: torch.Tensor | None = None,
-           eval_features: torch.Tensor | None = None, masking: MaskingTokens | None = None,
-           special_ids: Iterable[int] | None = None, progress: bool = True) -> StitchResult:
+def stitch(
+    f: ModelHandle,
+    g: ModelHandle,
+    layer_f: int,
+    layer_g: int,
+    kind: str,
+    train_tokens,
+    eval_tokens,
+    settings: StitchSettings | Mapping[str, Any] | None = None,
+    *,
+    train_mask=None,
+    eval_mask=None,
+    train_labels=None,
+    eval_labels=None,
+    train_features: torch.Tensor | None = None,
+    eval_features: torch.Tensor | None = None,
+    masking: MaskingTokens | None = None,
+    special_ids: Iterable[int] | None = None,
+    progress: bool = True,
+) -> StitchResult:
     """Stitches f's residual stream after ``layer_f`` into g's after ``layer_g`` with a φ of ``kind``
     (``identity`` | ``affine`` | ``affine_ln``), trains φ on ``train_tokens`` (not for identity; φ seed 0: the
     data order of ``settings.seed``) and evaluates on the disjoint ``eval_tokens``.
@@ -453,17 +673,44 @@ def stitch(f: ModelHandle, g: ModelHandle, layer_f: int, layer_g: int, kind: str
     :func:`~thinkalike.stitching.data.excluded_target_ids`). Models are frozen and in eval mode during the
     call (restored after); φ and the features live on g's device.
     """
-    return stitch_seeds(f, g, layer_f, layer_g, kind, train_tokens, eval_tokens, settings, phi_seeds=1,
-                        train_mask=train_mask, eval_mask=eval_mask, train_labels=train_labels,
-                        eval_labels=eval_labels, train_features=train_features, eval_features=eval_features,
-                        masking=masking, special_ids=special_ids, progress=progress)[0]
+    return stitch_seeds(
+        f,
+        g,
+        layer_f,
+        layer_g,
+        kind,
+        train_tokens,
+        eval_tokens,
+        settings,
+        phi_seeds=1,
+        train_mask=train_mask,
+        eval_mask=eval_mask,
+        train_labels=train_labels,
+        eval_labels=eval_labels,
+        train_features=train_features,
+        eval_features=eval_features,
+        masking=masking,
+        special_ids=special_ids,
+        progress=progress,
+    )[0]
 
 
-def evaluate_saved(phi_config: Mapping[str, Any], phi_state: Mapping[str, torch.Tensor], f: ModelHandle,
-                   g: ModelHandle, layer_f: int, layer_g: int, eval_tokens,
-                   settings: StitchSettings | Mapping[str, Any] | None = None, *, eval_mask=None, eval_labels=None,
-                   eval_features: torch.Tensor | None = None, masking: MaskingTokens | None = None,
-                   special_ids: Iterable[int] | None = None) -> StitchEvaluation:
+def evaluate_saved(
+    phi_config: Mapping[str, Any],
+    phi_state: Mapping[str, torch.Tensor],
+    f: ModelHandle,
+    g: ModelHandle,
+    layer_f: int,
+    layer_g: int,
+    eval_tokens,
+    settings: StitchSettings | Mapping[str, Any] | None = None,
+    *,
+    eval_mask=None,
+    eval_labels=None,
+    eval_features: torch.Tensor | None = None,
+    masking: MaskingTokens | None = None,
+    special_ids: Iterable[int] | None = None,
+) -> StitchEvaluation:
     """Re-evaluates a saved φ (``phi_config``, ``phi_state``; any φ seed) on an evaluation split exactly as
     :func:`stitch` did (same settings → same batches, masking, targets and bootstrap; ``special_ids`` as given
     to :func:`stitch`, default the tokenizer's special tokens)."""
@@ -473,20 +720,50 @@ def evaluate_saved(phi_config: Mapping[str, Any], phi_state: Mapping[str, torch.
     objective = resolve_objective(settings.objective, g, evaluation.labels is not None)
     if objective == "masked":
         masking = masking_tokens(g, masking)
-    exclude_ids = (frozenset() if objective == "label"
-                   else excluded_target_ids(f, g, settings.exclude_special_targets, special_ids))
+    exclude_ids = (
+        frozenset()
+        if objective == "label"
+        else excluded_target_ids(f, g, settings.exclude_special_targets, special_ids)
+    )
     phi = load_stitch_layer(phi_config, phi_state).to(g.device)
     with frozen(f.module, g.module):
-        prepared = prepare_split(f, layer_f, evaluation, objective, settings, device=g.device, masking=masking,
-                                 seed=settings.seed + 1, features=eval_features, what="evaluation tokens",
-                                 exclude_ids=exclude_ids)
-        return evaluate_stitch(phi, f, g, layer_g, prepared, objective, batch_size=settings.eval_batch_size,
-                               n_bootstrap=settings.n_bootstrap, level=settings.ci_level, seed=settings.seed)
+        prepared = prepare_split(
+            f,
+            layer_f,
+            evaluation,
+            objective,
+            settings,
+            device=g.device,
+            masking=masking,
+            seed=settings.seed + 1,
+            features=eval_features,
+            what="evaluation tokens",
+            exclude_ids=exclude_ids,
+        )
+        return evaluate_stitch(
+            phi,
+            f,
+            g,
+            layer_g,
+            prepared,
+            objective,
+            batch_size=settings.eval_batch_size,
+            n_bootstrap=settings.n_bootstrap,
+            level=settings.ci_level,
+            seed=settings.seed,
+        )
 
 
-def scored_targets(f: ModelHandle, g: ModelHandle, eval_tokens, settings: StitchSettings | Mapping[str, Any] | None
-                   = None, *, eval_mask=None, masking: MaskingTokens | None = None,
-                   special_ids: Iterable[int] | None = None) -> np.ndarray:
+def scored_targets(
+    f: ModelHandle,
+    g: ModelHandle,
+    eval_tokens,
+    settings: StitchSettings | Mapping[str, Any] | None = None,
+    *,
+    eval_mask=None,
+    masking: MaskingTokens | None = None,
+    special_ids: Iterable[int] | None = None,
+) -> np.ndarray:
     """Which tokens of the evaluation sequences :func:`stitch` scores as targets, ``(n, seq)`` 0/1: for the
     causal objective, 1 at a real position t ≥ 1 whose token is not excluded (it is predicted from position
     t − 1); for the masked objective, 1 at the selected positions. Its sum is the evaluation's ``n_targets``.
@@ -497,8 +774,14 @@ def scored_targets(f: ModelHandle, g: ModelHandle, eval_tokens, settings: Stitch
     if objective == "masked":
         masking = masking_tokens(g, masking)
     exclude_ids = excluded_target_ids(f, g, settings.exclude_special_targets, special_ids)
-    _, targets = targets_for(evaluation, objective, masking=masking, mask_probability=settings.mask_probability,
-                             seed=settings.seed + 1, exclude_ids=exclude_ids)
+    _, targets = targets_for(
+        evaluation,
+        objective,
+        masking=masking,
+        mask_probability=settings.mask_probability,
+        seed=settings.seed + 1,
+        exclude_ids=exclude_ids,
+    )
     scored = targets != IGNORE
     if objective == "causal":
         scored[:, 0] = False
@@ -520,12 +803,21 @@ def seed_summary(results: Sequence[StitchResult]) -> dict[str, Any]:
     if len(keys) != 1:
         raise ValueError(f"the seeds of one stitch were expected, got stitches {sorted(keys)}")
     penalties = np.array([r.penalty for r in results], dtype=np.float64)
-    return {"n_phi_seeds": len(results), "phi_seeds": json.dumps([int(r.phi_seed) for r in results]),
-            "penalty_seeds": json.dumps([float(p) for p in penalties]),
-            "penalty_seed_mean": float(penalties.mean()),
-            "penalty_seed_std": (float(penalties.std(ddof=1)) if len(penalties) > 1
-                                 else 0.0 if results[0].kind == "identity" else float("nan")),
-            "penalty_seed_min": float(penalties.min()), "penalty_seed_max": float(penalties.max())}
+    return {
+        "n_phi_seeds": len(results),
+        "phi_seeds": json.dumps([int(r.phi_seed) for r in results]),
+        "penalty_seeds": json.dumps([float(p) for p in penalties]),
+        "penalty_seed_mean": float(penalties.mean()),
+        "penalty_seed_std": (
+            float(penalties.std(ddof=1))
+            if len(penalties) > 1
+            else 0.0
+            if results[0].kind == "identity"
+            else float("nan")
+        ),
+        "penalty_seed_min": float(penalties.min()),
+        "penalty_seed_max": float(penalties.max()),
+    }
 
 
 def group_seeds(results: Sequence[StitchResult]) -> list[list[StitchResult]]:

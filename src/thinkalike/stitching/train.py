@@ -59,8 +59,12 @@ from thinkalike.models.training import progress_bar
 from thinkalike.stitching.data import PreparedSplit, loss_sum, target_count
 from thinkalike.stitching.layers import INITS, StitchConfigError, StitchLayer
 
-FEATURE_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float16": torch.float16,
-                                          "bfloat16": torch.bfloat16, "float64": torch.float64}
+FEATURE_DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+}
 
 
 class StitchDivergedError(RuntimeError):
@@ -93,7 +97,7 @@ class StitchSettings:
     momentum: float = 0.9
     weight_decay: float = 1e-3
     clip_grad_norm: float = 1.0
-    tokens_per_step: int = 2 ** 18
+    tokens_per_step: int = 2**18
     batch_size: int = 32
     eval_batch_size: int = 32
     eval_every: int = 100
@@ -109,37 +113,51 @@ class StitchSettings:
     exclude_special_targets: bool = True
 
     def __post_init__(self) -> None:
-        positive = {"steps": self.steps, "tokens_per_step": self.tokens_per_step, "batch_size": self.batch_size,
-                    "eval_batch_size": self.eval_batch_size, "eval_every": self.eval_every,
-                    "curve_eval_batches": self.curve_eval_batches, "init_max_tokens": self.init_max_tokens,
-                    "n_bootstrap": self.n_bootstrap}
+        positive = {
+            "steps": self.steps,
+            "tokens_per_step": self.tokens_per_step,
+            "batch_size": self.batch_size,
+            "eval_batch_size": self.eval_batch_size,
+            "eval_every": self.eval_every,
+            "curve_eval_batches": self.curve_eval_batches,
+            "init_max_tokens": self.init_max_tokens,
+            "n_bootstrap": self.n_bootstrap,
+        }
         for name, value in positive.items():
             if int(value) != value or value < 1:
                 raise StitchConfigError(f"stitching setting {name} must be a positive integer, got {value!r}")
         if int(self.warmup_steps) != self.warmup_steps or not 0 <= self.warmup_steps < self.steps:
-            raise StitchConfigError(f"stitching warmup_steps ({self.warmup_steps}) must be in [0, steps) with steps = "
-                                    f"{self.steps}: the warm-up must end before training does")
+            raise StitchConfigError(
+                f"stitching warmup_steps ({self.warmup_steps}) must be in [0, steps) with steps = "
+                f"{self.steps}: the warm-up must end before training does"
+            )
         if not self.lr_scale > 0 or not math.isfinite(self.lr_scale):
             raise StitchConfigError(f"stitching lr_scale must be a positive number, got {self.lr_scale!r}")
         if not 0 <= self.momentum < 1:
             raise StitchConfigError(f"stitching momentum must be in [0, 1), got {self.momentum!r}")
         if self.weight_decay < 0 or not self.clip_grad_norm > 0:
-            raise StitchConfigError(f"stitching weight_decay must be >= 0 and clip_grad_norm > 0, got "
-                                    f"{self.weight_decay!r}, {self.clip_grad_norm!r}")
+            raise StitchConfigError(
+                f"stitching weight_decay must be >= 0 and clip_grad_norm > 0, got "
+                f"{self.weight_decay!r}, {self.clip_grad_norm!r}"
+            )
         if self.init not in INITS:
             raise StitchConfigError(f"unknown stitching init {self.init!r}; known: {', '.join(INITS)}")
         if self.objective not in ("auto", "causal", "masked", "label"):
-            raise StitchConfigError(f"unknown stitching objective {self.objective!r}; known: auto, causal, masked, "
-                                    "label")
+            raise StitchConfigError(
+                f"unknown stitching objective {self.objective!r}; known: auto, causal, masked, label"
+            )
         if not 0 < self.mask_probability < 1 or not 0 < self.ci_level < 1:
-            raise StitchConfigError(f"mask_probability and ci_level must be in (0, 1), got {self.mask_probability!r}, "
-                                    f"{self.ci_level!r}")
+            raise StitchConfigError(
+                f"mask_probability and ci_level must be in (0, 1), got {self.mask_probability!r}, {self.ci_level!r}"
+            )
         if self.feature_dtype not in FEATURE_DTYPES:
-            raise StitchConfigError(f"feature_dtype must be one of {sorted(FEATURE_DTYPES)}, got "
-                                    f"{self.feature_dtype!r}")
+            raise StitchConfigError(
+                f"feature_dtype must be one of {sorted(FEATURE_DTYPES)}, got {self.feature_dtype!r}"
+            )
         if not isinstance(self.exclude_special_targets, bool):
-            raise StitchConfigError(f"exclude_special_targets must be true or false, got "
-                                    f"{self.exclude_special_targets!r}")
+            raise StitchConfigError(
+                f"exclude_special_targets must be true or false, got {self.exclude_special_targets!r}"
+            )
 
     @property
     def learning_rate(self) -> float:
@@ -164,6 +182,7 @@ def phi_seed_list(phi_seeds: Any) -> tuple[int, ...]:
     """The φ seeds of ``phi_seeds``: a number of seeds ``n`` ≥ 1 gives ``0 … n − 1``; a list gives its seeds
     (distinct integers ≥ 0, at least one) in its order. Anything else raises :class:`StitchConfigError`
     naming ``phi_seeds``. Seed ``k`` trains on the order drawn with ``settings.seed + k``."""
+
     def integer(value: Any) -> bool:
         return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
@@ -179,11 +198,11 @@ def phi_seed_list(phi_seeds: Any) -> tuple[int, ...]:
             raise StitchConfigError(f"phi_seeds must be integers >= 0, got {bad!r} in {list(phi_seeds)!r}")
         repeated = sorted({int(v) for v in phi_seeds if list(phi_seeds).count(v) > 1})
         if repeated:
-            raise StitchConfigError(f"phi_seeds must be distinct, got {repeated} more than once in "
-                                    f"{list(phi_seeds)!r}")
+            raise StitchConfigError(f"phi_seeds must be distinct, got {repeated} more than once in {list(phi_seeds)!r}")
         return tuple(int(value) for value in phi_seeds)
-    raise StitchConfigError(f"phi_seeds must be a number of seeds >= 1 or a list of distinct seeds >= 0, got "
-                            f"{phi_seeds!r}")
+    raise StitchConfigError(
+        f"phi_seeds must be a number of seeds >= 1 or a list of distinct seeds >= 0, got {phi_seeds!r}"
+    )
 
 
 def fuse_seeds(fuse: bool | None, device: torch.device | str) -> bool:
@@ -219,8 +238,14 @@ def frozen(*modules: torch.nn.Module) -> Iterator[None]:
             sub.training = flag
 
 
-def stitched_logits(phi: StitchLayer, g: ModelHandle, layer_g: int, features: torch.Tensor,
-                    input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+def stitched_logits(
+    phi: StitchLayer,
+    g: ModelHandle,
+    layer_g: int,
+    features: torch.Tensor,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+) -> torch.Tensor:
     """Logits of ``g_{>m} ∘ φ ∘ f_{≤l}`` given f's features after layer l: g's tail on ``φ(features)``."""
     return g.logits_from_layer(phi(features), layer_g, input_ids, attention_mask)
 
@@ -237,9 +262,18 @@ class LockstepTrainer:
     exactly its separate training's; fused, to float round-off.
     """
 
-    def __init__(self, phis: Sequence[StitchLayer], g: ModelHandle, layer_g: int, train: PreparedSplit,
-                 objective: str, settings: StitchSettings, label: str = "stitch",
-                 seeds: Sequence[int] | None = None, fuse: bool | None = None) -> None:
+    def __init__(
+        self,
+        phis: Sequence[StitchLayer],
+        g: ModelHandle,
+        layer_g: int,
+        train: PreparedSplit,
+        objective: str,
+        settings: StitchSettings,
+        label: str = "stitch",
+        seeds: Sequence[int] | None = None,
+        fuse: bool | None = None,
+    ) -> None:
         self.phis = list(phis)
         self.fuse = fuse_seeds(fuse, train.input_ids.device)
         self.seeds = tuple(range(len(self.phis))) if seeds is None else phi_seed_list(list(seeds))
@@ -257,10 +291,12 @@ class LockstepTrainer:
             groups.append({"params": decayed, "weight_decay": settings.weight_decay})
             if undecayed:
                 groups.append({"params": undecayed, "weight_decay": 0.0})
-        self.optimizer = torch.optim.SGD(groups, lr=settings.learning_rate, momentum=settings.momentum,
-                                         nesterov=settings.momentum > 0)
+        self.optimizer = torch.optim.SGD(
+            groups, lr=settings.learning_rate, momentum=settings.momentum, nesterov=settings.momentum > 0
+        )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: learning_rate_factor(s, settings.steps, settings.warmup_steps))
+            self.optimizer, lambda s: learning_rate_factor(s, settings.steps, settings.warmup_steps)
+        )
         seq = int(train.input_ids.shape[1])
         self.sequences_per_step = max(1, math.ceil(settings.tokens_per_step / seq))
         self._generators = [torch.Generator().manual_seed(settings.seed + seed) for seed in self.seeds]
@@ -293,8 +329,10 @@ class LockstepTrainer:
             phi.train()
         chunks = [index.split(self.settings.batch_size) for index in indices]
         for parts in zip(*chunks):
-            batches = [(phi(features), ids, mask, targets)
-                       for phi, (features, ids, mask, targets) in zip(phis, (train.batch(part) for part in parts))]
+            batches = [
+                (phi(features), ids, mask, targets)
+                for phi, (features, ids, mask, targets) in zip(phis, (train.batch(part) for part in parts))
+            ]
             if self.fuse and len(phis) > 1:
                 residual, ids, mask = (torch.cat([batch[i] for batch in batches]) for i in range(3))
                 logits = self.g.logits_from_layer(residual, self.layer_g, ids, mask).split([len(p) for p in parts])
@@ -322,15 +360,19 @@ class LockstepTrainer:
             bad_step, bad_seed = (int(v) for v in (~finite).nonzero()[0])
             bad_step += first
             seed = f" (φ seed {self.seeds[bad_seed]})" if len(self.seeds) > 1 else ""
-            self._diverged(f"the training loss is {float(losses[bad_step, bad_seed])} at step {bad_step + 1} of "
-                           f"{self.settings.steps}{seed}")
+            self._diverged(
+                f"the training loss is {float(losses[bad_step, bad_seed])} at step {bad_step + 1} of "
+                f"{self.settings.steps}{seed}"
+            )
 
     def _diverged(self, what: str) -> None:
-        raise StitchDivergedError(f"stitching {self.label} diverged: {what}; try a smaller lr_scale (now "
-                                  f"{self.settings.lr_scale})")
+        raise StitchDivergedError(
+            f"stitching {self.label} diverged: {what}; try a smaller lr_scale (now {self.settings.lr_scale})"
+        )
 
-    def run(self, heldout: Callable[[], Sequence[float]], heldout_reference: float = float("nan"), *,
-            progress: bool = True) -> list[pd.DataFrame]:
+    def run(
+        self, heldout: Callable[[], Sequence[float]], heldout_reference: float = float("nan"), *, progress: bool = True
+    ) -> list[pd.DataFrame]:
         """All ``settings.steps`` steps of every seed. ``heldout()`` returns each seed's held-out stitched loss
         (evaluated before training, every ``eval_every`` steps and after the last); ``heldout_reference`` (g's
         own loss on the same batches) gives the ``heldout_penalty`` column. Returns one learning curve per seed:
@@ -342,8 +384,10 @@ class LockstepTrainer:
         losses = torch.empty((steps, count), device=self._device)
         initial = [float(value) for value in heldout()]
         if not all(math.isfinite(value) for value in initial):
-            raise StitchDivergedError(f"stitching {self.label}: the held-out loss at initialisation is {initial[0]}, "
-                                      "before any training step (the models or f's features produce NaN/Inf)")
+            raise StitchDivergedError(
+                f"stitching {self.label}: the held-out loss at initialisation is {initial[0]}, "
+                "before any training step (the models or f's features produce NaN/Inf)"
+            )
         heldout_at = {0: initial}
         checked = 0
         with progress_bar(steps, f"stitch {self.label}", progress) as bar:
@@ -359,15 +403,20 @@ class LockstepTrainer:
                             seed_note = f" (φ seed {seed})" if count > 1 else ""
                             self._diverged(f"the held-out loss is {value} after step {step + 1}{seed_note}")
                     heldout_at[step + 1] = values
-                    bar.set_postfix_str(f"loss {float(losses[step, 0]):.3f}, held-out {values[0]:.3f}",
-                                        refresh=False)
+                    bar.set_postfix_str(f"loss {float(losses[step, 0]):.3f}, held-out {values[0]:.3f}", refresh=False)
         train_loss = losses.double().cpu().numpy()
         base = settings.learning_rate
         curves = []
         for which in range(count):
             rows = [{"step": 0, "train_loss": np.nan, "lr": np.nan}]
-            rows += [{"step": s + 1, "train_loss": float(train_loss[s, which]),
-                      "lr": base * learning_rate_factor(s, steps, settings.warmup_steps)} for s in range(steps)]
+            rows += [
+                {
+                    "step": s + 1,
+                    "train_loss": float(train_loss[s, which]),
+                    "lr": base * learning_rate_factor(s, steps, settings.warmup_steps),
+                }
+                for s in range(steps)
+            ]
             curve = pd.DataFrame(rows)
             curve["heldout_loss"] = curve["step"].map({s: v[which] for s, v in heldout_at.items()}).astype(float)
             curve["heldout_penalty"] = curve["heldout_loss"] - heldout_reference
@@ -383,8 +432,16 @@ class StitchTrainer(LockstepTrainer):
     messages. Use :meth:`train_step` for one optimiser step (the benchmark does) or :meth:`run` for all.
     """
 
-    def __init__(self, phi: StitchLayer, g: ModelHandle, layer_g: int, train: PreparedSplit, objective: str,
-                 settings: StitchSettings, label: str = "stitch") -> None:
+    def __init__(
+        self,
+        phi: StitchLayer,
+        g: ModelHandle,
+        layer_g: int,
+        train: PreparedSplit,
+        objective: str,
+        settings: StitchSettings,
+        label: str = "stitch",
+    ) -> None:
         super().__init__([phi], g, layer_g, train, objective, settings, label, seeds=(0,))
         self.phi = phi
         self.parameters = self.parameter_sets[0]
@@ -397,7 +454,12 @@ class StitchTrainer(LockstepTrainer):
         """One optimiser step on the sequences ``index``; returns the step's mean loss (0-d tensor, no sync)."""
         return super().train_step([index])[0]
 
-    def run(self, heldout: Callable[[], float], heldout_reference: float = float("nan"), *,  # type: ignore[override]
-            progress: bool = True) -> pd.DataFrame:
+    def run(  # type: ignore[override]
+        self,
+        heldout: Callable[[], float],
+        heldout_reference: float = float("nan"),
+        *,
+        progress: bool = True,
+    ) -> pd.DataFrame:
         """:meth:`LockstepTrainer.run` of the one φ: ``heldout()`` returns its held-out loss; one curve."""
         return super().run(lambda: [heldout()], heldout_reference, progress=progress)[0]

@@ -48,10 +48,17 @@ def test_best_of_gives_one_claim_per_candidate_and_exactly_one_holds():
 
 def test_text_shows_each_numbers_range_over_replicates():
     template = "A ({a}) above B ({b:+3}; {n:d} rows, {p:%}) in `{model}`"
-    assert fill(template, [{"a": 0.81, "b": -0.012, "n": 1024, "p": 0.5, "model": "m"}]) == \
-        "A (0.81) above B (−0.012; 1,024 rows, 50 %) in `m`"
-    two = fill(template, [{"a": 0.81, "b": -0.012, "n": 1024, "p": 0.5, "model": "m"},
-                          {"a": [0.78, 0.9], "b": 0.02, "n": 1024, "p": 0.61, "model": "m"}])
+    assert (
+        fill(template, [{"a": 0.81, "b": -0.012, "n": 1024, "p": 0.5, "model": "m"}])
+        == "A (0.81) above B (−0.012; 1,024 rows, 50 %) in `m`"
+    )
+    two = fill(
+        template,
+        [
+            {"a": 0.81, "b": -0.012, "n": 1024, "p": 0.5, "model": "m"},
+            {"a": [0.78, 0.9], "b": 0.02, "n": 1024, "p": 0.61, "model": "m"},
+        ],
+    )
     assert two == "A (0.78–0.90) above B (−0.012 to +0.020; 1,024 rows, 50–61 %) in `m`"
     assert value_text([0.804, 0.8049]) == "0.80"  # equal at the shown precision: one number
     assert value_text([]) == "n/a" and value_text(["a", "b"]) == "a / b"
@@ -63,8 +70,11 @@ def _run(margins: dict[str, float | None]) -> list[dict]:
 
 
 def test_merge_keeps_what_holds_somewhere_and_says_holds_or_mixed():
-    runs = [_run({"a": 0.2, "b": 0.1, "c": -0.1}), _run({"a": 0.3, "b": -0.05, "c": -0.2}),
-            _run({"a": 0.25, "b": 0.02, "c": -0.3})]
+    runs = [
+        _run({"a": 0.2, "b": 0.1, "c": -0.1}),
+        _run({"a": 0.3, "b": -0.05, "c": -0.2}),
+        _run({"a": 0.25, "b": 0.02, "c": -0.3}),
+    ]
     merged = merge_claims(runs)
     assert [c["id"] for c in merged] == ["a", "b"]  # c holds in no replicate: nobody states it
     a, b = merged
@@ -82,8 +92,10 @@ def test_rendering_states_claims_that_hold_and_lists_the_rest_as_varying():
     assert sentences[0] == "A holds (0.20–0.30)."
     assert sentences[1].startswith("Not findings — these claims hold in some replicates only")
     assert sentences[1].endswith(": `b` (1 of 2).")
-    grouped = [Claim(f"m.pass.{n}", "`{name}` passes", s, {"name": n}, group="To pass", item="`{name}`")
-               for n, s in (("x", 0.1), ("y", 0.2))]
+    grouped = [
+        Claim(f"m.pass.{n}", "`{name}` passes", s, {"name": n}, group="To pass", item="`{name}`")
+        for n, s in (("x", 0.1), ("y", 0.2))
+    ]
     assert render_claims(merge_claims([single_run(grouped)])) == ["To pass: `x` and `y`."]
 
 

@@ -28,7 +28,10 @@ def test_findings_of_reads_both_formats():
     old = default_run_findings()
     assert findings_of(old) == old
     other = {**old, "stitching": {"empty": True}}
-    document = {"claims": [], "replicates": [{"replicate": 0, "run": {}, "findings": old},
-                                             {"replicate": 1, "run": {}, "findings": other}],
-                "roundoff": None, "git_commit": "0" * 40}
+    document = {
+        "claims": [],
+        "replicates": [{"replicate": 0, "run": {}, "findings": old}, {"replicate": 1, "run": {}, "findings": other}],
+        "roundoff": None,
+        "git_commit": "0" * 40,
+    }
     assert findings_of(document) == old

@@ -18,28 +18,70 @@ from thinkalike.reports.findings.claims import Claim, merge_claims, render_claim
 from thinkalike.reports.findings.measures import claims_measures, collect_measures
 from thinkalike.reports.findings.scaling import INFINITE_Z, claims_scaling
 
-MEASURES = ["cka", "procrustes", "angular_shape", "mean_cca", "svcca", "pwcca", "rsa", "mutual_knn", "cknna",
-            "knn_jaccard", "linear_predictivity"]
+MEASURES = [
+    "cka",
+    "procrustes",
+    "angular_shape",
+    "mean_cca",
+    "svcca",
+    "pwcca",
+    "rsa",
+    "mutual_knn",
+    "cknna",
+    "knn_jaccard",
+    "linear_predictivity",
+]
 SEPARATING = {"cka", "mean_cca", "pwcca", "rsa", "mutual_knn", "cknna", "knn_jaccard"}
 GUIDE_PASSES = {
-    "monotonicity": {"cka", "procrustes", "angular_shape", "mean_cca", "pwcca", "rsa", "mutual_knn", "cknna",
-                     "knn_jaccard"},
-    "sensitivity": {"cka", "procrustes", "angular_shape", "svcca", "rsa", "mutual_knn", "cknna", "knn_jaccard",
-                    "linear_predictivity"},
+    "monotonicity": {
+        "cka",
+        "procrustes",
+        "angular_shape",
+        "mean_cca",
+        "pwcca",
+        "rsa",
+        "mutual_knn",
+        "cknna",
+        "knn_jaccard",
+    },
+    "sensitivity": {
+        "cka",
+        "procrustes",
+        "angular_shape",
+        "svcca",
+        "rsa",
+        "mutual_knn",
+        "cknna",
+        "knn_jaccard",
+        "linear_predictivity",
+    },
     "null_permuted": {"cka", "rsa", "mutual_knn", "cknna", "knn_jaccard", "linear_predictivity"},
     "null_independent": {"cka", "rsa", "mutual_knn", "cknna", "knn_jaccard", "linear_predictivity"},
     "specificity": {"cka", "mean_cca", "pwcca", "rsa", "mutual_knn", "cknna", "knn_jaccard"},
-    "trained_vs_untrained": {"cka", "procrustes", "angular_shape", "pwcca", "rsa", "mutual_knn", "cknna",
-                             "knn_jaccard", "linear_predictivity"},
+    "trained_vs_untrained": {
+        "cka",
+        "procrustes",
+        "angular_shape",
+        "pwcca",
+        "rsa",
+        "mutual_knn",
+        "cknna",
+        "knn_jaccard",
+        "linear_predictivity",
+    },
 }
 EVERY_TEST = {"cka", "rsa", "mutual_knn", "cknna", "knn_jaccard"}
 #: Verdicts of one question: at most one holds in a run.
-VERDICTS = [{f"scaling.early.{v}" for v in ("reproduced", "inconclusive", "not_reproduced")},
-            {f"scaling.blocks.{v}" for v in ("reproduced", "partly_reproduced", "not_reproduced")},
-            {f"scaling.intra_vs_size.{v}" for v in ("reproduced", "inconclusive", "not_reproduced")},
-            {"scaling.outlier.reproduced", "scaling.outlier.none"},
-            {f"scaling.twin.neox_6l.{v}" for v in ("follows_head_dimension", "twin_as_unlike", "neither_outlier",
-                                                   "only_twin_outlier")}]
+VERDICTS = [
+    {f"scaling.early.{v}" for v in ("reproduced", "inconclusive", "not_reproduced")},
+    {f"scaling.blocks.{v}" for v in ("reproduced", "partly_reproduced", "not_reproduced")},
+    {f"scaling.intra_vs_size.{v}" for v in ("reproduced", "inconclusive", "not_reproduced")},
+    {"scaling.outlier.reproduced", "scaling.outlier.none"},
+    {
+        f"scaling.twin.neox_6l.{v}"
+        for v in ("follows_head_dimension", "twin_as_unlike", "neither_outlier", "only_twin_outlier")
+    },
+]
 #: The verdicts the README's scaling prose gave on the default run of the fixture file, each as the claim that holds.
 PROSE_VERDICTS = {
     "scaling.early.inconclusive": "Early layers across scale (inconclusive; …)",
@@ -69,16 +111,26 @@ def _margins(claims: list[Claim]) -> dict[str, float | None]:
 def test_measures_claims_that_hold_on_the_default_run(findings: dict[str, Any]) -> None:
     claims = claims_measures(findings)
     assert len({c.id for c in claims}) == len(claims), "ids are unique"
-    expected = {f"measures.replicas_vs_solu_gelu.{m}.{'replicas_closer' if m in SEPARATING else 'overlap'}"
-                for m in MEASURES}
-    expected |= {"measures.rogue.none_above_half", "measures.grounding.monotonicity_highest.rsa",
-                 "measures.grounding.monotonicity_lowest.linear_predictivity",
-                 "measures.grounding.specificity_lowest.svcca"}
+    expected = {
+        f"measures.replicas_vs_solu_gelu.{m}.{'replicas_closer' if m in SEPARATING else 'overlap'}" for m in MEASURES
+    }
+    expected |= {
+        "measures.rogue.none_above_half",
+        "measures.grounding.monotonicity_highest.rsa",
+        "measures.grounding.monotonicity_lowest.linear_predictivity",
+        "measures.grounding.specificity_lowest.svcca",
+    }
     expected |= {f"measures.grounding.specificity_perfect.{m}" for m in GUIDE_PASSES["specificity"]}
-    expected |= {f"measures.calibration.{s}.{m}.every_pair_significant" for s in ("matched_mean", "best")
-                 for m in ("cka", "procrustes", "mutual_knn")}
-    expected |= {f"measures.guide.{test}.{'passes' if m in passing else 'fails'}.{m}"
-                 for test, passing in GUIDE_PASSES.items() for m in MEASURES}
+    expected |= {
+        f"measures.calibration.{s}.{m}.every_pair_significant"
+        for s in ("matched_mean", "best")
+        for m in ("cka", "procrustes", "mutual_knn")
+    }
+    expected |= {
+        f"measures.guide.{test}.{'passes' if m in passing else 'fails'}.{m}"
+        for test, passing in GUIDE_PASSES.items()
+        for m in MEASURES
+    }
     expected |= {f"measures.guide.every_test.{m}" for m in EVERY_TEST}
     assert _held(claims) == expected
     margins = _margins(claims)
@@ -98,18 +150,28 @@ def test_measures_claims_render_what_the_readme_said(findings: dict[str, Any]) -
     text = " ".join(sentences)
     assert "Not findings" not in text
     # the guide's lists, item for item as the README gave them (its failures sorted by |score|)
-    assert ("To follow a model's layers in order (layer monotonicity ρ ≥ 0.7): `cka` (0.77), `procrustes` (0.80), "
-            "`angular_shape` (0.80), `mean_cca` (0.82), `pwcca` (0.80), `rsa` (0.83), `mutual_knn` (0.80), `cknna` "
-            "(0.80) and `knn_jaccard` (0.80).") in sentences
-    assert ("Not to be trusted to follow a model's layers in order (layer monotonicity ρ ≥ 0.7): `svcca` (0.62) and "
-            "`linear_predictivity` (0.48).") in sentences
+    assert (
+        "To follow a model's layers in order (layer monotonicity ρ ≥ 0.7): `cka` (0.77), `procrustes` (0.80), "
+        "`angular_shape` (0.80), `mean_cca` (0.82), `pwcca` (0.80), `rsa` (0.83), `mutual_knn` (0.80), `cknna` "
+        "(0.80) and `knn_jaccard` (0.80)."
+    ) in sentences
+    assert (
+        "Not to be trusted to follow a model's layers in order (layer monotonicity ρ ≥ 0.7): `svcca` (0.62) and "
+        "`linear_predictivity` (0.48)."
+    ) in sentences
     assert "Every test: `cka`, `rsa`, `mutual_knn`, `cknna` and `knn_jaccard`." in sentences
     # the README's phrases on that run (its findings region at the commit that made the fixture file)
-    for phrase in ("is highest for `rsa` (0.83)", "lowest for `linear_predictivity` (0.48)",
-                   "lowest for `svcca` (0.64)",
-                   "at most 15 % of its variance (`neox_2l`, layer 1)", "0 of 82 layers are above one half",
-                   "`procrustes` (replicas 0.57–0.60, SoLU vs GeLU 0.60–0.64)", "`cka` z +109.7 to +604.6",
-                   "(average precision ≥ 0.99; chance 0.60)", "0.99 over 3 trained-vs-untrained pairs; chance 0.50"):
+    for phrase in (
+        "is highest for `rsa` (0.83)",
+        "lowest for `linear_predictivity` (0.48)",
+        "lowest for `svcca` (0.64)",
+        "at most 15 % of its variance (`neox_2l`, layer 1)",
+        "0 of 82 layers are above one half",
+        "`procrustes` (replicas 0.57–0.60, SoLU vs GeLU 0.60–0.64)",
+        "`cka` z +109.7 to +604.6",
+        "(average precision ≥ 0.99; chance 0.60)",
+        "0.99 over 3 trained-vs-untrained pairs; chance 0.50",
+    ):
         assert phrase.replace("`cka` z", "`cka` (z") in text, phrase
 
 
@@ -117,15 +179,24 @@ def test_scaling_claims_that_hold_on_the_default_run(findings: dict[str, Any]) -
     claims = claims_scaling(findings)
     assert len({c.id for c in claims}) == len(claims), "ids are unique"
     assert _held(claims) == {
-        "scaling.early.0.0.mean_above_band", "scaling.early.0.25.mean_above_band",
-        "scaling.early.0.0.some_pair_below_band", "scaling.early.0.25.some_pair_below_band",
+        "scaling.early.0.0.mean_above_band",
+        "scaling.early.0.25.mean_above_band",
+        "scaling.early.0.0.some_pair_below_band",
+        "scaling.early.0.25.some_pair_below_band",
         "scaling.early.inconclusive",
-        "scaling.blocks.member.neox_3l", "scaling.blocks.member.neox_4l", "scaling.blocks.member.neox_6l",
-        "scaling.blocks.member.neox_8l", "scaling.blocks.pair.neox_3l.neox_4l", "scaling.blocks.pair.neox_4l.neox_8l",
-        "scaling.blocks.pair.neox_6l.neox_8l", "scaling.blocks.partly_reproduced",
+        "scaling.blocks.member.neox_3l",
+        "scaling.blocks.member.neox_4l",
+        "scaling.blocks.member.neox_6l",
+        "scaling.blocks.member.neox_8l",
+        "scaling.blocks.pair.neox_3l.neox_4l",
+        "scaling.blocks.pair.neox_4l.neox_8l",
+        "scaling.blocks.pair.neox_6l.neox_8l",
+        "scaling.blocks.partly_reproduced",
         "scaling.intra_vs_size.reproduced",
-        "scaling.outlier.none", "scaling.outlier.most_extreme.neox_6l",
-        "scaling.twin.neox_6l.neither_outlier", "scaling.twin.neox_6l.twin_closer",
+        "scaling.outlier.none",
+        "scaling.outlier.most_extreme.neox_6l",
+        "scaling.twin.neox_6l.neither_outlier",
+        "scaling.twin.neox_6l.twin_closer",
     }
     margins = _margins(claims)
     assert margins["scaling.early.inconclusive"] == pytest.approx(min(0.880229 - 0.850007, 0.850007 - 0.831583))
@@ -139,26 +210,38 @@ def test_scaling_claims_that_hold_on_the_default_run(findings: dict[str, Any]) -
     for family in VERDICTS:
         assert held & family == set(PROSE_VERDICTS) & family, family
     text = " ".join(render_claims(merge_claims([single_run(claims)]), "run"))
-    for phrase in ("Early layers across scale: inconclusive", "Block structure: partly reproduced",
-                   "4 of 5 members", "`neox_3l`, `neox_4l`, `neox_6l` and `neox_8l`",
-                   "Intra-model similarity vs scale: reproduced", "Spearman ρ = 0.90",
-                   "`neox_2l` 0.84, `neox_3l` 0.88, `neox_4l` 0.87, `neox_6l` 0.89, `neox_8l` 0.90",
-                   "Outlier: not reproduced", "`neox_6l` has the most extreme robust z", "(z −2.45)",
-                   "neither lies beyond the robust-z threshold 3.5, so there is no dissimilarity to explain"):
+    for phrase in (
+        "Early layers across scale: inconclusive",
+        "Block structure: partly reproduced",
+        "4 of 5 members",
+        "`neox_3l`, `neox_4l`, `neox_6l` and `neox_8l`",
+        "Intra-model similarity vs scale: reproduced",
+        "Spearman ρ = 0.90",
+        "`neox_2l` 0.84, `neox_3l` 0.88, `neox_4l` 0.87, `neox_6l` 0.89, `neox_8l` 0.90",
+        "Outlier: not reproduced",
+        "`neox_6l` has the most extreme robust z",
+        "(z −2.45)",
+        "neither lies beyond the robust-z threshold 3.5, so there is no dissimilarity to explain",
+    ):
         assert phrase in text, phrase
 
 
 @pytest.mark.parametrize("claims_of", [claims_measures, claims_scaling])
-def test_every_text_fills_on_the_default_run(findings: dict[str, Any],
-                                               claims_of: Callable[[Mapping[str, Any]], list[Claim]]) -> None:
+def test_every_text_fills_on_the_default_run(
+    findings: dict[str, Any], claims_of: Callable[[Mapping[str, Any]], list[Claim]]
+) -> None:
     claims = claims_of(findings)
     assert claims
     unfilled = [(c.id, c.text) for c in claims if "n/a" in c.text or "{" in c.text]
     assert not unfilled
     for claim in claims:
         if claim.group is not None:
-            assert "n/a" not in render_claims([{**claim.as_json(), "margin": [1.0], "values": [claim.values],
-                                                "status": "holds"}])[0]
+            assert (
+                "n/a"
+                not in render_claims(
+                    [{**claim.as_json(), "margin": [1.0], "values": [claim.values], "status": "holds"}]
+                )[0]
+            )
 
 
 # --------------------------------------------------------------------------- (2) planted answers
@@ -177,15 +260,16 @@ def _measure(section: dict[str, Any], key: str, name: str) -> dict[str, Any]:
 def _plant_measures(f: dict[str, Any]) -> None:
     m = f["measures"]
     cka = _measure(m, "per_measure", "cka")
-    cka["replicas"], cka["solu_gelu"] = [0.70, 0.72], [0.75, 0.80]             # SoLU/GeLU now closer
-    procrustes = _measure(m, "per_measure", "procrustes")                       # a distance: replicas closer
+    cka["replicas"], cka["solu_gelu"] = [0.70, 0.72], [0.75, 0.80]  # SoLU/GeLU now closer
+    procrustes = _measure(m, "per_measure", "procrustes")  # a distance: replicas closer
     procrustes["replicas"], procrustes["solu_gelu"] = [0.40, 0.45], [0.60, 0.64]
     m["rogue"]["max_top1"] = 0.62
     svcca = _measure(m, "grounding", "svcca")
-    svcca.update(monotonicity=0.95, specificity=1.0, null_permuted=0.01, null_independent=-0.02,
-                 trained_vs_untrained=1.0)                                      # now passes every test
-    _measure(m, "grounding", "rsa")["null_permuted"] = -0.08                     # |−0.08| > 0.05: fails
-    _measure(m, "grounding", "linear_predictivity")["specificity"] = 0.2        # now the lowest
+    svcca.update(
+        monotonicity=0.95, specificity=1.0, null_permuted=0.01, null_independent=-0.02, trained_vs_untrained=1.0
+    )  # now passes every test
+    _measure(m, "grounding", "rsa")["null_permuted"] = -0.08  # |−0.08| > 0.05: fails
+    _measure(m, "grounding", "linear_predictivity")["specificity"] = 0.2  # now the lowest
     for entry in m["calibration"]["statistics"]["best"]:
         entry["max_p"] = 0.047619
     _measure(m["calibration"]["statistics"], "matched_mean", "procrustes").update(max_p=0.142857, n_significant=20)
@@ -212,10 +296,13 @@ def test_planted_measures_margins_follow_and_ids_stay(findings: dict[str, Any]) 
     assert "measures.calibration.matched_mean.procrustes.every_pair_significant" not in held
     assert _margins(planted)["measures.calibration.best.cka.every_pair_significant"] == pytest.approx(0.05 - 0.047619)
     # the count alone (no max_p) decides too: 20 of 24 significant is at least 2/21
-    fallback = _planted(findings, lambda f: _measure(f["measures"]["calibration"]["statistics"], "matched_mean",
-                                                     "cka").update(n_significant=20))
+    fallback = _planted(
+        findings,
+        lambda f: _measure(f["measures"]["calibration"]["statistics"], "matched_mean", "cka").update(n_significant=20),
+    )
     assert _margins(claims_measures(fallback))[
-        "measures.calibration.matched_mean.cka.some_pair_not_significant"] == pytest.approx(2 / 21 - 0.05)
+        "measures.calibration.matched_mean.cka.some_pair_not_significant"
+    ] == pytest.approx(2 / 21 - 0.05)
 
 
 def test_no_measure_passes_every_test(findings: dict[str, Any]) -> None:
@@ -233,7 +320,7 @@ def test_no_measure_passes_every_test(findings: dict[str, Any]) -> None:
 def _plant_scaling(f: dict[str, Any]) -> None:
     s = f["scaling"]
     for entry in s["early"].values():
-        entry["min"] = 0.86                                                     # every pair above the band (0.85)
+        entry["min"] = 0.86  # every pair above the band (0.85)
     s["structured_members"] = list(s["family"])
     s["structured_pairs"] = []
     s["intra_vs_size_spearman"] = 0.3
@@ -247,14 +334,26 @@ def test_planted_scaling_margins_follow_and_ids_stay(findings: dict[str, Any]) -
     planted = claims_scaling(_planted(findings, _plant_scaling))
     assert [c.id for c in planted] == [c.id for c in real]
     held, margins = _held(planted), _margins(planted)
-    assert {"scaling.early.reproduced", "scaling.early.0.0.every_pair_above_band",
-            "scaling.early.0.25.every_pair_above_band", "scaling.blocks.reproduced",
-            "scaling.intra_vs_size.inconclusive", "scaling.outlier.reproduced", "scaling.outlier.member.neox_6l",
-            "scaling.outlier.off_trend.neox_6l", "scaling.twin.neox_6l.follows_head_dimension",
-            "scaling.twin.neox_6l.off_trend_closer"} <= held
-    assert not held & {"scaling.early.inconclusive", "scaling.blocks.partly_reproduced", "scaling.outlier.none",
-                       "scaling.intra_vs_size.reproduced", "scaling.twin.neox_6l.neither_outlier",
-                       "scaling.outlier.not_off_trend.neox_6l"}
+    assert {
+        "scaling.early.reproduced",
+        "scaling.early.0.0.every_pair_above_band",
+        "scaling.early.0.25.every_pair_above_band",
+        "scaling.blocks.reproduced",
+        "scaling.intra_vs_size.inconclusive",
+        "scaling.outlier.reproduced",
+        "scaling.outlier.member.neox_6l",
+        "scaling.outlier.off_trend.neox_6l",
+        "scaling.twin.neox_6l.follows_head_dimension",
+        "scaling.twin.neox_6l.off_trend_closer",
+    } <= held
+    assert not held & {
+        "scaling.early.inconclusive",
+        "scaling.blocks.partly_reproduced",
+        "scaling.outlier.none",
+        "scaling.intra_vs_size.reproduced",
+        "scaling.twin.neox_6l.neither_outlier",
+        "scaling.outlier.not_off_trend.neox_6l",
+    }
     assert not any(i.startswith("scaling.blocks.pair.") for i in held)
     assert margins["scaling.early.reproduced"] == pytest.approx(0.86 - 0.850007)
     assert margins["scaling.intra_vs_size.inconclusive"] == pytest.approx(0.3)
@@ -262,22 +361,40 @@ def test_planted_scaling_margins_follow_and_ids_stay(findings: dict[str, Any]) -
     assert margins["scaling.twin.neox_6l.follows_head_dimension"] == pytest.approx(1.5)
 
 
-@pytest.mark.parametrize(("change", "verdicts"), [
-    (lambda s: s.update(intra_vs_size_spearman=-0.4, structured_members=[]),
-     {"scaling.intra_vs_size.not_reproduced", "scaling.blocks.not_reproduced"}),
-    (lambda s: [e.update(mean=0.80, min=0.70) for e in s["early"].values()], {"scaling.early.not_reproduced"}),
-    (lambda s: (s["twins"][0].update(z_off_trend=-5.0, off_trend_flagged=True, z_twin=-4.0, twin_flagged=True),
-                s["robust_z"].update(neox_6l=-5.0), s.update(outliers=["neox_6l"])),
-     {"scaling.twin.neox_6l.twin_as_unlike", "scaling.outlier.off_trend.neox_6l"}),
-    (lambda s: (s["robust_z"].update(neox_4l=6.0), s.update(outliers=["neox_4l"])),
-     {"scaling.outlier.not_off_trend.neox_6l", "scaling.outlier.member.neox_4l",
-      "scaling.outlier.most_extreme.neox_4l"}),
-    (lambda s: (s["robust_z"].update(neox_4l=None), s.update(outliers=["neox_4l"])),   # ±∞ saved as null
-     {"scaling.outlier.member.neox_4l", "scaling.outlier.reproduced"}),
-    (lambda s: s["twins"][0].update(z_twin=4.0, twin_flagged=True), {"scaling.twin.neox_6l.only_twin_outlier"}),
-])
-def test_planted_scaling_verdicts(findings: dict[str, Any], change: Callable[[dict[str, Any]], Any],
-                                  verdicts: set[str]) -> None:
+@pytest.mark.parametrize(
+    ("change", "verdicts"),
+    [
+        (
+            lambda s: s.update(intra_vs_size_spearman=-0.4, structured_members=[]),
+            {"scaling.intra_vs_size.not_reproduced", "scaling.blocks.not_reproduced"},
+        ),
+        (lambda s: [e.update(mean=0.80, min=0.70) for e in s["early"].values()], {"scaling.early.not_reproduced"}),
+        (
+            lambda s: (
+                s["twins"][0].update(z_off_trend=-5.0, off_trend_flagged=True, z_twin=-4.0, twin_flagged=True),
+                s["robust_z"].update(neox_6l=-5.0),
+                s.update(outliers=["neox_6l"]),
+            ),
+            {"scaling.twin.neox_6l.twin_as_unlike", "scaling.outlier.off_trend.neox_6l"},
+        ),
+        (
+            lambda s: (s["robust_z"].update(neox_4l=6.0), s.update(outliers=["neox_4l"])),
+            {
+                "scaling.outlier.not_off_trend.neox_6l",
+                "scaling.outlier.member.neox_4l",
+                "scaling.outlier.most_extreme.neox_4l",
+            },
+        ),
+        (
+            lambda s: (s["robust_z"].update(neox_4l=None), s.update(outliers=["neox_4l"])),  # ±∞ saved as null
+            {"scaling.outlier.member.neox_4l", "scaling.outlier.reproduced"},
+        ),
+        (lambda s: s["twins"][0].update(z_twin=4.0, twin_flagged=True), {"scaling.twin.neox_6l.only_twin_outlier"}),
+    ],
+)
+def test_planted_scaling_verdicts(
+    findings: dict[str, Any], change: Callable[[dict[str, Any]], Any], verdicts: set[str]
+) -> None:
     planted = claims_scaling(_planted(findings, lambda f: change(f["scaling"])))
     assert verdicts <= _held(planted)
     assert {c.id for c in planted} == {c.id for c in claims_scaling(findings)}
@@ -287,8 +404,9 @@ def test_planted_scaling_verdicts(findings: dict[str, Any], change: Callable[[di
 
 
 def test_infinite_z_margin_is_large_and_finite(findings: dict[str, Any]) -> None:
-    planted = _planted(findings, lambda f: (f["scaling"]["robust_z"].update(neox_4l=None),
-                                            f["scaling"].update(outliers=["neox_4l"])))
+    planted = _planted(
+        findings, lambda f: (f["scaling"]["robust_z"].update(neox_4l=None), f["scaling"].update(outliers=["neox_4l"]))
+    )
     margin = _margins(claims_scaling(planted))["scaling.outlier.member.neox_4l"]
     assert margin == pytest.approx(INFINITE_Z - 3.5)
 
@@ -301,8 +419,7 @@ def test_missing_or_errored_sections_give_no_claims(findings: dict[str, Any], se
 
 
 def test_replicates_state_only_what_holds_in_all(findings: dict[str, Any]) -> None:
-    runs = [claims_measures(findings), claims_measures(_planted(findings, _plant_measures)),
-            claims_measures(findings)]
+    runs = [claims_measures(findings), claims_measures(_planted(findings, _plant_measures)), claims_measures(findings)]
     merged = {c["id"]: c for c in merge_claims([single_run(r) for r in runs])}
     assert merged["measures.replicas_vs_solu_gelu.cka.replicas_closer"]["status"] == "mixed"
     assert merged["measures.replicas_vs_solu_gelu.mean_cca.replicas_closer"]["status"] == "holds"
@@ -316,16 +433,39 @@ def test_replicates_state_only_what_holds_in_all(findings: dict[str, Any]) -> No
 def test_collect_measures_keeps_the_largest_p_and_pairs() -> None:
     roles = {"replicas": [{"models": ["g", "g1", "g2"]}], "solu_gelu": [{"solu": "s", "gelu": "g"}]}
     pairs = [("g", "g1"), ("g", "g2"), ("g1", "g2"), ("s", "g")]
-    summary = pd.DataFrame([{"model_a": a, "model_b": b, "measure": "cka", "kind": "similarity",
-                             "matched_mean": 0.9 if a != "s" else 0.5, "n_tokens": 64} for a, b in pairs])
-    calibration = pd.DataFrame([{"model_a": a, "model_b": b, "measure": "cka", "statistic": "matched_mean",
-                                 "z": 5.0 + i, "p_value": [1 / 21, 1 / 21, 3 / 21, 1 / 21][i], "n_permutations": 20}
-                                for i, (a, b) in enumerate(pairs)])
+    summary = pd.DataFrame(
+        [
+            {
+                "model_a": a,
+                "model_b": b,
+                "measure": "cka",
+                "kind": "similarity",
+                "matched_mean": 0.9 if a != "s" else 0.5,
+                "n_tokens": 64,
+            }
+            for a, b in pairs
+        ]
+    )
+    calibration = pd.DataFrame(
+        [
+            {
+                "model_a": a,
+                "model_b": b,
+                "measure": "cka",
+                "statistic": "matched_mean",
+                "z": 5.0 + i,
+                "p_value": [1 / 21, 1 / 21, 3 / 21, 1 / 21][i],
+                "n_permutations": 20,
+            }
+            for i, (a, b) in enumerate(pairs)
+        ]
+    )
     collected = collect_measures({"similarity_measures": summary, "similarity_calibration": calibration}, roles)
     entry = collected["calibration"]["statistics"]["matched_mean"][0]
     assert entry["max_p"] == pytest.approx(3 / 21, abs=1e-6) and entry["min_p"] == pytest.approx(1 / 21, abs=1e-6)
     assert entry["n_pairs"] == 4 and entry["n_significant"] == 3
     margins = _margins(claims_measures({"measures": collected}))
-    assert margins["measures.calibration.matched_mean.cka.every_pair_significant"] == pytest.approx(0.05 - 3 / 21,
-                                                                                                    abs=1e-6)
+    assert margins["measures.calibration.matched_mean.cka.every_pair_significant"] == pytest.approx(
+        0.05 - 3 / 21, abs=1e-6
+    )
     assert margins["measures.replicas_vs_solu_gelu.cka.replicas_closer"] == pytest.approx(0.4)

@@ -46,32 +46,36 @@ def _holding(findings: dict[str, Any]) -> set[str]:
 #: The README's MLEM and embedding statements on the default run of the fixture file that its findings decide
 #: (collected before the claims' keys).
 COMMITTED_HOLDING = {
-    "mlem.spearman_below_paper",                     # below the > 0.7 the paper reports
-    "mlem.bridges_rise_after_first_block",           # bridges rise from 0.24–0.34 to 0.33–0.49
-    "mlem.neox_highest_at_embeddings",               # GPT-NeoX highest at the embeddings and lower after
-    "mlem.most_layers_on_top.pos",                   # part of speech on top at 78 of 79 layers
-    "mlem.last_layer_top.mamba_2l.word_role",        # mamba_2l's last layer switches to the word's syntactic role
-    "mlem.near_zero.number", "mlem.near_zero.tense",  # number and tense explain −0.02 to +0.02
+    "mlem.spearman_below_paper",  # below the > 0.7 the paper reports
+    "mlem.bridges_rise_after_first_block",  # bridges rise from 0.24–0.34 to 0.33–0.49
+    "mlem.neox_highest_at_embeddings",  # GPT-NeoX highest at the embeddings and lower after
+    "mlem.most_layers_on_top.pos",  # part of speech on top at 78 of 79 layers
+    "mlem.last_layer_top.mamba_2l.word_role",  # mamba_2l's last layer switches to the word's syntactic role
+    "mlem.near_zero.number",
+    "mlem.near_zero.tense",  # number and tense explain −0.02 to +0.02
     "mlem.untrained_below_trained.gelu_2l_untrained",  # the untrained control's 0.07–0.10
-    "embedding.keep_k.transpose_peaks_before_end",   # Eᵀ peaks at k = 10–100 and ends at 0.18–0.88 at k = V
-    "embedding.alignment.projected_above_raw",       # 54 % vs 19 %: the paper's finding
-    "embedding.alignment.projected_above_chance",    # 54 % vs chance 25 %
-    "embedding.alignment.raw_below_chance",          # not projected 19 % vs chance 25 %
+    "embedding.keep_k.transpose_peaks_before_end",  # Eᵀ peaks at k = 10–100 and ends at 0.18–0.88 at k = V
+    "embedding.alignment.projected_above_raw",  # 54 % vs 19 %: the paper's finding
+    "embedding.alignment.projected_above_chance",  # 54 % vs chance 25 %
+    "embedding.alignment.raw_below_chance",  # not projected 19 % vs chance 25 %
     "embedding.alignment.most_on_diagonal.FF_value",  # most clearly for FF values
-    "embedding.finetune.above_majority",             # 0.863 against a majority rate of 0.735
-    "embedding.finetune.above_random.W_V.layer3",    # W_V at layer 3 (0.47 vs 0.32)
-    "embedding.finetune.above_random.W_K.layer2",    # W_K at layer 2 (0.38 vs 0.29)
-    "embedding.finetune.above_random.W_Q.layer3",    # W_Q at layer 3 (0.41 vs 0.34)
+    "embedding.finetune.above_majority",  # 0.863 against a majority rate of 0.735
+    "embedding.finetune.above_random.W_V.layer3",  # W_V at layer 3 (0.47 vs 0.32)
+    "embedding.finetune.above_random.W_K.layer2",  # W_K at layer 2 (0.38 vs 0.29)
+    "embedding.finetune.above_random.W_Q.layer3",  # W_Q at layer 3 (0.41 vs 0.34)
     "embedding.finetune.classifier_level_with_chance",  # the classifier rows give 0.17 (0.16 by chance)
 }
 
 #: README statements those findings cannot decide (their numbers are collected only since the claims): undecided
 #: (margin None), so not stated.
 COMMITTED_UNDECIDED = {
-    "mlem.runner_up.bridges_blocks.word_position", "mlem.runner_up.neox_embeddings.word_role",
+    "mlem.runner_up.bridges_blocks.word_position",
+    "mlem.runner_up.neox_embeddings.word_role",
     "mlem.runner_up.neox_blocks.in_relative_clause",
-    "mlem.odd_one_out.feature.mamba_2l.layer2", "mlem.odd_one_out.rsa.encoder_2l.layer0",
-    "embedding.keep_k.level.k10", "embedding.keep_k.behind.k10",
+    "mlem.odd_one_out.feature.mamba_2l.layer2",
+    "mlem.odd_one_out.rsa.encoder_2l.layer0",
+    "embedding.keep_k.level.k10",
+    "embedding.keep_k.behind.k10",
 }
 
 
@@ -88,10 +92,13 @@ def test_committed_findings_hold_the_readme_statements():
     assert "0.24–0.59 over the 18 models" in claims["mlem.spearman_below_paper"].text
     assert "at 78 of 79 layers of the 18 models (0.21–0.41 there)" in claims["mlem.most_layers_on_top.pos"].text
     assert "(0.41; part of speech 0.02)" in claims["mlem.last_layer_top.mamba_2l.word_role"].text
-    assert "54 % of layers on the diagonal, not projected 19 %" in \
-        claims["embedding.alignment.projected_above_raw"].text
-    assert "(0.47) is above that of random rows of the same matrix (0.32)" in \
-        claims["embedding.finetune.above_random.W_V.layer3"].text
+    assert (
+        "54 % of layers on the diagonal, not projected 19 %" in claims["embedding.alignment.projected_above_raw"].text
+    )
+    assert (
+        "(0.47) is above that of random rows of the same matrix (0.32)"
+        in claims["embedding.finetune.above_random.W_V.layer3"].text
+    )
 
 
 def test_committed_zero_shot_is_not_below_the_majority_every_time():
@@ -124,8 +131,12 @@ def test_missing_or_errored_sections_give_no_claims():
     assert claims_mlem({**findings, "mlem": {"empty": True}}) == []
     assert claims_mlem({k: v for k, v in findings.items() if k != "mlem"}) == []
     assert claims_embedding({k: v for k, v in findings.items() if k != "embedding"}) == []
-    parts = {"keep_k": {"missing": ["embedding_keep_k"]}, "alignment": {"error": "KeyError: 'space'"},
-             "finetune": {"empty": True}, "zero_shot": {"missing": ["embedding_zero_shot"]}}
+    parts = {
+        "keep_k": {"missing": ["embedding_keep_k"]},
+        "alignment": {"error": "KeyError: 'space'"},
+        "finetune": {"empty": True},
+        "zero_shot": {"missing": ["embedding_zero_shot"]},
+    }
     assert claims_embedding({**findings, "embedding": parts}) == []
     only_alignment = {**parts, "alignment": findings["embedding"]["alignment"]}
     assert {c.id.split(".")[1] for c in claims_embedding({**findings, "embedding": only_alignment})} == {"alignment"}
@@ -154,58 +165,91 @@ PLANTS: dict[str, tuple[Callable[[dict[str, Any]], None], set[str], set[str]]] =
     # name: (change, ids that must hold after it, ids that must not)
     "spearman reaches the paper": (
         lambda f: f["mlem"].__setitem__("spearman", [0.24, 0.75]),
-        {"mlem.spearman_reaches_paper"}, {"mlem.spearman_below_paper"}),
+        {"mlem.spearman_reaches_paper"},
+        {"mlem.spearman_below_paper"},
+    ),
     "bridges fall": (
         lambda f: _swap(f["mlem"]["spearman_groups"], "bridges_embeddings", "bridges_first_block"),
-        {"mlem.bridges_fall_after_first_block"}, {"mlem.bridges_rise_after_first_block"}),
+        {"mlem.bridges_fall_after_first_block"},
+        {"mlem.bridges_rise_after_first_block"},
+    ),
     "GPT-NeoX highest after its embeddings": (
         lambda f: _swap(f["mlem"]["spearman_groups"], "neox_embeddings", "neox_blocks"),
-        {"mlem.neox_highest_after_embeddings"}, {"mlem.neox_highest_at_embeddings"}),
+        {"mlem.neox_highest_after_embeddings"},
+        {"mlem.neox_highest_at_embeddings"},
+    ),
     "GPT-NeoX neither": (
         lambda f: f["mlem"]["spearman_groups"].update(neox_embeddings=[0.30, 0.50], neox_blocks=[0.35, 0.45]),
-        set(), {"mlem.neox_highest_after_embeddings", "mlem.neox_highest_at_embeddings"}),
+        set(),
+        {"mlem.neox_highest_after_embeddings", "mlem.neox_highest_at_embeddings"},
+    ),
     "number explains something": (
         lambda f: f["mlem"]["minor"].__setitem__("number", [-0.02, 0.09]),
-        {"mlem.beyond_near_zero.number", "mlem.near_zero.tense"}, {"mlem.near_zero.number"}),
+        {"mlem.beyond_near_zero.number", "mlem.near_zero.tense"},
+        {"mlem.near_zero.number"},
+    ),
     "untrained control above": (
         lambda f: f["mlem"]["untrained"][0].__setitem__("spearman", [0.61, 0.65]),
-        {"mlem.untrained_above_trained.gelu_2l_untrained"}, {"mlem.untrained_below_trained.gelu_2l_untrained"}),
+        {"mlem.untrained_above_trained.gelu_2l_untrained"},
+        {"mlem.untrained_below_trained.gelu_2l_untrained"},
+    ),
     "mamba keeps part of speech": (
         lambda f: f["mlem"]["mamba"][0].update(top_importance=0.5, dominant_importance=0.6),
-        {"mlem.last_layer_top.mamba_2l.pos"}, {"mlem.last_layer_top.mamba_2l.word_role"}),
+        {"mlem.last_layer_top.mamba_2l.pos"},
+        {"mlem.last_layer_top.mamba_2l.word_role"},
+    ),
     "projection does not help": (
         lambda f: _swap(f["embedding"]["alignment"]["by_space"], "projected", "raw"),
-        {"embedding.alignment.raw_above_projected", "embedding.alignment.projected_below_chance",
-         "embedding.alignment.raw_above_chance"},
-        {"embedding.alignment.projected_above_raw", "embedding.alignment.projected_above_chance"}),
+        {
+            "embedding.alignment.raw_above_projected",
+            "embedding.alignment.projected_below_chance",
+            "embedding.alignment.raw_above_chance",
+        },
+        {"embedding.alignment.projected_above_raw", "embedding.alignment.projected_above_chance"},
+    ),
     "W_Q most on the diagonal": (
-        lambda f: _set_group_fraction(f["embedding"]["alignment"], "W_Q", 1.0) or
-        _set_group_fraction(f["embedding"]["alignment"], "FF_value", 0.166667),
-        {"embedding.alignment.most_on_diagonal.W_Q"}, {"embedding.alignment.most_on_diagonal.FF_value"}),
+        lambda f: (
+            _set_group_fraction(f["embedding"]["alignment"], "W_Q", 1.0)
+            or _set_group_fraction(f["embedding"]["alignment"], "FF_value", 0.166667)
+        ),
+        {"embedding.alignment.most_on_diagonal.W_Q"},
+        {"embedding.alignment.most_on_diagonal.FF_value"},
+    ),
     "fine-tuning below the majority": (
         lambda f: f["embedding"]["finetune"].update(accuracy=0.7),
-        {"embedding.finetune.at_or_below_majority"}, {"embedding.finetune.above_majority"}),
+        {"embedding.finetune.at_or_below_majority"},
+        {"embedding.finetune.above_majority"},
+    ),
     "W_V's ΔW rows level with random": (
         lambda f: f["embedding"]["finetune"]["above"][0].update(finetune=0.33),
-        {"embedding.finetune.not_above_random.W_V.layer3"}, {"embedding.finetune.above_random.W_V.layer3"}),
+        {"embedding.finetune.not_above_random.W_V.layer3"},
+        {"embedding.finetune.above_random.W_V.layer3"},
+    ),
     "classifier rows above chance": (
         lambda f: f["embedding"]["finetune"]["classifier"].update(fraction=0.4),
         {"embedding.finetune.classifier_above_chance"},
-        {"embedding.finetune.classifier_level_with_chance", "embedding.finetune.classifier_below_chance"}),
+        {"embedding.finetune.classifier_level_with_chance", "embedding.finetune.classifier_below_chance"},
+    ),
     "classifier rows below chance": (
         lambda f: f["embedding"]["finetune"]["classifier"].update(fraction=0.05),
-        {"embedding.finetune.classifier_below_chance"}, {"embedding.finetune.classifier_level_with_chance"}),
+        {"embedding.finetune.classifier_below_chance"},
+        {"embedding.finetune.classifier_level_with_chance"},
+    ),
     "zero-shot below the majority every time": (
         lambda f: f["embedding"]["zero_shot"].update(blocks=[0.32, 0.70], blocks_below_chance=11),
         {"embedding.zero_shot.blocks_below_majority_every_time"},
-        {"embedding.zero_shot.blocks_never_below_majority"}),
+        {"embedding.zero_shot.blocks_never_below_majority"},
+    ),
     "zero-shot never below the majority": (
         lambda f: f["embedding"]["zero_shot"].update(blocks=[0.74, 0.80], blocks_below_chance=0),
         {"embedding.zero_shot.blocks_never_below_majority"},
-        {"embedding.zero_shot.blocks_below_majority_every_time"}),
+        {"embedding.zero_shot.blocks_below_majority_every_time"},
+    ),
     "E^T peaks at the largest k": (
         lambda f: f["embedding"]["keep_k"].update(transpose_peak_k=[10.0, 394.0]),
-        set(), {"embedding.keep_k.transpose_peaks_before_end"}),
+        set(),
+        {"embedding.keep_k.transpose_peaks_before_end"},
+    ),
 }
 
 
@@ -225,12 +269,14 @@ def test_planted_committed_findings(name: str):
 def test_pairs_of_directions_have_opposite_margins():
     findings = _committed()
     claims = _by_id(findings)
-    for a, b in [("mlem.spearman_below_paper", "mlem.spearman_reaches_paper"),
-                 ("mlem.bridges_rise_after_first_block", "mlem.bridges_fall_after_first_block"),
-                 ("mlem.near_zero.number", "mlem.beyond_near_zero.number"),
-                 ("embedding.alignment.projected_above_raw", "embedding.alignment.raw_above_projected"),
-                 ("embedding.alignment.raw_above_chance", "embedding.alignment.raw_below_chance"),
-                 ("embedding.finetune.above_random.W_K.layer2", "embedding.finetune.not_above_random.W_K.layer2")]:
+    for a, b in [
+        ("mlem.spearman_below_paper", "mlem.spearman_reaches_paper"),
+        ("mlem.bridges_rise_after_first_block", "mlem.bridges_fall_after_first_block"),
+        ("mlem.near_zero.number", "mlem.beyond_near_zero.number"),
+        ("embedding.alignment.projected_above_raw", "embedding.alignment.raw_above_projected"),
+        ("embedding.alignment.raw_above_chance", "embedding.alignment.raw_below_chance"),
+        ("embedding.finetune.above_random.W_K.layer2", "embedding.finetune.not_above_random.W_K.layer2"),
+    ]:
         assert claims[a].margin == pytest.approx(-claims[b].margin), (a, b)
     for a, b in [("embedding.finetune.above_majority", "embedding.finetune.at_or_below_majority")]:
         assert not (claims[a].holds and claims[b].holds)
@@ -241,8 +287,12 @@ def test_dominant_feature_swapped_in_committed_findings():
     findings = _committed()
 
     def change(f: dict[str, Any]) -> None:
-        f["mlem"].update(dominant="word_position", dominant_top=70, dominant_span=[0.2, 0.3],
-                         exceptions=[{"model": "neox_2l", "layer": i, "top": "pos"} for i in range(9)])
+        f["mlem"].update(
+            dominant="word_position",
+            dominant_top=70,
+            dominant_span=[0.2, 0.3],
+            exceptions=[{"model": "neox_2l", "layer": i, "top": "pos"} for i in range(9)],
+        )
 
     planted = _planted(findings, change)
 
@@ -268,8 +318,11 @@ def _collected(change: Callable[[dict[str, Any]], None] | None = None) -> dict[s
         change(tables)
     roles = model_roles(model_facts(tables))
     untrained = untrained_models(tables.get("parameters") or {})
-    findings = {"literature": LITERATURE, "mlem": collect_mlem(tables, roles, untrained),
-                "embedding": collect_embedding(without_models(tables, untrained), roles)}
+    findings = {
+        "literature": LITERATURE,
+        "mlem": collect_mlem(tables, roles, untrained),
+        "embedding": collect_embedding(without_models(tables, untrained), roles),
+    }
     return json.loads(json.dumps(jsonable(findings), allow_nan=False))
 
 
@@ -306,7 +359,8 @@ def _decisions_agree(findings: dict[str, Any]) -> None:
     assert ("mlem.bridges_fall_after_first_block" in holding) == (sum(high) < sum(low))
     emb_spearman, blocks = groups["neox_embeddings"], groups["neox_blocks"]
     assert ("mlem.neox_highest_at_embeddings" in holding) == (
-        emb_spearman[0] > blocks[1] or (sum(emb_spearman) > sum(blocks) and emb_spearman[1] > blocks[1]))
+        emb_spearman[0] > blocks[1] or (sum(emb_spearman) > sum(blocks) and emb_spearman[1] > blocks[1])
+    )
     dominant = mlem["dominant"]
     assert {c for c in holding if c.startswith("mlem.most_layers_on_top.")} == {f"mlem.most_layers_on_top.{dominant}"}
     assert (f"mlem.on_top_at_every_layer.{dominant}" in holding) == (mlem["dominant_top"] == mlem["n_layers"])
@@ -318,10 +372,12 @@ def _decisions_agree(findings: dict[str, Any]) -> None:
     for method, odd in mlem["odd_one_out"].items():
         assert f"mlem.odd_one_out.{method}.{odd['model']}.layer{odd['layer']}" in holding
     keep = emb["keep_k"]
-    assert {int(c.rsplit(".k", 1)[1]) for c in holding if c.startswith("embedding.keep_k.level.")} == \
-        set(keep["level_ks"])
-    assert {int(c.rsplit(".k", 1)[1]) for c in holding if c.startswith("embedding.keep_k.behind.")} == \
-        set(keep["ks"]) - set(keep["level_ks"])
+    assert {int(c.rsplit(".k", 1)[1]) for c in holding if c.startswith("embedding.keep_k.level.")} == set(
+        keep["level_ks"]
+    )
+    assert {int(c.rsplit(".k", 1)[1]) for c in holding if c.startswith("embedding.keep_k.behind.")} == set(
+        keep["ks"]
+    ) - set(keep["level_ks"])
     by_space = emb["alignment"]["by_space"]
     assert ("embedding.alignment.projected_above_raw" in holding) == (by_space["projected"] > by_space["raw"])
     assert ("embedding.alignment.raw_above_projected" in holding) == (by_space["projected"] < by_space["raw"])
@@ -330,13 +386,16 @@ def _decisions_agree(findings: dict[str, Any]) -> None:
         assert f"embedding.alignment.most_on_diagonal.{best}" in holding
     above = {f"embedding.finetune.above_random.{c['group']}.layer{c['layer']}" for c in emb["finetune"]["above"]}
     assert {c for c in holding if c.startswith("embedding.finetune.above_random.")} == above
-    assert len([c for c in holding if c.startswith("embedding.finetune.not_above_random.")]) == \
-        emb["finetune"]["n_cells"] - len(above)
+    assert len([c for c in holding if c.startswith("embedding.finetune.not_above_random.")]) == emb["finetune"][
+        "n_cells"
+    ] - len(above)
     zero = emb["zero_shot"]
-    assert len([c for c in holding if c.startswith("embedding.zero_shot.below_majority.")]) == \
-        zero["blocks_below_chance"]
-    assert ("embedding.zero_shot.blocks_below_majority_every_time" in holding) == \
-        (zero["blocks_below_chance"] == zero["n_blocks"])
+    assert (
+        len([c for c in holding if c.startswith("embedding.zero_shot.below_majority.")]) == zero["blocks_below_chance"]
+    )
+    assert ("embedding.zero_shot.blocks_below_majority_every_time" in holding) == (
+        zero["blocks_below_chance"] == zero["n_blocks"]
+    )
     assert ("embedding.zero_shot.blocks_never_below_majority" in holding) == (zero["blocks_below_chance"] == 0)
 
 
@@ -344,9 +403,14 @@ def test_collected_claims_are_the_paragraphs_decisions(collected: dict[str, Any]
     _decisions_agree(collected)
     # the default-shaped tables' answers, so the rules above are checked on a known outcome
     holding = _holding(collected)
-    assert {"mlem.spearman_below_paper", "mlem.bridges_rise_after_first_block", "mlem.neox_highest_at_embeddings",
-            "mlem.most_layers_on_top.pos", "embedding.alignment.projected_above_raw",
-            "embedding.zero_shot.blocks_below_majority_every_time"} <= holding
+    assert {
+        "mlem.spearman_below_paper",
+        "mlem.bridges_rise_after_first_block",
+        "mlem.neox_highest_at_embeddings",
+        "mlem.most_layers_on_top.pos",
+        "embedding.alignment.projected_above_raw",
+        "embedding.zero_shot.blocks_below_majority_every_time",
+    } <= holding
     assert "mlem.on_top_at_every_layer.pos" not in holding  # on top at 78 of 79 layers
 
 
@@ -383,6 +447,7 @@ def test_planted_tables_move_the_claims_not_their_ids(collected: dict[str, Any])
 
 def test_zero_shot_at_the_majority_rate_is_at_or_above():
     """A stitched model that answers the majority class scores exactly the majority rate: not below it."""
+
     def change(tables: dict[str, Any]) -> None:
         zero = tables["embedding_zero_shot"]
         zero.loc[zero["layers_from_b"] >= 1, "accuracy"] = zero["chance"]

@@ -21,8 +21,11 @@ HOLDING_ON_COMMITTED = {
     "stitching.asymmetry.every_cell",
     "stitching.control_asymmetry.every_cell",
     "stitching.control_asymmetry.smaller",
-    *(f"stitching.asymmetry.{kind}.{pair}" for kind in ("affine", "affine_ln")
-      for pair in ("solu_2l.gelu_2l", "solu_3l.gelu_3l", "solu_2l_shared_seed.gelu_2l")),
+    *(
+        f"stitching.asymmetry.{kind}.{pair}"
+        for kind in ("affine", "affine_ln")
+        for pair in ("solu_2l.gelu_2l", "solu_3l.gelu_3l", "solu_2l_shared_seed.gelu_2l")
+    ),
     "stitching.floor.between.affine.solu_to_gelu.above_every",
     "stitching.floor.between.affine.gelu_to_solu.above_partly",
     "stitching.floor.between.affine_ln.solu_to_gelu.above_every",
@@ -68,13 +71,17 @@ def test_committed_run_holds_exactly_what_the_prose_states():
     assert by_id["stitching.self_floor.mostly_below_zero"].margin == pytest.approx(33 / 34 - 0.5)
     assert by_id["stitching.self_floor.gain_at_embeddings"].margin == pytest.approx(0.013237)
     # worded as the prose the claims replace
-    assert ("at every layer, with both φ kinds and at both depths — the asymmetry Brown et al. report"
-            in by_id["stitching.asymmetry.every_cell"].text)
+    assert (
+        "at every layer, with both φ kinds and at both depths — the asymmetry Brown et al. report"
+        in by_id["stitching.asymmetry.every_cell"].text
+    )
     assert by_id["stitching.control_asymmetry.every_cell"].text.startswith(
-        "The same-seed control (`solu_2l_shared_seed` and `gelu_2l`) keeps the asymmetry over the floors at every "
-        "layer")
-    assert "The same-seed control's asymmetry over the floors is smaller" in \
-        by_id["stitching.control_asymmetry.smaller"].text
+        "The same-seed control (`solu_2l_shared_seed` and `gelu_2l`) keeps the asymmetry over the floors at every layer"
+    )
+    assert (
+        "The same-seed control's asymmetry over the floors is smaller"
+        in by_id["stitching.control_asymmetry.smaller"].text
+    )
     assert "measures mostly their initialisation" in by_id["stitching.identity.control_below_between"].text
 
 
@@ -89,10 +96,12 @@ def test_committed_texts_fill_without_gaps():
     texts = {c.id: c.text for c in claims}
     assert texts["stitching.floor.between.affine.gelu_to_solu.above_partly"] == (
         "Between SoLU and GeLU with different seeds, affine φ stitching GeLU→SoLU costs −0.023 to +0.228 nats/token "
-        "(−0.020 to +0.253 relative to SoLU's floor), its interval above SoLU's floor at 3 of 7 layers")
+        "(−0.020 to +0.253 relative to SoLU's floor), its interval above SoLU's floor at 3 of 7 layers"
+    )
     assert texts["stitching.identity.control_below_between"].startswith(
         "Identity stitching costs exactly 0 for a model with itself and 3.18–5.78 nats/token between SoLU and GeLU "
-        "with different seeds, 0.04–0.22 for the same-seed control")
+        "with different seeds, 0.04–0.22 for the same-seed control"
+    )
 
 
 def test_replicates_merge_into_ranges():
@@ -157,7 +166,8 @@ def test_a_partial_asymmetry_is_some_cells():
     assert by_id["stitching.asymmetry.no_cell"].margin < 0
     assert by_id["stitching.asymmetry.some_cells"].text.startswith(
         "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at 13 of 14 layer "
-        "cells (φ kinds × depths × layers) and less at 1")
+        "cells (φ kinds × depths × layers) and less at 1"
+    )
     assert not by_id["stitching.asymmetry.affine.solu_2l.gelu_2l"].holds
     assert not by_id["stitching.asymmetry_reversed.affine.solu_2l.gelu_2l"].holds
     assert {c.id for c in claims} == {c.id for c in claims_stitching(_committed())}
@@ -175,20 +185,27 @@ def test_a_larger_control_asymmetry_and_identity_overlap_and_positive_floors():
         kind["lowest_layer"] = 1
     claims = claims_stitching(findings)
     held = _holding(claims)
-    assert {"stitching.control_asymmetry.larger", "stitching.identity.control_not_below_between",
-            "stitching.self_floor.mostly_not_below_zero", "stitching.self_floor.lowest_past_embeddings",
-            "stitching.self_floor.no_gain_at_embeddings"} <= held
-    assert not held & {"stitching.control_asymmetry.smaller", "stitching.identity.control_below_between",
-                       "stitching.self_floor.mostly_below_zero", "stitching.self_floor.lowest_at_embeddings",
-                       "stitching.self_floor.gain_at_embeddings"}
+    assert {
+        "stitching.control_asymmetry.larger",
+        "stitching.identity.control_not_below_between",
+        "stitching.self_floor.mostly_not_below_zero",
+        "stitching.self_floor.lowest_past_embeddings",
+        "stitching.self_floor.no_gain_at_embeddings",
+    } <= held
+    assert not held & {
+        "stitching.control_asymmetry.smaller",
+        "stitching.identity.control_below_between",
+        "stitching.self_floor.mostly_below_zero",
+        "stitching.self_floor.lowest_at_embeddings",
+        "stitching.self_floor.gain_at_embeddings",
+    }
     by_id = _by_id(claims)
     assert by_id["stitching.identity.control_not_below_between"].margin == pytest.approx(3.5 - 3.182657)
     assert by_id["stitching.control_asymmetry.larger"].margin == pytest.approx(0.2 - (0.058966 + 0.075628) / 2)
     assert {c.id for c in claims} == {c.id for c in claims_stitching(_committed())}
 
 
-@pytest.mark.parametrize("section", [{"missing": ["stitching_penalties"]}, {"error": "KeyError: 'x'"},
-                                     {"empty": True}])
+@pytest.mark.parametrize("section", [{"missing": ["stitching_penalties"]}, {"error": "KeyError: 'x'"}, {"empty": True}])
 def test_a_section_not_run_has_no_claims(section):
     assert claims_stitching({"stitching": section}) == []
     assert claims_stitching({}) == []
@@ -198,8 +215,10 @@ def test_a_section_not_run_has_no_claims(section):
 
 
 SOLU, GELU, SHARED = "solu_2l", "gelu_2l", "solu_2l_shared_seed"
-ROLES = {"solu_gelu": [{"solu": SOLU, "gelu": GELU, "depth": 2, "same_seed": False}],
-         "control": [{"solu": SHARED, "gelu": GELU, "depth": 2, "same_seed": True}]}
+ROLES = {
+    "solu_gelu": [{"solu": SOLU, "gelu": GELU, "depth": 2, "same_seed": False}],
+    "control": [{"solu": SHARED, "gelu": GELU, "depth": 2, "same_seed": True}],
+}
 
 
 def _tables(penalty: dict[tuple[str, str], list[float]], half: float = 0.01) -> dict[str, Any]:
@@ -208,20 +227,46 @@ def _tables(penalty: dict[tuple[str, str], list[float]], half: float = 0.01) -> 
     rows = []
     for (f, g), values in penalty.items():
         for layer, value in enumerate(values):
-            for kind, p in (("affine", value), ("affine_ln", value - 0.005),
-                            ("identity", 0.0 if f == g else 1.0 + 0.1 * layer + 0.5 * (f == SHARED or g == SHARED))):
+            for kind, p in (
+                ("affine", value),
+                ("affine_ln", value - 0.005),
+                ("identity", 0.0 if f == g else 1.0 + 0.1 * layer + 0.5 * (f == SHARED or g == SHARED)),
+            ):
                 h = 0.0 if kind == "identity" and f == g else half
-                rows.append({"model_f": f, "layer_f": layer, "model_g": g, "layer_g": layer, "stitch": kind,
-                             "penalty": p, "ci_low": p - h, "ci_high": p + h, "steps": 150, "tokens_per_step": 1024,
-                             "train_tokens": 74688, "eval_tokens": 2496, "ci_level": 0.95,
-                             "train_source": "train_sequences"})
+                rows.append(
+                    {
+                        "model_f": f,
+                        "layer_f": layer,
+                        "model_g": g,
+                        "layer_g": layer,
+                        "stitch": kind,
+                        "penalty": p,
+                        "ci_low": p - h,
+                        "ci_high": p + h,
+                        "steps": 150,
+                        "tokens_per_step": 1024,
+                        "train_tokens": 74688,
+                        "eval_tokens": 2496,
+                        "ci_level": 0.95,
+                        "train_source": "train_sequences",
+                    }
+                )
     return {"stitching_penalties": pd.DataFrame(rows)}
 
 
 def _planted(s_to_g: list[float], g_to_s: list[float], control_s_to_g: list[float]) -> dict[str, Any]:
     floors = [-0.03, -0.01, -0.012]
-    tables = _tables({(SOLU, GELU): s_to_g, (GELU, SOLU): g_to_s, (SHARED, GELU): control_s_to_g,
-                      (GELU, SHARED): g_to_s, (SOLU, SOLU): floors, (GELU, GELU): floors, (SHARED, SHARED): floors})
+    tables = _tables(
+        {
+            (SOLU, GELU): s_to_g,
+            (GELU, SOLU): g_to_s,
+            (SHARED, GELU): control_s_to_g,
+            (GELU, SHARED): g_to_s,
+            (SOLU, SOLU): floors,
+            (GELU, GELU): floors,
+            (SHARED, SHARED): floors,
+        }
+    )
     return {"stitching": collect_stitching(tables, ROLES, {})}
 
 
@@ -265,26 +310,39 @@ def test_collected_gaps_decide_the_floor_claims():
 
 
 def test_planted_asymmetry_and_its_reverse_from_tables():
-    ahead = claims_stitching(_planted(s_to_g=[0.10, 0.08, 0.06], g_to_s=[0.0, -0.01, 0.0],
-                                      control_s_to_g=[0.05, 0.04, 0.03]))
-    behind = claims_stitching(_planted(s_to_g=[0.0, -0.01, 0.0], g_to_s=[0.10, 0.08, 0.06],
-                                       control_s_to_g=[-0.02, -0.03, -0.02]))
+    ahead = claims_stitching(
+        _planted(s_to_g=[0.10, 0.08, 0.06], g_to_s=[0.0, -0.01, 0.0], control_s_to_g=[0.05, 0.04, 0.03])
+    )
+    behind = claims_stitching(
+        _planted(s_to_g=[0.0, -0.01, 0.0], g_to_s=[0.10, 0.08, 0.06], control_s_to_g=[-0.02, -0.03, -0.02])
+    )
     assert [c.id for c in ahead] == [c.id for c in behind]
     held_ahead, held_behind = _holding(ahead), _holding(behind)
-    assert {"stitching.asymmetry.every_cell", "stitching.control_asymmetry.every_cell",
-            "stitching.control_asymmetry.smaller", "stitching.asymmetry.affine.solu_2l.gelu_2l",
-            "stitching.identity.control_not_below_between"} <= held_ahead
-    assert {"stitching.asymmetry.no_cell", "stitching.control_asymmetry.no_cell",
-            "stitching.asymmetry_reversed.affine.solu_2l.gelu_2l",
-            "stitching.floor.between.affine.gelu_to_solu.above_every"} <= held_behind
-    assert not held_behind & {"stitching.asymmetry.every_cell", "stitching.asymmetry.some_cells",
-                              "stitching.control_asymmetry.every_cell"}
+    assert {
+        "stitching.asymmetry.every_cell",
+        "stitching.control_asymmetry.every_cell",
+        "stitching.control_asymmetry.smaller",
+        "stitching.asymmetry.affine.solu_2l.gelu_2l",
+        "stitching.identity.control_not_below_between",
+    } <= held_ahead
+    assert {
+        "stitching.asymmetry.no_cell",
+        "stitching.control_asymmetry.no_cell",
+        "stitching.asymmetry_reversed.affine.solu_2l.gelu_2l",
+        "stitching.floor.between.affine.gelu_to_solu.above_every",
+    } <= held_behind
+    assert not held_behind & {
+        "stitching.asymmetry.every_cell",
+        "stitching.asymmetry.some_cells",
+        "stitching.control_asymmetry.every_cell",
+    }
     by_id = _by_id(ahead)
     # SoLU→GeLU over GeLU's floor less GeLU→SoLU over SoLU's: layers 0, 1, 2 → 0.10, 0.09, 0.06; the smallest
     assert by_id["stitching.asymmetry.every_cell"].margin == pytest.approx(0.06)
     assert by_id["stitching.asymmetry.every_cell"].text == (
         "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at every layer, with "
-        "both φ kinds — the asymmetry Brown et al. report (by +0.060 to +0.100 nats/token per layer cell)")
+        "both φ kinds — the asymmetry Brown et al. report (by +0.060 to +0.100 nats/token per layer cell)"
+    )
     assert _by_id(behind)["stitching.asymmetry.no_cell"].text.endswith("— not the asymmetry Brown et al. report")
     for claim in ahead + behind:
         assert "n/a" not in claim.text, claim.id

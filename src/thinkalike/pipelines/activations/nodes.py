@@ -56,8 +56,9 @@ def store_dtype(settings: ActivationParameters) -> str:
     return settings.store_dtype or settings.dtype
 
 
-def activation_stream(handle: ModelHandle, sequences: dict[str, np.ndarray], settings: ActivationParameters,
-                      model_name: str) -> ActivationStream:
+def activation_stream(
+    handle: ModelHandle, sequences: dict[str, np.ndarray], settings: ActivationParameters, model_name: str
+) -> ActivationStream:
     """The lazy extraction of ``handle`` on ``sequences`` with its store settings and size estimate.
 
     ``activations.final_norm``: the stored layers run to ``n_layers + 1``, the final norm's output
@@ -73,14 +74,28 @@ def activation_stream(handle: ModelHandle, sequences: dict[str, np.ndarray], set
     dtype = store_dtype(settings)
     size = store_size_bytes(int(np.asarray(sequences["attention_mask"]).sum()), n_stored, handle.d_model, dtype)
     batches = ResidualBatches(handle, sequences, settings.batch_size, output_dtype(settings), layers, final_norm)
-    return ActivationStream(model_name, batches, dtype=dtype, n_layers=handle.n_layers, layer_subset=layers,
-                            estimated_bytes=size, spec=handle.spec)
+    return ActivationStream(
+        model_name,
+        batches,
+        dtype=dtype,
+        n_layers=handle.n_layers,
+        layer_subset=layers,
+        estimated_bytes=size,
+        spec=handle.spec,
+    )
 
 
-def extract_zoo_activations(evaluation_sequences: dict[str, np.ndarray], evaluation_index: pd.DataFrame, tokenizer,
-                            weights: dict[str, torch.Tensor], config: dict[str, Any], *,
-                            settings: ActivationParameters, model_name: str,
-                            spec: str | None = None) -> tuple[ActivationStream, pd.DataFrame]:
+def extract_zoo_activations(
+    evaluation_sequences: dict[str, np.ndarray],
+    evaluation_index: pd.DataFrame,
+    tokenizer,
+    weights: dict[str, torch.Tensor],
+    config: dict[str, Any],
+    *,
+    settings: ActivationParameters,
+    model_name: str,
+    spec: str | None = None,
+) -> tuple[ActivationStream, pd.DataFrame]:
     """Residual streams of a zoo model (``spec``, default ``zoo:<its name>``; ``?weights=initial`` for its
     initialisation) on the evaluation sequences (corpus tokenizer).
 
@@ -90,13 +105,21 @@ def extract_zoo_activations(evaluation_sequences: dict[str, np.ndarray], evaluat
     """
     if settings.packing == "sentence":
         evaluation_sequences, evaluation_index = one_text_per_row(evaluation_index, text_wrapping(tokenizer).pad)
-    handle = load_saved_zoo_model(weights, config, tokenizer, name=model_name, spec=spec,
-                                  device=model_device(settings, model_name), dtype=compute_dtype(settings))
+    handle = load_saved_zoo_model(
+        weights,
+        config,
+        tokenizer,
+        name=model_name,
+        spec=spec,
+        device=model_device(settings, model_name),
+        dtype=compute_dtype(settings),
+    )
     return activation_stream(handle, evaluation_sequences, settings, model_name), evaluation_index
 
 
-def extract_external_activations(evaluation_texts: pd.DataFrame, *, settings: ActivationParameters, model_name: str,
-                                 spec: str, n_ctx: int) -> tuple[ActivationStream, pd.DataFrame]:
+def extract_external_activations(
+    evaluation_texts: pd.DataFrame, *, settings: ActivationParameters, model_name: str, spec: str, n_ctx: int
+) -> tuple[ActivationStream, pd.DataFrame]:
     """Residual streams of a hub / local / GGUF / TransformerLens model, with its own tokenizer.
 
     The evaluation texts are packed with the model's tokenizer and its own special-token
@@ -107,11 +130,17 @@ def extract_external_activations(evaluation_texts: pd.DataFrame, *, settings: Ac
     checkpoint without LM head (a sentence encoder) is fine, one lacking embedding or block
     weights raises ``MissingWeightsError`` naming them.
     """
-    handle = load_model(spec, name=model_name, device=model_device(settings, model_name),
-                        dtype=compute_dtype(settings), view="residual_streams")
+    handle = load_model(
+        spec,
+        name=model_name,
+        device=model_device(settings, model_name),
+        dtype=compute_dtype(settings),
+        view="residual_streams",
+    )
     if handle.tokenizer is None:
-        raise ModelSourceError(f"model spec {spec!r} ({model_name}) came without a tokenizer: put its tokenizer "
-                               "files beside the weights")
+        raise ModelSourceError(
+            f"model spec {spec!r} ({model_name}) came without a tokenizer: put its tokenizer files beside the weights"
+        )
     check_packable(handle.tokenizer, n_ctx, what=f"activations.models.{model_name} ({spec})")
     sequences, index = pack_evaluation_sequences(evaluation_texts, handle.tokenizer, n_ctx, settings.packing)
     return activation_stream(handle, sequences, settings, model_name), index

@@ -53,11 +53,22 @@ def extraction_source(name: str, spec: str, settings: ActivationParameters, n_ct
     catalog datasets it reads."""
     zoo_name = zoo_target(spec)
     if zoo_name is not None:
-        return ExtractionSource(with_fixed_arguments(nodes.extract_zoo_activations, settings=settings, model_name=name, spec=spec),
-                                ("evaluation_sequences", "evaluation_index", "tokenizer",
-                                 model_dataset(zoo_name, "model_weights"), model_dataset(zoo_name, "model_config")))
-    return ExtractionSource(with_fixed_arguments(nodes.extract_external_activations, settings=settings, model_name=name, spec=spec,
-                                 n_ctx=n_ctx), ("evaluation_texts",))
+        return ExtractionSource(
+            with_fixed_arguments(nodes.extract_zoo_activations, settings=settings, model_name=name, spec=spec),
+            (
+                "evaluation_sequences",
+                "evaluation_index",
+                "tokenizer",
+                model_dataset(zoo_name, "model_weights"),
+                model_dataset(zoo_name, "model_config"),
+            ),
+        )
+    return ExtractionSource(
+        with_fixed_arguments(
+            nodes.extract_external_activations, settings=settings, model_name=name, spec=spec, n_ctx=n_ctx
+        ),
+        ("evaluation_texts",),
+    )
 
 
 def external_n_ctx(settings: ActivationParameters, corpus: CorpusParameters) -> int:
@@ -68,8 +79,18 @@ def external_n_ctx(settings: ActivationParameters, corpus: CorpusParameters) -> 
 def model_pipeline(name: str, spec: str, settings: ActivationParameters, n_ctx: int) -> Pipeline:
     """Extraction for one model in namespace ``models.<name>``."""
     source = extraction_source(name, spec, settings, n_ctx)
-    return Pipeline([namespaced_node(source.function, list(source.inputs), OUTPUTS, name="extract_activations",
-                                     namespace=model_namespace(name), tags=[GPU_WORK])])
+    return Pipeline(
+        [
+            namespaced_node(
+                source.function,
+                list(source.inputs),
+                OUTPUTS,
+                name="extract_activations",
+                namespace=model_namespace(name),
+                tags=[GPU_WORK],
+            )
+        ]
+    )
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:

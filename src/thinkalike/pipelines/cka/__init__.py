@@ -6,8 +6,16 @@ from .metrics import RULES
 from .pipeline import create_pipeline
 from .schema import check_cka
 
-SPEC = PipelineSpec("cka", create_pipeline, stage=30,
-                    section="cka", upstream=("activations",), check=check_cka,
-                    replaced_whole=("pairs", "groups"), rules=RULES, viz_group="cka")
+SPEC = PipelineSpec(
+    "cka",
+    create_pipeline,
+    stage=30,
+    section="cka",
+    upstream=("activations",),
+    check=check_cka,
+    replaced_whole=("pairs", "groups"),
+    rules=RULES,
+    viz_group="cka",
+)
 
 __all__ = ["SPEC", "create_pipeline"]

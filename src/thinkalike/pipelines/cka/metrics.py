@@ -16,8 +16,9 @@ def _between_models(output: SavedOutput) -> bool:
 
 def _log_pair_metrics(recorder: Recorder, output: SavedOutput, metrics: Mapping[str, float], what: str) -> None:
     """``metrics`` under the pair's namespace: ``cka.<a>__<b>.<key>``."""
-    recorder.log_metrics({f"{output.namespace}.{key}": value for key, value in metrics.items()},
-                         what=f"{output.namespace} {what}")
+    recorder.log_metrics(
+        {f"{output.namespace}.{key}": value for key, value in metrics.items()}, what=f"{output.namespace} {what}"
+    )
 
 
 def _log_cka_table(recorder: Recorder, output: SavedOutput) -> None:
@@ -49,6 +50,16 @@ RULES: tuple[OutputRule, ...] = (
     ending(["cka_table"], _log_cka_table),
     ending(["calibration_table"], _log_calibration_table),
     ending(["measures_table"], _log_measures_table),
-    tables(["cka_distances", "cka_group_distances", "cka_group_curves", "similarity_measures", "dimension_shares",
-            "rogue_remedies", "measure_grounding", "similarity_calibration"]),
+    tables(
+        [
+            "cka_distances",
+            "cka_group_distances",
+            "cka_group_curves",
+            "similarity_measures",
+            "dimension_shares",
+            "rogue_remedies",
+            "measure_grounding",
+            "similarity_calibration",
+        ]
+    ),
 )

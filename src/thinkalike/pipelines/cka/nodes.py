@@ -33,8 +33,16 @@ GROUP_DISTANCE_COLUMNS = ["group_a", "group_b", "kind", "mean", "std", "n", "n_f
 CURVE_COLUMNS = ["group_a", "group_b", "relative_depth", "mean", "ci_low", "ci_high", "n"]
 
 
-def compare_pair(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore, index_b: pd.DataFrame, *,
-                 settings: CKAParameters, model_a: str, model_b: str):
+def compare_pair(
+    store_a: ActivationStore,
+    index_a: pd.DataFrame,
+    store_b: ActivationStore,
+    index_b: pd.DataFrame,
+    *,
+    settings: CKAParameters,
+    model_a: str,
+    model_b: str,
+):
     """CKA of every layer pair of two models: the long table (MLflow metrics come from it; the summary draws
     its heatmaps).
 
@@ -42,35 +50,70 @@ def compare_pair(store_a: ActivationStore, index_a: pd.DataFrame, store_b: Activ
     versions, ``streamed`` in streaming mode) and ``spec_a/_b`` (the model specs).
     ``cka.pooling: auto`` is resolved per pair (see :func:`resolve_pooling`)."""
     estimation = resolve_pooling(settings.estimation, index_a, index_b)
-    result = compute_cka(store_a, index_a, store_b, index_b, estimation, model_a=model_a, model_b=model_b,
-                         device=settings.device)
+    result = compute_cka(
+        store_a, index_a, store_b, index_b, estimation, model_a=model_a, model_b=model_b, device=settings.device
+    )
     table = cka_long_table(result, estimation, store_a.layers, store_b.layers)
-    table = table.assign(**{f"{key}_a": value for key, value in provenance(store_a).items()},
-                         **{f"{key}_b": value for key, value in provenance(store_b).items()})
+    table = table.assign(
+        **{f"{key}_a": value for key, value in provenance(store_a).items()},
+        **{f"{key}_b": value for key, value in provenance(store_b).items()},
+    )
     return table
 
 
-def compare_measures(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore,
-                     index_b: pd.DataFrame, *, settings: CKAParameters, model_a: str, model_b: str) -> pd.DataFrame:
+def compare_measures(
+    store_a: ActivationStore,
+    index_a: pd.DataFrame,
+    store_b: ActivationStore,
+    index_b: pd.DataFrame,
+    *,
+    settings: CKAParameters,
+    model_a: str,
+    model_b: str,
+) -> pd.DataFrame:
     """Every measure of ``cka.measures`` for every layer pair, on the CKA pipeline's rows
     (:mod:`thinkalike.measures.tables`), with the same provenance columns as the CKA table."""
     estimation = resolve_pooling(settings.estimation, index_a, index_b)
     acts_a, acts_b = aligned_rows(store_a, index_a, store_b, index_b, estimation)
-    table = measures_long_table(acts_a, None if model_a == model_b else acts_b, settings.measures, estimation,
-                                model_a=model_a, model_b=model_b, layer_ids_a=store_a.layers,
-                                layer_ids_b=store_b.layers)
-    return table.assign(**{f"{key}_a": value for key, value in provenance(store_a).items()},
-                        **{f"{key}_b": value for key, value in provenance(store_b).items()})
+    table = measures_long_table(
+        acts_a,
+        None if model_a == model_b else acts_b,
+        settings.measures,
+        estimation,
+        model_a=model_a,
+        model_b=model_b,
+        layer_ids_a=store_a.layers,
+        layer_ids_b=store_b.layers,
+    )
+    return table.assign(
+        **{f"{key}_a": value for key, value in provenance(store_a).items()},
+        **{f"{key}_b": value for key, value in provenance(store_b).items()},
+    )
 
 
-def calibrate_measures(store_a: ActivationStore, index_a: pd.DataFrame, store_b: ActivationStore,
-                       index_b: pd.DataFrame, *, settings: CKAParameters, model_a: str, model_b: str) -> pd.DataFrame:
+def calibrate_measures(
+    store_a: ActivationStore,
+    index_a: pd.DataFrame,
+    store_b: ActivationStore,
+    index_b: pd.DataFrame,
+    *,
+    settings: CKAParameters,
+    model_a: str,
+    model_b: str,
+) -> pd.DataFrame:
     """The permutation null of ``cka.measures.calibration``'s measures for a pair of different models, on the rows
     the measures saw (:func:`thinkalike.measures.tables.calibration_long_table`)."""
     estimation = resolve_pooling(settings.estimation, index_a, index_b)
     acts_a, acts_b = aligned_rows(store_a, index_a, store_b, index_b, estimation)
-    return calibration_long_table(acts_a, acts_b, settings.measures, model_a=model_a, model_b=model_b,
-                                  layer_ids_a=store_a.layers, layer_ids_b=store_b.layers)
+    return calibration_long_table(
+        acts_a,
+        acts_b,
+        settings.measures,
+        model_a=model_a,
+        model_b=model_b,
+        layer_ids_a=store_a.layers,
+        layer_ids_b=store_b.layers,
+    )
 
 
 def summarise_calibration(*tables: pd.DataFrame) -> pd.DataFrame:
@@ -86,8 +129,15 @@ def summarise_measures(*tables: pd.DataFrame, settings: CKAParameters):
     by_pair = {pair_name(table): table for table in tables}
     shares = dimension_shares(tables)
     grounding = grounding_table(tables, settings.groups)
-    return (measures_summary(tables), figure_files(by_pair, measures_heatmap_figure), shares,
-            dimension_shares_figure(shares), remedy_summary(tables), grounding, grounding_figure(grounding))
+    return (
+        measures_summary(tables),
+        figure_files(by_pair, measures_heatmap_figure),
+        shares,
+        dimension_shares_figure(shares),
+        remedy_summary(tables),
+        grounding,
+        grounding_figure(grounding),
+    )
 
 
 def pair_name(table: pd.DataFrame) -> str:
@@ -108,26 +158,49 @@ def summarise_cka(*tables: pd.DataFrame, settings: CKAParameters):
     skip = estimation.skip_constant_layers
     distances = distance_table(tables, skip)
     groups = settings.groups
-    labelled = distances[distances["model_a"].isin(groups) & distances["model_b"].isin(groups)
-                         & (distances["model_a"] != distances["model_b"])]
-    group_distances = (group_distance_table(labelled.rename(columns={"arccos_distance": "distance"}), groups,
-                                            skip_undefined=skip)
-                       if len(labelled) else pd.DataFrame(columns=GROUP_DISTANCE_COLUMNS))
-    matrices = {(t["model_a"].iloc[0], t["model_b"].iloc[0]): cka_matrix_from_table(t) for t in tables
-                if t["model_a"].iloc[0] in groups and t["model_b"].iloc[0] in groups}
+    labelled = distances[
+        distances["model_a"].isin(groups)
+        & distances["model_b"].isin(groups)
+        & (distances["model_a"] != distances["model_b"])
+    ]
+    group_distances = (
+        group_distance_table(labelled.rename(columns={"arccos_distance": "distance"}), groups, skip_undefined=skip)
+        if len(labelled)
+        else pd.DataFrame(columns=GROUP_DISTANCE_COLUMNS)
+    )
+    matrices = {
+        (t["model_a"].iloc[0], t["model_b"].iloc[0]): cka_matrix_from_table(t)
+        for t in tables
+        if t["model_a"].iloc[0] in groups and t["model_b"].iloc[0] in groups
+    }
     value_range = CKA_RANGES[estimation.estimator]
-    curves = (layer_cka_curves(matrices, groups, confidence=estimation.confidence, n_points=5,
-                               value_range=value_range)
-              if any(a != b for a, b in matrices) else pd.DataFrame(columns=CURVE_COLUMNS))
+    curves = (
+        layer_cka_curves(matrices, groups, confidence=estimation.confidence, n_points=5, value_range=value_range)
+        if any(a != b for a, b in matrices)
+        else pd.DataFrame(columns=CURVE_COLUMNS)
+    )
     by_pair = {pair_name(table): table for table in tables}
-    return (distances, distance_matrix_figure(distances), group_distances, curves,
-            group_curves_figure(curves, value_range), figure_files(by_pair, heatmap_figure),
-            dropdown_figure({pair: heatmap_plotly(table) for pair, table in by_pair.items()}, "CKA heatmaps"))
+    return (
+        distances,
+        distance_matrix_figure(distances),
+        group_distances,
+        curves,
+        group_curves_figure(curves, value_range),
+        figure_files(by_pair, heatmap_figure),
+        dropdown_figure({pair: heatmap_plotly(table) for pair, table in by_pair.items()}, "CKA heatmaps"),
+    )
 
 
-def compare_streamed_pair(*data: Any, settings: CKAParameters, model_a: str, model_b: str,
-                          extract_a: Callable[..., Any], inputs_a: list[int], extract_b: Callable[..., Any],
-                          inputs_b: list[int]):
+def compare_streamed_pair(
+    *data: Any,
+    settings: CKAParameters,
+    model_a: str,
+    model_b: str,
+    extract_a: Callable[..., Any],
+    inputs_a: list[int],
+    extract_b: Callable[..., Any],
+    inputs_b: list[int],
+):
     """:func:`compare_pair` on the two models' lazy extraction streams (``cka.mode: streaming``).
 
     ``data`` is the catalog inputs; ``inputs_a`` / ``inputs_b`` pick each model's extraction inputs from them
@@ -137,7 +210,6 @@ def compare_streamed_pair(*data: Any, settings: CKAParameters, model_a: str, mod
     per-minibatch HSIC terms reaches the host).
     """
     stream_a, index_a = extract_a(*[data[i] for i in inputs_a])
-    stream_b, index_b = ((stream_a, index_a) if model_a == model_b
-                         else extract_b(*[data[i] for i in inputs_b]))
+    stream_b, index_b = (stream_a, index_a) if model_a == model_b else extract_b(*[data[i] for i in inputs_b])
     stream_a, stream_b = stream_a.kept_on_device(), stream_b.kept_on_device()
     return compare_pair(stream_a, index_a, stream_b, index_b, settings=settings, model_a=model_a, model_b=model_b)

@@ -49,8 +49,9 @@ def cka_pairs(pairs: Mapping[str, Any] | None, models: Iterable[str]) -> list[tu
     return configured_pairs(default_pairs(models) if pairs is None else dict(pairs), models)
 
 
-def all_cka_pairs(parameters: Mapping[str, Any], pairs: Mapping[str, Any] | None,
-                  models: dict[str, str]) -> list[tuple[str, str]]:
+def all_cka_pairs(
+    parameters: Mapping[str, Any], pairs: Mapping[str, Any] | None, models: dict[str, str]
+) -> list[tuple[str, str]]:
     """The pairs the ``cka`` pipeline computes: :func:`cka_pairs` of ``pairs`` (``cka.pairs``) over ``models`` (the
     configured models), then the ``scaling`` family's pairs that are not among them (in either order). A
     ``scaling`` section that cannot be resolved adds nothing here (the ``scaling`` pipeline reports its error)."""
@@ -88,8 +89,9 @@ def configured_pairs(pairs: dict[str, Any], models: Iterable[str]) -> list[tuple
             unique.append(pair)
     missing = sorted({m for pair in unique for m in pair} - set(models))
     if missing:
-        raise ValueError(f"cka.pairs names model(s) {missing} that have no activations; configured models: "
-                         f"{sorted(models)}")
+        raise ValueError(
+            f"cka.pairs names model(s) {missing} that have no activations; configured models: {sorted(models)}"
+        )
     if not unique:
         raise ValueError("cka.pairs gives no model pair to compare (set intra, explicit, all_pairs_of or against)")
     return unique

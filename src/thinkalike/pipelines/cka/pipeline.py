@@ -46,46 +46,86 @@ PAIR_OUTPUT = "cka_table"  # the summary reads it and draws the pair's heatmaps
 MEASURES_OUTPUT = "measures_table"  # every measure of cka.measures, every layer pair
 CALIBRATION_OUTPUT = "calibration_table"  # their permutation null (pairs of different models)
 CALIBRATION_SUMMARY = "similarity_calibration"
-MEASURES_SUMMARY_OUTPUTS = ["similarity_measures", "similarity_heatmaps", "dimension_shares",
-                            "dimension_shares_figure", "rogue_remedies", "measure_grounding",
-                            "measure_grounding_figure"]
-SUMMARY_OUTPUTS = ["cka_distances", "cka_distance_figure", "cka_group_distances", "cka_group_curves",
-                   "cka_group_curves_figure", "cka_heatmaps", "cka_heatmaps_plotly"]
+MEASURES_SUMMARY_OUTPUTS = [
+    "similarity_measures",
+    "similarity_heatmaps",
+    "dimension_shares",
+    "dimension_shares_figure",
+    "rogue_remedies",
+    "measure_grounding",
+    "measure_grounding_figure",
+]
+SUMMARY_OUTPUTS = [
+    "cka_distances",
+    "cka_distance_figure",
+    "cka_group_distances",
+    "cka_group_curves",
+    "cka_group_curves_figure",
+    "cka_heatmaps",
+    "cka_heatmaps_plotly",
+]
 
 
 def pair_node(function: Callable[..., Any], inputs: list[str], model_a: str, model_b: str) -> Node:
     """``compare_pair`` in the pair's namespace, writing its one output ``models.cka.<a>__<b>.cka_table``."""
-    return Node(function, inputs, pair_dataset(model_a, model_b, PAIR_OUTPUT), name="compare_pair",
-                namespace=pair_namespace(model_a, model_b))
+    return Node(
+        function,
+        inputs,
+        pair_dataset(model_a, model_b, PAIR_OUTPUT),
+        name="compare_pair",
+        namespace=pair_namespace(model_a, model_b),
+    )
 
 
-def pair_pipeline(model_a: str, model_b: str, settings: CKAParameters, with_measures: bool = False,
-                  calibrated: bool = False) -> Pipeline:
+def pair_pipeline(
+    model_a: str, model_b: str, settings: CKAParameters, with_measures: bool = False, calibrated: bool = False
+) -> Pipeline:
     """CKA of one pair in its own namespace, from the two models' activation stores; with ``with_measures`` also
     every measure of ``cka.measures`` (``compare_measures``, writing ``models.cka.<a>__<b>.measures_table``), and
     with ``calibrated`` (pairs of different models) their permutation null (``calibrate_measures``)."""
-    inputs = [model_dataset(model, dataset) for model in (model_a, model_b)
-              for dataset in ("activations", "activation_index")]
+    inputs = [
+        model_dataset(model, dataset) for model in (model_a, model_b) for dataset in ("activations", "activation_index")
+    ]
     pair = {"settings": settings, "model_a": model_a, "model_b": model_b}
     nodes_ = [pair_node(with_fixed_arguments(nodes.compare_pair, **pair), inputs, model_a, model_b)]
     if with_measures:
-        nodes_.append(Node(with_fixed_arguments(nodes.compare_measures, **pair), inputs,
-                           pair_dataset(model_a, model_b, MEASURES_OUTPUT), name="compare_measures",
-                           namespace=pair_namespace(model_a, model_b)))
+        nodes_.append(
+            Node(
+                with_fixed_arguments(nodes.compare_measures, **pair),
+                inputs,
+                pair_dataset(model_a, model_b, MEASURES_OUTPUT),
+                name="compare_measures",
+                namespace=pair_namespace(model_a, model_b),
+            )
+        )
     if calibrated and model_a != model_b:
-        nodes_.append(Node(with_fixed_arguments(nodes.calibrate_measures, **pair), inputs,
-                           pair_dataset(model_a, model_b, CALIBRATION_OUTPUT), name="calibrate_measures",
-                           namespace=pair_namespace(model_a, model_b)))
+        nodes_.append(
+            Node(
+                with_fixed_arguments(nodes.calibrate_measures, **pair),
+                inputs,
+                pair_dataset(model_a, model_b, CALIBRATION_OUTPUT),
+                name="calibrate_measures",
+                namespace=pair_namespace(model_a, model_b),
+            )
+        )
     return Pipeline(nodes_)
 
 
-def streaming_pair_pipeline(model_a: str, model_b: str, settings: CKAParameters, source_a: ExtractionSource,
-                            source_b: ExtractionSource) -> Pipeline:
+def streaming_pair_pipeline(
+    model_a: str, model_b: str, settings: CKAParameters, source_a: ExtractionSource, source_b: ExtractionSource
+) -> Pipeline:
     """CKA of one pair straight from the two models' forward passes (``cka.mode: streaming``): nothing is stored."""
     inputs = list(dict.fromkeys([*source_a.inputs, *source_b.inputs]))
-    function = with_fixed_arguments(nodes.compare_streamed_pair, settings=settings, model_a=model_a, model_b=model_b,
-                    extract_a=source_a.function, inputs_a=[inputs.index(name) for name in source_a.inputs],
-                    extract_b=source_b.function, inputs_b=[inputs.index(name) for name in source_b.inputs])
+    function = with_fixed_arguments(
+        nodes.compare_streamed_pair,
+        settings=settings,
+        model_a=model_a,
+        model_b=model_b,
+        extract_a=source_a.function,
+        inputs_a=[inputs.index(name) for name in source_a.inputs],
+        extract_b=source_b.function,
+        inputs_b=[inputs.index(name) for name in source_b.inputs],
+    )
     return Pipeline([pair_node(function, inputs, model_a, model_b)])
 
 
@@ -107,30 +147,57 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     with_measures = bool(measure_settings.names)
     if streaming and with_measures:
         others = [name for name in measure_settings.names if name != "cka"]
-        logger.warning("cka.measures.names: streaming mode (cka.mode: streaming) computes CKA only — its minibatch "
-                       "HSIC is the one measure here that streams; %s need every row of a pair at once, i.e. the "
-                       "stored activations (cka.mode: stored), and are left out", ", ".join(others) or "none")
+        logger.warning(
+            "cka.measures.names: streaming mode (cka.mode: streaming) computes CKA only — its minibatch "
+            "HSIC is the one measure here that streams; %s need every row of a pair at once, i.e. the "
+            "stored activations (cka.mode: stored), and are left out",
+            ", ".join(others) or "none",
+        )
         with_measures = False
     if streaming:
         activations = validate_activations(parameters.get("activations"))
         n_ctx = external_n_ctx(activations, validate_corpus(parameters.get("corpus")))
         sources = {name: extraction_source(name, spec, activations, n_ctx) for name, spec in models.items()}
-        per_pair = sum((streaming_pair_pipeline(a, b, settings, sources[a], sources[b]) for a, b in pairs),
-                       Pipeline([]))
+        per_pair = sum(
+            (streaming_pair_pipeline(a, b, settings, sources[a], sources[b]) for a, b in pairs), Pipeline([])
+        )
     else:
-        per_pair = sum((pair_pipeline(a, b, settings, with_measures, with_measures and measure_settings.calibrated)
-                        for a, b in pairs), Pipeline([]))
+        per_pair = sum(
+            (
+                pair_pipeline(a, b, settings, with_measures, with_measures and measure_settings.calibrated)
+                for a, b in pairs
+            ),
+            Pipeline([]),
+        )
     tables = [pair_dataset(a, b, "cka_table") for a, b in pairs]
-    summaries = [Node(with_fixed_arguments(nodes.summarise_cka, settings=settings), tables, SUMMARY_OUTPUTS, name="summarise_cka",
-                      namespace=group_namespace("cka"))]
+    summaries = [
+        Node(
+            with_fixed_arguments(nodes.summarise_cka, settings=settings),
+            tables,
+            SUMMARY_OUTPUTS,
+            name="summarise_cka",
+            namespace=group_namespace("cka"),
+        )
+    ]
     if with_measures:
-        summaries.append(Node(with_fixed_arguments(nodes.summarise_measures, settings=settings),
-                              [pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs],
-                              MEASURES_SUMMARY_OUTPUTS, name="summarise_measures", namespace=group_namespace("cka")))
+        summaries.append(
+            Node(
+                with_fixed_arguments(nodes.summarise_measures, settings=settings),
+                [pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs],
+                MEASURES_SUMMARY_OUTPUTS,
+                name="summarise_measures",
+                namespace=group_namespace("cka"),
+            )
+        )
         calibrated_pairs = [(a, b) for a, b in pairs if a != b]
         if measure_settings.calibrated and calibrated_pairs:
-            summaries.append(Node(nodes.summarise_calibration,
-                                  [pair_dataset(a, b, CALIBRATION_OUTPUT) for a, b in calibrated_pairs],
-                                  CALIBRATION_SUMMARY, name="summarise_calibration",
-                                  namespace=group_namespace("cka")))
+            summaries.append(
+                Node(
+                    nodes.summarise_calibration,
+                    [pair_dataset(a, b, CALIBRATION_OUTPUT) for a, b in calibrated_pairs],
+                    CALIBRATION_SUMMARY,
+                    name="summarise_calibration",
+                    namespace=group_namespace("cka"),
+                )
+            )
     return per_pair + Pipeline(summaries)

@@ -6,7 +6,14 @@ from .metrics import RULES
 from .pipeline import create_pipeline
 from .schema import check_corpus
 
-SPEC = PipelineSpec("corpus", create_pipeline, stage=0, section="corpus", check=check_corpus,
-                    replaced_whole=("controlled_stimuli.factors",), rules=RULES)
+SPEC = PipelineSpec(
+    "corpus",
+    create_pipeline,
+    stage=0,
+    section="corpus",
+    check=check_corpus,
+    replaced_whole=("controlled_stimuli.factors",),
+    rules=RULES,
+)
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -55,8 +55,12 @@ def build_evaluation_texts(heldout_sentences: pd.DataFrame, *, settings: CorpusP
         return with_controlled_stimuli(grammar.reset_index(drop=True), heldout_sentences, settings)
     documents = read_natural_text(natural.path, natural.mode)
     if len(documents) > limit:
-        logger.info("natural text %s: using the first %d of its %d documents (corpus.n_evaluation_sentences)",
-                    natural.path, limit, len(documents))
+        logger.info(
+            "natural text %s: using the first %d of its %d documents (corpus.n_evaluation_sentences)",
+            natural.path,
+            limit,
+            len(documents),
+        )
         documents = documents[:limit]
     table = natural_text_table(documents, first_id=int(heldout_sentences["sentence_id"].max()) + 1)
     if natural.use == "replace":
@@ -64,8 +68,9 @@ def build_evaluation_texts(heldout_sentences: pd.DataFrame, *, settings: CorpusP
     return with_controlled_stimuli(pd.concat([grammar, table], ignore_index=True), heldout_sentences, settings)
 
 
-def with_controlled_stimuli(texts: pd.DataFrame, heldout_sentences: pd.DataFrame,
-                            settings: CorpusParameters) -> pd.DataFrame:
+def with_controlled_stimuli(
+    texts: pd.DataFrame, heldout_sentences: pd.DataFrame, settings: CorpusParameters
+) -> pd.DataFrame:
     """``texts`` followed by the controlled stimuli when ``corpus.controlled_stimuli.enabled`` (ids after every
     held-out sentence's and every text's)."""
     if not settings.controlled_stimuli.enabled:
@@ -73,8 +78,14 @@ def with_controlled_stimuli(texts: pd.DataFrame, heldout_sentences: pd.DataFrame
     config = settings.controlled_stimuli.config()
     first_id = int(max(heldout_sentences["sentence_id"].max(), texts["sentence_id"].max() if len(texts) else -1)) + 1
     controlled = controlled_sentences(config, first_id=first_id)
-    logger.info("controlled stimuli: %d sentences (%d conditions x %d nouns x %d verbs) join the %d evaluation texts",
-                len(controlled), len(config.conditions()), config.nouns, config.verbs, len(texts))
+    logger.info(
+        "controlled stimuli: %d sentences (%d conditions x %d nouns x %d verbs) join the %d evaluation texts",
+        len(controlled),
+        len(config.conditions()),
+        config.nouns,
+        config.verbs,
+        len(texts),
+    )
     return pd.concat([texts, controlled], ignore_index=True)
 
 
@@ -84,16 +95,20 @@ def fit_tokenizer(train_sentences: pd.DataFrame, *, settings: CorpusParameters):
     return train_tokenizer(train_sentences["text"].tolist(), settings.vocab_size, settings.seed)
 
 
-def pack_language_model_data(train_sentences: pd.DataFrame, heldout_sentences: pd.DataFrame, tokenizer, *,
-                             settings: CorpusParameters) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def pack_language_model_data(
+    train_sentences: pd.DataFrame, heldout_sentences: pd.DataFrame, tokenizer, *, settings: CorpusParameters
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fixed-length token sequences (``input_ids``, rows of ``corpus.n_ctx``) for training and held-out loss."""
     n_ctx = settings.n_ctx
-    return ({"input_ids": pack_training_sequences(train_sentences["text"].tolist(), tokenizer, n_ctx)},
-            {"input_ids": pack_training_sequences(heldout_sentences["text"].tolist(), tokenizer, n_ctx)})
+    return (
+        {"input_ids": pack_training_sequences(train_sentences["text"].tolist(), tokenizer, n_ctx)},
+        {"input_ids": pack_training_sequences(heldout_sentences["text"].tolist(), tokenizer, n_ctx)},
+    )
 
 
-def pack_evaluation_data(evaluation_texts: pd.DataFrame, tokenizer, *,
-                         settings: CorpusParameters) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
+def pack_evaluation_data(
+    evaluation_texts: pd.DataFrame, tokenizer, *, settings: CorpusParameters
+) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
     """Evaluation sequences of the zoo models (corpus tokenizer, ``corpus.n_ctx``) with their token index table.
 
     Only in the pipeline when a zoo model's activations are extracted; texts longer than a row
@@ -105,9 +120,14 @@ def pack_evaluation_data(evaluation_texts: pd.DataFrame, tokenizer, *,
     return pack_evaluation_sequences(evaluation_texts, tokenizer, settings.n_ctx)
 
 
-def describe_corpus(sentences: pd.DataFrame, train_sequences: dict[str, np.ndarray],
-                    heldout_sequences: dict[str, np.ndarray], tokenizer, evaluation_texts: pd.DataFrame,
-                    evaluation_index: pd.DataFrame | None = None) -> dict[str, Any]:
+def describe_corpus(
+    sentences: pd.DataFrame,
+    train_sequences: dict[str, np.ndarray],
+    heldout_sequences: dict[str, np.ndarray],
+    tokenizer,
+    evaluation_texts: pd.DataFrame,
+    evaluation_index: pd.DataFrame | None = None,
+) -> dict[str, Any]:
     """Sizes and the unigram-entropy baseline (nats/token) that zoo models must beat.
 
     ``n_evaluation_tokens`` (corpus tokenizer) is reported only when the zoo's evaluation data

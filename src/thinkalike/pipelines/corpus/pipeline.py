@@ -34,23 +34,54 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     settings = validate_corpus(parameters.get("corpus"))
     describe_inputs = ["sentences", "train_sequences", "heldout_sequences", "tokenizer", "evaluation_texts"]
     nodes_ = [
-        Node(with_fixed_arguments(nodes.generate_corpus, settings=settings), None, "sentences", name="generate_corpus",
-             namespace=CORPUS),
-        Node(with_fixed_arguments(nodes.split_corpus, settings=settings), "sentences", ["train_sentences", "heldout_sentences"],
-             name="split_corpus", namespace=CORPUS),
-        Node(with_fixed_arguments(nodes.build_evaluation_texts, settings=settings), "heldout_sentences", "evaluation_texts",
-             name="build_evaluation_texts", namespace=CORPUS),
-        Node(with_fixed_arguments(nodes.fit_tokenizer, settings=settings), "train_sentences", "tokenizer", name="fit_tokenizer",
-             namespace=CORPUS),
-        Node(with_fixed_arguments(nodes.pack_language_model_data, settings=settings),
-             ["train_sentences", "heldout_sentences", "tokenizer"], ["train_sequences", "heldout_sequences"],
-             name="pack_language_model_data", namespace=CORPUS),
+        Node(
+            with_fixed_arguments(nodes.generate_corpus, settings=settings),
+            None,
+            "sentences",
+            name="generate_corpus",
+            namespace=CORPUS,
+        ),
+        Node(
+            with_fixed_arguments(nodes.split_corpus, settings=settings),
+            "sentences",
+            ["train_sentences", "heldout_sentences"],
+            name="split_corpus",
+            namespace=CORPUS,
+        ),
+        Node(
+            with_fixed_arguments(nodes.build_evaluation_texts, settings=settings),
+            "heldout_sentences",
+            "evaluation_texts",
+            name="build_evaluation_texts",
+            namespace=CORPUS,
+        ),
+        Node(
+            with_fixed_arguments(nodes.fit_tokenizer, settings=settings),
+            "train_sentences",
+            "tokenizer",
+            name="fit_tokenizer",
+            namespace=CORPUS,
+        ),
+        Node(
+            with_fixed_arguments(nodes.pack_language_model_data, settings=settings),
+            ["train_sentences", "heldout_sentences", "tokenizer"],
+            ["train_sequences", "heldout_sequences"],
+            name="pack_language_model_data",
+            namespace=CORPUS,
+        ),
     ]
     if packs_for_zoo(parameters):
-        nodes_.append(Node(with_fixed_arguments(nodes.pack_evaluation_data, settings=settings), ["evaluation_texts", "tokenizer"],
-                           ["evaluation_sequences", "evaluation_index"], name="pack_evaluation_data",
-                           namespace=CORPUS))
+        nodes_.append(
+            Node(
+                with_fixed_arguments(nodes.pack_evaluation_data, settings=settings),
+                ["evaluation_texts", "tokenizer"],
+                ["evaluation_sequences", "evaluation_index"],
+                name="pack_evaluation_data",
+                namespace=CORPUS,
+            )
+        )
         describe_inputs.append("evaluation_index")
-    nodes_.append(Node(nodes.describe_corpus, describe_inputs, "corpus_statistics", name="describe_corpus",
-                       namespace=CORPUS))
+    nodes_.append(
+        Node(nodes.describe_corpus, describe_inputs, "corpus_statistics", name="describe_corpus", namespace=CORPUS)
+    )
     return Pipeline(nodes_)

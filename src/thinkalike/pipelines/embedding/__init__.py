@@ -6,8 +6,16 @@ from .metrics import RULES
 from .pipeline import create_pipeline
 from .schema import check_embedding
 
-SPEC = PipelineSpec("embedding", create_pipeline, stage=70, section="embedding", upstream=("activations",),
-                    check=check_embedding,
-                    replaced_whole=("alignment.pairs", "lookup.token_sets"), rules=RULES, viz_group="embedding")
+SPEC = PipelineSpec(
+    "embedding",
+    create_pipeline,
+    stage=70,
+    section="embedding",
+    upstream=("activations",),
+    check=check_embedding,
+    replaced_whole=("alignment.pairs", "lookup.token_sets"),
+    rules=RULES,
+    viz_group="embedding",
+)
 
 __all__ = ["SPEC", "create_pipeline"]

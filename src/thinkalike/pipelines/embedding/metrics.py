@@ -40,13 +40,16 @@ def embedding_metrics(short: str, namespace: str, table: pd.DataFrame) -> dict[s
 
 def _log_metric_table(recorder: Recorder, output: SavedOutput) -> None:
     log_table(recorder, output)
-    recorder.log_metrics(embedding_metrics(output.short, output.namespace, output.data),
-                         what=f"{output.namespace} {output.short}")
+    recorder.log_metrics(
+        embedding_metrics(output.short, output.namespace, output.data), what=f"{output.namespace} {output.short}"
+    )
 
 
 #: The tables of :data:`METRIC_TABLES` (per model or pair) as CSV with their summary numbers.
 RULES: tuple[OutputRule, ...] = (
-    OutputRule(f"ending {sorted(METRIC_TABLES)}, a table",
-               lambda output: output.short in METRIC_TABLES and isinstance(output.data, pd.DataFrame),
-               _log_metric_table),
+    OutputRule(
+        f"ending {sorted(METRIC_TABLES)}, a table",
+        lambda output: output.short in METRIC_TABLES and isinstance(output.data, pd.DataFrame),
+        _log_metric_table,
+    ),
 )

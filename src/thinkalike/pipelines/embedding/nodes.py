@@ -65,8 +65,9 @@ def model_handle(settings: EmbeddingParameters, model: str, spec: str, *sources:
     return load_model(spec, name=model, device=device)
 
 
-def zoo_handle(settings: EmbeddingParameters, model: str, weights: dict[str, torch.Tensor], config: dict[str, Any],
-               tokenizer) -> ModelHandle:
+def zoo_handle(
+    settings: EmbeddingParameters, model: str, weights: dict[str, torch.Tensor], config: dict[str, Any], tokenizer
+) -> ModelHandle:
     """The handle of the trained zoo model ``model`` from its saved weights and config."""
     return load_saved_zoo_model(weights, config, tokenizer, name=model, device=default_device(settings.device))
 
@@ -78,9 +79,11 @@ def _embedding_of(handle: ModelHandle, settings: EmbeddingParameters) -> torch.T
 def _check_ks(settings: EmbeddingParameters, vocabulary: int, model: str) -> None:
     """Every configured k against this model's V, before any compute (the message names the key); ``keep_k.ks``
     null is the default grid, which stays within V by construction."""
-    checks: list[tuple[str, int | list[int]]] = [("readings.k", settings.readings.k),
-                                                 ("readings.pair_k", settings.readings.pair_k),
-                                                 ("lookup.k_tokens", settings.lookup.k_tokens)]
+    checks: list[tuple[str, int | list[int]]] = [
+        ("readings.k", settings.readings.k),
+        ("readings.pair_k", settings.readings.pair_k),
+        ("lookup.k_tokens", settings.lookup.k_tokens),
+    ]
     if settings.keep_k.ks is not None:
         checks.append(("keep_k.ks", settings.keep_k.ks))
     for key, k in checks:
@@ -122,35 +125,70 @@ def read_model(*sources: Any, settings: EmbeddingParameters, model: str, spec: s
     matrix = _embedding_of(handle, settings)
     _check_ks(settings, matrix.shape[1], model)
     readings, lookup = settings.readings, settings.lookup
-    token_sets = {name: lookup_tokens(handle.tokenizer, list(words), f"embedding.lookup.token_sets.{name}")
-                  for name, words in lookup.token_sets.items()}
+    token_sets = {
+        name: lookup_tokens(handle.tokenizer, list(words), f"embedding.lookup.token_sets.{name}")
+        for name, words in lookup.token_sets.items()
+    }
     dtype = DTYPES[settings.dtype]
     blocks = select_blocks(handle.n_layers, readings.layers, what=f"embedding.readings.layers ({model})")
-    head_ids = select_heads(handle.dims.n_heads, len(blocks), readings.heads,
-                            what=f"embedding.readings.heads ({model})")
+    head_ids = select_heads(
+        handle.dims.n_heads, len(blocks), readings.heads, what=f"embedding.readings.heads ({model})"
+    )
     if len(blocks) < handle.n_layers or len(head_ids) < handle.dims.n_heads:
-        logger.info("embedding %s: reading blocks %s of %d and heads %s of %d (embedding.readings.layers / heads)",
-                    model, blocks, handle.n_layers, head_ids, handle.dims.n_heads)
+        logger.info(
+            "embedding %s: reading blocks %s of %d and heads %s of %d (embedding.readings.layers / heads)",
+            model,
+            blocks,
+            handle.n_layers,
+            head_ids,
+            handle.dims.n_heads,
+        )
     with torch_threads(settings.threads):
         parameters = extract_parameters(handle, blocks)
-        vectors = read_vectors(parameters, matrix, k=readings.k, tokenizer=handle.tokenizer, groups=readings.groups,
-                               dtype=dtype)
-        pairs = read_head_interactions(parameters, matrix, k=readings.pair_k, e_prime=readings.e_prime,
-                                       groups=readings.interactions, tokenizer=handle.tokenizer, dtype=dtype,
-                                       heads={block: head_ids for block in blocks},
-                                       exclude_same_token=readings.exclude_same_token, progress=settings.progress)
-        lookups = [knowledge_lookup(parameters, matrix, tokens, group=lookup.group, top=lookup.top,
-                                    k_tokens=lookup.k_tokens, tokenizer=handle.tokenizer, dtype=dtype
-                                    ).assign(token_set=name)
-                   for name, tokens in token_sets.items()]
-    table = pd.concat(lookups, ignore_index=True) if lookups else pd.DataFrame(
-        columns=["model", "layer", "group", "neuron", "rank", "score", "top_tokens", "token_set"])
+        vectors = read_vectors(
+            parameters, matrix, k=readings.k, tokenizer=handle.tokenizer, groups=readings.groups, dtype=dtype
+        )
+        pairs = read_head_interactions(
+            parameters,
+            matrix,
+            k=readings.pair_k,
+            e_prime=readings.e_prime,
+            groups=readings.interactions,
+            tokenizer=handle.tokenizer,
+            dtype=dtype,
+            heads={block: head_ids for block in blocks},
+            exclude_same_token=readings.exclude_same_token,
+            progress=settings.progress,
+        )
+        lookups = [
+            knowledge_lookup(
+                parameters,
+                matrix,
+                tokens,
+                group=lookup.group,
+                top=lookup.top,
+                k_tokens=lookup.k_tokens,
+                tokenizer=handle.tokenizer,
+                dtype=dtype,
+            ).assign(token_set=name)
+            for name, tokens in token_sets.items()
+        ]
+    table = (
+        pd.concat(lookups, ignore_index=True)
+        if lookups
+        else pd.DataFrame(columns=["model", "layer", "group", "neuron", "rank", "score", "top_tokens", "token_set"])
+    )
     neurons, heads = report_selection(parameters, readings)
     chosen_vectors = vectors[[n in neurons.get(layer, ()) for layer, n in zip(vectors["layer"], vectors["neuron"])]]
     chosen_pairs = pairs[[h in heads.get(layer, ()) for layer, h in zip(pairs["layer"], pairs["head"])]]
     notes = [f"> {reason}" for group in ("W_VO", "FF_value") if (reason := parameters.missing_reason(group))]
-    report = readings_report(chosen_vectors, chosen_pairs, lookup=None, max_rows=readings.report_rows,
-                             title=f"{model} ({spec}) in embedding space (E′ = {readings.e_prime})")
+    report = readings_report(
+        chosen_vectors,
+        chosen_pairs,
+        lookup=None,
+        max_rows=readings.report_rows,
+        title=f"{model} ({spec}) in embedding space (E′ = {readings.e_prime})",
+    )
     for name, part in table.groupby("token_set", sort=False):
         report += "\n" + readings_report(lookup=part, title=f"Knowledge lookup: {name}").split("\n", 1)[1]
     return vectors, pairs, table, "\n".join([*notes, "", report]) if notes else report
@@ -169,8 +207,9 @@ def residual_rows(store: ActivationStore, limit: int) -> torch.Tensor:
     return torch.cat(rows)[:limit]
 
 
-def measure_keep_k(store: ActivationStore | None, *sources: Any, settings: EmbeddingParameters, model: str,
-                   spec: str) -> tuple[pd.DataFrame]:
+def measure_keep_k(
+    store: ActivationStore | None, *sources: Any, settings: EmbeddingParameters, model: str, spec: str
+) -> tuple[pd.DataFrame]:
     """keep-k scores (``distribution, variant, e_prime, k, n, score, condition_number``; the summary draws them), as
     a one-table tuple (the node's single output)."""
     handle = model_handle(settings, model, spec, *sources)
@@ -187,88 +226,160 @@ def measure_keep_k(store: ActivationStore | None, *sources: Any, settings: Embed
         elif distribution == "residual" and store is not None:
             pools["residual"] = residual_rows(store, keep.residual_rows)
     with torch_threads(settings.threads):
-        scores = keep_k_scores(matrix, pools, ks=keep.ks, e_primes=keep.e_primes, n=keep.n, seed=keep.seed,
-                               dtype=DTYPES[settings.dtype])
+        scores = keep_k_scores(
+            matrix, pools, ks=keep.ks, e_primes=keep.e_primes, n=keep.n, seed=keep.seed, dtype=DTYPES[settings.dtype]
+        )
     scores.insert(0, "model", model)
-    return scores,
+    return (scores,)
 
 
-def align_pair(*sources: Any, settings: EmbeddingParameters, model_a: str, spec_a: str, model_b: str, spec_b: str,
-               n_sources_a: int):
+def align_pair(
+    *sources: Any, settings: EmbeddingParameters, model_a: str, spec_a: str, model_b: str, spec_b: str, n_sources_a: int
+):
     """Similarity (long table; the summary draws its heatmaps) and matching of every group and space."""
     handle_a = model_handle(settings, model_a, spec_a, *sources[:n_sources_a])
     handle_b = model_handle(settings, model_b, spec_b, *sources[n_sources_a:])
     matrix_a, matrix_b = _embedding_of(handle_a, settings), _embedding_of(handle_b, settings)
     check_same_vocabulary(handle_a, handle_b, matrix_a, matrix_b)
     with torch_threads(settings.threads):
-        similarity, matches = align_layers(extract_parameters(handle_a), extract_parameters(handle_b), matrix_a,
-                                           matrix_b, groups=settings.alignment.groups,
-                                           spaces=settings.alignment.spaces)
+        similarity, matches = align_layers(
+            extract_parameters(handle_a),
+            extract_parameters(handle_b),
+            matrix_a,
+            matrix_b,
+            groups=settings.alignment.groups,
+            spaces=settings.alignment.spaces,
+        )
     return similarity, matches
 
 
-def finetune_model(weights: dict[str, torch.Tensor], config: dict[str, Any], tokenizer,
-                   train_sentences: pd.DataFrame, *, settings: EmbeddingParameters, corpus: CorpusParameters,
-                   model: str):
+def finetune_model(
+    weights: dict[str, torch.Tensor],
+    config: dict[str, Any],
+    tokenizer,
+    train_sentences: pd.DataFrame,
+    *,
+    settings: EmbeddingParameters,
+    corpus: CorpusParameters,
+    model: str,
+):
     """Fine-tunes the top layers + a class head on ``embedding.finetune.task``; ΔW and head rows read as tokens,
     the fraction of feature tokens among their top-k against random rows."""
     finetune = settings.finetune
     task, top = finetune.task, finetune.top_layers
     labels = task_labels(task)
-    train = encode_sentences(train_sentences, tokenizer, corpus.n_ctx, task, limit=finetune.n_train,
-                             seed=finetune.seed)
+    train = encode_sentences(train_sentences, tokenizer, corpus.n_ctx, task, limit=finetune.n_train, seed=finetune.seed)
     base = zoo_handle(settings, model, weights, config, tokenizer)
     matrix = _embedding_of(base, settings)
     check_k(finetune.top_k, matrix.shape[1], f"embedding.finetune.top_k ({model})")
     with torch_threads(settings.threads):
         tuned_weights, tuned_config, curve = finetune_top_layers(
-            weights, config, train, f"{model}_{task}", labels, finetune.config(), top,
-            default_device(settings.device), progress=settings.progress)
+            weights,
+            config,
+            train,
+            f"{model}_{task}",
+            labels,
+            finetune.config(),
+            top,
+            default_device(settings.device),
+            progress=settings.progress,
+        )
     tuned = load_classifier(tuned_weights, tuned_config, tokenizer, device=base.device, name=f"{model}_{task}")
     layers = finetuned_layers(base.n_layers, top)
     features = feature_token_ids(tokenizer, frozenset().union(*TASK_WORDS[task].values()), lexicon_words())
     readings, fractions = diff_readings(
-        extract_parameters(base, layers), extract_parameters(tuned, layers), tuned.unembedding_matrix().T.detach(),
-        matrix, features, model=model, task=task, k=finetune.top_k, n_rows=finetune.n_rows,
-        n_random=finetune.n_random, seed=finetune.seed, tokenizer=tokenizer)
-    logger.info("embedding fine-tune %s on %s: feature-token fraction %s", model, task,
-                fractions.groupby("source")["feature_fraction"].mean().round(3).to_dict())
+        extract_parameters(base, layers),
+        extract_parameters(tuned, layers),
+        tuned.unembedding_matrix().T.detach(),
+        matrix,
+        features,
+        model=model,
+        task=task,
+        k=finetune.top_k,
+        n_rows=finetune.n_rows,
+        n_random=finetune.n_random,
+        seed=finetune.seed,
+        tokenizer=tokenizer,
+    )
+    logger.info(
+        "embedding fine-tune %s on %s: feature-token fraction %s",
+        model,
+        task,
+        fractions.groupby("source")["feature_fraction"].mean().round(3).to_dict(),
+    )
     return tuned_weights, tuned_config, curve, readings, fractions
 
 
-def zero_shot_pair(tuned_weights: dict[str, torch.Tensor], tuned_config: dict[str, Any],
-                   heldout_sentences: pd.DataFrame, tokenizer, weights_a, config_a, weights_b, config_b, *,
-                   settings: EmbeddingParameters, corpus: CorpusParameters, model_a: str,
-                   model_b: str) -> tuple[pd.DataFrame]:
+def zero_shot_pair(
+    tuned_weights: dict[str, torch.Tensor],
+    tuned_config: dict[str, Any],
+    heldout_sentences: pd.DataFrame,
+    tokenizer,
+    weights_a,
+    config_a,
+    weights_b,
+    config_b,
+    *,
+    settings: EmbeddingParameters,
+    corpus: CorpusParameters,
+    model_a: str,
+    model_b: str,
+) -> tuple[pd.DataFrame]:
     """Accuracy of fine-tuned A fed B's first ℓ layers mapped by ``E_B E_A⁺``, for every ℓ; A's own accuracy and
     the majority-class rate beside it (a one-table tuple: the node's single output)."""
     finetune = settings.finetune
     task = finetune.task
-    evaluation = encode_sentences(heldout_sentences, tokenizer, corpus.n_ctx, task, limit=finetune.n_eval,
-                                  seed=finetune.seed + 1)
+    evaluation = encode_sentences(
+        heldout_sentences, tokenizer, corpus.n_ctx, task, limit=finetune.n_eval, seed=finetune.seed + 1
+    )
     base_a = zoo_handle(settings, model_a, weights_a, config_a, tokenizer)
     handle_b = zoo_handle(settings, model_b, weights_b, config_b, tokenizer)
     matrix_a, matrix_b = _embedding_of(base_a, settings), _embedding_of(handle_b, settings)
     check_same_vocabulary(base_a, handle_b, matrix_a, matrix_b)
     tuned = load_classifier(tuned_weights, tuned_config, tokenizer, device=base_a.device, name=f"{model_a}_{task}")
     with torch_threads(settings.threads):
-        own = float(np.mean(predict_labels(tuned, evaluation["input_ids"], evaluation["attention_mask"])
-                            == evaluation["labels"]))
-        accuracy = zero_shot_accuracy(tuned, handle_b, matrix_a, matrix_b, evaluation["input_ids"],
-                                      evaluation["attention_mask"], evaluation["labels"])
+        own = float(
+            np.mean(
+                predict_labels(tuned, evaluation["input_ids"], evaluation["attention_mask"]) == evaluation["labels"]
+            )
+        )
+        accuracy = zero_shot_accuracy(
+            tuned,
+            handle_b,
+            matrix_a,
+            matrix_b,
+            evaluation["input_ids"],
+            evaluation["attention_mask"],
+            evaluation["labels"],
+        )
     chance = float(np.bincount(evaluation["labels"]).max() / len(evaluation["labels"]))
-    return pd.DataFrame([{"model_a": model_a, "model_b": model_b, "task": task, "layers_from_b": layer,
-                          "accuracy": value, "own_accuracy": own, "chance": chance,
-                          "n_sentences": len(evaluation["labels"])} for layer, value in accuracy.items()],
-                        columns=ZERO_SHOT_COLUMNS),
+    return (
+        pd.DataFrame(
+            [
+                {
+                    "model_a": model_a,
+                    "model_b": model_b,
+                    "task": task,
+                    "layers_from_b": layer,
+                    "accuracy": value,
+                    "own_accuracy": own,
+                    "chance": chance,
+                    "n_sentences": len(evaluation["labels"]),
+                }
+                for layer, value in accuracy.items()
+            ],
+            columns=ZERO_SHOT_COLUMNS,
+        ),
+    )
 
 
 def _concat(tables: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 
 
-def summarise_embedding(*inputs: Any, models: list[str], pairs: list[tuple[str, str]], finetuned: list[str],
-                        n_zero_shot: int):
+def summarise_embedding(
+    *inputs: Any, models: list[str], pairs: list[tuple[str, str]], finetuned: list[str], n_zero_shot: int
+):
     """Every model's keep-k scores, every pair's matches, every fine-tune's fractions and zero-shot accuracies and
     the two summary figures; then every model's keep-k figure (``<model>.png``) and every pair's alignment heatmaps
     (``<a>__<b>.png``); and the per-model and per-pair tables in one each (a ``model`` column tells them apart):
@@ -280,8 +391,19 @@ def summarise_embedding(*inputs: Any, models: list[str], pairs: list[tuple[str, 
     model (``finetuned``) feature fractions, curves and top tokens; then ``n_zero_shot`` zero-shot tables."""
     sizes = [len(models)] * 5 + [len(pairs)] * 2 + [len(finetuned)] * 3 + [n_zero_shot]
     starts = np.cumsum([0, *sizes])
-    (keep_k_tables, vectors, head_pairs, lookups, reports, match_tables, similarities, fraction_tables, curves,
-     top_tokens, zero_shot_tables) = (list(inputs[start:start + size]) for start, size in zip(starts, sizes))
+    (
+        keep_k_tables,
+        vectors,
+        head_pairs,
+        lookups,
+        reports,
+        match_tables,
+        similarities,
+        fraction_tables,
+        curves,
+        top_tokens,
+        zero_shot_tables,
+    ) = (list(inputs[start : start + size]) for start, size in zip(starts, sizes))
     keep_k, matches, fractions = _concat(keep_k_tables), _concat(match_tables), _concat(fraction_tables)
     zero_shot = _concat(zero_shot_tables)
     if zero_shot.empty:
@@ -289,11 +411,24 @@ def summarise_embedding(*inputs: Any, models: list[str], pairs: list[tuple[str, 
     if not matches.empty:
         diagonal = matches.pivot_table(index="group", columns="space", values="diagonal_fraction", aggfunc="mean")
         logger.info("embedding alignment: mean diagonal-match fraction per group\n%s", diagonal.round(3).to_string())
-    alignment_figures = {f"{a}__{b}.png": figures.alignment_figure(similarity, a, b)
-                         for (a, b), similarity in zip(pairs, similarities)}
+    alignment_figures = {
+        f"{a}__{b}.png": figures.alignment_figure(similarity, a, b) for (a, b), similarity in zip(pairs, similarities)
+    }
     finetune_curves = _concat([curve.assign(model=model) for model, curve in zip(finetuned, curves)])
-    return (keep_k, matches, fractions, zero_shot, figures.alignment_summary_figure(matches),
-            figures.zero_shot_figure(zero_shot),
-            {f"{model}.png": figures.keep_k_figure(table, model) for model, table in zip(models, keep_k_tables)},
-            alignment_figures, _concat(similarities), _concat(vectors), _concat(head_pairs), _concat(lookups),
-            "\n\n".join(reports), finetune_curves, _concat(top_tokens))
+    return (
+        keep_k,
+        matches,
+        fractions,
+        zero_shot,
+        figures.alignment_summary_figure(matches),
+        figures.zero_shot_figure(zero_shot),
+        {f"{model}.png": figures.keep_k_figure(table, model) for model, table in zip(models, keep_k_tables)},
+        alignment_figures,
+        _concat(similarities),
+        _concat(vectors),
+        _concat(head_pairs),
+        _concat(lookups),
+        "\n\n".join(reports),
+        finetune_curves,
+        _concat(top_tokens),
+    )

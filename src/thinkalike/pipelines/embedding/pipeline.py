@@ -52,14 +52,31 @@ logger = logging.getLogger(__name__)
 EMBEDDING = "embedding"
 READ_OUTPUTS = ["embedding_vectors", "embedding_head_pairs", "embedding_lookup", "embedding_report"]
 KEEP_K_OUTPUTS = ["keep_k_scores"]
-FINETUNE_OUTPUTS = ["finetuned_weights", "finetuned_config", "finetune_curve", "finetune_top_tokens",
-                    "feature_fractions"]
+FINETUNE_OUTPUTS = [
+    "finetuned_weights",
+    "finetuned_config",
+    "finetune_curve",
+    "finetune_top_tokens",
+    "feature_fractions",
+]
 ALIGN_OUTPUTS = ["alignment_similarity", "alignment_matches"]
-SUMMARY_OUTPUTS = ["embedding_keep_k", "embedding_alignment", "embedding_feature_fractions", "embedding_zero_shot",
-                   "embedding_alignment_figure", "embedding_zero_shot_figure", "embedding_keep_k_figures",
-                   "embedding_alignment_figures", "embedding_alignment_similarity", "embedding_readings",
-                   "embedding_head_interactions", "embedding_lookups", "embedding_reports", "embedding_finetune_curves",
-                   "embedding_finetune_top_tokens"]
+SUMMARY_OUTPUTS = [
+    "embedding_keep_k",
+    "embedding_alignment",
+    "embedding_feature_fractions",
+    "embedding_zero_shot",
+    "embedding_alignment_figure",
+    "embedding_zero_shot_figure",
+    "embedding_keep_k_figures",
+    "embedding_alignment_figures",
+    "embedding_alignment_similarity",
+    "embedding_readings",
+    "embedding_head_interactions",
+    "embedding_lookups",
+    "embedding_reports",
+    "embedding_finetune_curves",
+    "embedding_finetune_top_tokens",
+]
 #: What the summary reads of each model, pair and fine-tuned model (it gathers them: kedro-viz draws them in boxes).
 MODEL_TABLES = ["keep_k_scores", "embedding_vectors", "embedding_head_pairs", "embedding_lookup", "embedding_report"]
 PAIR_TABLES = ["alignment_matches", "alignment_similarity"]
@@ -86,17 +103,35 @@ def model_pipeline(model: str, spec: str, settings: EmbeddingParameters, corpus:
     """Readings and keep-k of one model in ``models.embedding.<model>``, and its fine-tuning when ``corpus`` is
     given (the parsed corpus section, for a model of ``embedding.finetune.models``)."""
     box, own = model_box(model), sources(model, spec)
-    built = [namespaced_node(with_fixed_arguments(nodes.read_model, settings=settings, model=model, spec=spec), own, READ_OUTPUTS,
-                             name="read_parameters", namespace=box),
-             namespaced_node(with_fixed_arguments(nodes.measure_keep_k, settings=settings, model=model, spec=spec),
-                             [model_dataset(model, "activations"), *own], KEEP_K_OUTPUTS,
-                             name="measure_keep_k", namespace=box)]
+    built = [
+        namespaced_node(
+            with_fixed_arguments(nodes.read_model, settings=settings, model=model, spec=spec),
+            own,
+            READ_OUTPUTS,
+            name="read_parameters",
+            namespace=box,
+        ),
+        namespaced_node(
+            with_fixed_arguments(nodes.measure_keep_k, settings=settings, model=model, spec=spec),
+            [model_dataset(model, "activations"), *own],
+            KEEP_K_OUTPUTS,
+            name="measure_keep_k",
+            namespace=box,
+        ),
+    ]
     if corpus is not None:
         target = zoo_target(spec)
         assert target is not None  # validate_embedding fine-tunes zoo models only
-        built.append(namespaced_node(with_fixed_arguments(nodes.finetune_model, settings=settings, corpus=corpus, model=model),
-                                     [*zoo_sources(target)[:2], "tokenizer", "train_sentences"],
-                                     FINETUNE_OUTPUTS, name="finetune_top_layers", namespace=box, tags=[GPU_WORK]))
+        built.append(
+            namespaced_node(
+                with_fixed_arguments(nodes.finetune_model, settings=settings, corpus=corpus, model=model),
+                [*zoo_sources(target)[:2], "tokenizer", "train_sentences"],
+                FINETUNE_OUTPUTS,
+                name="finetune_top_layers",
+                namespace=box,
+                tags=[GPU_WORK],
+            )
+        )
     return Pipeline(built)
 
 
@@ -114,30 +149,73 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         return Pipeline([])
     tuned = set(plan.finetuned)
     corpus = validate_corpus(section(parameters, "corpus")) if tuned else None  # n_ctx of fine-tuning and stitching
-    pipeline = sum((model_pipeline(model, spec, embedding, corpus if model in tuned else None)
-                    for model, spec in models.items()), Pipeline([]))
+    pipeline = sum(
+        (model_pipeline(model, spec, embedding, corpus if model in tuned else None) for model, spec in models.items()),
+        Pipeline([]),
+    )
     pairs = plan.pairs
     for first, second in pairs:
         inputs_a, inputs_b = sources(first, models[first]), sources(second, models[second])
-        pipeline += Pipeline([namespaced_node(
-            with_fixed_arguments(nodes.align_pair, settings=embedding, model_a=first, spec_a=models[first], model_b=second,
-                 spec_b=models[second], n_sources_a=len(inputs_a)),
-            [*inputs_a, *inputs_b], ALIGN_OUTPUTS, name="align_layers",
-            namespace=pair_namespace(EMBEDDING, first, second))])
+        pipeline += Pipeline(
+            [
+                namespaced_node(
+                    with_fixed_arguments(
+                        nodes.align_pair,
+                        settings=embedding,
+                        model_a=first,
+                        spec_a=models[first],
+                        model_b=second,
+                        spec_b=models[second],
+                        n_sources_a=len(inputs_a),
+                    ),
+                    [*inputs_a, *inputs_b],
+                    ALIGN_OUTPUTS,
+                    name="align_layers",
+                    namespace=pair_namespace(EMBEDDING, first, second),
+                )
+            ]
+        )
     zero_shot = plan.zero_shot
     for first, second in zero_shot:
         box = pair_namespace(EMBEDDING, first, second)
-        pipeline += Pipeline([namespaced_node(
-            with_fixed_arguments(nodes.zero_shot_pair, settings=embedding, corpus=corpus, model_a=first, model_b=second),
-            [f"{model_box(first)}.finetuned_weights", f"{model_box(first)}.finetuned_config", "heldout_sentences",
-             "tokenizer", *zoo_sources(first)[:2], *zoo_sources(models[second][4:])[:2]],
-            ["zero_shot_accuracy"], name="zero_shot_stitch", namespace=box)])
+        pipeline += Pipeline(
+            [
+                namespaced_node(
+                    with_fixed_arguments(
+                        nodes.zero_shot_pair, settings=embedding, corpus=corpus, model_a=first, model_b=second
+                    ),
+                    [
+                        f"{model_box(first)}.finetuned_weights",
+                        f"{model_box(first)}.finetuned_config",
+                        "heldout_sentences",
+                        "tokenizer",
+                        *zoo_sources(first)[:2],
+                        *zoo_sources(models[second][4:])[:2],
+                    ],
+                    ["zero_shot_accuracy"],
+                    name="zero_shot_stitch",
+                    namespace=box,
+                )
+            ]
+        )
     finetuned = list(plan.finetuned)
-    tables = ([f"{model_box(m)}.{table}" for table in MODEL_TABLES for m in models]
-              + [f"{pair_namespace(EMBEDDING, a, b)}.{table}" for table in PAIR_TABLES for a, b in pairs]
-              + [f"{model_box(m)}.{table}" for table in FINETUNE_TABLES for m in finetuned]
-              + [f"{pair_namespace(EMBEDDING, a, b)}.zero_shot_accuracy" for a, b in zero_shot])
-    summary = Node(with_fixed_arguments(nodes.summarise_embedding, models=list(models), pairs=[tuple(pair) for pair in pairs],
-                        finetuned=finetuned, n_zero_shot=len(zero_shot)),
-                   tables, SUMMARY_OUTPUTS, name="summarise_embedding", namespace=group_namespace(EMBEDDING))
+    tables = (
+        [f"{model_box(m)}.{table}" for table in MODEL_TABLES for m in models]
+        + [f"{pair_namespace(EMBEDDING, a, b)}.{table}" for table in PAIR_TABLES for a, b in pairs]
+        + [f"{model_box(m)}.{table}" for table in FINETUNE_TABLES for m in finetuned]
+        + [f"{pair_namespace(EMBEDDING, a, b)}.zero_shot_accuracy" for a, b in zero_shot]
+    )
+    summary = Node(
+        with_fixed_arguments(
+            nodes.summarise_embedding,
+            models=list(models),
+            pairs=[tuple(pair) for pair in pairs],
+            finetuned=finetuned,
+            n_zero_shot=len(zero_shot),
+        ),
+        tables,
+        SUMMARY_OUTPUTS,
+        name="summarise_embedding",
+        namespace=group_namespace(EMBEDDING),
+    )
     return pipeline + Pipeline([summary])

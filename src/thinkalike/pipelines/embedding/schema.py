@@ -30,14 +30,14 @@ AUTO: typing.Final = "auto"
 
 
 class ReadingsParameters(_Section):
-    k: int = Field(20, ge=1)                       # top tokens per vector and sign
-    pair_k: int = Field(30, ge=1)                  # top (input, output) pairs per head and interaction group
+    k: int = Field(20, ge=1)  # top tokens per vector and sign
+    pair_k: int = Field(30, ge=1)  # top (input, output) pairs per head and interaction group
     groups: list[VectorGroup] = ["FF_key", "FF_value"]  # pydantic copies a mutable default for each instance
     interactions: list[InteractionGroup] = ["W_VO", "W_QK"]
     e_prime: EPrime = "transpose"
     exclude_same_token: bool = False
-    report_neurons: int = Field(3, ge=0)           # per layer, the FF neurons of largest ‖value‖ in the report
-    report_heads: int = Field(2, ge=0)             # per layer, the first heads in the report
+    report_neurons: int = Field(3, ge=0)  # per layer, the FF neurons of largest ‖value‖ in the report
+    report_heads: int = Field(2, ge=0)  # per layer, the first heads in the report
     report_rows: int = Field(15, ge=1)
     # which blocks and heads are read: "auto" (every block and head of a model with at most AUTO_LAYERS blocks
     # and AUTO_HEAD_PRODUCTS head products; else AUTO_LAYERS blocks evenly spaced, first and last included, and
@@ -54,10 +54,11 @@ class LookupParameters(_Section):
 
 
 class KeepKParameters(_Section):
-    ks: list[Positive] | None = Field(None, min_length=1)   # null: 10 … 4096 below V, and V
+    ks: list[Positive] | None = Field(None, min_length=1)  # null: 10 … 4096 below V, and V
     e_primes: list[EPrime] = Field(["transpose", "pinv"], min_length=1)
-    distributions: list[Literal["normal", "ff_values", "residual"]] = Field(["normal", "ff_values", "residual"],
-                                                                            min_length=1)
+    distributions: list[Literal["normal", "ff_values", "residual"]] = Field(
+        ["normal", "ff_values", "residual"], min_length=1
+    )
     n: int = Field(1000, ge=2)
     residual_rows: int = Field(20000, ge=4)
     seed: int = 0
@@ -145,8 +146,9 @@ def seed_replicas(zoo: Mapping[str, Mapping[str, Any]], names: list[str]) -> lis
     return [group for group in groups.values() if len(group) > 1]
 
 
-def embedding_models(embedding: EmbeddingParameters, configured: Mapping[str, str]) -> tuple[dict[str, str], list[str],
-                                                                                             list[str]]:
+def embedding_models(
+    embedding: EmbeddingParameters, configured: Mapping[str, str]
+) -> tuple[dict[str, str], list[str], list[str]]:
     """``({name: spec}, notes, problems)`` of the models read. ``embedding.models`` null: every configured model
     with an LM head (:func:`~thinkalike.models.sources.spec_has_lm_head`), those without left out with a note
     (kept when ``allow_input_embedding``); a list: those models, an unknown one or one without an LM head a problem."""
@@ -155,20 +157,28 @@ def embedding_models(embedding: EmbeddingParameters, configured: Mapping[str, st
     allow = embedding.allow_input_embedding
     headless = [] if allow else [name for name, spec in configured.items() if spec_has_lm_head(spec) is False]
     if embedding.models is None:
-        notes = ([f"embedding.models: {headless} left out: no LM head, so no unembedding (name them with "
-                  "embedding.allow_input_embedding: true where the head is tied to the input embedding)"]
-                 if headless else [])
+        notes = (
+            [
+                f"embedding.models: {headless} left out: no LM head, so no unembedding (name them with "
+                "embedding.allow_input_embedding: true where the head is tied to the input embedding)"
+            ]
+            if headless
+            else []
+        )
         return {name: spec for name, spec in configured.items() if name not in headless}, notes, []
     problems = []
     unknown = [name for name in embedding.models if name not in configured]
     if unknown:
-        problems.append(f"embedding.models: {unknown} are not models of the activations pipeline; known: "
-                        f"{sorted(configured)}")
+        problems.append(
+            f"embedding.models: {unknown} are not models of the activations pipeline; known: {sorted(configured)}"
+        )
     named_headless = [name for name in embedding.models if name in headless]
     if named_headless:
-        problems.append(f"embedding.models: {named_headless} have no LM head, so no unembedding (their config's "
-                        "architectures have no LM head); leave them out, or set embedding.allow_input_embedding: "
-                        "true where the head is tied to the input embedding")
+        problems.append(
+            f"embedding.models: {named_headless} have no LM head, so no unembedding (their config's "
+            "architectures have no LM head); leave them out, or set embedding.allow_input_embedding: "
+            "true where the head is tied to the input embedding"
+        )
     models = {name: configured[name] for name in embedding.models if name in configured and name not in headless}
     return models, [], problems
 
@@ -182,8 +192,10 @@ def _auto_pairs(models: Mapping[str, str], zoo: Mapping[str, Any]) -> tuple[list
     """``alignment.pairs: auto``: every pair of the deepest group of seed replicas (ties: the larger group)."""
     groups = seed_replicas(zoo, _zoo_of(models, zoo))
     if not groups:
-        return [], ("embedding.alignment.pairs: auto — no two models read differ only in seed, so no layers are "
-                    "aligned (name pairs to align others)")
+        return [], (
+            "embedding.alignment.pairs: auto — no two models read differ only in seed, so no layers are "
+            "aligned (name pairs to align others)"
+        )
     group = max(groups, key=lambda members: (zoo_depth(zoo[members[0]]), len(members)))
     pairs = list(combinations(group, 2))
     return pairs, f"embedding.alignment.pairs: auto — every pair of the seed replicas {group} ({len(pairs)} pairs)"
@@ -194,8 +206,10 @@ def _tunable(name: str, models: Mapping[str, str], zoo: Mapping[str, Any], top_l
     if name not in models or models[name] != f"zoo:{name}" or name not in zoo:
         return f"{name!r} is not a zoo model read by this pipeline (models: {sorted(models)})"
     if zoo[name].get("family") != "bridge":
-        return (f"{name!r} is a {zoo[name].get('family')!r}-family zoo model; fine-tuning the top layers needs a "
-                "'bridge'-family one")
+        return (
+            f"{name!r} is a {zoo[name].get('family')!r}-family zoo model; fine-tuning the top layers needs a "
+            "'bridge'-family one"
+        )
     if top_layers > zoo_depth(zoo[name]):
         return f"embedding.finetune.top_layers: {top_layers} exceeds the {zoo_depth(zoo[name])} layer(s) of {name!r}"
     return None
@@ -210,17 +224,22 @@ def _auto_finetuned(models: Mapping[str, str], zoo: Mapping[str, Any], top_layer
     return [chosen], f"embedding.finetune.models: auto — {chosen!r} (the deepest 'bridge'-family zoo model)"
 
 
-def _auto_zero_shot(tuned: list[str], models: Mapping[str, str], zoo: Mapping[str, Any]) -> tuple[list[tuple[str, str]],
-                                                                                                  str]:
+def _auto_zero_shot(
+    tuned: list[str], models: Mapping[str, str], zoo: Mapping[str, Any]
+) -> tuple[list[tuple[str, str]], str]:
     """``zero_shot.pairs: auto``: each fine-tuned model A with itself, with its seed replicas, and with the deepest
     zoo model read whose configuration differs from A's only in depth (and seed)."""
     pairs: list[tuple[str, str]] = []
     names = _zoo_of(models, zoo)
     for first in tuned:
         replicas = [name for name in names if name != first and _without(zoo[name]) == _without(zoo[first])]
-        shallower = [name for name in names if zoo_depth(zoo[name]) != zoo_depth(zoo[first])
-                     and _without(zoo[name], "n_layers", "num_hidden_layers")
-                     == _without(zoo[first], "n_layers", "num_hidden_layers")]
+        shallower = [
+            name
+            for name in names
+            if zoo_depth(zoo[name]) != zoo_depth(zoo[first])
+            and _without(zoo[name], "n_layers", "num_hidden_layers")
+            == _without(zoo[first], "n_layers", "num_hidden_layers")
+        ]
         deeper = sorted(shallower, key=lambda name: -zoo_depth(zoo[name]))[:1]
         pairs += [(first, first)] + [(first, name) for name in replicas + deeper]
     return pairs, f"embedding.zero_shot.pairs: auto — {[list(pair) for pair in pairs]}"
@@ -267,11 +286,15 @@ def plan_embedding(embedding: EmbeddingParameters, parameters: Mapping[str, Any]
             if len(pair) != 2:
                 problems.append(f"embedding.zero_shot.pairs: entries are [fine-tuned model A, model B], got {pair}")
             elif pair[0] not in tuned:
-                problems.append(f"embedding.zero_shot.pairs: {pair[0]!r} is not a fine-tuned model "
-                                f"(embedding.finetune.models: {tuned}); model A must be fine-tuned")
+                problems.append(
+                    f"embedding.zero_shot.pairs: {pair[0]!r} is not a fine-tuned model "
+                    f"(embedding.finetune.models: {tuned}); model A must be fine-tuned"
+                )
             elif pair[1] not in models or models[pair[1]] != f"zoo:{pair[1]}":
-                problems.append(f"embedding.zero_shot.pairs: {pair[1]!r} is not a zoo model read by this pipeline "
-                                f"(models: {sorted(models)})")
+                problems.append(
+                    f"embedding.zero_shot.pairs: {pair[1]!r} is not a zoo model read by this pipeline "
+                    f"(models: {sorted(models)})"
+                )
             else:
                 zero_shot.append((pair[0], pair[1]))
     return EmbeddingPlan(models, pairs, tuned, zero_shot, notes, problems)
@@ -285,15 +308,19 @@ def tokenizer_mismatch(first: str, second: str, models: Mapping[str, str]) -> st
     if zoo_a and zoo_b:
         return None
     if zoo_a != zoo_b:
-        return (f"model {first!r} ({spec_a}) and model {second!r} ({spec_b}) use different tokenizers (the corpus "
-                "tokenizer and the hub model's own); the embedding space is shared only by models with one tokenizer")
+        return (
+            f"model {first!r} ({spec_a}) and model {second!r} ({spec_b}) use different tokenizers (the corpus "
+            "tokenizer and the hub model's own); the embedding space is shared only by models with one tokenizer"
+        )
     from thinkalike.models.sources import load_spec_tokenizer
 
     tokenizer_a, tokenizer_b = load_spec_tokenizer(spec_a), load_spec_tokenizer(spec_b)
     if tokenizer_a is None or tokenizer_b is None or tokenizer_a.get_vocab() != tokenizer_b.get_vocab():
-        return (f"model {first!r} ({spec_a}) and model {second!r} ({spec_b}) use different tokenizers (their "
-                "token → id maps differ or one is missing); the embedding space is shared only by models with one "
-                "tokenizer")
+        return (
+            f"model {first!r} ({spec_a}) and model {second!r} ({spec_b}) use different tokenizers (their "
+            "token → id maps differ or one is missing); the embedding space is shared only by models with one "
+            "tokenizer"
+        )
     return None
 
 
@@ -306,12 +333,18 @@ def validate_embedding(values: Any, parameters: Mapping[str, Any]) -> EmbeddingP
         raise ParameterError(plan.problems[0])
     vocab_bound = validate_corpus(parameters.get("corpus")).vocab_size
     if any(spec.startswith("zoo:") for spec in plan.models.values()):  # V = len(corpus tokenizer) <= vocab_size
-        for key, k in (("readings.k", embedding.readings.k), ("readings.pair_k", embedding.readings.pair_k),
-                       ("lookup.k_tokens", embedding.lookup.k_tokens), ("finetune.top_k", embedding.finetune.top_k),
-                       *(("keep_k.ks", k) for k in embedding.keep_k.ks or ())):
+        for key, k in (
+            ("readings.k", embedding.readings.k),
+            ("readings.pair_k", embedding.readings.pair_k),
+            ("lookup.k_tokens", embedding.lookup.k_tokens),
+            ("finetune.top_k", embedding.finetune.top_k),
+            *(("keep_k.ks", k) for k in embedding.keep_k.ks or ()),
+        ):
             if k > vocab_bound:
-                raise ParameterError(f"embedding.{key}: k={k} exceeds the zoo's vocabulary size (at most "
-                                     f"corpus.vocab_size={vocab_bound})")
+                raise ParameterError(
+                    f"embedding.{key}: k={k} exceeds the zoo's vocabulary size (at most "
+                    f"corpus.vocab_size={vocab_bound})"
+                )
     for first, second in plan.pairs:
         reason = tokenizer_mismatch(first, second, plan.models)
         if reason:

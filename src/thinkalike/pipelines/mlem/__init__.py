@@ -6,7 +6,15 @@ from .metrics import RULES
 from .pipeline import create_pipeline
 from .schema import check_mlem
 
-SPEC = PipelineSpec("mlem", create_pipeline, stage=60,
-                    section="mlem", upstream=("activations",), check=check_mlem, rules=RULES, viz_group="mlem")
+SPEC = PipelineSpec(
+    "mlem",
+    create_pipeline,
+    stage=60,
+    section="mlem",
+    upstream=("activations",),
+    check=check_mlem,
+    rules=RULES,
+    viz_group="mlem",
+)
 
 __all__ = ["SPEC", "create_pipeline"]

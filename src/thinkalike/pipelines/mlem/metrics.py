@@ -11,8 +11,10 @@ def _log_profile(recorder: Recorder, output: SavedOutput) -> None:
     log_table(recorder, output)
     profile = output.data
     overall = profile[profile["fold"] == ALL_FOLDS].groupby("layer")["spearman_heldout"].first()
-    recorder.log_metrics({f"{output.namespace}.spearman_heldout_layer_{layer}": float(value)
-                          for layer, value in overall.items()}, what=f"{output.namespace} held-out Spearman")
+    recorder.log_metrics(
+        {f"{output.namespace}.spearman_heldout_layer_{layer}": float(value) for layer, value in overall.items()},
+        what=f"{output.namespace} held-out Spearman",
+    )
 
 
 #: Each model's ``mlem_profile`` as CSV and its held-out Spearman per layer

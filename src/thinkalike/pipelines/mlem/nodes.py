@@ -47,8 +47,16 @@ from thinkalike.pipelines.mlem.schema import MLEMParameters
 
 logger = logging.getLogger(__name__)
 
-DISTANCE_COLUMNS = ["model", "layer", "pair", "sentence_id_a", "word_index_a", "sentence_id_b", "word_index_b",
-                    "distance"]
+DISTANCE_COLUMNS = [
+    "model",
+    "layer",
+    "pair",
+    "sentence_id_a",
+    "word_index_a",
+    "sentence_id_b",
+    "word_index_b",
+    "distance",
+]
 MDS_COLUMNS = ["method", "model", "layer", "x", "y"]
 
 
@@ -62,8 +70,9 @@ def chosen_layers(stored: list[int], wanted: list[int] | None, model: str) -> li
     return list(wanted)
 
 
-def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.DataFrame, *,
-              settings: MLEMParameters, model: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def fit_model(
+    store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.DataFrame, *, settings: MLEMParameters, model: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every layer's MLEM profile (long table; the summary draws it) and the RSA distances of the shared sampled
     pairs.
 
@@ -87,22 +96,30 @@ def fit_model(store: ActivationStore, index: pd.DataFrame, evaluation_texts: pd.
     if coding == "indicators":
         features = indicator_coding(features)
     by_layer = {layer: vectors[found.layers.index(layer)] for layer in layers}
-    fits = fit_layers(features, by_layer, fit, what=model, device=default_device(settings.device),
-                      progress=settings.progress)
-    profile = pd.concat([profile_table(fitted, model, layer, fit.confidence) for layer, fitted in fits.items()],
-                        ignore_index=True).assign(level=level, stimuli=stimuli_set, categorical_coding=coding,
-                                                  **provenance(store))
+    fits = fit_layers(
+        features, by_layer, fit, what=model, device=default_device(settings.device), progress=settings.progress
+    )
+    profile = pd.concat(
+        [profile_table(fitted, model, layer, fit.confidence) for layer, fitted in fits.items()], ignore_index=True
+    ).assign(level=level, stimuli=stimuli_set, categorical_coding=coding, **provenance(store))
     distances = rsa_distances(candidates, stimuli, by_layer, settings.rsa_pairs, fit.seed, model)
     return profile, distances
 
 
-def rsa_distances(candidates: pd.DataFrame, stimuli: pd.DataFrame, by_layer: dict[int, np.ndarray], n_pairs: int,
-                  seed: int, model: str) -> pd.DataFrame:
+def rsa_distances(
+    candidates: pd.DataFrame,
+    stimuli: pd.DataFrame,
+    by_layer: dict[int, np.ndarray],
+    n_pairs: int,
+    seed: int,
+    model: str,
+) -> pd.DataFrame:
     """Neural distances of ``n_pairs`` pairs drawn among the candidate stimuli (the same for every model),
     for the pairs whose stimuli this model has; long table (:data:`DISTANCE_COLUMNS`)."""
     first, second = sample_pairs(len(candidates), n_pairs, seed)
-    row = pd.Series(np.arange(len(stimuli)),
-                    index=pd.MultiIndex.from_arrays([stimuli["sentence_id"], stimuli["word_index"]]))
+    row = pd.Series(
+        np.arange(len(stimuli)), index=pd.MultiIndex.from_arrays([stimuli["sentence_id"], stimuli["word_index"]])
+    )
     keys = pd.MultiIndex.from_arrays([candidates["sentence_id"], candidates["word_index"]])
     position = row.reindex(keys).to_numpy()
     have = ~np.isnan(position[first]) & ~np.isnan(position[second])
@@ -110,12 +127,21 @@ def rsa_distances(candidates: pd.DataFrame, stimuli: pd.DataFrame, by_layer: dic
     layers = list(by_layer)
     distances = pair_distances(np.stack([by_layer[layer] for layer in layers]), a, b)
     pairs = np.flatnonzero(have)
-    frames = [pd.DataFrame({"model": model, "layer": layer, "pair": pairs,
-                            "sentence_id_a": candidates["sentence_id"].to_numpy()[first[have]],
-                            "word_index_a": candidates["word_index"].to_numpy()[first[have]],
-                            "sentence_id_b": candidates["sentence_id"].to_numpy()[second[have]],
-                            "word_index_b": candidates["word_index"].to_numpy()[second[have]],
-                            "distance": distances[i]}) for i, layer in enumerate(layers)]
+    frames = [
+        pd.DataFrame(
+            {
+                "model": model,
+                "layer": layer,
+                "pair": pairs,
+                "sentence_id_a": candidates["sentence_id"].to_numpy()[first[have]],
+                "word_index_a": candidates["word_index"].to_numpy()[first[have]],
+                "sentence_id_b": candidates["sentence_id"].to_numpy()[second[have]],
+                "word_index_b": candidates["word_index"].to_numpy()[second[have]],
+                "distance": distances[i],
+            }
+        )
+        for i, layer in enumerate(layers)
+    ]
     return pd.concat(frames, ignore_index=True)[DISTANCE_COLUMNS]
 
 
@@ -126,25 +152,47 @@ def summarise_mlem(*tables: pd.DataFrame, settings: MLEMParameters):
     ``tables`` are the models' profile tables, then their RSA distance tables, in the same order.
     """
     seed = settings.fit_settings().seed
-    by_model = {str(table["model"].iloc[0]): table for table in tables[:len(tables) // 2]}
+    by_model = {str(table["model"].iloc[0]): table for table in tables[: len(tables) // 2]}
     profiles = pd.concat(by_model.values(), ignore_index=True)
-    distances = pd.concat(tables[len(tables) // 2:], ignore_index=True)
+    distances = pd.concat(tables[len(tables) // 2 :], ignore_index=True)
     labels, importances, _ = importance_profiles(profiles)
-    matrices = {"feature": feature_similarity(importances),
-                "rsa": rsa_similarity(shared_pair_distances(distances, labels))}
+    matrices = {
+        "feature": feature_similarity(importances),
+        "rsa": rsa_similarity(shared_pair_distances(distances, labels)),
+    }
     coordinates = []
     for method, matrix in matrices.items():
         keep = finite_rows(matrix)
         if not keep.all():
-            logger.warning("MLEM %s MDS: %d layer(s) with undefined similarity left out (constant importance "
-                           "profile): %s", method, int((~keep).sum()),
-                           [labels[i] for i in np.flatnonzero(~keep)][:5])
+            logger.warning(
+                "MLEM %s MDS: %d layer(s) with undefined similarity left out (constant importance profile): %s",
+                method,
+                int((~keep).sum()),
+                [labels[i] for i in np.flatnonzero(~keep)][:5],
+            )
         kept = [labels[i] for i in np.flatnonzero(keep)]
         xy = mds_coordinates(matrix[np.ix_(keep, keep)], seed) if kept else np.zeros((0, 2))
-        coordinates.append(pd.DataFrame({"method": method, "model": [m for m, _ in kept],
-                                         "layer": [layer for _, layer in kept], "x": xy[:, 0], "y": xy[:, 1]}))
+        coordinates.append(
+            pd.DataFrame(
+                {
+                    "method": method,
+                    "model": [m for m, _ in kept],
+                    "layer": [layer for _, layer in kept],
+                    "x": xy[:, 0],
+                    "y": xy[:, 1],
+                }
+            )
+        )
     mds = pd.concat(coordinates, ignore_index=True)[MDS_COLUMNS]
-    return (profiles, long_similarity(matrices["feature"], labels), long_similarity(matrices["rsa"], labels), mds,
-            similarity_figure(matrices, labels), similarity_plotly(matrices, labels), mds_figure(mds),
-            mds_plotly(mds), figure_files(by_model, profile_figure),
-            dropdown_figure({model: profile_plotly(table) for model, table in by_model.items()}, "MLEM profiles"))
+    return (
+        profiles,
+        long_similarity(matrices["feature"], labels),
+        long_similarity(matrices["rsa"], labels),
+        mds,
+        similarity_figure(matrices, labels),
+        similarity_plotly(matrices, labels),
+        mds_figure(mds),
+        mds_plotly(mds),
+        figure_files(by_model, profile_figure),
+        dropdown_figure({model: profile_plotly(table) for model, table in by_model.items()}, "MLEM profiles"),
+    )

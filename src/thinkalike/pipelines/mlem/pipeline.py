@@ -22,9 +22,18 @@ from thinkalike.pipelines.namespaces import MODELS, model_dataset
 
 MLEM = "mlem"
 MODEL_OUTPUTS = ["mlem_profile", "mlem_rsa_distances"]
-SUMMARY_OUTPUTS = ["mlem_profiles", "mlem_feature_similarity", "mlem_rsa_similarity", "mlem_mds",
-                   "mlem_similarity_figure", "mlem_similarity_plotly", "mlem_mds_figure", "mlem_mds_plotly",
-                   "mlem_profile_figures", "mlem_profile_figures_plotly"]
+SUMMARY_OUTPUTS = [
+    "mlem_profiles",
+    "mlem_feature_similarity",
+    "mlem_rsa_similarity",
+    "mlem_mds",
+    "mlem_similarity_figure",
+    "mlem_similarity_plotly",
+    "mlem_mds_figure",
+    "mlem_mds_plotly",
+    "mlem_profile_figures",
+    "mlem_profile_figures_plotly",
+]
 FEATURE_TABLE = "evaluation_texts"  # the grammar sentences (with their labels) whose activations were extracted
 
 logger = logging.getLogger(__name__)
@@ -50,8 +59,13 @@ def mlem_namespace(model: str | None = None) -> str:
 def model_pipeline(model: str, settings: MLEMParameters) -> Pipeline:
     """MLEM of every layer of ``model`` in namespace ``models.mlem.<model>``."""
     namespace = mlem_namespace(model)
-    node = Node(with_fixed_arguments(nodes.fit_model, settings=settings, model=model), [*activation_datasets(model), FEATURE_TABLE],
-                [f"{namespace}.{output}" for output in MODEL_OUTPUTS], name="fit_mlem", namespace=namespace)
+    node = Node(
+        with_fixed_arguments(nodes.fit_model, settings=settings, model=model),
+        [*activation_datasets(model), FEATURE_TABLE],
+        [f"{namespace}.{output}" for output in MODEL_OUTPUTS],
+        name="fit_mlem",
+        namespace=namespace,
+    )
     return Pipeline([node])
 
 
@@ -68,12 +82,20 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     if not models:
         return Pipeline([])
     if grammar_sentences_replaced(validate_corpus(parameters.get("corpus")), settings):
-        logger.warning("mlem: corpus.natural_text.use is 'replace', so the evaluation texts carry no grammar "
-                       "features to fit; the mlem pipeline is empty")
+        logger.warning(
+            "mlem: corpus.natural_text.use is 'replace', so the evaluation texts carry no grammar "
+            "features to fit; the mlem pipeline is empty"
+        )
         return Pipeline([])
     per_model = sum((model_pipeline(model, settings) for model in models), Pipeline([]))
-    tables = ([f"{mlem_namespace(model)}.mlem_profile" for model in models]
-              + [f"{mlem_namespace(model)}.mlem_rsa_distances" for model in models])
-    summary = Node(with_fixed_arguments(nodes.summarise_mlem, settings=settings), tables, SUMMARY_OUTPUTS, name="summarise_mlem",
-                   namespace=mlem_namespace())
+    tables = [f"{mlem_namespace(model)}.mlem_profile" for model in models] + [
+        f"{mlem_namespace(model)}.mlem_rsa_distances" for model in models
+    ]
+    summary = Node(
+        with_fixed_arguments(nodes.summarise_mlem, settings=settings),
+        tables,
+        SUMMARY_OUTPUTS,
+        name="summarise_mlem",
+        namespace=mlem_namespace(),
+    )
     return per_model + Pipeline([summary])

@@ -64,8 +64,10 @@ def validate_mlem(values: Any, parameters: Mapping[str, Any] | None = None) -> M
     except FeatureError as error:
         raise ParameterError(str(error)) from None
     if mlem.max_stimuli is not None and mlem.max_stimuli < 2 * settings.n_folds:
-        raise ParameterError(f"mlem.max_stimuli: {mlem.max_stimuli} stimuli are too few for mlem.fit.n_folds="
-                             f"{settings.n_folds} (each test fold needs at least 2)")
+        raise ParameterError(
+            f"mlem.max_stimuli: {mlem.max_stimuli} stimuli are too few for mlem.fit.n_folds="
+            f"{settings.n_folds} (each test fold needs at least 2)"
+        )
     return mlem
 
 
@@ -73,8 +75,10 @@ def check_against_run(mlem: MLEMParameters, parameters: Mapping[str, Any]) -> No
     """The checks of :func:`validate_mlem` that read other sections (no weights are loaded)."""
     corpus = validate_corpus(parameters.get("corpus"))
     if mlem.stimuli == "controlled" and not corpus.controlled_stimuli.enabled:
-        raise ParameterError("mlem.stimuli: 'controlled' needs corpus.controlled_stimuli.enabled: true (the "
-                             "controlled sentences must join the evaluation texts to be extracted)")
+        raise ParameterError(
+            "mlem.stimuli: 'controlled' needs corpus.controlled_stimuli.enabled: true (the "
+            "controlled sentences must join the evaluation texts to be extracted)"
+        )
     if mlem.layers is None:
         return
     activations = validate_activations(parameters.get("activations"))
@@ -87,8 +91,10 @@ def check_against_run(mlem: MLEMParameters, parameters: Mapping[str, Any]) -> No
     for name, model in zoo.items():
         depth = zoo_depth(model)
         if depth is not None and stored is None and max(mlem.layers) > depth + extra:
-            raise ParameterError(f"mlem.layers: zoo model {name} stores layers 0..{depth + extra}, not "
-                                 f"{[layer for layer in mlem.layers if layer > depth + extra]}")
+            raise ParameterError(
+                f"mlem.layers: zoo model {name} stores layers 0..{depth + extra}, not "
+                f"{[layer for layer in mlem.layers if layer > depth + extra]}"
+            )
 
 
 def zoo_depth(model: Any) -> int | None:

@@ -6,7 +6,8 @@ from .metrics import RULES
 from .pipeline import create_pipeline
 from .schema import check_nli
 
-SPEC = PipelineSpec("nli", create_pipeline, stage=80,
-                    section="nli", upstream=("corpus",), check=check_nli, rules=RULES, viz_group="nli")
+SPEC = PipelineSpec(
+    "nli", create_pipeline, stage=80, section="nli", upstream=("corpus",), check=check_nli, rules=RULES, viz_group="nli"
+)
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -15,8 +15,9 @@ TABLES = frozenset({"accuracy", "groups", "sweep", "stitching_groups", "cka_grou
 def accuracy_metrics(prefix: str, table: pd.DataFrame) -> dict[str, float]:
     """``{<prefix>.<model>.<split>_<subcase>_<label>: accuracy}`` for every row of an accuracy table, e.g.
     ``nli.copy_00.ood_passive_non_entailed`` (``<prefix>.<model>`` is the namespace for one copy's table)."""
-    return {f"{prefix}.{row.model}.{row.split}_{row.subcase}_{row.label}": float(row.accuracy)
-            for row in table.itertuples()}
+    return {
+        f"{prefix}.{row.model}.{row.split}_{row.subcase}_{row.label}": float(row.accuracy) for row in table.itertuples()
+    }
 
 
 def _is_copy_accuracy(output: SavedOutput) -> bool:

@@ -58,42 +58,91 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     names = copy_names(settings.n_copies)
     pairs, encoder = f"{NLI}.pairs", [f"{ENCODER}.model_weights", f"{ENCODER}.model_config"]
     built = [
-        _node(with_fixed_arguments(nodes.make_pairs, settings=settings), [], ["pairs"], name="make_pairs", namespace=NLI),
-        _node(with_fixed_arguments(nodes.pretrain_encoder, settings=settings), ["train_sequences", "heldout_sequences", "tokenizer"],
-              ["model_weights", "model_config", "training_curve"], name="pretrain_encoder", namespace=ENCODER,
-              gpu=True),
+        _node(
+            with_fixed_arguments(nodes.make_pairs, settings=settings), [], ["pairs"], name="make_pairs", namespace=NLI
+        ),
+        _node(
+            with_fixed_arguments(nodes.pretrain_encoder, settings=settings),
+            ["train_sequences", "heldout_sequences", "tokenizer"],
+            ["model_weights", "model_config", "training_curve"],
+            name="pretrain_encoder",
+            namespace=ENCODER,
+            gpu=True,
+        ),
     ]
     for index, name in enumerate(names):
-        built.append(_node(with_fixed_arguments(nodes.finetune_copy, settings=settings, name=name, index=index),
-                           [pairs, "tokenizer", *encoder], COPY_OUTPUTS, name="finetune_copy",
-                           namespace=f"{NLI}.{name}", gpu=True))
+        built.append(
+            _node(
+                with_fixed_arguments(nodes.finetune_copy, settings=settings, name=name, index=index),
+                [pairs, "tokenizer", *encoder],
+                COPY_OUTPUTS,
+                name="finetune_copy",
+                namespace=f"{NLI}.{name}",
+                gpu=True,
+            )
+        )
     weights = [copy_dataset(name, "classifier_weights") for name in names]
     configs = [copy_dataset(name, "classifier_config") for name in names]
     predictions = [copy_dataset(name, "predictions") for name in names]
     accuracies = [copy_dataset(name, "accuracy") for name in names]
     built += [
-        _node(with_fixed_arguments(nodes.summarise_accuracy, settings=settings),
-              [pairs, f"{ENCODER}.training_curve", *accuracies, *[copy_dataset(n, "training_curve") for n in names]],
-              ["accuracy", "groups", "accuracy_figure", "training_curves"], name="summarise_accuracy", namespace=NLI),
-        _node(with_fixed_arguments(nodes.sweep_fractions, settings=settings), [f"{NLI}.groups", "tokenizer", *encoder],
-              ["sweep"], name="sweep_fractions", namespace=NLI),
+        _node(
+            with_fixed_arguments(nodes.summarise_accuracy, settings=settings),
+            [pairs, f"{ENCODER}.training_curve", *accuracies, *[copy_dataset(n, "training_curve") for n in names]],
+            ["accuracy", "groups", "accuracy_figure", "training_curves"],
+            name="summarise_accuracy",
+            namespace=NLI,
+        ),
+        _node(
+            with_fixed_arguments(nodes.sweep_fractions, settings=settings),
+            [f"{NLI}.groups", "tokenizer", *encoder],
+            ["sweep"],
+            name="sweep_fractions",
+            namespace=NLI,
+        ),
     ]
     for name in names:
-        built.append(_node(with_fixed_arguments(nodes.stitch_from_copy, settings=settings, model_f=name, names=names),
-                           [pairs, "tokenizer", *weights, *configs, *predictions],
-                           ["identity_stitch_table"], name="stitch_from_copy", namespace=f"{STITCH}.{name}",
-                           gpu=True))
+        built.append(
+            _node(
+                with_fixed_arguments(nodes.stitch_from_copy, settings=settings, model_f=name, names=names),
+                [pairs, "tokenizer", *weights, *configs, *predictions],
+                ["identity_stitch_table"],
+                name="stitch_from_copy",
+                namespace=f"{STITCH}.{name}",
+                gpu=True,
+            )
+        )
     built += [
-        _node(with_fixed_arguments(nodes.summarise_stitching, settings=settings),
-              [f"{NLI}.groups", *[f"{STITCH}.{n}.identity_stitch_table" for n in names]],
-              ["stitching", "stitching_groups", "stitching_figure"], name="summarise_stitching", namespace=NLI),
-        _node(with_fixed_arguments(nodes.compare_copies_cka, settings=settings, cka=cka, names=names),
-              [pairs, "tokenizer", f"{NLI}.groups", *weights, *configs],
-              ["cka_tables", "cka_distances", "cka_distance_figure", "cka_group_distances",
-               "cka_group_curves", "cka_group_curves_figure"], name="compare_copies_cka", namespace=NLI),
-        _node(with_fixed_arguments(nodes.write_report, settings=settings, cka=cka),
-              [f"{NLI}.{d}" for d in ("accuracy", "groups", "sweep", "stitching_groups", "cka_group_curves",
-                                      "cka_group_distances")],
-              ["report", "figures_plotly"], name="write_report", namespace=NLI),
+        _node(
+            with_fixed_arguments(nodes.summarise_stitching, settings=settings),
+            [f"{NLI}.groups", *[f"{STITCH}.{n}.identity_stitch_table" for n in names]],
+            ["stitching", "stitching_groups", "stitching_figure"],
+            name="summarise_stitching",
+            namespace=NLI,
+        ),
+        _node(
+            with_fixed_arguments(nodes.compare_copies_cka, settings=settings, cka=cka, names=names),
+            [pairs, "tokenizer", f"{NLI}.groups", *weights, *configs],
+            [
+                "cka_tables",
+                "cka_distances",
+                "cka_distance_figure",
+                "cka_group_distances",
+                "cka_group_curves",
+                "cka_group_curves_figure",
+            ],
+            name="compare_copies_cka",
+            namespace=NLI,
+        ),
+        _node(
+            with_fixed_arguments(nodes.write_report, settings=settings, cka=cka),
+            [
+                f"{NLI}.{d}"
+                for d in ("accuracy", "groups", "sweep", "stitching_groups", "cka_group_curves", "cka_group_distances")
+            ],
+            ["report", "figures_plotly"],
+            name="write_report",
+            namespace=NLI,
+        ),
     ]
     return Pipeline(built)

@@ -110,8 +110,10 @@ def group_size(n_copies: int, k: int | None) -> int:
     the copies (at least 1). :class:`ParameterError` naming ``nli.group_size`` unless 1 ≤ k ≤ N / 2."""
     chosen = max(1, n_copies // 3) if k is None else int(k)
     if not 1 <= chosen <= n_copies / 2:
-        raise ParameterError(f"nli.group_size: k = {chosen} must be between 1 and n_copies / 2 = {n_copies / 2} "
-                             f"(the top k and bottom k of nli.n_copies = {n_copies} copies must not overlap)")
+        raise ParameterError(
+            f"nli.group_size: k = {chosen} must be between 1 and n_copies / 2 = {n_copies / 2} "
+            f"(the top k and bottom k of nli.n_copies = {n_copies} copies must not overlap)"
+        )
     return chosen
 
 
@@ -124,11 +126,14 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
     validate_dataclass(PairsConfig, nli.pairs, "nli.pairs")
     validate_dataclass(FinetuneConfig, nli.finetune, "nli.finetune")
     for key in SEED_FIELDS & set(nli.finetune):
-        raise ParameterError(f"nli.finetune.{key}: the copies' seeds come from nli.seed (copy_seeds), not from "
-                             "nli.finetune")
+        raise ParameterError(
+            f"nli.finetune.{key}: the copies' seeds come from nli.seed (copy_seeds), not from nli.finetune"
+        )
     if nli.n_ctx < corpus_n_ctx:
-        raise ParameterError(f"nli.n_ctx: {nli.n_ctx} is shorter than the corpus rows the encoder pretrains on "
-                             f"(corpus.n_ctx = {corpus_n_ctx})")
+        raise ParameterError(
+            f"nli.n_ctx: {nli.n_ctx} is shorter than the corpus rows the encoder pretrains on "
+            f"(corpus.n_ctx = {corpus_n_ctx})"
+        )
     validate_dataclass(TrainingConfig, {**nli.encoder.training, "seed": nli.encoder.seed}, "nli.encoder.training")
     try:
         bridge = resolve_bridge_config({**nli.encoder.architecture, "d_vocab": 64, "n_ctx": nli.n_ctx})
@@ -137,18 +142,21 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
     n_layers = int(bridge["n_layers"])
     for fraction in nli.sweep.fractions:
         if not 0.0 <= fraction < 1.0:
-            raise ParameterError(f"nli.sweep.fractions: every counterexample fraction must be in [0, 1), got "
-                                 f"{fraction}")
+            raise ParameterError(
+                f"nli.sweep.fractions: every counterexample fraction must be in [0, 1), got {fraction}"
+            )
         validate_dataclass(PairsConfig, {**nli.pairs, "counterexample_fraction": fraction}, "nli.pairs")
     if nli.stitching.layers is not None:
         beyond = sorted(layer for layer in nli.stitching.layers if layer > n_layers)
         if beyond:
-            raise ParameterError(f"nli.stitching.layers: the encoder has layers 0..{n_layers} (0 = embeddings), "
-                                 f"not {beyond}")
+            raise ParameterError(
+                f"nli.stitching.layers: the encoder has layers 0..{n_layers} (0 = embeddings), not {beyond}"
+            )
     unknown_fixed = sorted(FIXED_CKA_FIELDS & set(nli.cka))
     if unknown_fixed:
-        raise ParameterError(f"nli.cka.{unknown_fixed[0]}: fixed by the nli pipeline (token rows, special tokens "
-                             "left out)")
+        raise ParameterError(
+            f"nli.cka.{unknown_fixed[0]}: fixed by the nli pipeline (token rows, special tokens left out)"
+        )
     validate_dataclass(CKASettings, nli.cka, "nli.cka")
     return nli
 

@@ -6,7 +6,8 @@ from thinkalike.pipelines.specs import PipelineSpec
 from .metrics import RULES
 from .pipeline import create_pipeline
 
-SPEC = PipelineSpec("report", create_pipeline, stage=100,
-                    upstream=("corpus",), rules=RULES, viz_group="report", summarises=True)
+SPEC = PipelineSpec(
+    "report", create_pipeline, stage=100, upstream=("corpus",), rules=RULES, viz_group="report", summarises=True
+)
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -26,14 +26,20 @@ class MissingReportInputsHooks:
         if not report:
             return
         made = pipeline.all_outputs()
-        missing = [name for name in report[0].inputs
-                   if name not in made and not name.startswith("params:") and name != "parameters"
-                   and not _saved(catalog, name)]
+        missing = [
+            name
+            for name in report[0].inputs
+            if name not in made
+            and not name.startswith("params:")
+            and name != "parameters"
+            and not _saved(catalog, name)
+        ]
         for name in missing:
             catalog[name] = MemoryDataset(NeverSaved())
         if missing:
-            logger.info("report: %d input(s) are neither made by this run nor saved; the report lists them",
-                        len(missing))
+            logger.info(
+                "report: %d input(s) are neither made by this run nor saved; the report lists them", len(missing)
+            )
 
 
 def _saved(catalog: Any, name: str) -> bool:

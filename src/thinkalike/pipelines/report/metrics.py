@@ -15,8 +15,9 @@ def _log_claims(recorder: Recorder, output: SavedOutput) -> None:
     """Each claim's margin as the metric ``claim.<id>`` (> 0: it holds in this run; undecided ones left out), so
     comparing runs in the MLflow UI starts from the findings; the claims themselves as ``reports/claims.json``."""
     claims = output.data.get("claims") or []
-    recorder.log_metrics({f"claim.{c['id']}": float(c["margin"]) for c in claims if c.get("margin") is not None},
-                         what="claims")
+    recorder.log_metrics(
+        {f"claim.{c['id']}": float(c["margin"]) for c in claims if c.get("margin") is not None}, what="claims"
+    )
     recorder.log_text(json.dumps(output.data, indent=1, ensure_ascii=False), "reports/claims.json")
 
 

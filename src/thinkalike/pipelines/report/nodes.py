@@ -16,10 +16,22 @@ TITLE = "ThinkAlike: every experiment of the run"
 logger = logging.getLogger(__name__)
 
 _FIGURE_NAMES = {name for name, _, _ in FIGURES}
-_PIPELINE_PREFIXES = (("models.nli.", "nli"), ("models.cka.", "cka"), ("cka_", "cka"), ("stitching_", "stitching"),
-                      ("mlem_", "mlem"), ("embedding_", "embedding"), ("scaling_", "scaling"), ("zoo_", "zoo"),
-                      ("corpus_", "corpus"), ("similarity_", "cka"), ("dimension_shares", "cka"), ("rogue_", "cka"),
-                      ("measure_", "cka"), ("models.", "zoo"))
+_PIPELINE_PREFIXES = (
+    ("models.nli.", "nli"),
+    ("models.cka.", "cka"),
+    ("cka_", "cka"),
+    ("stitching_", "stitching"),
+    ("mlem_", "mlem"),
+    ("embedding_", "embedding"),
+    ("scaling_", "scaling"),
+    ("zoo_", "zoo"),
+    ("corpus_", "corpus"),
+    ("similarity_", "cka"),
+    ("dimension_shares", "cka"),
+    ("rogue_", "cka"),
+    ("measure_", "cka"),
+    ("models.", "zoo"),
+)
 
 
 class NeverSaved:
@@ -38,28 +50,45 @@ def producing_pipeline(name: str) -> str:
     return "?"
 
 
-def write_report(parameters: dict[str, Any], *values: Any, names: Sequence[str],
-                 indexed: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
+def write_report(
+    parameters: dict[str, Any], *values: Any, names: Sequence[str], indexed: Sequence[str] = ()
+) -> tuple[str, dict[str, Any]]:
     """The report's HTML from the saved outputs ``values`` of datasets ``names`` then ``indexed`` (the run's
     other outputs, listed in its index; :class:`NeverSaved`: never saved), and the run's claims
     (``{"claims": [...]}``, every proposition with its margin: :func:`thinkalike.reports.findings.claims_of`)."""
-    read = {name: None if isinstance(value, NeverSaved) else value
-            for name, value in zip([*names, *indexed], values, strict=True)}
+    read = {
+        name: None if isinstance(value, NeverSaved) else value
+        for name, value in zip([*names, *indexed], values, strict=True)
+    }
     by_name = {name: read[name] for name in names}
-    index = [IndexedOutput(name, producing_pipeline(name), "never saved" if read[name] is None
-                           else describe_output(read[name])) for name in indexed]
+    index = [
+        IndexedOutput(
+            name, producing_pipeline(name), "never saved" if read[name] is None else describe_output(read[name])
+        )
+        for name in indexed
+    ]
     missing = [MissingInput(name, producing_pipeline(name)) for name, value in by_name.items() if value is None]
-    tables: dict[str, Any] = {name: value for name, value in by_name.items()
-                              if value is not None and name not in _FIGURE_NAMES and not name.endswith(".model_config")}
+    tables: dict[str, Any] = {
+        name: value
+        for name, value in by_name.items()
+        if value is not None and name not in _FIGURE_NAMES and not name.endswith(".model_config")
+    }
     tables["parameters"] = parameters
-    tables["model_configs"] = {name.removeprefix("models.").removesuffix(".model_config"): value
-                               for name, value in by_name.items()
-                               if name.endswith(".model_config") and name.startswith("models.") and value is not None
-                               and name != "models.nli.encoder.model_config"}
+    tables["model_configs"] = {
+        name.removeprefix("models.").removesuffix(".model_config"): value
+        for name, value in by_name.items()
+        if name.endswith(".model_config")
+        and name.startswith("models.")
+        and value is not None
+        and name != "models.nli.encoder.model_config"
+    }
     collected = collect_findings(tables)
     images = {name: by_name.get(name) for name in _FIGURE_NAMES}
     if missing:
-        logger.info("report: %d input(s) never saved, listed in the report: %s", len(missing),
-                    ", ".join(m.name for m in missing[:8]) + (" …" if len(missing) > 8 else ""))
+        logger.info(
+            "report: %d input(s) never saved, listed in the report: %s",
+            len(missing),
+            ", ".join(m.name for m in missing[:8]) + (" …" if len(missing) > 8 else ""),
+        )
     claims = {"claims": single_run(claims_of(collected))}
     return report_html(TITLE, collected, tables, images, missing, index), claims

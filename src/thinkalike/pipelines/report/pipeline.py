@@ -95,5 +95,14 @@ def create_pipeline(parameters: Mapping[str, Any], indexed: Sequence[str] = ()) 
     :func:`thinkalike.pipelines.builders.build_pipelines`: the summaries' outputs no other node reads)."""
     inputs = report_inputs(parameters)
     listed = [name for name in indexed if name not in inputs]
-    return Pipeline([Node(with_fixed_arguments(nodes.write_report, names=inputs, indexed=listed), ["parameters", *inputs, *listed],
-                          ["report", "run_claims"], name="write_experiments_report", namespace=group_namespace("report"))])
+    return Pipeline(
+        [
+            Node(
+                with_fixed_arguments(nodes.write_report, names=inputs, indexed=listed),
+                ["parameters", *inputs, *listed],
+                ["report", "run_claims"],
+                name="write_experiments_report",
+                namespace=group_namespace("report"),
+            )
+        ]
+    )

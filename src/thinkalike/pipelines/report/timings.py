@@ -32,8 +32,11 @@ def saved_file(catalog: Any, name: str, version: str) -> Path | None:
     """The local file of versioned dataset ``name`` at ``version`` if it was saved there, else ``None`` (Kedro has no
     public API for a version's path: its file datasets' own ``_get_versioned_path`` and ``_protocol``)."""
     dataset = catalog.get(name)
-    if dataset is None or getattr(dataset, "_protocol", "file") != "file" \
-            or not hasattr(dataset, "_get_versioned_path"):
+    if (
+        dataset is None
+        or getattr(dataset, "_protocol", "file") != "file"
+        or not hasattr(dataset, "_get_versioned_path")
+    ):
         return None
     path = Path(str(dataset._get_versioned_path(version)))
     return path if path.is_file() else None

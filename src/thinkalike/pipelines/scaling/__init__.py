@@ -7,8 +7,16 @@ from .metrics import RULES
 from .pipeline import create_pipeline
 from .schema import check_scaling
 
-SPEC = PipelineSpec("scaling", create_pipeline, stage=40,
-                    section="scaling", upstream=("cka",), check=check_scaling,
-                    replaced_whole=("twins", "architectures"), rules=RULES, viz_group="scaling")
+SPEC = PipelineSpec(
+    "scaling",
+    create_pipeline,
+    stage=40,
+    section="scaling",
+    upstream=("cka",),
+    check=check_scaling,
+    replaced_whole=("twins", "architectures"),
+    rules=RULES,
+    viz_group="scaling",
+)
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -12,5 +12,4 @@ def _log_summary(recorder: Recorder, output: SavedOutput) -> None:
 
 
 #: ``scaling_summary``'s numbers as metrics; the members' and pairs' tables as CSV.
-RULES: tuple[OutputRule, ...] = (named(["scaling_summary"], _log_summary),
-                                 tables(["scaling_members", "scaling_pairs"]))
+RULES: tuple[OutputRule, ...] = (named(["scaling_summary"], _log_summary), tables(["scaling_members", "scaling_pairs"]))

@@ -15,8 +15,9 @@ from thinkalike.scaling.figures import scaling_figure
 logger = logging.getLogger(__name__)
 
 
-def summarise_scaling(*tables: pd.DataFrame, settings: ScalingSettings, plan: ScalingPlan,
-                      pairs: list[tuple[str, str]]) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any], Figure]:
+def summarise_scaling(
+    *tables: pd.DataFrame, settings: ScalingSettings, plan: ScalingPlan, pairs: list[tuple[str, str]]
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any], Figure]:
     """The members table (table 1 with the measured columns), the pairs' early-layer table, the summary of the
     answers and the figure. ``tables`` are the CKA tables of ``pairs``, in order; ``settings`` the ``scaling``
     section's analysis settings, parsed once by the pipeline's builder."""
@@ -26,8 +27,14 @@ def summarise_scaling(*tables: pd.DataFrame, settings: ScalingSettings, plan: Sc
         raise ValueError(f"scaling: CKA tables {missing} hold other models than their names say")
     result = analyse_family(by_pair, plan.family, plan.architectures, plan.twins, settings)
     summary = result.summary
-    logger.info("scaling: %d members, intra-model CKA vs size Spearman %.2f, outliers %s, blocks in %d of them and "
-                "matched blocks in %d of their %d pairs", len(plan.family), summary["intra_vs_size_spearman"],
-                summary["outliers"] or "none", len(summary["structured_members"]), len(summary["structured_pairs"]),
-                summary["n_member_pairs"])
+    logger.info(
+        "scaling: %d members, intra-model CKA vs size Spearman %.2f, outliers %s, blocks in %d of them and "
+        "matched blocks in %d of their %d pairs",
+        len(plan.family),
+        summary["intra_vs_size_spearman"],
+        summary["outliers"] or "none",
+        len(summary["structured_members"]),
+        len(summary["structured_pairs"]),
+        summary["n_member_pairs"],
+    )
     return result.members, result.pairs, summary, scaling_figure(result)

@@ -32,5 +32,14 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     computed = all_cka_pairs(parameters, parse_cka(parameters.get("cka")).pairs, configured_models(parameters))
     pairs = [pair if pair in computed else pair[::-1] for pair in plan.pairs()]
     tables = [pair_dataset(a, b, "cka_table") for a, b in pairs]
-    return Pipeline([Node(with_fixed_arguments(nodes.summarise_scaling, settings=settings, plan=plan, pairs=pairs), tables, OUTPUTS,
-                          name="summarise_scaling", namespace=group_namespace("scaling"))])
+    return Pipeline(
+        [
+            Node(
+                with_fixed_arguments(nodes.summarise_scaling, settings=settings, plan=plan, pairs=pairs),
+                tables,
+                OUTPUTS,
+                name="summarise_scaling",
+                namespace=group_namespace("scaling"),
+            )
+        ]
+    )

@@ -6,8 +6,16 @@ from .metrics import RULES
 from .pipeline import create_pipeline
 from .schema import check_stitching
 
-SPEC = PipelineSpec("stitching", create_pipeline, stage=50,
-                    section="stitching", upstream=("zoo",), check=check_stitching,
-                    replaced_whole=("pairs",), rules=RULES, viz_group="stitching")
+SPEC = PipelineSpec(
+    "stitching",
+    create_pipeline,
+    stage=50,
+    section="stitching",
+    upstream=("zoo",),
+    check=check_stitching,
+    replaced_whole=("pairs",),
+    rules=RULES,
+    viz_group="stitching",
+)
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -35,21 +35,31 @@ def curve_histories(pair: str, curves: pd.DataFrame) -> dict[str, tuple[list[flo
             present = rows[["step", column]].dropna()
             if len(present):
                 histories[f"{pair}.{kind}.{column}_{layer_f}_{layer_g}"] = (
-                    present[column].astype(float).tolist(), present["step"].astype(int).tolist())
+                    present[column].astype(float).tolist(),
+                    present["step"].astype(int).tolist(),
+                )
     return histories
 
 
 def _log_stitch_table(recorder: Recorder, output: SavedOutput) -> None:
     log_table(recorder, output)
-    recorder.log_metrics({f"{output.namespace}.{row.stitch}.penalty_{row.layer_f}_{row.layer_g}": float(row.penalty)
-                          for row in output.data.itertuples()}, what=f"{output.namespace} penalties")
+    recorder.log_metrics(
+        {
+            f"{output.namespace}.{row.stitch}.penalty_{row.layer_f}_{row.layer_g}": float(row.penalty)
+            for row in output.data.itertuples()
+        },
+        what=f"{output.namespace} penalties",
+    )
 
 
 def _log_stitch_curves(recorder: Recorder, output: SavedOutput) -> None:
-    recorder.log_metric_history(curve_histories(output.namespace, output.data),
-                                what=f"{output.namespace} learning curves")
+    recorder.log_metric_history(
+        curve_histories(output.namespace, output.data), what=f"{output.namespace} learning curves"
+    )
 
 
 #: Each ordered pair's ``stitch_table`` as CSV and its penalties as metrics, its ``stitch_curves`` as histories.
-RULES: tuple[OutputRule, ...] = (ending(["stitch_table"], _log_stitch_table),
-                                 ending(["stitch_curves"], _log_stitch_curves))
+RULES: tuple[OutputRule, ...] = (
+    ending(["stitch_table"], _log_stitch_table),
+    ending(["stitch_curves"], _log_stitch_curves),
+)

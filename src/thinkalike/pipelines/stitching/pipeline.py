@@ -30,8 +30,14 @@ from thinkalike.pipelines.stitching.plan import (
 from thinkalike.pipelines.stitching.schema import StitchingParameters, validate_stitching
 
 PAIR_OUTPUTS = ["stitch_table", "stitch_curves", "stitch_phi", "stitch_phi_config", "stitch_eval_split"]
-SUMMARY_OUTPUTS = ["stitching_penalties", "stitching_curves", "stitching_figure", "stitching_figure_plotly",
-                   "stitching_phis", "stitching_curves_figures"]
+SUMMARY_OUTPUTS = [
+    "stitching_penalties",
+    "stitching_curves",
+    "stitching_figure",
+    "stitching_figure_plotly",
+    "stitching_phis",
+    "stitching_curves_figures",
+]
 HEATMAP_OUTPUTS = ["stitching_heatmaps", "stitching_heatmaps_plotly"]  # layers: all
 SEQUENCES = "heldout_sequences"
 TRAINING_SEQUENCES = "train_sequences"
@@ -52,14 +58,16 @@ def ordered_pair_pipeline(model_f: str, model_g: str, settings: StitchingParamet
         inputs.update(zip(["weights", "config"], model_inputs(model_f)))
     else:
         function = with_fixed_arguments(nodes.stitch_pair, settings=settings, model_f=model_f, model_g=model_g)
-        inputs.update(zip(["weights_f", "config_f", "weights_g", "config_g"],
-                          model_inputs(model_f) + model_inputs(model_g)))
+        inputs.update(
+            zip(["weights_f", "config_f", "weights_g", "config_g"], model_inputs(model_f) + model_inputs(model_g))
+        )
     if settings.train_source == "train_sequences":
         inputs["training_sequences"] = TRAINING_SEQUENCES
     # the node reads its arguments' own (undotted) names, mapped to the catalog names by ``inputs=``:
     # a node created outside a namespace with a dotted input would trigger Kedro's dotted-name warning
-    built = [Node(function, {argument: argument for argument in inputs}, PAIR_OUTPUTS, name="stitch_pair",
-                  tags=[GPU_WORK])]
+    built = [
+        Node(function, {argument: argument for argument in inputs}, PAIR_OUTPUTS, name="stitch_pair", tags=[GPU_WORK])
+    ]
     return Pipeline(built, namespace=stitch_namespace(model_f, model_g), inputs=inputs)
 
 
@@ -79,8 +87,13 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     per_pair = sum((ordered_pair_pipeline(f, g, settings) for f, g in ordered), Pipeline([]))
     namespaces = [stitch_namespace(f, g) for f, g in ordered]
     inputs = [f"{name}.{output}" for output in PAIR_OUTPUTS for name in namespaces]
-    summary = Node(with_fixed_arguments(nodes.summarise_stitching, pairs=pairs, names=[f"{f}__{g}" for f, g in ordered],
-                        heatmaps=heatmaps),
-                   inputs, SUMMARY_OUTPUTS + (HEATMAP_OUTPUTS if heatmaps else []),
-                   name="summarise_stitching", namespace=group_namespace("stitching"))
+    summary = Node(
+        with_fixed_arguments(
+            nodes.summarise_stitching, pairs=pairs, names=[f"{f}__{g}" for f, g in ordered], heatmaps=heatmaps
+        ),
+        inputs,
+        SUMMARY_OUTPUTS + (HEATMAP_OUTPUTS if heatmaps else []),
+        name="summarise_stitching",
+        namespace=group_namespace("stitching"),
+    )
     return per_pair + Pipeline([summary])

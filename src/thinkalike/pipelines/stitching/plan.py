@@ -34,8 +34,9 @@ def stitching_pairs(pairs: Mapping[str, Any], models: Iterable[str]) -> list[tup
     try:
         return configured_pairs(dict(pairs), models)
     except ValueError as error:  # configured_pairs speaks of cka.pairs and activations
-        message = str(error).replace("cka.pairs", "stitching.pairs").replace("have no activations",
-                                                                            "are not zoo models")
+        message = (
+            str(error).replace("cka.pairs", "stitching.pairs").replace("have no activations", "are not zoo models")
+        )
         raise ValueError(message) from None
 
 

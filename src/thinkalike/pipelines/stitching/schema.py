@@ -58,8 +58,9 @@ def validate_stitching(values: Any, zoo_models: list[str]) -> StitchingParameter
     """The stitching section: its keys, the stitch settings and the pairs (zoo models only, for now)."""
     stitching = validate_section(StitchingParameters, values, "stitching")
     if "exclude_special_targets" in stitching.settings:
-        raise ParameterError("stitching.settings.exclude_special_targets: unknown parameter (set "
-                             "stitching.exclude_special_targets)")
+        raise ParameterError(
+            "stitching.settings.exclude_special_targets: unknown parameter (set stitching.exclude_special_targets)"
+        )
     validate_dataclass(StitchSettings, stitching.settings, "stitching.settings")
     try:
         stitching.seeds()

@@ -6,8 +6,15 @@ from .metrics import RULES
 from .pipeline import create_pipeline
 from .schema import check_zoo
 
-SPEC = PipelineSpec("zoo", create_pipeline, stage=10,
-                    section="zoo", upstream=("corpus",), check=check_zoo,
-                    replaced_whole=("models",), rules=RULES)
+SPEC = PipelineSpec(
+    "zoo",
+    create_pipeline,
+    stage=10,
+    section="zoo",
+    upstream=("corpus",),
+    check=check_zoo,
+    replaced_whole=("models",),
+    rules=RULES,
+)
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -29,16 +29,24 @@ DISTINCT_LINES = cycler(linestyle=["-", "--", "-.", ":"]) * cycler(color=matplot
 FIGURE_DPI = 150
 
 
-def train_model(train_sequences: dict[str, np.ndarray], heldout_sequences: dict[str, np.ndarray], tokenizer, *,
-                settings: ZooParameters, corpus: CorpusParameters, model_name: str):
+def train_model(
+    train_sequences: dict[str, np.ndarray],
+    heldout_sequences: dict[str, np.ndarray],
+    tokenizer,
+    *,
+    settings: ZooParameters,
+    corpus: CorpusParameters,
+    model_name: str,
+):
     """Trains zoo model ``model_name`` (``zoo.models.<name>``, its training ``zoo.training`` overridden by its own,
     rows of ``corpus.n_ctx``); returns weights, config and training curve (logged to MLflow from the curve)."""
     entry = settings.models[model_name].model_dump()
     config = zoo_config(model_name, entry, tokenizer, corpus.n_ctx)
     training = training_config(settings.training, entry)
     with progress_label(model_name):
-        module, curve = train_zoo_model(config, training, train_sequences["input_ids"],
-                                        heldout_sequences["input_ids"], tokenizer, default_device())
+        module, curve = train_zoo_model(
+            config, training, train_sequences["input_ids"], heldout_sequences["input_ids"], tokenizer, default_device()
+        )
     return state_dict_for_saving(module), config, curve
 
 
@@ -54,9 +62,18 @@ def summarise_zoo(corpus_statistics: dict[str, Any], *curves: pd.DataFrame, sett
     for curve in curves:
         last = curve.iloc[-1]
         improvement = 1.0 - float(last["heldout_loss"]) / baseline
-        rows.append({"model": last["model"], "n_parameters": int(last["n_parameters"]), "steps": int(last["step"]),
-                     "train_seconds": float(last["seconds"]), "heldout_loss": float(last["heldout_loss"]),
-                     "unigram_entropy": baseline, "improvement": improvement, "beats_baseline": improvement >= margin})
+        rows.append(
+            {
+                "model": last["model"],
+                "n_parameters": int(last["n_parameters"]),
+                "steps": int(last["step"]),
+                "train_seconds": float(last["seconds"]),
+                "heldout_loss": float(last["heldout_loss"]),
+                "unigram_entropy": baseline,
+                "improvement": improvement,
+                "beats_baseline": improvement >= margin,
+            }
+        )
     summary = pd.DataFrame(rows)
     return summary, training_curves_figure(curves, baseline, margin)
 
@@ -73,8 +90,13 @@ def training_curves_figure(curves: Sequence[pd.DataFrame], unigram_entropy: floa
     for curve in curves:
         axis.plot(curve["step"], curve["heldout_loss"], label=str(curve["model"].iloc[0]))
     axis.axhline(unigram_entropy, color="black", linestyle="--", linewidth=1.0, label="unigram entropy")
-    axis.axhline(unigram_entropy * (1 - margin), color="grey", linestyle=":", linewidth=1.0,
-                 label=f"unigram entropy − {margin:.0%}")
+    axis.axhline(
+        unigram_entropy * (1 - margin),
+        color="grey",
+        linestyle=":",
+        linewidth=1.0,
+        label=f"unigram entropy − {margin:.0%}",
+    )
     axis.set(xlabel="step", ylabel="held-out loss (nats/token)", title="Zoo training curves")
     axis.legend(fontsize=7, ncol=min(4, len(curves) + 2), loc="upper center", bbox_to_anchor=(0.5, -0.15))
     return figure

@@ -31,10 +31,18 @@ OUTPUTS = ["model_weights", "model_config", "training_curve"]
 
 def model_pipeline(name: str, settings: ZooParameters, corpus: CorpusParameters) -> Pipeline:
     """Training of zoo model ``name`` in namespace ``models.<name>``."""
-    return Pipeline([namespaced_node(
-        with_fixed_arguments(nodes.train_model, settings=settings, corpus=corpus, model_name=name),
-        ["train_sequences", "heldout_sequences", "tokenizer"],
-        OUTPUTS, name="train_model", namespace=model_namespace(name), tags=[GPU_WORK])])
+    return Pipeline(
+        [
+            namespaced_node(
+                with_fixed_arguments(nodes.train_model, settings=settings, corpus=corpus, model_name=name),
+                ["train_sequences", "heldout_sequences", "tokenizer"],
+                OUTPUTS,
+                name="train_model",
+                namespace=model_namespace(name),
+                tags=[GPU_WORK],
+            )
+        ]
+    )
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
@@ -49,7 +57,11 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     check_model_names(models, "zoo.models")
     corpus = validate_corpus(parameters.get("corpus"))
     per_model = sum((model_pipeline(name, settings, corpus) for name in models), Pipeline([]))
-    summary = Node(with_fixed_arguments(nodes.summarise_zoo, settings=settings),
-                   ["corpus_statistics", *[model_dataset(m, "training_curve") for m in models]],
-                   ["zoo_summary", "zoo_training_curves_figure"], name="summarise_zoo", namespace=MODELS)
+    summary = Node(
+        with_fixed_arguments(nodes.summarise_zoo, settings=settings),
+        ["corpus_statistics", *[model_dataset(m, "training_curve") for m in models]],
+        ["zoo_summary", "zoo_training_curves_figure"],
+        name="summarise_zoo",
+        namespace=MODELS,
+    )
     return per_model + Pipeline([summary])

@@ -41,8 +41,7 @@ def validate_zoo(values: Any, corpus: CorpusParameters, vocab_size: int | None =
     validate_dataclass(TrainingConfig, zoo.training, "zoo.training", ignore=frozenset({"seed"}))
     for name, model in zoo.models.items():
         key = f"zoo.models.{name}"
-        validate_dataclass(TrainingConfig, {**zoo.training, **model.training, "seed": model.seed},
-                           f"{key}.training")
+        validate_dataclass(TrainingConfig, {**zoo.training, **model.training, "seed": model.seed}, f"{key}.training")
         _check_architecture(name, model, corpus.n_ctx, vocab_size or corpus.vocab_size, f"{key}.architecture")
     return zoo
 

@@ -78,23 +78,59 @@ from thinkalike.reports.findings.timing import (
     render_timing,
 )
 
-__all__ = ["END_MARKER", "REGENERATE", "START_MARKER", "TABLES", "at_risk", "claims_of", "collect_errors", "collect_findings",
-           "findings_document", "missing_tables", "model_facts", "model_roles", "provenance", "readme_region", "render_document",
-           "render_findings", "replace_region", "source_digest", "wrap"]
+__all__ = [
+    "END_MARKER",
+    "REGENERATE",
+    "START_MARKER",
+    "TABLES",
+    "at_risk",
+    "claims_of",
+    "collect_errors",
+    "collect_findings",
+    "findings_document",
+    "missing_tables",
+    "model_facts",
+    "model_roles",
+    "provenance",
+    "readme_region",
+    "render_document",
+    "render_findings",
+    "replace_region",
+    "source_digest",
+    "wrap",
+]
 
 #: Catalog datasets :func:`collect_findings` reads (any may be missing); plus ``parameters`` and ``model_configs``.
 TABLES: tuple[str, ...] = (
-    "corpus_statistics", "zoo_summary", "run_timings",
+    "corpus_statistics",
+    "zoo_summary",
+    "run_timings",
     "cka_distances",
-    "stitching_penalties", "stitching_phis",
-    "mlem_profiles", "mlem_feature_similarity", "mlem_rsa_similarity",
-    "embedding_keep_k", "embedding_alignment", "embedding_feature_fractions", "embedding_zero_shot",
+    "stitching_penalties",
+    "stitching_phis",
+    "mlem_profiles",
+    "mlem_feature_similarity",
+    "mlem_rsa_similarity",
+    "embedding_keep_k",
+    "embedding_alignment",
+    "embedding_feature_fractions",
+    "embedding_zero_shot",
     "embedding_finetune_curves",
-    "models.nli.pairs", "models.nli.accuracy", "models.nli.groups", "models.nli.training_curves",
-    "models.nli.stitching", "models.nli.stitching_groups", "models.nli.cka_group_curves", "models.nli.sweep",
+    "models.nli.pairs",
+    "models.nli.accuracy",
+    "models.nli.groups",
+    "models.nli.training_curves",
+    "models.nli.stitching",
+    "models.nli.stitching_groups",
+    "models.nli.cka_group_curves",
+    "models.nli.sweep",
     "models.nli.encoder.model_config",
     "scaling_summary",
-    "similarity_measures", "dimension_shares", "rogue_remedies", "similarity_calibration", "measure_grounding",
+    "similarity_measures",
+    "dimension_shares",
+    "rogue_remedies",
+    "similarity_calibration",
+    "measure_grounding",
 )
 
 
@@ -104,14 +140,14 @@ class ModelFacts:
 
     name: str
     family: str
-    kind: str          # solu | gelu | encoder | gpt_neox | mamba | another activation or model type
+    kind: str  # solu | gelu | encoder | gpt_neox | mamba | another activation or model type
     objective: str
     seed: int | None
     n_layers: int | None
     d_model: int | None
     n_heads: int | None
     head_dim: int | None
-    signature: str     # the architecture without seed and name (seed replicas share it)
+    signature: str  # the architecture without seed and name (seed replicas share it)
 
 
 def _facts(name: str, config: Mapping[str, Any]) -> ModelFacts:
@@ -125,20 +161,42 @@ def _facts(name: str, config: Mapping[str, Any]) -> ModelFacts:
         kind = "encoder" if masked else ("solu" if act.startswith("solu") else act)
         n_layers, d_model, n_heads = arch.get("n_layers"), arch.get("d_model"), arch.get("n_heads")
         head_dim = arch.get("d_head")
-        shape = {k: arch.get(k) for k in ("n_layers", "d_model", "n_heads", "d_head", "d_mlp", "act_fn",
-                                           "positional_embedding_type")}
+        shape = {
+            k: arch.get(k)
+            for k in ("n_layers", "d_model", "n_heads", "d_head", "d_mlp", "act_fn", "positional_embedding_type")
+        }
     else:
         model_type = str(arch.get("model_type", family))
         kind = "encoder" if objective == "masked" else model_type
         n_layers, d_model = arch.get("num_hidden_layers"), arch.get("hidden_size")
         n_heads = arch.get("num_attention_heads")
         head_dim = (int(d_model) // int(n_heads)) if d_model and n_heads else None
-        shape = {k: arch.get(k) for k in ("model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
-                                           "intermediate_size", "state_size", "expand")}
+        shape = {
+            k: arch.get(k)
+            for k in (
+                "model_type",
+                "num_hidden_layers",
+                "hidden_size",
+                "num_attention_heads",
+                "intermediate_size",
+                "state_size",
+                "expand",
+            )
+        }
     signature = json.dumps({"family": family, "objective": objective, **shape}, sort_keys=True, default=str)
     as_int = lambda v: None if v is None else int(v)  # noqa: E731
-    return ModelFacts(name, family, kind, objective, as_int(seed), as_int(n_layers), as_int(d_model), as_int(n_heads),
-                      as_int(head_dim), signature)
+    return ModelFacts(
+        name,
+        family,
+        kind,
+        objective,
+        as_int(seed),
+        as_int(n_layers),
+        as_int(d_model),
+        as_int(n_heads),
+        as_int(head_dim),
+        signature,
+    )
 
 
 def model_facts(tables: Mapping[str, Any]) -> dict[str, ModelFacts]:
@@ -146,7 +204,7 @@ def model_facts(tables: Mapping[str, Any]) -> dict[str, ModelFacts]:
     parameters' ``zoo.models``."""
     configs = dict(tables.get("model_configs") or {})
     parameters = tables.get("parameters") or {}
-    zoo_models = ((parameters.get("zoo") or {}).get("models") or {})
+    zoo_models = (parameters.get("zoo") or {}).get("models") or {}
     summary = table_of(tables, "zoo_summary")
     names = list(summary["model"]) if summary is not None else list(configs or zoo_models)
     facts = {}
@@ -166,9 +224,12 @@ def neox_twins(neox: Sequence[ModelFacts]) -> dict[str, str]:
     trend = max(set(head_dims), key=head_dims.count)
     twins = {}
     for i, a in enumerate(neox):
-        for b in neox[i + 1:]:
-            if (a.n_layers, a.d_model, a.seed) == (b.n_layers, b.d_model, b.seed) and a.head_dim != b.head_dim \
-                    and trend in (a.head_dim, b.head_dim):
+        for b in neox[i + 1 :]:
+            if (
+                (a.n_layers, a.d_model, a.seed) == (b.n_layers, b.d_model, b.seed)
+                and a.head_dim != b.head_dim
+                and trend in (a.head_dim, b.head_dim)
+            ):
                 odd, twin = (b, a) if a.head_dim == trend else (a, b)
                 twins[odd.name] = twin.name
     return twins
@@ -189,10 +250,11 @@ def model_roles(facts: Mapping[str, ModelFacts]) -> dict[str, Any]:
     controls = {p["solu"] for p in pairs if p["same_seed"]}
     # groups of models identical but for their seed; not the SoLUs of a same-seed control (the control is their
     # point: a SoLU with a GeLU's seed)
-    replicas: list[dict[str, Any]] = [{"models": [f.name for f in group], "kind": group[0].kind,
-                                       "depth": group[0].n_layers}
-                for group in by_signature.values() if len(group) > 1 and len({f.seed for f in group}) == len(group)
-                and not controls & {f.name for f in group}]
+    replicas: list[dict[str, Any]] = [
+        {"models": [f.name for f in group], "kind": group[0].kind, "depth": group[0].n_layers}
+        for group in by_signature.values()
+        if len(group) > 1 and len({f.seed for f in group}) == len(group) and not controls & {f.name for f in group}
+    ]
     all_neox = [f for f in facts.values() if f.kind == "gpt_neox"]
     twins = neox_twins(all_neox)
     neox = [f for f in all_neox if f.name not in twins.values()]
@@ -209,10 +271,13 @@ def model_roles(facts: Mapping[str, ModelFacts]) -> dict[str, Any]:
         "gpt_neox_twins": twins,
         "encoders": [f.name for f in facts.values() if f.kind == "encoder"],
         "mamba": [f.name for f in facts.values() if f.kind == "mamba"],
-        "others": [f.name for f in facts.values()
-                   if f.kind not in ("gpt_neox", "encoder", "mamba")
-                   and not any(f.name in (p["solu"], p["gelu"]) for p in pairs)
-                   and not any(f.name in g["models"] for g in replicas)],
+        "others": [
+            f.name
+            for f in facts.values()
+            if f.kind not in ("gpt_neox", "encoder", "mamba")
+            and not any(f.name in (p["solu"], p["gelu"]) for p in pairs)
+            and not any(f.name in g["models"] for g in replicas)
+        ],
         "n_layers": {f.name: f.n_layers for f in facts.values()},
     }
 
@@ -224,8 +289,13 @@ def collect_findings(tables: Mapping[str, Any]) -> dict[str, Any]:
     parameters = tables.get("parameters") or {}
     untrained = untrained_models(parameters)  # controls: the MLEM and embedding findings are about trained models
     findings = {
-        "machine": {"cpu_count": os.cpu_count(), "system": platform.system(), "architecture": platform.machine(),
-                    "platform": platform.platform(), "python": platform.python_version()},
+        "machine": {
+            "cpu_count": os.cpu_count(),
+            "system": platform.system(),
+            "architecture": platform.machine(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
         "literature": LITERATURE,
         "budget_seconds": RUN_BUDGET_SECONDS,
         "roles": roles,
@@ -246,7 +316,7 @@ def collect_findings(tables: Mapping[str, Any]) -> dict[str, Any]:
 def untrained_models(parameters: Mapping[str, Any]) -> list[str]:
     """The models of ``activations.models`` that are zoo initialisations (``zoo:<m>?weights=initial``): untrained
     controls, kept out of the findings about trained models."""
-    specs = ((parameters.get("activations") or {}).get("models") or {})
+    specs = (parameters.get("activations") or {}).get("models") or {}
     return sorted(name for name, spec in specs.items() if isinstance(spec, str) and is_initialisation(spec))
 
 
@@ -262,8 +332,9 @@ def collect_errors(findings: Any, where: str = "") -> list[str]:
     """``"<section>: <error>"`` for every section that could not be collected."""
     if isinstance(findings, Mapping):
         found = [f"{where or 'findings'}: {findings['error']}"] if "error" in findings else []
-        return found + [e for key, value in findings.items() for e in collect_errors(value,
-                                                                                     f"{where}.{key}".strip("."))]
+        return found + [
+            e for key, value in findings.items() for e in collect_errors(value, f"{where}.{key}".strip("."))
+        ]
     return []
 
 
@@ -315,16 +386,21 @@ def claims_of(findings: Mapping[str, Any]) -> list[Claim]:
     return claims
 
 
-def findings_document(replicates: Sequence[Mapping[str, Any]],
-                      runs: Sequence[Mapping[str, Any] | None] | None = None) -> dict[str, Any]:
+def findings_document(
+    replicates: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any] | None] | None = None
+) -> dict[str, Any]:
     """The findings of one or more replicates (each :func:`collect_findings`' dict; ``runs``: each replicate's run
     record, :mod:`thinkalike.replicates`) with their merged claims: ``{"claims": [...], "replicates": [{"replicate",
     "run", "findings"}, ...]}`` — every claim that holds in at least one replicate, one margin per replicate, and
     its status (:func:`~thinkalike.reports.findings.claims.merge_claims`)."""
     runs = list(runs) if runs is not None else [None] * len(replicates)
-    return {"claims": merge_claims([single_run(claims_of(findings)) for findings in replicates]),
-            "replicates": [{"replicate": index, "run": run, "findings": findings}
-                           for index, (findings, run) in enumerate(zip(replicates, runs, strict=True))]}
+    return {
+        "claims": merge_claims([single_run(claims_of(findings)) for findings in replicates]),
+        "replicates": [
+            {"replicate": index, "run": run, "findings": findings}
+            for index, (findings, run) in enumerate(zip(replicates, runs, strict=True))
+        ],
+    }
 
 
 def render_findings(findings: Mapping[str, Any]) -> str:
@@ -341,37 +417,53 @@ def provenance(document: Mapping[str, Any]) -> str:
     mixed = sum(c["status"] == MIXED for c in claims)
     first = replicates[0]["findings"]
     machine = first.get("machine") or {}
-    where = (f"{machine.get('cpu_count', 'n/a')} CPU cores, {machine.get('system', '')} "
-             f"{machine.get('architecture', '')}").strip()
+    where = (
+        f"{machine.get('cpu_count', 'n/a')} CPU cores, {machine.get('system', '')} {machine.get('architecture', '')}"
+    ).strip()
     if len(replicates) == 1:
-        return (f"**One run** ({where}). A run is one replicate: each sentence below is a claim that holds in this "
-                f"run ({held} claims; its margin is in the run's MLflow metrics as `claim.<id>`). Which claims hold "
-                "across replicates, and so on another machine, is what `python -m thinkalike.replicates` decides "
-                "(`docs/findings.json` of the repository).")
+        return (
+            f"**One run** ({where}). A run is one replicate: each sentence below is a claim that holds in this "
+            f"run ({held} claims; its margin is in the run's MLflow metrics as `claim.<id>`). Which claims hold "
+            "across replicates, and so on another machine, is what `python -m thinkalike.replicates` decides "
+            "(`docs/findings.json` of the repository)."
+        )
     commit = document.get("git_commit") or "an uncommitted tree"
     seeds = [r for r in replicates if not (r.get("run") or {}).get("roundoff")]
     roundoff = len(replicates) - len(seeds)
-    counted = (f"{len(seeds)} replicates of the default run"
-               + (f" and {roundoff} round-off replicate (replicate 0's seeds with other float kernels: the last "
-                  "paragraph)" if roundoff else ""))
+    counted = f"{len(seeds)} replicates of the default run" + (
+        f" and {roundoff} round-off replicate (replicate 0's seeds with other float kernels: the last paragraph)"
+        if roundoff
+        else ""
+    )
     seconds = [(r.get("run") or {}).get("seconds") for r in seeds]
     known = [s for s in seconds if s is not None]
-    each = (seconds_text(min(known)) if known and seconds_text(min(known)) == seconds_text(max(known))
-            else f"{seconds_text(min(known))}–{seconds_text(max(known))}" if known else "")
+    each = (
+        seconds_text(min(known))
+        if known and seconds_text(min(known)) == seconds_text(max(known))
+        else f"{seconds_text(min(known))}–{seconds_text(max(known))}"
+        if known
+        else ""
+    )
     cost = f"; each replicate's `kedro run` took {each}, {seconds_text(sum(known))} in all" if known else ""
-    run_commits = sorted({str((r.get("run") or {}).get("git_commit"))[:12] for r in replicates
-                          if (r.get("run") or {}).get("git_commit")})
-    ran = (f"run at commit {', '.join(f'`{c}`' for c in run_commits)} (`python -m thinkalike.replicates`), "
-           if run_commits else "")
-    return (f"**Where these findings come from.** {counted}, {ran}replicate r "
-            f"moving every seed but the data's by r × 1000 — zoo initialisation and data order, φ, the NLI encoder and "
-            f"copies, MLEM, the measures' row samples, the embedding fine-tune — while the corpus and the NLI pairs "
-            f"stay the same; collected at commit `{str(commit)[:12]}` by `{document.get('command') or 'n/a'}`, "
-            f"{document.get('generated_at', 'n/a')}, on {where}{cost}. "
-            f"A sentence below is a claim that holds in every replicate ({held} of {held + mixed}), with each number's "
-            f"range over the replicates; {plural_text(mixed, 'claim')} held in some replicates only and "
-            f"{'is' if mixed == 1 else 'are'} named at the end of each section as varying. `docs/findings.json` has "
-            "every claim's sentence and margin per replicate; `python -m thinkalike.reports.findings_cli --claims` prints a run's own.")
+    run_commits = sorted(
+        {str((r.get("run") or {}).get("git_commit"))[:12] for r in replicates if (r.get("run") or {}).get("git_commit")}
+    )
+    ran = (
+        f"run at commit {', '.join(f'`{c}`' for c in run_commits)} (`python -m thinkalike.replicates`), "
+        if run_commits
+        else ""
+    )
+    return (
+        f"**Where these findings come from.** {counted}, {ran}replicate r "
+        f"moving every seed but the data's by r × 1000 — zoo initialisation and data order, φ, the NLI encoder and "
+        f"copies, MLEM, the measures' row samples, the embedding fine-tune — while the corpus and the NLI pairs "
+        f"stay the same; collected at commit `{str(commit)[:12]}` by `{document.get('command') or 'n/a'}`, "
+        f"{document.get('generated_at', 'n/a')}, on {where}{cost}. "
+        f"A sentence below is a claim that holds in every replicate ({held} of {held + mixed}), with each number's "
+        f"range over the replicates; {plural_text(mixed, 'claim')} held in some replicates only and "
+        f"{'is' if mixed == 1 else 'are'} named at the end of each section as varying. `docs/findings.json` has "
+        "every claim's sentence and margin per replicate; `python -m thinkalike.reports.findings_cli --claims` prints a run's own."
+    )
 
 
 def render_document(document: Mapping[str, Any]) -> str:
@@ -397,8 +489,10 @@ def render_document(document: Mapping[str, Any]) -> str:
         paragraphs.append(f"**{title}.** " + " ".join(render_claims(claims, word, withheld)))
     if roundoff:
         paragraphs.append(render_roundoff(roundoff, document["claims"]))
-    note = ("<!-- Generated by `python -m thinkalike.reports.findings_cli --replicates data/replicates --write` from "
-            "the replicates' saved outputs (numbers and claims in docs/findings.json); do not edit by hand. -->")
+    note = (
+        "<!-- Generated by `python -m thinkalike.reports.findings_cli --replicates data/replicates --write` from "
+        "the replicates' saved outputs (numbers and claims in docs/findings.json); do not edit by hand. -->"
+    )
     return "\n\n".join([note, *(wrap(p) for p in paragraphs)]) + "\n"
 
 
@@ -406,8 +500,11 @@ def at_risk(roundoff: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) ->
     """The claims that hold in every replicate by no more than round-off moved their own margin (against replicate
     0, :func:`roundoff_comparison`): another CPU could turn them over, so they are not stated as findings."""
     changes = roundoff.get("margin_changes") or {}
-    return sorted(c["id"] for c in claims if c["status"] == HOLDS
-                  and min(m for m in c["margin"] if m is not None) <= changes.get(c["id"], 0.0))
+    return sorted(
+        c["id"]
+        for c in claims
+        if c["status"] == HOLDS and min(m for m in c["margin"] if m is not None) <= changes.get(c["id"], 0.0)
+    )
 
 
 def _roundoff_against_replicates(roundoff: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
@@ -416,26 +513,36 @@ def _roundoff_against_replicates(roundoff: Mapping[str, Any], claims: Sequence[M
     if not held:
         return ""
     within = at_risk(roundoff, claims)
-    text = (f" Of the {len(held)} claims that hold in every replicate, {len(within)} hold by no more than round-off "
-            f"moved their own margin here")
-    return text + (f" ({', '.join(f'`{i}`' for i in within)}): another CPU could turn them over, so they are not "
-                   "stated above." if within else ": round-off alone would not turn any of them over.")
+    text = (
+        f" Of the {len(held)} claims that hold in every replicate, {len(within)} hold by no more than round-off "
+        f"moved their own margin here"
+    )
+    return text + (
+        f" ({', '.join(f'`{i}`' for i in within)}): another CPU could turn them over, so they are not stated above."
+        if within
+        else ": round-off alone would not turn any of them over."
+    )
 
 
 def render_roundoff(roundoff: Mapping[str, Any], claims: Sequence[Mapping[str, Any]] = ()) -> str:
     """The paragraph on what float round-off alone moves (:func:`roundoff_comparison`), against the claims' margins."""
     flipped = roundoff.get("claims_changed") or []
-    changed = ("no claim changed side" if not flipped else
-               f"{plural_text(len(flipped), 'claim')} changed side: " + ", ".join(f"`{c}`" for c in flipped))
-    return (f"**Round-off alone** (replicate 0 again with the same seeds and other float kernels, "
-            f"`{roundoff['setting']}`, standing in for another CPU): {roundoff['n_changed']:,} of "
-            f"{roundoff['n_numbers']:,} collected numbers moved, the median by {roundoff['median_change']:.2g} and the "
-            f"largest by {roundoff['max_change']:.2g} (`{roundoff['max_path']}`); of the {roundoff['n_claims']} claims "
-            f"of replicate 0, {changed} ({roundoff['n_margins_moved']} margins moved at all). Bit for bit the same: a "
-            "run on one machine, whatever the runner or the load (the Dask parity test checks every output; a training loop "
-            "at 1 and 2 threads gave identical weights too). Not the same: across CPUs, whose vector units and BLAS kernels differ, the numbers "
-            "move at round-off and training amplifies it; so a finding is stated only when it holds in every "
-            "replicate, this one included." + _roundoff_against_replicates(roundoff, claims))
+    changed = (
+        "no claim changed side"
+        if not flipped
+        else f"{plural_text(len(flipped), 'claim')} changed side: " + ", ".join(f"`{c}`" for c in flipped)
+    )
+    return (
+        f"**Round-off alone** (replicate 0 again with the same seeds and other float kernels, "
+        f"`{roundoff['setting']}`, standing in for another CPU): {roundoff['n_changed']:,} of "
+        f"{roundoff['n_numbers']:,} collected numbers moved, the median by {roundoff['median_change']:.2g} and the "
+        f"largest by {roundoff['max_change']:.2g} (`{roundoff['max_path']}`); of the {roundoff['n_claims']} claims "
+        f"of replicate 0, {changed} ({roundoff['n_margins_moved']} margins moved at all). Bit for bit the same: a "
+        "run on one machine, whatever the runner or the load (the Dask parity test checks every output; a training loop "
+        "at 1 and 2 threads gave identical weights too). Not the same: across CPUs, whose vector units and BLAS kernels differ, the numbers "
+        "move at round-off and training amplifies it; so a finding is stated only when it holds in every "
+        "replicate, this one included." + _roundoff_against_replicates(roundoff, claims)
+    )
 
 
 def roundoff_comparison(reference: Mapping[str, Any], other: Mapping[str, Any], setting: str) -> dict[str, Any]:
@@ -450,22 +557,35 @@ def roundoff_comparison(reference: Mapping[str, Any], other: Mapping[str, Any], 
     from thinkalike.reports.findings.claims import holds
 
     flipped = sorted(i for i in claims_a if holds(claims_a[i]) != holds(claims_b.get(i)))
-    margin_changes = {i: round(abs(a_margin - b_margin), 9) for i, a_margin in claims_a.items()
-                      if a_margin is not None and (b_margin := claims_b.get(i)) is not None}
+    margin_changes = {
+        i: round(abs(a_margin - b_margin), 9)
+        for i, a_margin in claims_a.items()
+        if a_margin is not None and (b_margin := claims_b.get(i)) is not None
+    }
     largest = max(changes, key=changes.__getitem__) if changes else "none"
-    return {"setting": setting, "n_numbers": len(common), "n_changed": len(changes),
-            "median_change": ordered[len(ordered) // 2] if ordered else 0.0,
-            "max_change": ordered[-1] if ordered else 0.0, "max_path": largest,
-            "n_claims": len(claims_a), "claims_changed": flipped,
-            "n_margins_moved": sum(change > 0 for change in margin_changes.values()),
-            "margin_changes": margin_changes}
+    return {
+        "setting": setting,
+        "n_numbers": len(common),
+        "n_changed": len(changes),
+        "median_change": ordered[len(ordered) // 2] if ordered else 0.0,
+        "max_change": ordered[-1] if ordered else 0.0,
+        "max_path": largest,
+        "n_claims": len(claims_a),
+        "claims_changed": flipped,
+        "n_margins_moved": sum(change > 0 for change in margin_changes.values()),
+        "margin_changes": margin_changes,
+    }
 
 
 def _numbers_of(value: Any, path: str = "") -> list[tuple[str, float]]:
     """Every number of a findings dict with its dotted path (timing and the machine left out: they are not results)."""
     if isinstance(value, Mapping):
-        return [pair for key, item in value.items() if not (path == "" and key in ("timing", "machine", "roles"))
-                for pair in _numbers_of(item, f"{path}.{key}".strip("."))]
+        return [
+            pair
+            for key, item in value.items()
+            if not (path == "" and key in ("timing", "machine", "roles"))
+            for pair in _numbers_of(item, f"{path}.{key}".strip("."))
+        ]
     if isinstance(value, list):
         return [pair for i, item in enumerate(value) for pair in _numbers_of(item, f"{path}[{i}]")]
     if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -35,25 +35,40 @@ def collect_cka(tables: Mapping[str, Any], roles: Mapping[str, Any], parameters:
     for group in roles["replicas"]:
         members = group["models"]
         for i, a in enumerate(members):
-            for b in members[i + 1:]:
-                if (v := value(a, b, a=a, b=b, depth=group["depth"], kind=group["kind"])):
+            for b in members[i + 1 :]:
+                if v := value(a, b, a=a, b=b, depth=group["depth"], kind=group["kind"]):
                     replicas.append(v)
     family = roles["gpt_neox"]
-    in_family = distances[distances["model_a"].isin(family) & distances["model_b"].isin(family)
-                          & (distances["model_a"] != distances["model_b"])]
+    in_family = distances[
+        distances["model_a"].isin(family)
+        & distances["model_b"].isin(family)
+        & (distances["model_a"] != distances["model_b"])
+    ]
     neox = None
     if len(in_family):
         counts = pd.concat([in_family["model_a"], in_family["model_b"]]).value_counts()
         reference = max(family, key=lambda m: (int(counts.get(m, 0)), roles["n_layers"].get(m) or 0))
-        members = [v for m in family if m != reference
-                   if (v := value(reference, m, model=m, head_dim=roles["gpt_neox_head_dims"].get(m)))]
-        neox = {"reference": reference, "members": sorted(members, key=lambda v: -(v["cka"] or -math.inf)),
-                "odd": [m for m in roles["gpt_neox_odd"] if m != reference]}
-    return {"n_pairs": int(len(distances)),
-            "n_between_pairs": int((distances["model_a"] != distances["model_b"]).sum()),
-            "n_tokens": span_of(distances["n_tokens"]) if "n_tokens" in distances else None,
-            "exclude_special_tokens": (parameters.get("cka") or {}).get("exclude_special_tokens"),
-            "solu_gelu": solu_gelu, "control": control, "replicas": replicas, "neox": neox}
+        members = [
+            v
+            for m in family
+            if m != reference
+            if (v := value(reference, m, model=m, head_dim=roles["gpt_neox_head_dims"].get(m)))
+        ]
+        neox = {
+            "reference": reference,
+            "members": sorted(members, key=lambda v: -(v["cka"] or -math.inf)),
+            "odd": [m for m in roles["gpt_neox_odd"] if m != reference],
+        }
+    return {
+        "n_pairs": int(len(distances)),
+        "n_between_pairs": int((distances["model_a"] != distances["model_b"]).sum()),
+        "n_tokens": span_of(distances["n_tokens"]) if "n_tokens" in distances else None,
+        "exclude_special_tokens": (parameters.get("cka") or {}).get("exclude_special_tokens"),
+        "solu_gelu": solu_gelu,
+        "control": control,
+        "replicas": replicas,
+        "neox": neox,
+    }
 
 
 def claims_cka(findings: Mapping[str, Any]) -> list[Claim]:
@@ -67,16 +82,33 @@ def claims_cka(findings: Mapping[str, Any]) -> list[Claim]:
     sg, replicas, control = cka.get("solu_gelu") or [], cka.get("replicas") or [], cka.get("control") or []
     sg_span, rep_span = span_of(p["cka"] for p in sg), span_of(p["cka"] for p in replicas)
     if sg_span and rep_span:
-        values: dict[str, Any] = {"solu_gelu": sg_span, "replicas": rep_span,
-                  "sg_distance": span_of(p["distance"] for p in sg),
-                  "rep_distance": span_of(p["distance"] for p in replicas)}
-        claims.append(greater("cka.solu_gelu_below_replicas",
-                              "SoLU vs GeLU at equal depth (different seeds) have lower matched-layer CKA ({solu_gelu}; "
-                              "arccos distance {sg_distance}) than GeLU seed replicas ({replicas}; distance "
-                              "{rep_distance})", rep_span[0], sg_span[1], **values))
-        claims.append(greater("cka.solu_gelu_above_replicas",
-                              "SoLU vs GeLU at equal depth (different seeds) have higher matched-layer CKA ({solu_gelu}) "
-                              "than GeLU seed replicas ({replicas})", sg_span[0], rep_span[1], **values))
+        values: dict[str, Any] = {
+            "solu_gelu": sg_span,
+            "replicas": rep_span,
+            "sg_distance": span_of(p["distance"] for p in sg),
+            "rep_distance": span_of(p["distance"] for p in replicas),
+        }
+        claims.append(
+            greater(
+                "cka.solu_gelu_below_replicas",
+                "SoLU vs GeLU at equal depth (different seeds) have lower matched-layer CKA ({solu_gelu}; "
+                "arccos distance {sg_distance}) than GeLU seed replicas ({replicas}; distance "
+                "{rep_distance})",
+                rep_span[0],
+                sg_span[1],
+                **values,
+            )
+        )
+        claims.append(
+            greater(
+                "cka.solu_gelu_above_replicas",
+                "SoLU vs GeLU at equal depth (different seeds) have higher matched-layer CKA ({solu_gelu}) "
+                "than GeLU seed replicas ({replicas})",
+                sg_span[0],
+                rep_span[1],
+                **values,
+            )
+        )
     if control and sg:
         c = control[0]
         same_depth = [p for p in sg if p["depth"] == c["depth"]] or sg
@@ -84,35 +116,80 @@ def claims_cka(findings: Mapping[str, Any]) -> list[Claim]:
         base = float(np.mean([p["cka"] for p in same_depth]))
         gain = None if c["cka"] is None else c["cka"] - base
         values = {"control": c["cka"], "control_distance": c["distance"], "gain": gain, "base": base}
-        claims.append(Claim("cka.shared_init_raises",
-                            "The same-seed control (a SoLU that shares GeLU's initial weights) has higher matched-layer "
-                            "CKA ({control}) than SoLU vs GeLU with different seeds ({base}): a shared initialisation "
-                            "alone raises CKA by {gain}", gain, values))
-        claims.append(Claim("cka.shared_init_lowers",
-                            "The same-seed control has lower matched-layer CKA ({control}) than SoLU vs GeLU with "
-                            "different seeds ({base})", None if gain is None else -gain, values))
+        claims.append(
+            Claim(
+                "cka.shared_init_raises",
+                "The same-seed control (a SoLU that shares GeLU's initial weights) has higher matched-layer "
+                "CKA ({control}) than SoLU vs GeLU with different seeds ({base}): a shared initialisation "
+                "alone raises CKA by {gain}",
+                gain,
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                "cka.shared_init_lowers",
+                "The same-seed control has lower matched-layer CKA ({control}) than SoLU vs GeLU with "
+                "different seeds ({base})",
+                None if gain is None else -gain,
+                values,
+            )
+        )
         if reps and gain is not None:
             loss = float(np.mean([p["cka"] for p in reps])) - base
             values = {**values, "loss": loss}
-            claims.append(Claim("cka.activation_lowers",
-                                "GeLU seed replicas have higher matched-layer CKA than SoLU vs GeLU at the same depth "
-                                "by {loss}: the activation function takes CKA away", loss, values))
-            claims.append(Claim("cka.shared_init_outweighs_activation",
-                                "A shared initialisation raises CKA by more ({gain}) than the activation function "
-                                "takes away ({loss})", gain - loss, values))
-            claims.append(Claim("cka.activation_outweighs_shared_init",
-                                "The activation function takes away more CKA ({loss}) than a shared initialisation "
-                                "adds ({gain})", loss - gain, values))
+            claims.append(
+                Claim(
+                    "cka.activation_lowers",
+                    "GeLU seed replicas have higher matched-layer CKA than SoLU vs GeLU at the same depth "
+                    "by {loss}: the activation function takes CKA away",
+                    loss,
+                    values,
+                )
+            )
+            claims.append(
+                Claim(
+                    "cka.shared_init_outweighs_activation",
+                    "A shared initialisation raises CKA by more ({gain}) than the activation function "
+                    "takes away ({loss})",
+                    gain - loss,
+                    values,
+                )
+            )
+            claims.append(
+                Claim(
+                    "cka.activation_outweighs_shared_init",
+                    "The activation function takes away more CKA ({loss}) than a shared initialisation adds ({gain})",
+                    loss - gain,
+                    values,
+                )
+            )
     neox = cka.get("neox") or {}
     members = neox.get("members") or []
     if len(members) > 1:
         scores = {m["model"]: m["cka"] for m in members}
-        extra = {m["model"]: {"reference": neox["reference"], "distance": m["distance"],
-                              "odd": " (odd head size)" if m["model"] in set(neox.get("odd") or []) else ""}
-                 for m in members}
-        claims += best_of("cka.neox_closest", "In the GPT-NeoX family, `{name}`{odd} is the closest to `{reference}` "
-                          "(matched-layer CKA {score}; distance {distance})", scores, higher=True, values=extra)
-        claims += best_of("cka.neox_furthest", "In the GPT-NeoX family, `{name}`{odd} is the furthest from "
-                          "`{reference}` (matched-layer CKA {score}; distance {distance})", scores, higher=False,
-                          values=extra)
+        extra = {
+            m["model"]: {
+                "reference": neox["reference"],
+                "distance": m["distance"],
+                "odd": " (odd head size)" if m["model"] in set(neox.get("odd") or []) else "",
+            }
+            for m in members
+        }
+        claims += best_of(
+            "cka.neox_closest",
+            "In the GPT-NeoX family, `{name}`{odd} is the closest to `{reference}` "
+            "(matched-layer CKA {score}; distance {distance})",
+            scores,
+            higher=True,
+            values=extra,
+        )
+        claims += best_of(
+            "cka.neox_furthest",
+            "In the GPT-NeoX family, `{name}`{odd} is the furthest from "
+            "`{reference}` (matched-layer CKA {score}; distance {distance})",
+            scores,
+            higher=False,
+            values=extra,
+        )
     return claims

@@ -62,8 +62,13 @@ class Claim:
 
     def as_json(self) -> dict[str, Any]:
         """The claim as one run's JSON: ``text`` filled with this run's values, ``margin`` a number or ``None``."""
-        document = {"id": self.id, "text": self.text, "template": self.template, "margin": finite(self.margin),
-                    "values": dict(self.values)}
+        document = {
+            "id": self.id,
+            "text": self.text,
+            "template": self.template,
+            "margin": finite(self.margin),
+            "values": dict(self.values),
+        }
         if self.group is not None:
             document["group"] = self.group
             document["item"] = self.item or self.template
@@ -77,24 +82,31 @@ def holds(margin: float | None) -> bool:
 
 # ---- building claims ----------------------------------------------------------------------------------------------
 
+
 def greater(claim_id: str, template: str, a: float | None, b: float | None, **values: Any) -> Claim:
-    """"A is above B": ``margin = a − b`` (``None`` when either is missing)."""
+    """ "A is above B": ``margin = a − b`` (``None`` when either is missing)."""
     margin = None if a is None or b is None else float(a) - float(b)
     return Claim(claim_id, template, margin, values)
 
 
 def every(claim_id: str, template: str, excesses: Iterable[float | None], **values: Any) -> Claim:
-    """"At every one of them": ``margin = min(excesses)`` (``None`` when there are none or one is missing)."""
+    """ "At every one of them": ``margin = min(excesses)`` (``None`` when there are none or one is missing)."""
     found = list(excesses)
     defined = [float(v) for v in found if v is not None]
     margin = min(defined) if found and len(defined) == len(found) else None
     return Claim(claim_id, template, margin, values)
 
 
-def best_of(prefix: str, template: str, scores: Mapping[str, float | None], higher: bool = True,
-            values: Mapping[str, Mapping[str, Any]] | None = None, group: str | None = None,
-            item: str | None = None) -> list[Claim]:
-    """"``name`` is the highest (``higher``) or lowest of ``scores``": one claim per candidate, id
+def best_of(
+    prefix: str,
+    template: str,
+    scores: Mapping[str, float | None],
+    higher: bool = True,
+    values: Mapping[str, Mapping[str, Any]] | None = None,
+    group: str | None = None,
+    item: str | None = None,
+) -> list[Claim]:
+    """ "``name`` is the highest (``higher``) or lowest of ``scores``": one claim per candidate, id
     ``<prefix>.<name>``, margin the gap to the best of the others (``score − max(others)``, or ``min(others) −
     score``). The template may use ``{name}`` and ``{score}`` besides ``values[name]``."""
     known = {name: float(score) for name, score in scores.items() if score is not None and math.isfinite(score)}
@@ -105,13 +117,21 @@ def best_of(prefix: str, template: str, scores: Mapping[str, float | None], high
             margin = None
         else:
             margin = (known[name] - max(others)) if higher else (min(others) - known[name])
-        claims.append(Claim(f"{prefix}.{name}", template, margin,
-                            {"name": name, "score": finite(score), **dict((values or {}).get(name) or {})},
-                            group, item))
+        claims.append(
+            Claim(
+                f"{prefix}.{name}",
+                template,
+                margin,
+                {"name": name, "score": finite(score), **dict((values or {}).get(name) or {})},
+                group,
+                item,
+            )
+        )
     return claims
 
 
 # ---- text -----------------------------------------------------------------------------------------------------------
+
 
 def _numbers(value: Any) -> list[float]:
     if isinstance(value, (list, tuple)):
@@ -163,6 +183,7 @@ def fill(template: str, values_per_replicate: Sequence[Mapping[str, Any]]) -> st
 
 # ---- replicates ----------------------------------------------------------------------------------------------------
 
+
 def merge_claims(runs: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
     """The claims of ``runs`` (each replicate's claims as JSON, :meth:`Claim.as_json`) across replicates: every
     proposition that holds in at least one replicate, in first-seen order, with ``margin`` and ``values`` one per
@@ -184,9 +205,14 @@ def merge_claims(runs: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, 
             continue
         first = next(c for c in per_run if c is not None)
         values = [dict(c.get("values") or {}) if c is not None else {} for c in per_run]
-        entry = {"id": claim_id, "template": first["template"], "text": fill(first["template"], values),
-                 "margin": margins, "values": values,
-                 "status": HOLDS if all(holds(m) for m in margins) else MIXED}
+        entry = {
+            "id": claim_id,
+            "template": first["template"],
+            "text": fill(first["template"], values),
+            "margin": margins,
+            "values": values,
+            "status": HOLDS if all(holds(m) for m in margins) else MIXED,
+        }
         if first.get("group") is not None:
             entry["group"] = first["group"]
             entry["item"] = first.get("item") or first["template"]
@@ -203,20 +229,24 @@ def single_run(claims: Sequence[Claim]) -> list[dict[str, Any]]:
 def check_against(committed: Sequence[Mapping[str, Any]], run: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """For every committed claim that holds: its margin in ``run`` (one run's claims) and whether it holds there."""
     margins = {c["id"]: finite(c.get("margin")) for c in run}
-    return [{"id": c["id"], "text": c["text"], "margin": margins.get(c["id"]),
-             "holds": holds(margins.get(c["id"]))}
-            for c in committed if c.get("status") == HOLDS]
+    return [
+        {"id": c["id"], "text": c["text"], "margin": margins.get(c["id"]), "holds": holds(margins.get(c["id"]))}
+        for c in committed
+        if c.get("status") == HOLDS
+    ]
 
 
 # ---- rendering ------------------------------------------------------------------------------------------------------
+
 
 def _sentence(text: str) -> str:
     text = text.strip()
     return text[:1].upper() + text[1:] + ("" if text.endswith((".", "!", "?")) else ".") if text else text
 
 
-def render_claims(claims: Sequence[Mapping[str, Any]], replicate_word: str = "replicates",
-                  withheld: frozenset[str] = frozenset()) -> list[str]:
+def render_claims(
+    claims: Sequence[Mapping[str, Any]], replicate_word: str = "replicates", withheld: frozenset[str] = frozenset()
+) -> list[str]:
     """Sentences for merged claims (:func:`merge_claims`), in their order: those that hold as findings (grouped
     claims joined into one list per group), then one sentence naming the mixed ones (their ids without the section,
     and in how many replicates they hold). With one replicate, ``replicate_word`` names what was run ("run").
@@ -239,10 +269,13 @@ def render_claims(claims: Sequence[Mapping[str, Any]], replicate_word: str = "re
             items = [fill(c["item"], c["values"]) for c in groups[group]]
             sentences[index] = _sentence(f"{group}: {list_text(items)}")
     if mixed:
-        listed = [f"`{c['id'].split('.', 1)[-1]}` ({sum(holds(m) for m in c['margin'])} of {len(c['margin'])})"
-                  for c in mixed]
-        sentences.append(f"Not findings — these claims hold in some {replicate_word} only (how many in brackets; "
-                         "`docs/findings.json` has their sentences and margins): " + ", ".join(listed) + ".")
+        listed = [
+            f"`{c['id'].split('.', 1)[-1]}` ({sum(holds(m) for m in c['margin'])} of {len(c['margin'])})" for c in mixed
+        ]
+        sentences.append(
+            f"Not findings — these claims hold in some {replicate_word} only (how many in brackets; "
+            "`docs/findings.json` has their sentences and margins): " + ", ".join(listed) + "."
+        )
     return sentences
 
 

@@ -33,8 +33,15 @@ KEEP_K_LEVEL = 0.02
 FRACTION_MARGIN = 0.05
 
 
-GROUP_LABELS = {"FF_key": "FF keys", "FF_value": "FF values", "W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V",
-                "W_O": "W_O", "head": "the classifier head"}
+GROUP_LABELS = {
+    "FF_key": "FF keys",
+    "FF_value": "FF values",
+    "W_Q": "W_Q",
+    "W_K": "W_K",
+    "W_V": "W_V",
+    "W_O": "W_O",
+    "head": "the classifier head",
+}
 
 
 TASK_LABELS = {"tense": "tense", "subject_number": "the subject's number", "sentence_type": "the sentence type"}
@@ -44,17 +51,24 @@ def collect_embedding(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> di
     """The embedding-space paragraph's numbers: keep-k, alignment, fine-tuning fractions and zero-shot stitching."""
     found = tables.get("corpus_statistics")
     statistics = found if isinstance(found, Mapping) else {}
-    return {"keep_k": guarded(_collect_keep_k, table_of(tables, "embedding_keep_k"), roles,
-                               statistics.get("vocab_size"), tables),
-            "alignment": guarded(_collect_alignment, table_of(tables, "embedding_alignment")),
-            "finetune": guarded(_collect_finetune, table_of(tables, "embedding_feature_fractions"),
-                                 table_of(tables, "embedding_finetune_curves"), table_of(tables,
-                                                                                         "embedding_zero_shot")),
-            "zero_shot": guarded(_collect_zero_shot, table_of(tables, "embedding_zero_shot"))}
+    return {
+        "keep_k": guarded(
+            _collect_keep_k, table_of(tables, "embedding_keep_k"), roles, statistics.get("vocab_size"), tables
+        ),
+        "alignment": guarded(_collect_alignment, table_of(tables, "embedding_alignment")),
+        "finetune": guarded(
+            _collect_finetune,
+            table_of(tables, "embedding_feature_fractions"),
+            table_of(tables, "embedding_finetune_curves"),
+            table_of(tables, "embedding_zero_shot"),
+        ),
+        "zero_shot": guarded(_collect_zero_shot, table_of(tables, "embedding_zero_shot")),
+    }
 
 
-def _collect_keep_k(keep: pd.DataFrame | None, roles: Mapping[str, Any], vocab: int | None,
-                    tables: Mapping[str, Any]) -> dict[str, Any]:
+def _collect_keep_k(
+    keep: pd.DataFrame | None, roles: Mapping[str, Any], vocab: int | None, tables: Mapping[str, Any]
+) -> dict[str, Any]:
     if keep is None:
         return missing_section("embedding_keep_k")
     if keep.empty:
@@ -65,8 +79,12 @@ def _collect_keep_k(keep: pd.DataFrame | None, roles: Mapping[str, Any], vocab: 
     mid = min(ks, key=lambda k: (abs(k - 100), k))
     small = min(ks)
 
-    def scores(e_prime: str, k: int | None = None, models: Iterable[str] | None = None,
-               distributions: Iterable[str] | None = None) -> pd.Series:
+    def scores(
+        e_prime: str,
+        k: int | None = None,
+        models: Iterable[str] | None = None,
+        distributions: Iterable[str] | None = None,
+    ) -> pd.Series:
         part = one[one["e_prime"] == e_prime]
         if k is not None:
             part = part[part["k"] == k]
@@ -77,8 +95,9 @@ def _collect_keep_k(keep: pd.DataFrame | None, roles: Mapping[str, Any], vocab: 
         return part["score"]
 
     transpose = one[one["e_prime"] == "transpose"]
-    peaks = (transpose.loc[transpose.groupby(["model", "distribution"])["score"].idxmax()]
-             if len(transpose) else transpose)
+    peaks = (
+        transpose.loc[transpose.groupby(["model", "distribution"])["score"].idxmax()] if len(transpose) else transpose
+    )
     paired = one.pivot_table(index=["model", "distribution", "k"], columns="e_prime", values="score", aggfunc="first")
     level_ks = []
     if {"transpose", "pinv"} <= set(paired.columns):
@@ -94,10 +113,16 @@ def _collect_keep_k(keep: pd.DataFrame | None, roles: Mapping[str, Any], vocab: 
     if {"transpose", "pinv"} <= set(paired.columns):
         for k, part in paired.groupby(level="k"):
             gap = part["transpose"] - part["pinv"]
-            by_k.append({"k": int(k), "transpose": span_of(part["transpose"]), "pinv": span_of(part["pinv"]),
-                         "min_gap": None if gap.isna().any() else as_float(gap.min()),
-                         "n_level": int((part["transpose"] >= part["pinv"] - KEEP_K_LEVEL).sum()),
-                         "n_cases": int(len(part))})
+            by_k.append(
+                {
+                    "k": int(k),
+                    "transpose": span_of(part["transpose"]),
+                    "pinv": span_of(part["pinv"]),
+                    "min_gap": None if gap.isna().any() else as_float(gap.min()),
+                    "n_level": int((part["transpose"] >= part["pinv"] - KEEP_K_LEVEL).sum()),
+                    "n_cases": int(len(part)),
+                }
+            )
     end = max(ks)
     end_gaps = []  # per model and distribution: E^T's best score before the largest k minus its score there
     for _, curve in transpose.groupby(["model", "distribution"]):
@@ -106,28 +131,51 @@ def _collect_keep_k(keep: pd.DataFrame | None, roles: Mapping[str, Any], vocab: 
             end_gaps.append(float(before.max()) - float(at_end.iloc[0]))
     finetuned = table_of(tables, "embedding_feature_fractions")
     models = list(dict.fromkeys(one["model"]))
-    reference = (str(finetuned["model"].iloc[0]) if finetuned is not None and len(finetuned)
-                 and finetuned["model"].iloc[0] in models else models[0])
+    reference = (
+        str(finetuned["model"].iloc[0])
+        if finetuned is not None and len(finetuned) and finetuned["model"].iloc[0] in models
+        else models[0]
+    )
     condition = one.groupby("model")["condition_number"].first()
-    families = {"bridges": roles["bridges"], "mamba": roles["mamba"], "encoders": roles["encoders"],
-                "gpt_neox": roles["gpt_neox"]}
+    families = {
+        "bridges": roles["bridges"],
+        "mamba": roles["mamba"],
+        "encoders": roles["encoders"],
+        "gpt_neox": roles["gpt_neox"],
+    }
     return {
-        "V": size, "n": int_list(one["n"]), "variant": sorted(set(one["variant"].astype(str))), "ks": ks,
-        "k_mid": mid, "k_small": small, "V_in_ks": size in ks,
+        "V": size,
+        "n": int_list(one["n"]),
+        "variant": sorted(set(one["variant"].astype(str))),
+        "ks": ks,
+        "k_mid": mid,
+        "k_small": small,
+        "V_in_ks": size in ks,
         "pinv_at_V": span_of(scores("pinv", size)) if size in ks else None,
         "reference": reference,
-        "reference_mid": {d: as_float(scores("pinv", mid, [reference], [d]).mean())
-                          for d in ("normal", "ff_values") if len(scores("pinv", mid, [reference], [d]))},
+        "reference_mid": {
+            d: as_float(scores("pinv", mid, [reference], [d]).mean())
+            for d in ("normal", "ff_values")
+            if len(scores("pinv", mid, [reference], [d]))
+        },
         "transpose_peak_k": span_of(peaks["k"]) if len(peaks) else None,
         "transpose_peak": span_of(peaks["score"]) if len(peaks) else None,
         "transpose_at_V": span_of(scores("transpose", size)) if size in ks else None,
-        "small_transpose": span_of(scores("transpose", small)), "small_pinv": span_of(scores("pinv", small)),
-        "small_level": small_level, "small_n": small_n, "level_ks": level_ks,
-        "condition": {name: span_of(condition[condition.index.isin(members)])
-                      for name, members in families.items() if condition.index.isin(members).any()},
+        "small_transpose": span_of(scores("transpose", small)),
+        "small_pinv": span_of(scores("pinv", small)),
+        "small_level": small_level,
+        "small_n": small_n,
+        "level_ks": level_ks,
+        "condition": {
+            name: span_of(condition[condition.index.isin(members)])
+            for name, members in families.items()
+            if condition.index.isin(members).any()
+        },
         "condition_all": span_of(condition),
         "neox_ff_mid": span_of(scores("pinv", mid, roles["gpt_neox"], ["ff_values"])),
-        "by_k": by_k, "k_end": end, "transpose_at_end": span_of(scores("transpose", end)),
+        "by_k": by_k,
+        "k_end": end,
+        "transpose_at_end": span_of(scores("transpose", end)),
         "transpose_end_gap": as_float(min(end_gaps)) if end_gaps else None,
     }
 
@@ -151,15 +199,22 @@ def _collect_alignment(matches: pd.DataFrame | None) -> dict[str, Any]:
     projected = between[between["space"] == "projected"]
     by_group = projected.groupby("group", sort=False)["diagonal_fraction"].mean()
     n_layers = int_list([*between["n_layers_a"], *between["n_layers_b"]])
-    return {"models": models, "n_pairs": int(len(pairs)), "n_layers": n_layers,
-            "by_space": {str(k): as_float(v) for k, v in by_space.items()},
-            "by_group": [{"group": str(k), "fraction": as_float(v)}
-                         for k, v in by_group.sort_values(ascending=False, kind="mergesort").items()],
-            "chance": as_float(1.0 / n_layers[0]) if len(n_layers) == 1 else None}
+    return {
+        "models": models,
+        "n_pairs": int(len(pairs)),
+        "n_layers": n_layers,
+        "by_space": {str(k): as_float(v) for k, v in by_space.items()},
+        "by_group": [
+            {"group": str(k), "fraction": as_float(v)}
+            for k, v in by_group.sort_values(ascending=False, kind="mergesort").items()
+        ],
+        "chance": as_float(1.0 / n_layers[0]) if len(n_layers) == 1 else None,
+    }
 
 
-def _collect_finetune(fractions: pd.DataFrame | None, curves: pd.DataFrame | None,
-                      zero_shot: pd.DataFrame | None) -> dict[str, Any]:
+def _collect_finetune(
+    fractions: pd.DataFrame | None, curves: pd.DataFrame | None, zero_shot: pd.DataFrame | None
+) -> dict[str, Any]:
     if fractions is None:
         return missing_section("embedding_feature_fractions")
     if fractions.empty:
@@ -171,10 +226,19 @@ def _collect_finetune(fractions: pd.DataFrame | None, curves: pd.DataFrame | Non
     cells: list[dict[str, Any]] = []
     for key, row in diff.iterrows():
         if key in random.index:
-            cells.append({"group": str(key[0]), "layer": int(key[1]), "finetune": as_float(row["feature_fraction"]),
-                          "random": as_float(random.loc[key, "feature_fraction"])})
-    above = [c for c in cells if c["finetune"] is not None and c["random"] is not None
-             and c["finetune"] - c["random"] >= FRACTION_MARGIN]
+            cells.append(
+                {
+                    "group": str(key[0]),
+                    "layer": int(key[1]),
+                    "finetune": as_float(row["feature_fraction"]),
+                    "random": as_float(random.loc[key, "feature_fraction"]),
+                }
+            )
+    above = [
+        c
+        for c in cells
+        if c["finetune"] is not None and c["random"] is not None and c["finetune"] - c["random"] >= FRACTION_MARGIN
+    ]
     classifier = part[part["source"] == "classifier"]
     own = chance = None
     if zero_shot is not None and len(zero_shot):
@@ -183,13 +247,29 @@ def _collect_finetune(fractions: pd.DataFrame | None, curves: pd.DataFrame | Non
             own, chance = as_float(mine["own_accuracy"].iloc[0]), as_float(mine["chance"].iloc[0])
     steps = None
     if curves is not None and len(curves) and "step" in curves:
-        steps = int(curves.loc[curves["model"] == model,
-                               "step"].max()) if "model" in curves else int(curves["step"].max())
-    return {"model": model, "task": str(part["task"].iloc[0]), "top_layers": int_list(diff.reset_index()["layer"]),
-            "k": int_list(part["k"]), "steps": steps, "accuracy": own, "chance": chance, "n_cells": len(cells),
-            "above": sorted(above, key=lambda c: c["random"] - c["finetune"]), "cells": cells,
-            "classifier": ({"fraction": as_float(classifier["feature_fraction"].mean()),
-                            "chance": as_float(classifier["chance_fraction"].mean())} if len(classifier) else None)}
+        steps = (
+            int(curves.loc[curves["model"] == model, "step"].max()) if "model" in curves else int(curves["step"].max())
+        )
+    return {
+        "model": model,
+        "task": str(part["task"].iloc[0]),
+        "top_layers": int_list(diff.reset_index()["layer"]),
+        "k": int_list(part["k"]),
+        "steps": steps,
+        "accuracy": own,
+        "chance": chance,
+        "n_cells": len(cells),
+        "above": sorted(above, key=lambda c: c["random"] - c["finetune"]),
+        "cells": cells,
+        "classifier": (
+            {
+                "fraction": as_float(classifier["feature_fraction"].mean()),
+                "chance": as_float(classifier["chance_fraction"].mean()),
+            }
+            if len(classifier)
+            else None
+        ),
+    }
 
 
 def _collect_zero_shot(zero_shot: pd.DataFrame | None) -> dict[str, Any]:
@@ -201,14 +281,22 @@ def _collect_zero_shot(zero_shot: pd.DataFrame | None) -> dict[str, Any]:
     embeddings = others[others["layers_from_b"] == 0]
     blocks = others[others["layers_from_b"] >= 1]
     chance = float(others["chance"].iloc[0])
-    return {"model": model, "own": as_float(others["own_accuracy"].iloc[0]), "chance": as_float(chance),
-            "embeddings_only": [{"model": str(r.model_b),
-                                 "accuracy": as_float(r.accuracy)} for r in embeddings.itertuples()],
-            "blocks": span_of(blocks["accuracy"]), "n_blocks": int(len(blocks)),
-            "blocks_below_chance": int((blocks["accuracy"] < chance).sum()),
-            "cases": [{"model": str(r.model_b), "layers": int(r.layers_from_b), "accuracy": as_float(r.accuracy)}
-                      for r in blocks.itertuples()],
-            "n_sentences": int(others["n_sentences"].iloc[0]) if "n_sentences" in others else None}
+    return {
+        "model": model,
+        "own": as_float(others["own_accuracy"].iloc[0]),
+        "chance": as_float(chance),
+        "embeddings_only": [
+            {"model": str(r.model_b), "accuracy": as_float(r.accuracy)} for r in embeddings.itertuples()
+        ],
+        "blocks": span_of(blocks["accuracy"]),
+        "n_blocks": int(len(blocks)),
+        "blocks_below_chance": int((blocks["accuracy"] < chance).sum()),
+        "cases": [
+            {"model": str(r.model_b), "layers": int(r.layers_from_b), "accuracy": as_float(r.accuracy)}
+            for r in blocks.itertuples()
+        ],
+        "n_sentences": int(others["n_sentences"].iloc[0]) if "n_sentences" in others else None,
+    }
 
 
 # ---- claims ---------------------------------------------------------------------------------------------------------
@@ -261,10 +349,12 @@ def claims_embedding(findings: Mapping[str, Any]) -> list[Claim]:
     n_sentences = zero.get("n_sentences") if isinstance(zero, Mapping) else None
     half_step = 0.5 / n_sentences if n_sentences else 0.0
     claims: list[Claim] = []
-    parts = (("keep-k", "keep_k", lambda section: _keep_k_claims(section, literature)),
-             ("Layer alignment", "alignment", _alignment_claims),
-             ("Fine-tuning", "finetune", lambda section: _finetune_claims(section, half_step)),
-             ("Zero-shot stitching", "zero_shot", lambda section: _zero_shot_claims(section, half_step)))
+    parts = (
+        ("keep-k", "keep_k", lambda section: _keep_k_claims(section, literature)),
+        ("Layer alignment", "alignment", _alignment_claims),
+        ("Fine-tuning", "finetune", lambda section: _finetune_claims(section, half_step)),
+        ("Zero-shot stitching", "zero_shot", lambda section: _zero_shot_claims(section, half_step)),
+    )
     for what, key, make in parts:
         section = emb.get(key)
         if isinstance(section, Mapping) and section and not not_run_sentence(what, section):
@@ -278,33 +368,65 @@ def _keep_k_claims(keep: Mapping[str, Any], literature: Mapping[str, Any]) -> li
     level = number_text(KEEP_K_LEVEL)
     by_k = keep.get("by_k")
     if by_k is None and small is not None:  # collected before by_k: the smallest k, undecided
-        by_k = [{"k": small, "transpose": keep.get("small_transpose"), "pinv": keep.get("small_pinv"),
-                 "min_gap": None, "n_level": keep.get("small_level"), "n_cases": keep.get("small_n")}]
-    paper = {"paper_k": literature["keep_k_k"], "paper_vocabulary": literature["keep_k_vocabulary"],
-             "paper_share": 100 * literature["keep_k_k"] / literature["keep_k_vocabulary"],
-             "paper_transpose": literature["keep_k_transpose"], "paper_pinv": literature["keep_k_pinv"]}
+        by_k = [
+            {
+                "k": small,
+                "transpose": keep.get("small_transpose"),
+                "pinv": keep.get("small_pinv"),
+                "min_gap": None,
+                "n_level": keep.get("small_level"),
+                "n_cases": keep.get("small_n"),
+            }
+        ]
+    paper = {
+        "paper_k": literature["keep_k_k"],
+        "paper_vocabulary": literature["keep_k_vocabulary"],
+        "paper_share": 100 * literature["keep_k_k"] / literature["keep_k_vocabulary"],
+        "paper_transpose": literature["keep_k_transpose"],
+        "paper_pinv": literature["keep_k_pinv"],
+    }
     for entry in by_k or []:
         k = int(entry["k"])
-        values = {"k": k, "transpose": entry["transpose"], "pinv": entry["pinv"], "n_level": entry["n_level"],
-                  "n_cases": entry["n_cases"], "level": KEEP_K_LEVEL}
+        values = {
+            "k": k,
+            "transpose": entry["transpose"],
+            "pinv": entry["pinv"],
+            "n_level": entry["n_level"],
+            "n_cases": entry["n_cases"],
+            "level": KEEP_K_LEVEL,
+        }
         paper_clause = ""
         if k == small and V:
             values.update(paper, share=100 * k / V)
-            paper_clause = ("; {share:1} % of V — the paper, at k ≈ {paper_k:d} ({paper_share:1} % of GPT-2's "
-                            "{paper_vocabulary:d}), reports {paper_transpose} vs {paper_pinv}")
+            paper_clause = (
+                "; {share:1} % of V — the paper, at k ≈ {paper_k:d} ({paper_share:1} % of GPT-2's "
+                "{paper_vocabulary:d}), reports {paper_transpose} vs {paper_pinv}"
+            )
         gap = entry.get("min_gap")
         margin = None if gap is None else float(gap) + KEEP_K_LEVEL
         counts = "{transpose} vs {pinv}, level or ahead in {n_level:d} of {n_cases:d} cases"
-        claims.append(Claim(f"embedding.keep_k.level.k{k}",
-                            "keep-k at k = {k:d}: Eᵀ is level with (within {level}) or ahead of E⁺ for every model and "
-                            "distribution (" + counts + paper_clause + ")", margin, values,
-                            f"keep-k: Eᵀ is level with (within {level}) or ahead of E⁺ for every model and "
-                            "distribution at", "k = {k:d} (" + counts + paper_clause + ")"))
-        claims.append(Claim(f"embedding.keep_k.behind.k{k}",
-                            "keep-k at k = {k:d}: Eᵀ falls behind E⁺ by more than {level} for some model and "
-                            "distribution (" + counts + ")", None if margin is None else -margin, values,
-                            f"keep-k: Eᵀ falls behind E⁺ by more than {level} for some model and distribution at",
-                            "k = {k:d} (" + counts + ")"))
+        claims.append(
+            Claim(
+                f"embedding.keep_k.level.k{k}",
+                "keep-k at k = {k:d}: Eᵀ is level with (within {level}) or ahead of E⁺ for every model and "
+                "distribution (" + counts + paper_clause + ")",
+                margin,
+                values,
+                f"keep-k: Eᵀ is level with (within {level}) or ahead of E⁺ for every model and distribution at",
+                "k = {k:d} (" + counts + paper_clause + ")",
+            )
+        )
+        claims.append(
+            Claim(
+                f"embedding.keep_k.behind.k{k}",
+                "keep-k at k = {k:d}: Eᵀ falls behind E⁺ by more than {level} for some model and "
+                "distribution (" + counts + ")",
+                None if margin is None else -margin,
+                values,
+                f"keep-k: Eᵀ falls behind E⁺ by more than {level} for some model and distribution at",
+                "k = {k:d} (" + counts + ")",
+            )
+        )
     ks = keep.get("ks") or []
     end = keep.get("k_end") or (max(ks) if ks else None)
     peak_k = keep.get("transpose_peak_k")
@@ -316,15 +438,30 @@ def _keep_k_claims(keep: Mapping[str, Any], literature: Mapping[str, Any]) -> li
         else:  # collected before transpose_end_gap: in k
             before = float(end) - float(peak_k[1])
             after = -before if before > 0 else None
-        values = {"k_end": end, "peak_k": peak_k, "peak": keep.get("transpose_peak"),
-                  **({"at_end": at_end} if at_end else {})}
+        values = {
+            "k_end": end,
+            "peak_k": peak_k,
+            "peak": keep.get("transpose_peak"),
+            **({"at_end": at_end} if at_end else {}),
+        }
         ending = ", and ends lower: {at_end} at k = {k_end:d}" if at_end else ""
-        claims.append(Claim("embedding.keep_k.transpose_peaks_before_end",
-                            "keep-k with E′ = Eᵀ peaks before k = {k_end:d} for every model and distribution — at "
-                            "k = {peak_k:0} ({peak})" + ending, before, values))
-        claims.append(Claim("embedding.keep_k.transpose_highest_at_end",
-                            "keep-k with E′ = Eᵀ is highest at the largest k = {k_end:d} for some model and "
-                            "distribution", after, values))
+        claims.append(
+            Claim(
+                "embedding.keep_k.transpose_peaks_before_end",
+                "keep-k with E′ = Eᵀ peaks before k = {k_end:d} for every model and distribution — at "
+                "k = {peak_k:0} ({peak})" + ending,
+                before,
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                "embedding.keep_k.transpose_highest_at_end",
+                "keep-k with E′ = Eᵀ is highest at the largest k = {k_end:d} for some model and distribution",
+                after,
+                values,
+            )
+        )
     return claims
 
 
@@ -336,37 +473,75 @@ def _alignment_claims(alignment: Mapping[str, Any]) -> list[Claim]:
     base = {"models": models, "n_pairs": alignment.get("n_pairs"), "projected": projected, "raw": raw}
     head = "Layer alignment of {models} ({n_pairs:d} pairs): "
     if projected is not None and raw is not None:
-        claims.append(greater("embedding.alignment.projected_above_raw",
-                              head + "projected into vocabulary space the Hungarian matching puts {projected:%} of "
-                              "layers on the diagonal, not projected {raw:%} — the paper's finding", projected, raw,
-                              **base))
-        claims.append(greater("embedding.alignment.raw_above_projected",
-                              head + "projected into vocabulary space the Hungarian matching puts {projected:%} of "
-                              "layers on the diagonal, not projected {raw:%} — not the paper's finding (projection "
-                              "does not help)", raw, projected, **base))
+        claims.append(
+            greater(
+                "embedding.alignment.projected_above_raw",
+                head + "projected into vocabulary space the Hungarian matching puts {projected:%} of "
+                "layers on the diagonal, not projected {raw:%} — the paper's finding",
+                projected,
+                raw,
+                **base,
+            )
+        )
+        claims.append(
+            greater(
+                "embedding.alignment.raw_above_projected",
+                head + "projected into vocabulary space the Hungarian matching puts {projected:%} of "
+                "layers on the diagonal, not projected {raw:%} — not the paper's finding (projection "
+                "does not help)",
+                raw,
+                projected,
+                **base,
+            )
+        )
     n_layers = alignment.get("n_layers") or []
     if chance is not None:
         for space, fraction in by_space.items():
             if fraction is None:
                 continue
-            values = {**base, "fraction": fraction, "chance": chance, "n_layers": n_layers[0] if n_layers else None,
-                      "space": SPACE_WORDS.get(space, space)}
-            for claim_id, words, a, b in ((f"embedding.alignment.{space}_above_chance", "above", fraction, chance),
-                                          (f"embedding.alignment.{space}_below_chance", "below", chance, fraction)):
-                claim = greater(claim_id, "Layer alignment {space}: the Hungarian matching puts {fraction:%} of layers "
-                                f"on the diagonal, {words} chance " + "({chance:%} for {n_layers:d} layers)", a, b,
-                                **values)
-                claims.append(Claim(claim.id, claim.template, claim.margin, claim.values,
-                                    f"Layer alignment {words} chance (1 / the number of layers)",
-                                    "{space} ({fraction:%} of layers on the diagonal, chance {chance:%})"))
+            values = {
+                **base,
+                "fraction": fraction,
+                "chance": chance,
+                "n_layers": n_layers[0] if n_layers else None,
+                "space": SPACE_WORDS.get(space, space),
+            }
+            for claim_id, words, a, b in (
+                (f"embedding.alignment.{space}_above_chance", "above", fraction, chance),
+                (f"embedding.alignment.{space}_below_chance", "below", chance, fraction),
+            ):
+                claim = greater(
+                    claim_id,
+                    "Layer alignment {space}: the Hungarian matching puts {fraction:%} of layers "
+                    f"on the diagonal, {words} chance " + "({chance:%} for {n_layers:d} layers)",
+                    a,
+                    b,
+                    **values,
+                )
+                claims.append(
+                    Claim(
+                        claim.id,
+                        claim.template,
+                        claim.margin,
+                        claim.values,
+                        f"Layer alignment {words} chance (1 / the number of layers)",
+                        "{space} ({fraction:%} of layers on the diagonal, chance {chance:%})",
+                    )
+                )
     groups = {g["group"]: g["fraction"] for g in alignment.get("by_group") or []}
     if len(groups) > 1:
-        extra = {g: {"label": GROUP_LABELS.get(g, g),
-                     "others": span_of(v for other, v in groups.items() if other != g)} for g in groups}
-        claims += best_of("embedding.alignment.most_on_diagonal",
-                          "Projected into vocabulary space, {label} put the most layers on the diagonal of any weight "
-                          "group ({score}; the others {others})",
-                          groups, higher=True, values=extra)
+        extra = {
+            g: {"label": GROUP_LABELS.get(g, g), "others": span_of(v for other, v in groups.items() if other != g)}
+            for g in groups
+        }
+        claims += best_of(
+            "embedding.alignment.most_on_diagonal",
+            "Projected into vocabulary space, {label} put the most layers on the diagonal of any weight "
+            "group ({score}; the others {others})",
+            groups,
+            higher=True,
+            values=extra,
+        )
     return claims
 
 
@@ -374,20 +549,36 @@ def _finetune_claims(finetune: Mapping[str, Any], half_step: float) -> list[Clai
     claims: list[Claim] = []
     top = finetune.get("top_layers") or []
     task = finetune.get("task")
-    base = {"model": finetune.get("model"), "task": TASK_LABELS.get(str(task), task),
-            "n_top": len(top), "layers": list_text([str(layer) for layer in top]),
-            **({"steps": finetune["steps"]} if finetune.get("steps") else {})}
-    what = ("Fine-tuning {model}'s top {n_top:d} blocks (layers {layers}) and a head on {task}"
-            + (" ({steps:d} steps)" if "steps" in base else ""))
+    base = {
+        "model": finetune.get("model"),
+        "task": TASK_LABELS.get(str(task), task),
+        "n_top": len(top),
+        "layers": list_text([str(layer) for layer in top]),
+        **({"steps": finetune["steps"]} if finetune.get("steps") else {}),
+    }
+    what = "Fine-tuning {model}'s top {n_top:d} blocks (layers {layers}) and a head on {task}" + (
+        " ({steps:d} steps)" if "steps" in base else ""
+    )
     accuracy, chance = finetune.get("accuracy"), finetune.get("chance")
     if accuracy is not None and chance is not None:
         values = {**base, "accuracy": accuracy, "chance": chance}
-        claims.append(greater("embedding.finetune.above_majority",
-                              what + " reaches {accuracy:3} held-out accuracy, above the majority rate of {chance:3}",
-                              accuracy, chance, **values))
-        claims.append(Claim("embedding.finetune.at_or_below_majority",
-                            what + " reaches only {accuracy:3} held-out accuracy, not above the majority rate of "
-                            "{chance:3}", float(chance) - float(accuracy) + half_step, values))
+        claims.append(
+            greater(
+                "embedding.finetune.above_majority",
+                what + " reaches {accuracy:3} held-out accuracy, above the majority rate of {chance:3}",
+                accuracy,
+                chance,
+                **values,
+            )
+        )
+        claims.append(
+            Claim(
+                "embedding.finetune.at_or_below_majority",
+                what + " reaches only {accuracy:3} held-out accuracy, not above the majority rate of {chance:3}",
+                float(chance) - float(accuracy) + half_step,
+                values,
+            )
+        )
     cells = finetune.get("cells")
     if cells is None:  # collected before cells: the cells above only
         cells = finetune.get("above") or []
@@ -397,35 +588,81 @@ def _finetune_claims(finetune: Mapping[str, Any], half_step: float) -> list[Clai
         if cell.get("finetune") is None or cell.get("random") is None:
             continue
         excess = float(cell["finetune"]) - float(cell["random"]) - FRACTION_MARGIN
-        values = {**base, "k": k, "label": GROUP_LABELS.get(cell["group"], cell["group"]), "layer": cell["layer"],
-                  "finetune": cell["finetune"], "random": cell["random"], "threshold": FRACTION_MARGIN}
-        where = ("In {model}'s fine-tuning, among the top {k} tokens of its largest ΔW rows of {label} at layer "
-                 "{layer:d}, the fraction that carry the task's feature ({finetune}) is ")
+        values = {
+            **base,
+            "k": k,
+            "label": GROUP_LABELS.get(cell["group"], cell["group"]),
+            "layer": cell["layer"],
+            "finetune": cell["finetune"],
+            "random": cell["random"],
+            "threshold": FRACTION_MARGIN,
+        }
+        where = (
+            "In {model}'s fine-tuning, among the top {k} tokens of its largest ΔW rows of {label} at layer "
+            "{layer:d}, the fraction that carry the task's feature ({finetune}) is "
+        )
         item = "{label} at layer {layer:d} ({finetune} vs {random})"
-        lead = ("among the top tokens of the fine-tuning's largest ΔW rows, the fraction that carry the task's feature "
-                "is ")
-        claims.append(Claim(f"embedding.finetune.above_random.{cell['group']}.layer{cell['layer']}",
-                            where + "above that of random rows of the same matrix ({random}) by ≥ {threshold}",
-                            excess, values,
-                            lead + f"above that of random rows of the same matrices (by ≥ {threshold}) in", item))
-        claims.append(Claim(f"embedding.finetune.not_above_random.{cell['group']}.layer{cell['layer']}",
-                            where + "level with or below that of random rows of the same matrix ({random}; not above "
-                            "by {threshold})", -excess, values,
-                            lead + f"level with or below that of random rows of the same matrices (not above by "
-                            f"{threshold}) in", item))
+        lead = (
+            "among the top tokens of the fine-tuning's largest ΔW rows, the fraction that carry the task's feature is "
+        )
+        claims.append(
+            Claim(
+                f"embedding.finetune.above_random.{cell['group']}.layer{cell['layer']}",
+                where + "above that of random rows of the same matrix ({random}) by ≥ {threshold}",
+                excess,
+                values,
+                lead + f"above that of random rows of the same matrices (by ≥ {threshold}) in",
+                item,
+            )
+        )
+        claims.append(
+            Claim(
+                f"embedding.finetune.not_above_random.{cell['group']}.layer{cell['layer']}",
+                where + "level with or below that of random rows of the same matrix ({random}; not above "
+                "by {threshold})",
+                -excess,
+                values,
+                lead + f"level with or below that of random rows of the same matrices (not above by {threshold}) in",
+                item,
+            )
+        )
     classifier = finetune.get("classifier")
     if classifier and classifier.get("fraction") is not None and classifier.get("chance") is not None:
         diff = float(classifier["fraction"]) - float(classifier["chance"])
-        values = {"model": finetune.get("model"), "fraction": classifier["fraction"], "chance": classifier["chance"],
-                  "threshold": CLASSIFIER_MARGIN}
-        rows = ("The rows of {model}'s fine-tuned classifier head give a feature fraction of {fraction} ({chance} by "
-                "chance): ")
-        claims.append(Claim("embedding.finetune.classifier_above_chance",
-                            rows + "above chance by more than {threshold}", diff - CLASSIFIER_MARGIN, values))
-        claims.append(Claim("embedding.finetune.classifier_level_with_chance",
-                            rows + "level with chance (within {threshold})", CLASSIFIER_MARGIN - abs(diff), values))
-        claims.append(Claim("embedding.finetune.classifier_below_chance",
-                            rows + "below chance by more than {threshold}", -diff - CLASSIFIER_MARGIN, values))
+        values = {
+            "model": finetune.get("model"),
+            "fraction": classifier["fraction"],
+            "chance": classifier["chance"],
+            "threshold": CLASSIFIER_MARGIN,
+        }
+        rows = (
+            "The rows of {model}'s fine-tuned classifier head give a feature fraction of {fraction} ({chance} by "
+            "chance): "
+        )
+        claims.append(
+            Claim(
+                "embedding.finetune.classifier_above_chance",
+                rows + "above chance by more than {threshold}",
+                diff - CLASSIFIER_MARGIN,
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                "embedding.finetune.classifier_level_with_chance",
+                rows + "level with chance (within {threshold})",
+                CLASSIFIER_MARGIN - abs(diff),
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                "embedding.finetune.classifier_below_chance",
+                rows + "below chance by more than {threshold}",
+                -diff - CLASSIFIER_MARGIN,
+                values,
+            )
+        )
     return claims
 
 
@@ -433,19 +670,33 @@ def _zero_shot_claims(zero: Mapping[str, Any], half_step: float) -> list[Claim]:
     claims: list[Claim] = []
     chance, blocks = zero.get("chance"), zero.get("blocks")
     base = {"model": zero.get("model"), "own": zero.get("own"), "chance": chance}
-    head = ("Zero-shot stitching x_A = x_B E_B E_A⁺ into the fine-tuned {model} (own accuracy {own:3}, majority rate "
-            "{chance:3}): ")
+    head = (
+        "Zero-shot stitching x_A = x_B E_B E_A⁺ into the fine-tuned {model} (own accuracy {own:3}, majority rate "
+        "{chance:3}): "
+    )
     if chance is None:
         return claims
     if blocks and zero.get("n_blocks"):
         values = {**base, "blocks": blocks, "n_blocks": zero["n_blocks"]}
-        claims.append(greater("embedding.zero_shot.blocks_below_majority_every_time",
-                              head + "running B's blocks gives {blocks}, below the majority rate every time "
-                              "({n_blocks:d} cases) — across seeds the map through the vocabulary does not carry these "
-                              "small models' block outputs", chance, blocks[1], **values))
-        claims.append(Claim("embedding.zero_shot.blocks_never_below_majority",
-                            head + "running B's blocks gives {blocks}, never below the majority rate ({n_blocks:d} "
-                            "cases)", float(blocks[0]) - float(chance) + half_step, values))
+        claims.append(
+            greater(
+                "embedding.zero_shot.blocks_below_majority_every_time",
+                head + "running B's blocks gives {blocks}, below the majority rate every time "
+                "({n_blocks:d} cases) — across seeds the map through the vocabulary does not carry these "
+                "small models' block outputs",
+                chance,
+                blocks[1],
+                **values,
+            )
+        )
+        claims.append(
+            Claim(
+                "embedding.zero_shot.blocks_never_below_majority",
+                head + "running B's blocks gives {blocks}, never below the majority rate ({n_blocks:d} cases)",
+                float(blocks[0]) - float(chance) + half_step,
+                values,
+            )
+        )
     for case in zero.get("cases") or []:
         if case.get("accuracy") is None:
             continue
@@ -453,12 +704,24 @@ def _zero_shot_claims(zero: Mapping[str, Any], half_step: float) -> list[Claim]:
         item = "`{donor}` up to layer {n:d} ({accuracy})"
         lead = "Zero-shot stitching into the fine-tuned model, running B up to a layer, gives accuracy "
         suffix = f"{case['model']}.layers{case['layers']}"
-        claims.append(Claim(f"embedding.zero_shot.below_majority.{suffix}",
-                            head + "running `{donor}` up to layer {n:d} gives {accuracy}, below the majority rate",
-                            float(chance) - float(case["accuracy"]), values, lead + "below the majority rate for",
-                            item))
-        claims.append(Claim(f"embedding.zero_shot.at_or_above_majority.{suffix}",
-                            head + "running `{donor}` up to layer {n:d} gives {accuracy}, at or above the majority "
-                            "rate", float(case["accuracy"]) - float(chance) + half_step, values,
-                            lead + "at or above the majority rate for", item))
+        claims.append(
+            Claim(
+                f"embedding.zero_shot.below_majority.{suffix}",
+                head + "running `{donor}` up to layer {n:d} gives {accuracy}, below the majority rate",
+                float(chance) - float(case["accuracy"]),
+                values,
+                lead + "below the majority rate for",
+                item,
+            )
+        )
+        claims.append(
+            Claim(
+                f"embedding.zero_shot.at_or_above_majority.{suffix}",
+                head + "running `{donor}` up to layer {n:d} gives {accuracy}, at or above the majority rate",
+                float(case["accuracy"]) - float(chance) + half_step,
+                values,
+                lead + "at or above the majority rate for",
+                item,
+            )
+        )
     return claims

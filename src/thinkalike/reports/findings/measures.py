@@ -31,9 +31,11 @@ def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dic
     summary = table_of(tables, "similarity_measures")
     if summary is None or summary.empty:
         return missing_section("similarity_measures")
-    replica_pairs = [(a, b) for group in roles["replicas"] for i, a in enumerate(group["models"])
-                     for b in group["models"][i + 1:]]
+    replica_pairs = [
+        (a, b) for group in roles["replicas"] for i, a in enumerate(group["models"]) for b in group["models"][i + 1 :]
+    ]
     solu_gelu = [(p["solu"], p["gelu"]) for p in roles["solu_gelu"]]
+
     def values(rows: pd.DataFrame, pairs: Sequence[tuple[str, str]]) -> list[float]:
         found = (pair_row(rows, a, b) for a, b in pairs)
         return [float(row["matched_mean"]) for row in found if row is not None]
@@ -45,15 +47,27 @@ def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dic
             continue
         distance = rows["kind"].iloc[0] == "distance"
         separates = (max(replicas) < min(different)) if distance else (min(replicas) > max(different))
-        per_measure.append({"measure": name, "kind": rows["kind"].iloc[0], "replicas": span_of(replicas),
-                            "solu_gelu": span_of(different), "separates": bool(separates)})
+        per_measure.append(
+            {
+                "measure": name,
+                "kind": rows["kind"].iloc[0],
+                "replicas": span_of(replicas),
+                "solu_gelu": span_of(different),
+                "separates": bool(separates),
+            }
+        )
     shares = table_of(tables, "dimension_shares")
     rogue = None
     if shares is not None and len(shares):
         top = shares.loc[shares["top1_share"].idxmax()]
-        rogue = {"max_top1": as_float(top["top1_share"]), "model": str(top["model"]), "layer": int(top["layer"]),
-                 "n_layers": int(len(shares)), "n_above_half": int((shares["top1_share"] > 0.5).sum()),
-                 "n_tokens": int(shares["n_tokens"].max())}
+        rogue = {
+            "max_top1": as_float(top["top1_share"]),
+            "model": str(top["model"]),
+            "layer": int(top["layer"]),
+            "n_layers": int(len(shares)),
+            "n_above_half": int((shares["top1_share"] > 0.5).sum()),
+            "n_tokens": int(shares["n_tokens"].max()),
+        }
     remedies = table_of(tables, "rogue_remedies")
     changes = None
     if remedies is not None and len(remedies):
@@ -65,33 +79,60 @@ def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dic
             delta = (other - raw).dropna()
             if len(delta):
                 pair = delta.abs().idxmax()
-                changes[variant] = {"max_abs_change": as_float(abs(delta[pair])), "change": as_float(delta[pair]),
-                                    "pair": list(pair), "n_pairs": int(len(delta))}
+                changes[variant] = {
+                    "max_abs_change": as_float(abs(delta[pair])),
+                    "change": as_float(delta[pair]),
+                    "pair": list(pair),
+                    "n_pairs": int(len(delta)),
+                }
     calibration = table_of(tables, "similarity_calibration")
     calibrated: dict[str, Any] | None = None
     if calibration is not None and len(calibration):
-        calibrated = {"n_pairs": int(calibration[["model_a", "model_b"]].drop_duplicates().shape[0]),
-                      "n_permutations": int(calibration["n_permutations"].max()), "statistics": {}}
+        calibrated = {
+            "n_pairs": int(calibration[["model_a", "model_b"]].drop_duplicates().shape[0]),
+            "n_permutations": int(calibration["n_permutations"].max()),
+            "statistics": {},
+        }
         for (statistic, name), rows in calibration.groupby(["statistic", "measure"], sort=False):
             calibrated["statistics"].setdefault(statistic, []).append(
-                {"measure": name, "z": span_of(rows["z"]), "n_significant": int((rows["p_value"] <= 0.05).sum()),
-                 "min_p": as_float(rows["p_value"].min()), "max_p": as_float(rows["p_value"].max()),
-                 "n_pairs": int(rows[["model_a", "model_b"]].drop_duplicates().shape[0])})
+                {
+                    "measure": name,
+                    "z": span_of(rows["z"]),
+                    "n_significant": int((rows["p_value"] <= 0.05).sum()),
+                    "min_p": as_float(rows["p_value"].min()),
+                    "max_p": as_float(rows["p_value"].max()),
+                    "n_pairs": int(rows[["model_a", "model_b"]].drop_duplicates().shape[0]),
+                }
+            )
     grounding = table_of(tables, "measure_grounding")
     grounded = None
     if grounding is not None and len(grounding):
-        grounded = [{"measure": str(row["measure"]), "kind": str(row["kind"]), "n_models": int(row["n_models"]),
-                     "monotonicity": as_float(row["monotonicity"]), "specificity": as_float(row["specificity"]),
-                     "chance": as_float(row["specificity_chance"]), "sensitivity": as_float(row.get("sensitivity")),
-                     "null_permuted": as_float(row.get("null_permuted")),
-                     "null_independent": as_float(row.get("null_independent")),
-                     "trained_vs_untrained": as_float(row.get("trained_vs_untrained")),
-                     "untrained_chance": as_float(row.get("trained_vs_untrained_chance")),
-                     "n_untrained_pairs": int(row.get("n_untrained_pairs") or 0)}
-                    for row in grounding.to_dict("records")]
-    return {"n_tokens": int(summary["n_tokens"].max()), "n_measures": int(summary["measure"].nunique()),
-            "per_measure": per_measure, "rogue": rogue, "remedies": changes, "calibration": calibrated,
-            "grounding": grounded}
+        grounded = [
+            {
+                "measure": str(row["measure"]),
+                "kind": str(row["kind"]),
+                "n_models": int(row["n_models"]),
+                "monotonicity": as_float(row["monotonicity"]),
+                "specificity": as_float(row["specificity"]),
+                "chance": as_float(row["specificity_chance"]),
+                "sensitivity": as_float(row.get("sensitivity")),
+                "null_permuted": as_float(row.get("null_permuted")),
+                "null_independent": as_float(row.get("null_independent")),
+                "trained_vs_untrained": as_float(row.get("trained_vs_untrained")),
+                "untrained_chance": as_float(row.get("trained_vs_untrained_chance")),
+                "n_untrained_pairs": int(row.get("n_untrained_pairs") or 0),
+            }
+            for row in grounding.to_dict("records")
+        ]
+    return {
+        "n_tokens": int(summary["n_tokens"].max()),
+        "n_measures": int(summary["measure"].nunique()),
+        "per_measure": per_measure,
+        "rogue": rogue,
+        "remedies": changes,
+        "calibration": calibrated,
+        "grounding": grounded,
+    }
 
 
 #: What a measure must score to be trusted for a test in the guide (:func:`_guide_tests`, :func:`_guide_claims`).
@@ -139,31 +180,64 @@ def _separation_claims(per_measure: Sequence[Mapping[str, Any]]) -> list[Claim]:
     lead = "Seed replicas are more alike than every SoLU vs GeLU pair (different seeds)"
     for entry in per_measure:
         name = str(entry["measure"])
-        values = {"name": name, "kind": str(entry.get("kind")), "replicas": entry.get("replicas"),
-                  "solu_gelu": entry.get("solu_gelu")}
+        values = {
+            "name": name,
+            "kind": str(entry.get("kind")),
+            "replicas": entry.get("replicas"),
+            "solu_gelu": entry.get("solu_gelu"),
+        }
         replicas_closer, solu_gelu_closer = _separations(entry)
-        overlap = None if replicas_closer is None or solu_gelu_closer is None \
-            else min(-replicas_closer, -solu_gelu_closer)
+        overlap = (
+            None if replicas_closer is None or solu_gelu_closer is None else min(-replicas_closer, -solu_gelu_closer)
+        )
         closer.append(replicas_closer)
         prefix = f"measures.replicas_vs_solu_gelu.{name}"
         item = "`{name}` (replicas {replicas}, SoLU vs GeLU {solu_gelu})"
-        claims.append(Claim(f"{prefix}.replicas_closer", lead + " by `{name}` ({kind}: replicas {replicas}, SoLU vs "
-                            "GeLU {solu_gelu})", replicas_closer, values,
-                            group="Measures by which seed replicas are more alike than every SoLU vs GeLU pair "
-                                  "(different seeds)", item=item))
-        claims.append(Claim(f"{prefix}.solu_gelu_closer", "Every SoLU vs GeLU pair (different seeds) is more alike "
-                            "than every pair of seed replicas by `{name}` ({kind}: SoLU vs GeLU {solu_gelu}, replicas "
-                            "{replicas})", solu_gelu_closer, values,
-                            group="Measures by which every SoLU vs GeLU pair (different seeds) is more alike than "
-                                  "every pair of seed replicas", item=item))
-        claims.append(Claim(f"{prefix}.overlap", "By `{name}` seed replicas ({replicas}) and SoLU vs GeLU pairs "
-                            "({solu_gelu}) overlap: the replicas are not more alike than every SoLU vs GeLU pair",
-                            overlap, values, group="Measures by which seed replicas and SoLU vs GeLU pairs "
-                                                   "(different seeds) overlap, neither side more alike than every "
-                                                   "pair of the other", item=item))
+        claims.append(
+            Claim(
+                f"{prefix}.replicas_closer",
+                lead + " by `{name}` ({kind}: replicas {replicas}, SoLU vs GeLU {solu_gelu})",
+                replicas_closer,
+                values,
+                group="Measures by which seed replicas are more alike than every SoLU vs GeLU pair (different seeds)",
+                item=item,
+            )
+        )
+        claims.append(
+            Claim(
+                f"{prefix}.solu_gelu_closer",
+                "Every SoLU vs GeLU pair (different seeds) is more alike "
+                "than every pair of seed replicas by `{name}` ({kind}: SoLU vs GeLU {solu_gelu}, replicas "
+                "{replicas})",
+                solu_gelu_closer,
+                values,
+                group="Measures by which every SoLU vs GeLU pair (different seeds) is more alike than "
+                "every pair of seed replicas",
+                item=item,
+            )
+        )
+        claims.append(
+            Claim(
+                f"{prefix}.overlap",
+                "By `{name}` seed replicas ({replicas}) and SoLU vs GeLU pairs "
+                "({solu_gelu}) overlap: the replicas are not more alike than every SoLU vs GeLU pair",
+                overlap,
+                values,
+                group="Measures by which seed replicas and SoLU vs GeLU pairs "
+                "(different seeds) overlap, neither side more alike than every "
+                "pair of the other",
+                item=item,
+            )
+        )
     if per_measure:
-        claims.append(every("measures.replicas_vs_solu_gelu.every_measure", lead + " by every one of the {n:d} "
-                            "measures", closer, n=len(per_measure)))
+        claims.append(
+            every(
+                "measures.replicas_vs_solu_gelu.every_measure",
+                lead + " by every one of the {n:d} measures",
+                closer,
+                n=len(per_measure),
+            )
+        )
     return claims
 
 
@@ -175,12 +249,22 @@ def _rogue_claims(rogue: Mapping[str, Any] | None) -> list[Claim]:
     share = rogue.get("max_top1")
     values = {key: rogue.get(key) for key in ("max_top1", "model", "layer", "n_layers", "n_above_half")}
     layers = "{n_above_half:d} of {n_layers:d} layers are above one half"
-    return [Claim("measures.rogue.none_above_half", "Rogue dimensions: the largest dimension of any layer carries at "
-                  "most {max_top1:%} of its variance (`{model}`, layer {layer:d}), below one half: " + layers,
-                  None if share is None else 0.5 - float(share), values),
-            Claim("measures.rogue.some_above_half", "Rogue dimensions: the largest dimension of some layer carries "
-                  "more than one half of its variance, up to {max_top1:%} (`{model}`, layer {layer:d}); " + layers,
-                  None if share is None else float(share) - 0.5, values)]
+    return [
+        Claim(
+            "measures.rogue.none_above_half",
+            "Rogue dimensions: the largest dimension of any layer carries at "
+            "most {max_top1:%} of its variance (`{model}`, layer {layer:d}), below one half: " + layers,
+            None if share is None else 0.5 - float(share),
+            values,
+        ),
+        Claim(
+            "measures.rogue.some_above_half",
+            "Rogue dimensions: the largest dimension of some layer carries "
+            "more than one half of its variance, up to {max_top1:%} (`{model}`, layer {layer:d}); " + layers,
+            None if share is None else float(share) - 0.5,
+            values,
+        ),
+    ]
 
 
 def _grounding_claims(grounding: Sequence[Mapping[str, Any]]) -> list[Claim]:
@@ -195,21 +279,43 @@ def _grounding_claims(grounding: Sequence[Mapping[str, Any]]) -> list[Claim]:
     monotonicity = {str(g["measure"]): g.get("monotonicity") for g in grounding}
     specificity = {str(g["measure"]): g.get("specificity") for g in grounding}
     extra = {str(g["measure"]): {"n_models": models, "chance": chance} for g in grounding}
-    lead = ("Grounding: layer monotonicity within the {n_models:d} models compared with themselves (Spearman of "
-            "alikeness against layer distance; chance 0) is ")
-    claims = best_of("measures.grounding.monotonicity_highest", lead + "highest for `{name}` ({score})",
-                     monotonicity, higher=True, values=extra)
-    claims += best_of("measures.grounding.monotonicity_lowest", lead + "lowest for `{name}` ({score})", monotonicity,
-                      higher=False, values=extra)
+    lead = (
+        "Grounding: layer monotonicity within the {n_models:d} models compared with themselves (Spearman of "
+        "alikeness against layer distance; chance 0) is "
+    )
+    claims = best_of(
+        "measures.grounding.monotonicity_highest",
+        lead + "highest for `{name}` ({score})",
+        monotonicity,
+        higher=True,
+        values=extra,
+    )
+    claims += best_of(
+        "measures.grounding.monotonicity_lowest",
+        lead + "lowest for `{name}` ({score})",
+        monotonicity,
+        higher=False,
+        values=extra,
+    )
     about = "specificity (average precision of seed replicas above other architectures, chance {chance})"
-    claims += best_of("measures.grounding.specificity_lowest", "Grounding: " + about + " is lowest for `{name}` "
-                      "({score})", specificity, higher=False, values=extra)
+    claims += best_of(
+        "measures.grounding.specificity_lowest",
+        "Grounding: " + about + " is lowest for `{name}` ({score})",
+        specificity,
+        higher=False,
+        values=extra,
+    )
     for name, score in specificity.items():
-        claims.append(Claim(f"measures.grounding.specificity_perfect.{name}", "Grounding: " + about + " is 1 for "
-                            "`{name}`", None if score is None else float(score) - (1 - PERFECT_TOLERANCE),
-                            {"name": name, "score": score, "chance": chance},
-                            group="Measures with specificity 1 (average precision of seed replicas above other "
-                                  "architectures)", item="`{name}`"))
+        claims.append(
+            Claim(
+                f"measures.grounding.specificity_perfect.{name}",
+                "Grounding: " + about + " is 1 for `{name}`",
+                None if score is None else float(score) - (1 - PERFECT_TOLERANCE),
+                {"name": name, "score": score, "chance": chance},
+                group="Measures with specificity 1 (average precision of seed replicas above other architectures)",
+                item="`{name}`",
+            )
+        )
     return claims
 
 
@@ -242,23 +348,40 @@ def _calibration_claims(calibration: Mapping[str, Any] | None) -> list[Claim]:
         for entry in entries:
             name = str(entry["measure"])
             largest = _largest_p(entry, n_pairs, n_permutations)
-            values = {"name": name, "statistic": label, "z": entry.get("z"),
-                      "n_significant": entry.get("n_significant"),
-                      "n_pairs": entry.get("n_pairs", n_pairs), "n_permutations": n_permutations,
-                      "max_p": largest}
+            values = {
+                "name": name,
+                "statistic": label,
+                "z": entry.get("z"),
+                "n_significant": entry.get("n_significant"),
+                "n_pairs": entry.get("n_pairs", n_pairs),
+                "n_permutations": n_permutations,
+                "max_p": largest,
+            }
             prefix = f"measures.calibration.{statistic}.{name}"
-            against = ("Against a permutation null of the token correspondence ({n_permutations:d} shuffles), ")
-            claims.append(Claim(f"{prefix}.every_pair_significant", against + "every one of the {n_pairs:d} pairs of "
-                                "different models is significant at p ≤ 0.05 by the {statistic} of `{name}` "
-                                "(z {z:+1}, largest p {max_p:3})", None if largest is None else SIGNIFICANCE - largest,
-                                values,
-                                group=f"Measures whose {label} are significant at p ≤ 0.05 for every pair of "
-                                      "different models against a permutation null of the token correspondence",
-                                item="`{name}` (z {z:+1}, {n_significant:d} of {n_pairs:d} pairs)"))
-            claims.append(Claim(f"{prefix}.some_pair_not_significant", against + "some pair of different models is "
-                                "not significant at p ≤ 0.05 by the {statistic} of `{name}` ({n_significant:d} of "
-                                "{n_pairs:d} pairs are; largest p {max_p:3})",
-                                None if largest is None else largest - SIGNIFICANCE, values))
+            against = "Against a permutation null of the token correspondence ({n_permutations:d} shuffles), "
+            claims.append(
+                Claim(
+                    f"{prefix}.every_pair_significant",
+                    against + "every one of the {n_pairs:d} pairs of "
+                    "different models is significant at p ≤ 0.05 by the {statistic} of `{name}` "
+                    "(z {z:+1}, largest p {max_p:3})",
+                    None if largest is None else SIGNIFICANCE - largest,
+                    values,
+                    group=f"Measures whose {label} are significant at p ≤ 0.05 for every pair of "
+                    "different models against a permutation null of the token correspondence",
+                    item="`{name}` (z {z:+1}, {n_significant:d} of {n_pairs:d} pairs)",
+                )
+            )
+            claims.append(
+                Claim(
+                    f"{prefix}.some_pair_not_significant",
+                    against + "some pair of different models is "
+                    "not significant at p ≤ 0.05 by the {statistic} of `{name}` ({n_significant:d} of "
+                    "{n_pairs:d} pairs are; largest p {max_p:3})",
+                    None if largest is None else largest - SIGNIFICANCE,
+                    values,
+                )
+            )
     return claims
 
 
@@ -270,20 +393,48 @@ def _guide_tests(grounding: Sequence[Mapping[str, Any]]) -> list[tuple[str, str,
     over_rank: Callable[[float], float] = lambda v: v - RANK_PASS  # noqa: E731
     near_zero: Callable[[float], float] = lambda v: NULL_PASS - abs(v)  # noqa: E731
     over_ap: Callable[[float], float] = lambda v: v - AP_PASS  # noqa: E731
-    untrained_criterion = (f"average precision ≥ {number_text(AP_PASS)} over {untrained['n_untrained_pairs']} "
-                           f"trained-vs-untrained pairs; chance {number_text(untrained['untrained_chance'])}"
-                           if untrained else f"average precision ≥ {number_text(AP_PASS)}")
+    untrained_criterion = (
+        f"average precision ≥ {number_text(AP_PASS)} over {untrained['n_untrained_pairs']} "
+        f"trained-vs-untrained pairs; chance {number_text(untrained['untrained_chance'])}"
+        if untrained
+        else f"average precision ≥ {number_text(AP_PASS)}"
+    )
     return [
-        ("monotonicity", "to follow a model's layers in order", over_rank,
-         f"layer monotonicity ρ ≥ {number_text(RANK_PASS, 1)}", False),
-        ("sensitivity", "to register the loss of a layer's main directions", over_rank,
-         f"ρ ≥ {number_text(RANK_PASS, 1)} as the top 1 … 5 principal components go", False),
-        ("null_permuted", "to read 0 on rows with no correspondence", near_zero,
-         f"|alikeness| ≤ {number_text(NULL_PASS)} with the rows shuffled", True),
-        ("null_independent", "to read 0 on other inputs", near_zero,
-         f"|alikeness| ≤ {number_text(NULL_PASS)} on other tokens", True),
-        ("specificity", "to tell seed replicas from other architectures", over_ap,
-         f"average precision ≥ {number_text(AP_PASS)}; chance {number_text(chance)}", False),
+        (
+            "monotonicity",
+            "to follow a model's layers in order",
+            over_rank,
+            f"layer monotonicity ρ ≥ {number_text(RANK_PASS, 1)}",
+            False,
+        ),
+        (
+            "sensitivity",
+            "to register the loss of a layer's main directions",
+            over_rank,
+            f"ρ ≥ {number_text(RANK_PASS, 1)} as the top 1 … 5 principal components go",
+            False,
+        ),
+        (
+            "null_permuted",
+            "to read 0 on rows with no correspondence",
+            near_zero,
+            f"|alikeness| ≤ {number_text(NULL_PASS)} with the rows shuffled",
+            True,
+        ),
+        (
+            "null_independent",
+            "to read 0 on other inputs",
+            near_zero,
+            f"|alikeness| ≤ {number_text(NULL_PASS)} on other tokens",
+            True,
+        ),
+        (
+            "specificity",
+            "to tell seed replicas from other architectures",
+            over_ap,
+            f"average precision ≥ {number_text(AP_PASS)}; chance {number_text(chance)}",
+            False,
+        ),
         ("trained_vs_untrained", "to tell a trained model from an untrained one", over_ap, untrained_criterion, False),
     ]
 
@@ -306,21 +457,46 @@ def _guide_claims(grounding: Sequence[Mapping[str, Any]]) -> list[Claim]:
             if margin is not None:
                 excesses[name].append(margin)
             values = {"name": name, "score": score}
-            claims.append(Claim(f"measures.guide.{key}.passes.{name}", f"`{{name}}` is to be trusted {what} "
-                                f"({criterion}): {score_spec}", margin, values,
-                                group=f"{what[:1].upper()}{what[1:]} ({criterion})", item=f"`{{name}}` ({score_spec})"))
-            claims.append(Claim(f"measures.guide.{key}.fails.{name}", f"`{{name}}` is not to be trusted {what} "
-                                f"({criterion}): {score_spec}", None if margin is None else -margin, values,
-                                group=f"Not to be trusted {what} ({criterion})", item=f"`{{name}}` ({score_spec})"))
+            claims.append(
+                Claim(
+                    f"measures.guide.{key}.passes.{name}",
+                    f"`{{name}}` is to be trusted {what} ({criterion}): {score_spec}",
+                    margin,
+                    values,
+                    group=f"{what[:1].upper()}{what[1:]} ({criterion})",
+                    item=f"`{{name}}` ({score_spec})",
+                )
+            )
+            claims.append(
+                Claim(
+                    f"measures.guide.{key}.fails.{name}",
+                    f"`{{name}}` is not to be trusted {what} ({criterion}): {score_spec}",
+                    None if margin is None else -margin,
+                    values,
+                    group=f"Not to be trusted {what} ({criterion})",
+                    item=f"`{{name}}` ({score_spec})",
+                )
+            )
     passes_all: list[float | None] = []
     for name in names:
-        claim = every(f"measures.guide.every_test.{name}", "`{name}` passes every one of the {n_tests:d} tests of "
-                      "the guide it was scored on", excesses[name], name=name, n_tests=len(excesses[name]))
+        claim = every(
+            f"measures.guide.every_test.{name}",
+            "`{name}` passes every one of the {n_tests:d} tests of the guide it was scored on",
+            excesses[name],
+            name=name,
+            n_tests=len(excesses[name]),
+        )
         claims.append(Claim(claim.id, claim.template, claim.margin, claim.values, group="Every test", item="`{name}`"))
         passes_all.append(claim.margin)
     known = [m for m in passes_all if m is not None]
-    claims.append(Claim("measures.guide.no_measure_passes_every_test", "No measure passes every test of the guide",
-                        -max(known) if known else None, {}))
+    claims.append(
+        Claim(
+            "measures.guide.no_measure_passes_every_test",
+            "No measure passes every test of the guide",
+            -max(known) if known else None,
+            {},
+        )
+    )
     return claims
 
 
@@ -335,6 +511,10 @@ def claims_measures(findings: Mapping[str, Any]) -> list[Claim]:
     if not_run_sentence("Measures beyond CKA", measures):
         return []
     grounding = measures.get("grounding") or []
-    return [*_separation_claims(measures.get("per_measure") or []), *_rogue_claims(measures.get("rogue")),
-            *_grounding_claims(grounding), *_calibration_claims(measures.get("calibration")),
-            *_guide_claims(grounding)]
+    return [
+        *_separation_claims(measures.get("per_measure") or []),
+        *_rogue_claims(measures.get("rogue")),
+        *_grounding_claims(grounding),
+        *_calibration_claims(measures.get("calibration")),
+        *_guide_claims(grounding),
+    ]

@@ -28,8 +28,14 @@ from thinkalike.reports.findings.text import (
 NEAR_ZERO = 0.05
 
 
-FEATURE_LABELS = {"pos": "part of speech", "word_role": "the word's syntactic role", "word_position": "word position",
-                  "number": "number", "tense": "tense", "in_relative_clause": "inside/outside a relative clause"}
+FEATURE_LABELS = {
+    "pos": "part of speech",
+    "word_role": "the word's syntactic role",
+    "word_position": "word position",
+    "number": "number",
+    "tense": "tense",
+    "in_relative_clause": "inside/outside a relative clause",
+}
 
 
 def _collect_untrained(tables: Mapping[str, Any], untrained: Sequence[str]) -> list[dict[str, Any]]:
@@ -38,12 +44,17 @@ def _collect_untrained(tables: Mapping[str, Any], untrained: Sequence[str]) -> l
     if profiles is None or profiles.empty:
         return []
     overall = profiles[(profiles["fold"] == -1) & profiles["model"].isin(untrained)]
-    return [{"model": str(model), "spearman": span_of(rows.groupby("layer")["spearman_heldout"].first()),
-             "n_layers": int(rows["layer"].nunique())} for model, rows in overall.groupby("model", sort=True)]
+    return [
+        {
+            "model": str(model),
+            "spearman": span_of(rows.groupby("layer")["spearman_heldout"].first()),
+            "n_layers": int(rows["layer"].nunique()),
+        }
+        for model, rows in overall.groupby("model", sort=True)
+    ]
 
 
-def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any],
-                  untrained: Sequence[str] = ()) -> dict[str, Any]:
+def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any], untrained: Sequence[str] = ()) -> dict[str, Any]:
     """MLEM of the trained models; the ``untrained`` controls' held-out Spearman beside it."""
     controls = _collect_untrained(tables, untrained)
     tables = without_models(tables, untrained)
@@ -84,48 +95,73 @@ def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any],
     bridges = [m for m in roles["bridges"] if m in models]
     neox = [m for m in roles["gpt_neox"] if m in models]
     groups = {
-        "bridges_embeddings": rows_of(bridges, "embeddings"), "bridges_first_block": rows_of(bridges, "first_block"),
+        "bridges_embeddings": rows_of(bridges, "embeddings"),
+        "bridges_first_block": rows_of(bridges, "first_block"),
         "bridges_blocks": rows_of(bridges, "blocks"),
-        "neox_embeddings": rows_of(neox, "embeddings"), "neox_blocks": rows_of(neox, "blocks"),
+        "neox_embeddings": rows_of(neox, "embeddings"),
+        "neox_blocks": rows_of(neox, "blocks"),
     }
     features = [str(f) for f in wide.columns]
-    mamba = [{"model": m, "layer": last[m], "spearman": as_float(spearman[(m, last[m])]),
-              "top": str(top[(m, last[m])]), "top_importance": as_float(wide.loc[(m, last[m])].max()),
-              "dominant_importance": as_float(wide.loc[(m, last[m]), dominant]) if dominant in wide else None,
-              "importances": {f: as_float(wide.loc[(m, last[m]), f]) for f in features}}
-             for m in roles["mamba"] if m in models]
-    exceptions = [{"model": m, "layer": int(layer), "top": str(feature)} for (m, layer), feature in top.items()
-                  if feature != dominant]
+    mamba = [
+        {
+            "model": m,
+            "layer": last[m],
+            "spearman": as_float(spearman[(m, last[m])]),
+            "top": str(top[(m, last[m])]),
+            "top_importance": as_float(wide.loc[(m, last[m])].max()),
+            "dominant_importance": as_float(wide.loc[(m, last[m]), dominant]) if dominant in wide else None,
+            "importances": {f: as_float(wide.loc[(m, last[m]), f]) for f in features},
+        }
+        for m in roles["mamba"]
+        if m in models
+    ]
+    exceptions = [
+        {"model": m, "layer": int(layer), "top": str(feature)}
+        for (m, layer), feature in top.items()
+        if feature != dominant
+    ]
     return {
         "level": sorted(set(overall["level"].astype(str))) if "level" in overall else [],
         "stimuli": sorted(set(overall["stimuli"].astype(str))) if "stimuli" in overall else [],
         "n_stimuli": span_of(overall["n_stimuli"]) if "n_stimuli" in overall else None,
         "n_folds": int(folds.max()) + 1 if len(folds) else None,
         "pairs_per_step": int_list(overall["pairs_per_step"]) if "pairs_per_step" in overall else [],
-        "n_models": len(models), "n_layers": int(len(spearman)),
+        "n_models": len(models),
+        "n_layers": int(len(spearman)),
         "spearman": span_of(spearman),
         "spearman_groups": {name: span_of(spearman.loc[keys]) if len(keys) else None for name, keys in groups.items()},
         "mamba": mamba,
-        "dominant": dominant, "dominant_top": int((top == dominant).sum()),
+        "dominant": dominant,
+        "dominant_top": int((top == dominant).sum()),
         "dominant_span": span_of(wide.loc[top[top == dominant].index, dominant]),
         "exceptions": exceptions,
-        "runner_up": {"bridges_blocks": runner_up(groups["bridges_blocks"]),
-                      "neox_embeddings": runner_up(groups["neox_embeddings"]),
-                      "neox_blocks": runner_up(groups["neox_blocks"])},
+        "runner_up": {
+            "bridges_blocks": runner_up(groups["bridges_blocks"]),
+            "neox_embeddings": runner_up(groups["neox_embeddings"]),
+            "neox_blocks": runner_up(groups["neox_blocks"]),
+        },
         "minor": {f: span_of(wide[f]) for f in ("number", "tense") if f in wide},
-        "minor_span": span_of(pd.concat([wide[f] for f in ("number", "tense") if f in wide])
-                            if any(f in wide for f in ("number", "tense")) else []),
-        "odd_one_out": {method: _odd_one_out(table_of(tables, f"mlem_{method}_similarity"))
-                        for method in ("feature", "rsa")},
+        "minor_span": span_of(
+            pd.concat([wide[f] for f in ("number", "tense") if f in wide])
+            if any(f in wide for f in ("number", "tense"))
+            else []
+        ),
+        "odd_one_out": {
+            method: _odd_one_out(table_of(tables, f"mlem_{method}_similarity")) for method in ("feature", "rsa")
+        },
         "untrained": controls,
         # for the claims (claims_mlem): every feature's count of layers on top, its importance there, its smallest
         # excess over the other features' importance (> 0: on top at every layer), and each group's importances
         "top_counts": {f: int((top == f).sum()) for f in features},
         "top_spans": {f: span_of(wide.loc[top[top == f].index, f]) for f in features},
         "top_excess": {f: _smallest_excess(wide, f) for f in features},
-        "group_importance": {name: {f: {"mean": as_float(wide.loc[keys, f].mean()), "span": span_of(wide.loc[keys, f])}
-                                    for f in features}
-                             for name, keys in groups.items() if len(keys)},
+        "group_importance": {
+            name: {
+                f: {"mean": as_float(wide.loc[keys, f].mean()), "span": span_of(wide.loc[keys, f])} for f in features
+            }
+            for name, keys in groups.items()
+            if len(keys)
+        },
     }
 
 
@@ -148,10 +184,17 @@ def _odd_one_out(similarity: pd.DataFrame | None) -> dict[str, Any] | None:
     model, layer = means.idxmin()
     own = other[(other["model_a"] == model) & (other["layer_a"] == layer)]["similarity"]
     lows = other.groupby(["model_a", "layer_a"])["similarity"].min()
-    return {"model": str(model), "layer": int(layer), "mean": as_float(means.min()), "min": as_float(own.min()),
-            "overall_min": as_float(other["similarity"].min()),
-            "layers": [{"model": str(m), "layer": int(lay), "mean": as_float(v), "min": as_float(lows[(m, lay)])}
-                       for (m, lay), v in means.items()]}
+    return {
+        "model": str(model),
+        "layer": int(layer),
+        "mean": as_float(means.min()),
+        "min": as_float(own.min()),
+        "overall_min": as_float(other["similarity"].min()),
+        "layers": [
+            {"model": str(m), "layer": int(lay), "mean": as_float(v), "min": as_float(lows[(m, lay)])}
+            for (m, lay), v in means.items()
+        ],
+    }
 
 
 def _feature(name: str) -> str:
@@ -161,8 +204,11 @@ def _feature(name: str) -> str:
 # ---- claims ---------------------------------------------------------------------------------------------------------
 
 #: Where each runner-up is sought (the ``spearman_groups`` rows it is averaged over).
-RUNNER_UP_WHERE = {"bridges_blocks": "in the GeLU/SoLU bridges after the embeddings",
-                   "neox_embeddings": "at GPT-NeoX's embeddings", "neox_blocks": "in GPT-NeoX's blocks"}
+RUNNER_UP_WHERE = {
+    "bridges_blocks": "in the GeLU/SoLU bridges after the embeddings",
+    "neox_embeddings": "at GPT-NeoX's embeddings",
+    "neox_blocks": "in GPT-NeoX's blocks",
+}
 
 #: The odd-one-out similarities: their label and the statistic they average.
 SIMILARITY_LABELS = {"feature": ("feature-based similarity", "weighted τ"), "rsa": ("RSA similarity", "Spearman ρ")}
@@ -173,7 +219,7 @@ def _middle(span: Sequence[float]) -> float:
 
 
 def _second_margin(scores: Mapping[str, float | None], name: str) -> float | None:
-    """"``name`` is the second highest of ``scores``": the smaller of its gap below the highest of the others and its
+    """ "``name`` is the second highest of ``scores``": the smaller of its gap below the highest of the others and its
     gap above the next of them (only the gap below when there is one other); ``None`` when it or all others lack a
     score."""
     score = scores.get(name)
@@ -268,14 +314,26 @@ def claims_mlem(findings: Mapping[str, Any]) -> list[Claim]:
     spearman, n_models = mlem.get("spearman"), mlem.get("n_models")
     if spearman:
         values = {"spearman": spearman, "n_models": n_models, "paper": paper, "top": spearman[1]}
-        claims.append(greater("mlem.spearman_below_paper",
-                              "MLEM's held-out Spearman of each layer (layer 0 = embeddings) is {spearman} over the "
-                              "{n_models:d} models — below the > {paper:1} the paper reports on BERT, GPT-2 and Mamba",
-                              paper, spearman[1], **values))
-        claims.append(greater("mlem.spearman_reaches_paper",
-                              "MLEM's held-out Spearman of each layer ({spearman} over the {n_models:d} models) "
-                              "reaches the > {paper:1} the paper reports on BERT, GPT-2 and Mamba at its top ({top})",
-                              spearman[1], paper, **values))
+        claims.append(
+            greater(
+                "mlem.spearman_below_paper",
+                "MLEM's held-out Spearman of each layer (layer 0 = embeddings) is {spearman} over the "
+                "{n_models:d} models — below the > {paper:1} the paper reports on BERT, GPT-2 and Mamba",
+                paper,
+                spearman[1],
+                **values,
+            )
+        )
+        claims.append(
+            greater(
+                "mlem.spearman_reaches_paper",
+                "MLEM's held-out Spearman of each layer ({spearman} over the {n_models:d} models) "
+                "reaches the > {paper:1} the paper reports on BERT, GPT-2 and Mamba at its top ({top})",
+                spearman[1],
+                paper,
+                **values,
+            )
+        )
     claims += _spearman_group_claims(mlem.get("spearman_groups") or {})
     claims += _feature_claims(mlem)
     claims += _last_layer_claims(mlem)
@@ -287,26 +345,52 @@ def claims_mlem(findings: Mapping[str, Any]) -> list[Claim]:
             continue
         largest = max(abs(float(span[0])), abs(float(span[1])))
         values = {"label": _feature(feature), "span": span, "largest": largest, "threshold": NEAR_ZERO}
-        claims.append(Claim(f"mlem.near_zero.{feature}",
-                            "{label} explains next to nothing: its permutation importance is {span:+2} over the "
-                            "layers, within ±{threshold} at every one", NEAR_ZERO - largest, values,
-                            f"Next to nothing explained (permutation importance within ±{number_text(NEAR_ZERO)} at "
-                            "every layer)", "{label} ({span:+2})"))
-        claims.append(Claim(f"mlem.beyond_near_zero.{feature}",
-                            "{label} explains more than next to nothing: its permutation importance is {span:+2} over "
-                            "the layers, beyond ±{threshold} somewhere", largest - NEAR_ZERO, values))
+        claims.append(
+            Claim(
+                f"mlem.near_zero.{feature}",
+                "{label} explains next to nothing: its permutation importance is {span:+2} over the "
+                "layers, within ±{threshold} at every one",
+                NEAR_ZERO - largest,
+                values,
+                f"Next to nothing explained (permutation importance within ±{number_text(NEAR_ZERO)} at every layer)",
+                "{label} ({span:+2})",
+            )
+        )
+        claims.append(
+            Claim(
+                f"mlem.beyond_near_zero.{feature}",
+                "{label} explains more than next to nothing: its permutation importance is {span:+2} over "
+                "the layers, beyond ±{threshold} somewhere",
+                largest - NEAR_ZERO,
+                values,
+            )
+        )
     trained = mlem.get("spearman")
     for control in mlem.get("untrained") or []:
         if not control.get("spearman") or not trained:
             continue
         values = {"model": control["model"], "control": control["spearman"], "trained": trained}
-        claims.append(greater(f"mlem.untrained_below_trained.{control['model']}",
-                              "The untrained control `{model}` (a zoo model's initialisation, left out of the trained "
-                              "models' numbers) has held-out Spearman {control}, below every trained model's layers "
-                              "({trained})", trained[0], control["spearman"][1], **values))
-        claims.append(greater(f"mlem.untrained_above_trained.{control['model']}",
-                              "The untrained control `{model}` has held-out Spearman {control}, above every trained "
-                              "model's layers ({trained})", control["spearman"][0], trained[1], **values))
+        claims.append(
+            greater(
+                f"mlem.untrained_below_trained.{control['model']}",
+                "The untrained control `{model}` (a zoo model's initialisation, left out of the trained "
+                "models' numbers) has held-out Spearman {control}, below every trained model's layers "
+                "({trained})",
+                trained[0],
+                control["spearman"][1],
+                **values,
+            )
+        )
+        claims.append(
+            greater(
+                f"mlem.untrained_above_trained.{control['model']}",
+                "The untrained control `{model}` has held-out Spearman {control}, above every trained "
+                "model's layers ({trained})",
+                control["spearman"][0],
+                trained[1],
+                **values,
+            )
+        )
     return claims
 
 
@@ -317,24 +401,49 @@ def _spearman_group_claims(groups: Mapping[str, Any]) -> list[Claim]:
     if low and high:
         change = _middle(high) - _middle(low)
         values = {"embeddings": low, "first_block": high}
-        claims.append(Claim("mlem.bridges_rise_after_first_block",
-                            "The GeLU/SoLU bridges' held-out Spearman rises from {embeddings} at the embeddings to "
-                            "{first_block} after the first block", change, values))
-        claims.append(Claim("mlem.bridges_fall_after_first_block",
-                            "The GeLU/SoLU bridges' held-out Spearman falls from {embeddings} at the embeddings to "
-                            "{first_block} after the first block", -change, values))
+        claims.append(
+            Claim(
+                "mlem.bridges_rise_after_first_block",
+                "The GeLU/SoLU bridges' held-out Spearman rises from {embeddings} at the embeddings to "
+                "{first_block} after the first block",
+                change,
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                "mlem.bridges_fall_after_first_block",
+                "The GeLU/SoLU bridges' held-out Spearman falls from {embeddings} at the embeddings to "
+                "{first_block} after the first block",
+                -change,
+                values,
+            )
+        )
     emb, blocks = groups.get("neox_embeddings"), groups.get("neox_blocks")
     if emb and blocks:
+
         def above(a: Sequence[float], b: Sequence[float]) -> float:
             return max(a[0] - b[1], min(_middle(a) - _middle(b), a[1] - b[1]))
 
         values = {"embeddings": emb, "blocks": blocks}
-        claims.append(Claim("mlem.neox_highest_at_embeddings",
-                            "The GPT-NeoX family's held-out Spearman is highest at the embeddings ({embeddings}) and "
-                            "lower after ({blocks})", above(emb, blocks), values))
-        claims.append(Claim("mlem.neox_highest_after_embeddings",
-                            "The GPT-NeoX family's held-out Spearman is higher after the embeddings ({blocks}) than at "
-                            "them ({embeddings})", above(blocks, emb), values))
+        claims.append(
+            Claim(
+                "mlem.neox_highest_at_embeddings",
+                "The GPT-NeoX family's held-out Spearman is highest at the embeddings ({embeddings}) and "
+                "lower after ({blocks})",
+                above(emb, blocks),
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                "mlem.neox_highest_after_embeddings",
+                "The GPT-NeoX family's held-out Spearman is higher after the embeddings ({blocks}) than at "
+                "them ({embeddings})",
+                above(blocks, emb),
+                values,
+            )
+        )
     return claims
 
 
@@ -345,40 +454,57 @@ def _feature_claims(mlem: Mapping[str, Any]) -> list[Claim]:
         return claims
     counts, spans = _top_counts(mlem), _top_spans(mlem)
     n_layers, n_models = mlem.get("n_layers"), mlem.get("n_models")
-    extra = {f: {"label": _feature(f), "count": counts[f], "n_layers": n_layers, "n_models": n_models,
-                 **({"span": spans[f]} if spans.get(f) else {})} for f in counts}
+    extra = {
+        f: {
+            "label": _feature(f),
+            "count": counts[f],
+            "n_layers": n_layers,
+            "n_models": n_models,
+            **({"span": spans[f]} if spans.get(f) else {}),
+        }
+        for f in counts
+    }
     most = best_of("mlem.most_layers_on_top", "", {f: float(n) for f, n in counts.items()}, higher=True, values=extra)
     for claim in most:
         feature = claim.id.rsplit(".", 1)[1]
-        template = ("{label} has the largest permutation importance at more layers than any other feature: at "
-                    "{count:d} of {n_layers:d} layers of the {n_models:d} models"
-                    + (" ({span} there)" if "span" in claim.values else ""))
+        template = (
+            "{label} has the largest permutation importance at more layers than any other feature: at "
+            "{count:d} of {n_layers:d} layers of the {n_models:d} models"
+            + (" ({span} there)" if "span" in claim.values else "")
+        )
         claims.append(Claim(claim.id, template, claim.margin, {**claim.values, **extra[feature]}))
     for feature in counts:
         values = extra[feature]
-        template = ("{label} has the largest permutation importance at every one of the {n_layers:d} layers of the "
-                    "{n_models:d} models" + (" ({span} there)" if "span" in values else ""))
+        template = (
+            "{label} has the largest permutation importance at every one of the {n_layers:d} layers of the "
+            "{n_models:d} models" + (" ({span} there)" if "span" in values else "")
+        )
         claims.append(Claim(f"mlem.on_top_at_every_layer.{feature}", template, _top_excess(mlem, feature), values))
     group_importance = mlem.get("group_importance")
     for group, where in RUNNER_UP_WHERE.items():
         part = (group_importance or {}).get(group)
         if part:
             scores = {f: v.get("mean") for f, v in part.items()}
-            candidates = [(f, _second_margin(scores, f), {"span": v.get("span"), "mean": v.get("mean")})
-                          for f, v in part.items()]
+            candidates = [
+                (f, _second_margin(scores, f), {"span": v.get("span"), "mean": v.get("mean")}) for f, v in part.items()
+            ]
         elif group_importance is None and (winner := (mlem.get("runner_up") or {}).get(group)):
             candidates = [(str(winner["feature"]), None, {"span": winner["span"]})]  # collected before the means
         else:
             continue
         for feature, margin, numbers in candidates:
-            values = {"label": _feature(feature), "where": where,
-                      **{k: v for k, v in numbers.items() if v is not None}}
+            values = {"label": _feature(feature), "where": where, **{k: v for k, v in numbers.items() if v is not None}}
             mean = " (mean {mean})" if "mean" in values else ""
-            claims.append(Claim(f"mlem.runner_up.{group}.{feature}",
-                                "{label} has the second-largest mean permutation importance {where}" + mean
-                                + ", ranging {span}", margin, values,
-                                "The runner-up (the second-largest mean permutation importance) is",
-                                "{label} {where} ({span})"))
+            claims.append(
+                Claim(
+                    f"mlem.runner_up.{group}.{feature}",
+                    "{label} has the second-largest mean permutation importance {where}" + mean + ", ranging {span}",
+                    margin,
+                    values,
+                    "The runner-up (the second-largest mean permutation importance) is",
+                    "{label} {where} ({span})",
+                )
+            )
     return claims
 
 
@@ -389,19 +515,33 @@ def _last_layer_claims(mlem: Mapping[str, Any]) -> list[Claim]:
     for m in mlem.get("mamba") or []:
         scores = dict(m.get("importances") or {})
         if not scores:  # collected before ``importances``: the top and the dominant feature only
-            scores = {f: v for f, v in ((m.get("top"), m.get("top_importance")),
-                                        (dominant, m.get("dominant_importance"))) if f is not None and v is not None}
+            scores = {
+                f: v
+                for f, v in ((m.get("top"), m.get("top_importance")), (dominant, m.get("dominant_importance")))
+                if f is not None and v is not None
+            }
         dominant_score = scores.get(dominant) if dominant else None
-        extra = {f: {"model": m["model"], "layer": m["layer"], "label": _feature(f),
-                     **({"dominant_label": _feature(dominant), "dominant_score": dominant_score}
-                        if dominant and dominant_score is not None and f != dominant else {})} for f in scores}
+        extra = {
+            f: {
+                "model": m["model"],
+                "layer": m["layer"],
+                "label": _feature(f),
+                **(
+                    {"dominant_label": _feature(dominant), "dominant_score": dominant_score}
+                    if dominant and dominant_score is not None and f != dominant
+                    else {}
+                ),
+            }
+            for f in scores
+        }
         for claim in best_of(f"mlem.last_layer_top.{m['model']}", "", scores, higher=True, values=extra):
             feature = claim.id.rsplit(".", 1)[1]
             if feature == dominant:
                 template = "`{model}`'s last layer (layer {layer:d}) keeps {label} on top ({score})"
             else:
-                template = ("`{model}`'s last layer (layer {layer:d}) switches to {label} ({score}"
-                            + ("; {dominant_label} {dominant_score})" if "dominant_score" in claim.values else ")"))
+                template = "`{model}`'s last layer (layer {layer:d}) switches to {label} ({score}" + (
+                    "; {dominant_label} {dominant_score})" if "dominant_score" in claim.values else ")"
+                )
             claims.append(Claim(claim.id, template, claim.margin, claim.values))
     return claims
 
@@ -413,15 +553,28 @@ def _odd_one_out_claims(odd: Mapping[str, Any]) -> list[Claim]:
         o = odd.get(method)
         if not o:
             continue
-        template = ("`{model}` layer {layer:d} is the odd one out of the " + label + " (" + measure
-                    + " {score:+2} on average with other models' layers, down to {min:+2})")
+        template = (
+            "`{model}` layer {layer:d} is the odd one out of the "
+            + label
+            + " ("
+            + measure
+            + " {score:+2} on average with other models' layers, down to {min:+2})"
+        )
         layers = o.get("layers")
         if layers is None:  # collected before the per-layer means: the odd one alone, undecided
-            claims.append(Claim(f"mlem.odd_one_out.{method}.{o['model']}.layer{o['layer']}", template, None,
-                                {"model": o["model"], "layer": o["layer"], "score": o["mean"], "min": o["min"]}))
+            claims.append(
+                Claim(
+                    f"mlem.odd_one_out.{method}.{o['model']}.layer{o['layer']}",
+                    template,
+                    None,
+                    {"model": o["model"], "layer": o["layer"], "score": o["mean"], "min": o["min"]},
+                )
+            )
             continue
         scores = {f"{r['model']}.layer{r['layer']}": r["mean"] for r in layers}
-        extra = {f"{r['model']}.layer{r['layer']}": {"model": r["model"], "layer": r["layer"], "min": r["min"]}
-                 for r in layers}
+        extra = {
+            f"{r['model']}.layer{r['layer']}": {"model": r["model"], "layer": r["layer"], "min": r["min"]}
+            for r in layers
+        }
         claims += best_of(f"mlem.odd_one_out.{method}", template, scores, higher=False, values=extra)
     return claims

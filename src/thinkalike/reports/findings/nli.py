@@ -37,20 +37,29 @@ DEFAULT_MIN_SPREAD = 0.1
 DEFAULT_SWEEP_FRACTIONS = (0.0, 0.05, 0.1, 0.2)
 
 
-RELATION_LABELS = {"between": "between groups", "within_generalizing": "within the generalizing copies",
-                   "within_heuristic": "within the heuristic ones"}
+RELATION_LABELS = {
+    "between": "between groups",
+    "within_generalizing": "within the generalizing copies",
+    "within_heuristic": "within the heuristic ones",
+}
 
 
-SUBCASE_LABELS = {"passive": "passives", "relative_clause": "relative clauses", "preposition": "prepositional phrases",
-                  "conjunction": "conjunctions", "swap": "swaps"}
+SUBCASE_LABELS = {
+    "passive": "passives",
+    "relative_clause": "relative clauses",
+    "preposition": "prepositional phrases",
+    "conjunction": "conjunctions",
+    "swap": "swaps",
+}
 
 
 def collect_nli(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> dict[str, Any]:
     """The NLI paragraph's numbers: the copies' accuracies, the groups, identity stitching, CKA and the sweep."""
     groups, accuracy = table_of(tables, "models.nli.groups"), table_of(tables, "models.nli.accuracy")
     if groups is None or accuracy is None:
-        return missing_section(*[n for n in ("models.nli.groups", "models.nli.accuracy") if table_of(tables,
-                                                                                                     n) is None])
+        return missing_section(
+            *[n for n in ("models.nli.groups", "models.nli.accuracy") if table_of(tables, n) is None]
+        )
     from thinkalike.nli.analysis import BASELINE, GENERALIZING, HEURISTIC, accuracy_summary
 
     nli = parameters.get("nli") or {}
@@ -60,17 +69,23 @@ def collect_nli(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> dic
     if pairs is not None:
         sizes = pairs.groupby("split").size()
         ood = pairs[pairs["split"] == "ood"].groupby(["subcase", "label"]).size()
-        result["pairs"] = {"train": int(sizes.get("train", 0)), "test": int(sizes.get("test", 0)),
-                           "ood_subcases": int(pairs.loc[pairs["split"] == "ood", "subcase"].nunique()),
-                           "ood_per_subcase_label": int_list(ood.values)}
+        result["pairs"] = {
+            "train": int(sizes.get("train", 0)),
+            "test": int(sizes.get("test", 0)),
+            "ood_subcases": int(pairs.loc[pairs["split"] == "ood", "subcase"].nunique()),
+            "ood_per_subcase_label": int_list(ood.values),
+        }
     result["counterexample_fraction"] = as_float(pair_settings.get("counterexample_fraction"))
     result["counterexample_subcases"] = list(pair_settings.get("counterexample_subcases") or [])
     result["min_spread"] = as_float(nli.get("min_spread", DEFAULT_MIN_SPREAD))
-    result["sweep_fractions"] = [as_float(f) for f in
-                                 ((nli.get("sweep") or {}).get("fractions") or DEFAULT_SWEEP_FRACTIONS)]
+    result["sweep_fractions"] = [
+        as_float(f) for f in ((nli.get("sweep") or {}).get("fractions") or DEFAULT_SWEEP_FRACTIONS)
+    ]
     encoder = tables.get("models.nli.encoder.model_config")
     arch = (encoder.get("bridge_config") or encoder.get("architecture") or {}) if isinstance(encoder, Mapping) else {}
-    result["encoder_layers"] = arch.get("n_layers") or ((nli.get("encoder") or {}).get("architecture") or {}).get("n_layers")
+    result["encoder_layers"] = arch.get("n_layers") or ((nli.get("encoder") or {}).get("architecture") or {}).get(
+        "n_layers"
+    )
     curves = table_of(tables, "models.nli.training_curves")
     if curves is not None and "stage" in curves:
         tuned = curves[curves["stage"] == "fine-tuning"]
@@ -83,30 +98,41 @@ def collect_nli(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> dic
     result["ood_non_entailed"] = span_of(copies["ood_non_entailed_accuracy"])
     result["mostly_heuristic"] = bool((copies["ood_non_entailed_accuracy"] < HEURISTIC_BELOW).all())
     result["n_heuristic"] = int((copies["ood_non_entailed_accuracy"] < HEURISTIC_BELOW).sum())
-    result["baseline"] = (None if base is None else
-                          {"test": as_float(base["test_accuracy"]),
-                           "ood_non_entailed": as_float(base["ood_non_entailed_accuracy"]),
-                           "ood_entailed": as_float(base["ood_entailed_accuracy"])})
+    result["baseline"] = (
+        None
+        if base is None
+        else {
+            "test": as_float(base["test_accuracy"]),
+            "ood_non_entailed": as_float(base["ood_non_entailed_accuracy"]),
+            "ood_entailed": as_float(base["ood_entailed_accuracy"]),
+        }
+    )
     ood = accuracy[(accuracy["split"] == "ood") & (accuracy["model"].isin(copies["model"]))]
     subcases = ood[(ood["subcase"] != "all") & (ood["label"] == "non_entailed")]
     by_subcase = subcases.groupby("subcase")["accuracy"]
     means = by_subcase.mean().sort_values(ascending=False, kind="mergesort")
-    result["subcases"] = {str(s): {"span": span_of(by_subcase.get_group(s)),
-                                   "mean": as_float(m)} for s, m in means.items()}
+    result["subcases"] = {
+        str(s): {"span": span_of(by_subcase.get_group(s)), "mean": as_float(m)} for s, m in means.items()
+    }
     result["highest_subcase"] = str(means.index[0]) if len(means) else None
     result["lowest_subcase"] = str(means.index[-1]) if len(means) else None
-    overall = ood[ood["subcase"] == "all"].pivot_table(index="model", columns="label", values=["accuracy", "n_pairs"],
-                                                        aggfunc="first")
+    overall = ood[ood["subcase"] == "all"].pivot_table(
+        index="model", columns="label", values=["accuracy", "n_pairs"], aggfunc="first"
+    )
     if {"entailed", "non_entailed"} <= set(overall["accuracy"].columns):
-        said = ((overall["accuracy"]["entailed"] * overall["n_pairs"]["entailed"]
-                 + (1 - overall["accuracy"]["non_entailed"]) * overall["n_pairs"]["non_entailed"])
-                / (overall["n_pairs"]["entailed"] + overall["n_pairs"]["non_entailed"]))
+        said = (
+            overall["accuracy"]["entailed"] * overall["n_pairs"]["entailed"]
+            + (1 - overall["accuracy"]["non_entailed"]) * overall["n_pairs"]["non_entailed"]
+        ) / (overall["n_pairs"]["entailed"] + overall["n_pairs"]["non_entailed"])
         result["ood_said_entailed"] = span_of(said)
     gen = copies[copies["group"] == GENERALIZING]["ood_non_entailed_accuracy"]
     heur = copies[copies["group"] == HEURISTIC]["ood_non_entailed_accuracy"]
     result["groups"] = {"k": int(len(gen)), "generalizing": span_of(gen), "heuristic": span_of(heur)}
-    result["stitching"] = guarded(_collect_nli_stitching, table_of(tables, "models.nli.stitching_groups"),
-                                   table_of(tables, "models.nli.stitching"))
+    result["stitching"] = guarded(
+        _collect_nli_stitching,
+        table_of(tables, "models.nli.stitching_groups"),
+        table_of(tables, "models.nli.stitching"),
+    )
     result["cka"] = guarded(_collect_nli_cka, table_of(tables, "models.nli.cka_group_curves"))
     result["sweep"] = guarded(_collect_sweep, table_of(tables, "models.nli.sweep"))
     return result
@@ -122,29 +148,44 @@ def _collect_nli_stitching(by_group: pd.DataFrame | None, stitches: pd.DataFrame
     if test.empty or not set(RELATIONS) <= set(test["relation"]):
         return {"empty": True}
     layers = int_list(test["layer"])
-    curves = {relation: [as_float(test.loc[(test["relation"] == relation) & (test["layer"] == layer),
-                                           "mean_penalty"].mean())
-                         for layer in layers] for relation in RELATIONS}
+    curves = {
+        relation: [
+            as_float(test.loc[(test["relation"] == relation) & (test["layer"] == layer), "mean_penalty"].mean())
+            for layer in layers
+        ]
+        for relation in RELATIONS
+    }
     # a curve with an undefined point (no rows at a layer) is not increasing
-    increasing = [r for r, values in curves.items()
-                  if all(a is not None and b is not None and b >= a for a, b in zip(values, values[1:]))]
+    increasing = [
+        r
+        for r, values in curves.items()
+        if all(a is not None and b is not None and b >= a for a, b in zip(values, values[1:]))
+    ]
     means = {r: float(np.nanmean([v for v in values if v is not None])) for r, values in curves.items()}
     strict, means_only = stitching_divergence(by_group, "test")
     ood = by_group[by_group["data"] == "ood"]
     ood_strict, ood_means_only = stitching_divergence(by_group, "ood") if len(ood) else ([], [])
-    n_ordered = (int(len(stitches[["model_f", "model_g"]].drop_duplicates()))
-                 if stitches is not None and len(stitches) else None)
-    return {"layers": layers, "curves": curves, "increasing": increasing,
-            "most_interchangeable": min(means, key=means.__getitem__), "diverge": strict, "diverge_means_only": means_only,
-            "ood_span": span_of(ood["mean_penalty"]) if len(ood) else None,
-            "ood_diverge": ood_strict, "ood_diverge_means_only": ood_means_only, "n_ordered_pairs": n_ordered,
-            "gaps": _gaps(stitching_gaps(by_group, "test"))}
+    n_ordered = (
+        int(len(stitches[["model_f", "model_g"]].drop_duplicates())) if stitches is not None and len(stitches) else None
+    )
+    return {
+        "layers": layers,
+        "curves": curves,
+        "increasing": increasing,
+        "most_interchangeable": min(means, key=means.__getitem__),
+        "diverge": strict,
+        "diverge_means_only": means_only,
+        "ood_span": span_of(ood["mean_penalty"]) if len(ood) else None,
+        "ood_diverge": ood_strict,
+        "ood_diverge_means_only": ood_means_only,
+        "n_ordered_pairs": n_ordered,
+        "gaps": _gaps(stitching_gaps(by_group, "test")),
+    }
 
 
 def _gaps(gaps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """:func:`thinkalike.nli.verdicts.stitching_gaps` / ``cka_gaps`` as plain JSON (``None`` for undefined)."""
-    return [{"layer": g["layer"], "means": as_float(g["means"]), "intervals": as_float(g["intervals"])}
-            for g in gaps]
+    return [{"layer": g["layer"], "means": as_float(g["means"]), "intervals": as_float(g["intervals"])} for g in gaps]
 
 
 def _collect_nli_cka(curves: pd.DataFrame | None) -> dict[str, Any]:
@@ -158,9 +199,14 @@ def _collect_nli_cka(curves: pd.DataFrame | None) -> dict[str, Any]:
     between = deep[deep["group_a"] != deep["group_b"]]
     within = deep[(deep["group_a"] == deep["group_b"]) & (deep["group_a"] != "middle")]
     strict, means_only = cka_divergence(curves)
-    return {"depths": span_of(deep["relative_depth"]), "between": span_of(between["mean"]),
-            "within": span_of(within["mean"]), "diverge": strict, "diverge_means_only": means_only,
-            "gaps": _gaps(cka_gaps(curves))}
+    return {
+        "depths": span_of(deep["relative_depth"]),
+        "between": span_of(between["mean"]),
+        "within": span_of(within["mean"]),
+        "diverge": strict,
+        "diverge_means_only": means_only,
+        "gaps": _gaps(cka_gaps(curves)),
+    }
 
 
 def _collect_sweep(sweep: pd.DataFrame | None) -> dict[str, Any]:
@@ -172,15 +218,20 @@ def _collect_sweep(sweep: pd.DataFrame | None) -> dict[str, Any]:
     if status != "swept":
         return {"status": status, "note": str(sweep["note"].iloc[0])}
     by_fraction = sweep.groupby("counterexample_fraction")["ood_non_entailed_accuracy"]
-    return {"status": status, "fractions": [{"fraction": as_float(fraction), "span": span_of(values)}
-                                            for fraction, values in by_fraction]}
+    return {
+        "status": status,
+        "fractions": [{"fraction": as_float(fraction), "span": span_of(values)} for fraction, values in by_fraction],
+    }
 
 
 # ---- claims ---------------------------------------------------------------------------------------------------------
 
 #: Who "the most interchangeable" are, per relation.
-INTERCHANGEABLE_LABELS = {"within_heuristic": "the heuristic copies", "within_generalizing": "the generalizing copies",
-                          "between": "copies of different groups"}
+INTERCHANGEABLE_LABELS = {
+    "within_heuristic": "the heuristic copies",
+    "within_generalizing": "the generalizing copies",
+    "between": "copies of different groups",
+}
 
 #: The relations in the order the paragraph lists them.
 RELATION_ORDER = ("between", "within_generalizing", "within_heuristic")
@@ -228,8 +279,14 @@ def claims_nli(findings: Mapping[str, Any]) -> list[Claim]:
     if not nli or not_run_sentence("NLI", nli):
         return []
     mccoy = (findings.get("literature") or {}).get("mccoy_ood_non_entailed") or LITERATURE["mccoy_ood_non_entailed"]
-    return [*_accuracy_claims(nli, mccoy), *_subcase_claims(nli), *_stitching_claims(nli),
-            *_said_entailed_claims(nli), *_cka_claims(nli), *_sweep_claims(nli)]
+    return [
+        *_accuracy_claims(nli, mccoy),
+        *_subcase_claims(nli),
+        *_stitching_claims(nli),
+        *_said_entailed_claims(nli),
+        *_cka_claims(nli),
+        *_sweep_claims(nli),
+    ]
 
 
 def _span(value: Any) -> tuple[float, float] | None:
@@ -251,35 +308,95 @@ def _accuracy_claims(nli: Mapping[str, Any], mccoy: Sequence[float]) -> list[Cla
     if (test := _span(nli.get("test"))) is not None:
         rule = finite(base.get("test"))
         values = {"test": list(test), "rule": rule}
-        claims.append(greater("nli.test_below_rule", "the copies score {test:3} in distribution, below the "
-                              "lexical-overlap rule ({rule:3})", rule, test[1], **values))
-        claims.append(greater("nli.test_above_rule", "the copies score {test:3} in distribution, above the "
-                              "lexical-overlap rule ({rule:3})", test[0], rule, **values))
+        claims.append(
+            greater(
+                "nli.test_below_rule",
+                "the copies score {test:3} in distribution, below the lexical-overlap rule ({rule:3})",
+                rule,
+                test[1],
+                **values,
+            )
+        )
+        claims.append(
+            greater(
+                "nli.test_above_rule",
+                "the copies score {test:3} in distribution, above the lexical-overlap rule ({rule:3})",
+                test[0],
+                rule,
+                **values,
+            )
+        )
     if (ood := _span(nli.get("ood_non_entailed"))) is None:
         return claims
     low, high = ood
-    values = {"ood": list(ood), "rule": finite(base.get("ood_non_entailed")), "below": HEURISTIC_BELOW,
-              "n_heuristic": nli.get("n_heuristic"), "n_copies": nli.get("n_copies"), "mccoy": list(mccoy)}
+    values = {
+        "ood": list(ood),
+        "rule": finite(base.get("ood_non_entailed")),
+        "below": HEURISTIC_BELOW,
+        "n_heuristic": nli.get("n_heuristic"),
+        "n_copies": nli.get("n_copies"),
+        "mccoy": list(mccoy),
+    }
     claims += [
-        Claim("nli.all_mostly_heuristic", "the copies are all mostly heuristic out of distribution: OOD non-entailed "
-              "accuracy {ood}, below {below} (the lexical-overlap rule: {rule})", HEURISTIC_BELOW - high, values),
-        Claim("nli.some_mostly_heuristic", "{n_heuristic:d} of {n_copies:d} copies are mostly heuristic out of "
-              "distribution and the others are not: OOD non-entailed accuracy {ood}, on both sides of {below} (the "
-              "lexical-overlap rule: {rule})", min(HEURISTIC_BELOW - low, high - HEURISTIC_BELOW), values),
-        Claim("nli.none_mostly_heuristic", "no copy is mostly heuristic out of distribution: OOD non-entailed "
-              "accuracy {ood}, above {below} (the lexical-overlap rule: {rule})", low - HEURISTIC_BELOW, values)]
+        Claim(
+            "nli.all_mostly_heuristic",
+            "the copies are all mostly heuristic out of distribution: OOD non-entailed "
+            "accuracy {ood}, below {below} (the lexical-overlap rule: {rule})",
+            HEURISTIC_BELOW - high,
+            values,
+        ),
+        Claim(
+            "nli.some_mostly_heuristic",
+            "{n_heuristic:d} of {n_copies:d} copies are mostly heuristic out of "
+            "distribution and the others are not: OOD non-entailed accuracy {ood}, on both sides of {below} (the "
+            "lexical-overlap rule: {rule})",
+            min(HEURISTIC_BELOW - low, high - HEURISTIC_BELOW),
+            values,
+        ),
+        Claim(
+            "nli.none_mostly_heuristic",
+            "no copy is mostly heuristic out of distribution: OOD non-entailed "
+            "accuracy {ood}, above {below} (the lexical-overlap rule: {rule})",
+            low - HEURISTIC_BELOW,
+            values,
+        ),
+    ]
     a, b = float(mccoy[0]), float(mccoy[1])
     claims += [
-        Claim("nli.mccoy_within", "the copies' OOD non-entailed accuracies ({ood}) lie within the range of McCoy et "
-              "al.'s 100 BERTs ({mccoy}), as they found", min(low - a, b - high), values),
-        Claim("nli.mccoy_below", "the copies' OOD non-entailed accuracies ({ood}) are all below McCoy et al.'s 100 "
-              "BERTs ({mccoy})", a - high, values),
-        Claim("nli.mccoy_above", "the copies' OOD non-entailed accuracies ({ood}) are all above McCoy et al.'s 100 "
-              "BERTs ({mccoy})", low - b, values),
-        Claim("nli.mccoy_reaches_below", "the copies' OOD non-entailed accuracies ({ood}) overlap McCoy et al.'s 100 "
-              "BERTs ({mccoy}) and reach below the lowest of them", min(a - low, high - a), values),
-        Claim("nli.mccoy_reaches_above", "the copies' OOD non-entailed accuracies ({ood}) overlap McCoy et al.'s 100 "
-              "BERTs ({mccoy}) and reach above the highest of them", min(high - b, b - low), values)]
+        Claim(
+            "nli.mccoy_within",
+            "the copies' OOD non-entailed accuracies ({ood}) lie within the range of McCoy et "
+            "al.'s 100 BERTs ({mccoy}), as they found",
+            min(low - a, b - high),
+            values,
+        ),
+        Claim(
+            "nli.mccoy_below",
+            "the copies' OOD non-entailed accuracies ({ood}) are all below McCoy et al.'s 100 BERTs ({mccoy})",
+            a - high,
+            values,
+        ),
+        Claim(
+            "nli.mccoy_above",
+            "the copies' OOD non-entailed accuracies ({ood}) are all above McCoy et al.'s 100 BERTs ({mccoy})",
+            low - b,
+            values,
+        ),
+        Claim(
+            "nli.mccoy_reaches_below",
+            "the copies' OOD non-entailed accuracies ({ood}) overlap McCoy et al.'s 100 "
+            "BERTs ({mccoy}) and reach below the lowest of them",
+            min(a - low, high - a),
+            values,
+        ),
+        Claim(
+            "nli.mccoy_reaches_above",
+            "the copies' OOD non-entailed accuracies ({ood}) overlap McCoy et al.'s 100 "
+            "BERTs ({mccoy}) and reach above the highest of them",
+            min(high - b, b - low),
+            values,
+        ),
+    ]
     return claims
 
 
@@ -289,22 +406,34 @@ def _subcase_claims(nli: Mapping[str, Any]) -> list[Claim]:
         return []
     scores = {str(s): finite(v.get("mean")) for s, v in subcases.items()}
     extra = {str(s): {"label": SUBCASE_LABELS.get(str(s), str(s)), "span": v.get("span")} for s, v in subcases.items()}
-    return [*best_of("nli.subcase_highest", "out of distribution the copies are the most accurate on non-entailed "
-                     "{label} ({span}; mean {score:3})", scores, higher=True, values=extra),
-            *best_of("nli.subcase_lowest", "out of distribution the copies are the least accurate on non-entailed "
-                     "{label} ({span}; mean {score:3})", scores, higher=False, values=extra)]
+    return [
+        *best_of(
+            "nli.subcase_highest",
+            "out of distribution the copies are the most accurate on non-entailed {label} ({span}; mean {score:3})",
+            scores,
+            higher=True,
+            values=extra,
+        ),
+        *best_of(
+            "nli.subcase_lowest",
+            "out of distribution the copies are the least accurate on non-entailed {label} ({span}; mean {score:3})",
+            scores,
+            higher=False,
+            values=extra,
+        ),
+    ]
 
 
-def _divergence_margins(gaps: Sequence[Mapping[str, Any]] | None) -> tuple[float | None, float | None,
-                                                                              float | None]:
+def _divergence_margins(gaps: Sequence[Mapping[str, Any]] | None) -> tuple[float | None, float | None, float | None]:
     """(diverge with separated intervals, diverge by the means only, diverge nowhere) from per-layer ``gaps``
     (:func:`thinkalike.nli.verdicts.stitching_gaps`): a layer's score is ``min(means, intervals)`` where its
     intervals are defined, ``means`` where not; "diverge" is the largest strict score, "means only" the largest
     score of a layer without intervals, "nowhere" minus the largest score of all (``None`` where there is none)."""
     if gaps is None:
         return None, None, None
-    strict = [_smallest(finite(g.get("means")), finite(g.get("intervals"))) for g in gaps
-              if g.get("intervals") is not None]
+    strict = [
+        _smallest(finite(g.get("means")), finite(g.get("intervals"))) for g in gaps if g.get("intervals") is not None
+    ]
     loose = [finite(g.get("means")) for g in gaps if g.get("intervals") is None]
 
     def largest(scores: list[float | None]) -> float | None:
@@ -332,33 +461,72 @@ def _stitching_claims(nli: Mapping[str, Any]) -> list[Claim]:
         curve = [finite(v) for v in curves[relation]]
         steps = [None if a is None or b is None else b - a for a, b in zip(curve, curve[1:])]
         values = {"label": RELATION_LABELS[relation], **{f"layer_{layer}": v for layer, v in zip(layers, curve)}}
-        claim = every(f"nli.stitching_deeper_costs_more.{relation}", "identity stitching on in-distribution test "
-                      "pairs {label} costs more accuracy the deeper it is, " + at + ": " + points, steps, **values)
-        claims.append(Claim(claim.id, claim.template, claim.margin, claim.values,
-                            group=f"Identity stitching on in-distribution test pairs costs more accuracy the deeper "
-                                  f"it is, {at}", item="{label} " + points))
-    means = {r: (float(np.nanmean(known)) if (known := [v for v in curves[r] if v is not None]) else None)
-             for r in RELATION_ORDER}
-    claims += best_of("nli.stitching_most_interchangeable", "{label} are the most interchangeable: identity "
-                      "stitching on in-distribution test pairs costs them the least accuracy (mean penalty {score:3} "
-                      + at + ")", means, higher=False,
-                      values={r: {"label": INTERCHANGEABLE_LABELS[r]} for r in RELATION_ORDER})
+        claim = every(
+            f"nli.stitching_deeper_costs_more.{relation}",
+            "identity stitching on in-distribution test "
+            "pairs {label} costs more accuracy the deeper it is, " + at + ": " + points,
+            steps,
+            **values,
+        )
+        claims.append(
+            Claim(
+                claim.id,
+                claim.template,
+                claim.margin,
+                claim.values,
+                group=f"Identity stitching on in-distribution test pairs costs more accuracy the deeper it is, {at}",
+                item="{label} " + points,
+            )
+        )
+    means = {
+        r: (float(np.nanmean(known)) if (known := [v for v in curves[r] if v is not None]) else None)
+        for r in RELATION_ORDER
+    }
+    claims += best_of(
+        "nli.stitching_most_interchangeable",
+        "{label} are the most interchangeable: identity "
+        "stitching on in-distribution test pairs costs them the least accuracy (mean penalty {score:3} " + at + ")",
+        means,
+        higher=False,
+        values={r: {"label": INTERCHANGEABLE_LABELS[r]} for r in RELATION_ORDER},
+    )
     last = {f"{r}_last": finite(curves[r][-1]) for r in RELATION_ORDER}
-    values = {**last, "layers": _layers_text(st.get("diverge")), "means_layers":
-              _layers_text(st.get("diverge_means_only"))}
-    numbers = (f"at layer {layers[-1]}: between {{between_last}} vs within the generalizing copies "
-               "{within_generalizing_last} and the heuristic ones {within_heuristic_last}")
+    values = {
+        **last,
+        "layers": _layers_text(st.get("diverge")),
+        "means_layers": _layers_text(st.get("diverge_means_only")),
+    }
+    numbers = (
+        f"at layer {layers[-1]}: between {{between_last}} vs within the generalizing copies "
+        "{within_generalizing_last} and the heuristic ones {within_heuristic_last}"
+    )
     strict, loose, nowhere = _divergence_margins(st.get("gaps"))
     claims += [
-        Claim("nli.stitching_groups_diverge", "the groups diverge as Brown et al. found: at layer(s) {layers} identity "
-              "stitching *between* the groups costs more accuracy on in-distribution test pairs than within both, "
-              "with separated intervals (" + numbers + ")", strict, values),
-        Claim("nli.stitching_groups_diverge_means_only", "identity stitching *between* the groups costs more "
-              "accuracy on in-distribution test pairs than within both by the means only (an interval is "
-              "undefined) at layer(s) {means_layers}", loose, values),
-        Claim("nli.stitching_groups_do_not_diverge", "the groups do not diverge as Brown et al. found: at no layer "
-              "is identity stitching *between* the groups worse than within both on in-distribution test pairs "
-              "(" + numbers + ")", nowhere, values)]
+        Claim(
+            "nli.stitching_groups_diverge",
+            "the groups diverge as Brown et al. found: at layer(s) {layers} identity "
+            "stitching *between* the groups costs more accuracy on in-distribution test pairs than within both, "
+            "with separated intervals (" + numbers + ")",
+            strict,
+            values,
+        ),
+        Claim(
+            "nli.stitching_groups_diverge_means_only",
+            "identity stitching *between* the groups costs more "
+            "accuracy on in-distribution test pairs than within both by the means only (an interval is "
+            "undefined) at layer(s) {means_layers}",
+            loose,
+            values,
+        ),
+        Claim(
+            "nli.stitching_groups_do_not_diverge",
+            "the groups do not diverge as Brown et al. found: at no layer "
+            "is identity stitching *between* the groups worse than within both on in-distribution test pairs "
+            "(" + numbers + ")",
+            nowhere,
+            values,
+        ),
+    ]
     return claims
 
 
@@ -366,29 +534,58 @@ def _said_entailed_claims(nli: Mapping[str, Any]) -> list[Claim]:
     if (said := _span(nli.get("ood_said_entailed"))) is None:
         return []
     values = {"said": list(said), "said_non": [1 - said[1], 1 - said[0]]}
-    return [Claim("nli.ood_said_entailed_majority", "every copy answers \"entailed\" to most OOD pairs ({said:%})",
-                  said[0] - MAJORITY, values),
-            Claim("nli.ood_said_non_entailed_majority", "every copy answers \"non-entailed\" to most OOD pairs "
-                  "({said_non:%})", MAJORITY - said[1], values)]
+    return [
+        Claim(
+            "nli.ood_said_entailed_majority",
+            'every copy answers "entailed" to most OOD pairs ({said:%})',
+            said[0] - MAJORITY,
+            values,
+        ),
+        Claim(
+            "nli.ood_said_non_entailed_majority",
+            'every copy answers "non-entailed" to most OOD pairs ({said_non:%})',
+            MAJORITY - said[1],
+            values,
+        ),
+    ]
 
 
 def _cka_claims(nli: Mapping[str, Any]) -> list[Claim]:
     cka = nli.get("cka") or {}
     if not cka or not_run_sentence("CKA of the copies", cka):
         return []
-    values = {"between": cka.get("between"), "within": cka.get("within"), "depths": cka.get("depths"),
-              "separated": _layers_text(cka.get("diverge")),
-              "means_depths": _layers_text(cka.get("diverge_means_only"))}
+    values = {
+        "between": cka.get("between"),
+        "within": cka.get("within"),
+        "depths": cka.get("depths"),
+        "separated": _layers_text(cka.get("diverge")),
+        "means_depths": _layers_text(cka.get("diverge_means_only")),
+    }
     numbers = "between {between} vs within {within} at relative depths {depths}"
     strict, loose, nowhere = _divergence_margins(cka.get("gaps"))
-    return [Claim("nli.cka_separates_groups", "CKA separates the groups at relative depth(s) {separated}: "
-                  "between-group CKA is below both within-group CKAs with separated intervals (" + numbers + ")",
-                  strict, values),
-            Claim("nli.cka_separates_groups_means_only", "CKA between the groups is below CKA within both by the "
-                  "means only (an interval is undefined) at relative depth(s) {means_depths} (" + numbers + ")",
-                  loose, values),
-            Claim("nli.cka_does_not_separate_groups", "CKA does not separate the groups: at no relative depth is "
-                  "between-group CKA below both within-group CKAs (" + numbers + ")", nowhere, values)]
+    return [
+        Claim(
+            "nli.cka_separates_groups",
+            "CKA separates the groups at relative depth(s) {separated}: "
+            "between-group CKA is below both within-group CKAs with separated intervals (" + numbers + ")",
+            strict,
+            values,
+        ),
+        Claim(
+            "nli.cka_separates_groups_means_only",
+            "CKA between the groups is below CKA within both by the "
+            "means only (an interval is undefined) at relative depth(s) {means_depths} (" + numbers + ")",
+            loose,
+            values,
+        ),
+        Claim(
+            "nli.cka_does_not_separate_groups",
+            "CKA does not separate the groups: at no relative depth is "
+            "between-group CKA below both within-group CKAs (" + numbers + ")",
+            nowhere,
+            values,
+        ),
+    ]
 
 
 def _fraction_name(fraction: Any) -> str:
@@ -402,34 +599,66 @@ def _sweep_claims(nli: Mapping[str, Any]) -> list[Claim]:
     if (ood := _span(nli.get("ood_non_entailed"))) is not None:
         spread = ood[1] - ood[0]
         values = {"spread": spread, "min_spread": min_spread, "ood": list(ood)}
-        claims += [Claim("nli.copies_spread", "the copies' OOD non-entailed accuracies ({ood:3}) spread by {spread:3}, "
-                         "at least nli.min_spread = {min_spread}, so the counterexample-fraction sweep is not needed",
-                         spread - min_spread, values),
-                   Claim("nli.copies_do_not_spread", "the copies' OOD non-entailed accuracies ({ood:3}) spread by only "
-                         "{spread:3}, less than nli.min_spread = {min_spread}, so the counterexample-fraction sweep "
-                         "runs",
-                         min_spread - spread, values)]
+        claims += [
+            Claim(
+                "nli.copies_spread",
+                "the copies' OOD non-entailed accuracies ({ood:3}) spread by {spread:3}, "
+                "at least nli.min_spread = {min_spread}, so the counterexample-fraction sweep is not needed",
+                spread - min_spread,
+                values,
+            ),
+            Claim(
+                "nli.copies_do_not_spread",
+                "the copies' OOD non-entailed accuracies ({ood:3}) spread by only "
+                "{spread:3}, less than nli.min_spread = {min_spread}, so the counterexample-fraction sweep "
+                "runs",
+                min_spread - spread,
+                values,
+            ),
+        ]
     sweep = nli.get("sweep") or {}
-    swept = ({_fraction_name(f["fraction"]): _span(f.get("span")) for f in sweep.get("fractions") or []
-              if f.get("fraction") is not None}
-             if not not_run_sentence("sweep", sweep) and sweep.get("status") == "swept" else {})
+    swept = (
+        {
+            _fraction_name(f["fraction"]): _span(f.get("span"))
+            for f in sweep.get("fractions") or []
+            if f.get("fraction") is not None
+        }
+        if not not_run_sentence("sweep", sweep) and sweep.get("status") == "swept"
+        else {}
+    )
     configured = nli.get("sweep_fractions") or list(swept) or DEFAULT_SWEEP_FRACTIONS
     names = list(dict.fromkeys(_fraction_name(f) for f in configured))
     spreads = {n: (None if (s := swept.get(n)) is None else s[1] - s[0]) for n in names}
-    extra = {n: {"span": None if (s := swept.get(n)) is None else list(s), "spread": spreads[n],
-                 "min_spread": min_spread} for n in names}
-    claims += best_of("nli.sweep_widest", "the counterexample-fraction sweep spreads the copies' OOD non-entailed "
-                      "accuracy the most at fraction {name} (range {score:3}: {span:3}), the recommended "
-                      "nli.pairs.counterexample_fraction", spreads, higher=True, values=extra)
+    extra = {
+        n: {"span": None if (s := swept.get(n)) is None else list(s), "spread": spreads[n], "min_spread": min_spread}
+        for n in names
+    }
+    claims += best_of(
+        "nli.sweep_widest",
+        "the counterexample-fraction sweep spreads the copies' OOD non-entailed "
+        "accuracy the most at fraction {name} (range {score:3}: {span:3}), the recommended "
+        "nli.pairs.counterexample_fraction",
+        spreads,
+        higher=True,
+        values=extra,
+    )
     for name in names:
         fraction_spread = spreads[name]
         claims += [
-            Claim(f"nli.sweep_spreads.{name}", "at counterexample fraction {fraction} the sweep's copies spread by at "
-                  "least nli.min_spread = {min_spread} (OOD non-entailed accuracy {span:3}, range {spread:3})",
-                  None if fraction_spread is None else fraction_spread - min_spread,
-                  {"fraction": name, **extra[name]}),
-            Claim(f"nli.sweep_does_not_spread.{name}", "at counterexample fraction {fraction} the sweep's copies "
-                  "spread by less than nli.min_spread = {min_spread} (OOD non-entailed accuracy {span:3}, range "
-                  "{spread:3})", None if fraction_spread is None else min_spread - fraction_spread,
-                  {"fraction": name, **extra[name]})]
+            Claim(
+                f"nli.sweep_spreads.{name}",
+                "at counterexample fraction {fraction} the sweep's copies spread by at "
+                "least nli.min_spread = {min_spread} (OOD non-entailed accuracy {span:3}, range {spread:3})",
+                None if fraction_spread is None else fraction_spread - min_spread,
+                {"fraction": name, **extra[name]},
+            ),
+            Claim(
+                f"nli.sweep_does_not_spread.{name}",
+                "at counterexample fraction {fraction} the sweep's copies "
+                "spread by less than nli.min_spread = {min_spread} (OOD non-entailed accuracy {span:3}, range "
+                "{spread:3})",
+                None if fraction_spread is None else min_spread - fraction_spread,
+                {"fraction": name, **extra[name]},
+            ),
+        ]
     return claims

@@ -17,9 +17,11 @@ END_MARKER = "<!-- findings:end -->"
 DIGEST_FOLDERS: tuple[str, ...] = ("src", "conf/base")
 
 
-REGENERATE = ("regenerate the findings from the replicates' saved outputs: `python -m thinkalike.reports.findings_cli "
-              "--replicates data/replicates --write` (after `python -m thinkalike.replicates`; writes "
-              "docs/findings.json and the README region)")
+REGENERATE = (
+    "regenerate the findings from the replicates' saved outputs: `python -m thinkalike.reports.findings_cli "
+    "--replicates data/replicates --write` (after `python -m thinkalike.replicates`; writes "
+    "docs/findings.json and the README region)"
+)
 
 
 def tracked_files(root: str | os.PathLike, folders: Sequence[str] = DIGEST_FOLDERS) -> list[str]:
@@ -28,8 +30,9 @@ def tracked_files(root: str | os.PathLike, folders: Sequence[str] = DIGEST_FOLDE
     import subprocess
 
     try:
-        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", *folders], check=True,
-                                capture_output=True).stdout
+        listed = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--", *folders], check=True, capture_output=True
+        ).stdout
     except (OSError, subprocess.CalledProcessError) as error:
         raise RuntimeError(f"{root} is not a git work tree ({error})") from error
     return sorted(path for path in listed.decode().split("\0") if path)
@@ -54,7 +57,7 @@ def readme_region(text: str) -> str | None:
     start, end = text.find(START_MARKER + "\n"), text.find(END_MARKER)
     if start < 0 or end < start:
         return None
-    return text[start + len(START_MARKER) + 1:end]
+    return text[start + len(START_MARKER) + 1 : end]
 
 
 def replace_region(text: str, rendered: str) -> str:
@@ -72,8 +75,10 @@ def replace_region(text: str, rendered: str) -> str:
         finds = next(i for i in range(first, len(lines)) if lines[i].startswith("What the default run finds"))
         heading = next(i for i in range(finds, len(lines)) if lines[i].startswith("#"))
     except StopIteration:
-        raise ValueError(f"README has neither the markers {START_MARKER} … {END_MARKER} nor the hand-written "
-                         "findings paragraphs to replace") from None
+        raise ValueError(
+            f"README has neither the markers {START_MARKER} … {END_MARKER} nor the hand-written "
+            "findings paragraphs to replace"
+        ) from None
     last = heading
     while last > finds and not lines[last - 1].strip():
         last -= 1

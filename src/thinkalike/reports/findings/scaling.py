@@ -74,19 +74,45 @@ def _early_claims(summary: Mapping[str, Any]) -> list[Claim]:
     for depth, entry in sorted(early.items(), key=lambda item: float(item[0])):
         mean, low = _number(entry.get("mean")), _number(entry.get("min"))
         values = {"depth": str(depth), "mean": mean, "min": low, "max": _number(entry.get("max")), "band": band}
-        at = ("At relative depth {depth} matched early layers have mean CKA {mean} over the pairs of members "
-              "(lowest {min}), ")
+        at = (
+            "At relative depth {depth} matched early layers have mean CKA {mean} over the pairs of members "
+            "(lowest {min}), "
+        )
         prefix = f"scaling.early.{depth}"
-        claims.append(Claim(f"{prefix}.mean_above_band", at + "above the {band} of their intermediate layers",
-                            None if mean is None or band is None else mean - band, values))
-        claims.append(Claim(f"{prefix}.mean_below_band", at + "below the {band} of their intermediate layers",
-                            None if mean is None or band is None else band - mean, values))
-        claims.append(Claim(f"{prefix}.every_pair_above_band", "At relative depth {depth} every pair of members has "
-                            "matched early-layer CKA above the {band} of their intermediate layers (lowest {min})",
-                            None if low is None or band is None else low - band, values))
-        claims.append(Claim(f"{prefix}.some_pair_below_band", "At relative depth {depth} some pair of members has "
-                            "matched early-layer CKA below the {band} of their intermediate layers (lowest {min})",
-                            None if low is None or band is None else band - low, values))
+        claims.append(
+            Claim(
+                f"{prefix}.mean_above_band",
+                at + "above the {band} of their intermediate layers",
+                None if mean is None or band is None else mean - band,
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                f"{prefix}.mean_below_band",
+                at + "below the {band} of their intermediate layers",
+                None if mean is None or band is None else band - mean,
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                f"{prefix}.every_pair_above_band",
+                "At relative depth {depth} every pair of members has "
+                "matched early-layer CKA above the {band} of their intermediate layers (lowest {min})",
+                None if low is None or band is None else low - band,
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                f"{prefix}.some_pair_below_band",
+                "At relative depth {depth} some pair of members has "
+                "matched early-layer CKA below the {band} of their intermediate layers (lowest {min})",
+                None if low is None or band is None else band - low,
+                values,
+            )
+        )
     lows = [v for entry in early.values() if (v := _number(entry.get("min"))) is not None]
     means = [v for entry in early.values() if (v := _number(entry.get("mean"))) is not None]
     lowest = min(lows) if len(lows) == len(early) else None
@@ -94,16 +120,36 @@ def _early_claims(summary: Mapping[str, Any]) -> list[Claim]:
     values = {"lowest": lowest, "highest_mean": highest, "band": band}
     reproduced = None if lowest is None or band is None else lowest - band
     not_reproduced = None if highest is None or band is None else band - highest
-    claims.append(Claim("scaling.early.reproduced", f"Early layers across scale: reproduced ({_PAPER_EARLY}): at "
-                        "every early depth every pair of members has matched early-layer CKA above the {band} of their "
-                        "intermediate layers (lowest {lowest})", reproduced, values))
-    claims.append(Claim("scaling.early.inconclusive", f"Early layers across scale: inconclusive ({_PAPER_EARLY}): "
-                        "matched early layers of the members have mean CKA up to {highest_mean}, above the {band} of "
-                        "their intermediate layers, but some pair is below it (lowest {lowest})",
-                        _both(_neg(not_reproduced), _neg(reproduced)), values))
-    claims.append(Claim("scaling.early.not_reproduced", f"Early layers across scale: not reproduced ({_PAPER_EARLY}): "
-                        "at no early depth is the mean CKA of matched early layers ({highest_mean} at most) above the "
-                        "{band} of their intermediate layers", not_reproduced, values))
+    claims.append(
+        Claim(
+            "scaling.early.reproduced",
+            f"Early layers across scale: reproduced ({_PAPER_EARLY}): at "
+            "every early depth every pair of members has matched early-layer CKA above the {band} of their "
+            "intermediate layers (lowest {lowest})",
+            reproduced,
+            values,
+        )
+    )
+    claims.append(
+        Claim(
+            "scaling.early.inconclusive",
+            f"Early layers across scale: inconclusive ({_PAPER_EARLY}): "
+            "matched early layers of the members have mean CKA up to {highest_mean}, above the {band} of "
+            "their intermediate layers, but some pair is below it (lowest {lowest})",
+            _both(_neg(not_reproduced), _neg(reproduced)),
+            values,
+        )
+    )
+    claims.append(
+        Claim(
+            "scaling.early.not_reproduced",
+            f"Early layers across scale: not reproduced ({_PAPER_EARLY}): "
+            "at no early depth is the mean CKA of matched early layers ({highest_mean} at most) above the "
+            "{band} of their intermediate layers",
+            not_reproduced,
+            values,
+        )
+    )
     return claims
 
 
@@ -127,27 +173,60 @@ def _block_claims(summary: Mapping[str, Any]) -> list[Claim]:
     for model in family:
         margin = 1.0 if model in structured else -1.0
         members.append(margin)
-        claims.append(Claim(f"scaling.blocks.member.{model}", "`{name}`'s intra-model CKA has blocks of consecutive "
-                            "similar layers (contrast ≥ the threshold)", margin, {"name": model},
-                            group="Members of the family whose intra-model CKA has blocks of consecutive similar "
-                                  "layers (contrast ≥ the threshold)", item="`{name}`"))
+        claims.append(
+            Claim(
+                f"scaling.blocks.member.{model}",
+                "`{name}`'s intra-model CKA has blocks of consecutive similar layers (contrast ≥ the threshold)",
+                margin,
+                {"name": model},
+                group="Members of the family whose intra-model CKA has blocks of consecutive similar "
+                "layers (contrast ≥ the threshold)",
+                item="`{name}`",
+            )
+        )
     for i, a in enumerate(family):
-        for b in family[i + 1:]:
+        for b in family[i + 1 :]:
             pair_margin = None if pairs is None else (1.0 if f"{a}–{b}" in pairs or f"{b}–{a}" in pairs else -1.0)
-            claims.append(Claim(f"scaling.blocks.pair.{a}.{b}", "Between `{a}` and `{b}` the CKA matrix has matched "
-                                "blocks (a's early block with b's early block, and so on)", pair_margin,
-                                {"a": a, "b": b},
-                                group="Pairs of members whose CKA matrices have matched blocks (a's early block with "
-                                      "b's early block, and so on)", item="`{a}` and `{b}`"))
-    values = {"n_structured": len([m for m in family if m in structured]), "n_members": len(family),
-              "n_pairs": None if pairs is None else len(pairs), "n_member_pairs": summary.get("n_member_pairs")}
+            claims.append(
+                Claim(
+                    f"scaling.blocks.pair.{a}.{b}",
+                    "Between `{a}` and `{b}` the CKA matrix has matched "
+                    "blocks (a's early block with b's early block, and so on)",
+                    pair_margin,
+                    {"a": a, "b": b},
+                    group="Pairs of members whose CKA matrices have matched blocks (a's early block with "
+                    "b's early block, and so on)",
+                    item="`{a}` and `{b}`",
+                )
+            )
+    values = {
+        "n_structured": len([m for m in family if m in structured]),
+        "n_members": len(family),
+        "n_pairs": None if pairs is None else len(pairs),
+        "n_member_pairs": summary.get("n_member_pairs"),
+    }
     counts = "{n_structured:d} of {n_members:d} members have blocks of contrast ≥ the threshold"
-    claims.append(every("scaling.blocks.reproduced", f"Block structure: reproduced ({_PAPER_BLOCKS}): " + counts,
-                        members, **values))
-    claims.append(Claim("scaling.blocks.partly_reproduced", f"Block structure: partly reproduced ({_PAPER_BLOCKS}): "
-                        + counts, min(max(members), -min(members)), values))
-    claims.append(Claim("scaling.blocks.not_reproduced", f"Block structure: not reproduced ({_PAPER_BLOCKS}): "
-                        + counts, -max(members), values))
+    claims.append(
+        every(
+            "scaling.blocks.reproduced", f"Block structure: reproduced ({_PAPER_BLOCKS}): " + counts, members, **values
+        )
+    )
+    claims.append(
+        Claim(
+            "scaling.blocks.partly_reproduced",
+            f"Block structure: partly reproduced ({_PAPER_BLOCKS}): " + counts,
+            min(max(members), -min(members)),
+            values,
+        )
+    )
+    claims.append(
+        Claim(
+            "scaling.blocks.not_reproduced",
+            f"Block structure: not reproduced ({_PAPER_BLOCKS}): " + counts,
+            -max(members),
+            values,
+        )
+    )
     return claims
 
 
@@ -168,14 +247,26 @@ def _intra_claims(summary: Mapping[str, Any]) -> list[Claim]:
     members = f" ({', '.join(parts)})" if parts else ""
 
     def text(verdict: str, bound: str) -> str:
-        return (f"Intra-model similarity vs scale: {verdict} ({_PAPER_INTRA}): Spearman ρ = {{rho}} ({bound}) between "
-                f"size and mean off-diagonal CKA{members}")
+        return (
+            f"Intra-model similarity vs scale: {verdict} ({_PAPER_INTRA}): Spearman ρ = {{rho}} ({bound}) between "
+            f"size and mean off-diagonal CKA{members}"
+        )
 
-    return [Claim("scaling.intra_vs_size.reproduced", text("reproduced", f"≥ {RHO_REPRODUCED}"),
-                  None if rho is None else rho - RHO_REPRODUCED, values),
-            Claim("scaling.intra_vs_size.inconclusive", text("inconclusive", f"between 0 and {RHO_REPRODUCED}"),
-                  None if rho is None else min(rho, RHO_REPRODUCED - rho), values),
-            Claim("scaling.intra_vs_size.not_reproduced", text("not reproduced", "≤ 0"), _neg(rho), values)]
+    return [
+        Claim(
+            "scaling.intra_vs_size.reproduced",
+            text("reproduced", f"≥ {RHO_REPRODUCED}"),
+            None if rho is None else rho - RHO_REPRODUCED,
+            values,
+        ),
+        Claim(
+            "scaling.intra_vs_size.inconclusive",
+            text("inconclusive", f"between 0 and {RHO_REPRODUCED}"),
+            None if rho is None else min(rho, RHO_REPRODUCED - rho),
+            values,
+        ),
+        Claim("scaling.intra_vs_size.not_reproduced", text("not reproduced", "≤ 0"), _neg(rho), values),
+    ]
 
 
 def _outlier_claims(summary: Mapping[str, Any], threshold: float) -> list[Claim]:
@@ -197,33 +288,72 @@ def _outlier_claims(summary: Mapping[str, Any], threshold: float) -> list[Claim]
     beyond = {m: None if size is None else size - threshold for m, size in sizes.items()}
     claims: list[Claim] = []
     for model in family:
-        claims.append(Claim(f"scaling.outlier.member.{model}", "`{name}`'s intermediate-layer CKA against the other "
-                            "members lies beyond the robust-z threshold {threshold:1} (z {z})", beyond[model],
-                            {"name": model, "z": _number(z.get(model)), "threshold": threshold},
-                            group="Outlier: reproduced in kind — members whose intermediate-layer CKA against the "
-                                  "others lies beyond the robust-z threshold", item="`{name}` (robust z {z})"))
+        claims.append(
+            Claim(
+                f"scaling.outlier.member.{model}",
+                "`{name}`'s intermediate-layer CKA against the other "
+                "members lies beyond the robust-z threshold {threshold:1} (z {z})",
+                beyond[model],
+                {"name": model, "z": _number(z.get(model)), "threshold": threshold},
+                group="Outlier: reproduced in kind — members whose intermediate-layer CKA against the "
+                "others lies beyond the robust-z threshold",
+                item="`{name}` (robust z {z})",
+            )
+        )
     known = [v for v in sizes.values() if v is not None]
     largest = max(known) if known and len(known) == len(sizes) else None
     values: dict[str, Any] = {"threshold": threshold, "max_abs_z": largest}
-    claims.append(Claim("scaling.outlier.reproduced", f"Outlier: reproduced in kind ({_PAPER_OUTLIER}): some member's "
-                        "intermediate-layer CKA against the others lies beyond the robust-z threshold {threshold:1} "
-                        "(largest |z| {max_abs_z})", None if largest is None else largest - threshold, values))
-    claims.append(every("scaling.outlier.none", f"Outlier: not reproduced ({_PAPER_OUTLIER}): no member's "
-                        "intermediate-layer CKA against the others lies beyond the robust-z threshold {threshold:1} "
-                        "(largest |z| {max_abs_z})", [_neg(v) for v in beyond.values()], **values))
-    claims += best_of("scaling.outlier.most_extreme", "Of the family's members, `{name}` has the most extreme robust z "
-                      "of intermediate-layer CKA against the others (z {z})", sizes, higher=True,
-                      values={m: {"z": _number(z.get(m))} for m in family})
+    claims.append(
+        Claim(
+            "scaling.outlier.reproduced",
+            f"Outlier: reproduced in kind ({_PAPER_OUTLIER}): some member's "
+            "intermediate-layer CKA against the others lies beyond the robust-z threshold {threshold:1} "
+            "(largest |z| {max_abs_z})",
+            None if largest is None else largest - threshold,
+            values,
+        )
+    )
+    claims.append(
+        every(
+            "scaling.outlier.none",
+            f"Outlier: not reproduced ({_PAPER_OUTLIER}): no member's "
+            "intermediate-layer CKA against the others lies beyond the robust-z threshold {threshold:1} "
+            "(largest |z| {max_abs_z})",
+            [_neg(v) for v in beyond.values()],
+            **values,
+        )
+    )
+    claims += best_of(
+        "scaling.outlier.most_extreme",
+        "Of the family's members, `{name}` has the most extreme robust z "
+        "of intermediate-layer CKA against the others (z {z})",
+        sizes,
+        higher=True,
+        values={m: {"z": _number(z.get(m))} for m in family},
+    )
     for twin in summary.get("twins") or []:
         odd = str(twin["off_trend"])
         others = [v for m, v in beyond.items() if m != odd and v is not None]
         other = max(others) if others and len(others) == len(beyond) - (odd in beyond) else None
         values = {"name": odd, "z": _number(z.get(odd)), "threshold": threshold}
-        claims.append(Claim(f"scaling.outlier.off_trend.{odd}", "The outlier is the off-trend member `{name}` (z {z}, "
-                            "beyond {threshold:1}), as pythia-2.8b in the paper", beyond.get(odd), values))
-        claims.append(Claim(f"scaling.outlier.not_off_trend.{odd}", "Some member lies beyond the robust-z threshold "
-                            "{threshold:1}, but not the off-trend member `{name}` (z {z})",
-                            _both(other, _neg(beyond.get(odd))), values))
+        claims.append(
+            Claim(
+                f"scaling.outlier.off_trend.{odd}",
+                "The outlier is the off-trend member `{name}` (z {z}, "
+                "beyond {threshold:1}), as pythia-2.8b in the paper",
+                beyond.get(odd),
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                f"scaling.outlier.not_off_trend.{odd}",
+                "Some member lies beyond the robust-z threshold "
+                "{threshold:1}, but not the off-trend member `{name}` (z {z})",
+                _both(other, _neg(beyond.get(odd))),
+                values,
+            )
+        )
     return claims
 
 
@@ -244,33 +374,82 @@ def _twin_claims(summary: Mapping[str, Any], threshold: float) -> list[Claim]:
         size_twin = _abs_z(twin.get("z_twin"), bool(twin.get("twin_flagged")))
         a = None if size_odd is None else size_odd - threshold
         b = None if size_twin is None else size_twin - threshold
-        values = {"off_trend": odd, "twin": other, "d_head_off_trend": twin.get("d_head_off_trend"),
-                  "d_head_twin": twin.get("d_head_twin"), "band_off_trend": _number(twin.get("band_mean_off_trend")),
-                  "band_twin": _number(twin.get("band_mean_twin")), "z_off_trend": _number(twin.get("z_off_trend")),
-                  "z_twin": _number(twin.get("z_twin")), "difference": _number(twin.get("difference")),
-                  "with_each_other": _number(twin.get("band_mean_off_trend_vs_twin")), "threshold": threshold}
-        facts = ("`{off_trend}` (head dimension {d_head_off_trend:d}) has mean intermediate-layer CKA {band_off_trend} "
-                 "against the other members (z {z_off_trend}), its twin `{twin}` (head dimension {d_head_twin:d}, all "
-                 "else equal) {band_twin} (z {z_twin}); the two have {with_each_other} with each other")
+        values = {
+            "off_trend": odd,
+            "twin": other,
+            "d_head_off_trend": twin.get("d_head_off_trend"),
+            "d_head_twin": twin.get("d_head_twin"),
+            "band_off_trend": _number(twin.get("band_mean_off_trend")),
+            "band_twin": _number(twin.get("band_mean_twin")),
+            "z_off_trend": _number(twin.get("z_off_trend")),
+            "z_twin": _number(twin.get("z_twin")),
+            "difference": _number(twin.get("difference")),
+            "with_each_other": _number(twin.get("band_mean_off_trend_vs_twin")),
+            "threshold": threshold,
+        }
+        facts = (
+            "`{off_trend}` (head dimension {d_head_off_trend:d}) has mean intermediate-layer CKA {band_off_trend} "
+            "against the other members (z {z_off_trend}), its twin `{twin}` (head dimension {d_head_twin:d}, all "
+            "else equal) {band_twin} (z {z_twin}); the two have {with_each_other} with each other"
+        )
         cause = "The cause (tested here, not in the paper): " + facts + " — "
         prefix = f"scaling.twin.{odd}"
-        claims.append(Claim(f"{prefix}.follows_head_dimension", cause + "only `{off_trend}` lies beyond the robust-z "
-                            "threshold {threshold:1}: the dissimilarity follows the head dimension",
-                            _both(a, _neg(b)), values))
-        claims.append(Claim(f"{prefix}.twin_as_unlike", cause + "both lie beyond the robust-z threshold {threshold:1}: "
-                            "the twin is as unlike the family, the head dimension is not the cause", _both(a, b),
-                            values))
-        claims.append(Claim(f"{prefix}.neither_outlier", cause + "neither lies beyond the robust-z threshold "
-                            "{threshold:1}, so there is no dissimilarity to explain", _both(_neg(a), _neg(b)), values))
-        claims.append(Claim(f"{prefix}.only_twin_outlier", cause + "only the twin `{twin}` lies beyond the robust-z "
-                            "threshold {threshold:1}", _both(_neg(a), b), values))
+        claims.append(
+            Claim(
+                f"{prefix}.follows_head_dimension",
+                cause + "only `{off_trend}` lies beyond the robust-z "
+                "threshold {threshold:1}: the dissimilarity follows the head dimension",
+                _both(a, _neg(b)),
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                f"{prefix}.twin_as_unlike",
+                cause + "both lie beyond the robust-z threshold {threshold:1}: "
+                "the twin is as unlike the family, the head dimension is not the cause",
+                _both(a, b),
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                f"{prefix}.neither_outlier",
+                cause + "neither lies beyond the robust-z threshold "
+                "{threshold:1}, so there is no dissimilarity to explain",
+                _both(_neg(a), _neg(b)),
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                f"{prefix}.only_twin_outlier",
+                cause + "only the twin `{twin}` lies beyond the robust-z threshold {threshold:1}",
+                _both(_neg(a), b),
+                values,
+            )
+        )
         difference = _number(twin.get("difference"))
-        claims.append(Claim(f"{prefix}.twin_closer", "With the head dimension of the family's trend, `{twin}`'s mean "
-                            "intermediate-layer CKA against the other members ({band_twin}) is above `{off_trend}`'s "
-                            "({band_off_trend}) by {difference:+3}", difference, values))
-        claims.append(Claim(f"{prefix}.off_trend_closer", "With its own head dimension, `{off_trend}`'s mean "
-                            "intermediate-layer CKA against the other members ({band_off_trend}) is above its twin "
-                            "`{twin}`'s ({band_twin})", _neg(difference), values))
+        claims.append(
+            Claim(
+                f"{prefix}.twin_closer",
+                "With the head dimension of the family's trend, `{twin}`'s mean "
+                "intermediate-layer CKA against the other members ({band_twin}) is above `{off_trend}`'s "
+                "({band_off_trend}) by {difference:+3}",
+                difference,
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                f"{prefix}.off_trend_closer",
+                "With its own head dimension, `{off_trend}`'s mean "
+                "intermediate-layer CKA against the other members ({band_off_trend}) is above its twin "
+                "`{twin}`'s ({band_twin})",
+                _neg(difference),
+                values,
+            )
+        )
     return claims
 
 
@@ -284,5 +463,10 @@ def claims_scaling(findings: Mapping[str, Any]) -> list[Claim]:
     if not_run_sentence("Scaling family (Brown et al. §5)", summary):
         return []
     threshold = _number(summary.get("outlier_z")) or OUTLIER_Z
-    return [*_early_claims(summary), *_block_claims(summary), *_intra_claims(summary),
-            *_outlier_claims(summary, threshold), *_twin_claims(summary, threshold)]
+    return [
+        *_early_claims(summary),
+        *_block_claims(summary),
+        *_intra_claims(summary),
+        *_outlier_claims(summary, threshold),
+        *_twin_claims(summary, threshold),
+    ]

@@ -33,14 +33,20 @@ STITCH_KEY = ["model_f", "layer_f", "model_g", "layer_g", "stitch"]
 def stitch_cells(penalties: pd.DataFrame) -> pd.DataFrame:
     """One row per stitch (module docstring: several φ seeds averaged, intervals joined)."""
     grouped = penalties.groupby(STITCH_KEY, sort=False, dropna=False)
-    cells = grouped.agg(penalty=("penalty", "mean"), ci_low=("ci_low", "min"), ci_high=("ci_high", "max"),
-                        n_rows=("penalty", "size")).reset_index()
+    cells = grouped.agg(
+        penalty=("penalty", "mean"), ci_low=("ci_low", "min"), ci_high=("ci_high", "max"), n_rows=("penalty", "size")
+    ).reset_index()
     return cells
 
 
 def _cell(cells: pd.DataFrame, f: str, lf: int, g: str, lg: int, kind: str) -> pd.Series | None:
-    rows = cells[(cells["model_f"] == f) & (cells["layer_f"] == lf) & (cells["model_g"] == g)
-                 & (cells["layer_g"] == lg) & (cells["stitch"] == kind)]
+    rows = cells[
+        (cells["model_f"] == f)
+        & (cells["layer_f"] == lf)
+        & (cells["model_g"] == g)
+        & (cells["layer_g"] == lg)
+        & (cells["stitch"] == kind)
+    ]
     return None if rows.empty else rows.iloc[0]
 
 
@@ -66,12 +72,20 @@ def _direction(cells: pd.DataFrame, f: str, g: str, kind: str) -> dict[str, Any]
         below += bool(row.ci_high < floor["ci_low"])
         above_gap.append(float(row.ci_low) - float(floor["ci_high"]))
         below_gap.append(float(floor["ci_low"]) - float(row.ci_high))
-    return {"layers": layers, "penalty": [as_float(p) for p in penalties], "excess": [as_float(e) for e in excess],
-            "penalty_span": span_of(penalties), "excess_span": span_of(excess),
-            "above_floor": above, "below_floor": below, "n": len(layers),
-            # per layer cell: the interval's gap above the floor's (ci_low − floor's ci_high; > 0: above) and below it
-            # (floor's ci_low − ci_high; > 0: below), the margins of the claims (claims_stitching)
-            "above_gap": [as_float(v) for v in above_gap], "below_gap": [as_float(v) for v in below_gap]}
+    return {
+        "layers": layers,
+        "penalty": [as_float(p) for p in penalties],
+        "excess": [as_float(e) for e in excess],
+        "penalty_span": span_of(penalties),
+        "excess_span": span_of(excess),
+        "above_floor": above,
+        "below_floor": below,
+        "n": len(layers),
+        # per layer cell: the interval's gap above the floor's (ci_low − floor's ci_high; > 0: above) and below it
+        # (floor's ci_low − ci_high; > 0: below), the margins of the claims (claims_stitching)
+        "above_gap": [as_float(v) for v in above_gap],
+        "below_gap": [as_float(v) for v in below_gap],
+    }
 
 
 def _stitch_pair(cells: pd.DataFrame, pair: Mapping[str, Any], kinds: Sequence[str]) -> dict[str, Any]:
@@ -82,11 +96,19 @@ def _stitch_pair(cells: pd.DataFrame, pair: Mapping[str, Any], kinds: Sequence[s
         if forward is None or backward is None:
             continue
         reverse = {tuple(layers): e for layers, e in zip(backward["layers"], backward["excess"])}
-        asym = [e - reverse[(lg, lf)] for (lf, lg), e in zip(forward["layers"], forward["excess"])
-                if e is not None and reverse.get((lg, lf)) is not None]
-        by_kind[kind] = {"s_to_g": forward, "g_to_s": backward, "n_cells": len(asym),
-                         "asymmetric": int(sum(a > 0 for a in asym)), "reversed": int(sum(a < 0 for a in asym)),
-                         "mean_asymmetry": as_float(np.mean(asym)) if asym else None}
+        asym = [
+            e - reverse[(lg, lf)]
+            for (lf, lg), e in zip(forward["layers"], forward["excess"])
+            if e is not None and reverse.get((lg, lf)) is not None
+        ]
+        by_kind[kind] = {
+            "s_to_g": forward,
+            "g_to_s": backward,
+            "n_cells": len(asym),
+            "asymmetric": int(sum(a > 0 for a in asym)),
+            "reversed": int(sum(a < 0 for a in asym)),
+            "mean_asymmetry": as_float(np.mean(asym)) if asym else None,
+        }
     return {**pair, "kinds": by_kind}
 
 
@@ -95,14 +117,21 @@ def _seed_columns(trained: pd.DataFrame) -> dict[str, Any] | None:
     (``penalty_seed_max − penalty_seed_min``) and standard deviation, when the table has those columns."""
     if "n_phi_seeds" not in trained or trained.empty:
         return None
-    spread = (trained["penalty_seed_max"] - trained["penalty_seed_min"]) if {"penalty_seed_max", "penalty_seed_min"} \
-        <= set(trained.columns) else pd.Series(dtype=float)
-    return {"n": int_list(trained["n_phi_seeds"]), "max_spread": as_float(spread.max()) if len(spread) else None,
-            "max_std": as_float(trained["penalty_seed_std"].max()) if "penalty_seed_std" in trained else None}
+    spread = (
+        (trained["penalty_seed_max"] - trained["penalty_seed_min"])
+        if {"penalty_seed_max", "penalty_seed_min"} <= set(trained.columns)
+        else pd.Series(dtype=float)
+    )
+    return {
+        "n": int_list(trained["n_phi_seeds"]),
+        "max_spread": as_float(spread.max()) if len(spread) else None,
+        "max_std": as_float(trained["penalty_seed_std"].max()) if "penalty_seed_std" in trained else None,
+    }
 
 
-def collect_stitching(tables: Mapping[str, Any], roles: Mapping[str, Any],
-                       parameters: Mapping[str, Any]) -> dict[str, Any]:
+def collect_stitching(
+    tables: Mapping[str, Any], roles: Mapping[str, Any], parameters: Mapping[str, Any]
+) -> dict[str, Any]:
     """The stitching paragraph's numbers from ``stitching_penalties`` and ``stitching_phis``: each SoLU/GeLU direction
     against its floor, per φ kind, and identity stitching."""
     penalties = table_of(tables, "stitching_penalties")
@@ -115,7 +144,7 @@ def collect_stitching(tables: Mapping[str, Any], roles: Mapping[str, Any],
     kinds = sorted(set(cells["stitch"]), key=lambda k: (order.index(k) if k in order else len(order), k))
     trained_kinds = [k for k in kinds if k != "identity"]
     trained = penalties[penalties["stitch"] != "identity"]
-    settings = (parameters.get("stitching") or {})
+    settings = parameters.get("stitching") or {}
     phis = table_of(tables, "stitching_phis")
     column = lambda table, name: int_list(table[name]) if table is not None and name in table and len(table) else []  # noqa: E731
     grid = settings.get("layers") or ("diagonal" if (cells["layer_f"] == cells["layer_g"]).all() else None)
@@ -125,11 +154,13 @@ def collect_stitching(tables: Mapping[str, Any], roles: Mapping[str, Any],
         part = self_rows[self_rows["stitch"] == kind]
         if len(part):
             by_layer = part.groupby("layer_f")["penalty"].mean()
-            self_trained[kind] = {"span": span_of(part["penalty"]),
-                                  "layer0": span_of(part.loc[part["layer_f"] == 0, "penalty"]),
-                                  "lowest_layer": int(by_layer.idxmin()),
-                                  # [layer, mean floor over the self-stitched models] per layer
-                                  "by_layer": [[int(layer), as_float(v)] for layer, v in by_layer.items()]}
+            self_trained[kind] = {
+                "span": span_of(part["penalty"]),
+                "layer0": span_of(part.loc[part["layer_f"] == 0, "penalty"]),
+                "lowest_layer": int(by_layer.idxmin()),
+                # [layer, mean floor over the self-stitched models] per layer
+                "by_layer": [[int(layer), as_float(v)] for layer, v in by_layer.items()],
+            }
     self_all = self_rows[self_rows["stitch"].isin(trained_kinds)]
     self_identity = self_rows[self_rows["stitch"] == "identity"]
 
@@ -137,35 +168,53 @@ def collect_stitching(tables: Mapping[str, Any], roles: Mapping[str, Any],
         values = []
         for p in pairs:
             for f, g in ((p["solu"], p["gelu"]), (p["gelu"], p["solu"])):
-                values += list(cells.loc[(cells["model_f"] == f) & (cells["model_g"] == g)
-                                         & (cells["stitch"] == "identity"), "penalty"])
+                values += list(
+                    cells.loc[
+                        (cells["model_f"] == f) & (cells["model_g"] == g) & (cells["stitch"] == "identity"), "penalty"
+                    ]
+                )
         return span_of(values)
 
-    zoo_steps = (tables.get("zoo_summary") if isinstance(tables.get("zoo_summary"), pd.DataFrame) else None)
+    zoo_steps = tables.get("zoo_summary") if isinstance(tables.get("zoo_summary"), pd.DataFrame) else None
     self_models = sorted(set(self_rows["model_f"]))
-    steps_of_self = (int_list(zoo_steps.loc[zoo_steps["model"].isin(self_models), "steps"])
-                     if zoo_steps is not None else [])
+    steps_of_self = (
+        int_list(zoo_steps.loc[zoo_steps["model"].isin(self_models), "steps"]) if zoo_steps is not None else []
+    )
     return {
-        "grid": grid, "kinds": kinds, "n_stitches": int(len(cells)),
-            "n_trained": int((cells["stitch"] != "identity").sum()),
-        "n_rows": int(len(penalties)), "n_ordered_pairs": int(len(cells[["model_f", "model_g"]].drop_duplicates())),
-        "steps": column(trained, "steps"), "tokens_per_step": column(trained, "tokens_per_step"),
-        "train_tokens": column(trained, "train_tokens"), "eval_tokens": column(penalties, "eval_tokens"),
+        "grid": grid,
+        "kinds": kinds,
+        "n_stitches": int(len(cells)),
+        "n_trained": int((cells["stitch"] != "identity").sum()),
+        "n_rows": int(len(penalties)),
+        "n_ordered_pairs": int(len(cells[["model_f", "model_g"]].drop_duplicates())),
+        "steps": column(trained, "steps"),
+        "tokens_per_step": column(trained, "tokens_per_step"),
+        "train_tokens": column(trained, "train_tokens"),
+        "eval_tokens": column(penalties, "eval_tokens"),
         "n_eval_sequences": column(phis, "n_eval_sequences"),
-        "train_source": sorted(set(penalties["train_source"].dropna().astype(str))) if "train_source" in penalties
-            else [],
+        "train_source": sorted(set(penalties["train_source"].dropna().astype(str)))
+        if "train_source" in penalties
+        else [],
         "ci_level": span_of(penalties["ci_level"]) if "ci_level" in penalties else None,
-        "exclude_special_targets": (sorted({bool(v) for v in penalties["exclude_special_targets"].dropna()})
-                                    if "exclude_special_targets" in penalties else None),
+        "exclude_special_targets": (
+            sorted({bool(v) for v in penalties["exclude_special_targets"].dropna()})
+            if "exclude_special_targets" in penalties
+            else None
+        ),
         "phi_seeds": int(cells["n_rows"].max()),
         "n_targets": column(penalties, "n_targets"),
         "seed_columns": _seed_columns(trained),
         "solu_gelu": [_stitch_pair(cells, p, kinds) for p in roles["solu_gelu"]],
         "control": [_stitch_pair(cells, p, kinds) for p in roles["control"]],
-        "self": {"trained": self_trained, "span": span_of(self_all["penalty"]),
-                 "n_negative": int((self_all["penalty"] < 0).sum()), "n": int(len(self_all)),
-                 "identity_max_abs": as_float(self_identity["penalty"].abs().max()) if len(self_identity) else None,
-                 "zoo_steps": steps_of_self, "models": self_models},
+        "self": {
+            "trained": self_trained,
+            "span": span_of(self_all["penalty"]),
+            "n_negative": int((self_all["penalty"] < 0).sum()),
+            "n": int(len(self_all)),
+            "identity_max_abs": as_float(self_identity["penalty"].abs().max()) if len(self_identity) else None,
+            "zoo_steps": steps_of_self,
+            "models": self_models,
+        },
         "identity_between": identity_span(roles["solu_gelu"]),
         "identity_control": identity_span(roles["control"]),
     }
@@ -174,8 +223,10 @@ def collect_stitching(tables: Mapping[str, Any], roles: Mapping[str, Any],
 # ---- claims ---------------------------------------------------------------------------------------------------------
 
 #: The two populations of SoLU/GeLU pairs: (key of the findings, id word, the text that opens a sentence).
-POPULATIONS = (("solu_gelu", "between", "Between SoLU and GeLU with different seeds"),
-               ("control", "control", "In the same-seed control"))
+POPULATIONS = (
+    ("solu_gelu", "between", "Between SoLU and GeLU with different seeds"),
+    ("control", "control", "In the same-seed control"),
+)
 
 #: The two directions of a pair: (key of the pair's kind entry, id word, label, the target whose floor it is set
 #: against).
@@ -193,8 +244,11 @@ def _cell_asymmetries(entry: Mapping[str, Any]) -> list[float]:
     transposed layers) over SoLU's (what ``_stitch_pair`` counts)."""
     forward, backward = entry["s_to_g"], entry["g_to_s"]
     reverse = {tuple(layers): e for layers, e in zip(backward["layers"], backward["excess"])}
-    return [float(e) - float(reverse[(lg, lf)]) for (lf, lg), e in zip(forward["layers"], forward["excess"])
-            if e is not None and reverse.get((lg, lf)) is not None]
+    return [
+        float(e) - float(reverse[(lg, lf)])
+        for (lf, lg), e in zip(forward["layers"], forward["excess"])
+        if e is not None and reverse.get((lg, lf)) is not None
+    ]
 
 
 def _flag(holds_by_counts: bool) -> float:
@@ -204,7 +258,7 @@ def _flag(holds_by_counts: bool) -> float:
 
 
 def _scope_text(n_kinds: int, n_depths: int) -> str:
-    """", with both φ kinds and at both depths": the scope of "at every layer" over the φ kinds and depths the cells
+    """ ", with both φ kinds and at both depths": the scope of "at every layer" over the φ kinds and depths the cells
     span."""
     kinds = ", with both φ kinds" if n_kinds == 2 else ", with every φ kind" if n_kinds > 2 else ""
     depths = " and at both depths" if n_depths == 2 else " and at every depth" if n_depths > 2 else ""
@@ -215,24 +269,33 @@ def _pair_text(pairs: Sequence[Mapping[str, Any]]) -> str:
     return list_text([f"`{p['solu']}` and `{p['gelu']}`" for p in pairs])
 
 
-def _asymmetry_claims(prefix: str, pairs: Sequence[Mapping[str, Any]], trained: Sequence[str],
-                      lead: Mapping[str, str]) -> list[Claim]:
-    """"Every cell" / "some cells" / "no cell" of the asymmetry over the pairs' floors (``lead``: each one's
+def _asymmetry_claims(
+    prefix: str, pairs: Sequence[Mapping[str, Any]], trained: Sequence[str], lead: Mapping[str, str]
+) -> list[Claim]:
+    """ "Every cell" / "some cells" / "no cell" of the asymmetry over the pairs' floors (``lead``: each one's
     template); margins from the per-cell asymmetries ``a`` (SoLU→GeLU over its floor less GeLU→SoLU over its):
     ``min(a)``; ``min(max(a), −min(a))``; ``−max(a)``."""
     cells = [a for p in pairs for kind in trained if kind in p["kinds"] for a in _cell_asymmetries(p["kinds"][kind])]
     n_kinds = len([k for k in trained if any(k in p["kinds"] for p in pairs)])
-    values = {"asymmetry": span_of(cells), "n": len(cells), "n_more": sum(a > 0 for a in cells),
-              "n_less": sum(a < 0 for a in cells),
-              "scope": _scope_text(n_kinds, len({p["depth"] for p in pairs})), "pairs": _pair_text(pairs)}
+    values = {
+        "asymmetry": span_of(cells),
+        "n": len(cells),
+        "n_more": sum(a > 0 for a in cells),
+        "n_less": sum(a < 0 for a in cells),
+        "scope": _scope_text(n_kinds, len({p["depth"] for p in pairs})),
+        "pairs": _pair_text(pairs),
+    }
     some = min(max(cells), -min(cells)) if cells else None
-    return [every(f"{prefix}.every_cell", lead["every_cell"], cells, **values),
-            Claim(f"{prefix}.some_cells", lead["some_cells"], some, values),
-            every(f"{prefix}.no_cell", lead["no_cell"], [-a for a in cells], **values)]
+    return [
+        every(f"{prefix}.every_cell", lead["every_cell"], cells, **values),
+        Claim(f"{prefix}.some_cells", lead["some_cells"], some, values),
+        every(f"{prefix}.no_cell", lead["no_cell"], [-a for a in cells], **values),
+    ]
 
 
-def _floor_claims(population: str, opening: str, pairs: Sequence[Mapping[str, Any]],
-                  trained: Sequence[str]) -> list[Claim]:
+def _floor_claims(
+    population: str, opening: str, pairs: Sequence[Mapping[str, Any]], trained: Sequence[str]
+) -> list[Claim]:
     """Per φ kind and direction, merged over ``pairs``: where its bootstrap intervals lie against the target's floor.
     Margins over the layer cells, from ``g`` = the interval's gap above the floor's (``above_gap``) or below it
     (``below_gap``): ``above_every`` min(g); ``above_partly`` (above at some but not every layer)
@@ -248,10 +311,16 @@ def _floor_claims(population: str, opening: str, pairs: Sequence[Mapping[str, An
             parts = [s[key] for s in sides]
             n = sum(p["n"] for p in parts)
             counts = {"above": sum(p["above_floor"] for p in parts), "below": sum(p["below_floor"] for p in parts)}
-            values = {"penalty": span_of(v for p in parts for v in (p["penalty_span"] or [])),
-                      "excess": span_of(v for p in parts for v in (p["excess_span"] or [])), "n": n, **counts}
-            head = (f"{opening}, {label} φ stitching {direction} costs {{penalty:+3}} nats/token ({{excess:+3}} "
-                    f"relative to {target}'s floor), its interval ")
+            values = {
+                "penalty": span_of(v for p in parts for v in (p["penalty_span"] or [])),
+                "excess": span_of(v for p in parts for v in (p["excess_span"] or [])),
+                "n": n,
+                **counts,
+            }
+            head = (
+                f"{opening}, {label} φ stitching {direction} costs {{penalty:+3}} nats/token ({{excess:+3}} "
+                f"relative to {target}'s floor), its interval "
+            )
             has_gaps = all("above_gap" in p and "below_gap" in p for p in parts)
             margins: dict[str, float | None] = {}
             for side in ("above", "below"):
@@ -270,14 +339,19 @@ def _floor_claims(population: str, opening: str, pairs: Sequence[Mapping[str, An
                 margins["within"] = -max(found) if found and len(found) == len(gaps) else None
             else:
                 margins["within"] = _flag(n > 0 and counts["above"] == counts["below"] == 0)
-            texts = {"above_every": f"above {target}'s floor at every layer ({{above:d}} of {{n:d}})",
-                     "above_partly": f"above {target}'s floor at {{above:d}} of {{n:d}} layers",
-                     "below_every": f"below {target}'s floor at every layer ({{below:d}} of {{n:d}})",
-                     "below_partly": f"below {target}'s floor at {{below:d}} of {{n:d}} layers",
-                     "within": f"overlapping {target}'s floor at every layer ({{n:d}})"}
+            texts = {
+                "above_every": f"above {target}'s floor at every layer ({{above:d}} of {{n:d}})",
+                "above_partly": f"above {target}'s floor at {{above:d}} of {{n:d}} layers",
+                "below_every": f"below {target}'s floor at every layer ({{below:d}} of {{n:d}})",
+                "below_partly": f"below {target}'s floor at {{below:d}} of {{n:d}} layers",
+                "within": f"overlapping {target}'s floor at every layer ({{n:d}})",
+            }
             for relation, text in texts.items():
-                claims.append(Claim(f"stitching.floor.{population}.{kind}.{word}.{relation}", head + text,
-                                    margins[relation], values))
+                claims.append(
+                    Claim(
+                        f"stitching.floor.{population}.{kind}.{word}.{relation}", head + text, margins[relation], values
+                    )
+                )
     return claims
 
 
@@ -320,38 +394,76 @@ def claims_stitching(findings: Mapping[str, Any]) -> list[Claim]:
     control = [p for p in st.get("control") or [] if p.get("kinds")]
     claims: list[Claim] = []
     if sg:
-        claims += _asymmetry_claims("stitching.asymmetry", sg, trained, {
-            "every_cell": "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at "
-                          "every layer{scope} — " + BROWN + " (by {asymmetry:+3} nats/token per layer cell)",
-            "some_cells": "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at "
-                          "{n_more:d} of {n:d} layer cells (φ kinds × depths × layers) and less at {n_less:d} — "
-                          + BROWN + " holds only in part",
-            "no_cell": "Over their floors, SoLU's features stitched into GeLU cost less than GeLU's into SoLU at every "
-                       "one of {n:d} layer cells — not " + BROWN})
+        claims += _asymmetry_claims(
+            "stitching.asymmetry",
+            sg,
+            trained,
+            {
+                "every_cell": "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at "
+                "every layer{scope} — " + BROWN + " (by {asymmetry:+3} nats/token per layer cell)",
+                "some_cells": "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at "
+                "{n_more:d} of {n:d} layer cells (φ kinds × depths × layers) and less at {n_less:d} — "
+                + BROWN
+                + " holds only in part",
+                "no_cell": "Over their floors, SoLU's features stitched into GeLU cost less than GeLU's into SoLU at every "
+                "one of {n:d} layer cells — not " + BROWN,
+            },
+        )
     if control:
-        claims += _asymmetry_claims("stitching.control_asymmetry", control, trained, {
-            "every_cell": "The same-seed control ({pairs}) keeps the asymmetry over the floors at every layer{scope} "
-                          "(by {asymmetry:+3} nats/token per layer cell)",
-            "some_cells": "The same-seed control ({pairs}) keeps the asymmetry over the floors at {n_more:d} of {n:d} "
-                          "layer cells and reverses it at {n_less:d}",
-            "no_cell": "The same-seed control ({pairs}) loses the asymmetry: over the floors SoLU→GeLU costs less "
-                       "than GeLU→SoLU at every one of {n:d} layer cells"})
+        claims += _asymmetry_claims(
+            "stitching.control_asymmetry",
+            control,
+            trained,
+            {
+                "every_cell": "The same-seed control ({pairs}) keeps the asymmetry over the floors at every layer{scope} "
+                "(by {asymmetry:+3} nats/token per layer cell)",
+                "some_cells": "The same-seed control ({pairs}) keeps the asymmetry over the floors at {n_more:d} of {n:d} "
+                "layer cells and reverses it at {n_less:d}",
+                "no_cell": "The same-seed control ({pairs}) loses the asymmetry: over the floors SoLU→GeLU costs less "
+                "than GeLU→SoLU at every one of {n:d} layer cells",
+            },
+        )
         depths = {c["depth"] for c in control}
-        c_mean = [m for p in control for k in trained if k in p["kinds"]
-                  if (m := p["kinds"][k].get("mean_asymmetry")) is not None]
-        sg_mean = [m for p in sg if p["depth"] in depths for k in trained if k in p["kinds"]
-                   if (m := p["kinds"][k].get("mean_asymmetry")) is not None]
+        c_mean = [
+            m
+            for p in control
+            for k in trained
+            if k in p["kinds"]
+            if (m := p["kinds"][k].get("mean_asymmetry")) is not None
+        ]
+        sg_mean = [
+            m
+            for p in sg
+            if p["depth"] in depths
+            for k in trained
+            if k in p["kinds"]
+            if (m := p["kinds"][k].get("mean_asymmetry")) is not None
+        ]
         control_mean = float(np.mean(c_mean)) if c_mean else None
         between_mean = float(np.mean(sg_mean)) if sg_mean else None
         values: dict[str, Any] = {"control": control_mean, "between": between_mean, "pairs": _pair_text(control)}
-        claims.append(greater("stitching.control_asymmetry.smaller",
-                              "The same-seed control's asymmetry over the floors is smaller (SoLU→GeLU less GeLU→SoLU, "
-                              "{control:+3} nats/token on average) than that of SoLU and GeLU with different seeds at "
-                              "the same depth ({between:+3})", between_mean, control_mean, **values))
-        claims.append(greater("stitching.control_asymmetry.larger",
-                              "The same-seed control's asymmetry over the floors is larger (SoLU→GeLU less GeLU→SoLU, "
-                              "{control:+3} nats/token on average) than that of SoLU and GeLU with different seeds at "
-                              "the same depth ({between:+3})", control_mean, between_mean, **values))
+        claims.append(
+            greater(
+                "stitching.control_asymmetry.smaller",
+                "The same-seed control's asymmetry over the floors is smaller (SoLU→GeLU less GeLU→SoLU, "
+                "{control:+3} nats/token on average) than that of SoLU and GeLU with different seeds at "
+                "the same depth ({between:+3})",
+                between_mean,
+                control_mean,
+                **values,
+            )
+        )
+        claims.append(
+            greater(
+                "stitching.control_asymmetry.larger",
+                "The same-seed control's asymmetry over the floors is larger (SoLU→GeLU less GeLU→SoLU, "
+                "{control:+3} nats/token on average) than that of SoLU and GeLU with different seeds at "
+                "the same depth ({between:+3})",
+                control_mean,
+                between_mean,
+                **values,
+            )
+        )
     seen: set[str] = set()
     for pair in [*sg, *control]:
         same = "the same-seed " if pair.get("same_seed") else ""
@@ -363,17 +475,28 @@ def claims_stitching(findings: Mapping[str, Any]) -> list[Claim]:
             if key in seen:
                 continue
             seen.add(key)
-            values = {"asymmetry": span_of(cells), "kind": KIND_LABELS.get(kind, kind), "solu": pair["solu"],
-                      "gelu": pair["gelu"]}
+            values = {
+                "asymmetry": span_of(cells),
+                "kind": KIND_LABELS.get(kind, kind),
+                "solu": pair["solu"],
+                "gelu": pair["gelu"],
+            }
             which = "{kind} φ between `{solu}` and " + same + "`{gelu}`"
             for name, lead, margin in (
-                    ("asymmetry", "SoLU→GeLU stitching costs more than GeLU→SoLU", min(cells) if cells else None),
-                    ("asymmetry_reversed", "GeLU→SoLU stitching costs more than SoLU→GeLU",
-                     -max(cells) if cells else None)):
+                ("asymmetry", "SoLU→GeLU stitching costs more than GeLU→SoLU", min(cells) if cells else None),
+                ("asymmetry_reversed", "GeLU→SoLU stitching costs more than SoLU→GeLU", -max(cells) if cells else None),
+            ):
                 group = f"Over its floor, {lead} at every layer with"
-                claims.append(Claim(f"stitching.{name}.{key}",
-                                    f"{group} {which}, by {{asymmetry:+3}} nats/token (SoLU→GeLU less GeLU→SoLU)",
-                                    margin, values, group, which + " ({asymmetry:+3})"))
+                claims.append(
+                    Claim(
+                        f"stitching.{name}.{key}",
+                        f"{group} {which}, by {{asymmetry:+3}} nats/token (SoLU→GeLU less GeLU→SoLU)",
+                        margin,
+                        values,
+                        group,
+                        which + " ({asymmetry:+3})",
+                    )
+                )
     for key, population, opening in POPULATIONS:
         pairs = sg if key == "solu_gelu" else control
         claims += _floor_claims(population, opening, pairs, trained)
@@ -390,21 +513,34 @@ def _self_claims(st: Mapping[str, Any]) -> list[Claim]:
         return []
     share = own["n_negative"] / own["n"]
     steps = f" ({ints_text(own['zoo_steps'])} training steps)" if own.get("zoo_steps") else ""
-    values = {"span": own.get("span"), "n_negative": own["n_negative"], "n": own["n"],
-              "train_tokens": ints_text(st.get("train_tokens"))}
+    values = {
+        "span": own.get("span"),
+        "n_negative": own["n_negative"],
+        "n": own["n"],
+        "train_tokens": ints_text(st.get("train_tokens")),
+    }
     claims = [
-        Claim("stitching.self_floor.mostly_below_zero",
-              "Most self-stitching floors are below zero ({n_negative:d} of {n:d}; {span:+3} nats/token): with "
-              "{train_tokens} training tokens a trained φ on an under-trained model" + steps + " acts as a little "
-              "extra training, so penalties down to the floor are not a gain from the other model", share - 0.5,
-              values),
-        Claim("stitching.self_floor.mostly_not_below_zero",
-              "Most self-stitching floors are not below zero (below at {n_negative:d} of {n:d}; {span:+3} nats/token)",
-              0.5 - share, values)]
+        Claim(
+            "stitching.self_floor.mostly_below_zero",
+            "Most self-stitching floors are below zero ({n_negative:d} of {n:d}; {span:+3} nats/token): with "
+            "{train_tokens} training tokens a trained φ on an under-trained model" + steps + " acts as a little "
+            "extra training, so penalties down to the floor are not a gain from the other model",
+            share - 0.5,
+            values,
+        ),
+        Claim(
+            "stitching.self_floor.mostly_not_below_zero",
+            "Most self-stitching floors are not below zero (below at {n_negative:d} of {n:d}; {span:+3} nats/token)",
+            0.5 - share,
+            values,
+        ),
+    ]
     if trained:
         layer0 = [v["layer0"] for v in trained.values() if v.get("layer0")]
-        values = {"layer0": span_of(x for span in layer0 for x in span), "kinds": list_text(
-            [KIND_LABELS.get(k, k) for k in trained])}
+        values = {
+            "layer0": span_of(x for span in layer0 for x in span),
+            "kinds": list_text([KIND_LABELS.get(k, k) for k in trained]),
+        }
         lowest: float | None
         if all(v.get("by_layer") for v in trained.values()):
             gaps: list[float] = []
@@ -417,21 +553,38 @@ def _self_claims(st: Mapping[str, Any]) -> list[Claim]:
         else:
             lowest = _flag(all(v.get("lowest_layer") == 0 for v in trained.values()))
         claims += [
-            Claim("stitching.self_floor.lowest_at_embeddings",
-                  "The self-stitching floors are lowest at the embeddings (layer 0: {layer0:+3} nats/token) with "
-                  "every φ kind ({kinds})", lowest, values),
-            Claim("stitching.self_floor.lowest_past_embeddings",
-                  "With some φ kind the self-stitching floors are not lowest at the embeddings (layer 0: {layer0:+3} "
-                  "nats/token)", None if lowest is None else -lowest, values)]
+            Claim(
+                "stitching.self_floor.lowest_at_embeddings",
+                "The self-stitching floors are lowest at the embeddings (layer 0: {layer0:+3} nats/token) with "
+                "every φ kind ({kinds})",
+                lowest,
+                values,
+            ),
+            Claim(
+                "stitching.self_floor.lowest_past_embeddings",
+                "With some φ kind the self-stitching floors are not lowest at the embeddings (layer 0: {layer0:+3} "
+                "nats/token)",
+                None if lowest is None else -lowest,
+                values,
+            ),
+        ]
         if layer0:
             high = max(span[1] for span in layer0)
             claims += [
-                Claim("stitching.self_floor.gain_at_embeddings",
-                      "At the embeddings (layer 0) every self-stitching floor is below zero ({layer0:+3} nats/token): "
-                      "a gain", -high, values),
-                Claim("stitching.self_floor.no_gain_at_embeddings",
-                      "At the embeddings (layer 0) not every self-stitching floor is below zero ({layer0:+3} "
-                      "nats/token)", high, values)]
+                Claim(
+                    "stitching.self_floor.gain_at_embeddings",
+                    "At the embeddings (layer 0) every self-stitching floor is below zero ({layer0:+3} nats/token): "
+                    "a gain",
+                    -high,
+                    values,
+                ),
+                Claim(
+                    "stitching.self_floor.no_gain_at_embeddings",
+                    "At the embeddings (layer 0) not every self-stitching floor is below zero ({layer0:+3} nats/token)",
+                    high,
+                    values,
+                ),
+            ]
     return claims
 
 
@@ -444,11 +597,22 @@ def _identity_claims(st: Mapping[str, Any]) -> list[Claim]:
     own = (st.get("self") or {}).get("identity_max_abs")
     itself = "n/a" if own is None else "exactly 0" if own == 0 else f"at most {number_text(own, 3)}"
     values = {"between": between, "control": control, "itself": itself}
-    return [greater("stitching.identity.control_below_between",
-                    "Identity stitching costs {itself} for a model with itself and {between} nats/token between SoLU "
-                    "and GeLU with different seeds, {control} for the same-seed control: identity stitching between "
-                    "two separately trained models measures mostly their initialisation", between[0], control[1],
-                    **values),
-            greater("stitching.identity.control_not_below_between",
-                    "Identity stitching's penalties for the same-seed control ({control} nats/token) reach those "
-                    "between SoLU and GeLU with different seeds ({between})", control[1], between[0], **values)]
+    return [
+        greater(
+            "stitching.identity.control_below_between",
+            "Identity stitching costs {itself} for a model with itself and {between} nats/token between SoLU "
+            "and GeLU with different seeds, {control} for the same-seed control: identity stitching between "
+            "two separately trained models measures mostly their initialisation",
+            between[0],
+            control[1],
+            **values,
+        ),
+        greater(
+            "stitching.identity.control_not_below_between",
+            "Identity stitching's penalties for the same-seed control ({control} nats/token) reach those "
+            "between SoLU and GeLU with different seeds ({between})",
+            control[1],
+            between[0],
+            **values,
+        ),
+    ]

@@ -17,11 +17,11 @@ from thinkalike.run_clock import format_seconds
 
 #: Numbers from the papers the findings are compared with (not measured here).
 LITERATURE: dict[str, Any] = {
-    "mlem_spearman": 0.7,                   # Jalouzot et al. 2024: held-out Spearman > 0.7 on BERT, GPT-2, Mamba
-    "keep_k_transpose": 0.83,               # Dar et al. 2022 appendix A, GPT-2: E' = E^T at k ≈ 1000 ...
-    "keep_k_pinv": 0.10,                    # ... against E' = E^+
+    "mlem_spearman": 0.7,  # Jalouzot et al. 2024: held-out Spearman > 0.7 on BERT, GPT-2, Mamba
+    "keep_k_transpose": 0.83,  # Dar et al. 2022 appendix A, GPT-2: E' = E^T at k ≈ 1000 ...
+    "keep_k_pinv": 0.10,  # ... against E' = E^+
     "keep_k_k": 1000,
-    "keep_k_vocabulary": 50257,             # GPT-2's vocabulary
+    "keep_k_vocabulary": 50257,  # GPT-2's vocabulary
     "mccoy_ood_non_entailed": [0.05, 0.55],  # McCoy et al. 2020, 100 BERTs on HANS lexical overlap, non-entailed
 }
 

@@ -33,7 +33,7 @@ PIPELINE_ORDER = ("corpus", "zoo", "activations", "stitching", "cka", "mlem", "e
 
 
 def _controls(mlem: Mapping[str, Any]) -> str:
-    """" and N untrained control(s)" when MLEM also fitted untrained controls, else ""."""
+    """ " and N untrained control(s)" when MLEM also fitted untrained controls, else ""."""
     controls = mlem.get("untrained") or []
     return f" and {plural_text(len(controls), 'untrained control')}" if controls else ""
 
@@ -43,9 +43,18 @@ def collect_corpus(tables: Mapping[str, Any]) -> dict[str, Any]:
     statistics = tables.get("corpus_statistics")
     if not isinstance(statistics, Mapping):
         return missing_section("corpus_statistics")
-    return {key: statistics.get(key) for key in ("n_sentences", "vocab_size", "n_train_sequences",
-                                                 "n_heldout_sequences", "n_evaluation_texts", "n_evaluation_tokens",
-                                                 "unigram_entropy_nats")}
+    return {
+        key: statistics.get(key)
+        for key in (
+            "n_sentences",
+            "vocab_size",
+            "n_train_sequences",
+            "n_heldout_sequences",
+            "n_evaluation_texts",
+            "n_evaluation_tokens",
+            "unigram_entropy_nats",
+        )
+    }
 
 
 def collect_zoo(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> dict[str, Any]:
@@ -54,11 +63,15 @@ def collect_zoo(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> dic
     if summary is None or summary.empty:
         return missing_section("zoo_summary")
     margin = (parameters.get("zoo") or {}).get("baseline_margin")
-    return {"n_models": len(summary), "models": list(summary["model"]),
-            "min_improvement": as_float(summary["improvement"].min()),
-            "max_improvement": as_float(summary["improvement"].max()),
-            "n_beat_margin": int(summary["beats_baseline"].astype(bool).sum()), "margin": as_float(margin),
-            "steps": {str(m): int(s) for m, s in zip(summary["model"], summary["steps"])}}
+    return {
+        "n_models": len(summary),
+        "models": list(summary["model"]),
+        "min_improvement": as_float(summary["improvement"].min()),
+        "max_improvement": as_float(summary["improvement"].max()),
+        "n_beat_margin": int(summary["beats_baseline"].astype(bool).sum()),
+        "margin": as_float(margin),
+        "steps": {str(m): int(s) for m, s in zip(summary["model"], summary["steps"])},
+    }
 
 
 def collect_timing(tables: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,25 +80,38 @@ def collect_timing(tables: Mapping[str, Any]) -> dict[str, Any]:
     if table is None or table.empty:
         return missing_section("run_timings")
     totals = pipeline_totals(table)
-    pipelines = {str(row["pipeline"]): {"seconds": as_float(row["seconds"], 3), "nodes": int(row["nodes"])}
-                 for row in totals.to_dict("records") if row["pipeline"] not in (RUN_PIPELINE, TOTAL)}
+    pipelines = {
+        str(row["pipeline"]): {"seconds": as_float(row["seconds"], 3), "nodes": int(row["nodes"])}
+        for row in totals.to_dict("records")
+        if row["pipeline"] not in (RUN_PIPELINE, TOTAL)
+    }
     total = totals[totals["pipeline"] == TOTAL].iloc[0]
     started = pd.to_datetime(table["started_at"], utc=True)
     nodes = table[table["node"] != START_ROW]
     function = nodes["node"].astype(str).str.rsplit(".", n=1).str[-1]
     nli = nodes["pipeline"] == "nli"
-    parts = {"encoder": ["pretrain_encoder"], "copies": ["finetune_copy"],
-             "stitching": ["stitch_from_copy", "summarise_stitching"]}
-    nli_parts = {part: as_float(nodes.loc[nli & function.isin(names), "span_seconds"].sum(), 3)
-                 for part, names in parts.items()}
+    parts = {
+        "encoder": ["pretrain_encoder"],
+        "copies": ["finetune_copy"],
+        "stitching": ["stitch_from_copy", "summarise_stitching"],
+    }
+    nli_parts = {
+        part: as_float(nodes.loc[nli & function.isin(names), "span_seconds"].sum(), 3) for part, names in parts.items()
+    }
     named = [name for names in parts.values() for name in names]
     nli_parts["rest"] = as_float(nodes.loc[nli & ~function.isin(named), "span_seconds"].sum(), 3)
     workers = nodes["worker"].fillna("").astype(str) if "worker" in nodes else pd.Series([], dtype=str)
-    return {"date": started.min().strftime("%Y-%m-%d"), "started_at": started.min().isoformat(),
-            "workers": int(workers[workers != ""].nunique()), "most_at_once": most_at_once(nodes),
-            "total_seconds": as_float(total["seconds"], 3), "peak_rss_mb": as_float(table["peak_rss_mb"].max(), 1),
-            "failed_nodes": int((table["status"] == "failed").sum()), "pipelines": pipelines,
-            "nli_parts": nli_parts if nli.any() else None}
+    return {
+        "date": started.min().strftime("%Y-%m-%d"),
+        "started_at": started.min().isoformat(),
+        "workers": int(workers[workers != ""].nunique()),
+        "most_at_once": most_at_once(nodes),
+        "total_seconds": as_float(total["seconds"], 3),
+        "peak_rss_mb": as_float(table["peak_rss_mb"].max(), 1),
+        "failed_nodes": int((table["status"] == "failed").sum()),
+        "pipelines": pipelines,
+        "nli_parts": nli_parts if nli.any() else None,
+    }
 
 
 def _zoo_composition(findings: Mapping[str, Any]) -> str:
@@ -95,28 +121,47 @@ def _zoo_composition(findings: Mapping[str, Any]) -> str:
     if depths:
         parts.append(f"SoLU and GeLU bridges at {list_text([str(d) for d in depths])} layers with different seeds")
     if roles["control"]:
-        parts.append("a SoLU with GeLU's seed as a control" if len(roles["control"]) == 1
-                     else f"{len(roles['control'])} SoLUs with GeLU's seed as controls")
+        parts.append(
+            "a SoLU with GeLU's seed as a control"
+            if len(roles["control"]) == 1
+            else f"{len(roles['control'])} SoLUs with GeLU's seed as controls"
+        )
     replicas = [g for g in roles["replicas"] if g["kind"] in ("gelu", "solu")]
     if replicas:
-        parts.append(list_text([f"{len(g['models'])} {g['depth']}-layer" for g in replicas])
-                     + " GeLU seed replicas" if all(g["kind"] == "gelu" for g in replicas)
-                     else list_text([f"{len(g['models'])} {g['depth']}-layer {g['kind']}" for g in replicas])
-                     + " seed replicas")
+        parts.append(
+            list_text([f"{len(g['models'])} {g['depth']}-layer" for g in replicas]) + " GeLU seed replicas"
+            if all(g["kind"] == "gelu" for g in replicas)
+            else list_text([f"{len(g['models'])} {g['depth']}-layer {g['kind']}" for g in replicas]) + " seed replicas"
+        )
     if roles["gpt_neox"]:
-        text = (f"a GPT-NeoX family of {len(roles['gpt_neox'])} sizes" if len(roles["gpt_neox"]) > 1
-                else f"a GPT-NeoX model ({code_text(roles['gpt_neox'][0])})")
+        text = (
+            f"a GPT-NeoX family of {len(roles['gpt_neox'])} sizes"
+            if len(roles["gpt_neox"]) > 1
+            else f"a GPT-NeoX model ({code_text(roles['gpt_neox'][0])})"
+        )
         if roles["gpt_neox_odd"]:
-            text += " of which " + list_text([f"{code_text(m)} has head dimension {roles['gpt_neox_head_dims'][m]}"
-                                          for m in roles["gpt_neox_odd"]])
+            text += " of which " + list_text(
+                [f"{code_text(m)} has head dimension {roles['gpt_neox_head_dims'][m]}" for m in roles["gpt_neox_odd"]]
+            )
         twins = roles.get("gpt_neox_twins") or {}
         if twins:
-            text += " (" + list_text([f"and {code_text(twin)}, its twin of head dimension {roles['gpt_neox_head_dims'][twin]}"
-                                  for twin in twins.values()]) + ")"
+            text += (
+                " ("
+                + list_text(
+                    [
+                        f"and {code_text(twin)}, its twin of head dimension {roles['gpt_neox_head_dims'][twin]}"
+                        for twin in twins.values()
+                    ]
+                )
+                + ")"
+            )
         parts.append(text)
     if roles["encoders"]:
-        parts.append("a BERT-style masked-LM encoder" if len(roles["encoders"]) == 1
-                     else f"{len(roles['encoders'])} masked-LM encoders")
+        parts.append(
+            "a BERT-style masked-LM encoder"
+            if len(roles["encoders"]) == 1
+            else f"{len(roles['encoders'])} masked-LM encoders"
+        )
     if roles["mamba"]:
         parts.append("a Mamba" if len(roles["mamba"]) == 1 else f"{len(roles['mamba'])} Mambas")
     if roles["others"]:
@@ -127,14 +172,17 @@ def _zoo_composition(findings: Mapping[str, Any]) -> str:
 def render_timing(findings: Mapping[str, Any]) -> str:
     """The timing paragraph: every pipeline, the total and whether it kept :data:`RUN_BUDGET_SECONDS`."""
     timing, zoo, machine = findings["timing"], findings["zoo"], findings["machine"]
-    head = (f"The default run (measured on {machine['cpu_count']} CPU cores, {machine['system']} "
-            f"{machine['architecture']}")
+    head = (
+        f"The default run (measured on {machine['cpu_count']} CPU cores, {machine['system']} {machine['architecture']}"
+    )
     workers = findings["timing"].get("workers") or 0
     if workers > 1:
         at_once = findings["timing"].get("most_at_once")
         busy = f", at most {at_once} at work at once" if at_once and at_once < workers else ""
-        head += (f"; `--runner thinkalike.runners.DaskRunner`, {workers} worker processes{busy}: a pipeline's time is "
-                 "its nodes' work summed over the workers, the run's is its wall-clock time")
+        head += (
+            f"; `--runner thinkalike.runners.DaskRunner`, {workers} worker processes{busy}: a pipeline's time is "
+            "its nodes' work summed over the workers, the run's is its wall-clock time"
+        )
     head += ")"
     if "missing" in timing:
         return head + ": no `run_timings` table in these outputs, so no timings."
@@ -144,15 +192,30 @@ def render_timing(findings: Mapping[str, Any]) -> str:
     stitching, cka, mlem, nli = findings["stitching"], findings["cka"], findings["mlem"], findings["nli"]
     # each pipeline: (what it did, before its time; details after its time)
     described: dict[str, tuple[str, str]] = {
-        "zoo": ((f"zoo of {plural_text(zoo['n_models'], 'model')}", f" ({_zoo_composition(findings)}), "
-                 + _zoo_margin(zoo)) if "n_models" in zoo else ("zoo", "")),
-        "stitching": ((f"stitching ({int_text(stitching['n_stitches'])} stitches, {int_text(stitching['n_trained'])} of them "
-                       f"trained on {ints_text(stitching['train_tokens'])} tokens)", "")
-                      if "n_stitches" in stitching else ("stitching", "")),
+        "zoo": (
+            (f"zoo of {plural_text(zoo['n_models'], 'model')}", f" ({_zoo_composition(findings)}), " + _zoo_margin(zoo))
+            if "n_models" in zoo
+            else ("zoo", "")
+        ),
+        "stitching": (
+            (
+                f"stitching ({int_text(stitching['n_stitches'])} stitches, {int_text(stitching['n_trained'])} of them "
+                f"trained on {ints_text(stitching['train_tokens'])} tokens)",
+                "",
+            )
+            if "n_stitches" in stitching
+            else ("stitching", "")
+        ),
         "cka": (f"CKA of {plural_text(cka['n_pairs'], 'pair')}" if "n_pairs" in cka else "CKA", ""),
-        "mlem": ((f"MLEM of {plural_text(mlem['n_models'], 'model')}{_controls(mlem)} "
-                  f"({mlem['n_layers'] + sum(c['n_layers'] for c in mlem.get('untrained') or [])} layers in all)", "")
-                 if "n_models" in mlem else ("MLEM", "")),
+        "mlem": (
+            (
+                f"MLEM of {plural_text(mlem['n_models'], 'model')}{_controls(mlem)} "
+                f"({mlem['n_layers'] + sum(c['n_layers'] for c in mlem.get('untrained') or [])} layers in all)",
+                "",
+            )
+            if "n_models" in mlem
+            else ("MLEM", "")
+        ),
         "embedding": ("embedding space (readings, keep-k, alignment, fine-tuning, zero-shot stitching)", ""),
         "nli": ("the NLI experiment", ""),
     }
@@ -165,18 +228,22 @@ def render_timing(findings: Mapping[str, Any]) -> str:
         if name == "nli" and parts:
             copies = nli.get("n_copies")
             ordered = (nli.get("stitching") or {}).get("n_ordered_pairs")
-            after = (f" (encoder {seconds_text(parts['encoder'])}, "
-                     f"{plural_text(copies, 'copy', 'copies') if copies is not None else 'copies'} "
-                     f"{seconds_text(parts['copies'])}, identity stitching"
-                     f"{f' of {ordered} ordered pairs' if ordered else ''} {seconds_text(parts['stitching'])}, pairs, "
-                     f"accuracy, CKA, sweep and report {seconds_text(parts['rest'])})")
+            after = (
+                f" (encoder {seconds_text(parts['encoder'])}, "
+                f"{plural_text(copies, 'copy', 'copies') if copies is not None else 'copies'} "
+                f"{seconds_text(parts['copies'])}, identity stitching"
+                f"{f' of {ordered} ordered pairs' if ordered else ''} {seconds_text(parts['stitching'])}, pairs, "
+                f"accuracy, CKA, sweep and report {seconds_text(parts['rest'])})"
+            )
         items.append(f"{before} {seconds_text(pipelines[name]['seconds'])}{after}")
     missing = [name for name in PIPELINE_ORDER if name not in pipelines]
     total = timing["total_seconds"]
     budget = findings["budget_seconds"]
-    text = (f"{head}: " + "; ".join(items) + f" — {seconds_text(total)} in all (measured {timing['date']}, "
-            f"{number_text((timing['peak_rss_mb'] or 0) / 1024, 1)} GB peak memory; its budget: "
-            f"{budget // 60} minutes)")
+    text = (
+        f"{head}: " + "; ".join(items) + f" — {seconds_text(total)} in all (measured {timing['date']}, "
+        f"{number_text((timing['peak_rss_mb'] or 0) / 1024, 1)} GB peak memory; its budget: "
+        f"{budget // 60} minutes)"
+    )
     if missing:
         text += f". Not timed in this run: {list_text(missing)}"
     if timing["failed_nodes"]:
@@ -186,8 +253,10 @@ def render_timing(findings: Mapping[str, Any]) -> str:
 
 def _zoo_margin(zoo: Mapping[str, Any]) -> str:
     """The zoo models' improvement on the corpus unigram entropy (whether each beats the margin is a claim)."""
-    return (f"each model {number_text(zoo['min_improvement'] * 100, 0)}–{number_text(zoo['max_improvement'] * 100, 0)} % "
-            "below the corpus unigram entropy on held-out text")
+    return (
+        f"each model {number_text(zoo['min_improvement'] * 100, 0)}–{number_text(zoo['max_improvement'] * 100, 0)} % "
+        "below the corpus unigram entropy on held-out text"
+    )
 
 
 def claims_timing(findings: Mapping[str, Any]) -> list[Claim]:
@@ -196,17 +265,33 @@ def claims_timing(findings: Mapping[str, Any]) -> list[Claim]:
     claims = []
     zoo = findings.get("zoo") or {}
     if "n_models" in zoo and zoo.get("margin") is not None:
-        claims.append(Claim("zoo.beats_unigram_margin",
-                            "Every zoo model's held-out loss is at least {margin:%} below the corpus unigram entropy "
-                            "(the least improvement: {least:%})",
-                            zoo["min_improvement"] - zoo["margin"],
-                            {"margin": zoo["margin"], "least": zoo["min_improvement"]}))
+        claims.append(
+            Claim(
+                "zoo.beats_unigram_margin",
+                "Every zoo model's held-out loss is at least {margin:%} below the corpus unigram entropy "
+                "(the least improvement: {least:%})",
+                zoo["min_improvement"] - zoo["margin"],
+                {"margin": zoo["margin"], "least": zoo["min_improvement"]},
+            )
+        )
     timing = findings.get("timing") or {}
     if timing.get("total_seconds") is not None:
         budget = findings["budget_seconds"]
         values = {"minutes": timing["total_seconds"] / 60, "budget": budget // 60}
-        claims.append(Claim("timing.within_budget", "The default run takes {minutes:1} min on this machine, within "
-                            "its {budget:d}-minute budget", (budget - timing["total_seconds"]) / 60, values))
-        claims.append(Claim("timing.over_budget", "The default run takes {minutes:1} min on this machine, over its "
-                            "{budget:d}-minute budget", (timing["total_seconds"] - budget) / 60, values))
+        claims.append(
+            Claim(
+                "timing.within_budget",
+                "The default run takes {minutes:1} min on this machine, within its {budget:d}-minute budget",
+                (budget - timing["total_seconds"]) / 60,
+                values,
+            )
+        )
+        claims.append(
+            Claim(
+                "timing.over_budget",
+                "The default run takes {minutes:1} min on this machine, over its {budget:d}-minute budget",
+                (timing["total_seconds"] - budget) / 60,
+                values,
+            )
+        )
     return claims
