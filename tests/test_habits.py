@@ -14,52 +14,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_ruff_finds_nothing():
-    if importlib.util.find_spec("ruff") is None:
-        pytest.skip('ruff comes with the dev extra: pip install -e ".[dev]"')
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ruff",
-            "check",
-            "--no-cache",
-            "--output-format",
-            "concise",
-            "src",
-            "tests",
-            "benchmarks",
-            "scripts",
-            "notebooks",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, f"ruff check:\n{result.stdout}{result.stderr}"
+PATHS = ("src", "tests", "benchmarks", "scripts", "notebooks")
+RUFF_CHECKS = {
+    "lint": ["check", "--no-cache", "--output-format", "concise"],
+    "format": ["format", "--check", "--no-cache"],  # `ruff format` applies it
+}
 
 
-def test_ruff_format_changes_nothing():
+@pytest.mark.parametrize("check", sorted(RUFF_CHECKS))
+def test_ruff_finds_nothing(check):
     if importlib.util.find_spec("ruff") is None:
         pytest.skip('ruff comes with the dev extra: pip install -e ".[dev]"')
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ruff",
-            "format",
-            "--check",
-            "--no-cache",
-            "src",
-            "tests",
-            "benchmarks",
-            "scripts",
-            "notebooks",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, f"ruff format --check (run `ruff format` to apply):\n{result.stdout}{result.stderr}"
+    command = [sys.executable, "-m", "ruff", *RUFF_CHECKS[check], *PATHS]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"{' '.join(command[2:])}:\n{result.stdout}{result.stderr}"

@@ -79,7 +79,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -102,8 +102,20 @@ from thinkalike.models.alignment import aligned_minibatches
 from thinkalike.models.handle import ModelSourceError
 from thinkalike.models.sources import is_initialisation
 
-if TYPE_CHECKING:  # annotations only: the cka package imports this one's measures, not the reverse
-    from thinkalike.cka.settings import CKASettings
+
+class RowSettings(Protocol):
+    """What forming a pair's rows reads of the CKA settings (``CKASettings`` of the cka package, which imports this
+    module's measures: a structural type here, so that the import runs one way)."""
+
+    @property
+    def pooling(self) -> str: ...
+
+    @property
+    def batch_tokens(self) -> int: ...
+
+    @property
+    def exclude_special_tokens(self) -> bool: ...
+
 
 TABLE_COLUMNS = [
     "model_a",
@@ -344,7 +356,7 @@ def aligned_rows(
     index_a: pd.DataFrame,
     store_b: ActivationStore,
     index_b: pd.DataFrame,
-    settings: CKASettings,
+    settings: RowSettings,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every aligned row of the pair, ``(La, n, da)`` and ``(Lb, n, db)``, as the CKA pipeline forms them."""
     batches = list(
@@ -367,7 +379,7 @@ def measures_long_table(
     acts_a: np.ndarray,
     acts_b: np.ndarray | None,
     measures: MeasureSettings,
-    cka: CKASettings,
+    cka: RowSettings,
     *,
     model_a: str,
     model_b: str,
