@@ -112,7 +112,7 @@ def test_cka_and_report(outputs):
         distance_sentence(outputs["cka_group_distances"]),
     ):
         assert sentence in report
-    assert outputs["sweep"]["status"].iloc[0] in ("not_needed", "swept")
+    assert outputs["sweep"]["status"].iloc[0] == "swept"  # conf/test: nli.sweep.run is true
 
 
 def test_plotly_page_shows_the_tables_numbers(outputs):
@@ -134,7 +134,9 @@ def test_plotly_page_shows_the_tables_numbers(outputs):
 # --------------------------------------------------------------------------- sweep and errors
 
 
-def test_the_sweep_runs_only_when_the_seeds_do_not_spread(tiny_project, outputs):
+def test_the_sweep_decision_is_a_setting_that_round_off_cannot_flip(tiny_project, outputs):
+    """Whether the sweep runs is nli.sweep.run alone: copies whose spread sits a round-off either side of
+    nli.min_spread get the same decision (before, a spread of min_spread - 1e-12 swept and min_spread did not)."""
     from thinkalike.pipelines.nli.nodes import sweep_fractions
     from thinkalike.pipelines.nli.schema import validate_nli
 
@@ -145,12 +147,16 @@ def test_the_sweep_runs_only_when_the_seeds_do_not_spread(tiny_project, outputs)
         catalog.load("models.nli.encoder.model_weights"),
         catalog.load("models.nli.encoder.model_config"),
     )
-    flat = outputs["groups"].assign(ood_non_entailed_accuracy=0.0)
-    swept = sweep_fractions(flat, *args, settings=nli)
+    assert nli.sweep.run
+    just_below = outputs["groups"].assign(ood_non_entailed_accuracy=[nli.min_spread - 1e-12, 0.0, 0.0, 0.0])
+    just_above = outputs["groups"].assign(ood_non_entailed_accuracy=[nli.min_spread + 1e-12, 0.0, 0.0, 0.0])
+    swept = sweep_fractions(just_below, *args, settings=nli)
     assert (swept["status"] == "swept").all()
     assert swept.groupby("counterexample_fraction").size().to_dict() == {0.0: 2, 0.2: 2}
-    spread = outputs["groups"].assign(ood_non_entailed_accuracy=[0.9, 0.5, 0.2, 0.0])
-    assert sweep_fractions(spread, *args, settings=nli)["status"].tolist() == ["not_needed"]
+    assert (sweep_fractions(just_above, *args, settings=nli)["status"] == "swept").all()
+    off = nli.model_copy(update={"sweep": nli.sweep.model_copy(update={"run": False})})
+    for groups in (just_below, just_above):
+        assert sweep_fractions(groups, *args, settings=off)["status"].tolist() == ["not_run"]
 
 
 def test_a_sweep_copy_at_the_experiments_fraction_is_the_experiments_copy(tiny_project, outputs):

@@ -255,7 +255,7 @@ def sweep_sentence(sweep: pd.DataFrame) -> str:
     )
     best = float(per_fraction.idxmax())
     return (
-        "Counterexample-fraction sweep (the seeds did not spread): OOD non-entailed accuracy ranges "
+        "Counterexample-fraction sweep (nli.sweep.run): OOD non-entailed accuracy ranges "
         + ", ".join(f"{spread:.2f} at fraction {fraction:g}" for fraction, spread in per_fraction.items())
         + f"; the largest spread is at {best:g}, the recommended nli.pairs.counterexample_fraction."
     )

@@ -2,7 +2,7 @@
 
 ``make_pairs`` → ``pretrain_encoder`` (corpus + unlabelled pair text) → ``finetune_copy`` per copy (weights,
 config, curve, accuracy table, predictions) → ``summarise_accuracy`` (groups, distribution) →
-``sweep_fractions`` (only when the seeds do not spread) → ``stitch_from_copy`` per copy (identity stitching
+``sweep_fractions`` (only when ``nli.sweep.run`` is true) → ``stitch_from_copy`` per copy (identity stitching
 into every other copy at every layer) → ``summarise_stitching`` → ``compare_copies_cka`` (grouped copies) →
 ``write_report``. The maths and the CKA tables are in :mod:`thinkalike.nli.analysis`, the sentences in
 :mod:`thinkalike.nli.verdicts`, the figures in :mod:`thinkalike.nli.figures`; tiny models run with ``nli.threads``
@@ -234,20 +234,32 @@ def sweep_fractions(
     *,
     settings: NLIParameters,
 ) -> pd.DataFrame:
-    """When the copies' OOD non-entailed accuracies spread less than ``nli.min_spread`` (all heuristic or all
-    generalizing), fine-tunes ``nli.sweep.n_copies`` copies at every ``nli.sweep.fractions`` counterexample
-    fraction (pairs regenerated, same seeds) and tabulates their accuracies; otherwise a one-row table saying
-    why it did not run. A sweep copy at the experiment's own fraction (``nli.pairs.counterexample_fraction``)
-    has the same pairs and seeds as the experiment's copy of that index, so its row is that copy's accuracies
-    from ``groups`` (named in the note) rather than a second, identical fine-tuning."""
+    """The counterexample-fraction sweep, run exactly when ``nli.sweep.run`` is true: fine-tunes
+    ``nli.sweep.n_copies`` copies at every ``nli.sweep.fractions`` counterexample fraction (pairs regenerated,
+    same seeds) and tabulates their accuracies; otherwise a one-row table saying it was not asked for. Whether it
+    runs never turns on a result (the copies' spread, which round-off on another CPU can move across
+    ``nli.min_spread``): a spread below ``nli.min_spread`` only suggests it, in a log line. A sweep copy at the
+    experiment's own fraction (``nli.pairs.counterexample_fraction``) has the same pairs and seeds as the
+    experiment's copy of that index, so its row is that copy's accuracies from ``groups`` (named in the note)
+    rather than a second, identical fine-tuning."""
     spread, minimum = ood_spread(groups), settings.min_spread
-    if spread >= minimum:
-        note = f"the seeds spread: OOD non-entailed accuracy range {spread:.3f} >= nli.min_spread = {minimum:g}"
-        return pd.DataFrame([{"status": "not_needed", "note": note}], columns=SWEEP_COLUMNS)
+    spread_note = f"OOD non-entailed accuracy range {spread:.3f}, nli.min_spread = {minimum:g}"
+    n_finetunes = len(settings.sweep.fractions) * settings.sweep.n_copies
+    if not settings.sweep.run:
+        if spread < minimum:
+            logger.info(
+                "nli: the copies do not spread (%s); nli.sweep.run: true sweeps the counterexample fraction "
+                "(up to %d fine-tunes)",
+                spread_note,
+                n_finetunes,
+            )
+        note = f"nli.sweep.run is false ({spread_note})"
+        return pd.DataFrame([{"status": "not_run", "note": note}], columns=SWEEP_COLUMNS)
+    logger.info("nli sweep: up to %d fine-tunes (nli.sweep.fractions x nli.sweep.n_copies)", n_finetunes)
     fractions, n_copies = settings.sweep.fractions, settings.sweep.n_copies
     seeds = copy_seeds(n_copies, settings.seed)
     trained = _trained_copies(groups, settings)
-    note = f"range {spread:.3f} < nli.min_spread = {minimum:g}"
+    note = f"nli.sweep.run is true ({spread_note})"
     rows = []
     with progress_bar(len(fractions) * n_copies, "nli sweep", settings.progress) as bar:
         for fraction in fractions:

@@ -53,8 +53,12 @@ class EncoderParameters(_Section):
 
 
 class SweepParameters(_Section):
-    """``nli.sweep``: the counterexample fractions tried when the copies' OOD accuracies do not spread."""
+    """``nli.sweep``: the counterexample-fraction sweep, run exactly when ``run`` is true (a setting, never a
+    result: whether the copies' accuracies spread is a number that float round-off can move across
+    ``nli.min_spread``, so it only suggests the sweep in a log line). Its cost: ``len(fractions) × n_copies``
+    fine-tunes, less those at the experiment's own fraction (reused)."""
 
+    run: bool = False
     fractions: list[float] = Field(default_factory=lambda: [0.0, 0.05, 0.1, 0.2], min_length=1)
     n_copies: int = Field(3, ge=2)
 
