@@ -161,6 +161,17 @@ def segment_blocks(
     return best
 
 
+def best_contrast(similarity: np.ndarray, max_blocks: int = 6, *, matched: bool = False) -> float:
+    """The largest block contrast ``within − between`` of ``similarity`` over ``k = 2 … max_blocks`` blocks (of one
+    model's matrix, or matched blocks of two models' with ``matched``), whether or not it reaches a threshold: the
+    continuous quantity that :func:`segment_blocks` / :func:`cosegment_blocks` compare with ``min_contrast``. NaN
+    when no split leaves both within- and between-block pairs."""
+    candidates = (
+        best_cosegmentations(similarity, max_blocks) if matched else best_segmentations(similarity, max_blocks)
+    )
+    return max((c.contrast for c in candidates.values()), default=float("nan"))
+
+
 def _checked_rectangle(similarity: np.ndarray) -> np.ndarray:
     matrix = np.asarray(similarity, dtype=np.float64)
     if matrix.ndim != 2 or min(matrix.shape) < 2:

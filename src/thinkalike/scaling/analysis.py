@@ -39,7 +39,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from thinkalike.cka.compute import cka_matrix_from_table
-from thinkalike.measures.blocks import CoSegmentation, Segmentation, block_stability
+from thinkalike.measures.blocks import CoSegmentation, Segmentation, best_contrast, block_stability
 from thinkalike.measures.family import (
     OUTLIER_Z,
     depth_band_mean,
@@ -68,6 +68,7 @@ MEMBER_COLUMNS = [
     "block_within",
     "block_between",
     "block_same_fraction",
+    "block_contrast",
 ]
 PAIR_COLUMNS = [
     "model_a",
@@ -85,6 +86,7 @@ PAIR_COLUMNS = [
     "block_within",
     "block_between",
     "block_same_fraction",
+    "block_contrast",
 ]
 
 
@@ -268,8 +270,9 @@ def analyse_family(
     for model in everyone:
         matrix, table = _matrix(tables, model, model)
         intra[model] = matrix
+        batches = _batch_matrices(table)
         stability = block_stability(
-            _batch_matrices(table),
+            batches,
             settings.n_resamples,
             settings.seed,
             min(settings.max_blocks, len(matrix)),
@@ -284,6 +287,8 @@ def analyse_family(
             "block_within": segmentation.within,
             "block_between": segmentation.between,
             "block_same_fraction": stability.same_blocks,
+            # the largest contrast over splits of the matrix segmented (the batches' mean), structured or not
+            "block_contrast": best_contrast(np.mean(batches, axis=0), min(settings.max_blocks, len(matrix))),
         }
 
     def band(a: str, b: str) -> float:
@@ -295,8 +300,9 @@ def analyse_family(
             matrix, table = _matrix(tables, a, b)
             cells = table.set_index(["layer_a", "layer_b"])
             band_mean = depth_band_mean(matrix, low, high)
+            batches = _batch_matrices(table)
             matched = block_stability(
-                _batch_matrices(table),
+                batches,
                 settings.pair_resamples,
                 settings.seed,
                 min(settings.max_blocks, *matrix.shape),
@@ -312,6 +318,9 @@ def analyse_family(
                 "block_within": found.within,
                 "block_between": found.between,
                 "block_same_fraction": matched.same_blocks,
+                "block_contrast": best_contrast(
+                    np.mean(batches, axis=0), min(settings.max_blocks, *matrix.shape), matched=True
+                ),
             }
             for depth in settings.early_depths:
                 layer_a = relative_depth_layers(architectures[a].n_layers, [depth])[0]
@@ -373,6 +382,14 @@ def analyse_family(
         "intra_vs_size_spearman": float(rho),
         "intra_mean": {m: float(v) for m, v in zip(on_family["model"], on_family["intra_mean"])},
         "structured_members": [m for m in family if block_rows[m]["n_blocks"] > 1],
+        "min_contrast": float(settings.min_contrast),
+        "block_contrast": {m: block_rows[m]["block_contrast"] for m in family},
+        "pair_block_contrast": {
+            f"{a}–{b}": contrast
+            for a, b, contrast in early.drop_duplicates(["model_a", "model_b"])[
+                ["model_a", "model_b", "block_contrast"]
+            ].itertuples(index=False)
+        },
         "structured_pairs": [
             f"{a}–{b}"
             for a, b, n in early.drop_duplicates(["model_a", "model_b"])[["model_a", "model_b", "n_blocks"]].itertuples(
