@@ -10,12 +10,14 @@ import pandas as pd
 import pytest
 
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
+from thinkalike.embedding.overlap import OVERLAP_COLUMNS, PAIRS, auto_k
 from thinkalike.pipelines.embedding import nodes
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters
 from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.pipelines.schema import ParameterError, validate_section
 
 MODELS = ("gelu_1l", "neox_xs")
+N_LAYERS = {"gelu_1l": 1, "neox_xs": 2}  # conf/test/parameters_zoo.yml
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +50,28 @@ def test_readings_and_report(embedded):
             rows = catalog.load(gathered).query("model == @model").reset_index(drop=True)
             pd.testing.assert_frame_equal(rows, own.reset_index(drop=True), check_dtype=False)
         assert report in catalog.load("embedding_reports")
+
+
+def test_key_value_overlap(embedded):
+    """Per model, one row per block and pair kind (appendix B, fig. 6), k = auto (the corpus tokenizer's V / 20),
+    ``overlap.n_random`` derangements (default 10); finite Jaccard means; the summary gathers them."""
+    _, catalog = embedded
+    vocabulary = len(catalog.load("tokenizer"))
+    gathered = catalog.load("embedding_key_value_overlap")
+    for model in MODELS:
+        table = catalog.load(f"models.embedding.{model}.key_value_overlap")
+        assert list(table.columns) == OVERLAP_COLUMNS and set(table["model"]) == {model}
+        assert sorted(table["layer"].unique()) == list(range(N_LAYERS[model]))
+        assert (table.groupby("layer")["pair"].apply(set) == set(PAIRS)).all()
+        assert (
+            set(table["k"]) == {auto_k(vocabulary)} and set(table["n_random"]) == {10} and (table["n_pairs"] > 1).all()
+        )
+        values = table[["matched_mean", "random_mean", "random_sd", "difference", "ratio"]].to_numpy(dtype=float)
+        assert np.isfinite(values).all()
+        assert table["matched_mean"].between(0, 1).all() and table["random_mean"].between(0, 1).all()
+        np.testing.assert_allclose(table["difference"], table["matched_mean"] - table["random_mean"])
+        rows = gathered.query("model == @model").reset_index(drop=True)
+        pd.testing.assert_frame_equal(rows, table.reset_index(drop=True), check_dtype=False)
 
 
 def test_keep_k_grid_and_bounds(embedded):
@@ -105,6 +129,8 @@ def test_finetune_fractions_and_zero_shot(embedded):
     [
         ({"readings": {"e_prime": "inverse"}}, r"embedding\.readings\.e_prime"),
         ({"readings": {"k": 100000}}, r"embedding\.readings\.k: k=100000 exceeds the zoo's vocabulary size"),
+        ({"overlap": {"k": 100000}}, r"embedding\.overlap\.k: k=100000 exceeds the zoo's vocabulary size"),
+        ({"overlap": {"n_random": 0}}, r"embedding\.overlap\.n_random"),
         ({"finetune": {"models": ["neox_xs"]}}, r"embedding\.finetune\.models: 'neox_xs' is a 'hf'-family"),
         (
             {"zero_shot": {"pairs": [["neox_xs", "gelu_1l"]]}},

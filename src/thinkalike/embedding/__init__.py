@@ -18,7 +18,8 @@ Conventions (those of the paper's public code)
 Modules: :mod:`~thinkalike.embedding.space` (E, E′, checks, token labels), :mod:`~.parameters` (parameter
 vectors per family), :mod:`~.topk` (top-k of a factored product by row blocks), :mod:`~.reading` (tables and
 report), :mod:`~.invertibility` (keep-k robust invertibility, appendix A), :mod:`~.alignment` (layer
-alignment, §5.1), :mod:`~.zero_shot` (zero-shot stitching map, §5.2), :mod:`~.figures` (the pipeline's figures).
+alignment, §5.1), :mod:`~.zero_shot` (zero-shot stitching map, §5.2), :mod:`~.overlap` (key–value overlap of
+top-k token sets, appendix B, fig. 6), :mod:`~.figures` (the pipeline's figures).
 """
 
 from thinkalike.embedding.alignment import (
@@ -42,6 +43,7 @@ from thinkalike.embedding.invertibility import (
     keep_k_scores,
     residual_pool,
 )
+from thinkalike.embedding.overlap import pair_overlap, summarise_overlap
 from thinkalike.embedding.parameters import (
     INTERACTION_GROUPS,
     VECTOR_GROUPS,
@@ -95,6 +97,7 @@ __all__ = [
     "knowledge_lookup",
     "layer_similarity",
     "match_layers",
+    "pair_overlap",
     "projection_kernel",
     "raw_pearson",
     "read_head_interactions",
@@ -102,6 +105,7 @@ __all__ = [
     "readings_report",
     "residual_pool",
     "right_inverse",
+    "summarise_overlap",
     "top_k_of_product",
     "top_tokens",
     "vocabulary_embedding",

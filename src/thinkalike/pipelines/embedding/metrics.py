@@ -7,10 +7,13 @@ import math
 
 import pandas as pd
 
+from thinkalike.embedding.overlap import summarise_overlap
 from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, log_table
 
 #: Short dataset names whose tables give metrics.
-METRIC_TABLES = frozenset({"keep_k_scores", "alignment_matches", "zero_shot_accuracy", "feature_fractions"})
+METRIC_TABLES = frozenset(
+    {"keep_k_scores", "alignment_matches", "zero_shot_accuracy", "feature_fractions", "key_value_overlap"}
+)
 #: The keep-k grid points logged (plus k = V), where the table has them.
 LOGGED_KS = (10, 100, 1024)
 
@@ -35,6 +38,10 @@ def embedding_metrics(short: str, namespace: str, table: pd.DataFrame) -> dict[s
     elif short == "feature_fractions":
         for source, value in table.groupby("source")["feature_fraction"].mean().items():
             metrics[f"{namespace}.feature_fraction.{source}"] = float(value)
+    elif short == "key_value_overlap":
+        for row in summarise_overlap(table).itertuples():
+            for name in ("matched_mean", "random_mean", "difference"):
+                metrics[f"{namespace}.key_value_overlap.{row.pair}.{name}"] = float(getattr(row, name))
     return {key: value for key, value in metrics.items() if math.isfinite(value)}
 
 

@@ -41,6 +41,7 @@ from thinkalike.embedding.finetune_diff import (
     task_labels,
     zero_shot_accuracy,
 )
+from thinkalike.embedding.overlap import auto_k, pair_overlap, summarise_overlap
 from thinkalike.embedding.selection import select_blocks, select_heads
 from thinkalike.language.grammar import lexicon_words
 from thinkalike.models.activation_store import ActivationStore
@@ -86,6 +87,8 @@ def _check_ks(settings: EmbeddingParameters, vocabulary: int, model: str) -> Non
     ]
     if settings.keep_k.ks is not None:
         checks.append(("keep_k.ks", settings.keep_k.ks))
+    if isinstance(settings.overlap.k, int):  # auto stays within V by construction
+        checks.append(("overlap.k", settings.overlap.k))
     for key, k in checks:
         check_k(k, vocabulary, f"embedding.{key} ({model}, V={vocabulary})")
 
@@ -231,6 +234,27 @@ def measure_keep_k(
         )
     scores.insert(0, "model", model)
     return (scores,)
+
+
+def key_value_overlap(*sources: Any, settings: EmbeddingParameters, model: str, spec: str) -> tuple[pd.DataFrame]:
+    """Per block and pair kind, the Jaccard overlap of the top-k tokens of corresponding FF key/value, W_V/W_O and
+    W_Q/W_K vectors against random pairings (appendix B, fig. 6; columns
+    :data:`~thinkalike.embedding.overlap.OVERLAP_COLUMNS`), as a one-table tuple (the node's single output)."""
+    handle = model_handle(settings, model, spec, *sources)
+    matrix = _embedding_of(handle, settings)
+    _check_ks(settings, matrix.shape[1], model)
+    overlap = settings.overlap
+    k = overlap.k if isinstance(overlap.k, int) else auto_k(matrix.shape[1])
+    with torch_threads(settings.threads):
+        table = pair_overlap(
+            extract_parameters(handle),
+            matrix,
+            k=k,
+            n_random=overlap.n_random,
+            seed=overlap.seed,
+            dtype=DTYPES[settings.dtype],
+        )
+    return (table,)
 
 
 def align_pair(
@@ -384,12 +408,12 @@ def summarise_embedding(
     the two summary figures; then every model's keep-k figure (``<model>.png``) and every pair's alignment heatmaps
     (``<a>__<b>.png``); and the per-model and per-pair tables in one each (a ``model`` column tells them apart):
     alignment similarities, readings of FF vectors and of head pairs, knowledge lookups, the markdown reports (one
-    section per model), fine-tuning curves and top tokens.
+    section per model), fine-tuning curves and top tokens, key–value overlaps.
 
     ``inputs``, each kind in the order of its names: per model (``models``) keep-k scores, vectors, head pairs,
-    lookups and reports; per alignment pair (``pairs``) matches and similarities; per fine-tuned
+    lookups, reports and key–value overlaps; per alignment pair (``pairs``) matches and similarities; per fine-tuned
     model (``finetuned``) feature fractions, curves and top tokens; then ``n_zero_shot`` zero-shot tables."""
-    sizes = [len(models)] * 5 + [len(pairs)] * 2 + [len(finetuned)] * 3 + [n_zero_shot]
+    sizes = [len(models)] * 6 + [len(pairs)] * 2 + [len(finetuned)] * 3 + [n_zero_shot]
     starts = np.cumsum([0, *sizes])
     (
         keep_k_tables,
@@ -397,6 +421,7 @@ def summarise_embedding(
         head_pairs,
         lookups,
         reports,
+        overlap_tables,
         match_tables,
         similarities,
         fraction_tables,
@@ -411,6 +436,12 @@ def summarise_embedding(
     if not matches.empty:
         diagonal = matches.pivot_table(index="group", columns="space", values="diagonal_fraction", aggfunc="mean")
         logger.info("embedding alignment: mean diagonal-match fraction per group\n%s", diagonal.round(3).to_string())
+    overlap = _concat(overlap_tables)
+    if not overlap.empty:
+        means = summarise_overlap(overlap).pivot_table(index="model", columns="pair", values="difference")
+        logger.info(
+            "embedding key-value overlap: matched − random Jaccard, mean over layers\n%s", means.round(4).to_string()
+        )
     alignment_figures = {
         f"{a}__{b}.png": figures.alignment_figure(similarity, a, b) for (a, b), similarity in zip(pairs, similarities)
     }
@@ -431,4 +462,5 @@ def summarise_embedding(
         "\n\n".join(reports),
         finetune_curves,
         _concat(top_tokens),
+        overlap,
     )

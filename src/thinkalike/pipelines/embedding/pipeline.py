@@ -4,8 +4,9 @@ alignment, fine-tune differences and zero-shot stitching.
 Namespaces (:mod:`thinkalike.pipelines.namespaces`):
 
 * ``models.embedding.<model>`` — per model: ``read_parameters`` (FF keys/values and heads as tokens, the
-  knowledge lookup, a markdown report) and ``measure_keep_k`` (keep-k scores, residual states from
-  ``models.<model>.activations``); for a model in ``embedding.finetune.models`` also ``finetune_top_layers``
+  knowledge lookup, a markdown report), ``measure_keep_k`` (keep-k scores, residual states from
+  ``models.<model>.activations``) and ``key_value_overlap`` (top-k Jaccard of corresponding key/value vectors
+  against random pairings, appendix B); for a model in ``embedding.finetune.models`` also ``finetune_top_layers``
   (fine-tuned classifier, ΔW / head readings, feature-token fractions);
 * ``models.embedding.<a>__<b>`` — ``align_layers`` for a pair of ``embedding.alignment.pairs`` (cka.pairs
   syntax), ``zero_shot_stitch`` for an entry ``[a, b]`` of ``embedding.zero_shot.pairs`` (a fine-tuned);
@@ -52,6 +53,7 @@ logger = logging.getLogger(__name__)
 EMBEDDING = "embedding"
 READ_OUTPUTS = ["embedding_vectors", "embedding_head_pairs", "embedding_lookup", "embedding_report"]
 KEEP_K_OUTPUTS = ["keep_k_scores"]
+OVERLAP_OUTPUTS = ["key_value_overlap"]
 FINETUNE_OUTPUTS = [
     "finetuned_weights",
     "finetuned_config",
@@ -76,9 +78,17 @@ SUMMARY_OUTPUTS = [
     "embedding_reports",
     "embedding_finetune_curves",
     "embedding_finetune_top_tokens",
+    "embedding_key_value_overlap",
 ]
 #: What the summary reads of each model, pair and fine-tuned model (it gathers them: kedro-viz draws them in boxes).
-MODEL_TABLES = ["keep_k_scores", "embedding_vectors", "embedding_head_pairs", "embedding_lookup", "embedding_report"]
+MODEL_TABLES = [
+    "keep_k_scores",
+    "embedding_vectors",
+    "embedding_head_pairs",
+    "embedding_lookup",
+    "embedding_report",
+    "key_value_overlap",
+]
 PAIR_TABLES = ["alignment_matches", "alignment_similarity"]
 FINETUNE_TABLES = ["feature_fractions", "finetune_curve", "finetune_top_tokens"]
 
@@ -116,6 +126,13 @@ def model_pipeline(model: str, spec: str, settings: EmbeddingParameters, corpus:
             [model_dataset(model, "activations"), *own],
             KEEP_K_OUTPUTS,
             name="measure_keep_k",
+            namespace=box,
+        ),
+        namespaced_node(
+            with_fixed_arguments(nodes.key_value_overlap, settings=settings, model=model, spec=spec),
+            own,
+            OVERLAP_OUTPUTS,
+            name="key_value_overlap",
             namespace=box,
         ),
     ]

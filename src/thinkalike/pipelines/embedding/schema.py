@@ -64,6 +64,16 @@ class KeepKParameters(_Section):
     seed: int = 0
 
 
+class OverlapParameters(_Section):
+    """Key–value overlap (appendix B, fig. 6): :func:`thinkalike.embedding.overlap.pair_overlap`."""
+
+    # top tokens of v·E per vector; auto: the paper's 100 capped at V / 20 (thinkalike.embedding.overlap.auto_k:
+    # 20 at the zoo's V = 394, where k = 100 would be a quarter of the vocabulary and overlap by chance)
+    k: Positive | Literal["auto"] = AUTO
+    n_random: int = Field(10, ge=1)  # random derangements of the second group's rows per layer and pair (baseline)
+    seed: int = 0
+
+
 class AlignmentParameters(_Section):
     pairs: dict[str, Any] | Literal["auto"] = AUTO  # the syntax of cka.pairs; {} aligns nothing; auto: replicas
     groups: list[VectorGroup] = Field(["FF_key", "FF_value", "W_Q", "W_K", "W_V", "W_O"], min_length=1)
@@ -102,6 +112,7 @@ class EmbeddingParameters(_Section):
     readings: ReadingsParameters = Field(default_factory=ReadingsParameters)
     lookup: LookupParameters = Field(default_factory=LookupParameters)
     keep_k: KeepKParameters = Field(default_factory=KeepKParameters)
+    overlap: OverlapParameters = Field(default_factory=OverlapParameters)
     alignment: AlignmentParameters = Field(default_factory=AlignmentParameters)
     finetune: FinetuneParameters = Field(default_factory=FinetuneParameters)
     zero_shot: ZeroShotParameters = Field(default_factory=ZeroShotParameters)
@@ -339,6 +350,7 @@ def validate_embedding(values: Any, parameters: Mapping[str, Any]) -> EmbeddingP
             ("lookup.k_tokens", embedding.lookup.k_tokens),
             ("finetune.top_k", embedding.finetune.top_k),
             *(("keep_k.ks", k) for k in embedding.keep_k.ks or ()),
+            *((("overlap.k", embedding.overlap.k),) if isinstance(embedding.overlap.k, int) else ()),
         ):
             if k > vocab_bound:
                 raise ParameterError(
