@@ -6,17 +6,19 @@ outputs (the documentation page ``docs/findings.md``).
   default ``replicates``) → ``docs/findings.json`` under ``--repo``: each replicate's collected numbers
   (:func:`~thinkalike.reports.findings.collect_findings`) and the merged claims (one margin per replicate, a status),
   with the commit, date, machine and command; ``--roundoff DIR2`` adds what a run of DIR2 (replicate 0's seeds, other
-  float round-off: ``--set-env ATEN_CPU_CAPABILITY=avx2 --set-env MKL_CBWR=COMPATIBLE``) moves against replicate 0,
-  and counts it as one more replicate: a claim holds only when round-off does not turn it over either. ``--write`` also
-  replaces the region between the markers of the findings page ``docs/findings.md`` with
-  :func:`~thinkalike.reports.findings.render_document`. An MLflow run named ``replicates`` gets each
-  claim's status (``claim.<id>.holds``, 1 or 0) and smallest margin (``claim.<id>.margin_min``).
-* ``--claims``: prints ``{"claims": [...]}`` as JSON — every claim of the project's (``--project``) latest run with
-  its margin — to check a run on any machine against the committed claims (a committed claim that holds should have
-  a margin > 0); with ``--check`` also compares them with the repository's ``docs/findings.json`` and exits 1 when a
-  committed claim that holds does not hold in this run.
-* ``--render``: rewrites the findings page's region from the repository's ``docs/findings.json`` alone (collects and
-  runs nothing): after the renderer changed, or to make the page again from the committed numbers.
+  float round-off: ``--set-env ATEN_CPU_CAPABILITY=avx2 --set-env MKL_CBWR=COMPATIBLE``) moves against replicate 0 —
+  a comparison, not a replicate (same seeds: no new draw). ``--write`` also replaces the region between the markers
+  of the findings page ``docs/findings.md`` with :func:`~thinkalike.reports.findings.render_document`. An MLflow run
+  named ``replicates`` gets each proposition's status and smallest margin.
+* ``--claims``: prints ``{"claims": [...]}`` as pure JSON on stdout (logs go to stderr) — every claim of the
+  project's (``--project``) latest run with its margin and quoted numbers.
+* ``--check``: checks that run against the repository's ``docs/findings.json``: every committed finding must still
+  hold, with its margin and each number its sentence quotes inside the committed replicates' range widened by
+  ``NOISE_FACTOR`` × that number's spread across them; prints a short table of what moved (``--json``: the rows as
+  JSON) and exits 1 when anything did.
+* ``--render``: makes the scorecard and the claims again from the replicates' numbers saved in the repository's
+  ``docs/findings.json`` (rewriting its ``scorecard`` and ``claims``) and rewrites the findings page's region from
+  them (collects and runs nothing): after the claims or the renderer changed.
 * None of these: one project's latest run as a one-replicate document (as before replicates).
 
 A table never saved (its pipeline was not run) is left out, and its section says so.
@@ -25,6 +27,7 @@ A table never saved (its pipeline was not run) is left out, and its section says
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -44,12 +47,13 @@ from thinkalike.reports.findings import (
     collect_findings,
     findings_document,
     missing_tables,
+    rederived,
     render_document,
     replace_region,
     roundoff_comparison,
     source_digest,
 )
-from thinkalike.reports.findings.claims import HOLDS, check_against, single_run
+from thinkalike.reports.findings.claims import HOLDS, check_against, check_table, single_run
 
 logger = logging.getLogger(__name__)
 
@@ -184,13 +188,12 @@ def write_replicate_findings(
         findings.append(project_findings(folder, env, replicate))
     runs = list(records) if records is not None else [run_record(folder) for folder in folders]
     comparison = None
-    if roundoff is not None:  # a replicate too: a claim holds only if round-off does not turn it over either
-        logger.info("round-off replicate: collecting the findings of %s", roundoff)
+    if roundoff is not None:  # a comparison, not a replicate: its seeds are replicate 0's, so it is no new draw
+        logger.info("round-off run: collecting the findings of %s", roundoff)
         other = project_findings(roundoff, env, 0)
         record = {**(run_record(roundoff) or {}), "roundoff": True}
         setting = " ".join(f"{key}={value}" for key, value in (record.get("environment") or {}).items())
         comparison = roundoff_comparison(findings[0], other, setting or "another run")
-        findings, runs = [*findings, other], [*runs, record]
     document = document_of(findings, runs, repo, command)
     if comparison is not None:
         document["roundoff"] = comparison
@@ -242,10 +245,34 @@ def render_page(repo: Path) -> int:
     if not source.is_file():
         print(f"error: --render: no {source} (--replicates … --write makes it)", file=sys.stderr)
         return 2
-    document = json.loads(source.read_text(encoding="utf-8"))
+    document = rederived(json.loads(source.read_text(encoding="utf-8")))
+    write_json(document, source)
     changed = write_page(repo / FINDINGS_PAGE, render_document(document))
     print(f"{'updated' if changed else 'unchanged'}: {repo / FINDINGS_PAGE} (from {source})")
     return 0
+
+
+def claims_and_check(project: Path, repo: Path, env: str | None, claims: bool, check: bool, as_json: bool) -> int:
+    """``--claims`` / ``--check``: the latest run's claims as pure JSON on stdout (every log line of the collection,
+    Kedro's included, goes to stderr), and/or its check against the committed findings (:func:`check_against`): a
+    short table of what moved (on stderr when the claims JSON has stdout; as JSON on stdout with ``--json``); 1 when
+    a committed finding no longer holds or moved out of its band, 2 without docs/findings.json."""
+    source = repo / FINDINGS_JSON
+    if check and not source.is_file():
+        print(f"error: --check: no {source} to check against", file=sys.stderr)
+        return 2
+    with contextlib.redirect_stdout(sys.stderr):  # Kedro's console handler binds to sys.stdout when it is configured
+        run = single_run(claims_of(project_findings(project, env)))
+    if claims:
+        print(json.dumps({"claims": run}, indent=1, ensure_ascii=False, allow_nan=False))
+    if not check:
+        return 0
+    rows = check_against(json.loads(source.read_text(encoding="utf-8"))["claims"], run)
+    if as_json and not claims:
+        print(json.dumps({"checked": rows}, indent=1, ensure_ascii=False, allow_nan=False))
+    else:
+        print(check_table(rows), file=sys.stderr if claims else sys.stdout)
+    return 1 if any(not row["holds"] or row["moved"] for row in rows) else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -267,7 +294,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--replicates", type=Path, help="the folder of the replicates' projects (data/replicates)")
     parser.add_argument("--roundoff", type=Path, help="a replicate-0 project with other round-off, to compare")
     parser.add_argument("--claims", action="store_true", help="print the latest run's claims as JSON")
-    parser.add_argument("--check", action="store_true", help="with --claims: compare with docs/findings.json")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="check the latest run's findings, margins and quoted numbers against docs/findings.json (exit 1 if any moved)",
+    )
+    parser.add_argument("--json", action="store_true", help="with --check: the check's rows as JSON on stdout")
     parser.add_argument("--write", action="store_true", help="also replace the region of docs/findings.md")
     parser.add_argument(
         "--render",
@@ -283,20 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.claims or args.replicates is not None or args.roundoff is not None or args.write:
             parser.error("--render takes only --repo (or --project): it renders the saved docs/findings.json")
         return render_page(repo)
-    if args.claims:
-        claims = single_run(claims_of(project_findings(project, args.env)))
-        print(json.dumps({"claims": claims}, indent=1, ensure_ascii=False, allow_nan=False))
-        if not args.check:
-            return 0
-        committed = json.loads((repo / FINDINGS_JSON).read_text(encoding="utf-8"))["claims"]
-        checked = check_against(committed, claims)
-        failing = [c for c in checked if not c["holds"]]
-        print(
-            f"{len(checked) - len(failing)} of {len(checked)} committed claims that hold also hold in this run"
-            + (": not " + ", ".join(c["id"] for c in failing) if failing else ""),
-            file=sys.stderr,
-        )
-        return 1 if failing else 0
+    if args.claims or args.check:
+        return claims_and_check(project, repo, args.env, args.claims, args.check, args.json)
     try:
         source_digest(repo)
     except RuntimeError as error:

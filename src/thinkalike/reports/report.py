@@ -1,7 +1,8 @@
 """One self-contained HTML report of every experiment, from saved outputs only (no Kedro import; recomputes
 nothing), that opens offline in any browser.
 
-The page: where its findings come from, a table of contents, then one section per experiment
+The page: where its findings come from, a table of contents, the papers' scorecard (its first section: one row per
+question, this run's effect and the verdict, :mod:`thinkalike.reports.findings.scorecard`), then one section per experiment
 (:data:`thinkalike.reports.experiments.EXPERIMENTS`: the corpus and the zoo, CKA, the measures beyond CKA, stitching,
 the scaling family, MLEM, the embedding space, NLI, the run's timings), each with the question it answers, what is
 missing (named with the pipeline that makes it), its figures each beside the findings' sentences that read it (the
@@ -26,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
+from markdown_it import MarkdownIt
 
 from thinkalike.reports.blocks import (
     markdown_html,
@@ -44,6 +46,7 @@ from thinkalike.reports.experiments import (
 )
 from thinkalike.reports.findings import findings_document, provenance
 from thinkalike.reports.findings.claims import section_of
+from thinkalike.reports.findings.scorecard import render_scorecard
 from thinkalike.reports.interactive import (
     cka_distance_plotly,
     cka_heatmaps_plotly,
@@ -177,6 +180,17 @@ def _experiment_html(
     return section_html(experiment, findings, held, blocks, missing, after=after)
 
 
+#: The scorecard section's anchor: the report's first section.
+SCORECARD = "scorecard"
+
+
+def scorecard_section(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The papers' scorecard (:func:`~thinkalike.reports.findings.scorecard.render_scorecard`) as the report's first
+    section: one row per question, this run's effect and the verdict by the rule beneath it."""
+    table = MarkdownIt("commonmark").enable("table").render(render_scorecard(rows))
+    return f"<section id='{SCORECARD}'><h2>The papers' questions</h2>{table}</section>"
+
+
 def report_html(
     title: str,
     findings: Mapping[str, Any],
@@ -200,7 +214,8 @@ def report_html(
         _experiment_html(experiment, findings, document["claims"], blocks, by_section.get(experiment.key, []), tables)
         for experiment in EXPERIMENTS
     ]
-    contents = [(experiment.key, experiment.title) for experiment in EXPERIMENTS]
+    sections.insert(0, scorecard_section(document["scorecard"]))
+    contents = [(SCORECARD, "The papers' questions"), *((e.key, e.title) for e in EXPERIMENTS)]
     if unread:
         contents.append(("missing", "Missing inputs"))
         sections.append(f"<section id='missing'><h2>Missing inputs</h2>{missing_html(unread)}</section>")

@@ -10,16 +10,20 @@ import pytest
 from thinkalike.reports.findings.claims import (
     HOLDS,
     MIXED,
+    UNRESOLVED,
     Claim,
     best_of,
     check_against,
+    check_table,
     every,
     fill,
     greater,
     holds,
     merge_claims,
+    noise_scale,
     render_claims,
     single_run,
+    status_of,
     value_text,
 )
 
@@ -102,13 +106,68 @@ def test_rendering_states_claims_that_hold_and_lists_the_rest_as_varying():
 def test_a_run_is_checked_against_the_committed_claims_by_id():
     committed = merge_claims([_run({"a": 0.2, "b": 0.1}), _run({"a": 0.3, "b": -0.05})])
     checked = check_against(committed, _run({"a": -0.01, "b": 0.4}))
-    assert checked == [{"id": "a", "text": committed[0]["text"], "margin": -0.01, "holds": False}]  # only what holds
+    assert [(c["id"], c["margin"], c["holds"]) for c in checked] == [("a", -0.01, False)]  # only findings
+    assert checked[0]["moved"] == ["margin", "v"]  # its margin and the number it quotes left their bands
+
+
+def test_the_check_names_a_planted_value_that_moved_and_nothing_else():
+    """A run equal to a committed replicate but for one quoted number moved past its band: the check names that
+    number (and only it); the same run unchanged passes; a move inside the band (the replicates' spread) passes."""
+    runs = [
+        single_run([Claim("s.a", "a ({x}, {y})", m, {"x": x, "y": [y, y + 1]})])
+        for m, x, y in ((0.50, 1.0, 10.0), (0.52, 1.1, 10.2), (0.51, 0.9, 10.1))
+    ]
+    committed = merge_claims(runs)
+    assert committed[0]["status"] == HOLDS
+    assert check_against(committed, runs[1])[0]["moved"] == []
+    inside = single_run([Claim("s.a", "a ({x}, {y})", 0.51, {"x": 1.2, "y": [10.0, 11.0]})])
+    assert check_against(committed, inside)[0]["moved"] == []  # 1.2 is within 1.1 + 2 x spread (0.1)
+    planted = single_run([Claim("s.a", "a ({x}, {y})", 0.51, {"x": 1.0, "y": [10.0, 13.0]})])
+    row = check_against(committed, planted)[0]
+    assert row["holds"] and row["moved"] == ["y[1]"]
+    assert row["detail"]["y[1]"]["run"] == 13.0 and row["detail"]["y[1]"]["committed"] == [11.0, 11.2]
+    assert "s.a: moved: y[1] 13" in check_table([row])
+
+
+def test_a_statement_and_its_negation_are_one_proposition():
+    negated = [
+        _run({"s.a": 0.2, "s.a_not": -0.2, "s.x": 0.1, "s.x_not": -0.1}),
+        _run({"s.a": 0.3, "s.a_not": -0.3, "s.x": -0.05, "s.x_not": 0.05}),
+        _run({"s.a": 0.25, "s.a_not": -0.25, "s.x": 0.02, "s.x_not": -0.02}),
+    ]
+    merged = merge_claims(negated)
+    assert [(c["id"], c["status"], c.get("negation")) for c in merged] == [
+        ("s.a", HOLDS, "s.a_not"),
+        ("s.x", MIXED, "s.x_not"),  # stated from the side that holds in more replicates (2 of 3)
+    ]
+    flipped = merge_claims([_run({"s.b_not": -0.2, "s.b": 0.2}), _run({"s.b_not": -0.3, "s.b": 0.3})])
+    assert [(c["id"], c["negation"]) for c in flipped] == [("s.b", "s.b_not")]
+    twice = merge_claims([_run({"s.c": 0.2, "s.c_again": 0.2}), _run({"s.c": 0.3, "s.c_again": 0.3})])
+    assert [(c["id"], c["same_as"]) for c in twice] == [("s.c", ["s.c_again"])]
+    # other sections, or margins that never vary, are never matched (a coincidence, not a negation)
+    apart = merge_claims([_run({"s.d": 0.2, "t.d": -0.2}), _run({"s.d": 0.3, "t.d": -0.3})])
+    constant = merge_claims([_run({"s.e": 1.0, "s.e_not": -1.0}), _run({"s.e": 1.0, "s.e_not": -1.0})])
+    assert [c["id"] for c in apart] == ["s.d"] and "negation" not in constant[0]
+
+
+def test_a_finding_clears_its_noise_and_a_constant_margin_is_no_finding():
+    assert status_of([0.2, 0.3, 0.25])[0] == HOLDS  # 0.2 > 2 x 0.05
+    assert status_of([0.01, 0.2, 0.15])[0] == UNRESOLVED  # 0.01 < 2 x 0.1
+    assert status_of([1.0, 1.0, 1.0])[0] == UNRESOLVED  # a margin that never varies carries no size
+    assert status_of([0.1, -0.1])[0] == MIXED and status_of([0.4])[0] == HOLDS  # one run: no noise to weigh
+    assert noise_scale([0.2, 0.3, 0.25]) == pytest.approx(0.05) and noise_scale([0.2]) is None
+    merged = merge_claims([_run({"a": 0.2, "u": 0.01}), _run({"a": 0.3, "u": 0.2})])
+    assert [c["status"] for c in merged] == [HOLDS, UNRESOLVED]
+    sentences = render_claims(merged)
+    assert sentences[0] == "A holds (0.20–0.30)." and sentences[1].startswith("Unresolved")
+    assert sentences[1].endswith(": `u`.")
 
 
 def test_claims_that_hold_by_less_than_round_off_moves_them_are_not_stated():
     from thinkalike.reports.findings import at_risk
 
-    merged = merge_claims([_run({"a": 0.2, "b": 0.01}), _run({"a": 0.3, "b": 0.02})])
-    roundoff = {"margin_changes": {"a": 0.05, "b": 0.015}}
-    assert at_risk(roundoff, merged) == ["b"]  # b's smallest margin (0.01) is within round-off's change of it
-    assert render_claims(merged, withheld=frozenset(at_risk(roundoff, merged))) == ["A holds (0.20–0.30)."]
+    merged = merge_claims([_run({"a": 0.2, "b": 0.05}), _run({"a": 0.3, "b": 0.051})])
+    roundoff = {"margin_changes": {"a": 0.05, "b": 0.06}}
+    assert at_risk(roundoff, merged) == ["b"]  # b's smallest margin (0.05) is within round-off's change of it
+    sentences = render_claims(merged, withheld=frozenset(at_risk(roundoff, merged)))
+    assert sentences[0] == "A holds (0.20–0.30)." and sentences[1].startswith("Unresolved")

@@ -42,7 +42,18 @@ from typing import Any
 
 from thinkalike.models.sources import is_initialisation
 from thinkalike.reports.findings.cka import claims_cka, collect_cka
-from thinkalike.reports.findings.claims import HOLDS, MIXED, Claim, by_section, merge_claims, render_claims, single_run
+from thinkalike.reports.findings.claims import (
+    HOLDS,
+    MIXED,
+    NOISE_FACTOR,
+    UNRESOLVED,
+    Claim,
+    by_section,
+    merge_claims,
+    render_claims,
+    single_run,
+)
+from thinkalike.reports.findings.scorecard import render_scorecard, scorecard
 from thinkalike.reports.findings.embedding import claims_embedding, collect_embedding
 from thinkalike.reports.findings.measures import claims_measures, collect_measures
 from thinkalike.reports.findings.mlem import claims_mlem, collect_mlem
@@ -84,6 +95,7 @@ __all__ = [
     "START_MARKER",
     "TABLES",
     "at_risk",
+    "rederived",
     "claims_of",
     "collect_errors",
     "collect_findings",
@@ -115,6 +127,7 @@ TABLES: tuple[str, ...] = (
     "embedding_alignment",
     "embedding_feature_fractions",
     "embedding_zero_shot",
+    "embedding_key_value_overlap",
     "embedding_finetune_curves",
     "models.nli.pairs",
     "models.nli.accuracy",
@@ -389,18 +402,29 @@ def claims_of(findings: Mapping[str, Any]) -> list[Claim]:
 def findings_document(
     replicates: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any] | None] | None = None
 ) -> dict[str, Any]:
-    """The findings of one or more replicates (each :func:`collect_findings`' dict; ``runs``: each replicate's run
-    record, :mod:`thinkalike.replicates`) with their merged claims: ``{"claims": [...], "replicates": [{"replicate",
-    "run", "findings"}, ...]}`` — every claim that holds in at least one replicate, one margin per replicate, and
-    its status (:func:`~thinkalike.reports.findings.claims.merge_claims`)."""
+    """The findings of one or more independent replicates (each :func:`collect_findings`' dict; ``runs``: each
+    replicate's run record, :mod:`thinkalike.replicates`) with the papers' scorecard and the merged claims:
+    ``{"scorecard": [...], "claims": [...], "replicates": [{"replicate", "run", "findings"}, ...]}`` — the scorecard's
+    rows (:func:`~thinkalike.reports.findings.scorecard.scorecard`), and every proposition that holds in at least
+    one replicate, one margin per replicate, its noise and its status
+    (:func:`~thinkalike.reports.findings.claims.merge_claims`)."""
     runs = list(runs) if runs is not None else [None] * len(replicates)
     return {
+        "scorecard": scorecard(replicates),
         "claims": merge_claims([single_run(claims_of(findings)) for findings in replicates]),
         "replicates": [
             {"replicate": index, "run": run, "findings": findings}
             for index, (findings, run) in enumerate(zip(replicates, runs, strict=True))
         ],
     }
+
+
+def rederived(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A findings document with its scorecard and claims made again by this code from its replicates' saved
+    findings (a round-off run, which earlier documents counted as a replicate, is left out: it is no new draw)."""
+    kept = [r for r in document["replicates"] if not (r.get("run") or {}).get("roundoff")]
+    made = findings_document([r["findings"] for r in kept], [r.get("run") for r in kept])
+    return {**document, **made}
 
 
 def render_findings(findings: Mapping[str, Any]) -> str:
@@ -428,14 +452,8 @@ def provenance(document: Mapping[str, Any]) -> str:
             "(`docs/findings.json` of the repository)."
         )
     commit = document.get("git_commit") or "an uncommitted tree"
-    seeds = [r for r in replicates if not (r.get("run") or {}).get("roundoff")]
-    roundoff = len(replicates) - len(seeds)
-    counted = f"{len(seeds)} replicates of the default run" + (
-        f" and {roundoff} round-off replicate (replicate 0's seeds with other float kernels: the last paragraph)"
-        if roundoff
-        else ""
-    )
-    seconds = [(r.get("run") or {}).get("seconds") for r in seeds]
+    unresolved = sum(c["status"] == UNRESOLVED for c in claims)
+    seconds = [(r.get("run") or {}).get("seconds") for r in replicates]
     known = [s for s in seconds if s is not None]
     each = (
         seconds_text(min(known))
@@ -454,26 +472,37 @@ def provenance(document: Mapping[str, Any]) -> str:
         else ""
     )
     return (
-        f"**Where these findings come from.** {counted}, {ran}replicate r "
-        f"moving every seed but the data's by r × 1000 — zoo initialisation and data order, φ, the NLI encoder and "
-        f"copies, MLEM, the measures' row samples, the embedding fine-tune — while the corpus and the NLI pairs "
-        f"stay the same; collected at commit `{str(commit)[:12]}` by `{document.get('command') or 'n/a'}`, "
-        f"{document.get('generated_at', 'n/a')}, on {where}{cost}. "
-        f"A sentence below is a claim that holds in every replicate ({held} of {held + mixed}), with each number's "
-        f"range over the replicates; {plural_text(mixed, 'claim')} held in some replicates only and "
-        f"{'is' if mixed == 1 else 'are'} named at the end of each section as varying. `docs/findings.json` has "
-        "every claim's sentence and margin per replicate; `python -m thinkalike.reports.findings_cli --claims` prints a run's own."
+        f"**Where these findings come from.** {len(replicates)} independent replicates of the default run, {ran}"
+        f"replicate r moving every seed but the data's by r × 1000 — zoo initialisation and data order, φ, the NLI "
+        f"encoder and copies, MLEM, the measures' row samples, the embedding fine-tune — while the corpus and the "
+        f"NLI pairs stay the same; collected at commit `{str(commit)[:12]}` by `{document.get('command') or 'n/a'}`, "
+        f"{document.get('generated_at', 'n/a')}, on {where}{cost}. Every finding below rests on these "
+        f"{len(replicates)} draws. {held + mixed + unresolved} distinct propositions hold in at least one replicate "
+        f"(a statement and its negation, or one proposition written twice, count once): {held} are findings — "
+        f"> 0 in every replicate by more than {NOISE_FACTOR:g} × the spread of their margin — stated with each "
+        f"number's range over the replicates; {unresolved} hold in every replicate but within that noise (or with a "
+        f"margin that never varies) and are listed as unresolved; {mixed} hold in some replicates only. "
+        "`docs/findings.json` has every proposition's margins, noise and status; `python -m "
+        "thinkalike.reports.findings_cli --claims` prints a run's own, `--check` checks it against these."
     )
 
 
 def render_document(document: Mapping[str, Any]) -> str:
-    """The findings region's markdown from a findings document (:func:`findings_document`): where it comes from, the
-    first replicate's timing paragraph, then each section's claims (:func:`~thinkalike.reports.findings.claims.
-    render_claims`: those that hold, then those that vary), each paragraph wrapped like the rest of the README."""
+    """The findings region's markdown from a findings document (:func:`findings_document`): the papers' scorecard
+    first, where the findings come from, the first replicate's timing paragraph, then each section under its own
+    heading with its claims (:func:`~thinkalike.reports.findings.claims.render_claims`: the findings, then the
+    unresolved and varying ones), each paragraph wrapped like the rest of the docs."""
     replicates = document["replicates"]
     first = replicates[0]["findings"]
     word = "replicates" if len(replicates) > 1 else "runs"
-    paragraphs = [provenance(document), render_timing(first)]
+    rows = document.get("scorecard") or scorecard([r["findings"] for r in replicates])
+    blocks = [
+        "## The papers' questions",
+        render_scorecard(rows).rstrip("\n"),
+        "## Where the findings come from",
+        wrap(provenance(document)),
+        wrap(render_timing(first)),
+    ]
     sections = by_section(document["claims"])
     roundoff = document.get("roundoff")
     withheld = frozenset(at_risk(roundoff, document["claims"])) if roundoff else frozenset()
@@ -482,18 +511,19 @@ def render_document(document: Mapping[str, Any]) -> str:
         claims = sections.get(prefix, [])
         if prefix == "timing" and not claims:
             continue
+        blocks.append(f"## {title}")
         if not claims:
             message = not_run_sentence(title, collected) if isinstance(collected, Mapping) else None
-            paragraphs.append(f"**{title}.** " + (message or "No claim holds in any replicate."))
+            blocks.append(wrap(message or "No claim holds in any replicate."))
             continue
-        paragraphs.append(f"**{title}.** " + " ".join(render_claims(claims, word, withheld)))
+        blocks.extend(wrap(sentence) for sentence in render_claims(claims, word, withheld))
     if roundoff:
-        paragraphs.append(render_roundoff(roundoff, document["claims"]))
+        blocks.extend(["## Round-off alone", wrap(render_roundoff(roundoff, document["claims"]))])
     note = (
         "<!-- Generated by `python -m thinkalike.reports.findings_cli --replicates data/replicates --write` from "
         "the replicates' saved outputs (numbers and claims in docs/findings.json); do not edit by hand. -->"
     )
-    return "\n\n".join([note, *(wrap(p) for p in paragraphs)]) + "\n"
+    return "\n\n".join([note, *blocks]) + "\n"
 
 
 def at_risk(roundoff: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -540,8 +570,8 @@ def render_roundoff(roundoff: Mapping[str, Any], claims: Sequence[Mapping[str, A
         f"of replicate 0, {changed} ({roundoff['n_margins_moved']} margins moved at all). Bit for bit the same: a "
         "run on one machine, whatever the runner or the load (the Dask parity test checks every output; a training loop "
         "at 1 and 2 threads gave identical weights too). Not the same: across CPUs, whose vector units and BLAS kernels differ, the numbers "
-        "move at round-off and training amplifies it; so a finding is stated only when it holds in every "
-        "replicate, this one included." + _roundoff_against_replicates(roundoff, claims)
+        "move at round-off and training amplifies it. This run has replicate 0's seeds, so it is no new draw and "
+        "not counted among the replicates; it bounds what another CPU moves." + _roundoff_against_replicates(roundoff, claims)
     )
 
 

@@ -35,7 +35,7 @@ from typing import Any
 from thinkalike.reports.findings.text import MINUS, int_text, list_text, number_text, signed_text
 from thinkalike.reports.findings.text import as_float as finite  # a finite float or None: claims.finite
 
-HOLDS = "holds"
+HOLDS = "holds"  # a finding (merge_claims: every replicate, clear of its noise)
 MIXED = "mixed"
 
 
@@ -183,12 +183,95 @@ def fill(template: str, values_per_replicate: Sequence[Mapping[str, Any]]) -> st
 
 # ---- replicates ----------------------------------------------------------------------------------------------------
 
+#: A finding must clear its noise by this factor: every replicate's margin above ``NOISE_FACTOR`` × the standard
+#: deviation of the margin across the replicates (for k = 4 replicates, a mean over 2 standard deviations from zero:
+#: a one-sided t of at least 4 on 3 degrees of freedom, p < 0.015). Fixed here, before any number is read.
+NOISE_FACTOR = 2.0
+#: Status of a proposition that holds in every replicate but not by more than its noise (or with a margin that is
+#: the same in every replicate, so it carries no size): not stated as a finding.
+UNRESOLVED = "unresolved"
+#: Two margins are one proposition and its negation (or the same proposition twice) when they agree to this, in
+#: every replicate.
+SAME_MARGIN = 1e-9
+#: The least tolerance of a checked number, relative to its size: what float32 round-off on another CPU may move a
+#: number that does not vary across replicates (--check, :func:`check_against`).
+ROUNDOFF = 1e-6
+
+
+def noise_scale(margins: Sequence[float | None]) -> float | None:
+    """The spread of a claim's margin across replicates: the sample standard deviation of its defined margins
+    (``None`` with fewer than two). ``σ = sqrt(Σ (m_r − m̄)² / (k − 1))``."""
+    defined = [float(m) for m in margins if m is not None and math.isfinite(float(m))]
+    if len(defined) < 2:
+        return None
+    mean = sum(defined) / len(defined)
+    return math.sqrt(sum((m - mean) ** 2 for m in defined) / (len(defined) - 1))
+
+
+def status_of(margins: Sequence[float | None]) -> tuple[str, str]:
+    """A proposition's status over replicates, and why: :data:`HOLDS` (a finding: the margin > 0 in every replicate
+    and, with two or more replicates, every margin above :data:`NOISE_FACTOR` × :func:`noise_scale`),
+    :data:`UNRESOLVED` (> 0 in every replicate, but within its noise, or the same in every replicate — a margin that
+    does not vary carries no size) or :data:`MIXED` (not > 0 in every replicate)."""
+    if not all(holds(m) for m in margins):
+        held = sum(holds(m) for m in margins)
+        return MIXED, f"holds in {held} of {len(margins)}"
+    noise = noise_scale(margins)
+    if noise is None:
+        return HOLDS, "one replicate"
+    smallest = min(float(m) for m in margins if m is not None)
+    if noise <= SAME_MARGIN * max(1.0, abs(smallest)):
+        return UNRESOLVED, "the same margin in every replicate: it carries no size"
+    if smallest <= NOISE_FACTOR * noise:
+        return UNRESOLVED, f"smallest margin {smallest:.3g} within {NOISE_FACTOR:g} × its spread {noise:.3g}"
+    return HOLDS, f"smallest margin {smallest:.3g} = {smallest / noise:.1f} × its spread {noise:.3g}"
+
+
+def _key(margins: Sequence[float | None], sign: float = 1.0) -> tuple[float, ...] | None:
+    """The margins rounded to :data:`SAME_MARGIN`, for matching twins; ``None`` (never matched) when one is missing,
+    with fewer than two replicates, or when the margin is the same in every replicate: margins that do not vary could
+    match an unrelated claim's by coincidence (and cannot be findings either way: :func:`status_of`)."""
+    if len(margins) < 2 or any(m is None for m in margins):
+        return None
+    defined = [float(m) for m in margins if m is not None]
+    if max(defined) - min(defined) <= SAME_MARGIN:
+        return None
+    return tuple(round(sign * float(m) / SAME_MARGIN) * SAME_MARGIN for m in margins if m is not None)
+
+
+def propositions(ids: Sequence[str], margins: Mapping[str, Sequence[float | None]]) -> dict[str, tuple[str, str]]:
+    """Which claims are the same proposition as an earlier one of their section: ``{id: (earlier id, relation)}``
+    with relation ``"negation"`` (its margin is the earlier one's negative in every replicate: a statement and its
+    negation, or the two sides of one choice) or ``"same"`` (the same margin in every replicate: one proposition
+    written twice). Only margins that vary across two or more replicates are matched (:func:`_key`)."""
+    seen: dict[tuple[str, tuple[float, ...]], str] = {}
+    relations: dict[str, tuple[str, str]] = {}
+    for claim_id in ids:
+        section = section_of(claim_id)
+        key = _key(margins[claim_id])
+        if key is None:
+            continue
+        negative = _key(margins[claim_id], -1.0)
+        if (section, key) in seen:
+            relations[claim_id] = (seen[(section, key)], "same")
+        elif negative is not None and (section, negative) in seen:
+            relations[claim_id] = (seen[(section, negative)], "negation")
+        else:
+            seen[(section, key)] = claim_id
+    return relations
+
 
 def merge_claims(runs: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
-    """The claims of ``runs`` (each replicate's claims as JSON, :meth:`Claim.as_json`) across replicates: every
-    proposition that holds in at least one replicate, in first-seen order, with ``margin`` and ``values`` one per
-    replicate (``None`` / ``{}`` where a replicate lacks it), ``text`` filled with the ranges over replicates and
-    ``status`` :data:`HOLDS` (margin > 0 in every replicate) or :data:`MIXED`."""
+    """The propositions of ``runs`` (each replicate's claims as JSON, :meth:`Claim.as_json`) across replicates, one
+    entry each, in first-seen order:
+
+    * a claim whose margin is another's negative in every replicate is that claim's negation, and one whose margin
+      equals another's is that claim again (:func:`propositions`): the pair is one proposition, stated from the side
+      that holds in more replicates (the first on a tie), the other id under ``negation`` / ``same_as``;
+    * a proposition that holds in no replicate is dropped (nobody states it);
+    * ``margin`` and ``values`` one per replicate (``None`` / ``{}`` where a replicate lacks it), ``noise`` the
+      margin's spread (:func:`noise_scale`), ``text`` filled with the ranges over replicates, ``status`` from
+      :func:`status_of` (:data:`HOLDS`, :data:`UNRESOLVED` or :data:`MIXED`) and ``why`` its reason."""
     order: list[str] = []
     by_id: dict[str, list[Mapping[str, Any] | None]] = {}
     for index, claims in enumerate(runs):
@@ -197,22 +280,43 @@ def merge_claims(runs: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, 
                 order.append(claim["id"])
                 by_id[claim["id"]] = [None] * len(runs)
             by_id[claim["id"]][index] = claim
+    margins = {i: [None if c is None else finite(c.get("margin")) for c in by_id[i]] for i in order}
+    relations = propositions(order, margins)
+    partners: dict[str, list[tuple[str, str]]] = {}
+    for claim_id, (earlier, relation) in relations.items():
+        partners.setdefault(earlier, []).append((claim_id, relation))
     merged = []
     for claim_id in order:
-        per_run = by_id[claim_id]
-        margins = [None if c is None else finite(c.get("margin")) for c in per_run]
-        if not any(holds(m) for m in margins):
+        if claim_id in relations:
+            continue
+        stated, negation = claim_id, None
+        same = [other for other, relation in partners.get(claim_id, []) if relation == "same"]
+        negations = [other for other, relation in partners.get(claim_id, []) if relation == "negation"]
+        if negations:
+            negation = negations[0]
+            if sum(holds(m) for m in margins[negation]) > sum(holds(m) for m in margins[claim_id]):
+                stated, negation = negation, claim_id
+        per_run = by_id[stated]
+        stated_margins = margins[stated]
+        if not any(holds(m) for m in stated_margins):
             continue
         first = next(c for c in per_run if c is not None)
         values = [dict(c.get("values") or {}) if c is not None else {} for c in per_run]
+        status, why = status_of(stated_margins)
         entry = {
-            "id": claim_id,
+            "id": stated,
             "template": first["template"],
             "text": fill(first["template"], values),
-            "margin": margins,
+            "margin": stated_margins,
+            "noise": None if (noise := noise_scale(stated_margins)) is None else round(noise, 9),
             "values": values,
-            "status": HOLDS if all(holds(m) for m in margins) else MIXED,
+            "status": status,
+            "why": why,
         }
+        if negation is not None:
+            entry["negation"] = negation
+        if same:
+            entry["same_as"] = same
         if first.get("group") is not None:
             entry["group"] = first["group"]
             entry["item"] = first.get("item") or first["template"]
@@ -226,14 +330,103 @@ def single_run(claims: Sequence[Claim]) -> list[dict[str, Any]]:
     return [claim.as_json() for claim in claims]
 
 
+def _positions(value: Any) -> list[float | None]:
+    """A quoted field's numbers by position (a number: one; a span ``[low, high]``: two; a string: none)."""
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    number = finite(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return [number] if number is not None else []
+
+
+def _band(committed: Sequence[float | None]) -> tuple[float, float, float] | None:
+    """The committed replicates' range of one number and its tolerance: ``(low, high, tolerance)`` with tolerance
+    :data:`NOISE_FACTOR` × the number's spread across replicates (:func:`noise_scale`), at least :data:`ROUNDOFF`
+    × its size (a number that never varied — a setting, a count, a seed-free quantity — may move by no more than
+    float32 round-off on another CPU)."""
+    defined = [float(v) for v in committed if v is not None]
+    if not defined:
+        return None
+    low, high = min(defined), max(defined)
+    spread = noise_scale(defined) or 0.0
+    return low, high, max(NOISE_FACTOR * spread, ROUNDOFF * max(1.0, abs(low), abs(high)))
+
+
+def _moved(band: tuple[float, float, float] | None, value: float | None) -> bool:
+    if band is None:
+        return False
+    if value is None:
+        return True
+    low, high, tolerance = band
+    return not (low - tolerance <= value <= high + tolerance)
+
+
 def check_against(committed: Sequence[Mapping[str, Any]], run: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """For every committed claim that holds: its margin in ``run`` (one run's claims) and whether it holds there."""
-    margins = {c["id"]: finite(c.get("margin")) for c in run}
-    return [
-        {"id": c["id"], "text": c["text"], "margin": margins.get(c["id"]), "holds": holds(margins.get(c["id"]))}
-        for c in committed
-        if c.get("status") == HOLDS
-    ]
+    """Every committed finding (status :data:`HOLDS`) checked in ``run`` (one run's claims, :func:`single_run`): its
+    margin and every number its sentence quotes, each against the committed replicates' range widened by that
+    number's tolerance (:func:`_band`: :data:`NOISE_FACTOR` × its spread across the replicates). One row per
+    finding: ``id``, ``text``, ``margin`` (this run's), ``holds``, ``moved`` (the names of what left its band:
+    ``margin`` and/or value fields, ``field[i]`` for a span's i-th number) and ``detail`` (for each moved name:
+    this run's number, the committed range and the tolerance)."""
+    by_id = {c["id"]: c for c in run}
+    rows = []
+    for claim in committed:
+        if claim.get("status") != HOLDS:
+            continue
+        mine = by_id.get(claim["id"])
+        margin = None if mine is None else finite(mine.get("margin"))
+        detail: dict[str, dict[str, Any]] = {}
+        band = _band(claim.get("margin") or [])
+        if _moved(band, margin):
+            detail["margin"] = _detail(margin, band)
+        values = (mine or {}).get("values") or {}
+        for field_name in sorted({k for v in claim.get("values") or [] for k in v}):
+            per_replicate = [_positions(v.get(field_name)) for v in claim.get("values") or [] if field_name in v]
+            ours = _positions(values.get(field_name))
+            width = max((len(p) for p in per_replicate), default=0)
+            for position in range(width):
+                field_band = _band([p[position] if position < len(p) else None for p in per_replicate])
+                value = ours[position] if position < len(ours) else None
+                if _moved(field_band, value):
+                    detail[field_name if width == 1 else f"{field_name}[{position}]"] = _detail(value, field_band)
+        rows.append(
+            {
+                "id": claim["id"],
+                "text": claim["text"],
+                "margin": margin,
+                "holds": holds(margin),
+                "moved": list(detail),
+                "detail": detail,
+            }
+        )
+    return rows
+
+
+def _detail(value: float | None, band: tuple[float, float, float] | None) -> dict[str, Any]:
+    low, high, tolerance = band if band is not None else (None, None, None)
+    return {"run": value, "committed": [low, high], "tolerance": tolerance}
+
+
+def check_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """:func:`check_against`'s rows as a short text table: one line per finding that no longer holds or whose margin
+    or quoted numbers moved out of their band, then a count."""
+    lines = []
+    for row in rows:
+        if row["holds"] and not row["moved"]:
+            continue
+        parts = []
+        for name, info in row["detail"].items():
+            low, high = info["committed"]
+            run = "missing" if info["run"] is None else f"{info['run']:.4g}"
+            parts.append(f"{name} {run} (committed {low:.4g}..{high:.4g} ± {info['tolerance']:.2g})")
+        lead = "no longer holds" if not row["holds"] else "moved"
+        lines.append(f"{row['id']}: {lead}: " + ("; ".join(parts) or f"margin {row['margin']}"))
+    bad = len(lines)
+    lines.append(
+        f"{len(rows) - bad} of {len(rows)} committed findings hold here with their margin and quoted numbers within "
+        f"{NOISE_FACTOR:g} × their spread across the committed replicates"
+        + (f"; {bad} did not (above)" if bad else "")
+    )
+    return "\n".join(lines)
 
 
 # ---- rendering ------------------------------------------------------------------------------------------------------
@@ -253,6 +446,7 @@ def render_claims(
     ``withheld``: ids of claims that hold but are not stated (they hold by no more than round-off moves them)."""
     held = [c for c in claims if c["status"] == HOLDS and c["id"] not in withheld]
     mixed = [c for c in claims if c["status"] == MIXED]
+    unresolved = [c for c in claims if c["status"] == UNRESOLVED or (c["status"] == HOLDS and c["id"] in withheld)]
     sentences: list[str] = []
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for claim in held:
@@ -268,6 +462,13 @@ def render_claims(
             group = sentence[1:]
             items = [fill(c["item"], c["values"]) for c in groups[group]]
             sentences[index] = _sentence(f"{group}: {list_text(items)}")
+    if unresolved:
+        listed = [f"`{c['id'].split('.', 1)[-1]}`" for c in unresolved]
+        sentences.append(
+            f"Unresolved — these hold in every {replicate_word[:-1] if replicate_word.endswith('s') else replicate_word}"
+            f" but not by more than {NOISE_FACTOR:g} × the spread of their margin (or with the same margin in every "
+            "one, which carries no size), so they are not findings: " + ", ".join(listed) + "."
+        )
     if mixed:
         listed = [
             f"`{c['id'].split('.', 1)[-1]}` ({sum(holds(m) for m in c['margin'])} of {len(c['margin'])})" for c in mixed

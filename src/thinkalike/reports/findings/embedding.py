@@ -63,6 +63,28 @@ def collect_embedding(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> di
             table_of(tables, "embedding_zero_shot"),
         ),
         "zero_shot": guarded(_collect_zero_shot, table_of(tables, "embedding_zero_shot")),
+        "overlap": guarded(_collect_overlap, table_of(tables, "embedding_key_value_overlap")),
+    }
+
+
+def _collect_overlap(table: pd.DataFrame | None) -> dict[str, Any]:
+    """Dar et al.'s fig. 6 (:mod:`thinkalike.embedding.overlap`): per pair kind, the Jaccard of corresponding
+    vectors' top-k tokens less random pairings', averaged over models and layers (``difference``), the matched and
+    random means, and in how many of the models' layers matched is above random."""
+    if table is None:
+        return missing_section("embedding_key_value_overlap")
+    known = table.dropna(subset=["difference"])
+    if known.empty:
+        return {"empty": True}
+    by_pair = known.groupby("pair")
+    return {
+        "k": int_list(known["k"].unique()),
+        "models": sorted(str(m) for m in known["model"].unique()),
+        "difference": {str(k): round(float(v), 6) for k, v in by_pair["difference"].mean().items()},
+        "matched": {str(k): round(float(v), 6) for k, v in by_pair["matched_mean"].mean().items()},
+        "random": {str(k): round(float(v), 6) for k, v in by_pair["random_mean"].mean().items()},
+        "layers_above": {str(k): int((g["difference"] > 0).sum()) for k, g in by_pair},
+        "layers": {str(k): int(len(g)) for k, g in by_pair},
     }
 
 
@@ -339,7 +361,8 @@ def claims_embedding(findings: Mapping[str, Any]) -> list[Claim]:
       ``min − majority + ½ / n``;
     * ``embedding.zero_shot.below_majority.<model>.layers<ℓ>`` / ``embedding.zero_shot.at_or_above_majority.<model>
       .layers<ℓ>`` (each donor B and number ℓ ≥ 1 of its layers run): margin ``majority − accuracy`` /
-      ``accuracy − majority + ½ / n`` (findings collected before ``cases``: none).
+      ``accuracy − majority + ½ / n`` (findings collected before ``cases``: none);
+    * ``embedding.overlap.above_random.<pair>`` (:func:`_overlap_claims`).
     """
     emb = findings.get("embedding")
     if not isinstance(emb, Mapping) or not emb:
@@ -354,12 +377,35 @@ def claims_embedding(findings: Mapping[str, Any]) -> list[Claim]:
         ("Layer alignment", "alignment", _alignment_claims),
         ("Fine-tuning", "finetune", lambda section: _finetune_claims(section, half_step)),
         ("Zero-shot stitching", "zero_shot", lambda section: _zero_shot_claims(section, half_step)),
+        ("Key-value overlap", "overlap", _overlap_claims),
     )
     for what, key, make in parts:
         section = emb.get(key)
         if isinstance(section, Mapping) and section and not not_run_sentence(what, section):
             claims += make(section)
     return claims
+
+
+def _overlap_claims(overlap: Mapping[str, Any]) -> list[Claim]:
+    """``embedding.overlap.above_random.<pair>``: corresponding vectors' top-k tokens overlap more than random
+    pairings' (Dar et al. fig. 6); margin the mean Jaccard difference over models and layers."""
+    return [
+        Claim(
+            f"embedding.overlap.above_random.{pair}",
+            "{pair} vectors read in the vocabulary overlap more than random pairings (Dar et al. fig. 6): top-{k} "
+            "Jaccard {matched:3} against {random:3}, higher in {above:d} of {layers:d} model layers",
+            as_float(difference),
+            {
+                "pair": pair.replace("-", " and "),
+                "k": ", ".join(str(k) for k in overlap.get("k") or []),
+                "matched": (overlap.get("matched") or {}).get(pair),
+                "random": (overlap.get("random") or {}).get(pair),
+                "above": (overlap.get("layers_above") or {}).get(pair),
+                "layers": (overlap.get("layers") or {}).get(pair),
+            },
+        )
+        for pair, difference in sorted((overlap.get("difference") or {}).items())
+    ]
 
 
 def _keep_k_claims(keep: Mapping[str, Any], literature: Mapping[str, Any]) -> list[Claim]:
@@ -387,6 +433,8 @@ def _keep_k_claims(keep: Mapping[str, Any], literature: Mapping[str, Any]) -> li
     }
     for entry in by_k or []:
         k = int(entry["k"])
+        if V and k >= int(V):  # at k = V keeping every entry makes E⁺ exact: true by construction, no claim
+            continue
         values = {
             "k": k,
             "transpose": entry["transpose"],

@@ -146,8 +146,9 @@ AP_PASS = 0.99  # average precision of a ranking test (specificity, trained vs u
 
 #: The significance level of the calibration's "every pair significant" (``p ≤ 0.05``, as ``n_significant`` counts).
 SIGNIFICANCE = 0.05
-#: Below 1 by this much a collected average precision (six decimals) no longer reads "1".
-PERFECT_TOLERANCE = 1e-6
+#: The one-sided standard normal quantile of p = 0.05: a calibration z above it is significant at that level
+#: (scipy.stats.norm.ppf(0.95)).
+Z_SIGNIFICANCE = 1.6448536269514722
 _STATISTIC_LABELS = {"matched_mean": "matched-layer means", "best": "best layer pairs"}
 
 
@@ -269,9 +270,8 @@ def _rogue_claims(rogue: Mapping[str, Any] | None) -> list[Claim]:
 
 def _grounding_claims(grounding: Sequence[Mapping[str, Any]]) -> list[Claim]:
     """``measures.grounding.monotonicity_highest.<m>`` / ``monotonicity_lowest.<m>`` (:func:`best_of`: the gap to
-    the runner-up); ``measures.grounding.specificity_lowest.<m>`` (:func:`best_of`); ``measures.grounding.
-    specificity_perfect.<m>``: specificity 1 (as collected, six decimals), margin
-    ``specificity − (1 − 10⁻⁶)``."""
+    the runner-up); ``measures.grounding.specificity_lowest.<m>`` (:func:`best_of`). (Whether a measure's
+    specificity passes is the guide's claim, :func:`_guide_claims`, with its size over the criterion.)"""
     if not grounding:
         return []
     models = max((g.get("n_models") or 0) for g in grounding)
@@ -305,17 +305,6 @@ def _grounding_claims(grounding: Sequence[Mapping[str, Any]]) -> list[Claim]:
         higher=False,
         values=extra,
     )
-    for name, score in specificity.items():
-        claims.append(
-            Claim(
-                f"measures.grounding.specificity_perfect.{name}",
-                "Grounding: " + about + " is 1 for `{name}`",
-                None if score is None else float(score) - (1 - PERFECT_TOLERANCE),
-                {"name": name, "score": score, "chance": chance},
-                group="Measures with specificity 1 (average precision of seed replicas above other architectures)",
-                item="`{name}`",
-            )
-        )
     return claims
 
 
@@ -334,8 +323,9 @@ def _largest_p(entry: Mapping[str, Any], n_pairs: int | None, n_permutations: in
 
 def _calibration_claims(calibration: Mapping[str, Any] | None) -> list[Claim]:
     """Per statistic ``s`` and measure ``m`` against the permutation null: ``measures.calibration.<s>.<m>.
-    every_pair_significant``, margin ``0.05 − largest p`` (:func:`_largest_p`); ``….some_pair_not_significant``,
-    margin ``largest p − 0.05``."""
+    every_pair_significant``, margin ``smallest z − z₀.₀₅`` (the pairs' smallest z against the null's mean and
+    spread, less the one-sided normal quantile 1.645 of p = 0.05) — a size, where the permutation p stops at its
+    floor ``1 / (1 + shuffles)``; ``….some_pair_not_significant``, its negative."""
     if not calibration:
         return []
     claims: list[Claim] = []
@@ -348,6 +338,8 @@ def _calibration_claims(calibration: Mapping[str, Any] | None) -> list[Claim]:
         for entry in entries:
             name = str(entry["measure"])
             largest = _largest_p(entry, n_pairs, n_permutations)
+            z_span = entry.get("z")
+            smallest_z = as_float(min(z_span) if isinstance(z_span, list) and z_span else z_span)
             values = {
                 "name": name,
                 "statistic": label,
@@ -365,7 +357,7 @@ def _calibration_claims(calibration: Mapping[str, Any] | None) -> list[Claim]:
                     against + "every one of the {n_pairs:d} pairs of "
                     "different models is significant at p ≤ 0.05 by the {statistic} of `{name}` "
                     "(z {z:+1}, largest p {max_p:3})",
-                    None if largest is None else SIGNIFICANCE - largest,
+                    None if smallest_z is None else smallest_z - Z_SIGNIFICANCE,
                     values,
                     group=f"Measures whose {label} are significant at p ≤ 0.05 for every pair of "
                     "different models against a permutation null of the token correspondence",
@@ -378,7 +370,7 @@ def _calibration_claims(calibration: Mapping[str, Any] | None) -> list[Claim]:
                     against + "some pair of different models is "
                     "not significant at p ≤ 0.05 by the {statistic} of `{name}` ({n_significant:d} of "
                     "{n_pairs:d} pairs are; largest p {max_p:3})",
-                    None if largest is None else largest - SIGNIFICANCE,
+                    None if smallest_z is None else Z_SIGNIFICANCE - smallest_z,
                     values,
                 )
             )

@@ -17,7 +17,7 @@ from typing import Any
 
 from thinkalike.measures.family import OUTLIER_Z
 from thinkalike.reports.findings.claims import Claim, best_of, every
-from thinkalike.reports.findings.text import missing_section, not_run_sentence
+from thinkalike.reports.findings.text import as_float, missing_section, not_run_sentence
 
 #: Spearman ρ of intra-model similarity against size from which the paper's rise is "reproduced".
 RHO_REPRODUCED = 0.7
@@ -154,58 +154,69 @@ def _early_claims(summary: Mapping[str, Any]) -> list[Claim]:
 
 
 def _block_claims(summary: Mapping[str, Any]) -> list[Claim]:
-    """The summary keeps which members and pairs have blocks, not their contrast, so these margins are ±1:
+    """Block structure as contrasts (``within − between`` of the best split, in CKA; the summary's
+    ``block_contrast`` and ``pair_block_contrast``) over the threshold ``min_contrast``:
 
-    * ``scaling.blocks.member.<m>``: ``m``'s intra-model CKA has blocks (contrast ≥ the threshold), margin +1 when
-      the summary lists it among ``structured_members``, else −1;
+    * ``scaling.blocks.member.<m>``: ``m``'s intra-model CKA has blocks, margin its contrast − the threshold;
     * ``scaling.blocks.pair.<a>.<b>`` (every pair of members, family order): their CKA matrix has matched blocks,
-      margin ±1 from ``structured_pairs`` (``None`` for a summary without it);
+      margin the matched contrast − the threshold;
     * the verdict: ``scaling.blocks.reproduced`` (every member), margin the smallest member margin;
       ``scaling.blocks.partly_reproduced`` (some but not all), ``min(largest, −smallest)``;
-      ``scaling.blocks.not_reproduced`` (none), ``−largest``."""
+      ``scaling.blocks.not_reproduced`` (none), ``−largest``.
+
+    A summary without contrasts (collected before they were saved) leaves every margin undecided (``None``)."""
     family = [str(m) for m in summary.get("family") or []]
     if not family:
         return []
-    structured = set(summary.get("structured_members") or [])
-    pairs = summary.get("structured_pairs")
+    threshold = as_float(summary.get("min_contrast"))
+    contrasts = summary.get("block_contrast") or {}
+    pair_contrasts = summary.get("pair_block_contrast") or {}
+
+    def over(contrast: Any) -> float | None:
+        value = as_float(contrast)
+        return None if value is None or threshold is None else value - threshold
+
     claims: list[Claim] = []
-    members: list[float] = []
+    members: list[float | None] = []
     for model in family:
-        margin = 1.0 if model in structured else -1.0
+        margin = over(contrasts.get(model))
         members.append(margin)
         claims.append(
             Claim(
                 f"scaling.blocks.member.{model}",
-                "`{name}`'s intra-model CKA has blocks of consecutive similar layers (contrast ≥ the threshold)",
+                "`{name}`'s intra-model CKA has blocks of consecutive similar layers (contrast {contrast:3} ≥ "
+                "{threshold})",
                 margin,
-                {"name": model},
+                {"name": model, "contrast": as_float(contrasts.get(model)), "threshold": threshold},
                 group="Members of the family whose intra-model CKA has blocks of consecutive similar "
-                "layers (contrast ≥ the threshold)",
-                item="`{name}`",
+                "layers (within − between, against the threshold)",
+                item="`{name}` ({contrast:3})",
             )
         )
     for i, a in enumerate(family):
         for b in family[i + 1 :]:
-            pair_margin = None if pairs is None else (1.0 if f"{a}–{b}" in pairs or f"{b}–{a}" in pairs else -1.0)
+            contrast = pair_contrasts.get(f"{a}–{b}", pair_contrasts.get(f"{b}–{a}"))
             claims.append(
                 Claim(
                     f"scaling.blocks.pair.{a}.{b}",
-                    "Between `{a}` and `{b}` the CKA matrix has matched "
-                    "blocks (a's early block with b's early block, and so on)",
-                    pair_margin,
-                    {"a": a, "b": b},
+                    "Between `{a}` and `{b}` the CKA matrix has matched blocks (a's early block with b's early block, "
+                    "and so on; contrast {contrast:3} ≥ {threshold})",
+                    over(contrast),
+                    {"a": a, "b": b, "contrast": as_float(contrast), "threshold": threshold},
                     group="Pairs of members whose CKA matrices have matched blocks (a's early block with "
-                    "b's early block, and so on)",
-                    item="`{a}` and `{b}`",
+                    "b's early block, and so on; contrast against the threshold)",
+                    item="`{a}` and `{b}` ({contrast:3})",
                 )
             )
+    known = [m for m in members if m is not None]
+    complete = bool(known) and len(known) == len(members)
     values = {
-        "n_structured": len([m for m in family if m in structured]),
+        "n_structured": sum(m > 0 for m in known),
         "n_members": len(family),
-        "n_pairs": None if pairs is None else len(pairs),
-        "n_member_pairs": summary.get("n_member_pairs"),
+        "contrast": [min(known) + (threshold or 0.0), max(known) + (threshold or 0.0)] if known else None,
+        "threshold": threshold,
     }
-    counts = "{n_structured:d} of {n_members:d} members have blocks of contrast ≥ the threshold"
+    counts = "{n_structured:d} of {n_members:d} members have blocks (contrast {contrast:3}; threshold {threshold})"
     claims.append(
         every(
             "scaling.blocks.reproduced", f"Block structure: reproduced ({_PAPER_BLOCKS}): " + counts, members, **values
@@ -215,7 +226,7 @@ def _block_claims(summary: Mapping[str, Any]) -> list[Claim]:
         Claim(
             "scaling.blocks.partly_reproduced",
             f"Block structure: partly reproduced ({_PAPER_BLOCKS}): " + counts,
-            min(max(members), -min(members)),
+            min(max(known), -min(known)) if complete else None,
             values,
         )
     )
@@ -223,7 +234,7 @@ def _block_claims(summary: Mapping[str, Any]) -> list[Claim]:
         Claim(
             "scaling.blocks.not_reproduced",
             f"Block structure: not reproduced ({_PAPER_BLOCKS}): " + counts,
-            -max(members),
+            -max(known) if complete else None,
             values,
         )
     )
