@@ -75,6 +75,22 @@ def test_the_own_models_page_gives_the_readmes_recipe():
     assert readme and recipe((DOCS / "own-models.md").read_text(encoding="utf-8")) == readme
 
 
+def test_the_citation_file_is_cff_1_2_0_with_pyprojects_title_and_version():
+    """CITATION.cff: valid YAML with the Citation File Format 1.2.0's required keys, the project's name and the
+    version pyproject.toml declares (no licence key: pyproject declares none)."""
+    import tomllib
+
+    import yaml
+
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert citation["cff-version"] == "1.2.0"
+    assert {"message", "title", "authors"} <= set(citation) and citation["authors"]
+    assert citation["title"] == project["tool"]["kedro"]["project_name"] == "ThinkAlike"
+    assert str(citation["version"]) == project["project"]["version"]
+    assert ("license" in citation) == ("license" in project["project"])
+
+
 def test_the_site_builds_strictly(tmp_path):
     """``mkdocs build --strict``: every page in the navigation, every link and anchor found, the API pages rendered
     from the docstrings without a warning."""

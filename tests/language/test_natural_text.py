@@ -6,6 +6,8 @@ import pytest
 
 from thinkalike.language.grammar import SENTENCE_COLUMNS
 from thinkalike.language.natural_text import natural_text_table, read_natural_text
+from thinkalike.pipelines.corpus.schema import check_corpus
+from thinkalike.pipelines.errors import ParameterError
 
 
 def test_lines_mode(tmp_path):
@@ -30,7 +32,20 @@ def test_missing_file_names_path_and_parameter(tmp_path):
     missing = tmp_path / "nowhere.txt"
     with pytest.raises(FileNotFoundError) as info:
         read_natural_text(missing)
-    assert str(missing) in str(info.value) and "natural_text_path" in str(info.value)
+    assert str(info.value).startswith("corpus.natural_text.path: ") and str(missing) in str(info.value)
+    assert "natural_text_path" not in str(info.value)  # the key before corpus.natural_text
+
+
+def test_the_checked_parameters_name_the_key_once(tmp_path):
+    """The run's parameter check (before anything runs) gives the reader's message, key first, not twice."""
+    for path, expected in ((tmp_path / "nowhere.txt", "not found"), (tmp_path / "blank.txt", "no text")):
+        if path.name == "blank.txt":
+            path.write_text("\n", encoding="utf-8")
+        with pytest.raises(ParameterError) as info:
+            check_corpus({"corpus": {"natural_text": {"path": str(path)}}})
+        message = str(info.value)
+        assert message.startswith("corpus.natural_text.path: ") and message.count("corpus.natural_text.path") == 1
+        assert expected in message and str(path) in message
 
 
 def test_empty_file_and_bad_mode(tmp_path):

@@ -354,3 +354,23 @@ def test_whether_a_checkpoint_has_an_lm_head_is_read_from_its_config(tmp_path, g
     assert spec_has_lm_head(f"hf:{grammar_gpt2_dir}") is True
     assert spec_has_lm_head("hf:nobody/not-cached") is None  # not knowable offline: left to loading
     assert spec_has_lm_head("zoo:gelu_2l") is True
+
+
+@pytest.mark.parametrize("left_out", ["pairs", "groups"])
+def test_the_recipe_needs_its_pairs_and_groups_lines(tmp_path, monkeypatch, left_out):
+    """The recipe says `pairs: null` and `groups: {}` are required with `include_zoo: false`: without either line,
+    conf/base's pairs or groups (which name zoo models) stay, and the run stops before its first node, naming them."""
+    files = dict(readme_recipes()["mine"])
+    cka = files["parameters_cka.yml"]
+    line = next(line for line in cka.splitlines() if line.strip().startswith(f"{left_out}:"))
+    files["parameters_cka.yml"] = cka.replace(line + "\n", "")
+    project = make_project_copy(tmp_path)
+    write_environment(project, "mine", files)
+    parameters = configured_parameters(project, "mine")
+    text = project / parameters["corpus"]["natural_text"]["path"]
+    text.parent.mkdir(parents=True)
+    text.write_text("The quick brown fox jumps over the lazy dog.\nA dog sat on the mat.\n")
+    monkeypatch.chdir(project)
+    use_hub_cache(monkeypatch, tmp_path / "hub", hub_ids(configured_models(parameters).values()))
+    with pytest.raises(ParameterError, match=rf"^cka\.{left_out}\b.*gelu_2l"):
+        validate_parameters(parameters, readme_command("mine"))

@@ -120,3 +120,14 @@ def test_the_section_adapts_and_names_what_is_wrong(tmp_path):
     too_few = {**parameters, "scaling": {**parameters["scaling"], "family": ["neox_xs", "gelu_1l"]}}
     with pytest.raises(ParameterError, match="scaling.family needs at least 3"):
         build_pipelines(too_few)["scaling"].nodes[0].func()
+
+
+def test_an_unknown_key_is_named_and_conf_base_sets_every_key(tmp_path):
+    from thinkalike.pipelines.scaling.schema import SCALING_KEYS, check_scaling
+
+    parameters = configured_parameters(make_project_copy(tmp_path), "base")
+    assert set(parameters["scaling"]) == set(SCALING_KEYS)  # conf/base's file documents every key
+    check_scaling(parameters)
+    misspelt = {**parameters, "scaling": {**parameters["scaling"], "familly": ["neox_2l"]}}
+    with pytest.raises(ParameterError, match=r"^scaling\.familly: unknown parameter \(the section's keys: family, "):
+        check_scaling(misspelt)

@@ -17,6 +17,9 @@ import pandas as pd
 
 from thinkalike.language.grammar import FEATURE_VALUES, NONE, SENTENCE_COLUMNS
 
+#: The parameter that names the file (thinkalike.pipelines.corpus.schema.NaturalTextParameters); errors start with it.
+PATH_PARAMETER = "corpus.natural_text.path"
+
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -27,14 +30,18 @@ def read_natural_text(path: str | Path, mode: Literal["lines", "plain"] = "lines
     ``mode="lines"``: one document per line, blank lines skipped. ``mode="plain"``: running
     text, split into paragraphs at blank lines and each paragraph into sentences after
     ``.``, ``!`` or ``?`` followed by whitespace; each sentence is a document.
-    Raises ``FileNotFoundError`` (naming the path and the ``natural_text_path`` parameter) for
-    a missing file and ``ValueError`` for an unknown mode or a file without text.
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for a file without text, each message
+    starting with the parameter that names the file (:data:`PATH_PARAMETER`) and naming the path, and
+    ``ValueError`` for an unknown mode.
     """
     if mode not in ("lines", "plain"):
         raise ValueError(f"mode must be 'lines' or 'plain', got {mode!r}")
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"natural text file not found: {str(path)!r} (set the parameter natural_text_path)")
+        raise FileNotFoundError(
+            f"{PATH_PARAMETER}: natural text file not found: {str(path)!r} (relative paths are read from the "
+            f"working directory, {Path.cwd()})"
+        )
     content = path.read_text(encoding="utf-8")
     if mode == "lines":
         chunks = content.splitlines()
@@ -47,7 +54,7 @@ def read_natural_text(path: str | Path, mode: Literal["lines", "plain"] = "lines
     documents = [" ".join(chunk.split()) for chunk in chunks]
     documents = [document for document in documents if document]
     if not documents:
-        raise ValueError(f"natural text file {str(path)!r} contains no text (natural_text_path)")
+        raise ValueError(f"{PATH_PARAMETER}: natural text file {str(path)!r} contains no text")
     return documents
 
 

@@ -16,7 +16,7 @@ from thinkalike.language.grammar import (
     ControlledConfig,
     GrammarConfig,
 )
-from thinkalike.language.natural_text import read_natural_text
+from thinkalike.language.natural_text import PATH_PARAMETER, read_natural_text
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.schema import _Section, validate_dataclass, validate_section
 
@@ -92,4 +92,7 @@ def check_corpus(parameters: Mapping[str, Any]) -> None:
         try:
             read_natural_text(corpus.natural_text.path, corpus.natural_text.mode)
         except (OSError, ValueError) as error:
-            raise ParameterError(f"corpus.natural_text.path: {error}") from None
+            message = str(error)
+            raise ParameterError(
+                message if message.startswith(PATH_PARAMETER) else f"{PATH_PARAMETER}: {message}"
+            ) from None

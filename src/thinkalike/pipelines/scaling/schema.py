@@ -7,12 +7,32 @@ from typing import Any
 
 from thinkalike.pipelines.errors import ParameterError
 
+#: The keys of the ``scaling`` section: the family (:func:`~thinkalike.pipelines.scaling.family.scaling_plan`) and
+#: the analysis settings (:class:`~thinkalike.scaling.analysis.ScalingSettings`).
+SCALING_KEYS = (
+    "family",
+    "twins",
+    "architectures",
+    "early_depths",
+    "band",
+    "max_blocks",
+    "min_contrast",
+    "n_resamples",
+    "pair_resamples",
+    "seed",
+    "outlier_z",
+)
+
 
 def check_scaling(parameters: Mapping[str, Any]) -> None:
-    """``scaling`` (nothing when the section is empty): :class:`~thinkalike.scaling.analysis.ScalingSettings` and
+    """``scaling`` (nothing when the section is empty): its keys (:data:`SCALING_KEYS`; another is an unknown
+    parameter, as in every other section), :class:`~thinkalike.scaling.analysis.ScalingSettings` and
     :func:`~thinkalike.pipelines.scaling.family.scaling_plan`."""
     if not parameters.get("scaling"):
         return
+    unknown = sorted(set(parameters["scaling"]) - set(SCALING_KEYS))
+    if unknown:
+        raise ParameterError(f"scaling.{unknown[0]}: unknown parameter (the section's keys: {', '.join(SCALING_KEYS)})")
     from thinkalike.pipelines.scaling.family import scaling_plan
     from thinkalike.scaling.analysis import ScalingSettings
 
