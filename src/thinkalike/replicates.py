@@ -16,15 +16,16 @@ the claims, each with one margin per replicate and its status; ``--write`` also 
 which states only the claims that hold in every replicate (numbers as ranges over replicates). An MLflow run named
 ``replicates`` gets each claim's status (``claim.<id>.holds``: 1 or 0) and smallest margin.
 
-``--roundoff`` also runs a *round-off replicate*: replicate 0's seeds again with another CPU's float kernels
-(:func:`other_kernels`), in ``<workdir>/roundoff``, counted as one more replicate (a claim holds only if round-off does
+``--roundoff`` also runs a *round-off run*: replicate 0's seeds again with another CPU's float kernels
+(:func:`other_kernels`), in ``<workdir>/roundoff``, compared with replicate 0 but not counted as a replicate (its seeds
+are no new draw; earlier versions counted it, so a claim held only if round-off did
 not turn it over either). Thread counts are no such stand-in here (a training loop at 1 and 2 threads gave
 bit-identical weights: torch splits its GEMMs over rows, not over the sums); other kernels are:
 ``ATEN_CPU_CAPABILITY=avx2`` (torch's own vectorised kernels for an AVX2 machine instead of AVX-512) with
 ``MKL_CBWR=COMPATIBLE`` (MKL's GEMMs in their portable code path) — what a run on another x86 CPU gets.
 ``--set-env KEY=VALUE`` (repeatable) sets an environment variable for every run.
 
-    python -m thinkalike.replicates --roundoff --write      # k = 3 and the round-off replicate: about 4 default runs
+    python -m thinkalike.replicates --write                 # k = 4 seed replicates: about 4 default runs
     python -m thinkalike.reports.findings_cli --replicates data/replicates --roundoff data/replicates/roundoff \
         --write                                             # the docs again, from the saved outputs
 """
@@ -235,7 +236,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="an environment variable for the runs (repeatable; a round-off replicate)",
     )
     parser.add_argument(
-        "--roundoff", action="store_true", help="also run replicate 0 with another CPU's float kernels and count it"
+        "--roundoff",
+        action="store_true",
+        help="also run replicate 0 with another CPU's float kernels and compare it (not a replicate)",
     )
     parser.add_argument("--rerun", action="store_true", help="run replicates that finished before again")
     parser.add_argument("--repo", type=Path, help="where docs/findings.json and README.md are (default: the project)")

@@ -106,14 +106,36 @@ def test_findings_json_holds_claims_with_a_margin_per_replicate_and_a_status():
     assert len(replicates) >= 3 and document["git_commit"] and document["command"]
     claims = document["claims"]
     assert len({c["id"] for c in claims}) == len(claims)
+    assert not any(r["run"].get("roundoff") for r in replicates)  # independent draws only
+    from thinkalike.reports.findings.claims import NOISE_FACTOR, noise_scale
+
     for claim in claims:
         assert len(claim["margin"]) == len(replicates)
-        holds_everywhere = all(m is not None and m > 0 for m in claim["margin"])
-        assert claim["status"] == ("holds" if holds_everywhere else "mixed"), claim["id"]
-        assert any(m is not None and m > 0 for m in claim["margin"])  # stated somewhere
+        margins = claim["margin"]
+        holds_everywhere = all(m is not None and m > 0 for m in margins)
+        noise = noise_scale(margins)
+        assert claim["noise"] == pytest.approx(noise, abs=1e-9)
+        clears = holds_everywhere and noise is not None and noise > 1e-9 and min(margins) > NOISE_FACTOR * noise
+        expected = "holds" if clears else "unresolved" if holds_everywhere else "mixed"
+        assert claim["status"] == expected, claim["id"]
+        assert any(m is not None and m > 0 for m in margins)  # stated somewhere
+    # no stated finding has a constant margin, a mirrored twin among the claims, or a margin inside its noise
+    stated = [c for c in claims if c["status"] == "holds"]
+    keys = {tuple(round(m, 9) for m in c["margin"]) for c in claims}
+    for claim in stated:
+        assert max(claim["margin"]) - min(claim["margin"]) > 1e-9, claim["id"]
+        assert tuple(round(-m, 9) for m in claim["margin"]) not in keys, claim["id"]
+    # the scorecard: every row with its paper, our measure, the rule and a verdict in the scorecard's words
+    rows = document["scorecard"]
+    assert len(rows) >= 16
+    for row in rows:
+        assert {"question", "paper", "ours", "rule", "verdict"} <= set(row)
+        assert row["verdict"].startswith(("reproduced", "partly", "not reproduced", "inconclusive")), row["key"]
     # the claims are those of each replicate's own findings, recomputed here from the committed numbers
     again = findings_document([r["findings"] for r in replicates], [r["run"] for r in replicates])["claims"]
     assert [(c["id"], c["margin"], c["status"]) for c in again] == [(c["id"], c["margin"], c["status"]) for c in claims]
+    rows = findings_document([r["findings"] for r in replicates])["scorecard"]
+    assert [(r["key"], r["verdict"]) for r in rows] == [(r["key"], r["verdict"]) for r in document["scorecard"]]
 
 
 # --------------------------------------------------------------------------- tables shaped like the default run's
@@ -667,8 +689,8 @@ def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
 
 
 def _words(findings: dict) -> str:
-    """The rendered text with its line breaks as spaces (phrases are checked whatever the wrapping)."""
-    return render_findings(findings).replace("\n", " ")
+    """The rendered text with every run of whitespace as one space (phrases are checked whatever the wrapping)."""
+    return " ".join(render_findings(findings).split())
 
 
 def _numbers(value) -> list:
@@ -694,7 +716,9 @@ def test_default_shaped_outputs_give_claims_in_every_section():
     assert text == render_findings(round_trip), "rendering must not depend on a JSON round trip or the key order"
     assert [c.as_json() for c in claims] == [c.as_json() for c in claims_of(round_trip)]
     paragraphs = [p.replace("\n", " ") for p in text.strip().split("\n\n")]
-    assert paragraphs[1].startswith("**One run** (") and paragraphs[2].startswith("The default run (measured on ")
+    assert paragraphs[1] == "## The papers' questions" and paragraphs[2].startswith("| question | the paper |")
+    after = paragraphs[paragraphs.index("## Where the findings come from") + 1 :]
+    assert after[0].startswith("**One run** (") and after[1].startswith("The default run (measured on ")
     for title in (
         "The zoo",
         "Run time",
@@ -706,8 +730,8 @@ def test_default_shaped_outputs_give_claims_in_every_section():
         "Scaling family (Brown et al. §5)",
         "Measures beyond CKA",
     ):
-        assert any(p.startswith(f"**{title}.** ") for p in paragraphs), title
-    timing = paragraphs[2]
+        assert f"## {title}" in paragraphs, title
+    timing = after[1]
     assert "a SoLU with GeLU's seed as a control, 3 2-layer and 3 4-layer GeLU seed replicas" in timing
     assert (
         "zoo of 18 models" in timing
@@ -810,8 +834,8 @@ def test_which_gpt_neox_member_is_closest_is_one_claim_per_member():
 
 def test_paragraphs_are_wrapped_without_starting_a_line_with_a_markdown_block_marker():
     text = render_findings(collect_findings(default_shaped_tables()))
-    lines = text.split("\n")
-    assert max(len(line) for line in lines[1:]) <= 100  # the first is the HTML comment
+    lines = [line for line in text.split("\n")[1:] if not line.startswith("|")]  # the comment; the scorecard's rows
+    assert max(len(line) for line in lines) <= 100
     from thinkalike.reports.findings import wrap
 
     assert wrap("aaa bbb - ccc 1. ddd # eee", width=4) == "aaa\nbbb -\nccc 1.\nddd #\neee"
@@ -892,10 +916,10 @@ def test_mlem_comparison_with_the_paper_follows_the_numbers():
     [
         (
             "stitching_penalties",
-            "**Stitching.** Stitching: not in these outputs (no `stitching_penalties`: the pipeline was not run).",
+            "## Stitching Stitching: not in these outputs (no `stitching_penalties`: the pipeline was not run).",
         ),
-        ("cka_distances", "**CKA.** CKA: not in these outputs (no `cka_distances`: the pipeline was not run)."),
-        ("mlem_profiles", "**MLEM.** MLEM: not in these outputs (no `mlem_profiles`: the pipeline was not run)."),
+        ("cka_distances", "## CKA CKA: not in these outputs (no `cka_distances`: the pipeline was not run)."),
+        ("mlem_profiles", "## MLEM MLEM: not in these outputs (no `mlem_profiles`: the pipeline was not run)."),
         (
             "models.nli.groups",
             "NLI (Brown et al. §4, offline): not in these outputs (no `models.nli.groups`: the pipeline was not run).",
@@ -928,7 +952,7 @@ def test_a_table_without_the_columns_it_needs_spoils_only_its_own_paragraph():
     assert len(errors) == 1 and errors[0].startswith("mlem: KeyError") and "spearman_heldout" in errors[0]
     text = _words(findings)
     assert "MLEM: its tables could not be read (KeyError: " in text
-    assert "**Stitching.** " in text and "the NLI experiment" in text
+    assert "## Stitching " in text and "the NLI experiment" in text
     sections = {c.id.split(".")[0] for c in claims_of(findings)}
     assert "mlem" not in sections and {"stitching", "nli", "cka"} <= sections
 

@@ -30,6 +30,13 @@ def _summary(off_trend_flagged: bool, twin_flagged: bool, rho: float = 0.9) -> d
         "intra_mean": {"a": 0.3, "b": 0.4, "c": 0.5, "d": 0.55, "e": 0.6},
         "structured_members": ["c", "d", "e"],
         "structured_pairs": ["c–e"],
+        "min_contrast": 0.1,  # blocks where the contrast is at least 0.1: c, d and e; the pair c–e
+        "block_contrast": {"a": 0.02, "b": 0.05, "c": 0.3, "d": 0.2, "e": 0.15},
+        "pair_block_contrast": {
+            f"{x}–{y}": (0.25 if (x, y) == ("c", "e") else 0.04)
+            for i, x in enumerate("abcde")
+            for y in "abcde"[i + 1 :]
+        },
         "n_member_pairs": 10,
         "outliers": ["d"] if off_trend_flagged else [],
         "robust_z": {"a": 0.1, "b": -0.5, "c": 0.0, "d": -6.0 if off_trend_flagged else -1.0, "e": 0.7},

@@ -22,6 +22,7 @@ from thinkalike.reports.experiments import (
     experiment_of,
 )
 from thinkalike.reports.findings import collect_findings
+from thinkalike.reports.findings.scorecard import QUESTIONS
 from thinkalike.reports.measure_space import measure_space_sentences
 from thinkalike.reports.report import MissingInput, report_html
 from thinkalike.reports.run_timings import (
@@ -134,9 +135,19 @@ def test_the_page_has_a_section_per_experiment_behind_its_table_of_contents():
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     contents = page[page.index("<nav class='contents'") : page.index("</nav>")]
     anchors = re.findall(r"href='#([^']+)'", contents)
-    assert anchors == [e.key for e in EXPERIMENTS] + ["missing"]  # and the inputs no section reads
+    assert anchors == ["scorecard"] + [e.key for e in EXPERIMENTS] + ["missing"]  # and the inputs no section reads
     for anchor in anchors:
         assert page.count(f"<section id='{anchor}'") == 1
+    # the first section after the contents is the papers' scorecard: a table with one row per question
+    after = page[page.index("</nav>") :]
+    assert (
+        re.search(r"<h2>([^<]*)</h2>", after).group(1) == "The papers&#x27; questions"
+        or re.search(r"<h2>([^<]*)</h2>", after).group(1) == "The papers' questions"
+    )
+    scorecard = _section(page, "scorecard")
+    assert scorecard.count("<tr>") == 1 + len(QUESTIONS)  # the header and one row per question
+    for verdict in re.findall(r"<td><strong>([^<]*)</strong>", scorecard):
+        assert verdict in ("reproduced", "partly", "not reproduced", "inconclusive")
     for experiment in EXPERIMENTS:
         assert f"<strong>Question.</strong> {experiment.question.replace(chr(39), '&#x27;')}" in page
 

@@ -166,9 +166,7 @@ def best_contrast(similarity: np.ndarray, max_blocks: int = 6, *, matched: bool 
     model's matrix, or matched blocks of two models' with ``matched``), whether or not it reaches a threshold: the
     continuous quantity that :func:`segment_blocks` / :func:`cosegment_blocks` compare with ``min_contrast``. NaN
     when no split leaves both within- and between-block pairs."""
-    candidates = (
-        best_cosegmentations(similarity, max_blocks) if matched else best_segmentations(similarity, max_blocks)
-    )
+    candidates = best_cosegmentations(similarity, max_blocks) if matched else best_segmentations(similarity, max_blocks)
     return max((c.contrast for c in candidates.values()), default=float("nan"))
 
 

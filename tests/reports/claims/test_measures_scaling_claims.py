@@ -7,6 +7,7 @@ same."""
 from __future__ import annotations
 
 import copy
+import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -14,7 +15,7 @@ import pandas as pd
 import pytest
 
 from tests.reports.claims.conftest import default_run_findings
-from thinkalike.reports.findings.claims import Claim, merge_claims, render_claims, single_run
+from thinkalike.reports.findings.claims import HOLDS, MIXED, UNRESOLVED, Claim, merge_claims, render_claims, single_run
 from thinkalike.reports.findings.measures import claims_measures, collect_measures
 from thinkalike.reports.findings.scaling import INFINITE_Z, claims_scaling
 
@@ -90,11 +91,44 @@ PROSE_VERDICTS = {
     "scaling.outlier.none": "Outlier (not reproduced; …)",
     "scaling.twin.neox_6l.neither_outlier": "… neither is an outlier, so there is no dissimilarity to explain",
 }
+#: The one-sided normal quantile of p = 0.05 (the calibration's z criterion), computed here independently.
+Z_05 = statistics.NormalDist().inv_cdf(0.95)
+#: The block threshold (``min_contrast``) the planted contrasts are measured against.
+MIN_CONTRAST = 0.1
+#: Block contrasts planted on the fixture, which predates them (its summary keeps only which members and pairs have
+#: blocks): above the threshold exactly for its ``structured_members`` and ``structured_pairs``.
+BLOCK_CONTRAST = {"neox_2l": 0.04, "neox_3l": 0.18, "neox_4l": 0.22, "neox_6l": 0.15, "neox_8l": 0.27}
+PAIR_BLOCK_CONTRAST = {
+    "neox_2l–neox_3l": 0.03,
+    "neox_2l–neox_4l": 0.06,
+    "neox_2l–neox_6l": 0.02,
+    "neox_2l–neox_8l": 0.07,
+    "neox_3l–neox_4l": 0.16,
+    "neox_3l–neox_6l": 0.08,
+    "neox_3l–neox_8l": 0.09,
+    "neox_4l–neox_6l": 0.05,
+    "neox_4l–neox_8l": 0.19,
+    "neox_6l–neox_8l": 0.13,
+}
 
 
 @pytest.fixture(scope="module")
 def findings() -> dict[str, Any]:
     return default_run_findings()
+
+
+def _plant_contrasts(
+    summary: dict[str, Any], members: Mapping[str, float], pairs: Mapping[str, float] | None = None
+) -> None:
+    """Block contrasts (and the threshold :data:`MIN_CONTRAST`) planted in a scaling summary."""
+    summary.update(min_contrast=MIN_CONTRAST, block_contrast=dict(members), pair_block_contrast=dict(pairs or {}))
+
+
+def _with_block_contrasts(findings: dict[str, Any]) -> dict[str, Any]:
+    """The fixture's findings with :data:`BLOCK_CONTRAST` and :data:`PAIR_BLOCK_CONTRAST` planted."""
+    planted = copy.deepcopy(findings)
+    _plant_contrasts(planted["scaling"], BLOCK_CONTRAST, PAIR_BLOCK_CONTRAST)
+    return planted
 
 
 def _held(claims: list[Claim]) -> set[str]:
@@ -120,7 +154,6 @@ def test_measures_claims_that_hold_on_the_default_run(findings: dict[str, Any]) 
         "measures.grounding.monotonicity_lowest.linear_predictivity",
         "measures.grounding.specificity_lowest.svcca",
     }
-    expected |= {f"measures.grounding.specificity_perfect.{m}" for m in GUIDE_PASSES["specificity"]}
     expected |= {
         f"measures.calibration.{s}.{m}.every_pair_significant"
         for s in ("matched_mean", "best")
@@ -133,7 +166,10 @@ def test_measures_claims_that_hold_on_the_default_run(findings: dict[str, Any]) 
     }
     expected |= {f"measures.guide.every_test.{m}" for m in EVERY_TEST}
     assert _held(claims) == expected
+    # specificity 1 is said once, by the guide (with its size over the criterion), not again by the grounding
+    assert not any(c.id.startswith("measures.grounding.specificity_perfect.") for c in claims)
     margins = _margins(claims)
+    assert margins["measures.guide.specificity.passes.cka"] == pytest.approx(1.0 - 0.99)
     assert margins["measures.rogue.none_above_half"] == pytest.approx(0.5 - 0.148363)
     assert margins["measures.replicas_vs_solu_gelu.cka.replicas_closer"] == pytest.approx(0.790294 - 0.780781)
     # a distance: replicas closer means smaller; procrustes' spans overlap by 0.601483 - 0.597916
@@ -141,8 +177,13 @@ def test_measures_claims_that_hold_on_the_default_run(findings: dict[str, Any]) 
     assert margins["measures.guide.monotonicity.fails.svcca"] == pytest.approx(0.7 - 0.621875)
     assert margins["measures.guide.null_permuted.passes.cka"] == pytest.approx(0.05 - 4.9e-05)
     assert margins["measures.grounding.monotonicity_highest.rsa"] == pytest.approx(0.826301 - 0.819198)
-    # these findings predate max_p: every pair significant with 20 shuffles bounds p by 1/21
-    assert margins["measures.calibration.best.cka.every_pair_significant"] == pytest.approx(0.05 - 1 / 21)
+    # significance as a size: the pairs' smallest z over the one-sided normal quantile of p = 0.05 (the permutation
+    # p of these findings sits at its floor 1/21 for every pair, so it carries no size)
+    assert margins["measures.calibration.best.cka.every_pair_significant"] == pytest.approx(153.726698 - Z_05)
+    assert margins["measures.calibration.best.cka.some_pair_not_significant"] == pytest.approx(Z_05 - 153.726698)
+    assert margins["measures.calibration.matched_mean.procrustes.every_pair_significant"] == pytest.approx(
+        70.295708 - Z_05
+    )
 
 
 def test_measures_claims_render_what_the_readme_said(findings: dict[str, Any]) -> None:
@@ -176,7 +217,13 @@ def test_measures_claims_render_what_the_readme_said(findings: dict[str, Any]) -
 
 
 def test_scaling_claims_that_hold_on_the_default_run(findings: dict[str, Any]) -> None:
-    claims = claims_scaling(findings)
+    # the fixture predates the block contrasts: planted ones agree with its structured members and pairs
+    structured = set(findings["scaling"]["structured_members"])
+    assert structured == {m for m, c in BLOCK_CONTRAST.items() if c >= MIN_CONTRAST}
+    assert set(findings["scaling"]["structured_pairs"]) == {
+        p for p, c in PAIR_BLOCK_CONTRAST.items() if c >= MIN_CONTRAST
+    }
+    claims = claims_scaling(_with_block_contrasts(findings))
     assert len({c.id for c in claims}) == len(claims), "ids are unique"
     assert _held(claims) == {
         "scaling.early.0.0.mean_above_band",
@@ -205,6 +252,15 @@ def test_scaling_claims_that_hold_on_the_default_run(findings: dict[str, Any]) -
     assert margins["scaling.outlier.most_extreme.neox_6l"] == pytest.approx(2.45436 - 2.089525)
     assert margins["scaling.twin.neox_6l.neither_outlier"] == pytest.approx(3.5 - 2.45436)
     assert margins["scaling.twin.neox_6l.twin_closer"] == pytest.approx(0.001804)
+    # block margins are contrasts over the threshold; the verdicts' follow the members'
+    for member, contrast in BLOCK_CONTRAST.items():
+        assert margins[f"scaling.blocks.member.{member}"] == pytest.approx(contrast - MIN_CONTRAST), member
+    for pair, contrast in PAIR_BLOCK_CONTRAST.items():
+        a, b = pair.split("–")
+        assert margins[f"scaling.blocks.pair.{a}.{b}"] == pytest.approx(contrast - MIN_CONTRAST), pair
+    assert margins["scaling.blocks.reproduced"] == pytest.approx(0.04 - MIN_CONTRAST)
+    assert margins["scaling.blocks.partly_reproduced"] == pytest.approx(min(0.27 - MIN_CONTRAST, MIN_CONTRAST - 0.04))
+    assert margins["scaling.blocks.not_reproduced"] == pytest.approx(MIN_CONTRAST - 0.27)
     # the verdicts are the README's: each the one claim of its question that holds
     held = _held(claims)
     for family in VERDICTS:
@@ -213,8 +269,9 @@ def test_scaling_claims_that_hold_on_the_default_run(findings: dict[str, Any]) -
     for phrase in (
         "Early layers across scale: inconclusive",
         "Block structure: partly reproduced",
-        "4 of 5 members",
-        "`neox_3l`, `neox_4l`, `neox_6l` and `neox_8l`",
+        "4 of 5 members have blocks (contrast 0.040–0.270; threshold 0.10)",
+        "`neox_3l` (0.180), `neox_4l` (0.220), `neox_6l` (0.150) and `neox_8l` (0.270)",
+        "`neox_3l` and `neox_4l` (0.160), `neox_4l` and `neox_8l` (0.190) and `neox_6l` and `neox_8l` (0.130)",
         "Intra-model similarity vs scale: reproduced",
         "Spearman ρ = 0.90",
         "`neox_2l` 0.84, `neox_3l` 0.88, `neox_4l` 0.87, `neox_6l` 0.89, `neox_8l` 0.90",
@@ -226,11 +283,29 @@ def test_scaling_claims_that_hold_on_the_default_run(findings: dict[str, Any]) -
         assert phrase in text, phrase
 
 
+def test_block_claims_are_undecided_without_contrasts(findings: dict[str, Any]) -> None:
+    """The fixture's summary has no block contrasts (collected before they were saved): every block claim, the
+    verdicts included, is undecided — not stated either way — and only those claims lack numbers."""
+    assert "block_contrast" not in findings["scaling"] and "min_contrast" not in findings["scaling"]
+    claims = claims_scaling(findings)
+    blocks = [c for c in claims if c.id.startswith("scaling.blocks.")]
+    assert len(blocks) == 5 + 10 + 3  # members, pairs, verdicts
+    assert all(c.margin is None and not c.holds for c in blocks)
+    assert {c.id for c in claims if "n/a" in c.text} == {c.id for c in blocks}
+    # the threshold alone decides nothing either
+    only_threshold = _planted(findings, lambda f: f["scaling"].update(min_contrast=MIN_CONTRAST))
+    assert all(c.margin is None for c in claims_scaling(only_threshold) if c.id.startswith("scaling.blocks."))
+    # nor contrasts without the threshold
+    no_threshold = _with_block_contrasts(findings)
+    del no_threshold["scaling"]["min_contrast"]
+    assert all(c.margin is None for c in claims_scaling(no_threshold) if c.id.startswith("scaling.blocks."))
+
+
 @pytest.mark.parametrize("claims_of", [claims_measures, claims_scaling])
 def test_every_text_fills_on_the_default_run(
     findings: dict[str, Any], claims_of: Callable[[Mapping[str, Any]], list[Claim]]
 ) -> None:
-    claims = claims_of(findings)
+    claims = claims_of(_with_block_contrasts(findings))  # the contrasts the block claims quote (the fixture lacks them)
     assert claims
     unfilled = [(c.id, c.text) for c in claims if "n/a" in c.text or "{" in c.text]
     assert not unfilled
@@ -271,8 +346,10 @@ def _plant_measures(f: dict[str, Any]) -> None:
     _measure(m, "grounding", "rsa")["null_permuted"] = -0.08  # |−0.08| > 0.05: fails
     _measure(m, "grounding", "linear_predictivity")["specificity"] = 0.2  # now the lowest
     for entry in m["calibration"]["statistics"]["best"]:
-        entry["max_p"] = 0.047619
-    _measure(m["calibration"]["statistics"], "matched_mean", "procrustes").update(max_p=0.142857, n_significant=20)
+        entry["z"] = [2.5, 300.0]  # every pair still significant, now by a small size
+    _measure(m["calibration"]["statistics"], "matched_mean", "procrustes").update(
+        z=[1.2, 250.0], max_p=0.142857, n_significant=20
+    )  # some pair's z below the quantile
 
 
 def test_planted_measures_margins_follow_and_ids_stay(findings: dict[str, Any]) -> None:
@@ -288,21 +365,42 @@ def test_planted_measures_margins_follow_and_ids_stay(findings: dict[str, Any]) 
     assert "measures.grounding.monotonicity_highest.svcca" in held
     assert "measures.grounding.monotonicity_highest.rsa" not in held
     assert "measures.grounding.specificity_lowest.linear_predictivity" in held
-    assert "measures.grounding.specificity_perfect.svcca" in held
+    assert "measures.guide.specificity.passes.svcca" in held and "measures.guide.specificity.fails.svcca" not in held
+    assert _margins(planted)["measures.guide.specificity.passes.svcca"] == pytest.approx(1.0 - 0.99)
     assert "measures.guide.every_test.svcca" in held and "measures.guide.every_test.rsa" not in held
     assert "measures.guide.null_permuted.fails.rsa" in held
     assert _margins(planted)["measures.guide.null_permuted.fails.rsa"] == pytest.approx(0.03)
     assert "measures.calibration.matched_mean.procrustes.some_pair_not_significant" in held
     assert "measures.calibration.matched_mean.procrustes.every_pair_significant" not in held
-    assert _margins(planted)["measures.calibration.best.cka.every_pair_significant"] == pytest.approx(0.05 - 0.047619)
-    # the count alone (no max_p) decides too: 20 of 24 significant is at least 2/21
+    assert _margins(planted)["measures.calibration.matched_mean.procrustes.some_pair_not_significant"] == pytest.approx(
+        Z_05 - 1.2
+    )
+    assert _margins(planted)["measures.calibration.best.cka.every_pair_significant"] == pytest.approx(2.5 - Z_05)
+    assert _margins(planted)["measures.calibration.best.cka.some_pair_not_significant"] == pytest.approx(Z_05 - 2.5)
+    # the z decides, not the count: 20 of 24 significant (no max_p) still quotes the largest p the count allows
+    # (2/21), while the margin stays the smallest z's
     fallback = _planted(
         findings,
         lambda f: _measure(f["measures"]["calibration"]["statistics"], "matched_mean", "cka").update(n_significant=20),
     )
-    assert _margins(claims_measures(fallback))[
-        "measures.calibration.matched_mean.cka.some_pair_not_significant"
-    ] == pytest.approx(2 / 21 - 0.05)
+    by_id = {c.id: c for c in claims_measures(fallback)}
+    some = by_id["measures.calibration.matched_mean.cka.some_pair_not_significant"]
+    assert some.values["max_p"] == pytest.approx(2 / 21)
+    assert some.margin == pytest.approx(Z_05 - 109.693132)
+    # a single z (not a span) is its own smallest; no z at all leaves both undecided
+    single = _planted(
+        findings,
+        lambda f: _measure(f["measures"]["calibration"]["statistics"], "best", "procrustes").update(z=1.0),
+    )
+    assert _margins(claims_measures(single))[
+        "measures.calibration.best.procrustes.some_pair_not_significant"
+    ] == pytest.approx(Z_05 - 1.0)
+    no_z = _planted(
+        findings, lambda f: _measure(f["measures"]["calibration"]["statistics"], "best", "procrustes").pop("z")
+    )
+    margins = _margins(claims_measures(no_z))
+    assert margins["measures.calibration.best.procrustes.every_pair_significant"] is None
+    assert margins["measures.calibration.best.procrustes.some_pair_not_significant"] is None
 
 
 def test_no_measure_passes_every_test(findings: dict[str, Any]) -> None:
@@ -323,6 +421,12 @@ def _plant_scaling(f: dict[str, Any]) -> None:
         entry["min"] = 0.86  # every pair above the band (0.85)
     s["structured_members"] = list(s["family"])
     s["structured_pairs"] = []
+    # every member's contrast above the threshold (0.12 to 0.20), every pair's below it
+    _plant_contrasts(
+        s,
+        {m: 0.12 + 0.02 * i for i, m in enumerate(s["family"])},
+        {f"{a}–{b}": 0.08 for i, a in enumerate(s["family"]) for b in s["family"][i + 1 :]},
+    )
     s["intra_vs_size_spearman"] = 0.3
     s["robust_z"]["neox_6l"] = -5.0
     s["outliers"] = ["neox_6l"]
@@ -359,14 +463,33 @@ def test_planted_scaling_margins_follow_and_ids_stay(findings: dict[str, Any]) -
     assert margins["scaling.intra_vs_size.inconclusive"] == pytest.approx(0.3)
     assert margins["scaling.outlier.reproduced"] == pytest.approx(1.5)
     assert margins["scaling.twin.neox_6l.follows_head_dimension"] == pytest.approx(1.5)
+    # the block margins follow the planted contrasts
+    assert margins["scaling.blocks.reproduced"] == pytest.approx(0.12 - MIN_CONTRAST)
+    assert margins["scaling.blocks.member.neox_8l"] == pytest.approx(0.20 - MIN_CONTRAST)
+    assert margins["scaling.blocks.partly_reproduced"] == pytest.approx(-(0.12 - MIN_CONTRAST))
+    assert margins["scaling.blocks.not_reproduced"] == pytest.approx(-(0.20 - MIN_CONTRAST))
+    assert margins["scaling.blocks.pair.neox_2l.neox_3l"] == pytest.approx(0.08 - MIN_CONTRAST)
 
 
 @pytest.mark.parametrize(
     ("change", "verdicts"),
     [
         (
-            lambda s: s.update(intra_vs_size_spearman=-0.4, structured_members=[]),
+            lambda s: (
+                s.update(intra_vs_size_spearman=-0.4, structured_members=[]),
+                _plant_contrasts(s, {m: 0.05 for m in s["family"]}),
+            ),
             {"scaling.intra_vs_size.not_reproduced", "scaling.blocks.not_reproduced"},
+        ),
+        (
+            lambda s: _plant_contrasts(
+                s, {**{m: 0.05 for m in s["family"]}, "neox_2l": 0.3}, {"neox_2l–neox_8l": 0.25}
+            ),
+            {
+                "scaling.blocks.partly_reproduced",
+                "scaling.blocks.member.neox_2l",
+                "scaling.blocks.pair.neox_2l.neox_8l",
+            },
         ),
         (lambda s: [e.update(mean=0.80, min=0.70) for e in s["early"].values()], {"scaling.early.not_reproduced"}),
         (
@@ -420,11 +543,60 @@ def test_missing_or_errored_sections_give_no_claims(findings: dict[str, Any], se
 
 def test_replicates_state_only_what_holds_in_all(findings: dict[str, Any]) -> None:
     runs = [claims_measures(findings), claims_measures(_planted(findings, _plant_measures)), claims_measures(findings)]
-    merged = {c["id"]: c for c in merge_claims([single_run(r) for r in runs])}
-    assert merged["measures.replicas_vs_solu_gelu.cka.replicas_closer"]["status"] == "mixed"
-    assert merged["measures.replicas_vs_solu_gelu.mean_cca.replicas_closer"]["status"] == "holds"
-    assert "0.53" in merged["measures.replicas_vs_solu_gelu.mean_cca.replicas_closer"]["text"]
-    assert merged["measures.rogue.none_above_half"]["status"] == "mixed"
+    merged_list = merge_claims([single_run(r) for r in runs])
+    merged = {c["id"]: c for c in merged_list}
+    assert merged["measures.replicas_vs_solu_gelu.cka.replicas_closer"]["status"] == MIXED
+    # the same margin in every replicate carries no size: it holds everywhere, yet is no finding
+    same = merged["measures.replicas_vs_solu_gelu.mean_cca.replicas_closer"]
+    assert same["status"] == UNRESOLVED and "same margin" in same["why"]
+    assert same["noise"] == pytest.approx(0.0)
+    assert "0.53" in same["text"]
+    # a statement and its negation (margins each other's negative in every replicate) are one entry, stated from
+    # the side that holds in more replicates
+    rogue = merged["measures.rogue.none_above_half"]
+    assert rogue["status"] == MIXED and rogue["negation"] == "measures.rogue.some_above_half"
+    assert "measures.rogue.some_above_half" not in merged
+    assert rogue["margin"] == pytest.approx([0.5 - 0.148363, 0.5 - 0.62, 0.5 - 0.148363])
+    every = "measures.calibration.matched_mean.procrustes.every_pair_significant"
+    assert merged[every]["status"] == MIXED
+    assert merged[every]["negation"] == "measures.calibration.matched_mean.procrustes.some_pair_not_significant"
+    assert "measures.calibration.matched_mean.procrustes.some_pair_not_significant" not in merged
+    # held everywhere, but the planted replicate's small z is within 2 × the spread of the margin
+    best = merged["measures.calibration.best.cka.every_pair_significant"]
+    assert best["status"] == UNRESOLVED and "within" in best["why"]
+    assert best["noise"] == pytest.approx(statistics.stdev([153.726698 - Z_05, 2.5 - Z_05, 153.726698 - Z_05]))
+    # the unresolved are named before the claims that hold in some replicates only
+    sentences = render_claims(merged_list, "replicates")
+    unresolved = next(i for i, t in enumerate(sentences) if t.startswith("Unresolved — "))
+    mixed = next(i for i, t in enumerate(sentences) if t.startswith("Not findings — "))
+    assert unresolved < mixed
+    assert "`replicas_vs_solu_gelu.mean_cca.replicas_closer`" in sentences[unresolved]
+    assert "`calibration.best.cka.every_pair_significant`" in sentences[unresolved]
+    assert "`rogue.none_above_half` (2 of 3)" in sentences[mixed] and "some_above_half" not in " ".join(sentences)
+
+
+@pytest.mark.parametrize(
+    ("top1", "status", "why"),
+    [
+        ((0.148363, 0.16, 0.17), HOLDS, "× its spread"),  # margins 0.35, 0.34, 0.33: far clear of their spread
+        ((0.10, 0.30, 0.45), UNRESOLVED, "within 2 × its spread"),  # 0.40, 0.20, 0.05: the last within 2 sd
+        ((0.10, 0.30, 0.55), MIXED, "holds in 2 of 3"),
+    ],
+)
+def test_a_finding_clears_twice_its_noise_in_every_replicate(
+    findings: dict[str, Any], top1: tuple[float, float, float], status: str, why: str
+) -> None:
+    runs = [
+        single_run(claims_measures(_planted(findings, lambda f, t=t: f["measures"]["rogue"].update(max_top1=t))))
+        for t in top1
+    ]
+    merged = {c["id"]: c for c in merge_claims(runs)}
+    entry = merged["measures.rogue.none_above_half"]
+    margins = [0.5 - t for t in top1]
+    assert entry["margin"] == pytest.approx(margins)
+    assert entry["noise"] == pytest.approx(statistics.stdev(margins))
+    assert entry["status"] == status and why in entry["why"]
+    assert entry["negation"] == "measures.rogue.some_above_half"
 
 
 # --------------------------------------------------------------------------- collection
@@ -465,7 +637,13 @@ def test_collect_measures_keeps_the_largest_p_and_pairs() -> None:
     assert entry["max_p"] == pytest.approx(3 / 21, abs=1e-6) and entry["min_p"] == pytest.approx(1 / 21, abs=1e-6)
     assert entry["n_pairs"] == 4 and entry["n_significant"] == 3
     margins = _margins(claims_measures({"measures": collected}))
-    assert margins["measures.calibration.matched_mean.cka.every_pair_significant"] == pytest.approx(
-        0.05 - 3 / 21, abs=1e-6
+    # the margin is the pairs' smallest z over the normal quantile, not the permutation p
+    assert entry["z"] == pytest.approx([5.0, 8.0])
+    assert margins["measures.calibration.matched_mean.cka.every_pair_significant"] == pytest.approx(5.0 - Z_05)
+    assert margins["measures.calibration.matched_mean.cka.some_pair_not_significant"] == pytest.approx(Z_05 - 5.0)
+    # the largest p is kept for the text
+    calibration = {c.id: c for c in claims_measures({"measures": collected})}
+    assert calibration["measures.calibration.matched_mean.cka.every_pair_significant"].values["max_p"] == pytest.approx(
+        3 / 21, abs=1e-6
     )
     assert margins["measures.replicas_vs_solu_gelu.cka.replicas_closer"] == pytest.approx(0.4)

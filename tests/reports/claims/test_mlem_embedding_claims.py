@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from tests.reports.claims.conftest import default_run_findings
@@ -372,12 +373,27 @@ def _decisions_agree(findings: dict[str, Any]) -> None:
     for method, odd in mlem["odd_one_out"].items():
         assert f"mlem.odd_one_out.{method}.{odd['model']}.layer{odd['layer']}" in holding
     keep = emb["keep_k"]
+    # no keep-k claim at k = V: keeping every entry makes E⁺ exact there, true by construction
+    below_vocabulary = {k for k in keep["ks"] if k < keep["V"]}
+    assert below_vocabulary and max(keep["ks"]) == keep["V"]  # the tables do run k = V
+    keep_ids = {
+        c.id for c in _claims(findings) if c.id.startswith(("embedding.keep_k.level.", "embedding.keep_k.behind."))
+    }
+    assert keep_ids == {f"embedding.keep_k.{side}.k{k}" for side in ("level", "behind") for k in below_vocabulary}
     assert {int(c.rsplit(".k", 1)[1]) for c in holding if c.startswith("embedding.keep_k.level.")} == set(
         keep["level_ks"]
-    )
-    assert {int(c.rsplit(".k", 1)[1]) for c in holding if c.startswith("embedding.keep_k.behind.")} == set(
-        keep["ks"]
-    ) - set(keep["level_ks"])
+    ) & below_vocabulary
+    assert {
+        int(c.rsplit(".k", 1)[1]) for c in holding if c.startswith("embedding.keep_k.behind.")
+    } == below_vocabulary - set(keep["level_ks"])
+    # key-value overlap (Dar et al. fig. 6): one claim per pair kind when its table was collected, none without it
+    overlap = emb.get("overlap") or {}
+    overlap_ids = {c.id for c in _claims(findings) if c.id.startswith("embedding.overlap.")}
+    difference = overlap.get("difference") or {}
+    assert overlap_ids == {f"embedding.overlap.above_random.{pair}" for pair in difference}
+    assert {c for c in holding if c.startswith("embedding.overlap.")} == {
+        f"embedding.overlap.above_random.{pair}" for pair, d in difference.items() if d > 0
+    }
     by_space = emb["alignment"]["by_space"]
     assert ("embedding.alignment.projected_above_raw" in holding) == (by_space["projected"] > by_space["raw"])
     assert ("embedding.alignment.raw_above_projected" in holding) == (by_space["projected"] < by_space["raw"])
@@ -412,6 +428,13 @@ def test_collected_claims_are_the_paragraphs_decisions(collected: dict[str, Any]
         "embedding.zero_shot.blocks_below_majority_every_time",
     } <= holding
     assert "mlem.on_top_at_every_layer.pos" not in holding  # on top at 78 of 79 layers
+    # the default-shaped tables run k = V (394) but have no key-value overlap table
+    assert "embedding.keep_k.level.k394" not in _by_id(collected) and "embedding.keep_k.behind.k394" not in _by_id(
+        collected
+    )
+    assert "embedding.keep_k.behind.k300" in holding
+    assert collected["embedding"]["overlap"] == {"missing": ["embedding_key_value_overlap"]}
+    assert not any(c.startswith("embedding.overlap.") for c in _by_id(collected))
 
 
 def _plant_tables(tables: dict[str, Any]) -> None:
@@ -443,6 +466,65 @@ def test_planted_tables_move_the_claims_not_their_ids(collected: dict[str, Any])
     assert "embedding.keep_k.transpose_highest_at_end" in now
     assert "embedding.keep_k.transpose_peaks_before_end" in before
     _decisions_agree(planted)
+
+
+def _overlap_table(differences: dict[str, list[float]]) -> pd.DataFrame:
+    """A key-value overlap table (:mod:`thinkalike.embedding.overlap`'s columns): per pair kind, one row per model
+    and layer with the planted matched − random difference over a random mean of 0.1."""
+    rows = []
+    for pair, values in differences.items():
+        for index, difference in enumerate(values):
+            matched, random = 0.1 + difference, 0.1
+            rows.append(
+                {
+                    "model": ("gelu_2l", "solu_2l")[index % 2],
+                    "layer": index // 2,
+                    "pair": pair,
+                    "k": 20,
+                    "n_pairs": 64,
+                    "n_random": 4,
+                    "matched_mean": matched,
+                    "random_mean": random,
+                    "random_sd": 0.01,
+                    "difference": difference,
+                    "ratio": matched / random,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+OVERLAP = {
+    "FF_key-FF_value": [0.05, 0.07, 0.02, 0.06],  # above random in every model layer
+    "W_V-W_O": [-0.01, -0.03, -0.02, -0.02],  # below in every one
+    "W_Q-W_K": [0.04, -0.01, 0.03, -0.02],  # above on average, not everywhere
+}
+
+
+def test_overlap_claims_follow_the_table():
+    planted = _collected(lambda tables: tables.__setitem__("embedding_key_value_overlap", _overlap_table(OVERLAP)))
+    claims = _by_id(planted)
+    ids = {f"embedding.overlap.above_random.{pair}" for pair in OVERLAP}
+    assert {c for c in claims if c.startswith("embedding.overlap.")} == ids
+    for pair, differences in OVERLAP.items():
+        claim = claims[f"embedding.overlap.above_random.{pair}"]
+        assert claim.margin == pytest.approx(sum(differences) / len(differences)), pair
+        assert claim.holds == (pair != "W_V-W_O"), pair
+        above = sum(d > 0 for d in differences)
+        assert "top-20 Jaccard" in claim.text and f"higher in {above} of 4 model layers" in claim.text, claim.text
+        assert "n/a" not in claim.text, claim.text
+    assert claims["embedding.overlap.above_random.FF_key-FF_value"].text == (
+        "`FF_key` and `FF_value` vectors read in the vocabulary overlap more than random pairings (Dar et al. fig. 6): "
+        "top-20 Jaccard 0.150 against 0.100, higher in 4 of 4 model layers"
+    )
+    _decisions_agree(planted)
+    # reversed, the same ids and the opposite decisions
+    reversed_ = {pair: [-d for d in values] for pair, values in OVERLAP.items()}
+    flipped = _collected(lambda tables: tables.__setitem__("embedding_key_value_overlap", _overlap_table(reversed_)))
+    assert set(_by_id(flipped)) == set(claims)
+    assert {c for c in _holding(flipped) if c.startswith("embedding.overlap.")} == {
+        "embedding.overlap.above_random.W_V-W_O"
+    }
+    _decisions_agree(flipped)
 
 
 def test_zero_shot_at_the_majority_rate_is_at_or_above():

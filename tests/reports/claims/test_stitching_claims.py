@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from tests.reports.claims.conftest import default_run_findings
-from thinkalike.reports.findings.claims import HOLDS, Claim, merge_claims, single_run
+from thinkalike.reports.findings.claims import HOLDS, UNRESOLVED, Claim, merge_claims, render_claims, single_run
 from thinkalike.reports.findings.stitching import claims_stitching, collect_stitching
 
 #: What the README's stitching prose stated on the default run of the fixture file (README.md's findings region at
@@ -109,11 +109,36 @@ def test_replicates_merge_into_ranges():
     other = copy.deepcopy(findings)
     other["stitching"]["identity_between"] = [3.0, 5.9]
     runs = [single_run(claims_stitching(findings)), single_run(claims_stitching(other))]
-    merged = {c["id"]: c for c in merge_claims(runs)}
+    merged_list = merge_claims(runs)
+    merged = {c["id"]: c for c in merged_list}
     identity = merged["stitching.identity.control_below_between"]
     assert identity["status"] == HOLDS and "3.00–5.90 nats/token" in identity["text"]
-    assert {c["id"] for c in merged.values() if c["status"] == HOLDS} == HOLDING_ON_COMMITTED
+    margins = [3.182657 - 0.222907, 3.0 - 0.222907]
+    assert identity["margin"] == pytest.approx(margins)
+    assert identity["noise"] == pytest.approx(abs(margins[0] - margins[1]) / 2**0.5)  # two replicates' sample SD
+    # its negation (the same margin, negated, in both replicates) is merged into it, not stated on its own
+    assert identity["negation"] == "stitching.identity.control_not_below_between"
+    assert "stitching.identity.control_not_below_between" not in merged
+    # only the identity margin moved between the replicates: the other statements hold in both with the same margin,
+    # which carries no size — unresolved, not findings
+    assert {c["id"] for c in merged.values() if c["status"] == HOLDS} == {"stitching.identity.control_below_between"}
+    unresolved = {c["id"] for c in merged.values() if c["status"] == UNRESOLVED}
+    assert unresolved == HOLDING_ON_COMMITTED - {"stitching.identity.control_below_between"}
+    assert all("same margin" in merged[i]["why"] and merged[i]["noise"] == 0 for i in unresolved)
     assert all("n/a" not in c["text"] for c in merged.values())
+    sentences = render_claims(merged_list, "replicates")
+    named = next(t for t in sentences if t.startswith("Unresolved — "))
+    assert all(f"`{i.split('.', 1)[1]}`" in named for i in unresolved)
+    assert "identity.control_below_between" not in named
+    assert any(t.startswith("Identity stitching costs exactly 0") for t in sentences)
+    # a replicate where between-pair identity stitching barely clears the control: > 0 in both, but the smaller
+    # margin is within 2 × the spread, so it is no longer a finding
+    close = copy.deepcopy(findings)
+    close["stitching"]["identity_between"] = [0.3, 5.9]
+    noisy = merge_claims([runs[0], single_run(claims_stitching(close))])
+    entry = next(c for c in noisy if c["id"] == "stitching.identity.control_below_between")
+    assert min(entry["margin"]) > 0
+    assert entry["status"] == UNRESOLVED and "within 2 × its spread" in entry["why"]
 
 
 # --------------------------------------------------------------------------- (2): planted findings

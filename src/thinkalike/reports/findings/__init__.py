@@ -53,7 +53,6 @@ from thinkalike.reports.findings.claims import (
     render_claims,
     single_run,
 )
-from thinkalike.reports.findings.scorecard import render_scorecard, scorecard
 from thinkalike.reports.findings.embedding import claims_embedding, collect_embedding
 from thinkalike.reports.findings.measures import claims_measures, collect_measures
 from thinkalike.reports.findings.mlem import claims_mlem, collect_mlem
@@ -67,6 +66,7 @@ from thinkalike.reports.findings.readme import (  # the README region and its di
     source_digest,
 )
 from thinkalike.reports.findings.scaling import claims_scaling
+from thinkalike.reports.findings.scorecard import render_scorecard, scorecard
 from thinkalike.reports.findings.stitching import claims_stitching, collect_stitching
 from thinkalike.reports.findings.text import (
     LITERATURE,
@@ -571,7 +571,8 @@ def render_roundoff(roundoff: Mapping[str, Any], claims: Sequence[Mapping[str, A
         "run on one machine, whatever the runner or the load (the Dask parity test checks every output; a training loop "
         "at 1 and 2 threads gave identical weights too). Not the same: across CPUs, whose vector units and BLAS kernels differ, the numbers "
         "move at round-off and training amplifies it. This run has replicate 0's seeds, so it is no new draw and "
-        "not counted among the replicates; it bounds what another CPU moves." + _roundoff_against_replicates(roundoff, claims)
+        "not counted among the replicates; it bounds what another CPU moves."
+        + _roundoff_against_replicates(roundoff, claims)
     )
 
 

@@ -267,7 +267,8 @@ def merge_claims(runs: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, 
 
     * a claim whose margin is another's negative in every replicate is that claim's negation, and one whose margin
       equals another's is that claim again (:func:`propositions`): the pair is one proposition, stated from the side
-      that holds in more replicates (the first on a tie), the other id under ``negation`` / ``same_as``;
+      that holds in more replicates (the first on a tie): ``negation`` names the first id that negates it
+      (``negations`` all of them, when several do) and ``same_as`` the ids that repeat it;
     * a proposition that holds in no replicate is dropped (nobody states it);
     * ``margin`` and ``values`` one per replicate (``None`` / ``{}`` where a replicate lacks it), ``noise`` the
       margin's spread (:func:`noise_scale`), ``text`` filled with the ranges over replicates, ``status`` from
@@ -289,13 +290,12 @@ def merge_claims(runs: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, 
     for claim_id in order:
         if claim_id in relations:
             continue
-        stated, negation = claim_id, None
         same = [other for other, relation in partners.get(claim_id, []) if relation == "same"]
         negations = [other for other, relation in partners.get(claim_id, []) if relation == "negation"]
-        if negations:
-            negation = negations[0]
-            if sum(holds(m) for m in margins[negation]) > sum(holds(m) for m in margins[claim_id]):
-                stated, negation = negation, claim_id
+        stated = claim_id
+        if negations and sum(holds(m) for m in margins[negations[0]]) > sum(holds(m) for m in margins[claim_id]):
+            # stated from its negation's side: the claim and its repeats negate it, its other negations repeat it
+            stated, same, negations = negations[0], negations[1:], [claim_id, *same]
         per_run = by_id[stated]
         stated_margins = margins[stated]
         if not any(holds(m) for m in stated_margins):
@@ -313,8 +313,10 @@ def merge_claims(runs: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, 
             "status": status,
             "why": why,
         }
-        if negation is not None:
-            entry["negation"] = negation
+        if negations:
+            entry["negation"] = negations[0]
+        if len(negations) > 1:
+            entry["negations"] = negations
         if same:
             entry["same_as"] = same
         if first.get("group") is not None:
@@ -423,8 +425,7 @@ def check_table(rows: Sequence[Mapping[str, Any]]) -> str:
     bad = len(lines)
     lines.append(
         f"{len(rows) - bad} of {len(rows)} committed findings hold here with their margin and quoted numbers within "
-        f"{NOISE_FACTOR:g} × their spread across the committed replicates"
-        + (f"; {bad} did not (above)" if bad else "")
+        f"{NOISE_FACTOR:g} × their spread across the committed replicates" + (f"; {bad} did not (above)" if bad else "")
     )
     return "\n".join(lines)
 

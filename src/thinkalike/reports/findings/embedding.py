@@ -396,7 +396,7 @@ def _overlap_claims(overlap: Mapping[str, Any]) -> list[Claim]:
             "Jaccard {matched:3} against {random:3}, higher in {above:d} of {layers:d} model layers",
             as_float(difference),
             {
-                "pair": pair.replace("-", " and "),
+                "pair": " and ".join(f"`{part}`" for part in pair.split("-")),
                 "k": ", ".join(str(k) for k in overlap.get("k") or []),
                 "matched": (overlap.get("matched") or {}).get(pair),
                 "random": (overlap.get("random") or {}).get(pair),

@@ -354,22 +354,22 @@ def _calibration_claims(calibration: Mapping[str, Any] | None) -> list[Claim]:
             claims.append(
                 Claim(
                     f"{prefix}.every_pair_significant",
-                    against + "every one of the {n_pairs:d} pairs of "
-                    "different models is significant at p ≤ 0.05 by the {statistic} of `{name}` "
-                    "(z {z:+1}, largest p {max_p:3})",
+                    against + "every one of the {n_pairs:d} pairs of different models lies above the null by "
+                    "z > 1.64 (the one-sided 5 % normal quantile) by the {statistic} of `{name}` (z {z:+1}; "
+                    "largest permutation p {max_p:3}, its floor with these shuffles being 1/(1 + shuffles))",
                     None if smallest_z is None else smallest_z - Z_SIGNIFICANCE,
                     values,
-                    group=f"Measures whose {label} are significant at p ≤ 0.05 for every pair of "
-                    "different models against a permutation null of the token correspondence",
+                    group=f"Measures whose {label} lie above a permutation null of the token correspondence by "
+                    "z > 1.64 (one-sided 5 %) for every pair of different models",
                     item="`{name}` (z {z:+1}, {n_significant:d} of {n_pairs:d} pairs)",
                 )
             )
             claims.append(
                 Claim(
                     f"{prefix}.some_pair_not_significant",
-                    against + "some pair of different models is "
-                    "not significant at p ≤ 0.05 by the {statistic} of `{name}` ({n_significant:d} of "
-                    "{n_pairs:d} pairs are; largest p {max_p:3})",
+                    against + "some pair of different models lies above the null by z ≤ 1.64 (the one-sided 5 % "
+                    "normal quantile) by the {statistic} of `{name}` (z {z:+1}; {n_significant:d} of {n_pairs:d} "
+                    "pairs have permutation p ≤ 0.05)",
                     None if smallest_z is None else Z_SIGNIFICANCE - smallest_z,
                     values,
                 )

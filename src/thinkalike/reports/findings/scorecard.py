@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thinkalike.reports.findings.claims import NOISE_FACTOR, noise_scale
-from thinkalike.reports.findings.text import as_float
+from thinkalike.reports.findings.text import as_float, wrap
 
 REPRODUCED = "reproduced"
 PARTLY = "partly"
@@ -183,9 +183,7 @@ def _finetune(findings: Mapping[str, Any]) -> Parts:
     cells = [c for c in finetune.get("cells") or [] if as_float(c.get("finetune")) is not None]
     accuracy, chance = as_float(finetune.get("accuracy")), as_float(finetune.get("chance"))
     return {
-        "task tokens above random": (
-            sum(c["finetune"] - c["random"] for c in cells) / len(cells) if cells else None
-        ),
+        "task tokens above random": (sum(c["finetune"] - c["random"] for c in cells) / len(cells) if cells else None),
         "classifier above majority": None if accuracy is None or chance is None else accuracy - chance,
     }
 
@@ -195,9 +193,11 @@ def _alignment(findings: Mapping[str, Any]) -> Parts:
     embedding space less chance, and less the share without projecting."""
     alignment = _section(findings, "embedding").get("alignment") or {}
     spaces = alignment.get("by_space") or {}
-    projected, raw, chance = (as_float(spaces.get("projected")), as_float(spaces.get("raw")), as_float(
-        alignment.get("chance")
-    ))
+    projected, raw, chance = (
+        as_float(spaces.get("projected")),
+        as_float(spaces.get("raw")),
+        as_float(alignment.get("chance")),
+    )
     return {
         "projected above chance": None if projected is None or chance is None else projected - chance,
         "projected above raw": None if projected is None or raw is None else projected - raw,
@@ -539,7 +539,8 @@ def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
             + " |"
         )
     counted = "one run" if n == 1 else f"{n} independent replicates"
-    return "\n".join(lines) + f"\n\nThe rule, fixed in code before the numbers are read ({counted}): {RULE}.\n"
+    rule = wrap(f"The rule, fixed in code before the numbers are read ({counted}): {RULE}.")
+    return "\n".join(lines) + f"\n\n{rule}\n"
 
 
 def row_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
