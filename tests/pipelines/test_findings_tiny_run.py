@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -22,6 +24,7 @@ from thinkalike.reports.findings import (
     render_document,
     render_findings,
 )
+from thinkalike.reports.findings.claims import merge_claims
 from thinkalike.reports.findings_cli import load_tables, main, open_catalog
 from thinkalike.run_clock import format_seconds
 
@@ -117,7 +120,7 @@ def test_a_pipeline_that_did_not_run_is_said_so(tables):
         "NLI (Brown et al. §4, offline): not in these outputs (no `models.nli.groups`: the pipeline was not run)."
         in text
     )
-    assert "**MLEM.** " in text  # the others are unaffected
+    assert "## MLEM " in text  # the others are unaffected
     assert {c.id.split(".")[0] for c in claims_of(findings)} >= {"mlem", "embedding"}
 
 
@@ -155,13 +158,40 @@ def test_the_claims_command_prints_the_latest_runs_claims_and_checks_them(tiny_p
     assert [c["id"] for c in claims] == [c["id"] for c in again]  # stable ids: the same run, the same claims
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)
-    committed = {
-        "claims": [{**c, "status": "holds" if c["margin"] is not None and c["margin"] > 0 else "mixed"} for c in claims]
-    }
+    committed = {"claims": merge_claims([claims])}  # a one-replicate document made from this very run
     (repo / "docs" / "findings.json").write_text(json.dumps(committed))
-    assert main(["--project", str(project), "--env", "test", "--claims", "--check", "--repo", str(repo)]) == 0
-    # a committed claim that does not hold in this run fails the check (both directions of a comparison are claims,
-    # so a run always has some that do not hold)
+    assert main(["--project", str(project), "--env", "test", "--check", "--repo", str(repo)]) == 0
+    assert "moved" not in capsys.readouterr().out
+    # one quoted number of one finding planted elsewhere: the check names that claim and that number, and fails
+    finding = next(c for c in committed["claims"] if any(isinstance(v, float) for v in c["values"][0].values()))
+    field = next(k for k, v in finding["values"][0].items() if isinstance(v, float))
+    finding["values"][0][field] += 1.0
+    (repo / "docs" / "findings.json").write_text(json.dumps(committed))
+    assert main(["--project", str(project), "--env", "test", "--check", "--repo", str(repo)]) == 1
+    table = capsys.readouterr().out
+    assert f"{finding['id']}: moved: {field} " in table and table.count(": moved: ") == 1
+    assert main(["--project", str(project), "--env", "test", "--check", "--json", "--repo", str(repo)]) == 1
+    rows = json.loads(capsys.readouterr().out)["checked"]
+    assert [(r["id"], r["moved"]) for r in rows if r["moved"]] == [(finding["id"], [field])]
+    # a committed finding that does not hold in this run fails the check too
     failing = next(c for c in claims if not (c["margin"] is not None and c["margin"] > 0))
-    (repo / "docs" / "findings.json").write_text(json.dumps({"claims": [{**failing, "status": "holds"}]}))
+    (repo / "docs" / "findings.json").write_text(
+        json.dumps({"claims": [{**failing, "margin": [1.0], "values": [failing["values"]], "status": "holds"}]})
+    )
     assert main(["--project", str(project), "--env", "test", "--claims", "--check", "--repo", str(repo)]) == 1
+    assert "no longer holds" in capsys.readouterr().err
+
+
+def test_the_claims_command_prints_pure_json_that_can_be_piped(tiny_project):
+    """``findings_cli --claims | python -m json.tool``: stdout is the JSON alone, Kedro's log lines go to stderr."""
+    project, _ = tiny_project
+    printed = subprocess.run(
+        [sys.executable, "-m", "thinkalike.reports.findings_cli", "--project", str(project), "--env", "test", "--claims"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1"},
+    )
+    assert printed.returncode == 0, printed.stderr[-2000:]
+    assert json.loads(printed.stdout)["claims"]
+    tool = subprocess.run([sys.executable, "-m", "json.tool"], input=printed.stdout, capture_output=True, text=True)
+    assert tool.returncode == 0
