@@ -440,6 +440,25 @@ def timing_metrics(table) -> dict[str, float]:
     return metrics
 
 
+#: The run-metric name of each measure of :func:`pipeline_totals` that is one (``cost/<pipeline>.<name>``).
+COST_MEASURES = {"seconds": "wall_s", "cpu_seconds": "cpu_s", "peak_rss_mb": "peak_rss_mb"}
+
+
+def cost_metrics(table) -> dict[str, float]:
+    """The run's cost as MLflow metrics, per pipeline and for the run (``total``): ``cost/<pipeline>.wall_s`` (the
+    time attributed to it; the run's wall time for ``total``), ``cost/<pipeline>.cpu_s`` and
+    ``cost/<pipeline>.peak_rss_mb`` (the highest of its nodes). Its other totals are :func:`timing_metrics`."""
+    metrics: dict[str, float] = {}
+    for row in pipeline_totals(table).to_dict("records"):
+        if row["pipeline"] == RUN_PIPELINE:
+            continue
+        for measure, name in COST_MEASURES.items():
+            value = row.get(measure)
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                metrics[f"cost/{row['pipeline']}.{name}"] = float(value)
+    return metrics
+
+
 def format_seconds(seconds: float) -> str:
     """``2 min 47 s``, ``4.2 s``."""
     if math.isnan(seconds):
