@@ -10,7 +10,7 @@ outputs (the documentation page ``docs/findings.md``).
   and counts it as one more replicate: a claim holds only when round-off does not turn it over either. ``--write`` also
   replaces the region between the markers of the findings page ``docs/findings.md`` with
   :func:`~thinkalike.reports.findings.render_document`. An MLflow run named ``replicates`` gets each
-  claim's status (``claim.<id>.holds``, 1 or 0) and smallest margin (``claim.<id>.margin_min``).
+  claim's smallest margin (``claims/<id>``) and status (``holds/<id>``, 1 or 0).
 * ``--claims``: prints ``{"claims": [...]}`` as JSON — every claim of the project's (``--project``) latest run with
   its margin — to check a run on any machine against the committed claims (a committed claim that holds should have
   a margin > 0); with ``--check`` also compares them with the repository's ``docs/findings.json`` and exits 1 when a
