@@ -85,13 +85,15 @@ def test_a_cluster_run_equals_the_sequential_run(tiny_project, tmp_path, monkeyp
     _, runs = mlflow_runs(project)
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     assert runs[0].data.tags["runner"] == "DaskRunner"
-    _, sequential_runs = mlflow_runs(sequential_project)
+    sequential_client, sequential_runs = mlflow_runs(sequential_project)
     # the sequential run also ran nli, embedding and report (whose claims, claims/<id>, read every pipeline); the
     # run's cost differs, and the details hold every pair's and layer's numbers
     client, _ = mlflow_runs(project)
     left_out = ("nli", "embedding", "timing", "claims", "cost")
     expected = {
-        key: value for key, value in logged_numbers(client, sequential_runs[0]).items() if not key.startswith(left_out)
+        key: value
+        for key, value in logged_numbers(sequential_client, sequential_runs[0]).items()
+        if not key.startswith(left_out)
     }
     metrics = {key: value for key, value in logged_numbers(client, runs[0]).items() if not key.startswith(left_out)}
     assert metrics.keys() == expected.keys()
