@@ -168,3 +168,22 @@ def test_a_runs_claims_become_metrics_named_claims_id():
     metrics = [args[0] for name, args in recorder.calls if name == "log_metrics"]
     assert metrics == [{"claims/cka.solu_gelu_below_replicas": 0.021, "claims/nli.stitching_groups_diverge": -0.3}]
     assert [args[1] for name, args in recorder.calls if name == "log_text"] == ["reports/claims.json"]
+
+
+def test_a_run_is_named_and_tagged_for_what_ran_and_where(monkeypatch, tmp_path):
+    from thinkalike.hooks import run_name, run_tags
+    from thinkalike.tracking import REPLICATE_GROUP_TAG, REPLICATE_GROUP_VARIABLE, short_commit
+
+    replicate = {"pipeline_names": None, "env": "replicates", "runtime_params": {"replicate": 1}, "runner": None}
+    assert run_name(replicate, "8d02eac") == "default · replicates · replicate 1 · 8d02eac"
+    assert run_name({"pipeline_names": ["cka", "stitching"], "env": "test"}, "abc1234+dirty") == (
+        "cka+stitching · test · abc1234+dirty"
+    )
+    monkeypatch.setenv(REPLICATE_GROUP_VARIABLE, "/work/data/replicates")
+    tags = run_tags(replicate, tmp_path)  # not a repository: the installed package's commit
+    assert tags["replicate"] == "1" and tags[REPLICATE_GROUP_TAG] == "/work/data/replicates"
+    assert tags["kedro_env"] == "replicates" and tags["runner"] == "SequentialRunner"
+    assert {"machine.cpu", "machine.cores", "machine.gpu", "git_commit", "git_dirty"} <= set(tags)
+    assert short_commit({"git_commit": "8d02eacee89a", "git_dirty": "false"}) == "8d02eac"
+    monkeypatch.delenv(REPLICATE_GROUP_VARIABLE)
+    assert REPLICATE_GROUP_TAG not in run_tags({"env": "test"}, tmp_path)
