@@ -13,7 +13,16 @@ from matplotlib.figure import Figure
 
 from tests.pipelines.conftest import PROJECT_ROOT
 from thinkalike.hooks import record_saved_output
-from thinkalike.output_rules import GENERIC_RULES, OutputRule, SavedOutput, apply_rules, matching_rules, named
+from thinkalike.output_rules import (
+    GENERIC_RULES,
+    GROUP_BUDGETS,
+    OutputRule,
+    SavedOutput,
+    apply_rules,
+    matching_rules,
+    metric_group,
+    named,
+)
 from thinkalike.pipelines.builders import all_output_rules, build_pipelines
 from thinkalike.pipelines.namespaces import MODELS
 from thinkalike.pipelines.parameters import configured_parameters
@@ -27,6 +36,7 @@ class Collected:
         self.metrics: dict[str, float] = {}
         self.histories: dict[str, tuple[list[float], list[int]]] = {}
         self.artifacts: list[str] = []
+        self.details: dict[str, float] = {}
 
     def log_metrics(self, metrics, step=0, what="metrics"):
         self.metrics.update(metrics)
@@ -42,6 +52,9 @@ class Collected:
 
     def log_text(self, text, artifact_file):
         self.artifacts.append(artifact_file)
+
+    def log_details(self, metrics, dataset):
+        self.details.update(metrics)
 
 
 def _written(env: str | None) -> set[str]:
@@ -79,32 +92,57 @@ def test_figures_first_then_the_first_matching_rule_only():
     assert not apply_rules((first, second), collected, "y", None)
 
 
-def test_each_pipelines_outputs_are_logged_as_before():
+def test_each_pipelines_outputs_give_grouped_metrics_and_the_rest_as_tables_and_details():
+    """The zoo's curves are ``zoo/`` histories, the NLI copies' only tables; per-cell numbers are tables and details
+    under the metric names they had before the groups (nothing lost)."""
     collected = Collected()
     curve = pd.DataFrame({"step": [0, 50], "train_loss": [5.0, 3.0], "heldout_loss": [float("nan"), 3.2]})
     record_saved_output(collected, "models.gelu_2l.training_curve", curve)
     record_saved_output(collected, "models.nli.copy_03.training_curve", curve)
-    assert collected.histories["gelu_2l.train_loss"] == ([5.0, 3.0], [0, 50])
-    assert collected.histories["gelu_2l.heldout_loss"] == ([3.2], [50])
-    assert "nli.copy_03.train_loss" in collected.histories
+    record_saved_output(collected, "models.nli.encoder.training_curve", curve)
+    assert collected.histories["zoo/gelu_2l.train_loss"] == ([5.0, 3.0], [0, 50])
+    assert collected.histories["zoo/gelu_2l.heldout_loss"] == ([3.2], [50])
+    assert "nli/encoder.train_loss" in collected.histories and len(collected.histories) == 4  # no copy's curve
+    assert "tables/nli.copy_03.training_curve.csv" in collected.artifacts
     record_saved_output(collected, "corpus_statistics", {"n_sentences": 8, "name": "x"})
-    assert collected.metrics == {"corpus.n_sentences": 8.0}
+    assert collected.metrics == {"corpus/n_sentences": 8.0}
     penalties = pd.DataFrame({"stitch": ["affine"], "layer_f": [1], "layer_g": [1], "penalty": [0.25]})
     record_saved_output(collected, "models.stitching.a__b.stitch_table", penalties)
-    assert collected.metrics["stitching.a__b.affine.penalty_1_1"] == 0.25
+    assert collected.details["stitching.a__b.affine.penalty_1_1"] == 0.25
+    assert "tables/stitching.a__b.stitch_table.csv" in collected.artifacts
+    summary = pd.DataFrame(
+        {"model_f": ["a", "a", "a"], "model_g": ["b", "b", "a"], "stitch": ["affine"] * 3, "penalty": [0.2, 0.4, 0.1]}
+    )
+    record_saved_output(collected, "stitching_penalties", summary)
+    assert collected.metrics["stitching/affine.penalty_between"] == pytest.approx(0.3)
+    assert collected.metrics["stitching/affine.penalty_self"] == pytest.approx(0.1)
     accuracy = pd.DataFrame(
         {"model": ["copy_00"], "split": ["ood"], "subcase": ["all"], "label": ["non_entailed"], "accuracy": [0.5]}
     )
     record_saved_output(collected, "models.nli.copy_00.accuracy", accuracy)
-    assert collected.metrics["nli.copy_00.ood_all_non_entailed"] == 0.5
+    assert collected.details["nli.copy_00.ood_all_non_entailed"] == 0.5
+    assert "tables/nli.copy_00.accuracy.csv" in collected.artifacts
     for name in ("models.nli.copy_00.predictions", "evaluation_index", "models.gelu_2l.model_config"):
-        before = (dict(collected.metrics), list(collected.artifacts))
+        before = (dict(collected.metrics), list(collected.artifacts), dict(collected.details))
         record_saved_output(collected, name, pd.DataFrame({"a": [1]}))  # kept in the catalog only
-        assert (collected.metrics, collected.artifacts) == before, name
+        assert (collected.metrics, collected.artifacts, collected.details) == before, name
     record_saved_output(collected, "scaling_members", pd.DataFrame({"a": [1]}))
     record_saved_output(collected, "report", "<html></html>")
     record_saved_output(collected, "models.nli.report", "# nli")
     assert collected.artifacts[-3:] == ["tables/scaling_members.csv", "reports/report.html", "reports/nli_report.md"]
+    assert all(metric_group(name) in GROUP_BUDGETS for name in [*collected.metrics, *collected.histories])
+
+
+def test_the_run_timings_give_the_cost_metrics_and_every_other_total_as_details():
+    from tests.test_run_clock import FakeMachine, scripted_run
+    from thinkalike.run_clock import cost_metrics, timing_metrics
+
+    table = scripted_run(FakeMachine()).table()
+    collected = Collected()
+    record_saved_output(collected, "run_timings", table)
+    assert collected.metrics == cost_metrics(table) and {metric_group(name) for name in collected.metrics} == {"cost"}
+    assert collected.details == timing_metrics(table)  # every total, under its old name
+    assert collected.artifacts == ["tables/run_timings.csv"]
 
 
 def test_a_rule_says_what_it_matches():
@@ -113,8 +151,8 @@ def test_a_rule_says_what_it_matches():
     assert rules[: len(GENERIC_RULES)] == GENERIC_RULES
 
 
-def test_a_runs_claims_become_metrics_named_claim_id():
-    """The report's ``run_claims`` reach MLflow as one metric per claim, ``claim.<id>`` = its margin (undecided ones
+def test_a_runs_claims_become_metrics_named_claims_id():
+    """The report's ``run_claims`` reach MLflow as one metric per claim, ``claims/<id>`` = its margin (undecided ones
     left out), and as ``reports/claims.json``."""
     from thinkalike.tracking import DeferredRecorder
 
@@ -128,5 +166,24 @@ def test_a_runs_claims_become_metrics_named_claim_id():
     }
     record_saved_output(recorder, "run_claims", claims)
     metrics = [args[0] for name, args in recorder.calls if name == "log_metrics"]
-    assert metrics == [{"claim.cka.solu_gelu_below_replicas": 0.021, "claim.nli.stitching_groups_diverge": -0.3}]
+    assert metrics == [{"claims/cka.solu_gelu_below_replicas": 0.021, "claims/nli.stitching_groups_diverge": -0.3}]
     assert [args[1] for name, args in recorder.calls if name == "log_text"] == ["reports/claims.json"]
+
+
+def test_a_run_is_named_and_tagged_for_what_ran_and_where(monkeypatch, tmp_path):
+    from thinkalike.hooks import run_name, run_tags
+    from thinkalike.tracking import REPLICATE_GROUP_TAG, REPLICATE_GROUP_VARIABLE, short_commit
+
+    replicate = {"pipeline_names": None, "env": "replicates", "runtime_params": {"replicate": 1}, "runner": None}
+    assert run_name(replicate, "8d02eac") == "default · replicates · replicate 1 · 8d02eac"
+    assert run_name({"pipeline_names": ["cka", "stitching"], "env": "test"}, "abc1234+dirty") == (
+        "cka+stitching · test · abc1234+dirty"
+    )
+    monkeypatch.setenv(REPLICATE_GROUP_VARIABLE, "/work/data/replicates")
+    tags = run_tags(replicate, tmp_path)  # not a repository: the installed package's commit
+    assert tags["replicate"] == "1" and tags[REPLICATE_GROUP_TAG] == "/work/data/replicates"
+    assert tags["kedro_env"] == "replicates" and tags["runner"] == "SequentialRunner"
+    assert {"machine.cpu", "machine.cores", "machine.gpu", "git_commit", "git_dirty"} <= set(tags)
+    assert short_commit({"git_commit": "8d02eacee89a", "git_dirty": "false"}) == "8d02eac"
+    monkeypatch.delenv(REPLICATE_GROUP_VARIABLE)
+    assert REPLICATE_GROUP_TAG not in run_tags({"env": "test"}, tmp_path)

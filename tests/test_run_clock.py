@@ -12,6 +12,7 @@ from thinkalike.run_clock import (
     START_ROW,
     Probes,
     RunClock,
+    cost_metrics,
     format_seconds,
     pipeline_totals,
     timing_metrics,
@@ -245,6 +246,17 @@ def test_pipeline_totals_and_metrics():
     assert not any(name.endswith(".failed") for name in metrics)
     failed = timing_metrics(scripted_run(FakeMachine(), fail_in="use.run").table())
     assert failed["timing.zoo.failed"] == 1 and failed["timing.total.failed"] == 1
+
+
+def test_the_runs_cost_is_wall_cpu_and_memory_per_pipeline_and_for_the_run():
+    table = scripted_run(FakeMachine()).table()
+    cost = cost_metrics(table)
+    assert set(cost) == {
+        f"cost/{p}.{m}" for p in ("corpus", "zoo", "total") for m in ("wall_s", "cpu_s", "peak_rss_mb")
+    }
+    assert cost["cost/zoo.wall_s"] == pytest.approx(6.25) and cost["cost/total.wall_s"] == pytest.approx(13.0)
+    assert cost["cost/total.cpu_s"] == pytest.approx(10.0)
+    assert cost["cost/zoo.peak_rss_mb"] == 700 and cost["cost/total.peak_rss_mb"] == 900
 
 
 def test_a_pipeline_run_twice_in_a_table_is_grouped_once():

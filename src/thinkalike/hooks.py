@@ -25,12 +25,16 @@ from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
 from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
 from thinkalike.tracking import (
+    REPLICATE_GROUP_TAG,
+    REPLICATE_GROUP_VARIABLE,
     DeferredRecorder,
     RunRecorder,
     TrackingSettings,
     TrackingStoreError,
-    git_commit,
+    git_tags,
+    machine_tags,
     runner_name,
+    short_commit,
 )
 
 logger = logging.getLogger(__name__)
@@ -145,8 +149,8 @@ class ClusterSettingsHooks:
 class MlflowTrackingHooks:
     """One MLflow run per ``kedro run`` (see :mod:`thinkalike.tracking` for the failure policy).
 
-    Parameters, a descriptive run name and tags (git commit, the kedro command, env, runner)
-    at the start; metrics, tables and figures from each *saved* output, so what MLflow shows is
+    Parameters, a run name that says what ran (:func:`run_name`) and tags (:func:`run_tags`: git commit and dirty
+    state, the kedro command, env, replicate, runner, machine) at the start; metrics, tables and figures from each *saved* output, so what MLflow shows is
     what the catalog holds and resuming never depends on MLflow.
     """
 
@@ -175,7 +179,8 @@ class MlflowTrackingHooks:
         except TrackingStoreError as error:  # strict mode: stop before any node, in one line
             self._recorder = None
             raise UnusableTrackingStore(str(error)) from None
-        self._recorder.start(run_name(run_params), run_parameters(catalog), run_tags(run_params, self._project_root))
+        tags = run_tags(run_params, self._project_root)
+        self._recorder.start(run_name(run_params, short_commit(tags)), run_parameters(catalog), tags)
 
     @hook_impl
     def after_dataset_saved(self, dataset_name: str, data: Any, node) -> None:
@@ -220,15 +225,28 @@ class MlflowTrackingHooks:
         self._recorder = None
 
 
-def run_name(run_params: dict[str, Any]) -> str:
-    """``cka · test · models.cka.a__b`` — pipelines, environment and namespaces of a run."""
+def replicate_of(run_params: dict[str, Any]) -> Any:
+    """The run's ``replicate`` runtime parameter (``--params replicate=<r>``), or ``None``."""
+    runtime = run_params.get("runtime_params") or run_params.get("extra_params") or {}
+    return runtime.get("replicate")
+
+
+def run_name(run_params: dict[str, Any], commit: str = "unknown") -> str:
+    """``default · test · 8d02eac`` — what ran: the pipelines (``default`` for the default one), the environment, the
+    namespaces, ``resume``, the replicate, and the short commit (:func:`thinkalike.tracking.short_commit`)."""
     pipelines_ = run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"]
-    parts = ["+".join(pipelines_), run_params.get("env") or "local"]
+    parts = [
+        "+".join("default" if name == "__default__" else name for name in pipelines_),
+        run_params.get("env") or "local",
+    ]
     namespaces = run_params.get("namespaces") or ([run_params["namespace"]] if run_params.get("namespace") else [])
     if namespaces:
         parts.append("+".join(namespaces))
     if run_params.get("only_missing_outputs"):
         parts.append("resume")
+    if replicate_of(run_params) is not None:
+        parts.append(f"replicate {replicate_of(run_params)}")
+    parts.append(commit)
     return " · ".join(parts)
 
 
@@ -253,13 +271,22 @@ def kedro_command(run_params: dict[str, Any]) -> str:
 
 
 def run_tags(run_params: dict[str, Any], project_root: Path) -> dict[str, str]:
-    return {
-        "git_commit": git_commit(project_root),
+    """What ran, where: git commit and dirty state (:func:`thinkalike.tracking.git_tags`), the kedro command, env,
+    runner, session, the replicate and its batch (:data:`~thinkalike.tracking.REPLICATE_GROUP_TAG`) when there is one,
+    and the machine (:func:`thinkalike.tracking.machine_tags`)."""
+    tags = {
+        **git_tags(project_root),
         "kedro_command": kedro_command(run_params),
         "kedro_env": str(run_params.get("env") or "local"),
         "runner": runner_name(run_params.get("runner", "")),
         "kedro_session": str(run_params.get("session_id") or run_params.get("run_id", "")),
+        **machine_tags(),
     }
+    if replicate_of(run_params) is not None:
+        tags["replicate"] = str(replicate_of(run_params))
+    if os.environ.get(REPLICATE_GROUP_VARIABLE):
+        tags[REPLICATE_GROUP_TAG] = os.environ[REPLICATE_GROUP_VARIABLE]
+    return tags
 
 
 def record_saved_output(recorder: RunRecorder | DeferredRecorder, name: str, data: Any) -> None:

@@ -1,14 +1,21 @@
 """What MLflow gets from each saved output: rules that each pipeline registers (no Kedro).
 
-A :class:`OutputRule` matches saved outputs by name (the project's ``models.`` dropped by the caller, so that
-MLflow names read ``gelu_2l.train_loss``, ``cka.<a>__<b>.<metric>``: ``gelu_2l.training_curve``,
-``cka.a__b.cka_table``, ``nli.copy_00.accuracy``) or by kind of data, and records them with a
+A :class:`OutputRule` matches saved outputs by name (the project's ``models.`` dropped by the caller:
+``gelu_2l.training_curve``, ``cka.a__b.cka_table``, ``nli.copy_00.accuracy``) or by kind of data, and records them with a
 :class:`Recorder` (:class:`thinkalike.tracking.RunRecorder`, or the :class:`~thinkalike.tracking.DeferredRecorder`
 of a worker process). Each pipeline package lists its rules in its ``metrics`` module (``RULES``);
 :func:`thinkalike.pipelines.builders.all_output_rules` gathers them after the generic rules here, so a new
 method adds its rules without touching a shared if-chain. :func:`apply_rules` applies the first
 rule that matches; the rules of different pipelines match disjoint outputs (tested on every dataset of
 the configured pipelines), so their order does not decide anything but for the generic rules first.
+
+A run's *metrics* are the few numbers a reader compares between runs, named ``<group>/<name>`` so that MLflow's UI
+draws one section per group (:data:`GROUP_BUDGETS`): the scorecard, each claim's margin, the run's cost, the zoo's
+losses and a handful of summaries per pipeline; :data:`METRIC_BUDGET` bounds them all. Everything else is a table:
+the per-cell values (every layer pair, stitch, MLEM feature × layer) are the catalog's own tables,
+``tables/<dataset>.csv``, and every number a rule computed that is not a run metric — under the metric name it had
+before the groups (``cka.<a>__<b>.mean_matched_cka``, ``timing.cka.seconds`` …) — is a row of the run's
+``tables/metric_details.csv`` (:meth:`Recorder.log_details`, written when the run ends), so nothing is lost.
 """
 
 from __future__ import annotations
@@ -16,6 +23,43 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+#: The most metrics one run logs in each group (MLflow's UI draws one chart section per group; a metric's group is
+#: its name up to the first ``/``). ``claims``: one margin per claim of the run (``claims_of``, one per proposition:
+#: the default run has about 270–350); ``scorecard``: the rows of :mod:`thinkalike.reports.findings.scorecard`, when
+#: that module exists; ``cost``: wall, CPU and peak memory per pipeline and for the run; ``zoo``: each zoo model's
+#: two loss curves; every other group is one pipeline's handful of summaries.
+GROUP_BUDGETS: dict[str, int] = {
+    "scorecard": 60,
+    "claims": 400,
+    "cost": 40,
+    "zoo": 30,
+    "corpus": 10,
+    "cka": 10,
+    "measures": 20,
+    "stitching": 10,
+    "mlem": 15,
+    "embedding": 20,
+    "nli": 15,
+    "scaling": 15,
+}
+#: The most metrics one run logs, all groups together (the default run: about 100 besides its claims; the tests' tiny
+#: run: tests/pipelines/test_mlflow_run.py measures it).
+METRIC_BUDGET = 500
+#: The run's table of every number a rule computed that is not one of its metrics (:meth:`Recorder.log_details`).
+DETAILS_ARTIFACT = "tables/metric_details.csv"
+
+
+def metric(group: str, name: str) -> str:
+    """The metric ``<group>/<name>`` (``group``: one of :data:`GROUP_BUDGETS`)."""
+    if group not in GROUP_BUDGETS:
+        raise ValueError(f"unknown metric group {group!r}; known: {sorted(GROUP_BUDGETS)}")
+    return f"{group}/{name}"
+
+
+def metric_group(name: str) -> str:
+    """The group of a metric name (what MLflow's UI names its section), ``""`` for a name without one."""
+    return name.split("/", 1)[0] if "/" in name else ""
 
 
 class Recorder(Protocol):
@@ -30,6 +74,10 @@ class Recorder(Protocol):
     def log_table(self, table: Any, artifact_file: str) -> None: ...
 
     def log_text(self, text: str, artifact_file: str) -> None: ...
+
+    def log_details(self, metrics: Mapping[str, float], dataset: str) -> None:
+        """Numbers of ``dataset`` that are not run metrics: rows of :data:`DETAILS_ARTIFACT`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -105,15 +153,16 @@ def _log_figure_folder(recorder: Recorder, output: SavedOutput) -> None:
 
 
 def _log_run_timings(recorder: Recorder, output: SavedOutput) -> None:
-    from thinkalike.run_clock import timing_metrics
+    from thinkalike.run_clock import cost_metrics, timing_metrics
 
     log_table(recorder, output)
-    recorder.log_metrics(timing_metrics(output.data), what="run timings")
+    recorder.log_metrics(cost_metrics(output.data), what="run cost")
+    recorder.log_details(timing_metrics(output.data), output.name)
 
 
 #: Rules for any pipeline's outputs, tried first: a figure becomes ``figures/<name>.png``, a folder of figures one
-#: PNG per file; the run's ``run_timings`` table (saved by the timing hook, not a node) its CSV and per-pipeline
-#: totals (``timing.<pipeline>.seconds`` …).
+#: PNG per file; the run's ``run_timings`` table (saved by the timing hook, not a node) its CSV, the run's cost per
+#: pipeline (``cost/<pipeline>.wall_s`` …) and its other totals as details (``timing.<pipeline>.load_seconds`` …).
 GENERIC_RULES: tuple[OutputRule, ...] = (
     OutputRule("a figure", _is_figure, _log_figure),
     OutputRule("a folder of figures", _is_figure_folder, _log_figure_folder),

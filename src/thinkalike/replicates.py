@@ -4,7 +4,8 @@ findings that hold in all of them.
 Replicate ``r`` is ``kedro run --env replicates --params replicate=<r>`` (every seed but the data's moved by ``r ×
 1000``: :mod:`thinkalike.replicate_seeds`; replicate 0 is the default run) in its own project folder
 ``<workdir>/replicate-<r>`` (``pyproject.toml`` and ``conf/`` copied, its own ``data/``; MLflow runs go to this
-project's store, each tagged with its ``replicate`` parameter). k is ``replicates.count`` of the environment
+project's store, each tagged with its ``replicate`` parameter and, as the ``replicates`` summary run, with the
+work directory: ``thinkalike.replicate_group``). k is ``replicates.count`` of the environment
 (``conf/replicates``: 3), or ``--count``. Replicates are independent: ``--parallel N`` runs N at once (default 1 —
 each run's DaskRunner already keeps every core busy, so on a small machine running them side by side only shares
 the same cores). A replicate that finished before (its ``replicate.json``) is read again, not rerun, unless
@@ -14,7 +15,7 @@ Then the findings of every replicate are collected from its saved outputs and me
 (:mod:`thinkalike.reports.findings.claims`): ``docs/findings.json`` (``--repo``) holds each replicate's numbers and
 the claims, each with one margin per replicate and its status; ``--write`` also replaces the README's findings region,
 which states only the claims that hold in every replicate (numbers as ranges over replicates). An MLflow run named
-``replicates`` gets each claim's status (``claim.<id>.holds``: 1 or 0) and smallest margin.
+``replicates`` gets each claim's smallest margin (``claims/<id>``) and status (``holds/<id>``: 1 or 0).
 
 ``--roundoff`` also runs a *round-off run*: replicate 0's seeds again with another CPU's float kernels
 (:func:`other_kernels`), in ``<workdir>/roundoff``, compared with replicate 0 but not counted as a replicate (its seeds
@@ -116,7 +117,11 @@ def run_replicate(
     resume = (folder / "data").exists()
     prepare_project(project, folder)
     command = kedro_command(env, replicate, resume)
-    environment = {**os.environ, "HF_HUB_OFFLINE": "1", **extra_environment}
+    from thinkalike.tracking import REPLICATE_GROUP_VARIABLE
+
+    # the tag that links the replicates' MLflow runs with each other and with the summary run ``replicates``
+    group = {REPLICATE_GROUP_VARIABLE: str(Path(workdir).resolve())}
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", **group, **extra_environment}
     settings = " ".join(f"{key}={value}" for key, value in extra_environment.items())
     logger.info(
         "replicate %d: %s in %s%s (log: %s)",

@@ -419,7 +419,9 @@ def pipeline_totals(table):
 
 
 def timing_metrics(table) -> dict[str, float]:
-    """MLflow metrics from a ``run_timings`` table: ``timing.<pipeline>.<measure>`` and ``timing.total.…``.
+    """Every per-pipeline total of a ``run_timings`` table, named ``timing.<pipeline>.<measure>`` and
+    ``timing.total.…`` (MLflow metrics of the runs before the metric groups; now the rows of the run's
+    ``tables/metric_details.csv``, beside the run metrics of :func:`cost_metrics`).
 
     ``seconds`` is the time attributed to the pipeline (its nodes' spans; for ``total`` the run's
     wall time), ``node_seconds`` its node functions, ``cpu_seconds``, ``load_seconds``,
@@ -437,6 +439,25 @@ def timing_metrics(table) -> dict[str, float]:
                 continue
             if value is not None and not (isinstance(value, float) and math.isnan(value)):
                 metrics[f"{METRIC_PREFIX}.{pipeline}.{measure}"] = float(value)
+    return metrics
+
+
+#: The run-metric name of each measure of :func:`pipeline_totals` that is one (``cost/<pipeline>.<name>``).
+COST_MEASURES = {"seconds": "wall_s", "cpu_seconds": "cpu_s", "peak_rss_mb": "peak_rss_mb"}
+
+
+def cost_metrics(table) -> dict[str, float]:
+    """The run's cost as MLflow metrics, per pipeline and for the run (``total``): ``cost/<pipeline>.wall_s`` (the
+    time attributed to it; the run's wall time for ``total``), ``cost/<pipeline>.cpu_s`` and
+    ``cost/<pipeline>.peak_rss_mb`` (the highest of its nodes). Its other totals are :func:`timing_metrics`."""
+    metrics: dict[str, float] = {}
+    for row in pipeline_totals(table).to_dict("records"):
+        if row["pipeline"] == RUN_PIPELINE:
+            continue
+        for measure, name in COST_MEASURES.items():
+            value = row.get(measure)
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                metrics[f"cost/{row['pipeline']}.{name}"] = float(value)
     return metrics
 
 

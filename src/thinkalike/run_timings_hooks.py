@@ -4,8 +4,8 @@ peak memory (:mod:`thinkalike.run_clock` defines the columns).
 The table goes through the catalog (``run_timings``, a versioned parquet dataset written
 atomically, at the run's version) and to the run's MLflow run through the ``record`` callback
 (:meth:`thinkalike.hooks.MlflowTrackingHooks.record_output`): the table as
-``tables/run_timings.csv`` and per-pipeline totals as ``timing.<pipeline>.seconds`` …,
-``timing.total.seconds``. It is saved when the run ends, and also when it fails (the node it
+``tables/run_timings.csv``, the run's cost per pipeline as ``cost/<pipeline>.wall_s`` …, ``cost/total.wall_s``
+(:func:`thinkalike.run_clock.cost_metrics`), and the other totals as details. It is saved when the run ends, and also when it fails (the node it
 stopped in is marked ``failed``); a partial run (``--pipelines``, ``--namespaces``, resume)
 records only what ran, and a run in which no node ran (a resume of a complete project, a
 failure before the first node) saves no version (MLflow still gets its metrics). Once saved, the

@@ -37,6 +37,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from thinkalike.io.figures import rendered_png
+from thinkalike.output_rules import DETAILS_ARTIFACT
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,11 @@ EXPERIMENT_KIND = "custom_model_development"  # the UI opens on the runs table, 
 HOST_TAG = "thinkalike.host"
 PID_TAG = "thinkalike.pid"
 ARTIFACT_FOLDER = "mlartifacts"
+#: The tag shared by the runs of one batch of replicates and their ``replicates`` summary run (filter the runs table
+#: with ``tags.`thinkalike.replicate_group` = '<workdir>'``); :mod:`thinkalike.replicates` passes it to each
+#: replicate's ``kedro run`` in the environment variable :data:`REPLICATE_GROUP_VARIABLE`.
+REPLICATE_GROUP_TAG = "thinkalike.replicate_group"
+REPLICATE_GROUP_VARIABLE = "THINKALIKE_REPLICATE_GROUP"
 
 
 class TrackingStoreError(RuntimeError):
@@ -178,6 +184,66 @@ def git_commit(root: str | Path) -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{commit}+dirty" if dirty else commit
+
+
+def package_root() -> Path:
+    """The folder the installed ``thinkalike`` package was imported from, two levels up (the repository of an
+    editable install)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def git_tags(root: str | Path) -> dict[str, str]:
+    """``git_commit`` (the full hash), ``git_dirty`` (``true`` when tracked files differ from it) and MLflow's own
+    ``mlflow.source.git.commit`` (shown on the run's page) of the work tree at ``root``, else of the installed
+    package's repository (a project folder outside the repository: the tests' copies), else ``unknown``."""
+    for folder in (Path(root), package_root()):
+        described = git_commit(folder)
+        if described != "unknown":
+            commit = described.removesuffix("+dirty")
+            return {
+                "git_commit": commit,
+                "git_dirty": str(described.endswith("+dirty")).lower(),
+                "mlflow.source.git.commit": commit,
+            }
+    return {"git_commit": "unknown", "git_dirty": "unknown"}
+
+
+def short_commit(tags: Mapping[str, str]) -> str:
+    """``8d02eac`` (``8d02eac+dirty`` with uncommitted changes) from :func:`git_tags`, else ``unknown``."""
+    commit = tags.get("git_commit", "unknown")
+    if commit == "unknown":
+        return commit
+    return commit[:7] + ("+dirty" if tags.get("git_dirty") == "true" else "")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; else the platform's processor or machine)."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware")) and ":" in line:
+                return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def gpu_name() -> str:
+    """The GPUs torch sees (``2 × NVIDIA H200``), or ``none``."""
+    try:
+        import torch
+    except ImportError:  # no torch: no GPU the project could use
+        return "none"
+    if not torch.cuda.is_available():
+        return "none"
+    names = [torch.cuda.get_device_name(index) for index in range(torch.cuda.device_count())]
+    return ", ".join(sorted({f"{names.count(name)} × {name}" for name in names}))
+
+
+def machine_tags() -> dict[str, str]:
+    """Where the run ran: ``machine.cpu`` (model), ``machine.cores``, ``machine.gpu``."""
+    return {"machine.cpu": cpu_model(), "machine.cores": str(os.cpu_count() or "unknown"), "machine.gpu": gpu_name()}
 
 
 def process_is_alive(pid: int) -> bool:
@@ -327,6 +393,7 @@ class RunRecorder:
         self.store = TrackingStore(settings, Path(project_root))
         self.failures = StoreFailures(self.store)
         self.run_id: str | None = None
+        self.details: list[dict[str, Any]] = []
 
     @property
     def tracking_uri(self) -> str:
@@ -394,8 +461,21 @@ class RunRecorder:
         """A text (markdown report, CSV) as an artifact."""
         self._when_active(artifact_file, lambda client: client.log_text(self.run_id, text, artifact_file))
 
+    def log_details(self, metrics: Mapping[str, float], dataset: str) -> None:
+        """Numbers of ``dataset`` that are not run metrics, kept for the table :data:`DETAILS_ARTIFACT` (``dataset``,
+        ``name``, ``value``) that :meth:`end` logs."""
+        self.details.extend(
+            {"dataset": dataset, "name": name, "value": float(value)} for name, value in metrics.items()
+        )
+
     def end(self, status: str) -> None:
-        """Closes the run with ``status`` (FINISHED / FAILED); says once what was not logged."""
+        """Logs the details' table, closes the run with ``status`` (FINISHED / FAILED); says once what was not
+        logged."""
+        if self.details:
+            import pandas as pd
+
+            self.log_table(pd.DataFrame(self.details, columns=["dataset", "name", "value"]), DETAILS_ARTIFACT)
+            self.details = []
         if self.active:
             with self.failures.guard("the run's end"):
                 self.store.client().set_terminated(self.run_id, status)
@@ -454,6 +534,9 @@ class DeferredRecorder:
 
     def log_text(self, text: str, artifact_file: str) -> None:
         self.calls.append(("log_text", (text, artifact_file)))
+
+    def log_details(self, metrics: Mapping[str, float], dataset: str) -> None:
+        self.calls.append(("log_details", (dict(metrics), dataset)))
 
     def replay(self, recorder: RunRecorder) -> None:
         """Every kept call, in order, on the driver's ``recorder``."""

@@ -272,11 +272,11 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
 
     first = shares[shares["model"] == "gelu_1l"].iloc[0]
     assert first["top1_share"] == pytest.approx(top_share(a[int(first["layer"]), rows], 1))
-    from mlflow import MlflowClient
+    from tests.pipelines.test_run_timings import logged_numbers, mlflow_runs
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{project / 'mlflow.db'}")
-    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
-    logged = {name for run in runs for name in run.data.metrics}
+    client, runs = mlflow_runs(project)
+    logged = {name for run in runs for name in logged_numbers(client, run)}  # the pairs' numbers are details
+    assert "measures/procrustes.matched_mean" in logged and "measures/mutual_knn.matched_mean_z" in logged
     assert "cka.gelu_1l__neox_xs.procrustes.model_distance" in logged
     assert "cka.gelu_1l__neox_xs.mutual_knn.matched_mean" in logged
     assert not any(name.startswith("cka.neox_xs__neox_xs.procrustes") for name in logged)  # intra: by construction

@@ -186,7 +186,16 @@ def test_the_claims_command_prints_pure_json_that_can_be_piped(tiny_project):
     """``findings_cli --claims | python -m json.tool``: stdout is the JSON alone, Kedro's log lines go to stderr."""
     project, _ = tiny_project
     printed = subprocess.run(
-        [sys.executable, "-m", "thinkalike.reports.findings_cli", "--project", str(project), "--env", "test", "--claims"],
+        [
+            sys.executable,
+            "-m",
+            "thinkalike.reports.findings_cli",
+            "--project",
+            str(project),
+            "--env",
+            "test",
+            "--claims",
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "HF_HUB_OFFLINE": "1", "KEDRO_DISABLE_TELEMETRY": "1"},

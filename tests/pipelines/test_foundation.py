@@ -76,8 +76,8 @@ def test_run_is_recorded_in_mlflow(tiny_project):
         keys = {row[0] for row in db.execute("select distinct key from metrics")}
         params = {row[0] for row in db.execute("select distinct key from params")}
         statuses = {row[0] for row in db.execute("select status from runs")}
-    assert any(key == "gelu_1l.heldout_loss" for key in keys), keys
-    assert any("unigram_entropy_nats" in key for key in keys)
+    assert "zoo/gelu_1l.heldout_loss" in keys, keys
+    assert "corpus/unigram_entropy_nats" in keys
     assert "corpus.n_ctx" in params
     assert statuses == {"FINISHED"}  # the run is closed, not left open in the process
     import mlflow

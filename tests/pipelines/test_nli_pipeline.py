@@ -276,10 +276,13 @@ def test_stitching_copies_of_different_widths_is_refused_before_any_forward_pass
 
 class _Recorder:
     def __init__(self):
-        self.metrics, self.texts = {}, {}
+        self.metrics, self.texts, self.details = {}, {}, {}
 
     def log_metrics(self, metrics, step=0, what="metrics"):
         self.metrics.update(metrics)
+
+    def log_details(self, metrics, dataset):
+        self.details.update(metrics)
 
     def log_table(self, table, artifact_file):
         self.texts[artifact_file] = table.to_csv(index=False)
@@ -295,8 +298,14 @@ def test_mlflow_gets_each_copys_accuracies_the_summary_tables_and_the_report(out
     accuracy = outputs["accuracy"]
     one_copy = accuracy[accuracy["model"] == "copy_00"]
     record_saved_output(recorder, "models.nli.copy_00.accuracy", one_copy)
-    assert recorder.metrics and all(name.startswith("nli.copy_00.") for name in recorder.metrics)
+    assert not recorder.metrics and "tables/nli.copy_00.accuracy.csv" in recorder.texts  # one copy: a table
+    assert recorder.details and all(name.startswith("nli.copy_00.") for name in recorder.details)
     row = one_copy.iloc[0]
-    assert recorder.metrics[f"nli.copy_00.{row.split}_{row.subcase}_{row.label}"] == pytest.approx(row.accuracy)
+    assert recorder.details[f"nli.copy_00.{row.split}_{row.subcase}_{row.label}"] == pytest.approx(row.accuracy)
+    record_saved_output(recorder, "models.nli.accuracy", accuracy)  # the copies' spread and the baseline: metrics
+    test = accuracy[(accuracy["split"] == "test") & (accuracy["subcase"] == "all") & (accuracy["model"] != BASELINE)]
+    assert recorder.metrics["nli/copies.test_all_all.mean"] == pytest.approx(test["accuracy"].mean())
+    assert recorder.metrics["nli/copies.test_all_all.min"] == pytest.approx(test["accuracy"].min())
+    assert all(name.startswith("nli/") for name in recorder.metrics) and len(recorder.metrics) <= 15
     record_saved_output(recorder, "models.nli.report", "# report")
     assert recorder.texts["reports/nli_report.md"] == "# report"

@@ -420,18 +420,23 @@ def test_runs_are_named_and_tagged(tiny_project):
         run_uuid, name = db.execute("select run_uuid, name from runs order by start_time limit 1").fetchone()
         tags = dict(db.execute("select key, value from tags where run_uuid = ?", (run_uuid,)).fetchall())
         metrics = {row[0] for row in db.execute("select key from metrics where run_uuid = ?", (run_uuid,))}
-    assert name == "__default__ · test"
+    # what ran, where: the pipelines, the environment and the commit (the package's repository: this copy is none)
+    assert re.fullmatch(r"default · test · [0-9a-f]{7}(\+dirty)?", name), name
     assert tags["runner"] == "SequentialRunner" and tags["kedro_env"] == "test"
     assert tags["kedro_command"].startswith("kedro run")
-    assert len(tags["git_commit"]) >= 7
-    assert "cka.gelu_1l__neox_xs.arccos_distance" in metrics
-    assert not any(key.startswith("cka.gelu_1l__gelu_1l.") for key in metrics)  # self-pairs: constants
+    assert re.fullmatch(r"[0-9a-f]{40}", tags["git_commit"]) and tags["git_dirty"] in ("true", "false")
+    assert name.split(" · ")[-1] == tags["git_commit"][:7] + ("+dirty" if tags["git_dirty"] == "true" else "")
+    assert tags["machine.cores"] == str(os.cpu_count()) and tags["machine.cpu"] and tags["machine.gpu"]
+    assert "replicate" not in tags and "thinkalike.replicate_group" not in tags  # not a replicate
+    assert "cka/mean_matched_cka.mean" in metrics and "cka/pairs" in metrics
+    assert not any(key.startswith("cka.") for key in metrics)  # the pairs' own numbers are tables and details
     root = project / "mlartifacts" / run_uuid / "artifacts"  # beside the database, at the project root
     artifacts = {path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()}
     assert {
         "tables/zoo_summary.csv",
         "tables/cka_distances.csv",
         "tables/cka.gelu_1l__neox_xs.cka_table.csv",
+        "tables/metric_details.csv",
         "figures/cka_distance_figure.png",
         "figures/cka_heatmaps/gelu_1l__neox_xs.png",
     } <= artifacts, artifacts

@@ -4,14 +4,17 @@ The default run is the suite's shared one (``tiny_project``); the partial and fa
 fresh project copy (corpus only, seconds). Nothing here asserts how long anything takes.
 """
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
 from tests.pipelines.conftest import make_project_copy, run_project
+from thinkalike.output_rules import DETAILS_ARTIFACT
 from thinkalike.pipeline_registry import build_pipelines
 from thinkalike.pipelines.corpus import nodes as corpus_nodes
 from thinkalike.pipelines.parameters import configured_parameters
@@ -27,6 +30,20 @@ def mlflow_runs(project: Path):
     client = MlflowClient(tracking_uri=f"sqlite:///{project / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("thinkalike")
     return client, client.search_runs([experiment.experiment_id], order_by=["attributes.start_time ASC"])
+
+
+def logged_numbers(client: MlflowClient, run) -> dict[str, float]:
+    """A run's metrics and the numbers of its details table (``tables/metric_details.csv``: every number a rule
+    computed that is not a run metric, by the name it had as a metric before the metrics were grouped)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            path = client.download_artifacts(run.info.run_id, DETAILS_ARTIFACT, folder)
+        except OSError:  # a run without details
+            return dict(run.data.metrics)
+        details = pd.read_csv(path)
+    return {**run.data.metrics, **dict(zip(details["name"], details["value"].astype(float)))}
 
 
 def saved_versions(project: Path) -> list[str]:
@@ -46,7 +63,7 @@ def test_the_default_run_saves_a_row_per_node_and_its_totals_go_to_mlflow(tiny_p
     project, _ = tiny_project
     client, runs = mlflow_runs(project)
     run, session = runs[0], saved_versions(project)[0]  # the shared run came first; other tests add runs later
-    assert run.info.run_name == "__default__ · test"
+    assert re.fullmatch(r"default · test · [0-9a-f]{7}(\+dirty)?", run.info.run_name), run.info.run_name
     table = saved_table(project, session)
     assert tuple(table.columns) == COLUMNS
 
@@ -78,7 +95,8 @@ def test_the_default_run_saves_a_row_per_node_and_its_totals_go_to_mlflow(tiny_p
     # and the report's timings section (rewritten from the saved table and logged again): fixed work, the same 5 s
     assert run_seconds >= (run.info.end_time - run.info.start_time) / 1000 - 5.0
 
-    metrics = run.data.metrics
+    metrics = logged_numbers(client, run)
+    assert metrics["cost/total.wall_s"] == pytest.approx(run_seconds)
     totals = pipeline_totals(table).set_index("pipeline")
     ran = [pipeline for pipeline in pipeline_specs() if default[pipeline].nodes]
     for pipeline in ran:
@@ -104,7 +122,10 @@ def test_partial_and_failed_runs_record_what_ran(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="tokenizer broke"):
         run_project(project, pipeline_names=["corpus"])
 
-    client, (partial, resumed, failed) = mlflow_runs(project)
+    client, runs = mlflow_runs(project)
+    partial, resumed, failed = (
+        SimpleNamespace(info=run.info, data=SimpleNamespace(metrics=logged_numbers(client, run))) for run in runs
+    )
     corpus = build_pipelines(configured_parameters(project, "test"))["corpus"]
     order = [node.name for node in corpus.nodes]
 

@@ -1,7 +1,7 @@
 """The stitching pipeline: its plan (pairs, directions, layer grids), figures, MLflow histories, the GPU
 environment, and its outputs on the tiny project (the saved φ's re-evaluate to the table's losses)."""
 
-import sqlite3
+import tempfile
 
 import numpy as np
 import pandas as pd
@@ -307,7 +307,7 @@ class _Recorder:
     """Collects what :func:`record_saved_output` logs."""
 
     def __init__(self):
-        self.histories, self.metrics = {}, {}
+        self.histories, self.metrics, self.tables = {}, {}, []
 
     def log_metric_history(self, histories, what):
         self.histories.update(histories)
@@ -316,20 +316,26 @@ class _Recorder:
         self.metrics.update(metrics)
 
     def log_table(self, table, artifact_file):
-        pass
+        self.tables.append(artifact_file)
 
 
-def test_learning_curves_become_step_indexed_metric_histories():
+def test_learning_curves_are_a_table_and_curve_histories_names_their_values():
+    """Every stitch's learning curve is a row of the run's ``stitching_curves`` table, no metric history;
+    :func:`curve_histories` names the values as the histories of older runs did."""
     from thinkalike.hooks import record_saved_output
+    from thinkalike.pipelines.stitching.metrics import curve_histories
 
     recorder = _Recorder()
-    record_saved_output(recorder, "stitch_a__b.stitch_curves", _curves())
-    assert len(recorder.histories) == 2 * 2 * 3  # kinds × layer pairs × (train, held-out loss and penalty)
-    values, steps = recorder.histories["stitch_a__b.affine_ln.train_loss_1_1"]
+    record_saved_output(recorder, "stitching_curves", _curves())
+    record_saved_output(recorder, "models.stitching.a__b.stitch_curves", _curves())  # in the summary already
+    assert recorder.tables == ["tables/stitching_curves.csv"] and not recorder.histories and not recorder.metrics
+    histories = curve_histories("stitch_a__b", _curves())
+    assert len(histories) == 2 * 2 * 3  # kinds × layer pairs × (train, held-out loss and penalty)
+    values, steps = histories["stitch_a__b.affine_ln.train_loss_1_1"]
     assert steps == [1, 2, 3, 4, 5, 6] and values == pytest.approx(3.0 - 0.1 * np.arange(1, 7))
-    values, steps = recorder.histories["stitch_a__b.affine.heldout_penalty_0_0"]
+    values, steps = histories["stitch_a__b.affine.heldout_penalty_0_0"]
     assert steps == [0, 3, 6] and values == pytest.approx([0.5, 0.2, -0.1])
-    record_saved_output(recorder, "stitch_a__b.stitch_curves", _curves().iloc[:0])  # identity only: nothing
+    assert curve_histories("stitch_a__b", _curves().iloc[:0]) == {}  # identity only: nothing
 
 
 def test_pipeline_options_add_heatmaps_and_training_sequences():
@@ -485,20 +491,16 @@ def test_learning_curves_and_plotly_figures_are_saved_and_curves_logged(stitched
     assert {path.name for path in folder.iterdir()} == {f"{f}__{g}.png" for f in PAIR for g in PAIR}
     figure = stitched.load("stitching_figure_plotly")
     assert {trace.name for trace in figure.data} >= {f"{PAIR[0]} → {PAIR[1]} (affine_ln)"}
-    with sqlite3.connect(project / "mlflow.db") as db:
-        run = db.execute("select run_uuid from runs order by start_time desc limit 1").fetchone()[0]
-        steps = [
-            row[0]
-            for row in db.execute(
-                "select step from metrics where run_uuid = ? and key = ? order by step",
-                (run, f"{MLFLOW_NAMESPACE}.affine_ln.train_loss_1_1"),
-            )
-        ]
-        heldout = [
-            row[0]
-            for row in db.execute(
-                "select step from metrics where run_uuid = ? and key = ? order by step",
-                (run, f"{MLFLOW_NAMESPACE}.affine_ln.heldout_loss_1_1"),
-            )
-        ]
+    from tests.pipelines.test_run_timings import mlflow_runs
+
+    client, runs = mlflow_runs(project)
+    run = runs[-1].info.run_id  # the stitching run of the fixture, the latest
+    with tempfile.TemporaryDirectory() as folder:
+        curves = pd.read_csv(client.download_artifacts(run, "tables/stitching_curves.csv", folder))
+    one = curves[
+        (curves["f"] == PAIR[0]) & (curves["g"] == PAIR[1]) & (curves["kind"] == "affine_ln") & (curves["layer_f"] == 1)
+    ]
+    one = one[(one["layer_g"] == 1) & (one["phi_seed"] == one["phi_seed"].min())].sort_values("step")
+    steps = one.dropna(subset=["train_loss"])["step"].tolist()
+    heldout = one.dropna(subset=["heldout_loss"])["step"].tolist()
     assert steps == [1, 2, 3, 4] and heldout == [0, 2, 4]  # conf/test: 4 steps, held-out every 2

@@ -84,16 +84,12 @@ def test_the_replicates_claims_status_goes_to_an_mlflow_run(tmp_path):
             {"id": "nli.b", "status": "mixed", "margin": [0.2, -0.1, None]},
         ],
     }
-    log_claim_status(document, tmp_path)
+    log_claim_status(document, tmp_path, "/work/data/replicates")
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("thinkalike").experiment_id])
     assert len(runs) == 1 and runs[0].info.run_name == "replicates" and runs[0].data.tags["replicates"] == "3"
-    assert runs[0].data.metrics == {
-        "claim.cka.a.holds": 1.0,
-        "claim.cka.a.margin_min": 0.1,
-        "claim.nli.b.holds": 0.0,
-        "claim.nli.b.margin_min": -0.1,
-    }
+    assert runs[0].data.tags["thinkalike.replicate_group"] == "/work/data/replicates"  # the replicates' runs' tag
+    assert runs[0].data.metrics == {"holds/cka.a": 1.0, "claims/cka.a": 0.1, "holds/nli.b": 0.0, "claims/nli.b": -0.1}
 
 
 def test_the_round_off_replicate_uses_another_cpus_kernels_and_is_reused_once_finished(tmp_path):

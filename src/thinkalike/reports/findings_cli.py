@@ -9,7 +9,7 @@ outputs (the documentation page ``docs/findings.md``).
   float round-off: ``--set-env ATEN_CPU_CAPABILITY=avx2 --set-env MKL_CBWR=COMPATIBLE``) moves against replicate 0 —
   a comparison, not a replicate (same seeds: no new draw). ``--write`` also replaces the region between the markers
   of the findings page ``docs/findings.md`` with :func:`~thinkalike.reports.findings.render_document`. An MLflow run
-  named ``replicates`` gets each proposition's status and smallest margin.
+  named ``replicates`` gets each proposition's smallest margin (``claims/<id>``) and status (``holds/<id>``).
 * ``--claims``: prints ``{"claims": [...]}`` as pure JSON on stdout (logs go to stderr) — every claim of the
   project's (``--project``) latest run with its margin and quoted numbers.
 * ``--check``: checks that run against the repository's ``docs/findings.json``: every committed finding must still
@@ -134,15 +134,17 @@ def document_of(
     }
 
 
-def log_claim_status(document: dict[str, Any], repo: Path) -> None:
-    """An MLflow run ``replicates`` in the project's store: each claim's status (``claim.<id>.holds``: 1 or 0) and
-    smallest margin (``claim.<id>.margin_min``), and docs/findings.json as an artifact. A store that cannot be used
-    is one log line, not a failure (the findings are written either way)."""
+def log_claim_status(document: dict[str, Any], repo: Path, group: str | None = None) -> None:
+    """An MLflow run ``replicates`` in the project's store: each claim's smallest margin over the replicates
+    (``claims/<id>``, beside a run's own margin when compared) and status (``holds/<id>``: 1 or 0), and the claims as
+    an artifact; ``group``: the replicates' work directory, the tag the replicates' runs share
+    (:data:`thinkalike.tracking.REPLICATE_GROUP_TAG`). A store that cannot be used is one log line, not a failure
+    (the findings are written either way)."""
     try:
         import mlflow
         import yaml
 
-        from thinkalike.tracking import TrackingSettings, anchored_tracking_uri
+        from thinkalike.tracking import REPLICATE_GROUP_TAG, TrackingSettings, anchored_tracking_uri
 
         config = yaml.safe_load((repo / "conf" / "base" / "mlflow.yml").read_text())
         settings = TrackingSettings.from_config(config)
@@ -154,14 +156,18 @@ def log_claim_status(document: dict[str, Any], repo: Path) -> None:
         run = client.create_run(
             experiment_id,
             run_name="replicates",
-            tags={"replicates": str(len(document["replicates"])), "git_commit": str(document.get("git_commit"))},
+            tags={
+                "replicates": str(len(document["replicates"])),
+                "git_commit": str(document.get("git_commit")),
+                **({REPLICATE_GROUP_TAG: group} if group else {}),
+            },
         )
         metrics = []
         for claim in document["claims"]:
             margins = [m for m in claim["margin"] if m is not None]
-            metrics.append(mlflow.entities.Metric(f"claim.{claim['id']}.holds", float(claim["status"] == HOLDS), 0, 0))
+            metrics.append(mlflow.entities.Metric(f"holds/{claim['id']}", float(claim["status"] == HOLDS), 0, 0))
             if margins:
-                metrics.append(mlflow.entities.Metric(f"claim.{claim['id']}.margin_min", float(min(margins)), 0, 0))
+                metrics.append(mlflow.entities.Metric(f"claims/{claim['id']}", float(min(margins)), 0, 0))
         for start in range(0, len(metrics), 900):
             client.log_batch(run.info.run_id, metrics=metrics[start : start + 900])
         client.log_text(run.info.run_id, json.dumps(document["claims"], indent=1), "claims.json")
@@ -212,7 +218,7 @@ def write_replicate_findings(
     if errors:
         print(f"{FINDINGS_PAGE} was not written: a table did not have what the findings need", file=sys.stderr)
         return 1
-    log_claim_status(document, repo)
+    log_claim_status(document, repo, str(folders[0].parent.resolve()) if folders else None)
     if write:
         changed = write_page(repo / FINDINGS_PAGE, render_document(document))
         print(f"{'updated' if changed else 'unchanged'}: {repo / FINDINGS_PAGE}")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, named
+import json
+
+from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, metric, named
 
 
 def _log_statistics(recorder: Recorder, output: SavedOutput) -> None:
     recorder.log_metrics(
-        {f"corpus.{key}": float(value) for key, value in output.data.items() if isinstance(value, (int, float))},
+        {metric("corpus", key): float(value) for key, value in output.data.items() if isinstance(value, (int, float))},
         what=output.name,
     )
+    recorder.log_text(json.dumps(output.data, indent=1, default=str), f"tables/{output.name}.json")
 
 
-#: ``corpus_statistics``: its numbers as metrics ``corpus.<key>``.
+#: ``corpus_statistics``: its numbers as metrics ``corpus/<key>``, all of it as ``tables/corpus_statistics.json``.
 RULES: tuple[OutputRule, ...] = (named(["corpus_statistics"], _log_statistics),)

@@ -2,7 +2,7 @@
 (the findings' tables, every zoo model's config, the scaling summary, every CKA pair's ``measures_table``, the
 figures of :data:`thinkalike.reports.report.FIGURES` and the ``cka`` pipeline's interactive heatmaps, then the
 summaries' other outputs for its index) and writing ``report`` (data/08_reporting/report.html) and ``run_claims``
-(the run's claims with their margins, logged to MLflow as ``claim.<id>``). In a full run it comes last (it reads
+(the run's claims with their margins, logged to MLflow as ``claims/<id>``). In a full run it comes last (it reads
 every pipeline's outputs); alone (``kedro run --pipelines report``) it reads the latest saved versions, and
 :class:`~thinkalike.pipelines.report.hooks.MissingReportInputsHooks` stands in for any that was never saved, which
 the report lists instead of failing. The run's timings are saved after it, when the run ends:

@@ -1,22 +1,22 @@
 """What MLflow gets from the stitching outputs (rules of :mod:`thinkalike.output_rules`; no Kedro).
 
-Beside the penalties (``<pair>.<kind>.penalty_<layer_f>_<layer_g>``), each learned stitch's learning
-curve becomes step-indexed metric histories ``<pair>.<kind>.<value>_<layer_f>_<layer_g>`` for the
-values of :data:`CURVE_METRICS`: the training loss at every step, the held-out loss and penalty at
-step 0 (initialisation) and every ``eval_every`` steps.
+The run's metrics are a handful from ``stitching_penalties``: per kind of stitch, its mean penalty between two
+models and of a model with itself (``stitching/<kind>.penalty_between`` / ``…penalty_self``). Every stitch is a row
+of the tables: each ordered pair's ``stitch_table`` and the summaries ``stitching_penalties`` and ``stitching_curves``
+(every pair's learning curves), as CSV. Each stitch's penalty is also a detail ``<pair>.<kind>.penalty_<layer_f>_<layer_g>``
+(the metric name it had before the run's metrics were grouped); :func:`curve_histories` names the learning curves'
+values as they were once logged (``<pair>.<kind>.<value>_<layer_f>_<layer_g>``, the first φ seed's).
 
-With several φ seeds (``stitching.phi_seeds``) the keys stay the same and hold the **first seed's**
-numbers (seed 0 by default): the penalty metric is the table's ``penalty`` column (the first seed's,
+With several φ seeds (``stitching.phi_seeds``) the penalty is the table's ``penalty`` column (the first seed's,
 whose evaluation-bootstrap interval is ``ci_low`` / ``ci_high``; the seeds' mean and spread are the
-table's ``penalty_seed_*`` columns), and each curve history is the first seed's curve — one
-history per key, never several seeds' steps interleaved.
+table's ``penalty_seed_*`` columns).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, ending, log_table
+from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, ending, log_table, metric, named
 
 CURVE_METRICS: tuple[str, ...] = ("train_loss", "heldout_loss", "heldout_penalty")
 
@@ -43,23 +43,38 @@ def curve_histories(pair: str, curves: pd.DataFrame) -> dict[str, tuple[list[flo
 
 def _log_stitch_table(recorder: Recorder, output: SavedOutput) -> None:
     log_table(recorder, output)
-    recorder.log_metrics(
+    recorder.log_details(
         {
             f"{output.namespace}.{row.stitch}.penalty_{row.layer_f}_{row.layer_g}": float(row.penalty)
             for row in output.data.itertuples()
         },
-        what=f"{output.namespace} penalties",
+        output.name,
     )
 
 
-def _log_stitch_curves(recorder: Recorder, output: SavedOutput) -> None:
-    recorder.log_metric_history(
-        curve_histories(output.namespace, output.data), what=f"{output.namespace} learning curves"
-    )
+def penalty_metrics(penalties: pd.DataFrame) -> dict[str, float]:
+    """``stitching/<kind>.penalty_between`` (mean over stitches between two models) and ``…penalty_self`` (a model
+    with itself), finite means only."""
+    metrics: dict[str, float] = {}
+    if penalties.empty:
+        return metrics
+    between = penalties["model_f"] != penalties["model_g"]
+    for label, rows in (("between", penalties[between]), ("self", penalties[~between])):
+        for kind, mean in rows.groupby("stitch", sort=True)["penalty"].mean().items():
+            if pd.notna(mean):
+                metrics[metric("stitching", f"{kind}.penalty_{label}")] = float(mean)
+    return metrics
 
 
-#: Each ordered pair's ``stitch_table`` as CSV and its penalties as metrics, its ``stitch_curves`` as histories.
+def _log_penalties(recorder: Recorder, output: SavedOutput) -> None:
+    log_table(recorder, output)
+    recorder.log_metrics(penalty_metrics(output.data), what=output.name)
+
+
+#: Each ordered pair's ``stitch_table`` as CSV (the penalties also as details); ``stitching_penalties`` as CSV with
+#: the run's ``stitching/`` metrics; ``stitching_curves`` (every pair's ``stitch_curves``, one table) as CSV.
 RULES: tuple[OutputRule, ...] = (
     ending(["stitch_table"], _log_stitch_table),
-    ending(["stitch_curves"], _log_stitch_curves),
+    named(["stitching_penalties"], _log_penalties),
+    named(["stitching_curves"], log_table),
 )

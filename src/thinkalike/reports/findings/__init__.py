@@ -447,7 +447,7 @@ def provenance(document: Mapping[str, Any]) -> str:
     if len(replicates) == 1:
         return (
             f"**One run** ({where}). A run is one replicate: each sentence below is a claim that holds in this "
-            f"run ({held} claims; its margin is in the run's MLflow metrics as `claim.<id>`). Which claims hold "
+            f"run ({held} claims; its margin is in the run's MLflow metrics as `claims/<id>`). Which claims hold "
             "across replicates, and so on another machine, is what `python -m thinkalike.replicates` decides "
             "(`docs/findings.json` of the repository)."
         )

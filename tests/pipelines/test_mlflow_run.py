@@ -1,0 +1,78 @@
+"""The tiny run's MLflow record (the suite's shared run, ``tiny_project``): few metrics, each in a named group within
+its budget (:data:`thinkalike.output_rules.GROUP_BUDGETS`, :data:`~thinkalike.output_rules.METRIC_BUDGET`), one per
+claim of the run; and nothing lost: every number a rule computed besides them is in a logged table."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import Counter
+
+import pandas as pd
+
+from tests.pipelines.test_run_timings import mlflow_runs
+from thinkalike.output_rules import DETAILS_ARTIFACT, GROUP_BUDGETS, METRIC_BUDGET, metric_group
+
+
+def _first_run(project):
+    client, runs = mlflow_runs(project)
+    return client, runs[0]  # the shared run came first
+
+
+def test_the_tiny_run_logs_few_metrics_in_named_groups_within_their_budgets(tiny_project_as_run):
+    client, run = _first_run(tiny_project_as_run)
+    metrics = run.data.metrics
+    groups = Counter(metric_group(name) for name in metrics)
+    print(f"the tiny run logs {len(metrics)} metrics: {dict(sorted(groups.items()))}")  # measured: 348 (260 claims)
+    assert "" not in groups, sorted(name for name in metrics if not metric_group(name))
+    assert set(groups) <= set(GROUP_BUDGETS), groups
+    assert all(count <= GROUP_BUDGETS[group] for group, count in groups.items()), groups
+    assert len(metrics) <= METRIC_BUDGET
+    assert {"claims", "cost", "zoo", "corpus", "cka", "measures", "stitching", "mlem", "embedding", "nli"} <= set(
+        groups
+    )
+    # one metric per claim of the run: its margin
+    claims = json.loads(
+        max((tiny_project_as_run / "data/08_reporting/run_claims.json").glob("*/run_claims.json")).read_text()
+    )["claims"]
+    margins = {f"claims/{c['id']}": c["margin"] for c in claims if c.get("margin") is not None}
+    assert {name: value for name, value in metrics.items() if name.startswith("claims/")} == margins
+    # the run's cost: per pipeline and for the run
+    assert {"cost/total.wall_s", "cost/total.cpu_s", "cost/total.peak_rss_mb", "cost/cka.wall_s"} <= set(metrics)
+
+
+def test_every_number_besides_the_metrics_is_in_a_logged_table(tiny_project_as_run):
+    client, run = _first_run(tiny_project_as_run)
+    tables = {artifact.path for artifact in client.list_artifacts(run.info.run_id, "tables")}
+    # the per-cell tables, named after their catalog datasets: every layer pair, stitch, MLEM feature × layer
+    assert {
+        "tables/cka.gelu_1l__neox_xs.cka_table.csv",
+        "tables/cka_distances.csv",
+        "tables/stitching.gelu_1l__neox_xs.stitch_table.csv",
+        "tables/stitching_penalties.csv",
+        "tables/stitching_curves.csv",
+        "tables/mlem.gelu_1l.mlem_profile.csv",
+        "tables/mlem_profiles.csv",
+        "tables/nli.copy_00.accuracy.csv",
+        "tables/nli.copy_00.training_curve.csv",
+        "tables/run_timings.csv",
+        DETAILS_ARTIFACT,
+    } <= tables, tables
+    with tempfile.TemporaryDirectory() as folder:
+        details = pd.read_csv(client.download_artifacts(run.info.run_id, DETAILS_ARTIFACT, folder))
+    assert list(details.columns) == ["dataset", "name", "value"] and not details["name"].duplicated().any()
+    names = set(details["name"])
+    # the metric names of the runs before the groups, each with its number
+    for name in (
+        "cka.gelu_1l__neox_xs.mean_matched_cka",
+        "cka.gelu_1l__neox_xs.procrustes.model_distance",
+        "stitching.gelu_1l__neox_xs.affine_ln.penalty_1_1",
+        "mlem.gelu_1l.spearman_heldout_layer_0",
+        "nli.copy_00.test_all_all",
+        "nli.heuristic_baseline.test_all_all",
+        "embedding.gelu_1l.condition_number",
+        "timing.total.seconds",
+        "timing.zoo.nodes",
+    ):
+        assert name in names, name
+    assert not names & set(run.data.metrics)  # a number is a metric or a detail, never both
