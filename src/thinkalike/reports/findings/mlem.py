@@ -54,6 +54,25 @@ def _collect_untrained(tables: Mapping[str, Any], untrained: Sequence[str]) -> l
     ]
 
 
+def _block_contrasts(similarity: pd.DataFrame | None) -> dict[str, float] | None:
+    """Per model with at least 3 layers: the best block contrast (within − between,
+    :func:`thinkalike.measures.blocks.best_contrast`) of its layers × layers similarity matrix (MLEM's feature-based
+    or RSA), at most 4 blocks; ``None`` without the table."""
+    from thinkalike.measures.blocks import best_contrast
+
+    if similarity is None or similarity.empty:
+        return None
+    within = similarity[similarity["model_a"] == similarity["model_b"]]
+    contrasts = {}
+    for model, part in within.groupby("model_a", sort=True):
+        matrix = part.pivot_table(index="layer_a", columns="layer_b", values="similarity", aggfunc="first")
+        if len(matrix) >= 3 and matrix.notna().all().all():
+            value = best_contrast(matrix.to_numpy(), min(4, len(matrix)))
+            if value == value:  # NaN: no split with within- and between-block pairs
+                contrasts[str(model)] = round(float(value), 6)
+    return contrasts
+
+
 def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any], untrained: Sequence[str] = ()) -> dict[str, Any]:
     """MLEM of the trained models; the ``untrained`` controls' held-out Spearman beside it."""
     controls = _collect_untrained(tables, untrained)
@@ -148,6 +167,9 @@ def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any], untrained:
         ),
         "odd_one_out": {
             method: _odd_one_out(table_of(tables, f"mlem_{method}_similarity")) for method in ("feature", "rsa")
+        },
+        "block_contrast": {
+            method: _block_contrasts(table_of(tables, f"mlem_{method}_similarity")) for method in ("feature", "rsa")
         },
         "untrained": controls,
         # for the claims (claims_mlem): every feature's count of layers on top, its importance there, its smallest
