@@ -23,7 +23,9 @@ def test_the_tiny_run_logs_few_metrics_in_named_groups_within_their_budgets(tiny
     client, run = _first_run(tiny_project_as_run)
     metrics = run.data.metrics
     groups = Counter(metric_group(name) for name in metrics)
-    print(f"the tiny run logs {len(metrics)} metrics: {dict(sorted(groups.items()))}")  # measured: 212 (95 claims, 29 scorecard)
+    print(
+        f"the tiny run logs {len(metrics)} metrics: {dict(sorted(groups.items()))}"
+    )  # measured: 212 (95 claims, 29 scorecard)
     assert "" not in groups, sorted(name for name in metrics if not metric_group(name))
     assert set(groups) <= set(GROUP_BUDGETS), groups
     assert all(count <= GROUP_BUDGETS[group] for group, count in groups.items()), groups
