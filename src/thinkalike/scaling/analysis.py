@@ -31,7 +31,7 @@ pairs' mean intermediate-band CKA, *inconclusive* when only the mean over pairs 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -180,16 +180,7 @@ class ScalingSettings:
 
     @classmethod
     def from_parameters(cls, scaling: Mapping[str, Any]) -> ScalingSettings:
-        known = {
-            "early_depths",
-            "band",
-            "max_blocks",
-            "min_contrast",
-            "n_resamples",
-            "pair_resamples",
-            "seed",
-            "outlier_z",
-        }
+        known = {f.name for f in fields(cls)}
         values = {key: scaling[key] for key in known if scaling.get(key) is not None}
         for key in ("early_depths", "band"):
             if key in values:

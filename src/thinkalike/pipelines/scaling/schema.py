@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 from thinkalike.pipelines.errors import ParameterError
+from thinkalike.scaling.analysis import ScalingSettings
 
 #: The keys of the ``scaling`` section: the family (:func:`~thinkalike.pipelines.scaling.family.scaling_plan`) and
 #: the analysis settings (:class:`~thinkalike.scaling.analysis.ScalingSettings`).
-SCALING_KEYS = (
-    "family",
-    "twins",
-    "architectures",
-    "early_depths",
-    "band",
-    "max_blocks",
-    "min_contrast",
-    "n_resamples",
-    "pair_resamples",
-    "seed",
-    "outlier_z",
-)
+SCALING_KEYS = ("family", "twins", "architectures", *(f.name for f in fields(ScalingSettings)))
 
 
 def check_scaling(parameters: Mapping[str, Any]) -> None:
