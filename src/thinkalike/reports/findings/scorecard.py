@@ -28,7 +28,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from thinkalike.measures.family import OUTLIER_Z
 from thinkalike.reports.findings.claims import NOISE_FACTOR, noise_scale
+from thinkalike.reports.findings.stitching import cell_asymmetries
 from thinkalike.reports.findings.text import as_float, wrap
 
 REPRODUCED = "reproduced"
@@ -69,15 +71,13 @@ def _section(findings: Mapping[str, Any], name: str) -> Mapping[str, Any]:
 def _asymmetry(findings: Mapping[str, Any]) -> Parts:
     """Per φ kind (affine + LayerNorm, affine) and depth: over the SoLU/GeLU pairs with different seeds, the
     smallest layer cell's asymmetry (SoLU→GeLU's excess over its floor less GeLU→SoLU's), nats/token."""
-    from thinkalike.reports.findings.stitching import _cell_asymmetries
-
     parts: dict[str, list[float]] = {}
     for pair in _section(findings, "stitching").get("solu_gelu") or []:
         if pair.get("same_seed"):
             continue
         for kind in ("affine_ln", "affine"):
             if kind in (pair.get("kinds") or {}):
-                parts.setdefault(f"{kind}, {pair['depth']} layers", []).extend(_cell_asymmetries(pair["kinds"][kind]))
+                parts.setdefault(f"{kind}, {pair['depth']} layers", []).extend(cell_asymmetries(pair["kinds"][kind]))
     return {label: (min(cells) if cells else None) for label, cells in sorted(parts.items())}
 
 
@@ -140,8 +140,6 @@ def _outlier(findings: Mapping[str, Any]) -> Parts:
     """The largest |robust z| of a member's intermediate-layer CKA against the others less the outlier threshold;
     and the off-trend member's twin (same size, the trend's head dimension) against it: the twin's mean band CKA
     less the off-trend member's (> 0: the head dimension is the cause)."""
-    from thinkalike.measures.family import OUTLIER_Z
-
     scaling = _section(findings, "scaling")
     z = [as_float(v) for v in (scaling.get("robust_z") or {}).values()]
     known = [abs(v) for v in z if v is not None]

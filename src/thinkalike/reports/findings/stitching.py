@@ -239,7 +239,7 @@ def _finite(values: Sequence[Any] | None) -> list[float]:
     return [float(v) for v in values or [] if v is not None and math.isfinite(float(v))]
 
 
-def _cell_asymmetries(entry: Mapping[str, Any]) -> list[float]:
+def cell_asymmetries(entry: Mapping[str, Any]) -> list[float]:
     """Per layer cell of one pair and φ kind: SoLU→GeLU's excess over GeLU's floor less GeLU→SoLU's (at the
     transposed layers) over SoLU's (what ``_stitch_pair`` counts)."""
     forward, backward = entry["s_to_g"], entry["g_to_s"]
@@ -275,7 +275,7 @@ def _asymmetry_claims(
     """ "Every cell" / "some cells" / "no cell" of the asymmetry over the pairs' floors (``lead``: each one's
     template); margins from the per-cell asymmetries ``a`` (SoLU→GeLU over its floor less GeLU→SoLU over its):
     ``min(a)``; ``min(max(a), −min(a))``; ``−max(a)``."""
-    cells = [a for p in pairs for kind in trained if kind in p["kinds"] for a in _cell_asymmetries(p["kinds"][kind])]
+    cells = [a for p in pairs for kind in trained if kind in p["kinds"] for a in cell_asymmetries(p["kinds"][kind])]
     n_kinds = len([k for k in trained if any(k in p["kinds"] for p in pairs)])
     values = {
         "asymmetry": span_of(cells),
@@ -470,7 +470,7 @@ def claims_stitching(findings: Mapping[str, Any]) -> list[Claim]:
         for kind in trained:
             if kind not in pair["kinds"]:
                 continue
-            cells = _cell_asymmetries(pair["kinds"][kind])
+            cells = cell_asymmetries(pair["kinds"][kind])
             key = f"{kind}.{pair['solu']}.{pair['gelu']}"
             if key in seen:
                 continue
