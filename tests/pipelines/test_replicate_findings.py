@@ -13,7 +13,7 @@ from thinkalike.reports.findings_cli import replicate_folders, write_replicate_f
 
 def test_replicates_findings_merge_each_replicates_claims(tiny_project_as_run, tmp_path):
     workdir = tmp_path / "replicates"
-    for replicate in range(2):  # the same saved run twice: every claim holds in both or in neither
+    for replicate in range(2):  # the same saved run twice: every claim holds in both or in neither, by the same margin
         shutil.copytree(tiny_project_as_run, workdir / f"replicate-{replicate}")
         (workdir / f"replicate-{replicate}" / "replicate.json").write_text(json.dumps({"seconds": 60.0}))
     repo = tmp_path / "repo"
@@ -29,12 +29,15 @@ def test_replicates_findings_merge_each_replicates_claims(tiny_project_as_run, t
     assert write_replicate_findings(folders, "test", repo, write=True) == 0
     document = json.loads((repo / "docs" / "findings.json").read_text())
     assert [r["replicate"] for r in document["replicates"]] == [0, 1]
+    # the same margin twice carries no size (no new draw): every proposition is unresolved, none a finding
     assert document["claims"] and all(
-        c["status"] == "holds" and len(c["margin"]) == 2 and c["margin"][0] == c["margin"][1]
+        c["status"] == "unresolved" and len(c["margin"]) == 2 and c["margin"][0] == c["margin"][1] and c["noise"] == 0
         for c in document["claims"]
     )
+    assert all(row["verdict"].startswith("inconclusive") for row in document["scorecard"])  # no spread to weigh
     page = (repo / "docs" / "findings.md").read_text()
     assert page.startswith("# Findings\n\n<!-- findings:start -->\n") and page.endswith("<!-- findings:end -->\n")
     text = page.replace("\n", " ")
-    assert "**Where these findings come from.** 2 replicates of the default run" in text
+    assert "**Where these findings come from.** 2 independent replicates of the default run" in text
+    assert "Unresolved — these hold in every replicate" in text
     assert "each replicate's `kedro run` took 1 min 0 s, 2 min 0 s in all" in text  # one number when they agree

@@ -123,6 +123,6 @@ def test_the_config_loader_gives_the_replicate_seeds_to_every_reader(tmp_path):
 def test_the_replicates_environment_sets_the_count():
     from thinkalike.replicates import replicate_count
 
-    assert replicate_count(ROOT, "replicates") == 3
+    assert replicate_count(ROOT, "replicates") == 4
     with pytest.raises(ValueError, match=r"replicates.count \(conf/base\)"):
         replicate_count(ROOT, "base")

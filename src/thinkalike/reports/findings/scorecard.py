@@ -9,8 +9,8 @@ NOISE_FACTOR`:
 
 * **reproduced**: the effect is > ``F·σ`` in every replicate;
 * **not reproduced**: it is < ``−F·σ`` in every replicate;
-* **inconclusive**: otherwise (within its noise, or of either sign across replicates); with one run (no ``σ``):
-  the sign of that run, said to be one run's.
+* **inconclusive**: otherwise (within its noise, of either sign across replicates, or the same in every replicate:
+  no spread to weigh it against); with one run (no ``σ``): the sign of that run, said to be one run's.
 
 The row's verdict (:func:`row_verdict`): **reproduced** when every part is; **partly** when some part is; **not
 reproduced** when no part is and some part is not reproduced; **inconclusive** otherwise (and when the default run
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thinkalike.measures.family import OUTLIER_Z
-from thinkalike.reports.findings.claims import NOISE_FACTOR, noise_scale
+from thinkalike.reports.findings.claims import NOISE_FACTOR, SAME_MARGIN, noise_scale
 from thinkalike.reports.findings.stitching import cell_asymmetries
 from thinkalike.reports.findings.text import as_float, wrap
 
@@ -434,6 +434,8 @@ def part_verdict(effects: Sequence[float | None]) -> tuple[str, str]:
     if noise is None:  # one run
         word = REPRODUCED if known[0] > 0 else NOT_REPRODUCED if known[0] < 0 else INCONCLUSIVE
         return word, "one run: no spread across replicates to weigh it against"
+    if noise <= SAME_MARGIN * max(1.0, *(abs(v) for v in known)):
+        return INCONCLUSIVE, "the same in every replicate: no spread to weigh it against (no independent draws)"
     bar = NOISE_FACTOR * noise
     if min(known) > bar:
         return REPRODUCED, f"> {NOISE_FACTOR:g} × spread in every replicate"
