@@ -495,7 +495,7 @@ def scorecard(replicates: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if not parts:
             verdict = f"{INCONCLUSIVE}: {question.unanswered or 'not measured by this run'}"
         else:
-            counts = ", ".join(f"{p['verdict']}: {label} ({p['why']})" for label, p in parts.items())
+            counts = "; ".join(f"{label}: {p['verdict']} ({p['why']})" for label, p in parts.items())
             verdict = f"{word} — {counts}"
             if question.unanswered and word != REPRODUCED:
                 verdict += f"; note: {question.unanswered}"
