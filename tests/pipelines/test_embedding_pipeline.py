@@ -11,6 +11,7 @@ import pytest
 
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
 from thinkalike.embedding.overlap import OVERLAP_COLUMNS, PAIRS, auto_k
+from thinkalike.embedding.token_structure import DEFAULT_GROUPS, STRUCTURE_COLUMNS
 from thinkalike.pipelines.embedding import nodes
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters
 from thinkalike.pipelines.parameters import configured_parameters
@@ -74,6 +75,49 @@ def test_key_value_overlap(embedded):
         pd.testing.assert_frame_equal(rows, table.reset_index(drop=True), check_dtype=False)
 
 
+def test_token_structure(embedded):
+    """Per model, one row per block and default vector group (§3 measured), k = auto; finite coherence means and
+    baselines in [0, 1], the differences consistent; the summary gathers them."""
+    _, catalog = embedded
+    vocabulary = len(catalog.load("tokenizer"))
+    gathered = catalog.load("embedding_token_structure")
+    assert list(gathered.columns) == STRUCTURE_COLUMNS and set(gathered["model"]) == set(MODELS)
+    for model in MODELS:
+        table = catalog.load(f"models.embedding.{model}.token_structure")
+        assert list(table.columns) == STRUCTURE_COLUMNS and set(table["model"]) == {model}
+        assert sorted(table["layer"].unique()) == list(range(N_LAYERS[model]))
+        assert all(list(part["group"]) == list(DEFAULT_GROUPS) for _, part in table.groupby("layer"))
+        assert set(table["k"]) == {auto_k(vocabulary)} and (table["n_vectors"] > 0).all()
+        numbers = table[STRUCTURE_COLUMNS[3:]].to_numpy(dtype=float)
+        assert np.isfinite(numbers).all(), table
+        for column in ("coherence_mean", "chance", "random_vector_mean", "labelled_fraction", "labelled_chance"):
+            assert table[column].between(0, 1).all(), column
+        assert table["chance"].nunique() == 1 and 0 < table["chance"].iloc[0] < 1
+        np.testing.assert_allclose(table["difference"], table["coherence_mean"] - table["chance"])
+        np.testing.assert_allclose(
+            table["difference_random_vectors"], table["coherence_mean"] - table["random_vector_mean"]
+        )
+        rows = gathered.query("model == @model").reset_index(drop=True)
+        pd.testing.assert_frame_equal(rows, table.reset_index(drop=True), check_dtype=False)
+
+
+def test_token_structure_of_a_hub_model_is_empty_and_says_why():
+    """A model with its own tokenizer (a hub spec): no grammar part of speech, so an empty table and a log line; the
+    model is not even loaded."""
+    settings = validate_section(EmbeddingParameters, {}, "embedding")
+    logger, lines = logging.getLogger(nodes.__name__), _Lines()
+    level = logger.level
+    logger.addHandler(lines)
+    logger.setLevel(logging.INFO)
+    try:
+        (table,) = nodes.token_structure(settings=settings, model="gpt2", spec="hf:gpt2-that-is-not-here")
+    finally:
+        logger.removeHandler(lines)
+        logger.setLevel(level)
+    assert table.empty and list(table.columns) == STRUCTURE_COLUMNS
+    assert any("embedding token structure gpt2" in line and "empty table" in line for line in lines.lines)
+
+
 def test_keep_k_grid_and_bounds(embedded):
     _, catalog = embedded
     scores = catalog.load("embedding_keep_k")
@@ -131,6 +175,11 @@ def test_finetune_fractions_and_zero_shot(embedded):
         ({"readings": {"k": 100000}}, r"embedding\.readings\.k: k=100000 exceeds the zoo's vocabulary size"),
         ({"overlap": {"k": 100000}}, r"embedding\.overlap\.k: k=100000 exceeds the zoo's vocabulary size"),
         ({"overlap": {"n_random": 0}}, r"embedding\.overlap\.n_random"),
+        (
+            {"token_structure": {"k": 100000}},
+            r"embedding\.token_structure\.k: k=100000 exceeds the zoo's vocabulary size",
+        ),
+        ({"token_structure": {"groups": []}}, r"embedding\.token_structure\.groups"),
         ({"finetune": {"models": ["neox_xs"]}}, r"embedding\.finetune\.models: 'neox_xs' is a 'hf'-family"),
         (
             {"zero_shot": {"pairs": [["neox_xs", "gelu_1l"]]}},

@@ -19,7 +19,8 @@ Modules: :mod:`~thinkalike.embedding.space` (E, E′, checks, token labels), :mo
 vectors per family), :mod:`~.topk` (top-k of a factored product by row blocks), :mod:`~.reading` (tables and
 report), :mod:`~.invertibility` (keep-k robust invertibility, appendix A), :mod:`~.alignment` (layer
 alignment, §5.1), :mod:`~.zero_shot` (zero-shot stitching map, §5.2), :mod:`~.overlap` (key–value overlap of
-top-k token sets, appendix B, fig. 6), :mod:`~.figures` (the pipeline's figures).
+top-k token sets, appendix B, fig. 6), :mod:`~.token_structure` (part-of-speech coherence of top-k tokens, §3
+measured), :mod:`~.figures` (the pipeline's figures).
 """
 
 from thinkalike.embedding.alignment import (

@@ -13,7 +13,14 @@ from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, log_table
 
 #: Short dataset names whose tables give metrics.
 METRIC_TABLES = frozenset(
-    {"keep_k_scores", "alignment_matches", "zero_shot_accuracy", "feature_fractions", "key_value_overlap"}
+    {
+        "keep_k_scores",
+        "alignment_matches",
+        "zero_shot_accuracy",
+        "feature_fractions",
+        "key_value_overlap",
+        "token_structure",
+    }
 )
 #: The keep-k grid points logged (plus k = V), where the table has them.
 LOGGED_KS = (10, 100, 1024)
@@ -43,6 +50,11 @@ def embedding_metrics(short: str, namespace: str, table: pd.DataFrame) -> dict[s
         for row in summarise_overlap(table).itertuples():
             for name in ("matched_mean", "random_mean", "difference"):
                 metrics[f"{namespace}.key_value_overlap.{row.pair}.{name}"] = float(getattr(row, name))
+    elif short == "token_structure" and len(table):
+        means = table.groupby("group", sort=True)[["coherence_mean", "chance", "random_vector_mean"]].mean()
+        for group, row in means.iterrows():
+            for name, value in row.items():
+                metrics[f"{namespace}.token_structure.{group}.{name}"] = float(value)
     return {key: value for key, value in metrics.items() if math.isfinite(value)}
 
 

@@ -43,11 +43,13 @@ from thinkalike.embedding.finetune_diff import (
 )
 from thinkalike.embedding.overlap import auto_k, pair_overlap, summarise_overlap
 from thinkalike.embedding.selection import select_blocks, select_heads
+from thinkalike.embedding.token_structure import STRUCTURE_COLUMNS, corpus_pos_lexicon, token_classes
+from thinkalike.embedding.token_structure import token_structure as pos_coherence
 from thinkalike.language.grammar import lexicon_words
 from thinkalike.models.activation_store import ActivationStore
 from thinkalike.models.finetune import predict_labels
 from thinkalike.models.handle import ModelHandle, default_device
-from thinkalike.models.sources import load_classifier, load_model, load_saved_zoo_model
+from thinkalike.models.sources import load_classifier, load_model, load_saved_zoo_model, zoo_target
 from thinkalike.pipelines.corpus.schema import CorpusParameters
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, ReadingsParameters
 from thinkalike.threads import torch_threads
@@ -89,6 +91,8 @@ def _check_ks(settings: EmbeddingParameters, vocabulary: int, model: str) -> Non
         checks.append(("keep_k.ks", settings.keep_k.ks))
     if isinstance(settings.overlap.k, int):  # auto stays within V by construction
         checks.append(("overlap.k", settings.overlap.k))
+    if isinstance(settings.token_structure.k, int):
+        checks.append(("token_structure.k", settings.token_structure.k))
     for key, k in checks:
         check_k(k, vocabulary, f"embedding.{key} ({model}, V={vocabulary})")
 
@@ -257,6 +261,52 @@ def key_value_overlap(*sources: Any, settings: EmbeddingParameters, model: str, 
     return (table,)
 
 
+def token_structure(*sources: Any, settings: EmbeddingParameters, model: str, spec: str) -> tuple[pd.DataFrame]:
+    """Per block and vector group, the part-of-speech coherence of the vectors' top-k tokens of ``+v·E`` against
+    the chance of random token sets and of Gaussian vectors (columns
+    :data:`~thinkalike.embedding.token_structure.STRUCTURE_COLUMNS`), as a one-table tuple (the node's single
+    output). Tokens are labelled through the corpus tokenizer (a zoo model's third source) and the grammar's
+    lexicon; a model with another vocabulary (a hub spec) gets an empty table and a logged note."""
+    if zoo_target(spec) is None:
+        logger.info(
+            "embedding token structure %s (%s): its vocabulary is its own tokenizer's, not the grammar's corpus "
+            "tokenizer's, so no token has a grammar part of speech — empty table",
+            model,
+            spec,
+        )
+        return (pd.DataFrame(columns=STRUCTURE_COLUMNS),)
+    handle = model_handle(settings, model, spec, *sources)
+    matrix = _embedding_of(handle, settings)
+    _check_ks(settings, matrix.shape[1], model)
+    structure = settings.token_structure
+    k = structure.k if isinstance(structure.k, int) else auto_k(matrix.shape[1])
+    labels, classes = token_classes(sources[2], corpus_pos_lexicon(), matrix.shape[1])
+    with torch_threads(settings.threads):
+        table = pos_coherence(
+            extract_parameters(handle),
+            matrix,
+            labels,
+            k=k,
+            n_classes=len(classes),
+            groups=structure.groups,
+            n_random=structure.n_random,
+            seed=structure.seed,
+            dtype=DTYPES[settings.dtype],
+        )
+    logger.info(
+        "embedding token structure %s: %d of %d tokens labelled; POS coherence of the top-%d tokens, mean over "
+        "layers (chance %.3f, Gaussian vectors %.3f): %s",
+        model,
+        int((labels >= 0).sum()),
+        matrix.shape[1],
+        k,
+        table["chance"].iloc[0] if len(table) else float("nan"),
+        table["random_vector_mean"].iloc[0] if len(table) else float("nan"),
+        table.groupby("group", sort=False)["coherence_mean"].mean().round(3).to_dict(),
+    )
+    return (table,)
+
+
 def align_pair(
     *sources: Any, settings: EmbeddingParameters, model_a: str, spec_a: str, model_b: str, spec_b: str, n_sources_a: int
 ):
@@ -408,12 +458,12 @@ def summarise_embedding(
     the two summary figures; then every model's keep-k figure (``<model>.png``) and every pair's alignment heatmaps
     (``<a>__<b>.png``); and the per-model and per-pair tables in one each (a ``model`` column tells them apart):
     alignment similarities, readings of FF vectors and of head pairs, knowledge lookups, the markdown reports (one
-    section per model), fine-tuning curves and top tokens, key–value overlaps.
+    section per model), fine-tuning curves and top tokens, key–value overlaps, token structures.
 
     ``inputs``, each kind in the order of its names: per model (``models``) keep-k scores, vectors, head pairs,
-    lookups, reports and key–value overlaps; per alignment pair (``pairs``) matches and similarities; per fine-tuned
+    lookups, reports, key–value overlaps and token structures; per alignment pair (``pairs``) matches and similarities; per fine-tuned
     model (``finetuned``) feature fractions, curves and top tokens; then ``n_zero_shot`` zero-shot tables."""
-    sizes = [len(models)] * 6 + [len(pairs)] * 2 + [len(finetuned)] * 3 + [n_zero_shot]
+    sizes = [len(models)] * 7 + [len(pairs)] * 2 + [len(finetuned)] * 3 + [n_zero_shot]
     starts = np.cumsum([0, *sizes])
     (
         keep_k_tables,
@@ -422,6 +472,7 @@ def summarise_embedding(
         lookups,
         reports,
         overlap_tables,
+        structure_tables,
         match_tables,
         similarities,
         fraction_tables,
@@ -441,6 +492,15 @@ def summarise_embedding(
         means = summarise_overlap(overlap).pivot_table(index="model", columns="pair", values="difference")
         logger.info(
             "embedding key-value overlap: matched − random Jaccard, mean over layers\n%s", means.round(4).to_string()
+        )
+    structure = _concat([table for table in structure_tables if not table.empty])
+    if structure.empty:
+        structure = pd.DataFrame(columns=STRUCTURE_COLUMNS)
+    else:
+        means = structure.pivot_table(index="model", columns="group", values="difference", aggfunc="mean")
+        logger.info(
+            "embedding token structure: POS coherence of top tokens − chance, mean over layers\n%s",
+            means.round(4).to_string(),
         )
     alignment_figures = {
         f"{a}__{b}.png": figures.alignment_figure(similarity, a, b) for (a, b), similarity in zip(pairs, similarities)
@@ -463,4 +523,5 @@ def summarise_embedding(
         finetune_curves,
         _concat(top_tokens),
         overlap,
+        structure,
     )

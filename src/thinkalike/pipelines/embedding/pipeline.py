@@ -6,7 +6,9 @@ Namespaces (:mod:`thinkalike.pipelines.namespaces`):
 * ``models.embedding.<model>`` — per model: ``read_parameters`` (FF keys/values and heads as tokens, the
   knowledge lookup, a markdown report), ``measure_keep_k`` (keep-k scores, residual states from
   ``models.<model>.activations``) and ``key_value_overlap`` (top-k Jaccard of corresponding key/value vectors
-  against random pairings, appendix B); for a model in ``embedding.finetune.models`` also ``finetune_top_layers``
+  against random pairings, appendix B) and ``token_structure`` (part-of-speech coherence of the vectors' top-k
+  tokens against random token sets and Gaussian vectors, §3; empty for a model without the corpus tokenizer); for
+  a model in ``embedding.finetune.models`` also ``finetune_top_layers``
   (fine-tuned classifier, ΔW / head readings, feature-token fractions);
 * ``models.embedding.<a>__<b>`` — ``align_layers`` for a pair of ``embedding.alignment.pairs`` (cka.pairs
   syntax), ``zero_shot_stitch`` for an entry ``[a, b]`` of ``embedding.zero_shot.pairs`` (a fine-tuned);
@@ -54,6 +56,7 @@ EMBEDDING = "embedding"
 READ_OUTPUTS = ["embedding_vectors", "embedding_head_pairs", "embedding_lookup", "embedding_report"]
 KEEP_K_OUTPUTS = ["keep_k_scores"]
 OVERLAP_OUTPUTS = ["key_value_overlap"]
+TOKEN_STRUCTURE_OUTPUTS = ["token_structure"]
 FINETUNE_OUTPUTS = [
     "finetuned_weights",
     "finetuned_config",
@@ -79,6 +82,7 @@ SUMMARY_OUTPUTS = [
     "embedding_finetune_curves",
     "embedding_finetune_top_tokens",
     "embedding_key_value_overlap",
+    "embedding_token_structure",
 ]
 #: What the summary reads of each model, pair and fine-tuned model (it gathers them: kedro-viz draws them in boxes).
 MODEL_TABLES = [
@@ -88,6 +92,7 @@ MODEL_TABLES = [
     "embedding_lookup",
     "embedding_report",
     "key_value_overlap",
+    "token_structure",
 ]
 PAIR_TABLES = ["alignment_matches", "alignment_similarity"]
 FINETUNE_TABLES = ["feature_fractions", "finetune_curve", "finetune_top_tokens"]
@@ -133,6 +138,13 @@ def model_pipeline(model: str, spec: str, settings: EmbeddingParameters, corpus:
             own,
             OVERLAP_OUTPUTS,
             name="key_value_overlap",
+            namespace=box,
+        ),
+        namespaced_node(
+            with_fixed_arguments(nodes.token_structure, settings=settings, model=model, spec=spec),
+            own,
+            TOKEN_STRUCTURE_OUTPUTS,
+            name="token_structure",
             namespace=box,
         ),
     ]

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from thinkalike.embedding.finetune_diff import TASKS
+from thinkalike.embedding.token_structure import DEFAULT_GROUPS as TOKEN_STRUCTURE_GROUPS
 from thinkalike.models.finetune import FinetuneConfig
 from thinkalike.pipelines.corpus.schema import validate_corpus
 from thinkalike.pipelines.schema import (
@@ -74,6 +75,18 @@ class OverlapParameters(_Section):
     seed: int = 0
 
 
+class TokenStructureParameters(_Section):
+    """Part-of-speech coherence of top tokens (§3's readings measured):
+    :func:`thinkalike.embedding.token_structure.token_structure`."""
+
+    # top tokens of +v.E per vector; auto: as overlap.k (thinkalike.embedding.overlap.auto_k: 20 at the zoo's V = 394)
+    k: Positive | Literal["auto"] = AUTO
+    # vector groups read (thinkalike.embedding.token_structure.DEFAULT_GROUPS: FF keys and values, W_V and W_O)
+    groups: list[VectorGroup] = Field(list(TOKEN_STRUCTURE_GROUPS), min_length=1)
+    n_random: int = Field(1000, ge=0)  # Gaussian vectors read through the same E (the second baseline); 0: none
+    seed: int = 0
+
+
 class AlignmentParameters(_Section):
     pairs: dict[str, Any] | Literal["auto"] = AUTO  # the syntax of cka.pairs; {} aligns nothing; auto: replicas
     groups: list[VectorGroup] = Field(["FF_key", "FF_value", "W_Q", "W_K", "W_V", "W_O"], min_length=1)
@@ -113,6 +126,7 @@ class EmbeddingParameters(_Section):
     lookup: LookupParameters = Field(default_factory=LookupParameters)
     keep_k: KeepKParameters = Field(default_factory=KeepKParameters)
     overlap: OverlapParameters = Field(default_factory=OverlapParameters)
+    token_structure: TokenStructureParameters = Field(default_factory=TokenStructureParameters)
     alignment: AlignmentParameters = Field(default_factory=AlignmentParameters)
     finetune: FinetuneParameters = Field(default_factory=FinetuneParameters)
     zero_shot: ZeroShotParameters = Field(default_factory=ZeroShotParameters)
@@ -351,6 +365,11 @@ def validate_embedding(values: Any, parameters: Mapping[str, Any]) -> EmbeddingP
             ("finetune.top_k", embedding.finetune.top_k),
             *(("keep_k.ks", k) for k in embedding.keep_k.ks or ()),
             *((("overlap.k", embedding.overlap.k),) if isinstance(embedding.overlap.k, int) else ()),
+            *(
+                (("token_structure.k", embedding.token_structure.k),)
+                if isinstance(embedding.token_structure.k, int)
+                else ()
+            ),
         ):
             if k > vocab_bound:
                 raise ParameterError(
