@@ -128,6 +128,7 @@ TABLES: tuple[str, ...] = (
     "embedding_feature_fractions",
     "embedding_zero_shot",
     "embedding_key_value_overlap",
+    "embedding_token_structure",
     "embedding_finetune_curves",
     "models.nli.pairs",
     "models.nli.accuracy",

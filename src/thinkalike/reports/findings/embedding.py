@@ -64,6 +64,33 @@ def collect_embedding(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> di
         ),
         "zero_shot": guarded(_collect_zero_shot, table_of(tables, "embedding_zero_shot")),
         "overlap": guarded(_collect_overlap, table_of(tables, "embedding_key_value_overlap")),
+        "token_structure": guarded(_collect_token_structure, table_of(tables, "embedding_token_structure")),
+    }
+
+
+def _collect_token_structure(table: pd.DataFrame | None) -> dict[str, Any]:
+    """Dar et al.'s §3 on the grammar (:mod:`thinkalike.embedding.token_structure`): per vector group, the mean over
+    models and layers of the part-of-speech coherence of each vector's top-k tokens, of the same for Gaussian
+    vectors read through the same E (``gaussian``: what E's geometry alone gives), of random token sets
+    (``chance``), and the differences ``over_gaussian`` and ``over_chance``."""
+    if table is None:
+        return missing_section("embedding_token_structure")
+    known = table.dropna(subset=["coherence_mean"])
+    if known.empty:
+        return {"empty": True}
+    by_group = known.groupby("group", sort=True)
+
+    def means(column: str) -> dict[str, float]:
+        return {str(k): round(float(v), 6) for k, v in by_group[column].mean().items() if v == v}
+
+    return {
+        "k": int_list(known["k"].unique()),
+        "models": sorted(str(m) for m in known["model"].unique()),
+        "coherence": means("coherence_mean"),
+        "gaussian": means("random_vector_mean"),
+        "chance": means("chance"),
+        "over_gaussian": means("difference_random_vectors"),
+        "over_chance": means("difference"),
     }
 
 
