@@ -105,11 +105,33 @@ def load_tables(catalog: Any, parameters: dict[str, Any]) -> dict[str, Any]:
     return tables
 
 
+#: Where the run timings are saved, one folder per run (conf/base/catalog.yml's ``run_timings``, versioned).
+RUN_TIMINGS = Path("data/08_reporting/run_timings.parquet")
+
+
+def fullest_run_timings(project: Path) -> Any | None:
+    """The saved run timings of the project's run that timed the most pipelines (the newest among equals), or
+    ``None`` without any: a later partial run (``--pipelines embedding``, to add an output) saves timings of its
+    own pipelines only, and the findings quote the whole run's."""
+    import pandas as pd
+
+    versions = sorted((project / RUN_TIMINGS).glob(f"*/{RUN_TIMINGS.name}"))
+    tables = [pd.read_parquet(path) for path in versions]
+    if not tables:
+        return None
+    return max(reversed(tables), key=lambda table: table["pipeline"].nunique() if "pipeline" in table else 0)
+
+
 def project_findings(project: Path, env: str | None, replicate: int | None = None) -> dict[str, Any]:
-    """The findings of a project's latest saved outputs (``replicate``: the ``--params replicate=<r>`` it ran with)."""
+    """The findings of a project's latest saved outputs (``replicate``: the ``--params replicate=<r>`` it ran with);
+    the run timings of its fullest run (:func:`fullest_run_timings`)."""
     runtime = None if replicate is None else {"replicate": replicate}
     catalog, parameters = open_catalog(project, env, runtime)
-    return collect_findings(load_tables(catalog, parameters))
+    tables = load_tables(catalog, parameters)
+    timings = fullest_run_timings(project)
+    if timings is not None:
+        tables["run_timings"] = timings
+    return collect_findings(tables)
 
 
 def replicate_folders(workdir: Path) -> list[Path]:
