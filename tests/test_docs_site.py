@@ -154,3 +154,35 @@ def test_the_scorecard_hook_takes_the_section_under_its_heading_and_fails_withou
     with pytest.raises(ValueError, match="holds no table"):
         scorecard_section("## The papers' questions\n\nno table\n")
     assert MARKER.startswith("<!--") and MARKER in (DOCS / "index.md").read_text(encoding="utf-8")
+
+
+def test_the_install_page_gives_the_run_only_and_dev_installs_and_pytorchs_cpu_index():
+    """docs/install.md: `pip install -e .` runs the pipelines (every package src/ imports is a runtime dependency:
+    tests/test_dependencies.py), `.[dev]` the tests; a CPU-only torch from PyTorch's own index; the README agrees."""
+    page = (DOCS / "install.md").read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
+    cpu_torch = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+    for text in (page, readme):
+        assert "pip install -e . && HF_HUB_OFFLINE=1 kedro run" in text  # the run: no extra
+        assert 'pip install -e ".[dev]" && python -m mypy && python -m pytest -q' in text  # the tests: the dev extra
+        assert cpu_torch in text
+    assert "| `pip install -e .` |" in page and '| `pip install -e ".[dev]"` |' in page
+
+
+def test_the_troubleshooting_page_quotes_the_offline_error_the_run_gives(tmp_path, monkeypatch):
+    """The error a missing hub model gives offline is the one docs/troubleshooting.md shows (for another hub id)."""
+    from tests.pipelines.conftest import make_project_copy
+    from thinkalike.pipelines.parameters import configured_parameters
+    from thinkalike.pipelines.schema import ParameterError
+    from thinkalike.pipelines.validation import validate_parameters
+
+    quoted = re.search(r"```text\n(Error: activations\.models\..*?)\n```", (DOCS / "troubleshooting.md").read_text())
+    assert quoted, "troubleshooting.md quotes no offline error"
+    hub_id = "thinkalike-tests/definitely-not-cached-model"
+    expected = quoted.group(1).replace("EleutherAI/pythia-70m", hub_id)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    parameters = configured_parameters(make_project_copy(tmp_path, tracking_db=False), None)
+    parameters["activations"]["models"] = {"pythia": f"hf:{hub_id}"}
+    with pytest.raises(ParameterError) as raised:
+        validate_parameters(parameters, ["corpus", "activations"])
+    assert f"Error: {raised.value}" == expected
