@@ -4,6 +4,7 @@ navigation, no docstring warning."""
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import subprocess
@@ -122,3 +123,66 @@ def test_the_site_builds_strictly(tmp_path):
         assert (tmp_path / "site" / page / "index.html").is_file(), page
     # the API pages hold the docstrings of every submodule, e.g. the CKA maths
     assert 'id="thinkalike.measures.cka"' in (tmp_path / "site" / "api" / "measures" / "index.html").read_text()
+    # the home page shows the findings page's scorecard (put in by the build: scripts/mkdocs_scorecard_hook.py) and
+    # the report's screenshot
+    home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "scorecard: the papers' questions" not in home  # the marker was replaced
+    assert home.count("<table>") == 1
+    table = home[home.index("<table>") : home.index("</table>")]
+    assert len(scorecard_questions()) >= 10
+    for question in scorecard_questions():
+        assert f"<td>{html.escape(question, quote=False)}</td>" in table, question
+    assert 'src="img/report.png"' in home and (tmp_path / "site" / "img" / "report.png").is_file()
+
+
+def scorecard_questions() -> list[str]:
+    """The first cells of the scorecard's rows in docs/findings.md (the questions)."""
+    from scripts.mkdocs_scorecard_hook import scorecard_section
+
+    rows = scorecard_section((DOCS / "findings.md").read_text(encoding="utf-8")).splitlines()
+    return [row.split(" | ")[0].lstrip("| ").strip() for row in rows if row.startswith("| ") and "---" not in row][1:]
+
+
+def test_the_scorecard_hook_takes_the_section_under_its_heading_and_fails_without_one():
+    from scripts.mkdocs_scorecard_hook import MARKER, on_page_markdown, scorecard_section
+
+    page = "# F\n\n## The papers' questions\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nThe rule.\n\n## Next\n\nmore\n"
+    assert scorecard_section(page) == "| a | b |\n|---|---|\n| 1 | 2 |\n\nThe rule."
+    assert on_page_markdown("no marker here", None, {}, None) == "no marker here"
+    with pytest.raises(ValueError, match="has no heading"):
+        scorecard_section("# F\n\n## Other\n")
+    with pytest.raises(ValueError, match="holds no table"):
+        scorecard_section("## The papers' questions\n\nno table\n")
+    assert MARKER.startswith("<!--") and MARKER in (DOCS / "index.md").read_text(encoding="utf-8")
+
+
+def test_the_install_page_gives_the_run_only_and_dev_installs_and_pytorchs_cpu_index():
+    """docs/install.md: `pip install -e .` runs the pipelines (every package src/ imports is a runtime dependency:
+    tests/test_dependencies.py), `.[dev]` the tests; a CPU-only torch from PyTorch's own index; the README agrees."""
+    page = (DOCS / "install.md").read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
+    cpu_torch = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+    for text in (page, readme):
+        assert "pip install -e . && HF_HUB_OFFLINE=1 kedro run" in text  # the run: no extra
+        assert 'pip install -e ".[dev]" && python -m mypy && python -m pytest -q' in text  # the tests: the dev extra
+        assert cpu_torch in text
+    assert "| `pip install -e .` |" in page and '| `pip install -e ".[dev]"` |' in page
+
+
+def test_the_troubleshooting_page_quotes_the_offline_error_the_run_gives(tmp_path, monkeypatch):
+    """The error a missing hub model gives offline is the one docs/troubleshooting.md shows (for another hub id)."""
+    from tests.pipelines.conftest import make_project_copy
+    from thinkalike.pipelines.parameters import configured_parameters
+    from thinkalike.pipelines.schema import ParameterError
+    from thinkalike.pipelines.validation import validate_parameters
+
+    quoted = re.search(r"```text\n(Error: activations\.models\..*?)\n```", (DOCS / "troubleshooting.md").read_text())
+    assert quoted, "troubleshooting.md quotes no offline error"
+    hub_id = "thinkalike-tests/definitely-not-cached-model"
+    expected = quoted.group(1).replace("EleutherAI/pythia-70m", hub_id)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    parameters = configured_parameters(make_project_copy(tmp_path, tracking_db=False), None)
+    parameters["activations"]["models"] = {"pythia": f"hf:{hub_id}"}
+    with pytest.raises(ParameterError) as raised:
+        validate_parameters(parameters, ["corpus", "activations"])
+    assert f"Error: {raised.value}" == expected

@@ -6,6 +6,7 @@ from thinkalike.config_loader import ReplicateConfigLoader
 from thinkalike.hooks import ClusterSettingsHooks, MlflowTrackingHooks, ParameterHooks, ThreadPolicyHooks
 from thinkalike.pipeline_registry import ProjectContext
 from thinkalike.pipelines.report.hooks import MissingReportInputsHooks
+from thinkalike.pipelines.report.latest import LatestReportHooks
 from thinkalike.run_timings_hooks import RunTimingHooks
 
 # Builds the pipelines from the session's own parameters (--env, --params) when it is created,
@@ -25,6 +26,8 @@ CONFIG_LOADER_ARGS = {
 
 # RunTimingHooks saves the run_timings table (thinkalike.run_timings_hooks) and hands it to the MLflow
 # hooks, whose run is still open then (its tryfirst end-of-run hooks precede MLflow's trylast ones).
+# LatestReportHooks comes last: of the trylast hooks, pluggy calls the last registered last, so the newest report is
+# copied to data/08_reporting/latest/report.html after every other hook, and its log line is the run's last.
 _TRACKING = MlflowTrackingHooks()
 HOOKS = (
     ParameterHooks(),
@@ -33,6 +36,7 @@ HOOKS = (
     _TRACKING,
     RunTimingHooks(record=_TRACKING.record_output),
     MissingReportInputsHooks(),
+    LatestReportHooks(),
 )
 
 # Kedro 1.7's own config loader calls an OmegaConf function that OmegaConf has deprecated; the

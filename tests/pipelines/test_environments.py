@@ -374,3 +374,53 @@ def test_the_recipe_needs_its_pairs_and_groups_lines(tmp_path, monkeypatch, left
     use_hub_cache(monkeypatch, tmp_path / "hub", hub_ids(configured_models(parameters).values()))
     with pytest.raises(ParameterError, match=rf"^cka\.{left_out}\b.*gelu_2l"):
         validate_parameters(parameters, readme_command("mine"))
+
+
+OWN_MODELS = PROJECT_ROOT / "docs" / "own-models.md"
+
+
+def page_recipes(page: Path) -> dict[str, dict[str, str]]:
+    """``{env: {file name: yaml text}}`` of a page's yaml blocks whose first line is ``# conf/<env>/<file>``."""
+    recipes: dict[str, dict[str, str]] = {}
+    for block in re.findall(r"```yaml\n(.*?)```", page.read_text(), flags=re.S):
+        header = RECIPE_HEADER.match(block.splitlines()[0])
+        if header:
+            recipes.setdefault(header.group(2), {})[header.group(3)] = block
+    return recipes
+
+
+def page_command(page: Path, env: str) -> list[str]:
+    """The pipelines of the page's ``kedro run --env <env> --pipelines …`` command."""
+    found = re.search(rf"kedro run --env {env} --pipelines ([\w,]+)", page.read_text())
+    assert found, f"{page.name} has no command for --env {env}"
+    return found.group(1).split(",")
+
+
+def test_the_zoo_plus_one_hub_model_recipe_validates_and_builds_offline(tmp_path, monkeypatch, grammar_gpt2_dir):
+    """docs/own-models.md's "zoo plus one hub model": every zoo model and the hub model are read, the recipe's
+    pairs (the hub model against zoo models, word-pooled) are built, and it validates offline — with the hub id
+    served from a local cache of its config and tokenizer, and with a local GPT-2 checkpoint in its place."""
+    recipe = page_recipes(OWN_MODELS)["plus"]
+    pipelines = page_command(OWN_MODELS, "plus")
+    assert set(recipe) == {"parameters_activations.yml", "parameters_cka.yml"} and "zoo" in pipelines
+    project = make_project_copy(tmp_path)
+    monkeypatch.chdir(project)
+    for spec in (None, f"hf:{grammar_gpt2_dir}"):  # the hub id, then a local checkpoint in its place
+        files = dict(recipe)
+        if spec is not None:
+            activations = yaml.safe_load(recipe["parameters_activations.yml"])
+            activations["activations"]["models"]["pythia"] = spec
+            files["parameters_activations.yml"] = yaml.safe_dump(activations)
+        write_environment(project, "plus", files)
+        parameters = configured_parameters(project, "plus")
+        models = configured_models(parameters)
+        hub = {name: model for name, model in models.items() if not model.startswith("zoo:")}
+        assert list(hub) == ["pythia"] and hub["pythia"].startswith("hf:")
+        assert {f"zoo:{name}" for name in parameters["zoo"]["models"]} <= set(models.values())  # the whole zoo
+        use_hub_cache(monkeypatch, tmp_path / "hub", hub_ids(models.values()))
+        validate_parameters(parameters, pipelines)
+        built = session_pipelines(project, "plus")
+        for pair in ("pythia__gelu_2l", "pythia__solu_2l", "pythia__pythia"):
+            assert built["cka"].only_nodes_with_namespaces([f"models.cka.{pair}"]).nodes, pair
+        assert any("pythia" in node.name for node in built["activations"].nodes)
+        assert built["zoo"].nodes  # the zoo is trained in the same run

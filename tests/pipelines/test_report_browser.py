@@ -105,3 +105,26 @@ def test_the_report_opens_offline_with_every_figure_drawn_and_every_contents_lin
         # scrolled to it (its top at the window's top, but for its 1rem scroll margin), or as far as the page goes
         assert 0 <= top <= 20 or (at_bottom and 0 <= top < VIEWPORT["height"]), (target, top)
     assert not errors, errors
+
+
+def test_the_docs_screenshot_is_a_reports_first_screen_made_by_its_script(tiny_project_as_run, tmp_path):
+    """docs/img/report.png (on docs/index.md) is what scripts/report_screenshot.py makes of a report: its first
+    screen in headless Chromium, 1280 × 800, a small palette PNG; the script makes one of the suite's run here."""
+    import importlib.util
+
+    from PIL import Image
+
+    from tests.pipelines.test_viz import chromium_executable
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("report_screenshot", root / "scripts" / "report_screenshot.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    chromium = chromium_executable()
+    made = tmp_path / "report.png"
+    script.main([str(tiny_project_as_run / "data/08_reporting/latest/report.html"), str(made), "--chromium", chromium])
+    for png in (made, root / "docs" / "img" / "report.png"):
+        image = Image.open(png)
+        assert image.format == "PNG" and image.size == (script.WIDTH, script.HEIGHT), png
+        assert png.stat().st_size < 300_000, png
+        assert len(image.convert("RGB").getcolors(maxcolors=1 << 16) or ()) > 8, f"{png}: a blank screen"

@@ -19,6 +19,7 @@ from tests.pipelines.conftest import make_project_copy, run_project
 from tests.pipelines.test_run_timings import mlflow_runs
 from tests.reports.test_report_page import planted_report, planted_timings
 from thinkalike.pipelines.report import nodes as report_nodes
+from thinkalike.pipelines.report.latest import LatestReportHooks, publish_latest
 from thinkalike.pipelines.report.timings import add_run_timings
 from thinkalike.reports.experiments import EXPERIMENTS
 from thinkalike.reports.run_timings import (
@@ -30,6 +31,7 @@ from thinkalike.reports.run_timings import (
 from thinkalike.run_clock import TOTAL, pipeline_totals
 
 REPORTS = Path("data/08_reporting/report.html")
+LATEST = Path("data/08_reporting/latest/report.html")  # the newest report's stable path (README, docs/results.md)
 TIMINGS = Path("data/08_reporting/run_timings.parquet")
 PLOTLY_JS = re.compile(r"<script type='text/javascript'>/\*\*\n\* plotly\.js v.*?</script>", re.DOTALL)
 
@@ -113,6 +115,49 @@ def test_the_run_timings_are_rendered_into_the_report_after_the_run_and_logged_a
     assert hashlib.sha256(logged.read_bytes()).hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def test_the_run_leaves_its_report_at_the_stable_path_and_names_it_last(tiny_project_as_run):
+    """data/08_reporting/latest/report.html: a copy of the newest versioned report, its run timings included."""
+    project = tiny_project_as_run
+    latest = project / LATEST
+    assert latest.is_file() and not latest.is_symlink()
+    assert latest.read_bytes() == latest_report_path(project).read_bytes()
+    assert "figure-timeline" in latest.read_text(encoding="utf-8")  # copied after the timings were rendered in
+
+
+def test_the_latest_report_hook_is_called_after_every_other_end_of_run_hook():
+    """Its log line is the run's last: pluggy calls a hook's implementations from the end of its list."""
+    from kedro.framework.hooks.manager import _create_hook_manager, _register_hooks
+
+    from thinkalike import settings
+
+    manager = _create_hook_manager()
+    _register_hooks(manager, settings.HOOKS)
+    for hook in (manager.hook.after_pipeline_run, manager.hook.on_pipeline_error):
+        assert isinstance(hook.get_hookimpls()[0].plugin, LatestReportHooks)
+
+
+def test_the_latest_report_is_the_one_this_run_saved_or_left_as_it_was(tmp_path, caplog, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = {"report": {"type": "thinkalike.io.atomic.TextDataset", "filepath": "out/report.html", "versioned": True}}
+    first, second, third = (
+        DataCatalog.from_config(config, save_version=f"2026-01-0{day}T00.00.00.000Z") for day in (1, 2, 3)
+    )
+    first.save("report", "first")
+    with caplog.at_level(logging.INFO, logger="thinkalike.pipelines.report.latest"):
+        assert publish_latest(first).resolve() == (tmp_path / "out/latest/report.html").resolve()
+    assert (tmp_path / "out/latest/report.html").read_text() == "first"
+    assert caplog.records[-1].getMessage() == (
+        "The report: out/latest/report.html (this run's: out/report.html/2026-01-01T00.00.00.000Z/report.html)"
+    )
+    assert publish_latest(second) is None  # a run that saved no report
+    assert (tmp_path / "out/latest/report.html").read_text() == "first"
+    third.save("report", "third")
+    publish_latest(third)
+    assert (tmp_path / "out/latest/report.html").read_text() == "third"
+    assert sorted(p.name for p in (tmp_path / "out/latest").iterdir()) == ["report.html"]  # no temporary file left
+    assert publish_latest(DataCatalog()) is None  # no report dataset at all
+
+
 def test_the_report_alone_lists_what_was_never_saved_and_later_runs_leave_it_as_it_is(tmp_path, monkeypatch):
     project = make_project_copy(tmp_path)
     monkeypatch.chdir(project)
@@ -147,6 +192,7 @@ def test_the_report_alone_lists_what_was_never_saved_and_later_runs_leave_it_as_
         run_project(project, pipeline_names=["report"])
     assert len(_versions(project, TIMINGS)) == 3  # every run saved its timings, the failed one too
     assert _versions(project, REPORTS) == [path.parent.name] and path.read_bytes() == before
+    assert (project / LATEST).read_bytes() == before  # neither later run had a report to put in its place
 
 
 def test_timings_go_only_into_the_report_of_their_run_and_only_whole(tmp_path, caplog):
