@@ -17,7 +17,7 @@ from kedro.framework.hooks import hook_impl
 from thinkalike.output_rules import apply_rules
 from thinkalike.pipelines.builders import all_output_rules
 from thinkalike.pipelines.namespaces import MODELS
-from thinkalike.pipelines.parameters import run_parameters
+from thinkalike.pipelines.parameters import configured_parameters, run_parameters
 from thinkalike.pipelines.resume import mark_for_rerun, nodes_to_rerun
 from thinkalike.pipelines.run_selection import pipelines_in_run
 from thinkalike.pipelines.schema import ParameterError
@@ -78,6 +78,14 @@ class ParameterHooks:
                 len(pipeline.nodes),
                 f" ({', '.join(node.name for node in rerun[:6])}{' …' if len(rerun) > 6 else ''})" if rerun else "",
             )
+
+
+def base_environment() -> str:
+    """The configuration environment every other merges into (``CONFIG_LOADER_ARGS["base_env"]`` of the project's
+    settings): the run's params are what differs from it."""
+    from kedro.framework.project import settings
+
+    return str(settings.CONFIG_LOADER_ARGS.get("base_env", "base"))
 
 
 def run_pipelines(run_params: dict[str, Any], pipeline) -> tuple[list[str], dict[str, Any]]:
@@ -180,7 +188,12 @@ class MlflowTrackingHooks:
             self._recorder = None
             raise UnusableTrackingStore(str(error)) from None
         tags = run_tags(run_params, self._project_root)
-        self._recorder.start(run_name(run_params, short_commit(tags)), run_parameters(catalog), tags)
+        self._recorder.start(
+            run_name(run_params, short_commit(tags)),
+            run_parameters(catalog),
+            tags,
+            defaults=configured_parameters(self._project_root, base_environment()),
+        )
 
     @hook_impl
     def after_dataset_saved(self, dataset_name: str, data: Any, node) -> None:

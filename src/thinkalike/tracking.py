@@ -22,6 +22,7 @@ retries for minutes without naming the store, and it cannot degrade to a warning
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -144,6 +145,10 @@ def _probe_sqlite(uri: str, database: Path) -> None:
             connection.execute("ROLLBACK")
     except sqlite3.Error as error:
         raise TrackingStoreError(f"MLflow store {uri}: {database} is not a usable SQLite database ({error})") from error
+
+
+#: Every setting of a run, flattened (``{"a.b": "1"}``), as one artifact: what the run used, changed or not.
+SETTINGS_ARTIFACT = "settings/parameters.json"
 
 
 def flatten_parameters(parameters: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -412,17 +417,31 @@ class RunRecorder:
         except TrackingStoreError as error:
             self.failures.fail(error, "the whole run")
 
-    def start(self, run_name: str, parameters: Mapping[str, Any], tags: Mapping[str, str]) -> None:
-        """Opens the run (experiment created if needed), marks stale runs failed, logs params and tags."""
+    def start(
+        self,
+        run_name: str,
+        parameters: Mapping[str, Any],
+        tags: Mapping[str, str],
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Opens the run (experiment created if needed), marks stale runs failed, logs params and tags. Params are
+        the flattened settings that differ from ``defaults`` (conf/base's; all of them without ``defaults``) and
+        ``settings.unchanged``, how many did not; every setting, changed or not, is the artifact
+        :data:`SETTINGS_ARTIFACT`, so a run's params say what was changed and its artifact what was used."""
         if not self.settings.enabled or self.failures.failure is not None:
             return
         with self.failures.guard("the run itself"):
             from mlflow.entities import Param
 
             client, self.run_id = self.store.open_run(run_name, tags)
-            params = [Param(key, value) for key, value in flatten_parameters(parameters).items()]
+            flat = flatten_parameters(parameters)
+            base = flatten_parameters(defaults) if defaults is not None else {}
+            changed = {key: value for key, value in flat.items() if defaults is None or base.get(key) != value}
+            params = [Param(key, value) for key, value in changed.items()]
+            params.append(Param("settings.unchanged", str(len(flat) - len(changed))))
             for start in range(0, len(params), 100):
                 client.log_batch(self.run_id, params=params[start : start + 100])
+            client.log_text(self.run_id, json.dumps(flat, indent=1, sort_keys=True), SETTINGS_ARTIFACT)
         if self.run_id is not None:
             logger.info("MLflow run %s (%s) in %s", run_name, self.run_id, self.tracking_uri)
 

@@ -78,3 +78,21 @@ def test_every_number_besides_the_metrics_is_in_a_logged_table(tiny_project_as_r
     ):
         assert name in names, name
     assert not names & set(run.data.metrics)  # a number is a metric or a detail, never both
+
+
+def test_the_runs_params_are_what_it_changed_and_every_setting_is_an_artifact(tiny_project_as_run):
+    """Params: the settings that differ from conf/base (the tiny run's conf/test overrides) and how many did not;
+    every setting, flattened once, in ``settings/parameters.json``."""
+    from thinkalike.pipelines.parameters import configured_parameters
+    from thinkalike.tracking import SETTINGS_ARTIFACT, flatten_parameters
+
+    client, run = _first_run(tiny_project_as_run)
+    params = dict(run.data.params)
+    used = flatten_parameters(configured_parameters(tiny_project_as_run, "test"))
+    base = flatten_parameters(configured_parameters(tiny_project_as_run, "base"))
+    changed = {key: value for key, value in used.items() if base.get(key) != value}
+    assert changed and {key: value for key, value in params.items() if key != "settings.unchanged"} == changed
+    assert int(params["settings.unchanged"]) == len(used) - len(changed) > 0
+    local = client.download_artifacts(run.info.run_id, SETTINGS_ARTIFACT, tempfile.mkdtemp())
+    with open(local, encoding="utf-8") as saved:
+        assert json.load(saved) == used
