@@ -6,7 +6,7 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import Field
 
@@ -82,7 +82,7 @@ class TokenStructureParameters(_Section):
     # top tokens of +v.E per vector; auto: as overlap.k (thinkalike.embedding.overlap.auto_k: 20 at the zoo's V = 394)
     k: Positive | Literal["auto"] = AUTO
     # vector groups read (thinkalike.embedding.token_structure.DEFAULT_GROUPS: FF keys and values, W_V and W_O)
-    groups: list[VectorGroup] = Field(list(TOKEN_STRUCTURE_GROUPS), min_length=1)
+    groups: list[VectorGroup] = Field([cast(VectorGroup, group) for group in TOKEN_STRUCTURE_GROUPS], min_length=1)
     n_random: int = Field(1000, ge=0)  # Gaussian vectors read through the same E (the second baseline); 0: none
     seed: int = 0
 
