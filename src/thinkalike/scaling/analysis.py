@@ -224,6 +224,44 @@ def _blocks_text(blocks: Sequence[tuple[int, int]]) -> str:
     return ", ".join(f"{a}–{b}" for a, b in blocks)
 
 
+def _model_blocks(table: pd.DataFrame, n_layers: int, settings: ScalingSettings) -> tuple[list[int], dict[str, Any]]:
+    """One model's block structure: its boundaries and its member-table columns (the segmentation of the batches'
+    mean, its stability over resamples, and the best contrast over splits whether structured or not)."""
+    batches = _batch_matrices(table)
+    most = min(settings.max_blocks, n_layers)
+    stability = block_stability(batches, settings.n_resamples, settings.seed, most, settings.min_contrast)
+    segmentation = stability.segmentation
+    assert isinstance(segmentation, Segmentation)  # one model's matrix (matched=False)
+    return list(segmentation.boundaries), {
+        "blocks": _blocks_text(segmentation.blocks),
+        "n_blocks": len(segmentation.blocks) if segmentation.structured else 1,
+        "block_within": segmentation.within,
+        "block_between": segmentation.between,
+        "block_same_fraction": stability.same_blocks,
+        "block_contrast": best_contrast(np.mean(batches, axis=0), most),
+    }
+
+
+def _pair_blocks(table: pd.DataFrame, shape: tuple[int, ...], settings: ScalingSettings) -> dict[str, Any]:
+    """Two models' matched blocks: the pair-table columns (as :func:`_model_blocks`, for the co-segmentation)."""
+    batches = _batch_matrices(table)
+    most = min(settings.max_blocks, *shape)
+    matched = block_stability(
+        batches, settings.pair_resamples, settings.seed, most, settings.min_contrast, matched=True
+    )
+    found = matched.segmentation
+    assert isinstance(found, CoSegmentation)  # two models' matrix (matched=True)
+    return {
+        "blocks_a": _blocks_text(found.blocks_a),
+        "blocks_b": _blocks_text(found.blocks_b),
+        "n_blocks": len(found.blocks_a) if found.structured else 1,
+        "block_within": found.within,
+        "block_between": found.between,
+        "block_same_fraction": matched.same_blocks,
+        "block_contrast": best_contrast(np.mean(batches, axis=0), most, matched=True),
+    }
+
+
 def analyse_family(
     tables: Mapping[tuple[str, str], pd.DataFrame],
     family: Sequence[str],
@@ -261,26 +299,7 @@ def analyse_family(
     for model in everyone:
         matrix, table = _matrix(tables, model, model)
         intra[model] = matrix
-        batches = _batch_matrices(table)
-        stability = block_stability(
-            batches,
-            settings.n_resamples,
-            settings.seed,
-            min(settings.max_blocks, len(matrix)),
-            settings.min_contrast,
-        )
-        segmentation = stability.segmentation
-        assert isinstance(segmentation, Segmentation)  # one model's matrix (matched=False)
-        boundaries[model] = list(segmentation.boundaries)
-        block_rows[model] = {
-            "blocks": _blocks_text(segmentation.blocks),
-            "n_blocks": len(segmentation.blocks) if segmentation.structured else 1,
-            "block_within": segmentation.within,
-            "block_between": segmentation.between,
-            "block_same_fraction": stability.same_blocks,
-            # the largest contrast over splits of the matrix segmented (the batches' mean), structured or not
-            "block_contrast": best_contrast(np.mean(batches, axis=0), min(settings.max_blocks, len(matrix))),
-        }
+        boundaries[model], block_rows[model] = _model_blocks(table, len(matrix), settings)
 
     def band(a: str, b: str) -> float:
         return depth_band_mean(_matrix(tables, a, b)[0], low, high)
@@ -291,28 +310,7 @@ def analyse_family(
             matrix, table = _matrix(tables, a, b)
             cells = table.set_index(["layer_a", "layer_b"])
             band_mean = depth_band_mean(matrix, low, high)
-            batches = _batch_matrices(table)
-            matched = block_stability(
-                batches,
-                settings.pair_resamples,
-                settings.seed,
-                min(settings.max_blocks, *matrix.shape),
-                settings.min_contrast,
-                matched=True,
-            )
-            found = matched.segmentation
-            assert isinstance(found, CoSegmentation)  # two models' matrix (matched=True)
-            pair_blocks = {
-                "blocks_a": _blocks_text(found.blocks_a),
-                "blocks_b": _blocks_text(found.blocks_b),
-                "n_blocks": len(found.blocks_a) if found.structured else 1,
-                "block_within": found.within,
-                "block_between": found.between,
-                "block_same_fraction": matched.same_blocks,
-                "block_contrast": best_contrast(
-                    np.mean(batches, axis=0), min(settings.max_blocks, *matrix.shape), matched=True
-                ),
-            }
+            pair_blocks = _pair_blocks(table, matrix.shape, settings)
             for depth in settings.early_depths:
                 layer_a = relative_depth_layers(architectures[a].n_layers, [depth])[0]
                 layer_b = relative_depth_layers(architectures[b].n_layers, [depth])[0]
