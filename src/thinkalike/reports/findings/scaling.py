@@ -208,37 +208,38 @@ def _block_claims(summary: Mapping[str, Any]) -> list[Claim]:
                     item="`{a}` and `{b}` ({contrast:3})",
                 )
             )
+    return claims + _block_verdicts(members, threshold)
+
+
+def _block_verdicts(members: list[float | None], threshold: float | None) -> list[Claim]:
+    """Block structure's verdicts from the members' margins (contrast − threshold): reproduced (every member, the
+    smallest margin), partly (``min(largest, −smallest)``), not reproduced (``−largest``)."""
     known = [m for m in members if m is not None]
     complete = bool(known) and len(known) == len(members)
     values = {
         "n_structured": sum(m > 0 for m in known),
-        "n_members": len(family),
+        "n_members": len(members),
         "contrast": [min(known) + (threshold or 0.0), max(known) + (threshold or 0.0)] if known else None,
         "threshold": threshold,
     }
     counts = "{n_structured:d} of {n_members:d} members have blocks (contrast {contrast:3}; threshold {threshold})"
-    claims.append(
+    return [
         every(
             "scaling.blocks.reproduced", f"Block structure: reproduced ({_PAPER_BLOCKS}): " + counts, members, **values
-        )
-    )
-    claims.append(
+        ),
         Claim(
             "scaling.blocks.partly_reproduced",
             f"Block structure: partly reproduced ({_PAPER_BLOCKS}): " + counts,
             min(max(known), -min(known)) if complete else None,
             values,
-        )
-    )
-    claims.append(
+        ),
         Claim(
             "scaling.blocks.not_reproduced",
             f"Block structure: not reproduced ({_PAPER_BLOCKS}): " + counts,
             -max(known) if complete else None,
             values,
-        )
-    )
-    return claims
+        ),
+    ]
 
 
 def _intra_claims(summary: Mapping[str, Any]) -> list[Claim]:
