@@ -118,35 +118,21 @@ def model_pipeline(model: str, spec: str, settings: EmbeddingParameters, corpus:
     """Readings and keep-k of one model in ``models.embedding.<model>``, and its fine-tuning when ``corpus`` is
     given (the parsed corpus section, for a model of ``embedding.finetune.models``)."""
     box, own = model_box(model), sources(model, spec)
+    steps = (  # (node function, inputs, outputs, name): each bound to this model's settings, name and spec
+        (nodes.read_model, own, READ_OUTPUTS, "read_parameters"),
+        (nodes.measure_keep_k, [model_dataset(model, "activations"), *own], KEEP_K_OUTPUTS, "measure_keep_k"),
+        (nodes.key_value_overlap, own, OVERLAP_OUTPUTS, "key_value_overlap"),
+        (nodes.token_structure, own, TOKEN_STRUCTURE_OUTPUTS, "token_structure"),
+    )
     built = [
         namespaced_node(
-            with_fixed_arguments(nodes.read_model, settings=settings, model=model, spec=spec),
-            own,
-            READ_OUTPUTS,
-            name="read_parameters",
+            with_fixed_arguments(function, settings=settings, model=model, spec=spec),
+            inputs,
+            outputs,
+            name=name,
             namespace=box,
-        ),
-        namespaced_node(
-            with_fixed_arguments(nodes.measure_keep_k, settings=settings, model=model, spec=spec),
-            [model_dataset(model, "activations"), *own],
-            KEEP_K_OUTPUTS,
-            name="measure_keep_k",
-            namespace=box,
-        ),
-        namespaced_node(
-            with_fixed_arguments(nodes.key_value_overlap, settings=settings, model=model, spec=spec),
-            own,
-            OVERLAP_OUTPUTS,
-            name="key_value_overlap",
-            namespace=box,
-        ),
-        namespaced_node(
-            with_fixed_arguments(nodes.token_structure, settings=settings, model=model, spec=spec),
-            own,
-            TOKEN_STRUCTURE_OUTPUTS,
-            name="token_structure",
-            namespace=box,
-        ),
+        )
+        for function, inputs, outputs, name in steps
     ]
     if corpus is not None:
         target = zoo_target(spec)
