@@ -18,7 +18,9 @@ A shift keeps equalities and differences between seeds within a replicate (the s
 ``gelu_2l``'s seed; seed replicas stay distinct) and, with a stride larger than any seed of the configuration, never
 makes one replicate's seed another's. A *corpus* replicate (``corpus.seed`` moved too) would also vary the
 sentences, the tokenizer and so the vocabulary; it answers "does the finding hold for another sample of the
-language", a wider question than these replicates ask, and is not run by default.
+language", a wider question than these replicates ask, and is not run by default. An environment whose models do not
+learn from the corpus (conf/real: pretrained checkpoints, fixed) asks for it with ``replicates.vary_data: true``
+(:data:`VARY_DATA_KEY`): there the checkpoints cannot vary, and what does is the text sample.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ SEED_STRIDE = 1000
 
 #: Dotted paths of the sections whose seeds make the data: kept in every replicate.
 DATA_SEEDS: tuple[str, ...] = ("corpus", "nli.pairs")
+
+#: ``replicates.vary_data``: when true, the data's seeds (:data:`DATA_SEEDS`) move with the replicate too (default
+#: false: every replicate compares like with like on the same sentences).
+VARY_DATA_KEY = "vary_data"
 
 
 def is_seed_key(key: Any) -> bool:
@@ -77,15 +83,29 @@ def replicate_parameters(parameters: Mapping[str, Any]) -> dict[str, Any]:
     shifted = copy.deepcopy(dict(parameters))
     if replicate == 0:
         return shifted
-    _shift(shifted, "", replicate * SEED_STRIDE)
+    _shift(shifted, "", replicate * SEED_STRIDE, vary_data=varies_data(parameters))
     return shifted
 
 
-def _shift(node: dict[str, Any], prefix: str, offset: int) -> None:
+def varies_data(parameters: Mapping[str, Any]) -> bool:
+    """``replicates.vary_data`` of the parameters (:data:`VARY_DATA_KEY`; false when absent); a ``ValueError`` naming
+    the parameter for anything but a boolean."""
+    value = (parameters.get("replicates") or {}).get(VARY_DATA_KEY, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"replicates.{VARY_DATA_KEY}: expected true or false, got {value!r}")
+    return value
+
+
+def _shift(node: dict[str, Any], prefix: str, offset: int, *, vary_data: bool) -> None:
     for key, value in node.items():
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
             node[key] = dict(value)
-            _shift(node[key], f"{path}.", offset)
-        elif is_seed_key(key) and isinstance(value, int) and not isinstance(value, bool) and not is_data_seed(path):
+            _shift(node[key], f"{path}.", offset, vary_data=vary_data)
+        elif (
+            is_seed_key(key)
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+            and (vary_data or not is_data_seed(path))
+        ):
             node[key] = value + offset

@@ -56,6 +56,8 @@ logger = logging.getLogger(__name__)
 ENV = "replicates"
 DEFAULT_WORKDIR = Path("data/replicates")
 RUNNER = "thinkalike.runners.DaskRunner"
+#: Input files the repository ships under ``data/`` (an environment names them by a path relative to the project).
+SHIPPED_INPUTS: tuple[str, ...] = ("data/01_raw/everyday_english.txt",)
 ROUNDOFF = "roundoff"  # the round-off replicate's folder under the work directory
 
 
@@ -70,13 +72,24 @@ def replicate_count(project: Path, env: str) -> int:
     return count
 
 
+def replicate_pipelines(project: Path, env: str) -> list[str]:
+    """``replicates.pipelines`` of the environment's parameters: the pipelines each replicate runs (empty: every
+    one, Kedro's default); a ``ValueError`` naming it when it is not a list of names."""
+    from thinkalike.pipelines.parameters import configured_parameters
+
+    names = (configured_parameters(project, env).get("replicates") or {}).get("pipelines") or []
+    if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
+        raise ValueError(f"replicates.pipelines (conf/{env}): expected a list of pipeline names, got {names!r}")
+    return names
+
+
 def replicate_folder(workdir: Path, replicate: int) -> Path:
     return workdir / f"replicate-{replicate}"
 
 
 def prepare_project(project: Path, folder: Path) -> Path:
-    """``folder`` as a project of its own: ``pyproject.toml`` and ``conf/`` (without ``conf/local``) copied fresh
-    from ``project`` (its saved ``data/`` kept), and ``conf/local/mlflow.yml`` sending its MLflow runs to
+    """``folder`` as a project of its own: ``pyproject.toml``, ``conf/`` (without ``conf/local``) and the inputs the
+    project ships (:data:`SHIPPED_INPUTS`) copied fresh from ``project`` (its saved ``data/`` kept), and ``conf/local/mlflow.yml`` sending its MLflow runs to
     ``project``'s store."""
     from thinkalike.tracking import TrackingSettings, anchored_tracking_uri
 
@@ -88,6 +101,10 @@ def prepare_project(project: Path, folder: Path) -> Path:
     shutil.copytree(project / "conf", folder / "conf", ignore=shutil.ignore_patterns("local"))
     (folder / "conf" / "local").mkdir()
     (folder / "src").mkdir(exist_ok=True)  # the package is the installed one
+    for shipped in SHIPPED_INPUTS:
+        if (project / shipped).is_file():
+            (folder / shipped).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(project / shipped, folder / shipped)
     base = yaml.safe_load((project / "conf" / "base" / "mlflow.yml").read_text()) or {}
     settings = TrackingSettings.from_config(base)
     mlflow = {**base.get("mlflow", {}), "tracking_uri": anchored_tracking_uri(settings.tracking_uri, project)}
@@ -95,10 +112,12 @@ def prepare_project(project: Path, folder: Path) -> Path:
     return folder
 
 
-def kedro_command(env: str, replicate: int, resume: bool) -> list[str]:
+def kedro_command(env: str, replicate: int, resume: bool, pipelines: Sequence[str] = ()) -> list[str]:
+    """The replicate's ``kedro run`` (``pipelines``: its ``--pipelines``; empty: every one)."""
     script = Path(sys.executable).with_name("kedro")
     command = [str(script)] if script.exists() else [sys.executable, "-m", "kedro"]
     command += ["run", "--env", env, "--runner", RUNNER, "--params", f"replicate={replicate}"]
+    command += ["--pipelines", ",".join(pipelines)] if pipelines else []
     return command + (["--only-missing-outputs"] if resume else [])
 
 
@@ -116,7 +135,7 @@ def run_replicate(
     folder = folder or replicate_folder(workdir, replicate)
     resume = (folder / "data").exists()
     prepare_project(project, folder)
-    command = kedro_command(env, replicate, resume)
+    command = kedro_command(env, replicate, resume, replicate_pipelines(project, env))
     from thinkalike.tracking import REPLICATE_GROUP_VARIABLE
 
     # the tag that links the replicates' MLflow runs with each other and with the summary run ``replicates``

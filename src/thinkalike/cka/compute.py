@@ -24,6 +24,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from thinkalike.cka.settings import CKASettings
+from thinkalike.measures.blocks import best_contrast, segment_blocks
 from thinkalike.measures.cka import CKAAccumulator, CKAResult
 from thinkalike.measures.distances import matched_summary
 from thinkalike.models.activation_store import ActivationStore
@@ -203,20 +204,42 @@ def pair_summary(table: pd.DataFrame, skip_constant_layers: bool | None = None) 
     }
 
 
+#: Block structure of a model's own layers × layers CKA (Brown et al. §5; :mod:`thinkalike.measures.blocks`): splits
+#: of 2 … this many contiguous blocks are searched.
+MAX_INTRA_BLOCKS = 6
+
+
+def intra_blocks(table: pd.DataFrame) -> dict[str, float | str]:
+    """A model's own CKA matrix cut into blocks: ``block_contrast``, the best split's within − between mean CKA over
+    2 … :data:`MAX_INTRA_BLOCKS` blocks (continuous), and ``blocks``, that split's layer runs (``"0–3, 4–30"``;
+    ``""`` when its contrast is below :data:`~thinkalike.measures.blocks.DEFAULT_MIN_CONTRAST`: no block structure).
+    NaN and ``""`` for fewer than 4 layers or a matrix with a NaN cell."""
+    matrix = cka_matrix_from_table(table)
+    if matrix.shape[0] < 4 or not np.isfinite(matrix).all():
+        return {"block_contrast": float("nan"), "blocks": ""}
+    matrix = (matrix + matrix.T) / 2.0  # the unbiased estimator's two triangles agree to round-off
+    segmentation = segment_blocks(matrix, MAX_INTRA_BLOCKS)
+    runs = ", ".join(f"{first}–{last}" for first, last in segmentation.blocks) if segmentation.structured else ""
+    return {"block_contrast": best_contrast(matrix, MAX_INTRA_BLOCKS), "blocks": runs}
+
+
 def distance_table(tables: Sequence[pd.DataFrame], skip_constant_layers: bool | None = None) -> pd.DataFrame:
-    """One row per compared pair: layers, :func:`pair_summary` (means with their layer counts), tokens."""
+    """One row per compared pair: layers, :func:`pair_summary` (means with their layer counts), tokens; for a model
+    with itself also its :func:`intra_blocks` (NaN and ``""`` for pairs of two models)."""
     rows = []
     for table in tables:
+        model_a, model_b = table["model_a"].iloc[0], table["model_b"].iloc[0]
         rows.append(
             {
-                "model_a": table["model_a"].iloc[0],
-                "model_b": table["model_b"].iloc[0],
+                "model_a": model_a,
+                "model_b": model_b,
                 "layers_a": int(table["layer_a"].max()) + 1,
                 "layers_b": int(table["layer_b"].max()) + 1,
                 **pair_summary(table, skip_constant_layers),
                 "n_tokens": int(table["n_tokens"].iloc[0]),
+                **(intra_blocks(table) if model_a == model_b else {"block_contrast": float("nan"), "blocks": ""}),
             }
         )
-    columns = ["model_a", "model_b", "layers_a", "layers_b", *SUMMARY_KEYS, "n_tokens"]
+    columns = ["model_a", "model_b", "layers_a", "layers_b", *SUMMARY_KEYS, "n_tokens", "block_contrast", "blocks"]
     distances = pd.DataFrame(rows, columns=columns)
     return distances.astype({"n_matched_layers": "int64", "n_finite_layers": "int64"})

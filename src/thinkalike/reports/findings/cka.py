@@ -60,6 +60,7 @@ def collect_cka(tables: Mapping[str, Any], roles: Mapping[str, Any], parameters:
             "odd": [m for m in roles["gpt_neox_odd"] if m != reference],
         }
     return {
+        "intra_blocks": intra_block_findings(distances),
         "n_pairs": int(len(distances)),
         "n_between_pairs": int((distances["model_a"] != distances["model_b"]).sum()),
         "n_tokens": span_of(distances["n_tokens"]) if "n_tokens" in distances else None,
@@ -68,6 +69,22 @@ def collect_cka(tables: Mapping[str, Any], roles: Mapping[str, Any], parameters:
         "control": control,
         "replicas": replicas,
         "neox": neox,
+    }
+
+
+def intra_block_findings(distances: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Each model compared with itself: its layers, the best block contrast of its own CKA matrix and that split's
+    layer runs (``cka_distances``' ``block_contrast`` and ``blocks``: :func:`thinkalike.cka.compute.intra_blocks`)."""
+    if "block_contrast" not in distances:
+        return {}
+    own = distances[(distances["model_a"] == distances["model_b"]) & distances["block_contrast"].notna()]
+    return {
+        str(row.model_a): {
+            "n_layers": int(row.layers_a),
+            "contrast": as_float(row.block_contrast),
+            "blocks": str(row.blocks),
+        }
+        for row in own.itertuples()
     }
 
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from thinkalike.measures.blocks import DEFAULT_MIN_CONTRAST
 from thinkalike.measures.family import OUTLIER_Z
 from thinkalike.reports.findings.claims import NOISE_FACTOR, SAME_MARGIN, noise_scale
 from thinkalike.reports.findings.stitching import cell_asymmetries
@@ -47,8 +48,9 @@ Parts = dict[str, float | None]
 class Question:
     """One row: ``key`` (stable, the MLflow name), ``paper`` (who and where), ``question``, ``paper_result`` (what
     the paper found, with its number or figure), ``measure`` (our effect, its units and sign), ``figure`` (where the
-    report shows it), ``effects`` (one replicate's findings → its parts) and ``unanswered`` (why the default run
-    cannot answer, and which configuration can, when it measures nothing)."""
+    report shows it), ``effects`` (one replicate's findings → its parts), ``unanswered`` (a note: why the default run's
+    answer may differ from the paper's, and which configuration asks it better) and ``needs`` (what a run must have
+    to ask the question at all: said when it measures nothing, e.g. of the real checkpoints)."""
 
     key: str
     paper: str
@@ -58,6 +60,7 @@ class Question:
     figure: str
     effects: Callable[[Mapping[str, Any]], Parts]
     unanswered: str = ""
+    needs: str = ""
 
 
 # ---- effects, one replicate's findings at a time --------------------------------------------------------------------
@@ -107,8 +110,17 @@ def _early(findings: Mapping[str, Any]) -> Parts:
 
 def _blocks(findings: Mapping[str, Any]) -> Parts:
     """Block contrast (within − between of the best split, CKA) less the threshold: the smallest over the members
-    (within a model) and over the pairs of members (matched blocks between two)."""
+    (within a model) and over the pairs of members (matched blocks between two). Without a scaling family (the
+    real checkpoints): each model's own CKA matrix, one part per model (``cka.intra_blocks``)."""
     scaling = _section(findings, "scaling")
+    if not scaling:
+        intra = _section(findings, "cka").get("intra_blocks") or {}
+        return {
+            f"within {model} ({entry['n_layers']} layers)": (
+                None if as_float(entry.get("contrast")) is None else entry["contrast"] - DEFAULT_MIN_CONTRAST
+            )
+            for model, entry in sorted(intra.items())
+        }
     threshold = as_float(scaling.get("min_contrast"))
     members = [as_float(v) for v in (scaling.get("block_contrast") or {}).values()]
     pairs = [as_float(v) for v in (scaling.get("pair_block_contrast") or {}).values()]
@@ -277,6 +289,7 @@ QUESTIONS: tuple[Question, ...] = (
         "depth, different seeds",
         "Stitching",
         _asymmetry,
+        needs="two models alike but for their activation function, SoLU and GeLU, and their stitches",
     ),
     Question(
         "brown_nli_groups",
@@ -290,6 +303,7 @@ QUESTIONS: tuple[Question, ...] = (
         _nli,
         "the default run's copies are a tiny encoder fine-tuned for 400 steps; conf/gpu's NLI sizes ask it of "
         "larger ones",
+        needs="NLI fine-tunes of one encoder that generalize and that rely on heuristics",
     ),
     Question(
         "brown_early_layers",
@@ -299,6 +313,7 @@ QUESTIONS: tuple[Question, ...] = (
         "matched early layers' mean CKA over pairs of members less the mean CKA of their intermediate layers",
         "Scaling family",
         _early,
+        needs="a width/depth family of one architecture (the zoo's scaling family; conf/pythia)",
     ),
     Question(
         "brown_blocks",
@@ -308,6 +323,7 @@ QUESTIONS: tuple[Question, ...] = (
         "smallest block contrast (within − between, CKA) less the threshold, over members and over pairs",
         "Scaling family",
         _blocks,
+        needs="a model of several layers compared with itself",
     ),
     Question(
         "brown_intra_vs_size",
@@ -317,6 +333,7 @@ QUESTIONS: tuple[Question, ...] = (
         "slope of mean off-diagonal intra-model CKA against size rank, CKA per member",
         "Scaling family",
         _intra_vs_size,
+        needs="a width/depth family of one architecture (the zoo's scaling family; conf/pythia)",
     ),
     Question(
         "brown_outlier",
@@ -327,6 +344,7 @@ QUESTIONS: tuple[Question, ...] = (
         "off-trend member (band CKA)",
         "Scaling family",
         _outlier,
+        needs="a width/depth family of one architecture (the zoo's scaling family; conf/pythia)",
     ),
     Question(
         "dar_tokens",
@@ -337,6 +355,7 @@ QUESTIONS: tuple[Question, ...] = (
         "vectors through the same E, per group, mean over models and layers",
         "Embedding space",
         _token_structure,
+        needs="a model with an unembedding and grammar words in its vocabulary",
     ),
     Question(
         "dar_keep_k",
@@ -346,6 +365,7 @@ QUESTIONS: tuple[Question, ...] = (
         "smallest keep-k gap Eᵀ − E⁺ over models and distributions (cosine), per k below the vocabulary",
         "Embedding space",
         _keep_k,
+        needs="a model with an unembedding",
     ),
     Question(
         "dar_kv_overlap",
@@ -355,6 +375,7 @@ QUESTIONS: tuple[Question, ...] = (
         "Jaccard of corresponding vectors' top-k tokens less random pairings', mean over models and layers",
         "Embedding space",
         _kv_overlap,
+        needs="a model with an unembedding",
     ),
     Question(
         "dar_finetune",
@@ -364,6 +385,7 @@ QUESTIONS: tuple[Question, ...] = (
         "share of task tokens among the differences' top tokens less random directions'; accuracy less majority",
         "Embedding space",
         _finetune,
+        needs="a model and its fine-tune on a classification task",
     ),
     Question(
         "dar_alignment",
@@ -373,6 +395,7 @@ QUESTIONS: tuple[Question, ...] = (
         "share of layers matched to their counterpart less chance, and less the unprojected share",
         "Embedding space",
         _alignment,
+        needs="two models that share one vocabulary (the projection goes through their common embedding space)",
     ),
     Question(
         "dar_zero_shot",
@@ -382,6 +405,7 @@ QUESTIONS: tuple[Question, ...] = (
         "best zero-shot stitched accuracy less the majority class",
         "Embedding space",
         _zero_shot,
+        needs="two models that share one vocabulary, one of them with a classifier",
     ),
     Question(
         "mlem_spearman",
@@ -392,6 +416,7 @@ QUESTIONS: tuple[Question, ...] = (
         "MLEM",
         _spearman,
         "the zoo's models are d ≤ 96; the paper's are BERT-size (issue 48's real checkpoints)",
+        needs="a model whose layers MLEM fits on labelled sentences",
     ),
     Question(
         "mlem_dominant_feature",
@@ -401,6 +426,7 @@ QUESTIONS: tuple[Question, ...] = (
         "dominant feature's smallest importance where it tops less the largest runner-up importance",
         "MLEM",
         _dominant,
+        needs="a model whose layers MLEM fits on labelled sentences",
     ),
     Question(
         "mlem_feature_vs_rsa",
@@ -411,6 +437,7 @@ QUESTIONS: tuple[Question, ...] = (
         "over models, and Mamba's",
         "MLEM",
         _feature_vs_rsa,
+        needs="a model whose layers MLEM fits on labelled sentences",
     ),
     Question(
         "mlem_mamba_position",
@@ -420,6 +447,7 @@ QUESTIONS: tuple[Question, ...] = (
         "word position's importance at Mamba's last layer less the largest other feature's",
         "MLEM",
         _mamba_position,
+        needs="a Mamba model",
     ),
 )
 
@@ -474,54 +502,74 @@ def _range(values: Sequence[float]) -> list[float]:
     return [round(min(values), 6), round(max(values), 6)]
 
 
-def scorecard(replicates: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def evaluate(question: Question, replicates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One row's answer on the replicates' findings: ``parts`` (label → ``effects`` one per replicate, ``range``,
+    ``noise``, ``verdict``, ``why``), ``ours`` (the parts' ranges in words), ``verdict`` (starting with one of
+    :data:`VERDICTS`, then why), ``verdict_word`` and ``n_replicates``. A row with no part measured is inconclusive
+    and says what the question :attr:`~Question.needs`."""
+    per_replicate = [question.effects(findings) for findings in replicates]
+    labels = list(dict.fromkeys(label for parts in per_replicate for label in parts))
+    parts: dict[str, dict[str, Any]] = {}
+    for label in labels:
+        effects = [parts_of.get(label) for parts_of in per_replicate]
+        verdict, why = part_verdict(effects)
+        known = [float(e) for e in effects if e is not None]
+        parts[label] = {
+            "effects": [None if e is None else round(float(e), 6) for e in effects],
+            "range": _range(known) if known else None,
+            "noise": None if (n := noise_scale(known)) is None else round(n, 6),
+            "verdict": verdict,
+            "why": why,
+        }
+    word = row_verdict({label: p["verdict"] for label, p in parts.items()})
+    if not any(p["range"] is not None for p in parts.values()):
+        word = INCONCLUSIVE
+        reason = f"not asked: needs {question.needs}" if question.needs else "not measured by this run"
+        verdict = f"{INCONCLUSIVE}: {reason}"
+    else:
+        counts = "; ".join(f"{label}: {p['verdict']} ({p['why']})" for label, p in parts.items())
+        verdict = f"{word} — {counts}"
+        if question.unanswered and word != REPRODUCED:
+            verdict += f"; note: {question.unanswered}"
+    return {
+        "ours": "; ".join(f"{label} {_span_text(p['range'])}" for label, p in parts.items() if p["range"] is not None)
+        or "not measured",
+        "verdict": verdict,
+        "verdict_word": word,
+        "parts": parts,
+        "n_replicates": len(replicates),
+    }
+
+
+#: What the real-model column of the scorecard answers on (``conf/real``: :mod:`thinkalike.models.packaged`).
+REAL_CHECKPOINTS = (
+    "SmolLM2-135M-Instruct (GGUF Q4_1, dequantised; 30 blocks, d = 576, V = 49,152) and all-MiniLM-L6-v2 "
+    "(distilled, sentence-tuned BERT; 6 blocks, d = 384), python -m thinkalike.replicates --env real"
+)
+
+
+def scorecard(
+    replicates: Sequence[Mapping[str, Any]], real: Sequence[Mapping[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """Every row of :data:`QUESTIONS` evaluated on the replicates' findings: ``key``, ``paper``, ``question``,
-    ``paper_result``, ``measure``, ``figure``, ``rule``, ``parts`` (label → ``effects`` one per replicate,
-    ``range``, ``noise``, ``verdict``, ``why``), ``ours`` (the parts' ranges in words), ``verdict`` (starting with
-    one of :data:`VERDICTS`, then why) and ``n_replicates``."""
+    ``paper_result``, ``measure``, ``figure``, ``rule`` and :func:`evaluate`'s fields. With ``real`` (the findings of
+    the real checkpoints' replicates, ``conf/real``) each row also has ``real``: the same row evaluated on them, by
+    the same rule, with ``checkpoints`` (:data:`REAL_CHECKPOINTS`)."""
     rows = []
     for question in QUESTIONS:
-        per_replicate = [question.effects(findings) for findings in replicates]
-        labels = list(dict.fromkeys(label for parts in per_replicate for label in parts))
-        parts: dict[str, dict[str, Any]] = {}
-        for label in labels:
-            effects = [parts_of.get(label) for parts_of in per_replicate]
-            verdict, why = part_verdict(effects)
-            known = [float(e) for e in effects if e is not None]
-            parts[label] = {
-                "effects": [None if e is None else round(float(e), 6) for e in effects],
-                "range": _range(known) if known else None,
-                "noise": None if (n := noise_scale(known)) is None else round(n, 6),
-                "verdict": verdict,
-                "why": why,
-            }
-        word = row_verdict({label: p["verdict"] for label, p in parts.items()})
-        if not parts:
-            verdict = f"{INCONCLUSIVE}: {question.unanswered or 'not measured by this run'}"
-        else:
-            counts = "; ".join(f"{label}: {p['verdict']} ({p['why']})" for label, p in parts.items())
-            verdict = f"{word} — {counts}"
-            if question.unanswered and word != REPRODUCED:
-                verdict += f"; note: {question.unanswered}"
-        rows.append(
-            {
-                "key": question.key,
-                "paper": question.paper,
-                "question": question.question,
-                "paper_result": question.paper_result,
-                "measure": question.measure,
-                "ours": "; ".join(
-                    f"{label} {_span_text(p['range'])}" for label, p in parts.items() if p["range"] is not None
-                )
-                or "not measured",
-                "rule": RULE,
-                "verdict": verdict,
-                "verdict_word": word if parts else INCONCLUSIVE,
-                "figure": question.figure,
-                "parts": parts,
-                "n_replicates": len(replicates),
-            }
-        )
+        row = {
+            "key": question.key,
+            "paper": question.paper,
+            "question": question.question,
+            "paper_result": question.paper_result,
+            "measure": question.measure,
+            "rule": RULE,
+            "figure": question.figure,
+            **evaluate(question, replicates),
+        }
+        if real:
+            row["real"] = {**evaluate(question, real), "checkpoints": REAL_CHECKPOINTS}
+        rows.append(row)
     return rows
 
 
@@ -535,31 +583,47 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _verdict_cell(answer: Mapping[str, Any]) -> str:
+    return f"**{answer['verdict_word']}**{answer['verdict'][len(answer['verdict_word']) :]}"
+
+
 def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The scorecard as one markdown table (question, paper, ours, verdict, figure) and the rule beneath it."""
+    """The scorecard as one markdown table (question, paper, ours, verdict, figure; with a real-model column, the
+    real checkpoints' answer and verdict beside the zoo's) and the rule beneath it."""
     n = rows[0]["n_replicates"] if rows else 0
-    lines = [
-        "| question | the paper | ours (range over replicates) | verdict | shown in |",
-        "|---|---|---|---|---|",
-    ]
+    real = [row["real"] for row in rows if row.get("real")]
+    header = ["question", "the paper", "ours (range over replicates)", "verdict"]
+    if real:
+        header += ["real checkpoints: ours and verdict"]
+    lines = ["| " + " | ".join([*header, "shown in"]) + " |", "|" + "---|" * (len(header) + 1)]
     for row in rows:
-        lines.append(
-            "| "
-            + " | ".join(
-                _cell(part)
-                for part in (
-                    f"{row['question']} ({row['paper']})",
-                    row["paper_result"],
-                    f"{row['measure']}: {row['ours']}",
-                    f"**{row['verdict_word']}**{row['verdict'][len(row['verdict_word']) :]}",
-                    row["figure"],
-                )
+        cells = [
+            f"{row['question']} ({row['paper']})",
+            row["paper_result"],
+            f"{row['measure']}: {row['ours']}",
+            _verdict_cell(row),
+        ]
+        if real:
+            answer = row.get("real") or {}
+            cells.append(
+                f"{answer['ours']}: {_verdict_cell(answer)}"
+                if answer and answer["ours"] != "not measured"
+                else _verdict_cell(answer)
+                if answer
+                else "not run"
             )
-            + " |"
-        )
+        cells.append(row["figure"])
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     counted = "one run" if n == 1 else f"{n} independent replicates"
-    rule = wrap(f"The rule, fixed in code before the numbers are read ({counted}): {RULE}.")
-    return "\n".join(lines) + f"\n\n{rule}\n"
+    sentence = f"The rule, fixed in code before the numbers are read ({counted}): {RULE}."
+    if real:
+        m = real[0]["n_replicates"]
+        sentence += (
+            f" The real checkpoints' column applies the same rule to {m} replicate{'s' if m != 1 else ''} of "
+            f"{REAL_CHECKPOINTS} (each replicate draws other held-out sentences and other samples; the checkpoints "
+            "are fixed)."
+        )
+    return "\n".join(lines) + f"\n\n{wrap(sentence)}\n"
 
 
 def row_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
