@@ -109,6 +109,29 @@ def machine_probe() -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
+def machine_description() -> dict:
+    """The machine a result was measured on: system, architecture, cores, the CPU's model name and which of the
+    vector extensions torch's CPU kernels pick from it has (``/proc/cpuinfo``; ``None`` where there is none)."""
+    import platform
+
+    model, flags = None, None
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model is None:
+                model = value.strip()
+            elif key.strip() == "flags" and flags is None:
+                present = set(value.split())
+                flags = [flag for flag in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if flag in present]
+    return {
+        "system": platform.system(),
+        "architecture": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": model,
+        "cpu_flags": flags,
+    }
+
+
 def children_cpu_seconds() -> float:
     """User + system CPU seconds of this process's finished (waited-for) child processes and theirs: read before and
     after a ``kedro run``, the CPU of every process of the run (driver, pool or Dask workers, nannies) — the
@@ -311,6 +334,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results (runs and per-pipeline totals) here")
     args = parser.parse_args()
 
+    from thinkalike.provenance import git_state
+
     command = kedro_command(args.env, args.pipelines, args.runner)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="thinkalike-default-run-"))
     print(
@@ -351,6 +376,11 @@ def main() -> int:
                     {
                         "command": command,
                         "cpu_count": os.cpu_count(),
+                        "provenance": {
+                            **git_state(PROJECT),
+                            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                            "machine": machine_description(),
+                        },
                         "runs": runs,
                         "totals": {
                             condition: ordered_totals(table).reset_index().to_dict("records")
