@@ -126,3 +126,27 @@ def test_the_replicates_environment_sets_the_count():
     assert replicate_count(ROOT, "replicates") == 4
     with pytest.raises(ValueError, match=r"replicates.count \(conf/base\)"):
         replicate_count(ROOT, "base")
+
+
+def test_an_environment_of_fixed_checkpoints_moves_the_data_seed_too(base_parameters):
+    from thinkalike.pipelines.parameters import configured_parameters
+
+    real = configured_parameters(ROOT, "real")
+    assert real["replicates"]["vary_data"] is True
+    moved = replicate_parameters({**real, "replicate": 2})
+    assert moved["corpus"]["seed"] == real["corpus"]["seed"] + 2 * SEED_STRIDE
+    assert moved["mlem"]["fit"]["seed"] == real["mlem"]["fit"]["seed"] + 2 * SEED_STRIDE
+    kept = replicate_parameters({**base_parameters, "replicate": 2})
+    assert kept["corpus"]["seed"] == base_parameters["corpus"]["seed"]
+    with pytest.raises(ValueError, match=r"replicates.vary_data: expected true or false, got 'yes'"):
+        replicate_parameters({**base_parameters, "replicate": 1, "replicates": {"vary_data": "yes"}})
+
+
+def test_the_real_environments_replicates_run_its_pipelines_into_the_real_column(tmp_path):
+    from thinkalike.replicates import REAL_COLUMN, kedro_command, replicate_column, replicate_pipelines
+
+    names = replicate_pipelines(ROOT, "real")
+    assert names and "nli" not in names and "report" in names
+    assert kedro_command("real", 1, False, names)[-2:] == ["--pipelines", ",".join(names)]
+    assert "--pipelines" not in kedro_command("replicates", 1, False, replicate_pipelines(ROOT, "replicates"))
+    assert replicate_column(ROOT, "real") == REAL_COLUMN and replicate_column(ROOT, "replicates") is None

@@ -210,11 +210,21 @@ def write_replicate_findings(
 ) -> int:
     """docs/findings.json (and with ``write`` the region of the page docs/findings.md) from the replicates in
     ``folders``; 0, or 1 when a section could not be collected (then the page is not written)."""
+    from thinkalike.replicates import REAL_COLUMN, replicate_column
+
+    column = replicate_column(repo, env) if env else None
+    if column == REAL_COLUMN and not (repo / FINDINGS_JSON).is_file():
+        print(
+            f"error: the real-model column needs {repo / FINDINGS_JSON} (the default replicates) first", file=sys.stderr
+        )
+        return 2
     findings = []
     for replicate, folder in enumerate(folders):
         logger.info("replicate %d: collecting the findings of %s", replicate, folder)
         findings.append(project_findings(folder, env, replicate))
     runs = list(records) if records is not None else [run_record(folder) for folder in folders]
+    if column == REAL_COLUMN:
+        return write_real_column(findings, runs, repo, write)
     comparison = None
     if roundoff is not None:  # a comparison, not a replicate: its seeds are replicate 0's, so it is no new draw
         logger.info("round-off run: collecting the findings of %s", roundoff)
@@ -241,6 +251,33 @@ def write_replicate_findings(
         print(f"{FINDINGS_PAGE} was not written: a table did not have what the findings need", file=sys.stderr)
         return 1
     log_claim_status(document, repo, str(folders[0].parent.resolve()) if folders else None)
+    if write:
+        changed = write_page(repo / FINDINGS_PAGE, render_document(document))
+        print(f"{'updated' if changed else 'unchanged'}: {repo / FINDINGS_PAGE}")
+    return 0
+
+
+def write_real_column(
+    findings: list[dict[str, Any]], runs: Sequence[dict[str, Any] | None], repo: Path, write: bool
+) -> int:
+    """The real checkpoints' replicates into docs/findings.json (``real_replicates``) and its scorecard's real-model
+    column, the default replicates' findings and claims kept as they are (and with ``write`` the page's region); 0,
+    or 1 when a section could not be collected (nothing is written then)."""
+    errors = [e for f in findings for e in collect_errors(f)]
+    for error in errors:
+        print(f"error: {error}", file=sys.stderr)
+    if errors:
+        print(f"{FINDINGS_JSON} was not written: a table did not have what the findings need", file=sys.stderr)
+        return 1
+    source = repo / FINDINGS_JSON
+    entries = [
+        {"replicate": index, "run": run, "findings": found}
+        for index, (found, run) in enumerate(zip(findings, runs, strict=True))
+    ]
+    document = rederived({**json.loads(source.read_text(encoding="utf-8")), "real_replicates": entries})
+    write_json(document, source)
+    answered = sum(row["real"]["ours"] != "not measured" for row in document["scorecard"])
+    print(f"wrote {source}: the scorecard's real-model column from {len(entries)} replicate(s), {answered} rows asked")
     if write:
         changed = write_page(repo / FINDINGS_PAGE, render_document(document))
         print(f"{'updated' if changed else 'unchanged'}: {repo / FINDINGS_PAGE}")

@@ -401,17 +401,23 @@ def claims_of(findings: Mapping[str, Any]) -> list[Claim]:
 
 
 def findings_document(
-    replicates: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any] | None] | None = None
+    replicates: Sequence[Mapping[str, Any]],
+    runs: Sequence[Mapping[str, Any] | None] | None = None,
+    real: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The findings of one or more independent replicates (each :func:`collect_findings`' dict; ``runs``: each
     replicate's run record, :mod:`thinkalike.replicates`) with the papers' scorecard and the merged claims:
     ``{"scorecard": [...], "claims": [...], "replicates": [{"replicate", "run", "findings"}, ...]}`` — the scorecard's
     rows (:func:`~thinkalike.reports.findings.scorecard.scorecard`), and every proposition that holds in at least
     one replicate, one margin per replicate, its noise and its status
-    (:func:`~thinkalike.reports.findings.claims.merge_claims`)."""
+    (:func:`~thinkalike.reports.findings.claims.merge_claims`). ``real``: the real checkpoints' replicates
+    (``{"replicate", "run", "findings"}`` each, ``conf/real``), kept as ``real_replicates`` and answered in the
+    scorecard's real-model column (its rows' ``real``)."""
     runs = list(runs) if runs is not None else [None] * len(replicates)
+    real_entries = [dict(entry) for entry in real or []]
     return {
-        "scorecard": scorecard(replicates),
+        "scorecard": scorecard(replicates, [entry["findings"] for entry in real_entries] or None),
+        **({"real_replicates": real_entries} if real_entries else {}),
         "claims": merge_claims([single_run(claims_of(findings)) for findings in replicates]),
         "replicates": [
             {"replicate": index, "run": run, "findings": findings}
@@ -424,7 +430,9 @@ def rederived(document: Mapping[str, Any]) -> dict[str, Any]:
     """A findings document with its scorecard and claims made again by this code from its replicates' saved
     findings (a round-off run, which earlier documents counted as a replicate, is left out: it is no new draw)."""
     kept = [r for r in document["replicates"] if not (r.get("run") or {}).get("roundoff")]
-    made = findings_document([r["findings"] for r in kept], [r.get("run") for r in kept])
+    made = findings_document(
+        [r["findings"] for r in kept], [r.get("run") for r in kept], document.get("real_replicates")
+    )
     return {**document, **made}
 
 

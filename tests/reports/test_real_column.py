@@ -1,0 +1,122 @@
+"""The scorecard's real-model column (issue 48): each row answered on the real checkpoints' replicates by the same
+rule as the zoo's, rows they cannot ask saying what they need, and the CLI writing the column into docs/findings.json
+without touching the default replicates' findings and claims. Also the block structure of a model's own CKA matrix
+(:func:`thinkalike.cka.compute.intra_blocks`) that the blocks row reads for them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from thinkalike.cka.compute import distance_table, intra_blocks
+from thinkalike.measures.blocks import DEFAULT_MIN_CONTRAST
+from thinkalike.reports.findings import findings_document, render_document
+from thinkalike.reports.findings.cka import intra_block_findings
+from thinkalike.reports.findings.scorecard import QUESTIONS, render_scorecard, scorecard
+from thinkalike.reports.findings_cli import write_real_column
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _long_table(matrix: np.ndarray, model: str = "m") -> pd.DataFrame:
+    n = matrix.shape[0]
+    return pd.DataFrame(
+        [
+            {"model_a": model, "model_b": model, "layer_a": i, "layer_b": j, "cka": matrix[i, j], "n_tokens": 100}
+            for i in range(n)
+            for j in range(n)
+        ]
+    )
+
+
+def test_a_models_own_cka_is_cut_into_its_blocks_with_the_contrast_computed_by_hand():
+    # two blocks of 3 and 5 layers: 0.9 within, 0.2 between
+    n, cut = 8, 3
+    matrix = np.full((n, n), 0.2)
+    matrix[:cut, :cut] = matrix[cut:, cut:] = 0.9
+    np.fill_diagonal(matrix, 1.0)
+    found = intra_blocks(_long_table(matrix))
+    assert found["blocks"] == "0–2, 3–7"
+    # k = 2 at the true cut gives W − B = 0.9 − 0.2; any other split mixes 0.2 cells into W or 0.9 cells into B
+    assert found["block_contrast"] == pytest.approx(0.7, abs=1e-12)
+    flat = np.full((n, n), 0.5)
+    np.fill_diagonal(flat, 1.0)
+    assert intra_blocks(_long_table(flat)) == {"block_contrast": pytest.approx(0.0, abs=1e-12), "blocks": ""}
+    # the distance table carries them for a model with itself only
+    other = _long_table(matrix).assign(model_b="n")
+    table = distance_table([_long_table(matrix), other])
+    assert (
+        table.loc[0, "blocks"] == "0–2, 3–7"
+        and table.loc[1, "blocks"] == ""
+        and np.isnan(table.loc[1, "block_contrast"])
+    )
+    assert intra_block_findings(table) == {"m": {"n_layers": 8, "contrast": pytest.approx(0.7), "blocks": "0–2, 3–7"}}
+
+
+def _real_findings(shift: float) -> dict:
+    """One real replicate's findings, shaped as collect_findings makes them, for two rows."""
+    return {
+        "cka": {"intra_blocks": {"smollm2": {"n_layers": 31, "contrast": 0.35 + shift, "blocks": "0–3, 4–30"}}},
+        "embedding": {
+            "keep_k": {"V": 49152, "by_k": [{"k": 10, "min_gap": -0.4 + shift}, {"k": 50, "min_gap": shift}]}
+        },
+    }
+
+
+def test_each_row_gets_a_real_column_by_the_same_rule_and_unaskable_rows_say_what_they_need():
+    rows = scorecard([{}, {}, {}], [_real_findings(s) for s in (0.0, 0.01, -0.01)])
+    by_key = {row["key"]: row for row in rows}
+    assert len(rows) == len(QUESTIONS) and all("real" in row for row in rows)
+    blocks = by_key["brown_blocks"]["real"]
+    part = blocks["parts"]["within smollm2 (31 layers)"]
+    assert part["effects"] == pytest.approx([0.35 - DEFAULT_MIN_CONTRAST + s for s in (0.0, 0.01, -0.01)])
+    assert blocks["verdict_word"] == "reproduced" and blocks["n_replicates"] == 3
+    keep = by_key["dar_keep_k"]["real"]
+    assert keep["parts"]["k = 10"]["verdict"] == "not reproduced"  # −0.4 ± 0.01: below −2 σ in every replicate
+    assert keep["parts"]["k = 50"]["verdict"] == "inconclusive"  # changes sign
+    assert keep["verdict_word"] == "not reproduced"
+    nli = by_key["brown_nli_groups"]["real"]
+    assert (
+        nli["verdict"]
+        == "inconclusive: not asked: needs NLI fine-tunes of one encoder that generalize and that rely on heuristics"
+    )
+    assert by_key["mlem_mamba_position"]["real"]["verdict"].endswith("needs a Mamba model")
+    table = render_scorecard(rows)
+    assert "| real checkpoints: ours and verdict |" in table.split("\n")[0]
+    assert "3 replicates of SmolLM2-135M-Instruct" in " ".join(table.split())
+    assert all(line.count(" | ") == 5 for line in table.split("\n") if line.startswith("| ") and "---" not in line)
+
+
+def test_without_real_replicates_the_scorecard_has_no_real_column():
+    rows = scorecard([{}, {}])
+    assert not any("real" in row for row in rows)
+    assert "real checkpoints" not in render_scorecard(rows)
+
+
+def test_the_cli_writes_the_real_column_and_keeps_the_default_replicates(tmp_path):
+    source = ROOT / "docs" / "findings.json"
+    if not source.is_file():
+        pytest.skip("docs/findings.json is not generated yet")
+    (tmp_path / "docs").mkdir()
+    shutil.copy(source, tmp_path / "docs" / "findings.json")
+    shutil.copy(ROOT / "docs" / "findings.md", tmp_path / "docs" / "findings.md")
+    before = json.loads(source.read_text(encoding="utf-8"))
+    real = [_real_findings(s) for s in (0.0, 0.02)]
+    assert write_real_column(real, [None, None], tmp_path, write=True) == 0
+    after = json.loads((tmp_path / "docs" / "findings.json").read_text(encoding="utf-8"))
+    assert [r["findings"] for r in after["real_replicates"]] == real
+    assert after["claims"] == before["claims"] and after["replicates"] == before["replicates"]
+    assert [row["verdict"] for row in after["scorecard"]] == [
+        row["verdict"]
+        for row in findings_document(
+            [r["findings"] for r in before["replicates"] if not (r.get("run") or {}).get("roundoff")]
+        )["scorecard"]
+    ]
+    assert all(row["real"]["n_replicates"] == 2 for row in after["scorecard"])
+    page = (tmp_path / "docs" / "findings.md").read_text(encoding="utf-8")
+    assert render_document(after) in page and "real checkpoints: ours and verdict" in page
