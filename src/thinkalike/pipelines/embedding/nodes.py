@@ -217,8 +217,8 @@ def residual_rows(store: ActivationStore, limit: int) -> torch.Tensor:
 def measure_keep_k(
     store: ActivationStore | None, *sources: Any, settings: EmbeddingParameters, model: str, spec: str
 ) -> tuple[pd.DataFrame]:
-    """keep-k scores (``distribution, variant, e_prime, k, n, score, condition_number``; the summary draws them), as
-    a one-table tuple (the node's single output)."""
+    """keep-k scores (``distribution, variant, e_prime, k, n, score, condition_number``, and ``vocabulary``: V; the
+    summary draws them), as a one-table tuple (the node's single output)."""
     handle = model_handle(settings, model, spec, *sources)
     matrix = _embedding_of(handle, settings)
     _check_ks(settings, matrix.shape[1], model)
@@ -237,6 +237,7 @@ def measure_keep_k(
             matrix, pools, ks=keep.ks, e_primes=keep.e_primes, n=keep.n, seed=keep.seed, dtype=DTYPES[settings.dtype]
         )
     scores.insert(0, "model", model)
+    scores["vocabulary"] = matrix.shape[1]  # V: k = V keeps every coordinate
     return (scores,)
 
 

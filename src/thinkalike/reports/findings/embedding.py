@@ -124,7 +124,11 @@ def _collect_keep_k(
         return {"empty": True}
     one = keep[keep["variant"] == "one_sample"] if "one_sample" in set(keep["variant"]) else keep
     ks = int_list(one["k"])
-    size = int(vocab) if vocab else max(ks)
+    # the models' own vocabulary (the keep-k table's ``vocabulary``: a real checkpoint's is not the corpus tokenizer's)
+    if "vocabulary" in keep and keep["vocabulary"].notna().all():
+        size = int(keep["vocabulary"].max())
+    else:
+        size = int(vocab) if vocab else max(ks)
     mid = min(ks, key=lambda k: (abs(k - 100), k))
     small = min(ks)
 
@@ -234,6 +238,8 @@ def _different_models(table: pd.DataFrame | None, name: str) -> pd.DataFrame | d
     when there are none: missing (not in the outputs) or empty."""
     if table is None:
         return missing_section(name)
+    if table.empty:  # nothing compared (e.g. no two models share a vocabulary): its columns may be absent too
+        return {"empty": True}
     rows = table[table["model_a"] != table["model_b"]]
     return {"empty": True} if rows.empty else rows
 

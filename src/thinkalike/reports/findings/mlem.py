@@ -113,12 +113,14 @@ def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any], untrained:
 
     bridges = [m for m in roles["bridges"] if m in models]
     neox = [m for m in roles["gpt_neox"] if m in models]
+    checkpoints = [m for m in models if m not in roles["n_layers"]]  # not zoo models: hub or packaged checkpoints
     groups = {
         "bridges_embeddings": rows_of(bridges, "embeddings"),
         "bridges_first_block": rows_of(bridges, "first_block"),
         "bridges_blocks": rows_of(bridges, "blocks"),
         "neox_embeddings": rows_of(neox, "embeddings"),
         "neox_blocks": rows_of(neox, "blocks"),
+        "checkpoints_blocks": rows_of(checkpoints, "blocks"),
     }
     features = [str(f) for f in wide.columns]
     mamba = [
@@ -158,6 +160,7 @@ def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any], untrained:
             "bridges_blocks": runner_up(groups["bridges_blocks"]),
             "neox_embeddings": runner_up(groups["neox_embeddings"]),
             "neox_blocks": runner_up(groups["neox_blocks"]),
+            **({"checkpoints_blocks": runner_up(groups["checkpoints_blocks"])} if checkpoints else {}),
         },
         "minor": {f: span_of(wide[f]) for f in ("number", "tense") if f in wide},
         "minor_span": span_of(

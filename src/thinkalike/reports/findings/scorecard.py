@@ -355,7 +355,8 @@ QUESTIONS: tuple[Question, ...] = (
         "vectors through the same E, per group, mean over models and layers",
         "Embedding space",
         _token_structure,
-        needs="a model with an unembedding and grammar words in its vocabulary",
+        needs="a model whose tokens carry the grammar's parts of speech: a zoo model (its vocabulary is the corpus "
+        "tokenizer's); a real tokenizer's tokens are not labelled",
     ),
     Question(
         "dar_keep_k",
@@ -502,11 +503,12 @@ def _range(values: Sequence[float]) -> list[float]:
     return [round(min(values), 6), round(max(values), 6)]
 
 
-def evaluate(question: Question, replicates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def evaluate(question: Question, replicates: Sequence[Mapping[str, Any]], *, zoo: bool = True) -> dict[str, Any]:
     """One row's answer on the replicates' findings: ``parts`` (label → ``effects`` one per replicate, ``range``,
     ``noise``, ``verdict``, ``why``), ``ours`` (the parts' ranges in words), ``verdict`` (starting with one of
     :data:`VERDICTS`, then why), ``verdict_word`` and ``n_replicates``. A row with no part measured is inconclusive
-    and says what the question :attr:`~Question.needs`."""
+    and says what the question :attr:`~Question.needs`; ``zoo``: the findings are the zoo's (the row's
+    :attr:`~Question.unanswered` note, which is about the zoo, is added)."""
     per_replicate = [question.effects(findings) for findings in replicates]
     labels = list(dict.fromkeys(label for parts in per_replicate for label in parts))
     parts: dict[str, dict[str, Any]] = {}
@@ -529,7 +531,7 @@ def evaluate(question: Question, replicates: Sequence[Mapping[str, Any]]) -> dic
     else:
         counts = "; ".join(f"{label}: {p['verdict']} ({p['why']})" for label, p in parts.items())
         verdict = f"{word} — {counts}"
-        if question.unanswered and word != REPRODUCED:
+        if zoo and question.unanswered and word != REPRODUCED:
             verdict += f"; note: {question.unanswered}"
     return {
         "ours": "; ".join(f"{label} {_span_text(p['range'])}" for label, p in parts.items() if p["range"] is not None)
@@ -568,7 +570,7 @@ def scorecard(
             **evaluate(question, replicates),
         }
         if real:
-            row["real"] = {**evaluate(question, real), "checkpoints": REAL_CHECKPOINTS}
+            row["real"] = {**evaluate(question, real, zoo=False), "checkpoints": REAL_CHECKPOINTS}
         rows.append(row)
     return rows
 
