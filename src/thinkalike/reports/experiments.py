@@ -131,6 +131,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
             KeyNumber("model pairs compared (each model with itself too)", ("cka.n_pairs",), "d"),
             KeyNumber("pairs of different models", ("cka.n_between_pairs",), "d"),
             KeyNumber("tokens per pair", ("cka.n_tokens",), "d"),
+            KeyNumber("blocks of layers within each model (its own CKA, best split)", ("cka.intra_block_runs",)),
+            KeyNumber("their block contrast (within − between, CKA)", ("cka.intra_block_contrasts",), "2"),
         ),
     ),
     Experiment(

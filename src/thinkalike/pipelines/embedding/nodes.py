@@ -201,6 +201,12 @@ def read_model(*sources: Any, settings: EmbeddingParameters, model: str, spec: s
     return vectors, pairs, table, "\n".join([*notes, "", report]) if notes else report
 
 
+def read_blocks(handle: ModelHandle, settings: EmbeddingParameters, model: str) -> list[int]:
+    """The blocks of ``model`` whose parameters keep-k, the overlap and the token structure read
+    (``embedding.blocks``; null: every one); a ``ValueError`` naming the setting for a block the model lacks."""
+    return select_blocks(handle.n_layers, settings.blocks, what=f"embedding.blocks ({model})")
+
+
 def residual_rows(store: ActivationStore, limit: int) -> torch.Tensor:
     """Residual states of the store's block outputs (stored layers ≥ 1), up to ``limit`` rows, shard by shard."""
     keep = [i for i, layer in enumerate(store.layers) if layer >= 1]
@@ -223,7 +229,7 @@ def measure_keep_k(
     matrix = _embedding_of(handle, settings)
     _check_ks(settings, matrix.shape[1], model)
     keep = settings.keep_k
-    parameters = extract_parameters(handle)
+    parameters = extract_parameters(handle, read_blocks(handle, settings, model))
     pools: dict[str, torch.Tensor | None] = {}
     for distribution in keep.distributions:
         if distribution == "normal":
@@ -252,7 +258,7 @@ def key_value_overlap(*sources: Any, settings: EmbeddingParameters, model: str, 
     k = overlap.k if isinstance(overlap.k, int) else auto_k(matrix.shape[1])
     with torch_threads(settings.threads):
         table = pair_overlap(
-            extract_parameters(handle),
+            extract_parameters(handle, read_blocks(handle, settings, model)),
             matrix,
             k=k,
             n_random=overlap.n_random,
@@ -284,7 +290,7 @@ def token_structure(*sources: Any, settings: EmbeddingParameters, model: str, sp
     labels, classes = token_classes(sources[2], corpus_pos_lexicon(), matrix.shape[1])
     with torch_threads(settings.threads):
         table = pos_coherence(
-            extract_parameters(handle),
+            extract_parameters(handle, read_blocks(handle, settings, model)),
             matrix,
             labels,
             k=k,

@@ -122,6 +122,9 @@ class EmbeddingParameters(_Section):
     allow_input_embedding: bool = False
     threads: int | None = Field(None, ge=1)
     progress: bool = True
+    # the blocks whose parameters keep-k's FF-value pool, the key–value overlap and the token structure read
+    # (null: every block); a few blocks of a deep model keep a reduced run short (conf/real_tiny)
+    blocks: list[NonNegative] | None = None
     readings: ReadingsParameters = Field(default_factory=ReadingsParameters)
     lookup: LookupParameters = Field(default_factory=LookupParameters)
     keep_k: KeepKParameters = Field(default_factory=KeepKParameters)

@@ -59,8 +59,11 @@ def collect_cka(tables: Mapping[str, Any], roles: Mapping[str, Any], parameters:
             "members": sorted(members, key=lambda v: -(v["cka"] or -math.inf)),
             "odd": [m for m in roles["gpt_neox_odd"] if m != reference],
         }
+    intra = intra_block_findings(distances)
     return {
-        "intra_blocks": intra_block_findings(distances),
+        "intra_blocks": intra,
+        "intra_block_runs": [f"{m}: {e['blocks'] or 'no blocks'}" for m, e in intra.items()],
+        "intra_block_contrasts": [e["contrast"] for e in intra.values() if e["contrast"] is not None],
         "n_pairs": int(len(distances)),
         "n_between_pairs": int((distances["model_a"] != distances["model_b"]).sum()),
         "n_tokens": span_of(distances["n_tokens"]) if "n_tokens" in distances else None,
