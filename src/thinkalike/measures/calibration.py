@@ -77,7 +77,7 @@ import logging
 import numbers
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -87,6 +87,7 @@ from tqdm.auto import tqdm
 from thinkalike.measures.distances import match_layers_by_relative_depth
 from thinkalike.measures.inputs import Layer
 from thinkalike.measures.layerwise import checked_pair, measure_plan, measure_table, wanted_cells
+from thinkalike.measures.registry import Measure
 
 logger = logging.getLogger(__name__)
 
@@ -208,17 +209,12 @@ def calibrate(
     the relative-depth-matched pairs are added (matched_mean needs them), and ``best`` is the best of these cells
     in the observed and in every permuted table alike.
     """
-    if not _is_int(n_permutations) or n_permutations < 2:
-        raise ValueError(f"n_permutations: {n_permutations!r} must be an integer ≥ 2 (a null needs a spread)")
-    if not _is_int(seed) or seed < 0:
-        raise ValueError(f"seed: {seed!r} must be a non-negative integer (numpy.random.default_rng)")
-    if layers_b is None:
-        raise ValueError("layers_b: required; calibrating a model against itself has no independent null")
+    _check_null_arguments(n_permutations, seed, layers_b)
     matrices_a, matrices_b = checked_pair(layers_a, layers_b)
     n_tokens = matrices_a[0].shape[0]
-    names, entries, given, keys = measure_plan(measures, options, n_tokens)
-    first_of_key = {key: m for m, key in reversed(list(enumerate(keys)))}
-    orientation = np.array([1.0 if entry.kind == "similarity" else -1.0 for entry in entries])
+    preparer = _NullPreparer.of(measures, options, n_tokens)
+    names = preparer.names
+    orientation = np.array([1.0 if entry.kind == "similarity" else -1.0 for entry in preparer.entries])
     n_a, n_b = len(matrices_a), len(matrices_b)
     matched_pairs = match_layers_by_relative_depth(n_a, n_b)
     grid = None if pairs is None else sorted({(i, j) for i, j in pairs} | set(matched_pairs))
@@ -226,76 +222,164 @@ def calibrate(
 
     observed_table = measure_table(matrices_a, matrices_b, names, options, pairs=grid)
     observed = observed_table["value"].to_numpy().reshape(len(names), n_a, n_b)
-
     permutations = null_permutations(n_tokens, n_permutations, seed)
-    null = np.full((n_permutations, len(names), n_a, n_b), np.nan)
-    caught: dict[tuple[str, type[Warning], str], set[int]] = {}
+    null = preparer.null_tables(matrices_a, matrices_b, permutations, wanted, progress)
 
-    def prepare_all(matrix: np.ndarray, side: str, index: int, p: int) -> dict[Any, Any]:
+    searched = None if grid is None else wanted
+    observed_stats = _statistics(observed, orientation, matched_pairs, searched)
+    null_matched, null_best, _ = _statistics(null, orientation, matched_pairs, searched)
+    table = _score_table(
+        names, orientation, n_permutations, (observed, null), observed_stats, (null_matched, null_best)
+    )
+    return CalibrationResult(table, observed_table, null, null_matched, null_best, permutations, tuple(names))
+
+
+def _check_null_arguments(n_permutations: int, seed: int, layers_b: Sequence[Any] | None) -> None:
+    """``ValueError`` naming ``n_permutations`` (an integer ≥ 2), ``seed`` (a non-negative integer) or
+    ``layers_b`` (required), in that order."""
+    if not _is_int(n_permutations) or n_permutations < 2:
+        raise ValueError(f"n_permutations: {n_permutations!r} must be an integer ≥ 2 (a null needs a spread)")
+    if not _is_int(seed) or seed < 0:
+        raise ValueError(f"seed: {seed!r} must be a non-negative integer (numpy.random.default_rng)")
+    if layers_b is None:
+        raise ValueError("layers_b: required; calibrating a model against itself has no independent null")
+
+
+#: (measure, warning category, message) → the permutations (−1: the unpermuted preparations) that raised it
+_Caught = dict[tuple[str, type[Warning], str], set[int]]
+
+
+@dataclass
+class _NullPreparer:
+    """The measures of one calibration (:func:`~thinkalike.measures.layerwise.measure_plan`: names, registry
+    entries, options, preparation keys) and the permuted tables they give (:meth:`null_tables`), each layer
+    prepared once per preparation key as ``measure_table`` shares them; ``caught`` collects the warnings of the
+    preparations and comparisons, per permutation."""
+
+    names: list[str]
+    entries: list[Measure]
+    given: list[dict[str, Any]]
+    keys: list[Any]
+    first_of_key: dict[Any, int]
+    caught: _Caught = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, measures: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None, n_tokens: int
+    ) -> _NullPreparer:
+        """The checked plan of ``measures`` (``ValueError`` naming a bad measure or option)."""
+        names, entries, given, keys = measure_plan(measures, options, n_tokens)
+        first_of_key = {key: m for m, key in reversed(list(enumerate(keys)))}
+        return cls(names, entries, given, keys, first_of_key)
+
+    def _note(self, m: int, records: Sequence[warnings.WarningMessage], p: int) -> None:
+        """Notes the warnings ``records`` of measure ``m`` under permutation ``p``."""
+        for record in records:
+            self.caught.setdefault((self.names[m], record.category, str(record.message)), set()).add(p)
+
+    def prepare_all(self, matrix: np.ndarray, side: str, index: int, p: int) -> dict[Any, Any]:
+        """Layer ``index`` of ``side`` prepared for every preparation key."""
         prepared, layer = {}, Layer(matrix)  # the centred matrix and its SVD shared by the preparations
-        for key, m in first_of_key.items():
+        for key, m in self.first_of_key.items():
             with warnings.catch_warnings(record=True) as log:
                 warnings.simplefilter("always")
-                prepared[key] = entries[m].preparer(layer, name=f"{side}[{index}]", **given[m])
-            for record in log:
-                caught.setdefault((names[m], record.category, str(record.message)), set()).add(p)
+                prepared[key] = self.entries[m].preparer(layer, name=f"{side}[{index}]", **self.given[m])
+            self._note(m, log, p)
         return prepared
 
     def permuted_all(
-        base: dict[Any, Any], matrix: np.ndarray, index: int, p: int, permutation: np.ndarray
+        self, base: dict[Any, Any], matrix: np.ndarray, index: int, p: int, permutation: np.ndarray
     ) -> dict[Any, Any]:
         """B's layer ``index`` with its rows permuted: each preparation moved with its rows where it can be
         (``permuted``; module docstring), else prepared again from the permuted rows."""
         prepared = {}
-        for key, m in first_of_key.items():
+        for key, m in self.first_of_key.items():
             move = getattr(base[key], "permuted", None)
             moved = None if move is None else move(permutation)
             if moved is None:
                 with warnings.catch_warnings(record=True) as log:
                     warnings.simplefilter("always")
-                    moved = entries[m].preparer(matrix[permutation], name=f"layers_b[{index}]", **given[m])
-                for record in log:
-                    caught.setdefault((names[m], record.category, str(record.message)), set()).add(p)
+                    moved = self.entries[m].preparer(matrix[permutation], name=f"layers_b[{index}]", **self.given[m])
+                self._note(m, log, p)
             prepared[key] = moved
         return prepared
 
-    prepared_a = [prepare_all(matrix, "layers_a", i, -1) for i, matrix in enumerate(matrices_a)]
-    for i, prepared in enumerate(prepared_a):  # layer i of A is the first argument of P · (its row's cells) pairs
-        for prepared_input in prepared.values():
-            expect = getattr(prepared_input, "expect_comparisons", None)
-            if expect is not None:
-                expect(n_permutations * int(wanted[i].sum()))
-    base_b = [prepare_all(matrix, "layers_b", j, -1) for j, matrix in enumerate(matrices_b)]
-    caught.clear()  # A's and B's preparation warnings were already issued by the observed table
-    bar = None if progress is None else tqdm(total=n_permutations, desc=progress, leave=False)
-    try:
-        for p, permutation in enumerate(permutations):
-            for j, matrix in enumerate(matrices_b):
-                if not wanted[:, j].any():
-                    continue
-                prepared_b = permuted_all(base_b[j], matrix, j, p, permutation)
-                with warnings.catch_warnings(record=True) as log:
-                    warnings.simplefilter("always")
-                    for i in np.flatnonzero(wanted[:, j]).tolist():
-                        for m, entry in enumerate(entries):
-                            start = len(log)
-                            null[p, m, i, j] = entry.comparer(prepared_a[i][keys[m]], prepared_b[keys[m]])
-                            for record in log[start:]:
-                                caught.setdefault((names[m], record.category, str(record.message)), set()).add(p)
+    def null_tables(
+        self,
+        matrices_a: Sequence[np.ndarray],
+        matrices_b: Sequence[np.ndarray],
+        permutations: np.ndarray,
+        wanted: np.ndarray,
+        progress: str | None,
+    ) -> np.ndarray:
+        """(P, measures, L_a, L_b): the ``wanted`` cells of each permuted table (the others NaN), A's and B's
+        layers prepared once; logs the warnings of the permuted tables (:func:`_log_undefined`)."""
+        n_permutations = len(permutations)
+        null = np.full((n_permutations, len(self.names), len(matrices_a), len(matrices_b)), np.nan)
+        prepared_a = [self.prepare_all(matrix, "layers_a", i, -1) for i, matrix in enumerate(matrices_a)]
+        for i, prepared in enumerate(prepared_a):  # layer i of A is the first argument of P · (its row's cells) pairs
+            for prepared_input in prepared.values():
+                expect = getattr(prepared_input, "expect_comparisons", None)
+                if expect is not None:
+                    expect(n_permutations * int(wanted[i].sum()))
+        base_b = [self.prepare_all(matrix, "layers_b", j, -1) for j, matrix in enumerate(matrices_b)]
+        self.caught.clear()  # A's and B's preparation warnings were already issued by the observed table
+        bar = None if progress is None else tqdm(total=n_permutations, desc=progress, leave=False)
+        try:
+            for p, permutation in enumerate(permutations):
+                self.fill_permuted(null[p], p, permutation, prepared_a, base_b, matrices_b, wanted)
+                if bar is not None:
+                    bar.update()
+        finally:
             if bar is not None:
-                bar.update()
-    finally:
-        if bar is not None:
-            bar.close()
-    _log_undefined(caught, n_permutations)
+                bar.close()
+        _log_undefined(self.caught, n_permutations)
+        return null
 
-    searched = None if grid is None else wanted
-    observed_matched, observed_best, best_index = _statistics(observed, orientation, matched_pairs, searched)
-    null_matched, null_best, _ = _statistics(null, orientation, matched_pairs, searched)
+    def fill_permuted(
+        self,
+        table: np.ndarray,
+        p: int,
+        permutation: np.ndarray,
+        prepared_a: Sequence[dict[Any, Any]],
+        base_b: Sequence[dict[Any, Any]],
+        matrices_b: Sequence[np.ndarray],
+        wanted: np.ndarray,
+    ) -> None:
+        """Fills ``table`` (measures, L_a, L_b) with the ``wanted`` cells of permutation ``p``'s table: B's layers
+        with their rows permuted, against A's prepared layers."""
+        for j, matrix in enumerate(matrices_b):
+            if not wanted[:, j].any():
+                continue
+            prepared_b = self.permuted_all(base_b[j], matrix, j, p, permutation)
+            with warnings.catch_warnings(record=True) as log:
+                warnings.simplefilter("always")
+                for i in np.flatnonzero(wanted[:, j]).tolist():
+                    for m, entry in enumerate(self.entries):
+                        start = len(log)
+                        table[m, i, j] = entry.comparer(prepared_a[i][self.keys[m]], prepared_b[self.keys[m]])
+                        self._note(m, log[start:], p)
+
+
+def _score_table(
+    names: Sequence[str],
+    orientation: np.ndarray,
+    n_permutations: int,
+    tables: tuple[np.ndarray, np.ndarray],
+    observed_stats: tuple[np.ndarray, np.ndarray, np.ndarray],
+    null_stats: tuple[np.ndarray, np.ndarray],
+) -> pd.DataFrame:
+    """The long table of :class:`CalibrationResult` (columns :data:`COLUMNS`): per measure its cells, its
+    matched_mean and its best pair, each scored against its null. ``tables``: the observed (measures, L_a, L_b)
+    and null (P, measures, L_a, L_b) values; ``observed_stats``: the observed matched_mean, best and best cell's
+    flat index; ``null_stats``: the null's matched_mean and best (:func:`_statistics`)."""
+    observed, null = tables
+    observed_matched, observed_best, best_index = observed_stats
+    null_matched, null_best = null_stats
     cell_scores = _scores(observed, null, orientation)
     matched_scores = _scores(observed_matched, null_matched, orientation)
     best_scores = _scores(observed_best, null_best, orientation)
-
+    n_a, n_b = observed.shape[-2:]
     layer_a, layer_b = np.meshgrid(np.arange(n_a), np.arange(n_b), indexing="ij")
     blocks = []
     for m, name in enumerate(names):
@@ -317,24 +401,32 @@ def calibrate(
             ),
             ("best", [best_a], [best_b], [observed_best[m]], {k: [v[m]] for k, v in best_scores.items()}),
         ):
-            blocks.append(
-                pd.DataFrame(
-                    {
-                        "measure": name,
-                        "statistic": statistic,
-                        "layer_a": np.asarray(cells_a, dtype=np.int64),
-                        "layer_b": np.asarray(cells_b, dtype=np.int64),
-                        "observed": np.asarray(values, dtype=np.float64),
-                        **{
-                            k: np.asarray(scores[k], dtype=np.float64)
-                            for k in ("null_mean", "null_std", "z", "p_value")
-                        },
-                        "n_permutations": np.int64(n_permutations),
-                        "n_null": np.asarray(scores["n_null"], dtype=np.int64),
-                    }
-                )
-            )
+            blocks.append(_score_block(name, statistic, (cells_a, cells_b), values, scores, n_permutations))
     table = pd.concat(blocks, ignore_index=True)[list(COLUMNS)]
     table["measure"] = table["measure"].astype(object)
     table["statistic"] = table["statistic"].astype(object)
-    return CalibrationResult(table, observed_table, null, null_matched, null_best, permutations, tuple(names))
+    return table
+
+
+def _score_block(
+    name: str,
+    statistic: str,
+    cells: tuple[Any, Any],
+    values: Any,
+    scores: Mapping[str, Any],
+    n_permutations: int,
+) -> pd.DataFrame:
+    """The rows of one measure's ``statistic``: its cells ``(layer_a, layer_b)``, observed values and scores."""
+    cells_a, cells_b = cells
+    return pd.DataFrame(
+        {
+            "measure": name,
+            "statistic": statistic,
+            "layer_a": np.asarray(cells_a, dtype=np.int64),
+            "layer_b": np.asarray(cells_b, dtype=np.int64),
+            "observed": np.asarray(values, dtype=np.float64),
+            **{k: np.asarray(scores[k], dtype=np.float64) for k in ("null_mean", "null_std", "z", "p_value")},
+            "n_permutations": np.int64(n_permutations),
+            "n_null": np.asarray(scores["n_null"], dtype=np.int64),
+        }
+    )

@@ -86,6 +86,7 @@ import numbers
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -438,82 +439,159 @@ def measure_table(
     """
     same = layers_b is None
     matrices_a, matrices_b = checked_pair(layers_a, layers_b)
-    names, entries, given, keys = measure_plan(measures, options, matrices_a[0].shape[0])
-    n_a, n_b = len(matrices_a), len(matrices_b)
-    values = np.full((len(names), n_a, n_b), np.nan)
-    cache_a: list[dict[Any, Any]] = [{} for _ in range(n_a)]
-    cache_b = cache_a if same else [{} for _ in range(n_b)]
-    side_b = "layers_a" if same else "layers_b"
-    caught: list[tuple[str, bool, str, warnings.WarningMessage]] = []  # measure, preparing?, where, warning
-
-    layers_seen: set[tuple[str, int]] = set()  # the layers prepared so far, for the cost estimate
-
-    # each layer's centred matrix and its SVD, shared by the preparations that need them (inputs.Layer), dropped
-    # after the layer's first pair (which prepares it for every measure)
-    shared_a = [Layer(matrix) for matrix in matrices_a]
-    shared_b = shared_a if same else [Layer(matrix) for matrix in matrices_b]
-
-    def prepared(cache: list[dict[Any, Any]], layers: list[Layer], side: str, i: int, m: int) -> Any:
-        if keys[m] not in cache[i]:
-            layers_seen.add((side, i))
-            with warnings.catch_warnings(record=True) as log:
-                warnings.simplefilter("always")
-                cache[i][keys[m]] = entries[m].preparer(layers[i], name=f"{side}[{i}]", **given[m])
-            caught.extend((names[m], True, f"{side}[{i}]", record) for record in log)
-        return cache[i][keys[m]]
-
-    wanted = wanted_cells(pairs, n_a, n_b)
+    plan = measure_plan(measures, options, matrices_a[0].shape[0])
+    work = _TableWork.of(plan, matrices_a, matrices_b, same)
+    wanted = wanted_cells(pairs, work.n_a, work.n_b)
     total = int(wanted.sum())
-    # the last row that needs layer j of b (self-comparison: also as row j's first argument); −1: none
-    last_row = np.where(wanted.any(axis=0), n_a - 1 - np.argmax(wanted[::-1], axis=0), -1)
-    if same:
-        last_row = np.maximum(last_row, np.arange(n_b))
-    clock = _Clock()
+    clock = work.clock
     bar = None if progress is None else tqdm(total=total, desc=progress, leave=False)
+
+    def pair_done() -> None:
+        clock.pair_done()
+        if estimate is not None and clock.pairs == min(estimate_after, total):
+            estimate(cost_estimate(clock, total, len(work.names), work.n_layers, len(work.layers_seen)))
+        if bar is not None:
+            bar.update()
+
     try:
-        with warnings.catch_warnings(record=True) as log:
-            warnings.simplefilter("always")
-            for i in range(n_a):
-                row = np.flatnonzero(wanted[i])
-                told: set[Any] = set()  # the preparations of layer i told how many pairs its row has
-                for j in row.tolist():
-                    for m, entry in enumerate(entries):
-                        if same and entry.symmetric and j < i and wanted[j, i]:
-                            values[m, i, j] = values[m, j, i]
-                            continue
-                        clock.start()
-                        px = prepared(cache_a, shared_a, "layers_a", i, m)
-                        if keys[m] not in told:
-                            told.add(keys[m])
-                            expect = getattr(px, "expect_comparisons", None)
-                            if expect is not None:
-                                expect(len(row))
-                        py = prepared(cache_b, shared_b, side_b, j, m)
-                        clock.prepared()
-                        start = len(log)
-                        values[m, i, j] = entry.comparer(px, py)
-                        clock.compared()
-                        caught.extend((names[m], False, f"({i}, {j})", record) for record in log[start:])
-                    shared_a[i].release()
-                    shared_b[j].release()
-                    clock.pair_done()
-                    if estimate is not None and clock.pairs == min(estimate_after, total):
-                        estimate(cost_estimate(clock, total, len(names), n_a if same else n_a + n_b, len(layers_seen)))
-                    if bar is not None:
-                        bar.update()
-                if not same:
-                    cache_a[i] = {}  # row i done: its layer's preparations are not needed again
-                else:  # row i done: layer i is only a second argument from now on
-                    for prepared_input in cache_a[i].values():
-                        release = getattr(prepared_input, "release", None)
-                        if release is not None:
-                            release()
-                for j in np.flatnonzero(last_row == i).tolist():  # no later row compares with layer j
-                    cache_b[j] = {}
+        work.fill(wanted, pair_done)
     finally:
         if bar is not None:
             bar.close()
-    _log_undefined(caught, side_b)
+    _log_undefined(work.caught, work.side_b)
+    return _long_table(work.names, work.values)
+
+
+@dataclass
+class _TableWork:
+    """The state of one :func:`measure_table`: the measures (:func:`measure_plan`), the values so far
+    (measures, L_a, L_b), each side's layers (``inputs.Layer``: the centred matrix and its SVD, shared by the
+    preparations that need them, dropped after the layer's first pair) and preparations per key (each layer's
+    dropped once no later row needs it), the warnings caught (measure, preparing?, where, warning), the layers
+    prepared so far and the clock (both for the cost estimate). Comparing a model with itself (``same``), B's
+    layers and preparations are A's."""
+
+    names: list[str]
+    entries: list[Measure]
+    given: list[dict[str, Any]]
+    keys: list[Any]
+    same: bool
+    values: np.ndarray
+    shared_a: list[Layer]
+    shared_b: list[Layer]
+    cache_a: list[dict[Any, Any]]
+    cache_b: list[dict[Any, Any]]
+    caught: list[tuple[str, bool, str, warnings.WarningMessage]] = field(default_factory=list)
+    layers_seen: set[tuple[str, int]] = field(default_factory=set)
+    clock: _Clock = field(default_factory=_Clock)
+
+    @classmethod
+    def of(
+        cls,
+        plan: tuple[list[str], list[Measure], list[dict[str, Any]], list[Any]],
+        matrices_a: list[np.ndarray],
+        matrices_b: list[np.ndarray],
+        same: bool,
+    ) -> _TableWork:
+        """Nothing computed yet: NaN values, empty caches, each layer's shared ``Layer``."""
+        names, entries, given, keys = plan
+        n_a, n_b = len(matrices_a), len(matrices_b)
+        values = np.full((len(names), n_a, n_b), np.nan)
+        cache_a: list[dict[Any, Any]] = [{} for _ in range(n_a)]
+        cache_b = cache_a if same else [{} for _ in range(n_b)]
+        shared_a = [Layer(matrix) for matrix in matrices_a]
+        shared_b = shared_a if same else [Layer(matrix) for matrix in matrices_b]
+        return cls(names, entries, given, keys, same, values, shared_a, shared_b, cache_a, cache_b)
+
+    @property
+    def n_a(self) -> int:
+        return self.values.shape[1]
+
+    @property
+    def n_b(self) -> int:
+        return self.values.shape[2]
+
+    @property
+    def side_b(self) -> str:
+        """The name of B's layers in messages: ``layers_a`` when a model is compared with itself."""
+        return "layers_a" if self.same else "layers_b"
+
+    @property
+    def n_layers(self) -> int:
+        """The layers to prepare in all (for the cost estimate)."""
+        return self.n_a if self.same else self.n_a + self.n_b
+
+    def prepared(self, cache: list[dict[Any, Any]], layers: list[Layer], side: str, i: int, m: int) -> Any:
+        """Layer ``i`` of ``side`` prepared for measure ``m`` (prepared at first use, then cached)."""
+        key = self.keys[m]
+        if key not in cache[i]:
+            self.layers_seen.add((side, i))
+            with warnings.catch_warnings(record=True) as log:
+                warnings.simplefilter("always")
+                cache[i][key] = self.entries[m].preparer(layers[i], name=f"{side}[{i}]", **self.given[m])
+            self.caught.extend((self.names[m], True, f"{side}[{i}]", record) for record in log)
+        return cache[i][key]
+
+    def fill(self, wanted: np.ndarray, pair_done: Callable[[], None]) -> None:
+        """Every ``wanted`` cell, row by row (``pair_done`` after each pair), each layer's shared work and
+        preparations released as soon as no later pair needs them."""
+        # the last row that needs layer j of b (self-comparison: also as row j's first argument); −1: none
+        last_row = np.where(wanted.any(axis=0), self.n_a - 1 - np.argmax(wanted[::-1], axis=0), -1)
+        if self.same:
+            last_row = np.maximum(last_row, np.arange(self.n_b))
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter("always")
+            for i in range(self.n_a):
+                row = np.flatnonzero(wanted[i])
+                told: set[Any] = set()  # the preparations of layer i told how many pairs its row has
+                for j in row.tolist():
+                    self.compare_pair(i, j, wanted, log, told, len(row))
+                    self.shared_a[i].release()
+                    self.shared_b[j].release()
+                    pair_done()
+                self.row_done(i, last_row)
+
+    def compare_pair(
+        self, i: int, j: int, wanted: np.ndarray, log: list[warnings.WarningMessage], told: set[Any], row_pairs: int
+    ) -> None:
+        """Every measure on layers (i, j); a symmetric measure's self-comparison below the diagonal is copied from
+        above it. Layer i's preparations are told at their first use that they will serve ``row_pairs`` pairs."""
+        for m, entry in enumerate(self.entries):
+            if self.same and entry.symmetric and j < i and wanted[j, i]:
+                self.values[m, i, j] = self.values[m, j, i]
+                continue
+            self.clock.start()
+            px = self.prepared(self.cache_a, self.shared_a, "layers_a", i, m)
+            if self.keys[m] not in told:
+                told.add(self.keys[m])
+                expect = getattr(px, "expect_comparisons", None)
+                if expect is not None:
+                    expect(row_pairs)
+            py = self.prepared(self.cache_b, self.shared_b, self.side_b, j, m)
+            self.clock.prepared()
+            start = len(log)
+            self.values[m, i, j] = entry.comparer(px, py)
+            self.clock.compared()
+            self.caught.extend((self.names[m], False, f"({i}, {j})", record) for record in log[start:])
+
+    def row_done(self, i: int, last_row: np.ndarray) -> None:
+        """Row i done: its layer's preparations dropped (self-comparison: released to serve as a second argument
+        only), and those of every layer of b that no later row compares with."""
+        if not self.same:
+            self.cache_a[i] = {}  # row i done: its layer's preparations are not needed again
+        else:  # row i done: layer i is only a second argument from now on
+            for prepared_input in self.cache_a[i].values():
+                release = getattr(prepared_input, "release", None)
+                if release is not None:
+                    release()
+        for j in np.flatnonzero(last_row == i).tolist():  # no later row compares with layer j
+            self.cache_b[j] = {}
+
+
+def _long_table(names: list[str], values: np.ndarray) -> pd.DataFrame:
+    """The long table (:data:`COLUMNS`) of ``values`` (measures, L_a, L_b): one row per measure × layer pair, the
+    pairs in row-major order."""
+    _, n_a, n_b = values.shape
     layer_a, layer_b = np.meshgrid(np.arange(n_a), np.arange(n_b), indexing="ij")
     return pd.DataFrame(
         {

@@ -108,6 +108,10 @@ def _interval_trace(x, mean, low, high, name: str, color: str, hover: str) -> go
     )
 
 
+_PLOTLY_GROUP_COLORS = {GENERALIZING: "blue", MIDDLE: "gray", HEURISTIC: "red"}
+_PLOTLY_RELATION_COLORS = {"within_generalizing": "blue", "within_heuristic": "red", "between": "purple"}
+
+
 def experiment_plotly(
     groups: pd.DataFrame, baseline: pd.Series, stitch_groups: pd.DataFrame, cka_curves: pd.DataFrame
 ) -> go.Figure:
@@ -124,8 +128,19 @@ def experiment_plotly(
             "CKA on in-distribution test tokens (fig. 2b)",
         ],
     )
-    group_colors = {GENERALIZING: "blue", MIDDLE: "gray", HEURISTIC: "red"}
-    for group, color in group_colors.items():
+    _add_copies_panel(figure, groups, baseline)
+    _add_stitching_panels(figure, stitch_groups)
+    _add_cka_panel(figure, cka_curves)
+    figure.update_layout(
+        title="Generalizing vs heuristic NLI copies (Brown et al. 2023 §4)", width=PLOTLY_WIDTH, height=800
+    )
+    return figure
+
+
+def _add_copies_panel(figure: go.Figure, groups: pd.DataFrame, baseline: pd.Series) -> None:
+    """Top left: each copy's in-distribution against OOD non-entailed accuracy, coloured by group, and the
+    lexical-overlap rule as a cross."""
+    for group, color in _PLOTLY_GROUP_COLORS.items():
         part = groups[groups["group"] == group]
         figure.add_trace(
             go.Scatter(
@@ -153,7 +168,11 @@ def experiment_plotly(
     )
     figure.update_xaxes(title_text="in-distribution test accuracy", row=1, col=1)
     figure.update_yaxes(title_text="OOD non-entailed accuracy", row=1, col=1)
-    plotly_colors = {"within_generalizing": "blue", "within_heuristic": "red", "between": "purple"}
+
+
+def _add_stitching_panels(figure: go.Figure, stitch_groups: pd.DataFrame) -> None:
+    """Top right (test pairs) and bottom left (OOD pairs): the identity-stitching accuracy penalty by layer, one
+    line per group relation with its CI (in the legend once, from the test panel)."""
     for data, (row, col) in (("test", (1, 2)), ("ood", (2, 1))):
         part = stitch_groups[stitch_groups["data"] == data]
         for relation in RELATIONS:
@@ -165,13 +184,17 @@ def experiment_plotly(
                     rows["ci_low"],
                     rows["ci_high"],
                     f"stitching: {RELATION_LABELS[relation]}",
-                    plotly_colors[relation],
+                    _PLOTLY_RELATION_COLORS[relation],
                     "layer",
                 )
                 trace.showlegend = data == "test"
                 figure.add_trace(trace, row=row, col=col)
         figure.update_xaxes(title_text="stitching layer l (0 = embeddings)", dtick=1, row=row, col=col)
         figure.update_yaxes(title_text="accuracy penalty (g − stitched)", row=row, col=col)
+
+
+def _add_cka_panel(figure: go.Figure, cka_curves: pd.DataFrame) -> None:
+    """Bottom right: the CKA of matched layers by relative depth, one line per group relation with its CI."""
     named = cka_curves.assign(
         relation=[cka_relation(a, b) for a, b in zip(cka_curves["group_a"], cka_curves["group_b"])]
     )
@@ -185,7 +208,7 @@ def experiment_plotly(
                     rows["ci_low"],
                     rows["ci_high"],
                     f"CKA: {RELATION_LABELS[relation]}",
-                    plotly_colors[relation],
+                    _PLOTLY_RELATION_COLORS[relation],
                     "relative depth",
                 ),
                 row=2,
@@ -193,7 +216,3 @@ def experiment_plotly(
             )
     figure.update_xaxes(title_text="relative depth (0 = embeddings, 1 = last layer)", row=2, col=2)
     figure.update_yaxes(title_text="CKA of matched layers", row=2, col=2)
-    figure.update_layout(
-        title="Generalizing vs heuristic NLI copies (Brown et al. 2023 §4)", width=PLOTLY_WIDTH, height=800
-    )
-    return figure

@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -99,6 +100,10 @@ class DaskRunner(AbstractRunner):
         return None
 
     def _run(self, pipeline: Pipeline, catalog, hook_manager=None, run_id: str | None = None) -> None:
+        """Runs ``pipeline`` on the cluster of the run's settings (the environment's ``dask.yml`` read by a hook,
+        overridden by this runner's keyword settings), its task groups submitted as they become ready
+        (:meth:`_schedule`) and their reports merged in the background (:class:`ReportMerges`). Refused before any
+        task (:class:`ClusterError`) when an in-memory dataset would cross tasks or GPU work finds no GPU worker."""
         plugins = _plugins(hook_manager)
         self.settings = ClusterSettings.resolve(_configured_settings(plugins), self.overrides)
         groups = task_groups(pipeline)
@@ -111,19 +116,13 @@ class DaskRunner(AbstractRunner):
         providers = [
             plugin for plugin in plugins if isinstance(plugin, RemoteHookProvider) and plugin.remote_hooks() is not None
         ]
-        threads = thread_policy()
-        produced = set(pipeline.all_outputs())
-        priority = _waiting_work(groups)
-        resources = {name: _resources(group, self.settings) for name, group in groups.items()}
-        log_level = logging.getLogger().getEffectiveLevel()
+        plan = _TaskPlan.of(pipeline, groups, providers, self.settings)
         self._logger.info(
             "DaskRunner: %d nodes in %d tasks (%d asking for a GPU)",
             len(pipeline.nodes),
             len(groups),
-            sum(bool(item) for item in resources.values()),
+            sum(bool(item) for item in plan.resources.values()),
         )
-        done_groups: set[str] = set()
-        done_nodes: list[Node] = []
         # what a local cluster's workers import at once (another cluster's: each at its first task)
         modules = (
             task_modules(pipeline.nodes, [*_datasets(catalog, pipeline), *providers])
@@ -131,74 +130,58 @@ class DaskRunner(AbstractRunner):
             else []
         )
         with self._client(modules) as (client, cluster), ReportMerges(self._logger) as merges:
-            if any(resources.values()):
+            if any(plan.resources.values()):
                 _check_gpu_capacity(client, cluster)
             if modules:
                 self._import_on_workers(client, modules)
-            from distributed import wait
+            self._schedule(pipeline, catalog, _Schedule(client, self._slots(client, cluster, modules), plan), merges)
 
-            pending = dict(groups)
-            running: dict[Any, str] = {}
-            slots = self._slots(client, cluster, modules)
-            own_sessions = self.settings.cluster == LOCAL and self.settings.own_sessions
+    def _schedule(self, pipeline: Pipeline, catalog, schedule: _Schedule, merges: ReportMerges) -> None:
+        """Until every task group has run: submits the ready groups, waits for the first running one to finish,
+        collects the finished ones' reports (:meth:`_collect`), submits again, then puts the reports to ``merges``:
+        the freed workers get their next tasks before the driver logs these ones (MLflow: seconds for a summary with
+        dozens of figures, during which a worker would otherwise wait)."""
+        from distributed import wait
 
-            def submit_ready() -> None:
-                ready = sorted(
-                    (name for name, group in pending.items() if group.depends_on <= done_groups),
-                    key=lambda name: -priority[name],
+        plan = schedule.plan
+        while schedule.pending or schedule.running:
+            schedule.submit_ready(catalog)
+            if not schedule.running:
+                raise ClusterError(f"DaskRunner: tasks {sorted(schedule.pending)} wait on tasks that never finish")
+            finished = wait(list(schedule.running), return_when="FIRST_COMPLETED").done
+            reports = self._collect(pipeline, catalog, schedule, finished)
+            schedule.submit_ready(catalog)
+            for name, report in reports:
+                progress = (
+                    f"{len(schedule.done_groups)} of {len(plan.groups)} tasks, "
+                    f"{len(schedule.done_nodes)} of {len(pipeline.nodes)} nodes"
                 )
-                for name in ready[: max(0, slots() - len(running))]:  # the rest wait here
-                    group = pending.pop(name)
-                    hooks = [provider.remote_hooks() for provider in providers]
-                    inputs_made_in_run = sorted({dataset for node in group.nodes for dataset in node.inputs} & produced)
-                    future = client.submit(
-                        run_task_group,
-                        name,
-                        group.nodes,
-                        task_catalog(catalog, group.nodes),
-                        hooks,
-                        inputs_made_in_run,
-                        threads,
-                        log_level,
-                        own_sessions,
-                        key=f"{_key(name)}-{uuid.uuid4().hex[:8]}",
-                        priority=priority[name],
-                        resources=resources[name] or None,
-                        pure=False,
-                    )
-                    running[future] = name
+                merges.put(
+                    name,
+                    report,
+                    lambda report=report, name=name: self._merge(report, plan.providers, plan.groups[name], catalog),
+                    progress,
+                )
 
-            while pending or running:
-                submit_ready()
-                if not running:
-                    raise ClusterError(f"DaskRunner: tasks {sorted(pending)} wait on tasks that never finish")
-                finished = wait(list(running), return_when="FIRST_COMPLETED").done
-                reports: list[tuple[str, TaskReport]] = []
-                for future in finished:
-                    name = running.pop(future)
-                    try:
-                        report: TaskReport = future.result()
-                    except Exception:
-                        client.cancel(list(running))
-                        self._suggest_resume_scenario(pipeline, done_nodes, catalog)
-                        raise
-                    self._release(groups[name], catalog)
-                    done_groups.add(name)
-                    done_nodes += groups[name].nodes
-                    reports.append((name, report))
-                # the freed workers get their next tasks before the driver logs these ones (MLflow: seconds for a
-                # summary with dozens of figures, during which a worker would otherwise wait)
-                submit_ready()
-                for name, report in reports:
-                    progress = (
-                        f"{len(done_groups)} of {len(groups)} tasks, {len(done_nodes)} of {len(pipeline.nodes)} nodes"
-                    )
-                    merges.put(
-                        name,
-                        report,
-                        lambda report=report, name=name: self._merge(report, providers, groups[name], catalog),
-                        progress,
-                    )
+    def _collect(self, pipeline: Pipeline, catalog, schedule: _Schedule, finished: Any) -> list[tuple[str, TaskReport]]:
+        """The finished tasks' reports, each task's group marked done and its outputs released from the driver's
+        catalog (:meth:`_release`). A failed task cancels the running ones, logs Kedro's resume hint and raises its
+        error."""
+        reports: list[tuple[str, TaskReport]] = []
+        for future in finished:
+            name = schedule.running.pop(future)
+            try:
+                report: TaskReport = future.result()
+            except Exception:
+                schedule.client.cancel(list(schedule.running))
+                self._suggest_resume_scenario(pipeline, schedule.done_nodes, catalog)
+                raise
+            group = schedule.plan.groups[name]
+            self._release(group, catalog)
+            schedule.done_groups.add(name)
+            schedule.done_nodes += group.nodes
+            reports.append((name, report))
+        return reports
 
     def _import_on_workers(self, client: Any, modules: list[str]) -> None:
         """Every worker imports the modules of the tasks' nodes, datasets and hooks now, all at once (torch,
@@ -322,6 +305,86 @@ class DaskRunner(AbstractRunner):
             with Client(settings.cluster) as client:
                 self._logger.info("DaskRunner: scheduler %s", settings.cluster)
                 yield client, None
+
+
+@dataclass(frozen=True)
+class _TaskPlan:
+    """What every task submission of a run shares (:meth:`of`): the task groups, the remote hook providers, the
+    run's thread policy and log level, the datasets the run produces, each group's priority (the work waiting on
+    it) and resources, and whether each local worker runs in its own session."""
+
+    groups: dict[str, TaskGroup]
+    providers: list[RemoteHookProvider]
+    threads: int | None
+    produced: set[str]
+    priority: dict[str, int]
+    resources: dict[str, dict[str, int]]
+    log_level: int
+    own_sessions: bool
+
+    @classmethod
+    def of(
+        cls,
+        pipeline: Pipeline,
+        groups: dict[str, TaskGroup],
+        providers: list[RemoteHookProvider],
+        settings: ClusterSettings,
+    ) -> _TaskPlan:
+        """The plan of ``pipeline``'s task ``groups`` under ``settings``."""
+        return cls(
+            groups=groups,
+            providers=providers,
+            threads=thread_policy(),
+            produced=set(pipeline.all_outputs()),
+            priority=_waiting_work(groups),
+            resources={name: _resources(group, settings) for name, group in groups.items()},
+            log_level=logging.getLogger().getEffectiveLevel(),
+            own_sessions=settings.cluster == LOCAL and settings.own_sessions,
+        )
+
+    def submit(self, client: Any, catalog, name: str, group: TaskGroup) -> Any:
+        """Task group ``name`` submitted to ``client`` (:func:`~thinkalike.runners.remote.run_task_group`, with the
+        hooks the providers hand out now and the inputs made in this run); its future."""
+        hooks = [provider.remote_hooks() for provider in self.providers]
+        inputs_made_in_run = sorted({dataset for node in group.nodes for dataset in node.inputs} & self.produced)
+        return client.submit(
+            run_task_group,
+            name,
+            group.nodes,
+            task_catalog(catalog, group.nodes),
+            hooks,
+            inputs_made_in_run,
+            self.threads,
+            self.log_level,
+            self.own_sessions,
+            key=f"{_key(name)}-{uuid.uuid4().hex[:8]}",
+            priority=self.priority[name],
+            resources=self.resources[name] or None,
+            pure=False,
+        )
+
+
+class _Schedule:
+    """The state of a run's scheduling: the groups still pending, the running futures (→ group name), the groups
+    and nodes done; ``slots``: how many tasks may run now (:meth:`DaskRunner._slots`)."""
+
+    def __init__(self, client: Any, slots: Callable[[], int], plan: _TaskPlan) -> None:
+        self.client, self.slots, self.plan = client, slots, plan
+        self.pending: dict[str, TaskGroup] = dict(plan.groups)
+        self.running: dict[Any, str] = {}
+        self.done_groups: set[str] = set()
+        self.done_nodes: list[Node] = []
+
+    def submit_ready(self, catalog) -> None:
+        """Submits the pending groups whose every upstream group is done, the most waited-on first, as many as there
+        are free slots (the rest wait here)."""
+        ready = sorted(
+            (name for name, group in self.pending.items() if group.depends_on <= self.done_groups),
+            key=lambda name: -self.plan.priority[name],
+        )
+        for name in ready[: max(0, self.slots() - len(self.running))]:  # the rest wait here
+            group = self.pending.pop(name)
+            self.running[self.plan.submit(self.client, catalog, name, group)] = name
 
 
 class ReportMerges:

@@ -262,6 +262,17 @@ def _pair_blocks(table: pd.DataFrame, shape: tuple[int, ...], settings: ScalingS
     }
 
 
+@dataclass(frozen=True)
+class _ModelStats:
+    """Per model of a family analysis: its intra-model CKA matrix and block columns (members and twins), its mean
+    intermediate-band CKA against the other members and its robust z-score (members only)."""
+
+    intra: dict[str, np.ndarray]
+    block_rows: dict[str, dict[str, Any]]
+    against_others: dict[str, float]
+    z: dict[str, float]
+
+
 def analyse_family(
     tables: Mapping[tuple[str, str], pd.DataFrame],
     family: Sequence[str],
@@ -273,6 +284,47 @@ def analyse_family(
     (every pair of ``family`` and of each twin with the family, and each model with itself); ``twins``:
     ``{off-trend member: its on-trend twin}``."""
     family = list(family)
+    _check_family(family, architectures, twins, settings)
+    head_dims = [architectures[m].d_head for m in family]
+    trend_head_dim = max(set(head_dims), key=head_dims.count)
+    everyone = family + list(twins.values())
+
+    intra: dict[str, np.ndarray] = {}
+    boundaries: dict[str, list[int]] = {}
+    block_rows: dict[str, dict[str, Any]] = {}
+    for model in everyone:
+        matrix, table = _matrix(tables, model, model)
+        intra[model] = matrix
+        boundaries[model], block_rows[model] = _model_blocks(table, len(matrix), settings)
+
+    low, high = settings.band
+
+    def band(a: str, b: str) -> float:
+        return depth_band_mean(_matrix(tables, a, b)[0], low, high)
+
+    pairs = _pair_table(tables, everyone, architectures, settings)
+    against_others = {m: float(np.mean([band(m, o) for o in family if o != m])) for m in family}
+    stats = _ModelStats(intra, block_rows, against_others, robust_z(against_others))
+    twin_models = set(twins.values())
+    members = pd.DataFrame(
+        [
+            _member_row(model, architectures[model], model in twin_models, trend_head_dim, stats, settings)
+            for model in everyone
+        ],
+        columns=MEMBER_COLUMNS,
+    )
+    summary = {
+        **_family_summary(family, int(trend_head_dim), members, pairs, stats, settings),
+        "twins": [_twin_summary(odd, twin, family, architectures, band, settings) for odd, twin in twins.items()],
+    }
+    return ScalingResult(members, pairs, intra, boundaries, summary)
+
+
+def _check_family(
+    family: list[str], architectures: Mapping[str, Architecture], twins: Mapping[str, str], settings: ScalingSettings
+) -> None:
+    """:class:`ScalingConfigError` for a family of fewer than 3 members, a twin that is not an off-trend member's
+    outside the family, or an intermediate band that holds no layer of a member or twin."""
     if len(family) < 3:
         raise ScalingConfigError(f"scaling: a family needs at least 3 members, got {family}")
     for odd, twin in twins.items():
@@ -289,21 +341,17 @@ def analyse_family(
                 f"({architectures[model].n_layers} blocks: relative depths "
                 f"{[round(float(d), 3) for d in depths]}); widen the band"
             )
-    head_dims = [architectures[m].d_head for m in family]
-    trend_head_dim = max(set(head_dims), key=head_dims.count)
-    everyone = family + list(twins.values())
 
-    intra: dict[str, np.ndarray] = {}
-    boundaries: dict[str, list[int]] = {}
-    block_rows: dict[str, dict[str, Any]] = {}
-    for model in everyone:
-        matrix, table = _matrix(tables, model, model)
-        intra[model] = matrix
-        boundaries[model], block_rows[model] = _model_blocks(table, len(matrix), settings)
 
-    def band(a: str, b: str) -> float:
-        return depth_band_mean(_matrix(tables, a, b)[0], low, high)
-
+def _pair_table(
+    tables: Mapping[tuple[str, str], pd.DataFrame],
+    everyone: Sequence[str],
+    architectures: Mapping[str, Architecture],
+    settings: ScalingSettings,
+) -> pd.DataFrame:
+    """The pair table (:data:`PAIR_COLUMNS`): for every pair of ``everyone`` (in order) and each early relative
+    depth, the CKA of the matched layers with its interval, beside the pair's band mean and matched blocks."""
+    low, high = settings.band
     pair_rows = []
     for i, a in enumerate(everyone):
         for b in everyone[i + 1 :]:
@@ -329,35 +377,53 @@ def analyse_family(
                         **pair_blocks,
                     }
                 )
-    pairs = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
+    return pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
 
-    against_others = {m: float(np.mean([band(m, o) for o in family if o != m])) for m in family}
-    z = robust_z(against_others)
-    member_rows = []
-    for model in everyone:
-        arch = architectures[model]
-        role = "twin" if model in twins.values() else "member"
-        row = {
-            "model": model,
-            "role": role,
-            **{k: getattr(arch, k) for k in ("d_model", "n_layers", "n_heads", "d_head", "rotary_dims", "d_mlp")},
-            "n_parameters": arch.n_parameters,
-            "off_trend": arch.d_head != trend_head_dim,
-            "intra_mean": mean_off_diagonal(intra[model]),
-            "band_mean_vs_others": against_others.get(model, np.nan),
-            "robust_z": z.get(model, np.nan),
-            "outlier": bool(abs(z.get(model, 0.0)) > settings.outlier_z),
-            **block_rows[model],
-        }
-        member_rows.append(row)
-    members = pd.DataFrame(member_rows, columns=MEMBER_COLUMNS)
 
+def _member_row(
+    model: str,
+    arch: Architecture,
+    is_twin: bool,
+    trend_head_dim: int,
+    stats: _ModelStats,
+    settings: ScalingSettings,
+) -> dict[str, Any]:
+    """One model's row of the member table (:data:`MEMBER_COLUMNS`): its architecture, whether it is off-trend,
+    its intra-model and band statistics, whether it is an outlier (members only) and its block columns."""
+    z = stats.z.get(model)
+    return {
+        "model": model,
+        "role": "twin" if is_twin else "member",
+        **{k: getattr(arch, k) for k in ("d_model", "n_layers", "n_heads", "d_head", "rotary_dims", "d_mlp")},
+        "n_parameters": arch.n_parameters,
+        "off_trend": arch.d_head != trend_head_dim,
+        "intra_mean": mean_off_diagonal(stats.intra[model]),
+        "band_mean_vs_others": stats.against_others.get(model, np.nan),
+        "robust_z": np.nan if z is None else z,
+        "outlier": bool(abs(0.0 if z is None else z) > settings.outlier_z),
+        **stats.block_rows[model],
+    }
+
+
+def _family_summary(
+    family: list[str],
+    trend_head_dim: int,
+    members: pd.DataFrame,
+    pairs: pd.DataFrame,
+    stats: _ModelStats,
+    settings: ScalingSettings,
+) -> dict[str, Any]:
+    """The summary's answers but the twins': the early-layer CKA across the members' pairs, the intra-model trend
+    with size, the members' and the member pairs' block structure, the outliers."""
+    low, high = settings.band
     on_family = members[members["role"] == "member"]
     rho = spearmanr(on_family["n_parameters"], on_family["intra_mean"]).statistic if len(on_family) > 2 else np.nan
     early = pairs[pairs["model_a"].isin(family) & pairs["model_b"].isin(family)]
-    summary: dict[str, Any] = {
+    member_pairs = early.drop_duplicates(["model_a", "model_b"])
+    block_rows, z = stats.block_rows, stats.z
+    return {
         "family": family,
-        "trend_head_dim": int(trend_head_dim),
+        "trend_head_dim": trend_head_dim,
         "band": [low, high],
         "early": {
             str(depth): {
@@ -367,7 +433,7 @@ def analyse_family(
             }
             for depth, group in early.groupby("relative_depth")
         },
-        "band_mean_between_members": float(early.drop_duplicates(["model_a", "model_b"])["band_mean"].mean()),
+        "band_mean_between_members": float(member_pairs["band_mean"].mean()),
         "intra_vs_size_spearman": float(rho),
         "intra_mean": {m: float(v) for m, v in zip(on_family["model"], on_family["intra_mean"])},
         "structured_members": [m for m in family if block_rows[m]["n_blocks"] > 1],
@@ -375,23 +441,15 @@ def analyse_family(
         "block_contrast": {m: block_rows[m]["block_contrast"] for m in family},
         "pair_block_contrast": {
             f"{a}–{b}": contrast
-            for a, b, contrast in early.drop_duplicates(["model_a", "model_b"])[
-                ["model_a", "model_b", "block_contrast"]
-            ].itertuples(index=False)
+            for a, b, contrast in member_pairs[["model_a", "model_b", "block_contrast"]].itertuples(index=False)
         },
         "structured_pairs": [
-            f"{a}–{b}"
-            for a, b, n in early.drop_duplicates(["model_a", "model_b"])[["model_a", "model_b", "n_blocks"]].itertuples(
-                index=False
-            )
-            if n > 1
+            f"{a}–{b}" for a, b, n in member_pairs[["model_a", "model_b", "n_blocks"]].itertuples(index=False) if n > 1
         ],
-        "n_member_pairs": int(len(early.drop_duplicates(["model_a", "model_b"]))),
+        "n_member_pairs": int(len(member_pairs)),
         "outliers": [m for m in family if abs(z[m]) > settings.outlier_z],
         "robust_z": {m: float(v) for m, v in z.items()},
-        "twins": [_twin_summary(odd, twin, family, architectures, band, settings) for odd, twin in twins.items()],
     }
-    return ScalingResult(members, pairs, intra, boundaries, summary)
 
 
 def _twin_summary(

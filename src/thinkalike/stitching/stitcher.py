@@ -395,6 +395,145 @@ def _settings(settings: StitchSettings | Mapping[str, Any] | None) -> StitchSett
     return settings if isinstance(settings, StitchSettings) else StitchSettings.from_dict(settings)
 
 
+@dataclass(frozen=True)
+class _GridStitch:
+    """One stitch of a grid: f's layer, g's layer, φ's kind and the initialisation it uses
+    (:func:`check_stitch`)."""
+
+    layer_f: int
+    layer_g: int
+    kind: str
+    init: str
+
+
+@dataclass(frozen=True)
+class _GridPlan:
+    """A checked grid (:meth:`checked`): its settings, φ seeds, token splits, stitches, objective, masking tokens
+    and the token ids never scored as targets."""
+
+    settings: StitchSettings
+    seeds: tuple[int, ...]
+    train: TokenSplit
+    evaluation: TokenSplit
+    stitches: tuple[_GridStitch, ...]
+    objective: str
+    masking: MaskingTokens | None
+    exclude_ids: frozenset[int]
+
+    @classmethod
+    def checked(
+        cls,
+        f: ModelHandle,
+        g: ModelHandle,
+        stitches: Sequence[tuple[int, int, str]],
+        train: TokenSplit,
+        evaluation: TokenSplit,
+        settings: StitchSettings,
+        seeds: tuple[int, ...],
+        *,
+        masking: MaskingTokens | None,
+        special_ids: Iterable[int] | None,
+    ) -> _GridPlan:
+        """Every configuration check of :func:`stitch_grid` (raising :class:`StitchConfigError`), before any
+        forward pass: at least one stitch, each stitch (:func:`check_stitch`), labels on both splits or neither,
+        the objective and its masking tokens, disjoint splits."""
+        if not stitches:
+            raise StitchConfigError("no stitch to run: give at least one (layer_f, layer_g, kind)")
+        inits = [check_stitch(f, g, layer_f, layer_g, kind, settings) for layer_f, layer_g, kind in stitches]
+        if (train.labels is None) != (evaluation.labels is None):
+            raise StitchConfigError("labels must be given for both the training and the evaluation tokens, or neither")
+        objective = resolve_objective(settings.objective, g, train.labels is not None)
+        if objective == "masked":
+            masking = masking_tokens(g, masking)
+        check_disjoint(train, evaluation)
+        exclude_ids = (
+            frozenset()
+            if objective == "label"
+            else excluded_target_ids(f, g, settings.exclude_special_targets, special_ids)
+        )
+        checked = tuple(
+            _GridStitch(int(layer_f), int(layer_g), kind, init)
+            for (layer_f, layer_g, kind), init in zip(stitches, inits)
+        )
+        return cls(settings, seeds, train, evaluation, checked, objective, masking, exclude_ids)
+
+    @property
+    def trained(self) -> list[_GridStitch]:
+        """The stitches whose φ is trained (all but identity stitching)."""
+        return [stitch for stitch in self.stitches if stitch.kind != "identity"]
+
+    def inputs(self, split: TokenSplit, seed: int, what: str) -> _SplitInputs:
+        """``split``'s model inputs and targets under this grid's objective (:class:`_SplitInputs`)."""
+        return _SplitInputs.of(
+            split,
+            self.objective,
+            self.settings,
+            masking=self.masking,
+            seed=seed,
+            what=what,
+            exclude_ids=self.exclude_ids,
+        )
+
+
+@dataclass(frozen=True)
+class _SharedWork:
+    """What every stitch of a grid shares (:meth:`computed`): the prepared evaluation split per layer of f, g's
+    and f's own evaluation losses, the prepared training split per trained layer of f and g's residuals for the
+    least-squares initialisation."""
+
+    prepared_eval: dict[int, PreparedSplit]
+    g_own: BatchLosses
+    f_own: tuple[BatchLosses | None, str]
+    prepared_train: dict[int, PreparedSplit]
+    init_batches: list[_InitBatch]
+
+    @classmethod
+    def computed(
+        cls,
+        f: ModelHandle,
+        g: ModelHandle,
+        grid: _GridPlan,
+        *,
+        train_features: Mapping[int, torch.Tensor] | None,
+        eval_features: Mapping[int, torch.Tensor] | None,
+    ) -> _SharedWork:
+        """The shared work of ``grid``, on g's device (the models frozen by the caller): the evaluation targets and
+        f's features first, then g's and f's own losses, then the training split's (only if some stitch trains)."""
+        settings, trained = grid.settings, grid.trained
+        eval_inputs = grid.inputs(grid.evaluation, settings.seed + 1, "evaluation tokens")
+        train_inputs = grid.inputs(grid.train, settings.seed, "training tokens") if trained else None
+        prepared_eval = eval_inputs.prepared(
+            [stitch.layer_f for stitch in grid.stitches],
+            f,
+            settings,
+            device=g.device,
+            given=eval_features or {},
+            batch_size=settings.eval_batch_size,
+        )
+        any_eval = next(iter(prepared_eval.values()))
+        g_own = own_batch_losses(g, any_eval, grid.objective, settings.eval_batch_size)
+        f_own = own_losses_or_note(f, any_eval, grid.objective, settings.eval_batch_size)
+        prepared_train: dict[int, PreparedSplit] = {}
+        init_batches: list[_InitBatch] = []
+        if train_inputs is not None:
+            # no-grad forward passes over the training tokens: batches as large as training's or evaluation's
+            forward_batch = max(settings.batch_size, settings.eval_batch_size)
+            prepared_train = train_inputs.prepared(
+                [stitch.layer_f for stitch in trained],
+                f,
+                settings,
+                device=g.device,
+                given=train_features or {},
+                batch_size=forward_batch,
+            )
+            lstsq_layers = [stitch.layer_g for stitch in trained if stitch.init == "lstsq"]
+            if lstsq_layers:
+                init_batches = _init_batches(
+                    next(iter(prepared_train.values())), g, lstsq_layers, settings.init_max_tokens, forward_batch
+                )
+        return cls(prepared_eval, g_own, f_own, prepared_train, init_batches)
+
+
 def stitch_grid(
     f: ModelHandle,
     g: ModelHandle,
@@ -435,164 +574,153 @@ def stitch_grid(
     seeds = phi_seed_list(phi_seeds)
     train = TokenSplit.of(train_tokens, train_mask, train_labels, what="training tokens")
     evaluation = TokenSplit.of(eval_tokens, eval_mask, eval_labels, what="evaluation tokens")
-    if not stitches:
-        raise StitchConfigError("no stitch to run: give at least one (layer_f, layer_g, kind)")
-    inits = [check_stitch(f, g, layer_f, layer_g, kind, settings) for layer_f, layer_g, kind in stitches]
-    stitches = [(int(layer_f), int(layer_g), kind) for layer_f, layer_g, kind in stitches]
-    if (train.labels is None) != (evaluation.labels is None):
-        raise StitchConfigError("labels must be given for both the training and the evaluation tokens, or neither")
-    objective = resolve_objective(settings.objective, g, train.labels is not None)
-    if objective == "masked":
-        masking = masking_tokens(g, masking)
-    check_disjoint(train, evaluation)
-    exclude_ids = (
-        frozenset()
-        if objective == "label"
-        else excluded_target_ids(f, g, settings.exclude_special_targets, special_ids)
+    grid = _GridPlan.checked(
+        f, g, stitches, train, evaluation, settings, seeds, masking=masking, special_ids=special_ids
     )
-    trained = [
-        (layer_f, layer_g, kind, init) for (layer_f, layer_g, kind), init in zip(stitches, inits) if kind != "identity"
-    ]
-    device = g.device
     results: list[StitchResult] = []
     with frozen(f.module, g.module):
-        eval_inputs = _SplitInputs.of(
-            evaluation,
-            objective,
-            settings,
-            masking=masking,
-            seed=settings.seed + 1,
-            what="evaluation tokens",
-            exclude_ids=exclude_ids,
-        )
-        train_inputs = (
-            _SplitInputs.of(
-                train,
-                objective,
-                settings,
-                masking=masking,
-                seed=settings.seed,
-                what="training tokens",
-                exclude_ids=exclude_ids,
-            )
-            if trained
-            else None
-        )
-        prepared_eval = eval_inputs.prepared(
-            [layer_f for layer_f, _, _ in stitches],
-            f,
-            settings,
-            device=device,
-            given=eval_features or {},
-            batch_size=settings.eval_batch_size,
-        )
-        any_eval = next(iter(prepared_eval.values()))
-        g_own = own_batch_losses(g, any_eval, objective, settings.eval_batch_size)
-        f_own = own_losses_or_note(f, any_eval, objective, settings.eval_batch_size)
-        # no-grad forward passes over the training tokens: batches as large as training's or evaluation's
-        forward_batch = max(settings.batch_size, settings.eval_batch_size)
-        prepared_train, init_batches = {}, []
-        if train_inputs is not None:
-            prepared_train = train_inputs.prepared(
-                [layer_f for layer_f, *_ in trained],
-                f,
-                settings,
-                device=device,
-                given=train_features or {},
-                batch_size=forward_batch,
-            )
-            lstsq_layers = [layer_g for _, layer_g, _, init in trained if init == "lstsq"]
-            if lstsq_layers:
-                init_batches = _init_batches(
-                    next(iter(prepared_train.values())), g, lstsq_layers, settings.init_max_tokens, forward_batch
-                )
-        used_seeds: tuple[int, ...]
-        for (layer_f, layer_g, kind), init in zip(stitches, inits):
-            started = time.perf_counter()
-            label = describe_pair(f, g, layer_f, layer_g, kind)
-            split = prepared_eval[layer_f]
-            if kind == "identity":
-                phis, used_seeds, curves = [build_stitch_layer(kind, f.d_model, g.d_model).to(device)], (0,), [None]
-                tokens_per_step = 0
-            else:
-                phi = build_stitch_layer(kind, f.d_model, g.d_model).to(device)
-                if init == "lstsq":
-                    assert isinstance(phi, AffineStitch)
-                    initialise_least_squares(phi, _init_pairs(prepared_train[layer_f], init_batches, layer_g))
-                phis = [phi] + [copy.deepcopy(phi) for _ in seeds[1:]]
-                used_seeds = seeds
-                curve_batches = settings.curve_eval_batches
-                g_curve = BatchLosses(g_own.sums[:curve_batches], g_own.counts[:curve_batches]).mean
-
-                trainer = LockstepTrainer(
-                    phis, g, layer_g, prepared_train[layer_f], objective, settings, label, seeds=seeds, fuse=fuse_seeds
-                )
-
-                def heldout(
-                    phis=phis, layer_g=layer_g, split=split, fuse=trainer.fuse, curve_batches=curve_batches
-                ) -> list[float]:
-                    return [
-                        losses.mean
-                        for losses in lockstep_batch_losses(
-                            phis, g, layer_g, split, objective, settings.eval_batch_size, curve_batches, fuse
-                        )
-                    ]
-
-                curves = trainer.run(heldout, g_curve, progress=progress)
-                tokens_per_step = trainer.sequences_per_step * train.seq_len
-            evaluations = [
-                evaluate_stitch(
-                    phi,
-                    f,
-                    g,
-                    layer_g,
-                    split,
-                    objective,
-                    batch_size=settings.eval_batch_size,
-                    n_bootstrap=settings.n_bootstrap,
-                    level=settings.ci_level,
-                    seed=settings.seed,
-                    g_own=g_own,
-                    f_own=f_own,
-                )
-                for phi in phis
-            ]
-            seconds = time.perf_counter() - started
-            done = []
-            for phi, seed, curve, result in zip(phis, used_seeds, curves, evaluations):
-                if not math.isfinite(result.stitched_loss):
-                    which = f" (φ seed {seed})" if len(phis) > 1 else ""
-                    raise StitchDivergedError(
-                        f"stitching {label} diverged{which}: the evaluation loss is "
-                        f"{result.stitched_loss}; try a smaller lr_scale (now "
-                        f"{settings.lr_scale})"
-                    )
-                done.append(
-                    StitchResult(
-                        f=f.name,
-                        g=g.name,
-                        f_spec=f.spec,
-                        g_spec=g.spec,
-                        layer_f=layer_f,
-                        layer_g=layer_g,
-                        kind=kind,
-                        init=init,
-                        objective=objective,
-                        evaluation=result,
-                        curve=_curve_frame(curve, f.name, layer_f, g.name, layer_g, kind, seed),
-                        phi_config=phi.config(),
-                        phi_state={k: v.detach().cpu().clone().contiguous() for k, v in phi.state_dict().items()},
-                        settings=settings,
-                        n_train_sequences=len(train),
-                        tokens_per_step=tokens_per_step,
-                        seconds=seconds,
-                        phi_seed=seed,
-                    )
-                )
+        shared = _SharedWork.computed(f, g, grid, train_features=train_features, eval_features=eval_features)
+        for stitch in grid.stitches:
+            done = _run_grid_stitch(f, g, grid, shared, stitch, progress=progress, fuse_seeds=fuse_seeds)
             results.extend(done)
             if on_stitch is not None:
                 on_stitch(done)
     return results
+
+
+def _run_grid_stitch(
+    f: ModelHandle,
+    g: ModelHandle,
+    grid: _GridPlan,
+    shared: _SharedWork,
+    stitch: _GridStitch,
+    *,
+    progress: bool,
+    fuse_seeds: bool | None,
+) -> list[StitchResult]:
+    """One stitch of ``grid``: φ built (identity) or trained once per φ seed, then each seed's φ evaluated on the
+    held-out split; its results in seed order (:class:`StitchDivergedError` if a seed's evaluation loss is not
+    finite). ``seconds`` counts this stitch's own work, not the shared work."""
+    started = time.perf_counter()
+    label = describe_pair(f, g, stitch.layer_f, stitch.layer_g, stitch.kind)
+    settings, split = grid.settings, shared.prepared_eval[stitch.layer_f]
+    used_seeds: tuple[int, ...]
+    curves: list[pd.DataFrame] | list[None]
+    if stitch.kind == "identity":
+        phis = [build_stitch_layer(stitch.kind, f.d_model, g.d_model).to(g.device)]
+        used_seeds, curves, tokens_per_step = (0,), [None], 0
+    else:
+        phis, curves, tokens_per_step = _train_grid_stitch(
+            f, g, grid, shared, stitch, label, progress=progress, fuse_seeds=fuse_seeds
+        )
+        used_seeds = grid.seeds
+    evaluations = [
+        evaluate_stitch(
+            phi,
+            f,
+            g,
+            stitch.layer_g,
+            split,
+            grid.objective,
+            batch_size=settings.eval_batch_size,
+            n_bootstrap=settings.n_bootstrap,
+            level=settings.ci_level,
+            seed=settings.seed,
+            g_own=shared.g_own,
+            f_own=shared.f_own,
+        )
+        for phi in phis
+    ]
+    seconds = time.perf_counter() - started
+    return [
+        _grid_result(f, g, grid, stitch, phi, seed, curve, evaluation, tokens_per_step, seconds, label, len(phis))
+        for phi, seed, curve, evaluation in zip(phis, used_seeds, curves, evaluations)
+    ]
+
+
+def _train_grid_stitch(
+    f: ModelHandle,
+    g: ModelHandle,
+    grid: _GridPlan,
+    shared: _SharedWork,
+    stitch: _GridStitch,
+    label: str,
+    *,
+    progress: bool,
+    fuse_seeds: bool | None,
+) -> tuple[list[StitchLayer], list[pd.DataFrame], int]:
+    """A trained stitch's φ, one per φ seed of ``grid`` (the same initialisation: least squares on the shared
+    initialisation batches where ``init`` is ``lstsq``), trained in lockstep with a held-out curve on the first
+    ``curve_eval_batches`` evaluation batches; returns the φs, their learning curves and the tokens per step."""
+    settings, seeds = grid.settings, grid.seeds
+    prepared_train, split = shared.prepared_train[stitch.layer_f], shared.prepared_eval[stitch.layer_f]
+    phi = build_stitch_layer(stitch.kind, f.d_model, g.d_model).to(g.device)
+    if stitch.init == "lstsq":
+        assert isinstance(phi, AffineStitch)
+        initialise_least_squares(phi, _init_pairs(prepared_train, shared.init_batches, stitch.layer_g))
+    phis = [phi] + [copy.deepcopy(phi) for _ in seeds[1:]]
+    curve_batches = settings.curve_eval_batches
+    g_curve = BatchLosses(shared.g_own.sums[:curve_batches], shared.g_own.counts[:curve_batches]).mean
+    trainer = LockstepTrainer(
+        phis, g, stitch.layer_g, prepared_train, grid.objective, settings, label, seeds=seeds, fuse=fuse_seeds
+    )
+    fuse = trainer.fuse
+
+    def heldout() -> list[float]:
+        return [
+            losses.mean
+            for losses in lockstep_batch_losses(
+                phis, g, stitch.layer_g, split, grid.objective, settings.eval_batch_size, curve_batches, fuse
+            )
+        ]
+
+    curves = trainer.run(heldout, g_curve, progress=progress)
+    return phis, curves, trainer.sequences_per_step * grid.train.seq_len
+
+
+def _grid_result(
+    f: ModelHandle,
+    g: ModelHandle,
+    grid: _GridPlan,
+    stitch: _GridStitch,
+    phi: StitchLayer,
+    seed: int,
+    curve: pd.DataFrame | None,
+    evaluation: StitchEvaluation,
+    tokens_per_step: int,
+    seconds: float,
+    label: str,
+    n_seeds: int,
+) -> StitchResult:
+    """The :class:`StitchResult` of one φ seed of a grid's stitch; :class:`StitchDivergedError` if its evaluation
+    loss is not finite (naming the seed when the stitch has several)."""
+    if not math.isfinite(evaluation.stitched_loss):
+        which = f" (φ seed {seed})" if n_seeds > 1 else ""
+        raise StitchDivergedError(
+            f"stitching {label} diverged{which}: the evaluation loss is "
+            f"{evaluation.stitched_loss}; try a smaller lr_scale (now "
+            f"{grid.settings.lr_scale})"
+        )
+    return StitchResult(
+        f=f.name,
+        g=g.name,
+        f_spec=f.spec,
+        g_spec=g.spec,
+        layer_f=stitch.layer_f,
+        layer_g=stitch.layer_g,
+        kind=stitch.kind,
+        init=stitch.init,
+        objective=grid.objective,
+        evaluation=evaluation,
+        curve=_curve_frame(curve, f.name, stitch.layer_f, g.name, stitch.layer_g, stitch.kind, seed),
+        phi_config=phi.config(),
+        phi_state={k: v.detach().cpu().clone().contiguous() for k, v in phi.state_dict().items()},
+        settings=grid.settings,
+        n_train_sequences=len(grid.train),
+        tokens_per_step=tokens_per_step,
+        seconds=seconds,
+        phi_seed=seed,
+    )
 
 
 def _curve_frame(

@@ -38,7 +38,7 @@ from kedro.pipeline import Node, Pipeline
 from thinkalike.models.sources import zoo_target
 from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.embedding import nodes
-from thinkalike.pipelines.embedding.schema import EmbeddingParameters, plan_embedding
+from thinkalike.pipelines.embedding.schema import EmbeddingParameters, EmbeddingPlan, plan_embedding
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
     GPU_WORK,
@@ -168,59 +168,73 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         (model_pipeline(model, spec, embedding, corpus if model in tuned else None) for model, spec in models.items()),
         Pipeline([]),
     )
-    pairs = plan.pairs
-    for first, second in pairs:
+    for node in _align_nodes(plan, embedding):
+        pipeline += Pipeline([node])
+    for node in _zero_shot_nodes(plan, embedding, corpus):
+        pipeline += Pipeline([node])
+    return pipeline + Pipeline([_summary_node(plan)])
+
+
+def _align_nodes(plan: EmbeddingPlan, embedding: EmbeddingParameters) -> list[Node]:
+    """``align_layers`` of each alignment pair of ``plan``, in the pair's namespace (it reads both models)."""
+    models, built = plan.models, []
+    for first, second in plan.pairs:
         inputs_a, inputs_b = sources(first, models[first]), sources(second, models[second])
-        pipeline += Pipeline(
-            [
-                namespaced_node(
-                    with_fixed_arguments(
-                        nodes.align_pair,
-                        settings=embedding,
-                        model_a=first,
-                        spec_a=models[first],
-                        model_b=second,
-                        spec_b=models[second],
-                        n_sources_a=len(inputs_a),
-                    ),
-                    [*inputs_a, *inputs_b],
-                    ALIGN_OUTPUTS,
-                    name="align_layers",
-                    namespace=pair_namespace(EMBEDDING, first, second),
-                )
-            ]
+        built.append(
+            namespaced_node(
+                with_fixed_arguments(
+                    nodes.align_pair,
+                    settings=embedding,
+                    model_a=first,
+                    spec_a=models[first],
+                    model_b=second,
+                    spec_b=models[second],
+                    n_sources_a=len(inputs_a),
+                ),
+                [*inputs_a, *inputs_b],
+                ALIGN_OUTPUTS,
+                name="align_layers",
+                namespace=pair_namespace(EMBEDDING, first, second),
+            )
         )
-    zero_shot = plan.zero_shot
-    for first, second in zero_shot:
-        box = pair_namespace(EMBEDDING, first, second)
-        pipeline += Pipeline(
+    return built
+
+
+def _zero_shot_nodes(
+    plan: EmbeddingPlan, embedding: EmbeddingParameters, corpus: CorpusParameters | None
+) -> list[Node]:
+    """``zero_shot_stitch`` of each zero-shot pair ``[a, b]`` of ``plan`` (a fine-tuned), in the pair's namespace."""
+    return [
+        namespaced_node(
+            with_fixed_arguments(
+                nodes.zero_shot_pair, settings=embedding, corpus=corpus, model_a=first, model_b=second
+            ),
             [
-                namespaced_node(
-                    with_fixed_arguments(
-                        nodes.zero_shot_pair, settings=embedding, corpus=corpus, model_a=first, model_b=second
-                    ),
-                    [
-                        f"{model_box(first)}.finetuned_weights",
-                        f"{model_box(first)}.finetuned_config",
-                        "heldout_sentences",
-                        "tokenizer",
-                        *zoo_sources(first)[:2],
-                        *zoo_sources(models[second][4:])[:2],
-                    ],
-                    ["zero_shot_accuracy"],
-                    name="zero_shot_stitch",
-                    namespace=box,
-                )
-            ]
+                f"{model_box(first)}.finetuned_weights",
+                f"{model_box(first)}.finetuned_config",
+                "heldout_sentences",
+                "tokenizer",
+                *zoo_sources(first)[:2],
+                *zoo_sources(plan.models[second][4:])[:2],
+            ],
+            ["zero_shot_accuracy"],
+            name="zero_shot_stitch",
+            namespace=pair_namespace(EMBEDDING, first, second),
         )
-    finetuned = list(plan.finetuned)
+        for first, second in plan.zero_shot
+    ]
+
+
+def _summary_node(plan: EmbeddingPlan) -> Node:
+    """``summarise_embedding``: every model's, pair's, fine-tuned model's and zero-shot pair's tables gathered."""
+    models, pairs, finetuned, zero_shot = plan.models, plan.pairs, list(plan.finetuned), plan.zero_shot
     tables = (
         [f"{model_box(m)}.{table}" for table in MODEL_TABLES for m in models]
         + [f"{pair_namespace(EMBEDDING, a, b)}.{table}" for table in PAIR_TABLES for a, b in pairs]
         + [f"{model_box(m)}.{table}" for table in FINETUNE_TABLES for m in finetuned]
         + [f"{pair_namespace(EMBEDDING, a, b)}.zero_shot_accuracy" for a, b in zero_shot]
     )
-    summary = Node(
+    return Node(
         with_fixed_arguments(
             nodes.summarise_embedding,
             models=list(models),
@@ -233,4 +247,3 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         name="summarise_embedding",
         namespace=group_namespace(EMBEDDING),
     )
-    return pipeline + Pipeline([summary])

@@ -16,11 +16,12 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
+from thinkalike.cka.settings import CKASettings
 from thinkalike.nli.analysis import copy_names
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, namespaced_node
 from thinkalike.pipelines.nli import nodes
-from thinkalike.pipelines.nli.schema import parse_nli
+from thinkalike.pipelines.nli.schema import NLIParameters, parse_nli
 
 NLI = group_namespace("nli")
 ENCODER = f"{NLI}.encoder"
@@ -28,6 +29,8 @@ ENCODER = f"{NLI}.encoder"
 # box, kedro-viz would see boxes feeding each other model_output -> models, a cycle of layers)
 STITCH = f"{NLI}.identity_stitching"
 COPY_OUTPUTS = ["classifier_weights", "classifier_config", "training_curve", "accuracy", "predictions"]
+PAIRS = f"{NLI}.pairs"
+ENCODER_WEIGHTS = [f"{ENCODER}.model_weights", f"{ENCODER}.model_config"]  # the pretrained encoder's saved files
 
 
 def _node(function, inputs: list[str], outputs: list[str], *, name: str, namespace: str, gpu: bool = False) -> Node:
@@ -56,8 +59,20 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         return Pipeline([])
     cka = settings.cka_settings()
     names = copy_names(settings.n_copies)
-    pairs, encoder = f"{NLI}.pairs", [f"{ENCODER}.model_weights", f"{ENCODER}.model_config"]
-    built = [
+    return Pipeline(
+        [
+            *_encoder_nodes(settings),
+            *_copy_nodes(settings, names),
+            *_group_nodes(settings, names),
+            *_stitching_nodes(settings, names),
+            *_closing_nodes(settings, cka, names),
+        ]
+    )
+
+
+def _encoder_nodes(settings: NLIParameters) -> list[Node]:
+    """The pairs (``make_pairs``) and the pretrained encoder every copy starts from (``pretrain_encoder``)."""
+    return [
         _node(
             with_fixed_arguments(nodes.make_pairs, settings=settings), [], ["pairs"], name="make_pairs", namespace=NLI
         ),
@@ -70,49 +85,69 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
             gpu=True,
         ),
     ]
-    for index, name in enumerate(names):
-        built.append(
-            _node(
-                with_fixed_arguments(nodes.finetune_copy, settings=settings, name=name, index=index),
-                [pairs, "tokenizer", *encoder],
-                COPY_OUTPUTS,
-                name="finetune_copy",
-                namespace=f"{NLI}.{name}",
-                gpu=True,
-            )
+
+
+def _copy_nodes(settings: NLIParameters, names: list[str]) -> list[Node]:
+    """One ``finetune_copy`` per copy, in its own namespace (:data:`COPY_OUTPUTS`)."""
+    return [
+        _node(
+            with_fixed_arguments(nodes.finetune_copy, settings=settings, name=name, index=index),
+            [PAIRS, "tokenizer", *ENCODER_WEIGHTS],
+            COPY_OUTPUTS,
+            name="finetune_copy",
+            namespace=f"{NLI}.{name}",
+            gpu=True,
         )
-    weights = [copy_dataset(name, "classifier_weights") for name in names]
-    configs = [copy_dataset(name, "classifier_config") for name in names]
-    predictions = [copy_dataset(name, "predictions") for name in names]
+        for index, name in enumerate(names)
+    ]
+
+
+def _group_nodes(settings: NLIParameters, names: list[str]) -> list[Node]:
+    """The copies' accuracies summarised into groups (``summarise_accuracy``) and the fraction sweep
+    (``sweep_fractions``)."""
     accuracies = [copy_dataset(name, "accuracy") for name in names]
-    built += [
+    return [
         _node(
             with_fixed_arguments(nodes.summarise_accuracy, settings=settings),
-            [pairs, f"{ENCODER}.training_curve", *accuracies, *[copy_dataset(n, "training_curve") for n in names]],
+            [PAIRS, f"{ENCODER}.training_curve", *accuracies, *[copy_dataset(n, "training_curve") for n in names]],
             ["accuracy", "groups", "accuracy_figure", "training_curves"],
             name="summarise_accuracy",
             namespace=NLI,
         ),
         _node(
             with_fixed_arguments(nodes.sweep_fractions, settings=settings),
-            [f"{NLI}.groups", "tokenizer", *encoder],
+            [f"{NLI}.groups", "tokenizer", *ENCODER_WEIGHTS],
             ["sweep"],
             name="sweep_fractions",
             namespace=NLI,
         ),
     ]
-    for name in names:
-        built.append(
-            _node(
-                with_fixed_arguments(nodes.stitch_from_copy, settings=settings, model_f=name, names=names),
-                [pairs, "tokenizer", *weights, *configs, *predictions],
-                ["identity_stitch_table"],
-                name="stitch_from_copy",
-                namespace=f"{STITCH}.{name}",
-                gpu=True,
-            )
+
+
+def _stitching_nodes(settings: NLIParameters, names: list[str]) -> list[Node]:
+    """One ``stitch_from_copy`` per copy: its identity stitching into every other copy, in its own namespace."""
+    weights = [copy_dataset(name, "classifier_weights") for name in names]
+    configs = [copy_dataset(name, "classifier_config") for name in names]
+    predictions = [copy_dataset(name, "predictions") for name in names]
+    return [
+        _node(
+            with_fixed_arguments(nodes.stitch_from_copy, settings=settings, model_f=name, names=names),
+            [PAIRS, "tokenizer", *weights, *configs, *predictions],
+            ["identity_stitch_table"],
+            name="stitch_from_copy",
+            namespace=f"{STITCH}.{name}",
+            gpu=True,
         )
-    built += [
+        for name in names
+    ]
+
+
+def _closing_nodes(settings: NLIParameters, cka: CKASettings, names: list[str]) -> list[Node]:
+    """The stitching summary (``summarise_stitching``), the copies' CKA (``compare_copies_cka``) and the report
+    (``write_report``); ``cka`` (``nli.cka`` with token rows) bound into the last two."""
+    weights = [copy_dataset(name, "classifier_weights") for name in names]
+    configs = [copy_dataset(name, "classifier_config") for name in names]
+    return [
         _node(
             with_fixed_arguments(nodes.summarise_stitching, settings=settings),
             [f"{NLI}.groups", *[f"{STITCH}.{n}.identity_stitch_table" for n in names]],
@@ -122,7 +157,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         ),
         _node(
             with_fixed_arguments(nodes.compare_copies_cka, settings=settings, cka=cka, names=names),
-            [pairs, "tokenizer", f"{NLI}.groups", *weights, *configs],
+            [PAIRS, "tokenizer", f"{NLI}.groups", *weights, *configs],
             [
                 "cka_tables",
                 "cka_distances",
@@ -145,4 +180,3 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
             namespace=NLI,
         ),
     ]
-    return Pipeline(built)
