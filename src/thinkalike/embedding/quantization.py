@@ -159,13 +159,14 @@ def reading_overlap(
     ``group, condition, sign, k, vectors, mean_jaccard, min_jaccard, identical_share`` for the conditions
     ``E`` (float vectors through quantised E) and ``E and vectors`` (quantised vectors through quantised E)."""
     records = []
+    widest = max(ks)
     for group, (plain, rounded) in vectors.items():
         for sign, largest in (("+", True), ("-", False)):
-            for k in ks:
-                _, base = top_tokens(plain, reference, k, largest=largest)
-                for condition, (x, e) in {"E": (plain, quantised), "E and vectors": (rounded, quantised)}.items():
-                    _, other = top_tokens(x, e, k, largest=largest)
-                    scores = jaccard(base.numpy(), other.numpy())
+            base = top_tokens(plain, reference, widest, largest=largest)[1].numpy()
+            for condition, x in (("E", plain), ("E and vectors", rounded)):
+                other = top_tokens(x, quantised, widest, largest=largest)[1].numpy()
+                for k in ks:  # top_tokens is sorted best first: the top k is the first k of the top max(ks)
+                    scores = jaccard(base[:, :k], other[:, :k])
                     records.append(
                         {
                             "group": group,
