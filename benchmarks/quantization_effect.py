@@ -22,7 +22,7 @@ SmolLM2 itself: the GGUF's tensor formats, and how close to idempotent a second 
 grid, so a second Q4_1 pass should return it (up to float32 rounding) if the file's grid is GGML's Q4_1. Also keep-k
 with its stored E against that E given one more Q4_1 pass (Q4_1-sized noise at SmolLM2's V and d).
 
-    python benchmarks/quantization_effect.py                                     # ~3 minutes on 2 busy cores
+    python benchmarks/quantization_effect.py                                     # about 6 minutes on 2 busy cores
     python benchmarks/quantization_effect.py --layers 0 --n 100 --no-smollm2      # smoke run
     python benchmarks/quantization_effect.py --json docs/benchmarks/results/quantization_effect-DATE.json
 """
