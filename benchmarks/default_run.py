@@ -23,6 +23,8 @@ Run (from the project root, in its virtual environment):
     python benchmarks/default_run.py                                  # default sizes: about 2 × 10 min
     python benchmarks/default_run.py --env test                       # smoke run: about 2 × 2-3 min
     python benchmarks/default_run.py --env test --pipelines corpus    # seconds
+    python benchmarks/default_run.py --env real --pipelines corpus,activations,cka,mlem,embedding,report \
+        --conditions idle                                             # the real checkpoints (docs/real-models.md)
 
 The machine should be otherwise idle: the 1-minute load average is printed before each run and
 a warning is printed when it is above 0.5 before the idle one.
@@ -63,6 +65,11 @@ def fresh_copy(destination: Path) -> Path:
     shutil.copytree(PROJECT / "conf", destination / "conf", ignore=shutil.ignore_patterns("local"))
     (destination / "conf" / "local").mkdir()
     (destination / "src").mkdir()  # the package is installed (pip install -e .)
+    from thinkalike.replicates import SHIPPED_INPUTS
+
+    for shipped in SHIPPED_INPUTS:  # the inputs the repository ships (conf/real's natural text)
+        (destination / shipped).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(PROJECT / shipped, destination / shipped)
     return destination
 
 
@@ -282,7 +289,8 @@ def comparison(tables: dict[str, pd.DataFrame], runs: dict[str, dict]) -> str:
     from thinkalike.run_clock import RUN_PIPELINE, TOTAL, format_seconds
 
     totals = {condition: ordered_totals(table) for condition, table in tables.items()}
-    idle, busy = totals["idle"], totals["busy"]
+    idle = totals["idle"]
+    busy = totals.get("busy", idle.iloc[0:0])  # --conditions idle: no busy run
     names = list(idle.index) + [name for name in busy.index if name not in idle.index]
     lines = [
         "| pipeline | nodes | idle | busy | busy / idle | CPU s idle | CPU s busy | peak RSS idle (MiB) |",
@@ -305,7 +313,8 @@ def comparison(tables: dict[str, pd.DataFrame], runs: dict[str, dict]) -> str:
             f"{row_busy['cpu_seconds'] if row_busy is not None else float('nan'):.1f} | "
             f"{'–' if pd.isna(peak) else f'{peak:.0f}'} |"
         )
-    process_idle, process_busy = runs["idle"]["process_seconds"], runs["busy"]["process_seconds"]
+    process_idle = runs["idle"]["process_seconds"]
+    process_busy = runs["busy"]["process_seconds"] if "busy" in runs else float("nan")
     lines.append(
         f"| `kedro run` process (measured here) | | {format_seconds(process_idle)} | "
         f"{format_seconds(process_busy)} | {ratio(process_busy, process_idle)} | | | |"
@@ -329,10 +338,18 @@ def main() -> int:
         help=f"passed to kedro run --runner (default {DEFAULT_RUNNER}, the README's command; "
         "SequentialRunner for one process)",
     )
+    parser.add_argument(
+        "--conditions",
+        default=",".join(CONDITIONS),
+        help="which runs, in order (default idle,busy; idle alone for a long environment such as --env real)",
+    )
     parser.add_argument("--workdir", type=Path, help="where the two project copies go (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the project copies (data, mlflow.db, run.log)")
     parser.add_argument("--json", type=Path, help="also write the results (runs and per-pipeline totals) here")
     args = parser.parse_args()
+    conditions = [c for c in args.conditions.split(",") if c]
+    if "idle" not in conditions or not set(conditions) <= set(CONDITIONS):
+        parser.error(f"--conditions: a comma-separated list of {', '.join(CONDITIONS)}, idle included")
 
     from thinkalike.provenance import git_state
 
@@ -344,7 +361,7 @@ def main() -> int:
     runs: dict[str, dict] = {}
     tables: dict[str, pd.DataFrame] = {}
     try:
-        for condition in CONDITIONS:
+        for condition in conditions:
             project = fresh_copy(workdir / condition)
             load = os.getloadavg()[0]
             if condition == "idle" and load > 0.5:

@@ -19,7 +19,7 @@ FINDINGS_REGION = re.compile(r"<!-- findings:start -->.*?<!-- findings:end -->",
 #: A dated lab-notebook page's results, below its current summary.
 HISTORY = re.compile(r"^## History$", re.MULTILINE)
 #: Pages whose times other work is sourcing now (issue 48's real checkpoints): left out, by name, until it has.
-NOT_YET = {"docs/real-models.md"}
+NOT_YET: set[str] = set()
 #: Lab-notebook pages whose current summary is done: everything above their History is checked.
 WITH_HISTORY = {"docs/benchmarks/default-run.md", "docs/benchmarks/runners.md"}
 

@@ -59,6 +59,21 @@ def latest_default_run(root: Path) -> Path:
     return found[-1][2]
 
 
+#: A saved run of the real checkpoints' environment (``python benchmarks/default_run.py --env real … --json``).
+REAL_RUN_NAME = re.compile(r"real_run-(\d{4}-\d{2}-\d{2})(-[\w-]+)?\.json")
+REAL_MODELS_PAGE = Path("docs/real-models.md")
+
+
+def latest_real_run(root: Path) -> Path | None:
+    """The newest saved result of the real checkpoints' run (by the date in its name), or None."""
+    found = sorted(
+        (match.group(1), path.name, path)
+        for path in (root / RESULTS).glob("real_run-*.json")
+        if (match := REAL_RUN_NAME.fullmatch(path.name))
+    )
+    return found[-1][2] if found else None
+
+
 def _read(path: Path) -> Any:
     # default_run.py writes NaN for a missing peak RSS (json.dumps' default), which json.loads reads back
     return json.loads(path.read_text(encoding="utf-8"))
@@ -105,6 +120,24 @@ def collect(root: Path) -> dict[str, Any]:
     )
     outside_path = root / OUTSIDE_JSON
     numbers["outside"] = _read(outside_path)["observations"] if outside_path.exists() else []
+    real_path = latest_real_run(root)
+    real = _read(real_path) if real_path is not None else None
+    real_replicates = _read(findings_path).get("real_replicates", []) if findings_path.exists() else []
+    numbers["real"] = (
+        None
+        if real is None
+        else {
+            "file": real_path.relative_to(root).as_posix(),  # type: ignore[union-attr]
+            "date": REAL_RUN_NAME.fullmatch(real_path.name).group(1),  # type: ignore[union-attr]
+            "commit": ((real.get("provenance") or {}).get("git_commit") or "")[:7] or None,
+            "machine": _machine_text((real.get("provenance") or {}).get("machine") or "a machine"),
+            "cpu_count": real["cpu_count"],
+            "command": "kedro " + " ".join(real["command"][real["command"].index("run") :]),
+            "seconds": real["runs"]["idle"]["process_seconds"],
+            "totals": real["totals"]["idle"],
+            "replicate_seconds": [r["run"]["seconds"] for r in real_replicates if (r.get("run") or {}).get("seconds")],
+        }
+    )
     return numbers
 
 
@@ -175,10 +208,42 @@ def render_default_run_current(numbers: Mapping[str, Any], page: Path) -> str:
     )
 
 
+def render_real_run(numbers: Mapping[str, Any], page: Path) -> str:
+    """The real checkpoints' run (``conf/real``): its time and peak memory idle, per pipeline, on which machine, at
+    which commit, by which command; the range of the real replicates' runs."""
+    real = numbers.get("real")
+    if real is None:
+        return "Not measured yet: no `docs/benchmarks/results/real_run-<date>.json`.\n"
+    peaks = [float(row["peak_rss_mb"]) for row in real["totals"] if not math.isnan(float(row["peak_rss_mb"]))]
+    commit = f" at commit {real['commit']}" if real["commit"] else ""
+    text = (
+        f"`{real['command']}` took **{format_seconds(real['seconds'])}** on {real['cpu_count']} idle CPU cores, "
+        f"peak memory {max(peaks) / 1024:.1f} GB (the largest peak RSS of a pipeline's nodes): measured by "
+        f"`python benchmarks/default_run.py --env real --pipelines … --conditions idle` on {real['date']}{commit}, "
+        f"on {real['machine']} (`{real['file']}`)."
+    )
+    if real["replicate_seconds"]:
+        seconds = real["replicate_seconds"]
+        text += (
+            f" The {len(seconds)} replicates behind the scorecard's real-model column took {format_seconds(min(seconds))}"
+            f" to {format_seconds(max(seconds))} each, beside other work on the same {real['cpu_count']} cores."
+        )
+    labels = {"(run)": "(start: validation, MLflow run, catalog)", "total": "**run** (run_seconds)"}
+    lines = ["| pipeline | nodes | time | CPU s | peak RSS (GB) |", "|---|---:|---:|---:|---:|"]
+    for row in real["totals"]:
+        peak = float(row["peak_rss_mb"])
+        lines.append(
+            f"| {labels.get(row['pipeline'], row['pipeline'])} | {row['nodes']} | {format_seconds(row['seconds'])} | "
+            f"{row['cpu_seconds']:.1f} | {'–' if math.isnan(peak) else f'{peak / 1024:.1f}'} |"
+        )
+    return _wrap(text) + "\n\n" + "\n".join(lines) + "\n"
+
+
 #: What each region holds: its name → the function that renders it for a page.
 REGIONS: dict[str, Callable[[Mapping[str, Any], Path], str]] = {
     "run-time": render_run_time,
     "default-run-current": render_default_run_current,
+    "real-run": render_real_run,
 }
 
 
