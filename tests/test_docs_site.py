@@ -78,7 +78,7 @@ def test_the_own_models_page_gives_the_readmes_recipe():
 
 def test_the_citation_file_is_cff_1_2_0_with_pyprojects_title_and_version():
     """CITATION.cff: valid YAML with the Citation File Format 1.2.0's required keys, the project's name and the
-    version pyproject.toml declares (no licence key: pyproject declares none)."""
+    version and licence pyproject.toml declares, the licence an SPDX id whose text is LICENSE's."""
     import tomllib
 
     import yaml
@@ -89,7 +89,9 @@ def test_the_citation_file_is_cff_1_2_0_with_pyprojects_title_and_version():
     assert {"message", "title", "authors"} <= set(citation) and citation["authors"]
     assert citation["title"] == project["tool"]["kedro"]["project_name"] == "ThinkAlike"
     assert str(citation["version"]) == project["project"]["version"]
-    assert ("license" in citation) == ("license" in project["project"])
+    assert citation["license"] == project["project"]["license"] == "MIT"
+    assert project["project"]["license-files"] == ["LICENSE"]
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License\n")
 
 
 def test_the_site_builds_strictly(tmp_path):
