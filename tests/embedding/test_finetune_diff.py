@@ -19,7 +19,7 @@ from thinkalike.embedding.finetune_diff import (
     task_labels,
     zero_shot_accuracy,
 )
-from thinkalike.embedding.parameters import ModelParameters
+from thinkalike.embedding.weights import ModelParameters
 from thinkalike.models.finetune import FinetuneConfig, predict_labels
 from thinkalike.models.sources import load_classifier
 from thinkalike.threads import torch_threads

@@ -22,7 +22,7 @@ from thinkalike.embedding.overlap import (
     random_derangement,
     summarise_overlap,
 )
-from thinkalike.embedding.parameters import ModelParameters
+from thinkalike.embedding.weights import ModelParameters
 
 D, HEADS, D_HEAD, D_MLP = 16, 2, 4, 12
 

@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from thinkalike.embedding import extract_parameters, vocabulary_embedding
-from thinkalike.embedding.parameters import ModelParameters
 from thinkalike.embedding.token_structure import (
     DEFAULT_GROUPS,
     POS_CLASSES,
@@ -24,6 +23,7 @@ from thinkalike.embedding.token_structure import (
     token_classes,
     token_structure,
 )
+from thinkalike.embedding.weights import ModelParameters
 
 D, HEADS, D_HEAD, D_MLP, V = 16, 2, 4, 12, 40
 

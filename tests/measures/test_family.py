@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from thinkalike.measures.family import mean_off_diagonal, outliers, relative_depth_layers, robust_z
+from thinkalike.measures.scaling_summaries import mean_off_diagonal, outliers, relative_depth_layers, robust_z
 
 
 def test_mean_off_diagonal_leaves_out_the_diagonal():
@@ -41,7 +41,7 @@ def test_a_family_without_spread_flags_any_different_member():
 
 
 def test_the_depth_band_mean_takes_the_cells_of_both_models_in_the_band():
-    from thinkalike.measures.family import depth_band_mean
+    from thinkalike.measures.scaling_summaries import depth_band_mean
 
     # 3 blocks (depths 0, 1/3, 2/3, 1) against 2 blocks (0, 1/2, 1): band [0.25, 0.75] holds rows 1, 2 and column 1
     matrix = np.arange(12, dtype=float).reshape(4, 3)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from thinkalike.models.activation_store import ActivationBatch, write_activation_store
-from thinkalike.models.alignment import AlignmentError, aligned_minibatches, pooled_rows
+from thinkalike.models.aligned_batches import AlignmentError, aligned_minibatches, pooled_rows
 
 
 def make_corpus(lengths, seed=0):
@@ -118,7 +118,7 @@ def test_word_one_tokenizer_drops_is_left_out_of_both_sides_with_a_count(tmp_pat
     dropped = (index_b["sentence_id"] == 0) & (index_b["word_index"] == 1)
     index_b.loc[dropped, "word_index"] = -1
     store_b, res_b, _ = make_store(tmp_path / "b", LENGTHS, batch_size=3, width=5, seed=4, model="b")
-    with caplog.at_level(logging.WARNING, logger="thinkalike.models.alignment"):
+    with caplog.at_level(logging.WARNING, logger="thinkalike.models.aligned_batches"):
         batches = list(aligned_minibatches(store_a, index_a, store_b, index_b, pooling="word", batch_tokens=4))
     assert "left out of both sides 1 word(s) that only 'a' has and 0 that only 'b' has" in caplog.text
     n_words = len(index_a[index_a.word_index >= 0].groupby(["sentence_id", "word_index"]))

@@ -10,7 +10,7 @@ from tests.reference_cka import ref_grid
 from thinkalike.cka.compute import cka_long_table, compute_cka
 from thinkalike.cka.settings import CKASettings
 from thinkalike.models.activation_store import ActivationBatch, write_activation_store
-from thinkalike.models.alignment import AlignmentError, aligned_minibatches, pooled_rows
+from thinkalike.models.aligned_batches import AlignmentError, aligned_minibatches, pooled_rows
 
 N_SEQUENCES, N_REAL, N_CTX, N_LAYERS = 12, 6, 8, 2  # each row: <bos>, 6 real tokens, <eos>
 

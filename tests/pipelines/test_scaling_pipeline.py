@@ -74,7 +74,7 @@ def test_the_family_is_resolved_and_its_pairs_are_computed(tmp_path):
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_the_scaling_node_answers_from_the_saved_cka_tables(tmp_path):
-    from thinkalike.pipelines.scaling.family import scaling_plan
+    from thinkalike.pipelines.scaling.plan import scaling_plan
     from thinkalike.scaling.analysis import ScalingSettings, analyse_family
 
     project = _family_project(tmp_path)

@@ -293,7 +293,7 @@ def test_penalty_figures_show_the_seed_spread_beside_the_interval():
 
 
 def test_curves_and_mlflow_histories_are_the_first_seeds():
-    from thinkalike.pipelines.stitching.metrics import curve_histories
+    from thinkalike.pipelines.stitching.mlflow_rules import curve_histories
 
     first = _curves().assign(phi_seed=0)
     second = first.assign(phi_seed=1, train_loss=first["train_loss"] + 1.0)
@@ -323,7 +323,7 @@ def test_learning_curves_are_a_table_and_curve_histories_names_their_values():
     """Every stitch's learning curve is a row of the run's ``stitching_curves`` table, no metric history;
     :func:`curve_histories` names the values as the histories of older runs did."""
     from thinkalike.hooks import record_saved_output
-    from thinkalike.pipelines.stitching.metrics import curve_histories
+    from thinkalike.pipelines.stitching.mlflow_rules import curve_histories
 
     recorder = _Recorder()
     record_saved_output(recorder, "stitching_curves", _curves())

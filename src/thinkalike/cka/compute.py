@@ -28,7 +28,7 @@ from thinkalike.measures.blocks import best_contrast, segment_blocks
 from thinkalike.measures.cka import CKAAccumulator, CKAResult
 from thinkalike.measures.distances import matched_summary
 from thinkalike.models.activation_store import ActivationStore
-from thinkalike.models.alignment import aligned_minibatches
+from thinkalike.models.aligned_batches import aligned_minibatches
 
 TABLE_COLUMNS = [
     "model_a",

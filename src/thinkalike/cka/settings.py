@@ -12,7 +12,7 @@ import pandas as pd
 
 from thinkalike.measures.cka import ESTIMATORS, Estimator
 from thinkalike.measures.significance import AGGREGATIONS, Aggregation
-from thinkalike.models.alignment import check_pooling
+from thinkalike.models.aligned_batches import check_pooling
 
 CKA_RANGES = {"unbiased": (-1.0, 1.0), "biased": (0.0, 1.0)}
 
@@ -39,7 +39,7 @@ class CKASettings:
     confidence: float = 0.95
     seed: int = 0
     skip_constant_layers: bool = False
-    # rows leave out special tokens (bos, eos, pad, cls, sep, mask; thinkalike.models.alignment)
+    # rows leave out special tokens (bos, eos, pad, cls, sep, mask; thinkalike.models.aligned_batches)
     exclude_special_tokens: bool = True
 
     def __post_init__(self) -> None:

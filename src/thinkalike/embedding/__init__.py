@@ -45,12 +45,6 @@ from thinkalike.embedding.invertibility import (
     residual_pool,
 )
 from thinkalike.embedding.overlap import pair_overlap, summarise_overlap
-from thinkalike.embedding.parameters import (
-    INTERACTION_GROUPS,
-    VECTOR_GROUPS,
-    ModelParameters,
-    extract_parameters,
-)
 from thinkalike.embedding.reading import (
     knowledge_lookup,
     read_head_interactions,
@@ -69,6 +63,12 @@ from thinkalike.embedding.space import (
     vocabulary_embedding,
 )
 from thinkalike.embedding.topk import TopEntries, top_k_of_product
+from thinkalike.embedding.weights import (
+    INTERACTION_GROUPS,
+    VECTOR_GROUPS,
+    ModelParameters,
+    extract_parameters,
+)
 from thinkalike.embedding.zero_shot import zero_shot_map, zero_shot_stitch
 
 __all__ = [

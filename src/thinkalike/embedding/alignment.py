@@ -1,6 +1,6 @@
 """Aligning the layers of two models through the vocabulary space (Dar et al. §5.1).
 
-For a parameter group (:data:`~thinkalike.embedding.parameters.VECTOR_GROUPS`), layer i of model A holds
+For a parameter group (:data:`~thinkalike.embedding.weights.VECTOR_GROUPS`), layer i of model A holds
 vectors ``x`` (rows, d_A) and layer j of B vectors ``y`` (d_B). Their projections ``x·E_A`` and ``y·E_B`` are
 V-vectors over one vocabulary; the similarity of the layers is
 
@@ -31,15 +31,15 @@ import pandas as pd
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from thinkalike.embedding.parameters import (
-    VECTOR_GROUPS,
-    ModelParameters,
-    extract_parameters,
-)
 from thinkalike.embedding.space import (
     EmbeddingSpaceError,
     check_same_vocabulary,
     vocabulary_embedding,
+)
+from thinkalike.embedding.weights import (
+    VECTOR_GROUPS,
+    ModelParameters,
+    extract_parameters,
 )
 from thinkalike.models.handle import ModelHandle
 

@@ -36,9 +36,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from thinkalike.embedding.parameters import VECTOR_GROUPS, ModelParameters
 from thinkalike.embedding.reading import top_tokens
 from thinkalike.embedding.space import check_k, token_labels
+from thinkalike.embedding.weights import VECTOR_GROUPS, ModelParameters
 from thinkalike.embedding.zero_shot import zero_shot_map
 from thinkalike.language import grammar
 from thinkalike.models.finetune import (

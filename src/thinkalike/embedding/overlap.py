@@ -6,7 +6,7 @@ vectors ``x`` and ``y``::
     sim_k(x, y) = |top-k(x·E) ∩ top-k(y·E)| / |top-k(x·E) ∪ top-k(y·E)|
 
 the Jaccard index of their k tokens of largest logit (the paper's "top activated indices": sign ``+``). It is
-taken over the corresponding vectors of one layer (:mod:`~thinkalike.embedding.parameters` for the rows):
+taken over the corresponding vectors of one layer (:mod:`~thinkalike.embedding.weights` for the rows):
 
 * ``FF_key-FF_value``: column i of ``FF_in`` with row i of ``FF_out`` (FF neuron i);
 * ``W_V-W_O``: column j of head h's ``W_V`` with row j of its ``W_O`` (row ``h·d_head + j`` of both groups);
@@ -38,10 +38,10 @@ from collections.abc import Sequence
 import pandas as pd
 import torch
 
-from thinkalike.embedding.parameters import ModelParameters
 from thinkalike.embedding.reading import top_tokens
 from thinkalike.embedding.space import check_k
 from thinkalike.embedding.topk import DEFAULT_BLOCK_BYTES, rows_per_block
+from thinkalike.embedding.weights import ModelParameters
 
 logger = logging.getLogger(__name__)
 

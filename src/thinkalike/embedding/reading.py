@@ -31,11 +31,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from thinkalike.embedding.parameters import (
-    INTERACTION_GROUPS,
-    VECTOR_GROUPS,
-    ModelParameters,
-)
 from thinkalike.embedding.space import (
     check_e_prime_kind,
     check_k,
@@ -47,6 +42,11 @@ from thinkalike.embedding.topk import (
     DEFAULT_BLOCK_BYTES,
     rows_per_block,
     top_k_of_product,
+)
+from thinkalike.embedding.weights import (
+    INTERACTION_GROUPS,
+    VECTOR_GROUPS,
+    ModelParameters,
 )
 from thinkalike.models.training import progress_bar
 

@@ -11,7 +11,7 @@ class ``c``::
     coherence(v) = Σ_c m_c (m_c − 1) / (m (m − 1))        (the fraction of pairs of labelled tokens that share a class)
 
 defined for ``m ≥ 2`` (vectors with fewer labelled top tokens are skipped and counted in ``n_skipped``).
-``coherence_mean`` is its mean over the vectors of one group and layer (:mod:`~thinkalike.embedding.parameters`:
+``coherence_mean`` is its mean over the vectors of one group and layer (:mod:`~thinkalike.embedding.weights`:
 ``FF_key``, ``FF_value``, ``W_V``, ``W_O`` by default; ``W_Q``, ``W_K`` on request).
 
 Chance level — exact, not sampled. For k tokens drawn uniformly without replacement from the V ids, given that
@@ -46,10 +46,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from thinkalike.embedding.parameters import VECTOR_GROUPS, ModelParameters
 from thinkalike.embedding.reading import available_groups, top_tokens
 from thinkalike.embedding.space import check_k
 from thinkalike.embedding.topk import DEFAULT_BLOCK_BYTES
+from thinkalike.embedding.weights import VECTOR_GROUPS, ModelParameters
 from thinkalike.language import grammar
 
 logger = logging.getLogger(__name__)

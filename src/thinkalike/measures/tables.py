@@ -2,7 +2,7 @@
 :mod:`thinkalike.measures.figures`).
 
 The rows compared are exactly the CKA pipeline's: the same pooling and special-token rule
-(:func:`thinkalike.models.alignment.aligned_minibatches`), all of the pair's aligned rows, of which
+(:func:`thinkalike.models.aligned_batches.aligned_minibatches`), all of the pair's aligned rows, of which
 ``max_tokens`` are drawn once per pair (:func:`thinkalike.measures.registry.subsample_tokens`, seeded;
 the same rows for both models, for every measure and layer pair). Every measure of
 :mod:`thinkalike.measures.registry` is then computed for every layer pair
@@ -98,7 +98,7 @@ from thinkalike.measures.layerwise import check_measures, fit_to_rows, measure_t
 from thinkalike.measures.registry import MEASURES, subsample_tokens
 from thinkalike.measures.rogue import ROGUE_SHARE, remove_top_dimensions, standardise_dimensions, top_share
 from thinkalike.models.activation_store import ActivationStore
-from thinkalike.models.alignment import aligned_minibatches
+from thinkalike.models.aligned_batches import aligned_minibatches
 from thinkalike.models.handle import ModelSourceError
 from thinkalike.models.sources import is_initialisation
 

@@ -2,7 +2,7 @@
 
 **Levels.** ``word``: every word of the grammar's evaluation sentences, keyed by
 ``(sentence_id, word_index)``; its vector is the mean of its tokens' residual vectors (any
-tokenizer: :func:`thinkalike.models.alignment.pooled_rows` pools by the index table's
+tokenizer: :func:`thinkalike.models.aligned_batches.pooled_rows` pools by the index table's
 ``word_index``). ``sentence``: every sentence, keyed by ``(sentence_id, 0)``; its vector is the
 mean of its tokens (``mean``) or its last token (``last``), special tokens left out.
 
@@ -43,7 +43,7 @@ import pandas as pd
 from thinkalike.language.grammar import NONE, PRESENT
 from thinkalike.mlem.features import CATEGORICAL, NUMERIC, FeatureError
 from thinkalike.models.activation_store import ActivationStore
-from thinkalike.models.alignment import pooled_rows, special_rows
+from thinkalike.models.aligned_batches import pooled_rows, special_rows
 
 LEVELS = ("word", "sentence")
 #: ``mlem.stimuli`` → the evaluation texts' ``source`` it selects.

@@ -29,12 +29,6 @@ import pandas as pd
 import plotly.graph_objects as go
 from markdown_it import MarkdownIt
 
-from thinkalike.reports.blocks import (
-    markdown_html,
-    plotly_figure,
-    plotly_script,
-    png_figure,
-)
 from thinkalike.reports.experiments import (
     CKA_HEATMAPS,
     EXPERIMENTS,
@@ -47,6 +41,12 @@ from thinkalike.reports.experiments import (
 from thinkalike.reports.findings import findings_document, provenance
 from thinkalike.reports.findings.claims import section_of
 from thinkalike.reports.findings.scorecard import render_scorecard
+from thinkalike.reports.html_blocks import (
+    markdown_html,
+    plotly_figure,
+    plotly_script,
+    png_figure,
+)
 from thinkalike.reports.interactive import (
     cka_distance_plotly,
     cka_heatmaps_plotly,

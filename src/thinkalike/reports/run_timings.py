@@ -18,7 +18,6 @@ from typing import Any
 
 import pandas as pd
 
-from thinkalike.reports.blocks import frame_table, markdown_html, plotly_figure
 from thinkalike.reports.experiments import EXPERIMENTS, TIMING
 from thinkalike.reports.findings.text import guarded, seconds_text
 from thinkalike.reports.findings.timing import (
@@ -26,6 +25,7 @@ from thinkalike.reports.findings.timing import (
     collect_timing,
     render_timing,
 )
+from thinkalike.reports.html_blocks import frame_table, markdown_html, plotly_figure
 from thinkalike.reports.interactive import timeline_plotly
 from thinkalike.reports.sections import held_claims, section_html
 from thinkalike.run_clock import TOTAL, pipeline_totals

@@ -10,12 +10,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from thinkalike.reports.blocks import (
-    markdown_html,
-    numbers_table,
-    reading,
-    sentences_html,
-)
 from thinkalike.reports.experiments import Experiment, claims_by_figure, key_numbers
 from thinkalike.reports.findings.claims import (
     Claim,
@@ -24,6 +18,12 @@ from thinkalike.reports.findings.claims import (
     single_run,
 )
 from thinkalike.reports.findings.text import not_run_sentence
+from thinkalike.reports.html_blocks import (
+    markdown_html,
+    numbers_table,
+    reading,
+    sentences_html,
+)
 
 #: A per-pair dataset of a method (``models.cka.<a>__<b>.cka_table``): listed once for all its pairs when missing.
 _PAIR_DATASET = re.compile(r"^(models\.[a-z_]+)\.[^.]+__[^.]+\.([a-z_]+)$")

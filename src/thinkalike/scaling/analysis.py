@@ -1,6 +1,6 @@
 """CKA across a width/depth family of models (Brown et al. 2023 §5, figs. 3, 9, 10, table 1), from the ``cka``
 pipeline's tables; no Kedro (the figure: :mod:`thinkalike.scaling.figures`; which models form the family:
-:mod:`thinkalike.scaling.family`).
+:mod:`thinkalike.scaling.membership`).
 
 What is measured, for a family ``F`` (sizes, smallest first) and optional twins (an off-trend member ``o`` and a
 model equal to it in all but its head dimension, on the family's trend):
@@ -18,7 +18,7 @@ model equal to it in all but its head dimension, on the family's trend):
   member's);
 * **intra-model similarity vs scale** (fig. 10): each member's mean off-diagonal intra-model CKA, and its
   Spearman correlation with the parameter count;
-* **the outlier** (fig. 9): each member's mean intermediate-band CKA (:func:`~thinkalike.measures.family.
+* **the outlier** (fig. 9): each member's mean intermediate-band CKA (:func:`~thinkalike.measures.scaling_summaries.
   depth_band_mean`) against every other member, its robust z-score across the family, the members flagged;
 * **the cause**: the off-trend member against its twin — the same statistic for both, against the same other
   members, each one's z-score in the family (the twin in its sibling's place), and the CKA between the two.
@@ -40,7 +40,7 @@ from scipy.stats import spearmanr
 
 from thinkalike.cka.compute import cka_matrix_from_table
 from thinkalike.measures.blocks import CoSegmentation, Segmentation, best_contrast, block_stability
-from thinkalike.measures.family import (
+from thinkalike.measures.scaling_summaries import (
     OUTLIER_Z,
     depth_band_mean,
     mean_off_diagonal,

@@ -21,7 +21,7 @@ from itertools import combinations
 from typing import Any
 
 from thinkalike.pipelines import namespaces
-from thinkalike.scaling.family import family_plan
+from thinkalike.scaling.membership import family_plan
 
 logger = logging.getLogger(__name__)
 

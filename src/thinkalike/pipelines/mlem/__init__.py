@@ -2,7 +2,7 @@
 
 from thinkalike.pipelines.specs import PipelineSpec
 
-from .metrics import RULES
+from .mlflow_rules import RULES
 from .pipeline import create_pipeline
 from .schema import check_mlem
 

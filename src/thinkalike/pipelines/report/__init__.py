@@ -3,7 +3,7 @@ that lets it run when some experiments never ran (:mod:`.hooks`)."""
 
 from thinkalike.pipelines.specs import PipelineSpec
 
-from .metrics import RULES
+from .mlflow_rules import RULES
 from .pipeline import create_pipeline
 
 SPEC = PipelineSpec(

@@ -22,7 +22,7 @@ from thinkalike.pipelines.cka.schema import CKAParameters, parse_cka, validate_c
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import group_namespace, model_dataset
 from thinkalike.pipelines.report import nodes
-from thinkalike.pipelines.scaling.family import scaling_plan
+from thinkalike.pipelines.scaling.plan import scaling_plan
 from thinkalike.reports.experiments import CKA_HEATMAPS
 from thinkalike.reports.findings import TABLES
 from thinkalike.reports.report import FIGURES
@@ -75,7 +75,7 @@ def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
     """The catalog datasets the report reads (besides ``parameters``), in the node's order: the findings' tables, the
     zoo's configs, the CKA pairs' measures tables (:func:`measures_tables`) and the figures (the saved PNGs and the
     ``cka`` pipeline's interactive heatmaps, :data:`~thinkalike.reports.experiments.CKA_HEATMAPS`). Without a scaling
-    family (:func:`~thinkalike.pipelines.scaling.family.scaling_plan`) the scaling outputs are left out: nothing makes
+    family (:func:`~thinkalike.pipelines.scaling.plan.scaling_plan`) the scaling outputs are left out: nothing makes
     them, and the report says there is no family; likewise the measures' summaries without ``cka.measures``."""
     zoo = zoo_model_names(parameters)
     try:

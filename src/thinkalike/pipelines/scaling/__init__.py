@@ -3,7 +3,7 @@ form the family (:mod:`.family`)."""
 
 from thinkalike.pipelines.specs import PipelineSpec
 
-from .metrics import RULES
+from .mlflow_rules import RULES
 from .pipeline import create_pipeline
 from .schema import check_scaling
 

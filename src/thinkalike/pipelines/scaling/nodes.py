@@ -9,8 +9,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from thinkalike.scaling.analysis import ScalingSettings, analyse_family
-from thinkalike.scaling.family import ScalingPlan
 from thinkalike.scaling.figures import scaling_figure
+from thinkalike.scaling.membership import ScalingPlan
 
 logger = logging.getLogger(__name__)
 

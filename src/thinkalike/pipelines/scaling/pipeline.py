@@ -1,5 +1,5 @@
 """``scaling``: one node (``summarise_scaling``, namespace ``models.scaling``) over the ``cka`` pipeline's tables of
-the family's pairs (:mod:`thinkalike.pipelines.scaling.family`; the ``cka`` pipeline computes those pairs too).
+the family's pairs (:mod:`thinkalike.pipelines.scaling.plan`; the ``cka`` pipeline computes those pairs too).
 Empty when the parameters have no ``scaling`` section or (``family: auto``) fewer than 3 GPT-NeoX zoo models."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from thinkalike.pipelines.cka.schema import parse_cka
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import group_namespace
 from thinkalike.pipelines.scaling import nodes
-from thinkalike.pipelines.scaling.family import scaling_plan
+from thinkalike.pipelines.scaling.plan import scaling_plan
 from thinkalike.scaling.analysis import ScalingSettings
 
 OUTPUTS = ["scaling_members", "scaling_pairs", "scaling_summary", "scaling_figure"]
 
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
-    """The scaling node, with the family (:func:`~thinkalike.pipelines.scaling.family.scaling_plan`) and the
+    """The scaling node, with the family (:func:`~thinkalike.pipelines.scaling.plan.scaling_plan`) and the
     ``scaling`` section's analysis settings (:class:`~thinkalike.scaling.analysis.ScalingSettings`, parsed once here)
     bound; its inputs are the cka pipeline's tables of the family's pairs (each pair as the cka pipeline orders it)."""
     plan = scaling_plan(parameters)

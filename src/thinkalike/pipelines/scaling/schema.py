@@ -9,7 +9,7 @@ from typing import Any
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.scaling.analysis import ScalingSettings
 
-#: The keys of the ``scaling`` section: the family (:func:`~thinkalike.pipelines.scaling.family.scaling_plan`) and
+#: The keys of the ``scaling`` section: the family (:func:`~thinkalike.pipelines.scaling.plan.scaling_plan`) and
 #: the analysis settings (:class:`~thinkalike.scaling.analysis.ScalingSettings`).
 SCALING_KEYS = ("family", "twins", "architectures", *(f.name for f in fields(ScalingSettings)))
 
@@ -17,13 +17,13 @@ SCALING_KEYS = ("family", "twins", "architectures", *(f.name for f in fields(Sca
 def check_scaling(parameters: Mapping[str, Any]) -> None:
     """``scaling`` (nothing when the section is empty): its keys (:data:`SCALING_KEYS`; another is an unknown
     parameter, as in every other section), :class:`~thinkalike.scaling.analysis.ScalingSettings` and
-    :func:`~thinkalike.pipelines.scaling.family.scaling_plan`."""
+    :func:`~thinkalike.pipelines.scaling.plan.scaling_plan`."""
     if not parameters.get("scaling"):
         return
     unknown = sorted(set(parameters["scaling"]) - set(SCALING_KEYS))
     if unknown:
         raise ParameterError(f"scaling.{unknown[0]}: unknown parameter (the section's keys: {', '.join(SCALING_KEYS)})")
-    from thinkalike.pipelines.scaling.family import scaling_plan
+    from thinkalike.pipelines.scaling.plan import scaling_plan
     from thinkalike.scaling.analysis import ScalingSettings
 
     try:

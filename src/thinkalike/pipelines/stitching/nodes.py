@@ -22,7 +22,7 @@ variability; ``penalty_seed_std`` NaN for a trained stitch with one seed). Ident
 nothing: one seed, spread 0. ``n_targets`` is the number of
 scored evaluation targets, ``exclude_special_targets`` the rule. MLflow's
 ``<pair>.<kind>.penalty_<l>_<m>`` metric is the ``penalty`` column (the first seed's), and the
-learning-curve histories are the first seed's (:mod:`~thinkalike.pipelines.stitching.metrics`).
+learning-curve histories are the first seed's (:mod:`~thinkalike.pipelines.stitching.mlflow_rules`).
 
 ``summarise_stitching`` concatenates the pairs' tables and curves, lists the saved φ's (every seed), and draws
 the penalty figure (with the seeds' spread beside the intervals) and every pair's learning curves (and

@@ -4,7 +4,7 @@ intra-model similarity vs scale, the outlier and its cause; :mod:`thinkalike.sca
 (:mod:`thinkalike.reports.findings.claims`) whose margin decides it.
 
 The summary does not save the robust-z threshold of its outlier flags: it is read from ``outlier_z`` when a summary
-has it, else the analysis's default :data:`thinkalike.measures.family.OUTLIER_Z` (``scaling.outlier_z`` in the
+has it, else the analysis's default :data:`thinkalike.measures.scaling_summaries.OUTLIER_Z` (``scaling.outlier_z`` in the
 parameters). A robust z of ±∞ (a family whose MAD is 0) is saved as ``null``: a member the summary flags then counts
 as :data:`INFINITE_Z`.
 """
@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from thinkalike.measures.family import OUTLIER_Z
+from thinkalike.measures.scaling_summaries import OUTLIER_Z
 from thinkalike.reports.findings.claims import Claim, best_of, every
 from thinkalike.reports.findings.text import as_float, missing_section, not_run_sentence
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thinkalike.measures.blocks import DEFAULT_MIN_CONTRAST
-from thinkalike.measures.family import OUTLIER_Z
+from thinkalike.measures.scaling_summaries import OUTLIER_Z
 from thinkalike.reports.findings.claims import NOISE_FACTOR, SAME_MARGIN, noise_scale
 from thinkalike.reports.findings.stitching import cell_asymmetries
 from thinkalike.reports.findings.text import as_float, wrap

@@ -1,5 +1,5 @@
 """Which models form the ``scaling`` family, from the run's parameters (no Kedro import): the plan of
-:mod:`thinkalike.scaling.family` over the models whose activations are extracted."""
+:mod:`thinkalike.scaling.membership` over the models whose activations are extracted."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from thinkalike.pipelines.activations.schema import configured_models
-from thinkalike.scaling.family import ScalingPlan, family_plan
+from thinkalike.scaling.membership import ScalingPlan, family_plan
 
 
 def scaling_plan(parameters: Mapping[str, Any]) -> ScalingPlan | None:
-    """:func:`~thinkalike.scaling.family.family_plan` of the parameters over their configured models
+    """:func:`~thinkalike.scaling.membership.family_plan` of the parameters over their configured models
     (:func:`~thinkalike.pipelines.activations.schema.configured_models`, read only when there is a ``scaling``
     section)."""
     if not parameters.get("scaling"):
