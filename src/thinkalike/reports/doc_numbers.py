@@ -1,9 +1,11 @@
-"""The run times the documentation quotes, from one generated source: the saved results, never typed by hand.
+"""The run times, sizes and counts the documentation quotes, from one generated source: the saved results, never
+typed by hand.
 
-Every time a page quotes for the default run comes from committed, generated JSON:
+Every time, memory size and count of a run's output that a page quotes comes from committed, generated JSON:
 
 * the latest ``docs/benchmarks/results/default_run-<date>.json`` (``python benchmarks/default_run.py --json …``):
-  the default run idle and beside one busy process, with the machine probe, and the commit and machine it ran on;
+  the default run idle and beside one busy process, with the machine probe, each pipeline's peak RSS, and the commit
+  and machine it ran on;
 * ``docs/findings.json`` (``python -m thinkalike.reports.findings_cli``): each replicate's ``kedro run`` time;
 * ``docs/benchmarks/results/outside-observations.json``: times reported from other machines (an issue's words,
   with their source), kept apart from the project's own measurements.
@@ -12,7 +14,8 @@ A page puts the text between ``<!-- numbers:<name> -->`` and ``<!-- numbers:end 
 what each region holds); ``python -m thinkalike.reports.doc_numbers --write`` rewrites every region of README.md
 and docs/ from the JSON, and without ``--write`` it lists the regions that differ and exits 1.
 ``tests/docs/test_quoted_numbers.py`` checks that every region is what this renders and that no page quotes a time
-outside a region.
+(:data:`TIME`), a size (:data:`SIZE`) or a count of a run's output (:data:`COUNT`) outside a region, bar the sizes
+and counts it allows by name as settings or hardware facts.
 """
 
 from __future__ import annotations
@@ -40,6 +43,18 @@ COMMAND = "python -m thinkalike.reports.doc_numbers --write"
 #: A time as the pages write one: ``7 min 20 s``, ``16 min``, ``4.1 s``, ``3.64 ms``, ``10 minutes``, ``7½ minutes``.
 TIME = re.compile(
     r"\b\d+(?:[.,]\d+)?½? ?(?:min(?:utes?)?(?: \d+(?:\.\d+)? s)?|s|ms|seconds?|hours?|h)\b|\d+½ ?minutes?\b"
+)
+#: A memory or disk size: ``1.4 GiB``, ``290 MB``, ``512 MiB``, ``64 KB``, ``4 bytes``.
+SIZE = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)? ?(?:[KMGTP]i?B|kB|bytes?)\b")
+_COUNT_NUMBER = r"(?<![\w.,/=-])(?!(?:19|20)\d\d\b)\d[\d,]*"
+#: A count of what a run produces: ``235 claims``, ``260 of them claims``, ``67 unresolved findings``, ``3 of 4
+#: replicates``, ``57–60 of 61 model layers``, ``212 passed``, ``18 zoo models`` (a year is not a count).
+COUNT = re.compile(
+    _COUNT_NUMBER + r" (?:of (?:them|\d[\d,]*) )?(?:[a-z][\w-]* )?"
+    r"(?:claims?|metrics?|findings?|verdicts?|replicates?|rows?|artifacts?|tests?|checks?|warnings?|errors?)\b"
+    r"|" + _COUNT_NUMBER + r" (?:passed|failed|skipped|xfailed)\b"
+    r"|" + _COUNT_NUMBER + r"(?:[–-]\d+)? of \d[\d,]* [a-z][\w-]*"
+    r"|" + _COUNT_NUMBER + r" zoo models\b|\bzoo of \d+"
 )
 
 
