@@ -202,3 +202,5 @@ def test_the_outside_observations_and_replicates_widen_the_range(tmp_path):
     numbers = doc_numbers.collect(tmp_path)  # no docs/findings.json: no range
     text = " ".join(doc_numbers.render_run_time(numbers, Path("README.md")).split())
     assert "saved runs" not in text and "Outside observation (issue 50)" in text and "AVX2-only" in text
+    peak = max(row["peak_rss_mb"] for row in numbers["totals"]["idle"] if row["peak_rss_mb"] == row["peak_rss_mb"])
+    assert f"peak memory {peak / 1024:.1f} GiB" in text  # the largest peak RSS of the saved run's pipelines

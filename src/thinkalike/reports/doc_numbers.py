@@ -164,9 +164,11 @@ def render_run_time(numbers: Mapping[str, Any], page: Path) -> str:
     """The default run's time: idle and busy, on which machine, at which commit, by which command; the range of the
     saved runs on 2-core machines; the outside observations."""
     commit = f" at commit {numbers['commit']}" if numbers["commit"] else " (commit not recorded)"
+    peak = numbers["peak_rss_mb"]
+    memory = "" if peak is None else f" (peak memory {peak / 1024:.1f} GiB: the largest peak RSS of its nodes)"
     text = (
         f"The default run (`{numbers['command']}`) took **{format_seconds(numbers['idle_seconds'])}** on "
-        f"{numbers['cpu_count']} idle CPU cores and {format_seconds(numbers['busy_seconds'])} beside one other busy "
+        f"{numbers['cpu_count']} idle CPU cores{memory} and {format_seconds(numbers['busy_seconds'])} beside one other busy "
         f"process: measured by `python benchmarks/default_run.py` on {numbers['date']}{commit}, on "
         f"{numbers['machine']}, whose machine probe read {numbers['probe_ms']:.2f} ms a step "
         f"([default run]({_link(page, DEFAULT_RUN_PAGE)}), `{numbers['file']}`)."
@@ -194,23 +196,24 @@ def render_default_run_current(numbers: Mapping[str, Any], page: Path) -> str:
     busy = {row["pipeline"]: row for row in numbers["totals"]["busy"]}
     labels = {"(run)": "(start: validation, MLflow run, catalog)", "total": "**run** (run_seconds)"}
     lines = [
-        "| pipeline | nodes | idle | busy | busy / idle | CPU s idle | CPU s busy |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| pipeline | nodes | idle | busy | busy / idle | CPU s idle | CPU s busy | peak RSS idle (MiB) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, row in idle.items():
         other = busy.get(name)
         seconds_busy = other["seconds"] if other else float("nan")
         ratio = f"{seconds_busy / row['seconds']:.2f}×" if other and row["seconds"] > 0 else "–"
+        peak = float(row["peak_rss_mb"])
         lines.append(
             f"| {labels.get(name, name)} | {row['nodes']} | {format_seconds(row['seconds'])} | "
             f"{format_seconds(seconds_busy)} | {ratio} | {row['cpu_seconds']:.1f} | "
-            f"{other['cpu_seconds'] if other else float('nan'):.1f} |"
+            f"{other['cpu_seconds'] if other else float('nan'):.1f} | {'–' if math.isnan(peak) else f'{peak:.0f}'} |"
         )
     runs = numbers["runs"]
     process_idle, process_busy = runs["idle"]["process_seconds"], runs["busy"]["process_seconds"]
     lines.append(
         f"| `kedro run` process | | {format_seconds(process_idle)} | {format_seconds(process_busy)} | "
-        f"{process_busy / process_idle:.2f}× | | |"
+        f"{process_busy / process_idle:.2f}× | | | |"
     )
     probes = "; ".join(
         f"{condition} {before:.2f} → {after:.2f}" for condition, (before, after) in numbers["probes"].items()
