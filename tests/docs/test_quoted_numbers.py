@@ -1,6 +1,8 @@
-"""The documentation quotes no run time it cannot source: every time in README.md and docs/ is in a region that
-``python -m thinkalike.reports.doc_numbers --write`` renders from the saved results (and is what it renders), in
-the findings page's region rendered from docs/findings.json, or in a dated lab-notebook page's History."""
+"""The documentation quotes no run time, size or count it cannot source: every time, memory or disk size and count
+of a run's output in README.md and docs/ is in a region that ``python -m thinkalike.reports.doc_numbers --write``
+renders from the saved results (and is what it renders), in the findings page's region rendered from
+docs/findings.json, or in a dated lab-notebook page's History; a size or count that is a setting or a hardware fact
+is allowed by name (:data:`ALLOWED`), with its reason."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from thinkalike.reports import doc_numbers
-from thinkalike.reports.doc_numbers import REGION, TIME, latest_default_run, main, pages, stale_pages
+from thinkalike.reports.doc_numbers import COUNT, REGION, SIZE, TIME, latest_default_run, main, pages, stale_pages
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS_REGION = re.compile(r"<!-- findings:start -->.*?<!-- findings:end -->", re.DOTALL)
@@ -22,6 +24,12 @@ HISTORY = re.compile(r"^## History$", re.MULTILINE)
 NOT_YET: set[str] = set()
 #: Lab-notebook pages whose current summary is done: everything above their History is checked.
 WITH_HISTORY = {"docs/benchmarks/default-run.md", "docs/benchmarks/runners.md"}
+#: Sizes and counts that no run measures (settings, hardware, a model's fixed size): (page, the quoted text) → why.
+ALLOWED: dict[tuple[str, str], str] = {
+    ("docs/hub-models.md", "80 GB"): "hardware: the GPU memory the recipe is sized for",
+    ("docs/hub-models.md", "14 GB"): "pythia-6.9b's float16 weights, 6.9·10⁹ parameters × 2 bytes: the model's size",
+    ("docs/results.md", "500 metrics"): "a setting: thinkalike.output_rules.METRIC_BUDGET",
+}
 
 
 def _quoted_text(page: Path) -> str:
@@ -56,6 +64,70 @@ def test_no_page_quotes_a_time_outside_a_generated_region():
         "a time typed by hand: put it in a `<!-- numbers:<name> -->` region rendered from the saved results "
         f"({doc_numbers.COMMAND}), or remove it:\n" + "\n".join(found)
     )
+
+
+def _quoted(pattern: re.Pattern[str]) -> list[tuple[str, str, str]]:
+    """Each (page, quoted text, its context) that ``pattern`` finds outside the regions and History."""
+    return [
+        (page.relative_to(ROOT).as_posix(), match.group(0), text[max(0, match.start() - 60) : match.end() + 20])
+        for page in _checked_pages()
+        for text in [_quoted_text(page)]
+        for match in pattern.finditer(text)
+    ]
+
+
+@pytest.mark.parametrize("kind, pattern", [("size", SIZE), ("count of a run's output", COUNT)])
+def test_no_page_quotes_a_size_or_a_count_outside_a_generated_region(kind, pattern):
+    found = [
+        f"{name}: {quoted!r} in …{context}…"
+        for name, quoted, context in _quoted(pattern)
+        if (name, quoted) not in ALLOWED
+    ]
+    assert not found, (
+        f"a {kind} typed by hand: put it in a `<!-- numbers:<name> -->` region rendered from the saved results "
+        f"({doc_numbers.COMMAND}), remove it, or, for a setting or a hardware fact, allow it in ALLOWED with its "
+        "reason:\n" + "\n".join(found)
+    )
+
+
+def test_every_allowed_size_and_count_is_still_quoted():
+    quoted = {(name, text) for pattern in (SIZE, COUNT) for name, text, _ in _quoted(pattern)}
+    assert not set(ALLOWED) - quoted, f"stale entries of ALLOWED: {sorted(set(ALLOWED) - quoted)}"
+
+
+@pytest.mark.parametrize(
+    "text, pattern",
+    [
+        ("peak memory 1.2 GB", SIZE),
+        ("a 290 MB file", SIZE),
+        ("644 MiB", SIZE),
+        ("235 claims", COUNT),
+        ("260 of them claims", COUNT),
+        ("67 unresolved findings", COUNT),
+        ("3 of 4 replicates", COUNT),
+        ("57–60 of 61 model layers", COUNT),
+        ("212 passed", COUNT),
+        ("18 zoo models", COUNT),
+        ("a zoo of 18 models", COUNT),
+    ],
+)
+def test_the_patterns_find_what_a_run_measures(text, pattern):
+    assert pattern.search(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "30 blocks",
+        "d = 576",
+        "the Williams et al. 2021 shape metric",
+        "float32",
+        "`max_bytes`",
+        "layer 0 as the embeddings",
+    ],
+)
+def test_the_patterns_leave_architecture_and_years_alone(text):
+    assert not SIZE.search(text) and not COUNT.search(text)
 
 
 def test_the_pages_that_quote_the_run_time_are_checked():
@@ -130,3 +202,5 @@ def test_the_outside_observations_and_replicates_widen_the_range(tmp_path):
     numbers = doc_numbers.collect(tmp_path)  # no docs/findings.json: no range
     text = " ".join(doc_numbers.render_run_time(numbers, Path("README.md")).split())
     assert "saved runs" not in text and "Outside observation (issue 50)" in text and "AVX2-only" in text
+    peak = max(row["peak_rss_mb"] for row in numbers["totals"]["idle"] if row["peak_rss_mb"] == row["peak_rss_mb"])
+    assert f"peak memory {peak / 1024:.1f} GiB" in text  # the largest peak RSS of the saved run's pipelines

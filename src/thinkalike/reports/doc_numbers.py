@@ -1,9 +1,11 @@
-"""The run times the documentation quotes, from one generated source: the saved results, never typed by hand.
+"""The run times, sizes and counts the documentation quotes, from one generated source: the saved results, never
+typed by hand.
 
-Every time a page quotes for the default run comes from committed, generated JSON:
+Every time, memory size and count of a run's output that a page quotes comes from committed, generated JSON:
 
 * the latest ``docs/benchmarks/results/default_run-<date>.json`` (``python benchmarks/default_run.py --json …``):
-  the default run idle and beside one busy process, with the machine probe, and the commit and machine it ran on;
+  the default run idle and beside one busy process, with the machine probe, each pipeline's peak RSS, and the commit
+  and machine it ran on;
 * ``docs/findings.json`` (``python -m thinkalike.reports.findings_cli``): each replicate's ``kedro run`` time;
 * ``docs/benchmarks/results/outside-observations.json``: times reported from other machines (an issue's words,
   with their source), kept apart from the project's own measurements.
@@ -12,7 +14,8 @@ A page puts the text between ``<!-- numbers:<name> -->`` and ``<!-- numbers:end 
 what each region holds); ``python -m thinkalike.reports.doc_numbers --write`` rewrites every region of README.md
 and docs/ from the JSON, and without ``--write`` it lists the regions that differ and exits 1.
 ``tests/docs/test_quoted_numbers.py`` checks that every region is what this renders and that no page quotes a time
-outside a region.
+(:data:`TIME`), a size (:data:`SIZE`) or a count of a run's output (:data:`COUNT`) outside a region, bar the sizes
+and counts it allows by name as settings or hardware facts.
 """
 
 from __future__ import annotations
@@ -40,6 +43,18 @@ COMMAND = "python -m thinkalike.reports.doc_numbers --write"
 #: A time as the pages write one: ``7 min 20 s``, ``16 min``, ``4.1 s``, ``3.64 ms``, ``10 minutes``, ``7½ minutes``.
 TIME = re.compile(
     r"\b\d+(?:[.,]\d+)?½? ?(?:min(?:utes?)?(?: \d+(?:\.\d+)? s)?|s|ms|seconds?|hours?|h)\b|\d+½ ?minutes?\b"
+)
+#: A memory or disk size: ``1.4 GiB``, ``290 MB``, ``512 MiB``, ``64 KB``, ``4 bytes``.
+SIZE = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)? ?(?:[KMGTP]i?B|kB|bytes?)\b")
+_COUNT_NUMBER = r"(?<![\w.,/=-])(?!(?:19|20)\d\d\b)\d[\d,]*"
+#: A count of what a run produces: ``235 claims``, ``260 of them claims``, ``67 unresolved findings``, ``3 of 4
+#: replicates``, ``57–60 of 61 model layers``, ``212 passed``, ``18 zoo models`` (a year is not a count).
+COUNT = re.compile(
+    _COUNT_NUMBER + r" (?:of (?:them|\d[\d,]*) )?(?:[a-z][\w-]* )?"
+    r"(?:claims?|metrics?|findings?|verdicts?|replicates?|rows?|artifacts?|tests?|checks?|warnings?|errors?)\b"
+    r"|" + _COUNT_NUMBER + r" (?:passed|failed|skipped|xfailed)\b"
+    r"|" + _COUNT_NUMBER + r"(?:[–-]\d+)? of \d[\d,]* [a-z][\w-]*"
+    r"|" + _COUNT_NUMBER + r" zoo models\b|\bzoo of \d+"
 )
 
 
@@ -149,9 +164,11 @@ def render_run_time(numbers: Mapping[str, Any], page: Path) -> str:
     """The default run's time: idle and busy, on which machine, at which commit, by which command; the range of the
     saved runs on 2-core machines; the outside observations."""
     commit = f" at commit {numbers['commit']}" if numbers["commit"] else " (commit not recorded)"
+    peak = numbers["peak_rss_mb"]
+    memory = "" if peak is None else f" (peak memory {peak / 1024:.1f} GiB: the largest peak RSS of its nodes)"
     text = (
         f"The default run (`{numbers['command']}`) took **{format_seconds(numbers['idle_seconds'])}** on "
-        f"{numbers['cpu_count']} idle CPU cores and {format_seconds(numbers['busy_seconds'])} beside one other busy "
+        f"{numbers['cpu_count']} idle CPU cores{memory} and {format_seconds(numbers['busy_seconds'])} beside one other busy "
         f"process: measured by `python benchmarks/default_run.py` on {numbers['date']}{commit}, on "
         f"{numbers['machine']}, whose machine probe read {numbers['probe_ms']:.2f} ms a step "
         f"([default run]({_link(page, DEFAULT_RUN_PAGE)}), `{numbers['file']}`)."
@@ -179,23 +196,24 @@ def render_default_run_current(numbers: Mapping[str, Any], page: Path) -> str:
     busy = {row["pipeline"]: row for row in numbers["totals"]["busy"]}
     labels = {"(run)": "(start: validation, MLflow run, catalog)", "total": "**run** (run_seconds)"}
     lines = [
-        "| pipeline | nodes | idle | busy | busy / idle | CPU s idle | CPU s busy |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| pipeline | nodes | idle | busy | busy / idle | CPU s idle | CPU s busy | peak RSS idle (MiB) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, row in idle.items():
         other = busy.get(name)
         seconds_busy = other["seconds"] if other else float("nan")
         ratio = f"{seconds_busy / row['seconds']:.2f}×" if other and row["seconds"] > 0 else "–"
+        peak = float(row["peak_rss_mb"])
         lines.append(
             f"| {labels.get(name, name)} | {row['nodes']} | {format_seconds(row['seconds'])} | "
             f"{format_seconds(seconds_busy)} | {ratio} | {row['cpu_seconds']:.1f} | "
-            f"{other['cpu_seconds'] if other else float('nan'):.1f} |"
+            f"{other['cpu_seconds'] if other else float('nan'):.1f} | {'–' if math.isnan(peak) else f'{peak:.0f}'} |"
         )
     runs = numbers["runs"]
     process_idle, process_busy = runs["idle"]["process_seconds"], runs["busy"]["process_seconds"]
     lines.append(
         f"| `kedro run` process | | {format_seconds(process_idle)} | {format_seconds(process_busy)} | "
-        f"{process_busy / process_idle:.2f}× | | |"
+        f"{process_busy / process_idle:.2f}× | | | |"
     )
     probes = "; ".join(
         f"{condition} {before:.2f} → {after:.2f}" for condition, (before, after) in numbers["probes"].items()
