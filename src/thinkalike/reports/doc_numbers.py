@@ -236,7 +236,7 @@ def render_real_run(numbers: Mapping[str, Any], page: Path) -> str:
     commit = f" at commit {real['commit']}" if real["commit"] else ""
     text = (
         f"`{real['command']}` took **{format_seconds(real['seconds'])}** on {real['cpu_count']} idle CPU cores, "
-        f"peak memory {max(peaks) / 1024:.1f} GB (the largest peak RSS of a pipeline's nodes): measured by "
+        f"peak memory {max(peaks) / 1024:.1f} GiB (the largest peak RSS of a pipeline's nodes): measured by "
         f"`python benchmarks/default_run.py --env real --pipelines … --conditions idle` on {real['date']}{commit}, "
         f"on {real['machine']} (`{real['file']}`)."
     )
@@ -247,7 +247,7 @@ def render_real_run(numbers: Mapping[str, Any], page: Path) -> str:
             f" to {format_seconds(max(seconds))} each, beside other work on the same {real['cpu_count']} cores."
         )
     labels = {"(run)": "(start: validation, MLflow run, catalog)", "total": "**run** (run_seconds)"}
-    lines = ["| pipeline | nodes | time | CPU s | peak RSS (GB) |", "|---|---:|---:|---:|---:|"]
+    lines = ["| pipeline | nodes | time | CPU s | peak RSS (GiB) |", "|---|---:|---:|---:|---:|"]
     for row in real["totals"]:
         peak = float(row["peak_rss_mb"])
         lines.append(
