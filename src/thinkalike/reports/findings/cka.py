@@ -6,13 +6,13 @@ GPT-NeoX family against its largest member, from ``cka_distances`` (:mod:`thinka
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from thinkalike.reports.findings.claims import Claim, best_of, greater
+from thinkalike.reports.findings.claims import Claim, best_of, either_way, greater, mirrored
 from thinkalike.reports.findings.text import as_float, missing_section, not_run_sentence, pair_row, span_of, table_of
 
 
@@ -98,118 +98,120 @@ def claims_cka(findings: Mapping[str, Any]) -> list[Claim]:
     cka = findings.get("cka") or {}
     if not_run_sentence("CKA", cka):
         return []
-    claims: list[Claim] = []
     sg, replicas, control = cka.get("solu_gelu") or [], cka.get("replicas") or [], cka.get("control") or []
-    sg_span, rep_span = span_of(p["cka"] for p in sg), span_of(p["cka"] for p in replicas)
-    if sg_span and rep_span:
-        values: dict[str, Any] = {
-            "solu_gelu": sg_span,
-            "replicas": rep_span,
-            "sg_distance": span_of(p["distance"] for p in sg),
-            "rep_distance": span_of(p["distance"] for p in replicas),
-        }
-        claims.append(
-            greater(
-                "cka.solu_gelu_below_replicas",
-                "SoLU vs GeLU at equal depth (different seeds) have lower matched-layer CKA ({solu_gelu}; "
-                "arccos distance {sg_distance}) than GeLU seed replicas ({replicas}; distance "
-                "{rep_distance})",
-                rep_span[0],
-                sg_span[1],
-                **values,
-            )
-        )
-        claims.append(
-            greater(
-                "cka.solu_gelu_above_replicas",
-                "SoLU vs GeLU at equal depth (different seeds) have higher matched-layer CKA ({solu_gelu}) "
-                "than GeLU seed replicas ({replicas})",
-                sg_span[0],
-                rep_span[1],
-                **values,
-            )
-        )
+    claims = _replica_claims(sg, replicas)
     if control and sg:
-        c = control[0]
-        same_depth = [p for p in sg if p["depth"] == c["depth"]] or sg
-        reps = [p for p in replicas if p["depth"] == c["depth"]] or replicas
-        base = float(np.mean([p["cka"] for p in same_depth]))
-        gain = None if c["cka"] is None else c["cka"] - base
-        values = {"control": c["cka"], "control_distance": c["distance"], "gain": gain, "base": base}
-        claims.append(
-            Claim(
-                "cka.shared_init_raises",
-                "The same-seed control (a SoLU that shares GeLU's initial weights) has higher matched-layer "
-                "CKA ({control}) than SoLU vs GeLU with different seeds ({base}): a shared initialisation "
-                "alone raises CKA by {gain}",
-                gain,
-                values,
-            )
+        claims += _control_claims(control[0], sg, replicas)
+    return claims + _neox_claims(cka.get("neox") or {})
+
+
+def _replica_claims(sg: Sequence[Mapping[str, Any]], replicas: Sequence[Mapping[str, Any]]) -> list[Claim]:
+    """SoLU vs GeLU at equal depth below (or above) GeLU seed replicas, every pair of one side against every pair of
+    the other: margins ``min(replicas) − max(SoLU/GeLU)`` and ``min(SoLU/GeLU) − max(replicas)``."""
+    sg_span, rep_span = span_of(p["cka"] for p in sg), span_of(p["cka"] for p in replicas)
+    if not (sg_span and rep_span):
+        return []
+    values: dict[str, Any] = {
+        "solu_gelu": sg_span,
+        "replicas": rep_span,
+        "sg_distance": span_of(p["distance"] for p in sg),
+        "rep_distance": span_of(p["distance"] for p in replicas),
+    }
+    return [
+        greater(
+            "cka.solu_gelu_below_replicas",
+            "SoLU vs GeLU at equal depth (different seeds) have lower matched-layer CKA ({solu_gelu}; "
+            "arccos distance {sg_distance}) than GeLU seed replicas ({replicas}; distance "
+            "{rep_distance})",
+            rep_span[0],
+            sg_span[1],
+            **values,
+        ),
+        greater(
+            "cka.solu_gelu_above_replicas",
+            "SoLU vs GeLU at equal depth (different seeds) have higher matched-layer CKA ({solu_gelu}) "
+            "than GeLU seed replicas ({replicas})",
+            sg_span[0],
+            rep_span[1],
+            **values,
+        ),
+    ]
+
+
+def _control_claims(
+    c: Mapping[str, Any], sg: Sequence[Mapping[str, Any]], replicas: Sequence[Mapping[str, Any]]
+) -> list[Claim]:
+    """The same-seed control ``c`` against SoLU vs GeLU at its depth (a shared initialisation's gain, and its
+    mirror), and that gain against what the activation function takes away (GeLU seed replicas over SoLU vs GeLU at
+    the same depth), both ways."""
+    same_depth = [p for p in sg if p["depth"] == c["depth"]] or sg
+    reps = [p for p in replicas if p["depth"] == c["depth"]] or replicas
+    base = float(np.mean([p["cka"] for p in same_depth]))
+    gain = None if c["cka"] is None else c["cka"] - base
+    values = {"control": c["cka"], "control_distance": c["distance"], "gain": gain, "base": base}
+    raises = Claim(
+        "cka.shared_init_raises",
+        "The same-seed control (a SoLU that shares GeLU's initial weights) has higher matched-layer "
+        "CKA ({control}) than SoLU vs GeLU with different seeds ({base}): a shared initialisation "
+        "alone raises CKA by {gain}",
+        gain,
+        values,
+    )
+    claims = mirrored(
+        raises,
+        "cka.shared_init_lowers",
+        "The same-seed control has lower matched-layer CKA ({control}) than SoLU vs GeLU with different seeds ({base})",
+    )
+    if not reps or gain is None:
+        return claims
+    loss = float(np.mean([p["cka"] for p in reps])) - base
+    values = {**values, "loss": loss}
+    claims.append(
+        Claim(
+            "cka.activation_lowers",
+            "GeLU seed replicas have higher matched-layer CKA than SoLU vs GeLU at the same depth "
+            "by {loss}: the activation function takes CKA away",
+            loss,
+            values,
         )
-        claims.append(
-            Claim(
-                "cka.shared_init_lowers",
-                "The same-seed control has lower matched-layer CKA ({control}) than SoLU vs GeLU with "
-                "different seeds ({base})",
-                None if gain is None else -gain,
-                values,
-            )
-        )
-        if reps and gain is not None:
-            loss = float(np.mean([p["cka"] for p in reps])) - base
-            values = {**values, "loss": loss}
-            claims.append(
-                Claim(
-                    "cka.activation_lowers",
-                    "GeLU seed replicas have higher matched-layer CKA than SoLU vs GeLU at the same depth "
-                    "by {loss}: the activation function takes CKA away",
-                    loss,
-                    values,
-                )
-            )
-            claims.append(
-                Claim(
-                    "cka.shared_init_outweighs_activation",
-                    "A shared initialisation raises CKA by more ({gain}) than the activation function "
-                    "takes away ({loss})",
-                    gain - loss,
-                    values,
-                )
-            )
-            claims.append(
-                Claim(
-                    "cka.activation_outweighs_shared_init",
-                    "The activation function takes away more CKA ({loss}) than a shared initialisation adds ({gain})",
-                    loss - gain,
-                    values,
-                )
-            )
-    neox = cka.get("neox") or {}
+    )
+    return claims + either_way(
+        "cka.shared_init_outweighs_activation",
+        "A shared initialisation raises CKA by more ({gain}) than the activation function takes away ({loss})",
+        "cka.activation_outweighs_shared_init",
+        "The activation function takes away more CKA ({loss}) than a shared initialisation adds ({gain})",
+        gain,
+        loss,
+        **values,
+    )
+
+
+def _neox_claims(neox: Mapping[str, Any]) -> list[Claim]:
+    """Which GPT-NeoX member is closest to, and which furthest from, the family's reference (:func:`best_of`)."""
     members = neox.get("members") or []
-    if len(members) > 1:
-        scores = {m["model"]: m["cka"] for m in members}
-        extra = {
-            m["model"]: {
-                "reference": neox["reference"],
-                "distance": m["distance"],
-                "odd": " (odd head size)" if m["model"] in set(neox.get("odd") or []) else "",
-            }
-            for m in members
+    if len(members) <= 1:
+        return []
+    scores = {m["model"]: m["cka"] for m in members}
+    extra = {
+        m["model"]: {
+            "reference": neox["reference"],
+            "distance": m["distance"],
+            "odd": " (odd head size)" if m["model"] in set(neox.get("odd") or []) else "",
         }
-        claims += best_of(
-            "cka.neox_closest",
-            "In the GPT-NeoX family, `{name}`{odd} is the closest to `{reference}` "
-            "(matched-layer CKA {score}; distance {distance})",
-            scores,
-            higher=True,
-            values=extra,
-        )
-        claims += best_of(
-            "cka.neox_furthest",
-            "In the GPT-NeoX family, `{name}`{odd} is the furthest from "
-            "`{reference}` (matched-layer CKA {score}; distance {distance})",
-            scores,
-            higher=False,
-            values=extra,
-        )
-    return claims
+        for m in members
+    }
+    return best_of(
+        "cka.neox_closest",
+        "In the GPT-NeoX family, `{name}`{odd} is the closest to `{reference}` "
+        "(matched-layer CKA {score}; distance {distance})",
+        scores,
+        higher=True,
+        values=extra,
+    ) + best_of(
+        "cka.neox_furthest",
+        "In the GPT-NeoX family, `{name}`{odd} is the furthest from "
+        "`{reference}` (matched-layer CKA {score}; distance {distance})",
+        scores,
+        higher=False,
+        values=extra,
+    )

@@ -130,6 +130,46 @@ def best_of(
     return claims
 
 
+def mirrored(
+    claim: Claim, twin_id: str, twin_template: str, group: str | None = None, item: str | None = None
+) -> list[Claim]:
+    """A claim and its mirrored twin, the statement that holds exactly when it does not: the twin has the same
+    ``values`` and the negated margin (``None`` stays ``None``); ``group`` and ``item`` are the twin's."""
+    margin = None if claim.margin is None else -claim.margin
+    return [claim, Claim(twin_id, twin_template, margin, claim.values, group, item)]
+
+
+def either_way(
+    claim_id: str, template: str, twin_id: str, twin_template: str, a: float | None, b: float | None, **values: Any
+) -> list[Claim]:
+    """ "A is above B" and "B is above A" (:func:`greater` both ways, same ``values``): margins ``a − b`` and
+    ``b − a``."""
+    return [greater(claim_id, template, a, b, **values), greater(twin_id, twin_template, b, a, **values)]
+
+
+def spread_margins(excesses: Sequence[float | None]) -> tuple[float | None, float | None, float | None]:
+    """The margins of "in every case" (``min``), "in some cases but not all" (``min(max, −min)``) and "in none of
+    them" (``−max``) over per-case excesses (> 0: the case holds); all ``None`` when there are no cases or one is
+    missing or not finite."""
+    found = [float(v) for v in excesses if v is not None and math.isfinite(float(v))]
+    if not found or len(found) != len(excesses):
+        return None, None, None
+    return min(found), min(max(found), -min(found)), -max(found)
+
+
+def every_some_none(
+    ids: tuple[str, str, str],
+    templates: tuple[str, str, str],
+    excesses: Sequence[float | None],
+    values: Mapping[str, Any],
+) -> list[Claim]:
+    """The three verdicts over per-case excesses (> 0: the case holds): "in every case", "in some but not every case"
+    and "in none of them" (``ids`` and ``templates`` in that order, one ``values`` for the three), margins from
+    :func:`spread_margins`."""
+    margins = spread_margins(excesses)
+    return [Claim(i, t, m, values) for i, t, m in zip(ids, templates, margins, strict=True)]
+
+
 # ---- text -----------------------------------------------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from thinkalike.reports.findings.claims import Claim, best_of, greater
+from thinkalike.reports.findings.claims import Claim, best_of, greater, mirrored
 from thinkalike.reports.findings.text import (
     LITERATURE,
     as_float,
@@ -118,6 +118,9 @@ def _collect_overlap(table: pd.DataFrame | None) -> dict[str, Any]:
 def _collect_keep_k(
     keep: pd.DataFrame | None, roles: Mapping[str, Any], vocab: int | None, tables: Mapping[str, Any]
 ) -> dict[str, Any]:
+    """The keep-k numbers (``embedding_keep_k``, one sample per case where it has them): E^+ and E^T per k, at the
+    middle and smallest k and at the vocabulary size, E^T's peak and its fall at the largest k, where E^T is level
+    with E^+, and the condition numbers per family."""
     if keep is None:
         return missing_section("embedding_keep_k")
     if keep.empty:
@@ -131,71 +134,15 @@ def _collect_keep_k(
         size = int(vocab) if vocab else max(ks)
     mid = min(ks, key=lambda k: (abs(k - 100), k))
     small = min(ks)
-
-    def scores(
-        e_prime: str,
-        k: int | None = None,
-        models: Iterable[str] | None = None,
-        distributions: Iterable[str] | None = None,
-    ) -> pd.Series:
-        part = one[one["e_prime"] == e_prime]
-        if k is not None:
-            part = part[part["k"] == k]
-        if models is not None:
-            part = part[part["model"].isin(list(models))]
-        if distributions is not None:
-            part = part[part["distribution"].isin(list(distributions))]
-        return part["score"]
-
     transpose = one[one["e_prime"] == "transpose"]
     peaks = (
         transpose.loc[transpose.groupby(["model", "distribution"])["score"].idxmax()] if len(transpose) else transpose
     )
     paired = one.pivot_table(index=["model", "distribution", "k"], columns="e_prime", values="score", aggfunc="first")
-    level_ks = []
-    if {"transpose", "pinv"} <= set(paired.columns):
-        for k, part in paired.groupby(level="k"):
-            if (part["transpose"] >= part["pinv"] - KEEP_K_LEVEL).all():
-                level_ks.append(int(k))
-        at_small = paired.xs(small, level="k")
-        small_level = int((at_small["transpose"] >= at_small["pinv"] - KEEP_K_LEVEL).sum())
-        small_n = int(len(at_small))
-    else:
-        small_level = small_n = 0
-    by_k = []  # for the claims (claims_embedding): E^T against E^+ at every k
-    if {"transpose", "pinv"} <= set(paired.columns):
-        for k, part in paired.groupby(level="k"):
-            gap = part["transpose"] - part["pinv"]
-            by_k.append(
-                {
-                    "k": int(k),
-                    "transpose": span_of(part["transpose"]),
-                    "pinv": span_of(part["pinv"]),
-                    "min_gap": None if gap.isna().any() else as_float(gap.min()),
-                    "n_level": int((part["transpose"] >= part["pinv"] - KEEP_K_LEVEL).sum()),
-                    "n_cases": int(len(part)),
-                }
-            )
+    level_ks, small_level, small_n, by_k = _level_with_pinv(paired, small)
     end = max(ks)
-    end_gaps = []  # per model and distribution: E^T's best score before the largest k minus its score there
-    for _, curve in transpose.groupby(["model", "distribution"]):
-        at_end, before = curve.loc[curve["k"] == end, "score"], curve.loc[curve["k"] < end, "score"]
-        if len(at_end) and len(before):
-            end_gaps.append(float(before.max()) - float(at_end.iloc[0]))
-    finetuned = table_of(tables, "embedding_feature_fractions")
-    models = list(dict.fromkeys(one["model"]))
-    reference = (
-        str(finetuned["model"].iloc[0])
-        if finetuned is not None and len(finetuned) and finetuned["model"].iloc[0] in models
-        else models[0]
-    )
-    condition = one.groupby("model")["condition_number"].first()
-    families = {
-        "bridges": roles["bridges"],
-        "mamba": roles["mamba"],
-        "encoders": roles["encoders"],
-        "gpt_neox": roles["gpt_neox"],
-    }
+    end_gaps = _end_gaps(transpose, end)
+    reference = _reference_model(tables, list(dict.fromkeys(one["model"])))
     return {
         "V": size,
         "n": int_list(one["n"]),
@@ -204,32 +151,114 @@ def _collect_keep_k(
         "k_mid": mid,
         "k_small": small,
         "V_in_ks": size in ks,
-        "pinv_at_V": span_of(scores("pinv", size)) if size in ks else None,
+        "pinv_at_V": span_of(_scores(one, "pinv", size)) if size in ks else None,
         "reference": reference,
         "reference_mid": {
-            d: as_float(scores("pinv", mid, [reference], [d]).mean())
+            d: as_float(_scores(one, "pinv", mid, [reference], [d]).mean())
             for d in ("normal", "ff_values")
-            if len(scores("pinv", mid, [reference], [d]))
+            if len(_scores(one, "pinv", mid, [reference], [d]))
         },
         "transpose_peak_k": span_of(peaks["k"]) if len(peaks) else None,
         "transpose_peak": span_of(peaks["score"]) if len(peaks) else None,
-        "transpose_at_V": span_of(scores("transpose", size)) if size in ks else None,
-        "small_transpose": span_of(scores("transpose", small)),
-        "small_pinv": span_of(scores("pinv", small)),
+        "transpose_at_V": span_of(_scores(one, "transpose", size)) if size in ks else None,
+        "small_transpose": span_of(_scores(one, "transpose", small)),
+        "small_pinv": span_of(_scores(one, "pinv", small)),
         "small_level": small_level,
         "small_n": small_n,
         "level_ks": level_ks,
+        **_condition_numbers(one, roles),
+        "neox_ff_mid": span_of(_scores(one, "pinv", mid, roles["gpt_neox"], ["ff_values"])),
+        "by_k": by_k,
+        "k_end": end,
+        "transpose_at_end": span_of(_scores(one, "transpose", end)),
+        "transpose_end_gap": as_float(min(end_gaps)) if end_gaps else None,
+    }
+
+
+def _scores(
+    one: pd.DataFrame,
+    e_prime: str,
+    k: int | None = None,
+    models: Iterable[str] | None = None,
+    distributions: Iterable[str] | None = None,
+) -> pd.Series:
+    """The keep-k scores of one E' (``transpose`` or ``pinv``), at ``k`` and of ``models`` and ``distributions``
+    where given."""
+    part = one[one["e_prime"] == e_prime]
+    if k is not None:
+        part = part[part["k"] == k]
+    if models is not None:
+        part = part[part["model"].isin(list(models))]
+    if distributions is not None:
+        part = part[part["distribution"].isin(list(distributions))]
+    return part["score"]
+
+
+def _level_with_pinv(paired: pd.DataFrame, small: int) -> tuple[list[int], int, int, list[dict[str, Any]]]:
+    """E^T against E^+ (``paired``: one column each, per model, distribution and k): the ks at which E^T is level
+    with E^+ in every case (within :data:`KEEP_K_LEVEL`), how many cases are level at the smallest k and of how
+    many, and per k (for the claims, claims_embedding) both spans, the smallest gap and the level cases."""
+    if not {"transpose", "pinv"} <= set(paired.columns):
+        return [], 0, 0, []
+    level_ks = []
+    for k, part in paired.groupby(level="k"):
+        if (part["transpose"] >= part["pinv"] - KEEP_K_LEVEL).all():
+            level_ks.append(int(k))
+    at_small = paired.xs(small, level="k")
+    small_level = int((at_small["transpose"] >= at_small["pinv"] - KEEP_K_LEVEL).sum())
+    by_k = []
+    for k, part in paired.groupby(level="k"):
+        gap = part["transpose"] - part["pinv"]
+        by_k.append(
+            {
+                "k": int(k),
+                "transpose": span_of(part["transpose"]),
+                "pinv": span_of(part["pinv"]),
+                "min_gap": None if gap.isna().any() else as_float(gap.min()),
+                "n_level": int((part["transpose"] >= part["pinv"] - KEEP_K_LEVEL).sum()),
+                "n_cases": int(len(part)),
+            }
+        )
+    return level_ks, small_level, int(len(at_small)), by_k
+
+
+def _end_gaps(transpose: pd.DataFrame, end: int) -> list[float]:
+    """Per model and distribution: E^T's best score before the largest k (``end``) minus its score there."""
+    end_gaps = []
+    for _, curve in transpose.groupby(["model", "distribution"]):
+        at_end, before = curve.loc[curve["k"] == end, "score"], curve.loc[curve["k"] < end, "score"]
+        if len(at_end) and len(before):
+            end_gaps.append(float(before.max()) - float(at_end.iloc[0]))
+    return end_gaps
+
+
+def _reference_model(tables: Mapping[str, Any], models: list[str]) -> str:
+    """The keep-k reference model: the fine-tuned one (``embedding_feature_fractions``) when it is among ``models``,
+    else the first of them."""
+    finetuned = table_of(tables, "embedding_feature_fractions")
+    return (
+        str(finetuned["model"].iloc[0])
+        if finetuned is not None and len(finetuned) and finetuned["model"].iloc[0] in models
+        else models[0]
+    )
+
+
+def _condition_numbers(one: pd.DataFrame, roles: Mapping[str, Any]) -> dict[str, Any]:
+    """The embedding matrices' condition numbers: their span per model family present, and over every model."""
+    condition = one.groupby("model")["condition_number"].first()
+    families = {
+        "bridges": roles["bridges"],
+        "mamba": roles["mamba"],
+        "encoders": roles["encoders"],
+        "gpt_neox": roles["gpt_neox"],
+    }
+    return {
         "condition": {
             name: span_of(condition[condition.index.isin(members)])
             for name, members in families.items()
             if condition.index.isin(members).any()
         },
         "condition_all": span_of(condition),
-        "neox_ff_mid": span_of(scores("pinv", mid, roles["gpt_neox"], ["ff_values"])),
-        "by_k": by_k,
-        "k_end": end,
-        "transpose_at_end": span_of(scores("transpose", end)),
-        "transpose_end_gap": as_float(min(end_gaps)) if end_gaps else None,
     }
 
 
@@ -442,10 +471,30 @@ def _overlap_claims(overlap: Mapping[str, Any]) -> list[Claim]:
 
 
 def _keep_k_claims(keep: Mapping[str, Any], literature: Mapping[str, Any]) -> list[Claim]:
+    """Keep-k: per k below the vocabulary size, Eᵀ level with (within :data:`KEEP_K_LEVEL`) or ahead of E⁺ in every
+    case, margin the smallest gap plus that level, or behind (its negative); and Eᵀ peaking before the largest k
+    (:func:`_peak_claims`)."""
     claims: list[Claim] = []
     V, small = keep.get("V"), keep.get("k_small")
-    level = number_text(KEEP_K_LEVEL)
+    paper = {
+        "paper_k": literature["keep_k_k"],
+        "paper_vocabulary": literature["keep_k_vocabulary"],
+        "paper_share": 100 * literature["keep_k_k"] / literature["keep_k_vocabulary"],
+        "paper_transpose": literature["keep_k_transpose"],
+        "paper_pinv": literature["keep_k_pinv"],
+    }
+    for entry in _keep_k_by_k(keep) or []:
+        k = int(entry["k"])
+        if V and k >= int(V):  # at k = V keeping every entry makes E⁺ exact: true by construction, no claim
+            continue
+        claims += _level_claims(entry, k, V if k == small else None, paper)
+    return claims + _peak_claims(keep)
+
+
+def _keep_k_by_k(keep: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """Eᵀ against E⁺ per k (``by_k``); in findings collected before it, the smallest k alone, undecided."""
     by_k = keep.get("by_k")
+    small = keep.get("k_small")
     if by_k is None and small is not None:  # collected before by_k: the smallest k, undecided
         by_k = [
             {
@@ -457,57 +506,55 @@ def _keep_k_claims(keep: Mapping[str, Any], literature: Mapping[str, Any]) -> li
                 "n_cases": keep.get("small_n"),
             }
         ]
-    paper = {
-        "paper_k": literature["keep_k_k"],
-        "paper_vocabulary": literature["keep_k_vocabulary"],
-        "paper_share": 100 * literature["keep_k_k"] / literature["keep_k_vocabulary"],
-        "paper_transpose": literature["keep_k_transpose"],
-        "paper_pinv": literature["keep_k_pinv"],
+    return by_k
+
+
+def _level_claims(entry: Mapping[str, Any], k: int, V: Any, paper: Mapping[str, Any]) -> list[Claim]:
+    """Keep-k at one ``k``: Eᵀ level with or ahead of E⁺ in every case, and its mirror (behind in some); ``V`` (the
+    vocabulary size, at the smallest k only) adds the paper's numbers."""
+    level = number_text(KEEP_K_LEVEL)
+    values = {
+        "k": k,
+        "transpose": entry["transpose"],
+        "pinv": entry["pinv"],
+        "n_level": entry["n_level"],
+        "n_cases": entry["n_cases"],
+        "level": KEEP_K_LEVEL,
     }
-    for entry in by_k or []:
-        k = int(entry["k"])
-        if V and k >= int(V):  # at k = V keeping every entry makes E⁺ exact: true by construction, no claim
-            continue
-        values = {
-            "k": k,
-            "transpose": entry["transpose"],
-            "pinv": entry["pinv"],
-            "n_level": entry["n_level"],
-            "n_cases": entry["n_cases"],
-            "level": KEEP_K_LEVEL,
-        }
-        paper_clause = ""
-        if k == small and V:
-            values.update(paper, share=100 * k / V)
-            paper_clause = (
-                "; {share:1} % of V — the paper, at k ≈ {paper_k:d} ({paper_share:1} % of GPT-2's "
-                "{paper_vocabulary:d}), reports {paper_transpose} vs {paper_pinv}"
-            )
-        gap = entry.get("min_gap")
-        margin = None if gap is None else float(gap) + KEEP_K_LEVEL
-        counts = "{transpose} vs {pinv}, level or ahead in {n_level:d} of {n_cases:d} cases"
-        claims.append(
-            Claim(
-                f"embedding.keep_k.level.k{k}",
-                "keep-k at k = {k:d}: Eᵀ is level with (within {level}) or ahead of E⁺ for every model and "
-                "distribution (" + counts + paper_clause + ")",
-                margin,
-                values,
-                f"keep-k: Eᵀ is level with (within {level}) or ahead of E⁺ for every model and distribution at",
-                "k = {k:d} (" + counts + paper_clause + ")",
-            )
+    paper_clause = ""
+    if V:
+        values.update(paper, share=100 * k / V)
+        paper_clause = (
+            "; {share:1} % of V — the paper, at k ≈ {paper_k:d} ({paper_share:1} % of GPT-2's "
+            "{paper_vocabulary:d}), reports {paper_transpose} vs {paper_pinv}"
         )
-        claims.append(
-            Claim(
-                f"embedding.keep_k.behind.k{k}",
-                "keep-k at k = {k:d}: Eᵀ falls behind E⁺ by more than {level} for some model and "
-                "distribution (" + counts + ")",
-                None if margin is None else -margin,
-                values,
-                f"keep-k: Eᵀ falls behind E⁺ by more than {level} for some model and distribution at",
-                "k = {k:d} (" + counts + ")",
-            )
-        )
+    gap = entry.get("min_gap")
+    margin = None if gap is None else float(gap) + KEEP_K_LEVEL
+    counts = "{transpose} vs {pinv}, level or ahead in {n_level:d} of {n_cases:d} cases"
+    level_claim = Claim(
+        f"embedding.keep_k.level.k{k}",
+        "keep-k at k = {k:d}: Eᵀ is level with (within {level}) or ahead of E⁺ for every model and "
+        "distribution (" + counts + paper_clause + ")",
+        margin,
+        values,
+        f"keep-k: Eᵀ is level with (within {level}) or ahead of E⁺ for every model and distribution at",
+        "k = {k:d} (" + counts + paper_clause + ")",
+    )
+    return mirrored(
+        level_claim,
+        f"embedding.keep_k.behind.k{k}",
+        "keep-k at k = {k:d}: Eᵀ falls behind E⁺ by more than {level} for some model and distribution (" + counts + ")",
+        f"keep-k: Eᵀ falls behind E⁺ by more than {level} for some model and distribution at",
+        "k = {k:d} (" + counts + ")",
+    )
+
+
+def _peak_claims(keep: Mapping[str, Any]) -> list[Claim]:
+    """Keep-k with E′ = Eᵀ peaks before the largest k in every case (margin the smallest fall from its best score
+    before it to its score there), or is highest there in some (its negative); findings collected before that fall
+    decide it in k."""
+    V = keep.get("V")
+    claims: list[Claim] = []
     ks = keep.get("ks") or []
     end = keep.get("k_end") or (max(ks) if ks else None)
     peak_k = keep.get("transpose_peak_k")
@@ -627,7 +674,9 @@ def _alignment_claims(alignment: Mapping[str, Any]) -> list[Claim]:
 
 
 def _finetune_claims(finetune: Mapping[str, Any], half_step: float) -> list[Claim]:
-    claims: list[Claim] = []
+    """Fine-tuning's claims: its held-out accuracy against the majority rate (:func:`_finetune_accuracy_claims`),
+    per ΔW cell the task's feature fraction against random rows' (:func:`_fraction_claims`), and the classifier
+    head's fraction against chance (:func:`_classifier_claims`)."""
     top = finetune.get("top_layers") or []
     task = finetune.get("task")
     base = {
@@ -640,6 +689,18 @@ def _finetune_claims(finetune: Mapping[str, Any], half_step: float) -> list[Clai
     what = "Fine-tuning {model}'s top {n_top:d} blocks (layers {layers}) and a head on {task}" + (
         " ({steps:d} steps)" if "steps" in base else ""
     )
+    return [
+        *_finetune_accuracy_claims(finetune, base, what, half_step),
+        *_fraction_claims(finetune, base),
+        *_classifier_claims(finetune),
+    ]
+
+
+def _finetune_accuracy_claims(
+    finetune: Mapping[str, Any], base: Mapping[str, Any], what: str, half_step: float
+) -> list[Claim]:
+    """The fine-tuned model's held-out accuracy above the majority rate, or not (within ``half_step``)."""
+    claims: list[Claim] = []
     accuracy, chance = finetune.get("accuracy"), finetune.get("chance")
     if accuracy is not None and chance is not None:
         values = {**base, "accuracy": accuracy, "chance": chance}
@@ -660,6 +721,13 @@ def _finetune_claims(finetune: Mapping[str, Any], half_step: float) -> list[Clai
                 values,
             )
         )
+    return claims
+
+
+def _fraction_claims(finetune: Mapping[str, Any], base: Mapping[str, Any]) -> list[Claim]:
+    """Per ΔW cell (group and layer): the fraction of the top tokens of its largest rows that carry the task's
+    feature above that of random rows by :data:`FRACTION_MARGIN`, and its mirror."""
+    claims: list[Claim] = []
     cells = finetune.get("cells")
     if cells is None:  # collected before cells: the cells above only
         cells = finetune.get("above") or []
@@ -686,27 +754,28 @@ def _finetune_claims(finetune: Mapping[str, Any], half_step: float) -> list[Clai
         lead = (
             "among the top tokens of the fine-tuning's largest ΔW rows, the fraction that carry the task's feature is "
         )
-        claims.append(
-            Claim(
-                f"embedding.finetune.above_random.{cell['group']}.layer{cell['layer']}",
-                where + "above that of random rows of the same matrix ({random}) by ≥ {threshold}",
-                excess,
-                values,
-                lead + f"above that of random rows of the same matrices (by ≥ {threshold}) in",
-                item,
-            )
+        above = Claim(
+            f"embedding.finetune.above_random.{cell['group']}.layer{cell['layer']}",
+            where + "above that of random rows of the same matrix ({random}) by ≥ {threshold}",
+            excess,
+            values,
+            lead + f"above that of random rows of the same matrices (by ≥ {threshold}) in",
+            item,
         )
-        claims.append(
-            Claim(
-                f"embedding.finetune.not_above_random.{cell['group']}.layer{cell['layer']}",
-                where + "level with or below that of random rows of the same matrix ({random}; not above "
-                "by {threshold})",
-                -excess,
-                values,
-                lead + f"level with or below that of random rows of the same matrices (not above by {threshold}) in",
-                item,
-            )
+        claims += mirrored(
+            above,
+            f"embedding.finetune.not_above_random.{cell['group']}.layer{cell['layer']}",
+            where + "level with or below that of random rows of the same matrix ({random}; not above by {threshold})",
+            lead + f"level with or below that of random rows of the same matrices (not above by {threshold}) in",
+            item,
         )
+    return claims
+
+
+def _classifier_claims(finetune: Mapping[str, Any]) -> list[Claim]:
+    """The classifier head's rows' feature fraction above, level with (within :data:`CLASSIFIER_MARGIN`) or below
+    chance."""
+    claims: list[Claim] = []
     classifier = finetune.get("classifier")
     if classifier and classifier.get("fraction") is not None and classifier.get("chance") is not None:
         diff = float(classifier["fraction"]) - float(classifier["chance"])

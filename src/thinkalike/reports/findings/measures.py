@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from thinkalike.reports.findings.claims import Claim, best_of, every
+from thinkalike.reports.findings.claims import Claim, best_of, every, mirrored
 from thinkalike.reports.findings.text import (
     as_float,
     missing_section,
@@ -31,6 +31,20 @@ def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dic
     summary = table_of(tables, "similarity_measures")
     if summary is None or summary.empty:
         return missing_section("similarity_measures")
+    return {
+        "n_tokens": int(summary["n_tokens"].max()),
+        "n_measures": int(summary["measure"].nunique()),
+        "per_measure": _per_measure(summary, roles),
+        "rogue": _rogue(table_of(tables, "dimension_shares")),
+        "remedies": _remedies(table_of(tables, "rogue_remedies")),
+        "calibration": _calibrated(table_of(tables, "similarity_calibration")),
+        "grounding": _grounded(table_of(tables, "measure_grounding")),
+    }
+
+
+def _per_measure(summary: pd.DataFrame, roles: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per measure of ``similarity_measures``: the seed replicas' span against SoLU vs GeLU's (different seeds), and
+    whether they separate (measures missing either are left out)."""
     replica_pairs = [
         (a, b) for group in roles["replicas"] for i, a in enumerate(group["models"]) for b in group["models"][i + 1 :]
     ]
@@ -56,83 +70,91 @@ def collect_measures(tables: Mapping[str, Any], roles: Mapping[str, Any]) -> dic
                 "separates": bool(separates),
             }
         )
-    shares = table_of(tables, "dimension_shares")
-    rogue = None
-    if shares is not None and len(shares):
-        top = shares.loc[shares["top1_share"].idxmax()]
-        rogue = {
-            "max_top1": as_float(top["top1_share"]),
-            "model": str(top["model"]),
-            "layer": int(top["layer"]),
-            "n_layers": int(len(shares)),
-            "n_above_half": int((shares["top1_share"] > 0.5).sum()),
-            "n_tokens": int(shares["n_tokens"].max()),
-        }
-    remedies = table_of(tables, "rogue_remedies")
-    changes = None
-    if remedies is not None and len(remedies):
-        cross = remedies[(remedies["model_a"] != remedies["model_b"]) & (remedies["measure"] == "cka")]
-        raw = cross[cross["variant"] == "raw"].set_index(["model_a", "model_b"])["matched_mean"]
-        changes = {}
-        for variant in sorted(set(cross["variant"]) - {"raw"}):
-            other = cross[cross["variant"] == variant].set_index(["model_a", "model_b"])["matched_mean"]
-            delta = (other - raw).dropna()
-            if len(delta):
-                pair = delta.abs().idxmax()
-                changes[variant] = {
-                    "max_abs_change": as_float(abs(delta[pair])),
-                    "change": as_float(delta[pair]),
-                    "pair": list(pair),
-                    "n_pairs": int(len(delta)),
-                }
-    calibration = table_of(tables, "similarity_calibration")
-    calibrated: dict[str, Any] | None = None
-    if calibration is not None and len(calibration):
-        calibrated = {
-            "n_pairs": int(calibration[["model_a", "model_b"]].drop_duplicates().shape[0]),
-            "n_permutations": int(calibration["n_permutations"].max()),
-            "statistics": {},
-        }
-        for (statistic, name), rows in calibration.groupby(["statistic", "measure"], sort=False):
-            calibrated["statistics"].setdefault(statistic, []).append(
-                {
-                    "measure": name,
-                    "z": span_of(rows["z"]),
-                    "n_significant": int((rows["p_value"] <= 0.05).sum()),
-                    "min_p": as_float(rows["p_value"].min()),
-                    "max_p": as_float(rows["p_value"].max()),
-                    "n_pairs": int(rows[["model_a", "model_b"]].drop_duplicates().shape[0]),
-                }
-            )
-    grounding = table_of(tables, "measure_grounding")
-    grounded = None
-    if grounding is not None and len(grounding):
-        grounded = [
-            {
-                "measure": str(row["measure"]),
-                "kind": str(row["kind"]),
-                "n_models": int(row["n_models"]),
-                "monotonicity": as_float(row["monotonicity"]),
-                "specificity": as_float(row["specificity"]),
-                "chance": as_float(row["specificity_chance"]),
-                "sensitivity": as_float(row.get("sensitivity")),
-                "null_permuted": as_float(row.get("null_permuted")),
-                "null_independent": as_float(row.get("null_independent")),
-                "trained_vs_untrained": as_float(row.get("trained_vs_untrained")),
-                "untrained_chance": as_float(row.get("trained_vs_untrained_chance")),
-                "n_untrained_pairs": int(row.get("n_untrained_pairs") or 0),
-            }
-            for row in grounding.to_dict("records")
-        ]
+    return per_measure
+
+
+def _rogue(shares: pd.DataFrame | None) -> dict[str, Any] | None:
+    """The largest top-1 dimension share of ``dimension_shares`` and where it is (``None`` without the table)."""
+    if shares is None or not len(shares):
+        return None
+    top = shares.loc[shares["top1_share"].idxmax()]
     return {
-        "n_tokens": int(summary["n_tokens"].max()),
-        "n_measures": int(summary["measure"].nunique()),
-        "per_measure": per_measure,
-        "rogue": rogue,
-        "remedies": changes,
-        "calibration": calibrated,
-        "grounding": grounded,
+        "max_top1": as_float(top["top1_share"]),
+        "model": str(top["model"]),
+        "layer": int(top["layer"]),
+        "n_layers": int(len(shares)),
+        "n_above_half": int((shares["top1_share"] > 0.5).sum()),
+        "n_tokens": int(shares["n_tokens"].max()),
     }
+
+
+def _remedies(remedies: pd.DataFrame | None) -> dict[str, Any] | None:
+    """Per remedy of ``rogue_remedies``: the largest change it makes to CKA between two different models, against
+    the raw representations (``None`` without the table)."""
+    if remedies is None or not len(remedies):
+        return None
+    cross = remedies[(remedies["model_a"] != remedies["model_b"]) & (remedies["measure"] == "cka")]
+    raw = cross[cross["variant"] == "raw"].set_index(["model_a", "model_b"])["matched_mean"]
+    changes = {}
+    for variant in sorted(set(cross["variant"]) - {"raw"}):
+        other = cross[cross["variant"] == variant].set_index(["model_a", "model_b"])["matched_mean"]
+        delta = (other - raw).dropna()
+        if len(delta):
+            pair = delta.abs().idxmax()
+            changes[variant] = {
+                "max_abs_change": as_float(abs(delta[pair])),
+                "change": as_float(delta[pair]),
+                "pair": list(pair),
+                "n_pairs": int(len(delta)),
+            }
+    return changes
+
+
+def _calibrated(calibration: pd.DataFrame | None) -> dict[str, Any] | None:
+    """``similarity_calibration`` per statistic and measure: z span, pairs at p ≤ 0.05, smallest and largest p,
+    pairs (``None`` without the table)."""
+    if calibration is None or not len(calibration):
+        return None
+    calibrated: dict[str, Any] = {
+        "n_pairs": int(calibration[["model_a", "model_b"]].drop_duplicates().shape[0]),
+        "n_permutations": int(calibration["n_permutations"].max()),
+        "statistics": {},
+    }
+    for (statistic, name), rows in calibration.groupby(["statistic", "measure"], sort=False):
+        calibrated["statistics"].setdefault(statistic, []).append(
+            {
+                "measure": name,
+                "z": span_of(rows["z"]),
+                "n_significant": int((rows["p_value"] <= 0.05).sum()),
+                "min_p": as_float(rows["p_value"].min()),
+                "max_p": as_float(rows["p_value"].max()),
+                "n_pairs": int(rows[["model_a", "model_b"]].drop_duplicates().shape[0]),
+            }
+        )
+    return calibrated
+
+
+def _grounded(grounding: pd.DataFrame | None) -> list[dict[str, Any]] | None:
+    """One entry per row of ``measure_grounding``: the grounding tests' scores (``None`` without the table)."""
+    if grounding is None or not len(grounding):
+        return None
+    return [
+        {
+            "measure": str(row["measure"]),
+            "kind": str(row["kind"]),
+            "n_models": int(row["n_models"]),
+            "monotonicity": as_float(row["monotonicity"]),
+            "specificity": as_float(row["specificity"]),
+            "chance": as_float(row["specificity_chance"]),
+            "sensitivity": as_float(row.get("sensitivity")),
+            "null_permuted": as_float(row.get("null_permuted")),
+            "null_independent": as_float(row.get("null_independent")),
+            "trained_vs_untrained": as_float(row.get("trained_vs_untrained")),
+            "untrained_chance": as_float(row.get("trained_vs_untrained_chance")),
+            "n_untrained_pairs": int(row.get("n_untrained_pairs") or 0),
+        }
+        for row in grounding.to_dict("records")
+    ]
 
 
 #: What a measure must score to be trusted for a test in the guide (:func:`_guide_tests`, :func:`_guide_claims`).
@@ -449,25 +471,20 @@ def _guide_claims(grounding: Sequence[Mapping[str, Any]]) -> list[Claim]:
             if margin is not None:
                 excesses[name].append(margin)
             values = {"name": name, "score": score}
-            claims.append(
-                Claim(
-                    f"measures.guide.{key}.passes.{name}",
-                    f"`{{name}}` is to be trusted {what} ({criterion}): {score_spec}",
-                    margin,
-                    values,
-                    group=f"{what[:1].upper()}{what[1:]} ({criterion})",
-                    item=f"`{{name}}` ({score_spec})",
-                )
+            passes = Claim(
+                f"measures.guide.{key}.passes.{name}",
+                f"`{{name}}` is to be trusted {what} ({criterion}): {score_spec}",
+                margin,
+                values,
+                group=f"{what[:1].upper()}{what[1:]} ({criterion})",
+                item=f"`{{name}}` ({score_spec})",
             )
-            claims.append(
-                Claim(
-                    f"measures.guide.{key}.fails.{name}",
-                    f"`{{name}}` is not to be trusted {what} ({criterion}): {score_spec}",
-                    None if margin is None else -margin,
-                    values,
-                    group=f"Not to be trusted {what} ({criterion})",
-                    item=f"`{{name}}` ({score_spec})",
-                )
+            claims += mirrored(
+                passes,
+                f"measures.guide.{key}.fails.{name}",
+                f"`{{name}}` is not to be trusted {what} ({criterion}): {score_spec}",
+                group=f"Not to be trusted {what} ({criterion})",
+                item=f"`{{name}}` ({score_spec})",
             )
     passes_all: list[float | None] = []
     for name in names:

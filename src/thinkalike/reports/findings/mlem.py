@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from thinkalike.reports.findings.claims import Claim, best_of, greater
+from thinkalike.reports.findings.claims import Claim, best_of, either_way, greater
 from thinkalike.reports.findings.text import (
     LITERATURE,
     as_float,
@@ -83,14 +83,63 @@ def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any], untrained:
     if profiles.empty:
         return {"empty": True}
     overall = profiles[profiles["fold"] == -1]  # thinkalike.mlem.fit.ALL_FOLDS
-    folds = profiles.loc[profiles["fold"] >= 0, "fold"]
-    layers = overall.groupby(["model", "layer"], sort=False)
-    spearman = layers["spearman_heldout"].first()
+    spearman = overall.groupby(["model", "layer"], sort=False)["spearman_heldout"].first()
     wide = overall.pivot_table(index=["model", "layer"], columns="feature", values="importance", aggfunc="first")
     top = wide.idxmax(axis=1)
     dominant = str(top.value_counts().idxmax())
     models = list(dict.fromkeys(overall["model"]))
-    last = {m: int(overall.loc[overall["model"] == m, "layer"].max()) for m in models}
+    checkpoints = [m for m in models if m not in roles["n_layers"]]  # not zoo models: hub or packaged checkpoints
+    groups = _layer_groups(spearman, roles, models, checkpoints)
+    features = [str(f) for f in wide.columns]
+    return {
+        **_mlem_settings(overall, profiles.loc[profiles["fold"] >= 0, "fold"]),
+        "n_models": len(models),
+        "n_layers": int(len(spearman)),
+        "spearman": span_of(spearman),
+        "spearman_groups": {name: span_of(spearman.loc[keys]) if len(keys) else None for name, keys in groups.items()},
+        "mamba": _mamba_entries(overall, roles, models, spearman, wide, dominant),
+        "dominant": dominant,
+        "dominant_top": int((top == dominant).sum()),
+        "dominant_span": span_of(wide.loc[top[top == dominant].index, dominant]),
+        "exceptions": [
+            {"model": m, "layer": int(layer), "top": str(feature)}
+            for (m, layer), feature in top.items()
+            if feature != dominant
+        ],
+        "runner_up": {
+            "bridges_blocks": _runner_up(wide, dominant, groups["bridges_blocks"]),
+            "neox_embeddings": _runner_up(wide, dominant, groups["neox_embeddings"]),
+            "neox_blocks": _runner_up(wide, dominant, groups["neox_blocks"]),
+            **({"checkpoints_blocks": _runner_up(wide, dominant, groups["checkpoints_blocks"])} if checkpoints else {}),
+        },
+        **_minor_features(wide),
+        "odd_one_out": {
+            method: _odd_one_out(table_of(tables, f"mlem_{method}_similarity")) for method in ("feature", "rsa")
+        },
+        "block_contrast": {
+            method: _block_contrasts(table_of(tables, f"mlem_{method}_similarity")) for method in ("feature", "rsa")
+        },
+        "untrained": controls,
+        **_feature_tops(wide, top, features, groups),
+    }
+
+
+def _mlem_settings(overall: pd.DataFrame, folds: pd.Series) -> dict[str, Any]:
+    """How MLEM ran: the level, the stimuli and how many, the folds and the pairs per step."""
+    return {
+        "level": sorted(set(overall["level"].astype(str))) if "level" in overall else [],
+        "stimuli": sorted(set(overall["stimuli"].astype(str))) if "stimuli" in overall else [],
+        "n_stimuli": span_of(overall["n_stimuli"]) if "n_stimuli" in overall else None,
+        "n_folds": int(folds.max()) + 1 if len(folds) else None,
+        "pairs_per_step": int_list(overall["pairs_per_step"]) if "pairs_per_step" in overall else [],
+    }
+
+
+def _layer_groups(
+    spearman: pd.Series, roles: Mapping[str, Any], models: Sequence[str], checkpoints: Sequence[str]
+) -> dict[str, pd.Index]:
+    """The (model, layer) rows of each group of layers: the bridges' and the GPT-NeoX members' embeddings and
+    blocks, the bridges' first block, and the checkpoints' (not zoo models) blocks."""
 
     def rows_of(names: Iterable[str], which: str) -> pd.Index:
         keys = [k for k in spearman.index if k[0] in set(names)]
@@ -102,19 +151,9 @@ def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any], untrained:
             keys = [k for k in keys if k[1] >= 1]
         return pd.Index(keys)
 
-    def runner_up(keys: pd.Index) -> dict[str, Any] | None:
-        if len(keys) == 0:
-            return None
-        part = wide.loc[keys].drop(columns=[dominant], errors="ignore")
-        if part.empty or part.isna().all().all():
-            return None
-        feature = str(part.mean().idxmax())
-        return {"feature": feature, "span": span_of(part[feature]), "max": as_float(part[feature].max())}
-
     bridges = [m for m in roles["bridges"] if m in models]
     neox = [m for m in roles["gpt_neox"] if m in models]
-    checkpoints = [m for m in models if m not in roles["n_layers"]]  # not zoo models: hub or packaged checkpoints
-    groups = {
+    return {
         "bridges_embeddings": rows_of(bridges, "embeddings"),
         "bridges_first_block": rows_of(bridges, "first_block"),
         "bridges_blocks": rows_of(bridges, "blocks"),
@@ -122,8 +161,34 @@ def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any], untrained:
         "neox_blocks": rows_of(neox, "blocks"),
         "checkpoints_blocks": rows_of(checkpoints, "blocks"),
     }
+
+
+def _runner_up(wide: pd.DataFrame, dominant: str, keys: pd.Index) -> dict[str, Any] | None:
+    """The feature with the highest mean importance after ``dominant`` over the rows ``keys``, its span and
+    largest importance (``None`` without rows or numbers)."""
+    if len(keys) == 0:
+        return None
+    part = wide.loc[keys].drop(columns=[dominant], errors="ignore")
+    if part.empty or part.isna().all().all():
+        return None
+    feature = str(part.mean().idxmax())
+    return {"feature": feature, "span": span_of(part[feature]), "max": as_float(part[feature].max())}
+
+
+def _mamba_entries(
+    overall: pd.DataFrame,
+    roles: Mapping[str, Any],
+    models: Sequence[str],
+    spearman: pd.Series,
+    wide: pd.DataFrame,
+    dominant: str,
+) -> list[dict[str, Any]]:
+    """Per Mamba model that ran, its last layer: held-out Spearman, the top feature and every feature's
+    importance."""
+    last = {m: int(overall.loc[overall["model"] == m, "layer"].max()) for m in models}
+    top = wide.idxmax(axis=1)
     features = [str(f) for f in wide.columns]
-    mamba = [
+    return [
         {
             "model": m,
             "layer": last[m],
@@ -136,47 +201,26 @@ def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any], untrained:
         for m in roles["mamba"]
         if m in models
     ]
-    exceptions = [
-        {"model": m, "layer": int(layer), "top": str(feature)}
-        for (m, layer), feature in top.items()
-        if feature != dominant
-    ]
+
+
+def _minor_features(wide: pd.DataFrame) -> dict[str, Any]:
+    """The importances of the minor features (number, tense), each and together."""
     return {
-        "level": sorted(set(overall["level"].astype(str))) if "level" in overall else [],
-        "stimuli": sorted(set(overall["stimuli"].astype(str))) if "stimuli" in overall else [],
-        "n_stimuli": span_of(overall["n_stimuli"]) if "n_stimuli" in overall else None,
-        "n_folds": int(folds.max()) + 1 if len(folds) else None,
-        "pairs_per_step": int_list(overall["pairs_per_step"]) if "pairs_per_step" in overall else [],
-        "n_models": len(models),
-        "n_layers": int(len(spearman)),
-        "spearman": span_of(spearman),
-        "spearman_groups": {name: span_of(spearman.loc[keys]) if len(keys) else None for name, keys in groups.items()},
-        "mamba": mamba,
-        "dominant": dominant,
-        "dominant_top": int((top == dominant).sum()),
-        "dominant_span": span_of(wide.loc[top[top == dominant].index, dominant]),
-        "exceptions": exceptions,
-        "runner_up": {
-            "bridges_blocks": runner_up(groups["bridges_blocks"]),
-            "neox_embeddings": runner_up(groups["neox_embeddings"]),
-            "neox_blocks": runner_up(groups["neox_blocks"]),
-            **({"checkpoints_blocks": runner_up(groups["checkpoints_blocks"])} if checkpoints else {}),
-        },
         "minor": {f: span_of(wide[f]) for f in ("number", "tense") if f in wide},
         "minor_span": span_of(
             pd.concat([wide[f] for f in ("number", "tense") if f in wide])
             if any(f in wide for f in ("number", "tense"))
             else []
         ),
-        "odd_one_out": {
-            method: _odd_one_out(table_of(tables, f"mlem_{method}_similarity")) for method in ("feature", "rsa")
-        },
-        "block_contrast": {
-            method: _block_contrasts(table_of(tables, f"mlem_{method}_similarity")) for method in ("feature", "rsa")
-        },
-        "untrained": controls,
-        # for the claims (claims_mlem): every feature's count of layers on top, its importance there, its smallest
-        # excess over the other features' importance (> 0: on top at every layer), and each group's importances
+    }
+
+
+def _feature_tops(
+    wide: pd.DataFrame, top: pd.Series, features: Sequence[str], groups: Mapping[str, pd.Index]
+) -> dict[str, Any]:
+    """For the claims (claims_mlem): every feature's count of layers on top, its importance there, its smallest
+    excess over the other features' importance (> 0: on top at every layer), and each group's importances."""
+    return {
         "top_counts": {f: int((top == f).sum()) for f in features},
         "top_spans": {f: span_of(wide.loc[top[top == f].index, f]) for f in features},
         "top_excess": {f: _smallest_excess(wide, f) for f in features},
@@ -334,36 +378,41 @@ def claims_mlem(findings: Mapping[str, Any]) -> list[Claim]:
     mlem = findings.get("mlem")
     if not isinstance(mlem, Mapping) or not mlem or not_run_sentence("MLEM", mlem):
         return []
-    claims: list[Claim] = []
-    paper = float((findings.get("literature") or LITERATURE)["mlem_spearman"])
-    spearman, n_models = mlem.get("spearman"), mlem.get("n_models")
-    if spearman:
-        values = {"spearman": spearman, "n_models": n_models, "paper": paper, "top": spearman[1]}
-        claims.append(
-            greater(
-                "mlem.spearman_below_paper",
-                "MLEM's held-out Spearman of each layer (layer 0 = embeddings) is {spearman} over the "
-                "{n_models:d} models — below the > {paper:1} the paper reports on BERT, GPT-2 and Mamba",
-                paper,
-                spearman[1],
-                **values,
-            )
-        )
-        claims.append(
-            greater(
-                "mlem.spearman_reaches_paper",
-                "MLEM's held-out Spearman of each layer ({spearman} over the {n_models:d} models) "
-                "reaches the > {paper:1} the paper reports on BERT, GPT-2 and Mamba at its top ({top})",
-                spearman[1],
-                paper,
-                **values,
-            )
-        )
+    claims = _spearman_claims(mlem, float((findings.get("literature") or LITERATURE)["mlem_spearman"]))
     claims += _spearman_group_claims(mlem.get("spearman_groups") or {})
     claims += _feature_claims(mlem)
     claims += _last_layer_claims(mlem)
     claims += _odd_one_out_claims(mlem.get("odd_one_out") or {})
-    minor = mlem.get("minor") or {}
+    claims += _minor_claims(mlem.get("minor") or {})
+    return claims + _untrained_claims(mlem)
+
+
+def _spearman_claims(mlem: Mapping[str, Any], paper: float) -> list[Claim]:
+    """The held-out Spearman over the trained models' layers below the paper's, or reaching it at its top (margins:
+    :func:`claims_mlem`)."""
+    spearman, n_models = mlem.get("spearman"), mlem.get("n_models")
+    if not spearman:
+        return []
+    return either_way(
+        "mlem.spearman_below_paper",
+        "MLEM's held-out Spearman of each layer (layer 0 = embeddings) is {spearman} over the "
+        "{n_models:d} models — below the > {paper:1} the paper reports on BERT, GPT-2 and Mamba",
+        "mlem.spearman_reaches_paper",
+        "MLEM's held-out Spearman of each layer ({spearman} over the {n_models:d} models) "
+        "reaches the > {paper:1} the paper reports on BERT, GPT-2 and Mamba at its top ({top})",
+        paper,
+        spearman[1],
+        spearman=spearman,
+        n_models=n_models,
+        paper=paper,
+        top=spearman[1],
+    )
+
+
+def _minor_claims(minor: Mapping[str, Any]) -> list[Claim]:
+    """Number and tense explain next to nothing (importance within ±:data:`NEAR_ZERO` at every layer), or more
+    (margins: :func:`claims_mlem`)."""
+    claims: list[Claim] = []
     for feature in ("number", "tense"):
         span = minor.get(feature)
         if not span:
@@ -390,6 +439,13 @@ def claims_mlem(findings: Mapping[str, Any]) -> list[Claim]:
                 values,
             )
         )
+    return claims
+
+
+def _untrained_claims(mlem: Mapping[str, Any]) -> list[Claim]:
+    """Each untrained control's held-out Spearman below every trained model's layers, or above (margins:
+    :func:`claims_mlem`)."""
+    claims: list[Claim] = []
     trained = mlem.get("spearman")
     for control in mlem.get("untrained") or []:
         if not control.get("spearman") or not trained:

@@ -60,9 +60,20 @@ def collect_nli(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> dic
         return missing_section(
             *[n for n in ("models.nli.groups", "models.nli.accuracy") if table_of(tables, n) is None]
         )
-    from thinkalike.nli.analysis import BASELINE, GENERALIZING, HEURISTIC, accuracy_summary
+    result: dict[str, Any] = {**_nli_settings(tables, parameters.get("nli") or {}), **_accuracies(groups, accuracy)}
+    result["stitching"] = guarded(
+        _collect_nli_stitching,
+        table_of(tables, "models.nli.stitching_groups"),
+        table_of(tables, "models.nli.stitching"),
+    )
+    result["cka"] = guarded(_collect_nli_cka, table_of(tables, "models.nli.cka_group_curves"))
+    result["sweep"] = guarded(_collect_sweep, table_of(tables, "models.nli.sweep"))
+    return result
 
-    nli = parameters.get("nli") or {}
+
+def _nli_settings(tables: Mapping[str, Any], nli: Mapping[str, Any]) -> dict[str, Any]:
+    """How the NLI copies were made: the pairs per split, the counterexamples, the groups' least spread, the sweep's
+    fractions, the encoder's depth and the fine-tuning steps (``nli``: the ``nli`` parameters)."""
     result: dict[str, Any] = {}
     pairs = table_of(tables, "models.nli.pairs")
     pair_settings = nli.get("pairs") or {}
@@ -90,7 +101,15 @@ def collect_nli(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> dic
     if curves is not None and "stage" in curves:
         tuned = curves[curves["stage"] == "fine-tuning"]
         result["finetune_steps"] = int_list(tuned.groupby("model")["step"].max()) if len(tuned) else []
-    copies = groups
+    return result
+
+
+def _accuracies(copies: pd.DataFrame, accuracy: pd.DataFrame) -> dict[str, Any]:
+    """The copies' test and OOD accuracies (``models.nli.groups``, ``models.nli.accuracy``): spans, the baseline's,
+    per OOD subcase, how often they say "entailed" out of distribution, and the two groups."""
+    from thinkalike.nli.analysis import BASELINE, GENERALIZING, HEURISTIC, accuracy_summary
+
+    result: dict[str, Any] = {}
     baseline = accuracy_summary(accuracy[accuracy["model"] == BASELINE])
     base = baseline.iloc[0] if len(baseline) else None
     result["n_copies"] = int(len(copies))
@@ -108,6 +127,17 @@ def collect_nli(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> dic
         }
     )
     ood = accuracy[(accuracy["split"] == "ood") & (accuracy["model"].isin(copies["model"]))]
+    result.update(_ood_subcases(ood))
+    gen = copies[copies["group"] == GENERALIZING]["ood_non_entailed_accuracy"]
+    heur = copies[copies["group"] == HEURISTIC]["ood_non_entailed_accuracy"]
+    result["groups"] = {"k": int(len(gen)), "generalizing": span_of(gen), "heuristic": span_of(heur)}
+    return result
+
+
+def _ood_subcases(ood: pd.DataFrame) -> dict[str, Any]:
+    """The copies' OOD non-entailed accuracy per subcase (highest mean first), the highest and lowest subcase, and
+    the share of OOD pairs they say "entailed" to (when both labels are there)."""
+    result: dict[str, Any] = {}
     subcases = ood[(ood["subcase"] != "all") & (ood["label"] == "non_entailed")]
     by_subcase = subcases.groupby("subcase")["accuracy"]
     means = by_subcase.mean().sort_values(ascending=False, kind="mergesort")
@@ -125,16 +155,6 @@ def collect_nli(tables: Mapping[str, Any], parameters: Mapping[str, Any]) -> dic
             + (1 - overall["accuracy"]["non_entailed"]) * overall["n_pairs"]["non_entailed"]
         ) / (overall["n_pairs"]["entailed"] + overall["n_pairs"]["non_entailed"])
         result["ood_said_entailed"] = span_of(said)
-    gen = copies[copies["group"] == GENERALIZING]["ood_non_entailed_accuracy"]
-    heur = copies[copies["group"] == HEURISTIC]["ood_non_entailed_accuracy"]
-    result["groups"] = {"k": int(len(gen)), "generalizing": span_of(gen), "heuristic": span_of(heur)}
-    result["stitching"] = guarded(
-        _collect_nli_stitching,
-        table_of(tables, "models.nli.stitching_groups"),
-        table_of(tables, "models.nli.stitching"),
-    )
-    result["cka"] = guarded(_collect_nli_cka, table_of(tables, "models.nli.cka_group_curves"))
-    result["sweep"] = guarded(_collect_sweep, table_of(tables, "models.nli.sweep"))
     return result
 
 
@@ -303,6 +323,26 @@ def _smallest(*margins: float | None) -> float | None:
 
 
 def _accuracy_claims(nli: Mapping[str, Any], mccoy: Sequence[float]) -> list[Claim]:
+    """The copies' accuracies: in distribution against the lexical-overlap rule, and out of distribution mostly
+    heuristic (all, some or none of them) and against McCoy et al.'s 100 BERTs (``mccoy``: their range)."""
+    claims = _rule_claims(nli)
+    if (ood := _span(nli.get("ood_non_entailed"))) is None:
+        return claims
+    base = nli.get("baseline") or {}
+    values = {
+        "ood": list(ood),
+        "rule": finite(base.get("ood_non_entailed")),
+        "below": HEURISTIC_BELOW,
+        "n_heuristic": nli.get("n_heuristic"),
+        "n_copies": nli.get("n_copies"),
+        "mccoy": list(mccoy),
+    }
+    return claims + _heuristic_claims(ood, values) + _mccoy_claims(ood, mccoy, values)
+
+
+def _rule_claims(nli: Mapping[str, Any]) -> list[Claim]:
+    """The copies' test accuracies all below (or all above) the lexical-overlap rule's: margins ``rule − highest``
+    and ``lowest − rule``."""
     claims: list[Claim] = []
     base = nli.get("baseline") or {}
     if (test := _span(nli.get("test"))) is not None:
@@ -326,18 +366,14 @@ def _accuracy_claims(nli: Mapping[str, Any], mccoy: Sequence[float]) -> list[Cla
                 **values,
             )
         )
-    if (ood := _span(nli.get("ood_non_entailed"))) is None:
-        return claims
+    return claims
+
+
+def _heuristic_claims(ood: tuple[float, float], values: Mapping[str, Any]) -> list[Claim]:
+    """All, some or none of the copies mostly heuristic out of distribution (OOD non-entailed accuracy below
+    :data:`HEURISTIC_BELOW`), from the span ``ood`` of their accuracies."""
     low, high = ood
-    values = {
-        "ood": list(ood),
-        "rule": finite(base.get("ood_non_entailed")),
-        "below": HEURISTIC_BELOW,
-        "n_heuristic": nli.get("n_heuristic"),
-        "n_copies": nli.get("n_copies"),
-        "mccoy": list(mccoy),
-    }
-    claims += [
+    return [
         Claim(
             "nli.all_mostly_heuristic",
             "the copies are all mostly heuristic out of distribution: OOD non-entailed "
@@ -361,8 +397,14 @@ def _accuracy_claims(nli: Mapping[str, Any], mccoy: Sequence[float]) -> list[Cla
             values,
         ),
     ]
+
+
+def _mccoy_claims(ood: tuple[float, float], mccoy: Sequence[float], values: Mapping[str, Any]) -> list[Claim]:
+    """The span ``ood`` of the copies' OOD non-entailed accuracies against McCoy et al.'s 100 BERTs' range ``mccoy``:
+    within, below, above, or overlapping it and reaching below or above."""
+    low, high = ood
     a, b = float(mccoy[0]), float(mccoy[1])
-    claims += [
+    return [
         Claim(
             "nli.mccoy_within",
             "the copies' OOD non-entailed accuracies ({ood}) lie within the range of McCoy et "
@@ -397,7 +439,6 @@ def _accuracy_claims(nli: Mapping[str, Any], mccoy: Sequence[float]) -> list[Cla
             values,
         ),
     ]
-    return claims
 
 
 def _subcase_claims(nli: Mapping[str, Any]) -> list[Claim]:
@@ -448,6 +489,8 @@ def _layers_text(layers: Sequence[Any] | None) -> str:
 
 
 def _stitching_claims(nli: Mapping[str, Any]) -> list[Claim]:
+    """Identity stitching between the NLI copies: per relation its cost rising with depth, the most
+    interchangeable relation, and whether the groups diverge (:func:`_divergence_claims`)."""
     st = nli.get("stitching") or {}
     if not st or not_run_sentence("identity stitching", st):
         return []
@@ -490,6 +533,12 @@ def _stitching_claims(nli: Mapping[str, Any]) -> list[Claim]:
         higher=False,
         values={r: {"label": INTERCHANGEABLE_LABELS[r]} for r in RELATION_ORDER},
     )
+    return claims + _divergence_claims(st, layers, curves)
+
+
+def _divergence_claims(st: Mapping[str, Any], layers: Sequence[Any], curves: Mapping[str, Any]) -> list[Claim]:
+    """Whether the groups diverge as Brown et al. found: identity stitching between them costs more than within both,
+    with separated intervals, by the means only, or nowhere (margins: :func:`_divergence_margins`)."""
     last = {f"{r}_last": finite(curves[r][-1]) for r in RELATION_ORDER}
     values = {
         **last,
@@ -501,7 +550,7 @@ def _stitching_claims(nli: Mapping[str, Any]) -> list[Claim]:
         "{within_generalizing_last} and the heuristic ones {within_heuristic_last}"
     )
     strict, loose, nowhere = _divergence_margins(st.get("gaps"))
-    claims += [
+    return [
         Claim(
             "nli.stitching_groups_diverge",
             "the groups diverge as Brown et al. found: at layer(s) {layers} identity "
@@ -527,7 +576,6 @@ def _stitching_claims(nli: Mapping[str, Any]) -> list[Claim]:
             values,
         ),
     ]
-    return claims
 
 
 def _said_entailed_claims(nli: Mapping[str, Any]) -> list[Claim]:

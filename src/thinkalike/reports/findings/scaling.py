@@ -12,11 +12,11 @@ as :data:`INFINITE_Z`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from thinkalike.measures.scaling_summaries import OUTLIER_Z
-from thinkalike.reports.findings.claims import Claim, best_of, every
+from thinkalike.reports.findings.claims import Claim, best_of, either_way, every, every_some_none, mirrored
 from thinkalike.reports.findings.text import as_float, missing_section, not_run_sentence
 
 #: Spearman ρ of intra-model similarity against size from which the paper's rise is "reproduced".
@@ -72,47 +72,45 @@ def _early_claims(summary: Mapping[str, Any]) -> list[Claim]:
         return []
     claims: list[Claim] = []
     for depth, entry in sorted(early.items(), key=lambda item: float(item[0])):
-        mean, low = _number(entry.get("mean")), _number(entry.get("min"))
-        values = {"depth": str(depth), "mean": mean, "min": low, "max": _number(entry.get("max")), "band": band}
-        at = (
-            "At relative depth {depth} matched early layers have mean CKA {mean} over the pairs of members "
-            "(lowest {min}), "
-        )
-        prefix = f"scaling.early.{depth}"
-        claims.append(
-            Claim(
-                f"{prefix}.mean_above_band",
-                at + "above the {band} of their intermediate layers",
-                None if mean is None or band is None else mean - band,
-                values,
-            )
-        )
-        claims.append(
-            Claim(
-                f"{prefix}.mean_below_band",
-                at + "below the {band} of their intermediate layers",
-                None if mean is None or band is None else band - mean,
-                values,
-            )
-        )
-        claims.append(
-            Claim(
-                f"{prefix}.every_pair_above_band",
-                "At relative depth {depth} every pair of members has "
-                "matched early-layer CKA above the {band} of their intermediate layers (lowest {min})",
-                None if low is None or band is None else low - band,
-                values,
-            )
-        )
-        claims.append(
-            Claim(
-                f"{prefix}.some_pair_below_band",
-                "At relative depth {depth} some pair of members has "
-                "matched early-layer CKA below the {band} of their intermediate layers (lowest {min})",
-                None if low is None or band is None else band - low,
-                values,
-            )
-        )
+        claims += _early_depth_claims(str(depth), entry, band)
+    return claims + _early_verdicts(early, band)
+
+
+def _early_depth_claims(depth: str, entry: Mapping[str, Any], band: float | None) -> list[Claim]:
+    """One early relative depth's claims: its mean (and its lowest pair) above or below ``band`` (margins:
+    :func:`_early_claims`)."""
+    mean, low = _number(entry.get("mean")), _number(entry.get("min"))
+    values = {"depth": depth, "mean": mean, "min": low, "max": _number(entry.get("max")), "band": band}
+    at = (
+        "At relative depth {depth} matched early layers have mean CKA {mean} over the pairs of members (lowest {min}), "
+    )
+    prefix = f"scaling.early.{depth}"
+    return [
+        *either_way(
+            f"{prefix}.mean_above_band",
+            at + "above the {band} of their intermediate layers",
+            f"{prefix}.mean_below_band",
+            at + "below the {band} of their intermediate layers",
+            mean,
+            band,
+            **values,
+        ),
+        *either_way(
+            f"{prefix}.every_pair_above_band",
+            "At relative depth {depth} every pair of members has "
+            "matched early-layer CKA above the {band} of their intermediate layers (lowest {min})",
+            f"{prefix}.some_pair_below_band",
+            "At relative depth {depth} some pair of members has "
+            "matched early-layer CKA below the {band} of their intermediate layers (lowest {min})",
+            low,
+            band,
+            **values,
+        ),
+    ]
+
+
+def _early_verdicts(early: Mapping[str, Any], band: float | None) -> list[Claim]:
+    """Early layers across scale: reproduced, inconclusive or not reproduced (margins: :func:`_early_claims`)."""
     lows = [v for entry in early.values() if (v := _number(entry.get("min"))) is not None]
     means = [v for entry in early.values() if (v := _number(entry.get("mean"))) is not None]
     lowest = min(lows) if len(lows) == len(early) else None
@@ -120,7 +118,7 @@ def _early_claims(summary: Mapping[str, Any]) -> list[Claim]:
     values = {"lowest": lowest, "highest_mean": highest, "band": band}
     reproduced = None if lowest is None or band is None else lowest - band
     not_reproduced = None if highest is None or band is None else band - highest
-    claims.append(
+    return [
         Claim(
             "scaling.early.reproduced",
             f"Early layers across scale: reproduced ({_PAPER_EARLY}): at "
@@ -128,9 +126,7 @@ def _early_claims(summary: Mapping[str, Any]) -> list[Claim]:
             "intermediate layers (lowest {lowest})",
             reproduced,
             values,
-        )
-    )
-    claims.append(
+        ),
         Claim(
             "scaling.early.inconclusive",
             f"Early layers across scale: inconclusive ({_PAPER_EARLY}): "
@@ -138,9 +134,7 @@ def _early_claims(summary: Mapping[str, Any]) -> list[Claim]:
             "their intermediate layers, but some pair is below it (lowest {lowest})",
             _both(_neg(not_reproduced), _neg(reproduced)),
             values,
-        )
-    )
-    claims.append(
+        ),
         Claim(
             "scaling.early.not_reproduced",
             f"Early layers across scale: not reproduced ({_PAPER_EARLY}): "
@@ -148,9 +142,8 @@ def _early_claims(summary: Mapping[str, Any]) -> list[Claim]:
             "{band} of their intermediate layers",
             not_reproduced,
             values,
-        )
-    )
-    return claims
+        ),
+    ]
 
 
 def _block_claims(summary: Mapping[str, Any]) -> list[Claim]:
@@ -213,9 +206,8 @@ def _block_claims(summary: Mapping[str, Any]) -> list[Claim]:
 
 def _block_verdicts(members: list[float | None], threshold: float | None) -> list[Claim]:
     """Block structure's verdicts from the members' margins (contrast − threshold): reproduced (every member, the
-    smallest margin), partly (``min(largest, −smallest)``), not reproduced (``−largest``)."""
+    smallest margin), partly (``min(largest, −smallest)``), not reproduced (``−largest``): :func:`every_some_none`."""
     known = [m for m in members if m is not None]
-    complete = bool(known) and len(known) == len(members)
     values = {
         "n_structured": sum(m > 0 for m in known),
         "n_members": len(members),
@@ -223,23 +215,16 @@ def _block_verdicts(members: list[float | None], threshold: float | None) -> lis
         "threshold": threshold,
     }
     counts = "{n_structured:d} of {n_members:d} members have blocks (contrast {contrast:3}; threshold {threshold})"
-    return [
-        every(
-            "scaling.blocks.reproduced", f"Block structure: reproduced ({_PAPER_BLOCKS}): " + counts, members, **values
-        ),
-        Claim(
-            "scaling.blocks.partly_reproduced",
+    return every_some_none(
+        ("scaling.blocks.reproduced", "scaling.blocks.partly_reproduced", "scaling.blocks.not_reproduced"),
+        (
+            f"Block structure: reproduced ({_PAPER_BLOCKS}): " + counts,
             f"Block structure: partly reproduced ({_PAPER_BLOCKS}): " + counts,
-            min(max(known), -min(known)) if complete else None,
-            values,
-        ),
-        Claim(
-            "scaling.blocks.not_reproduced",
             f"Block structure: not reproduced ({_PAPER_BLOCKS}): " + counts,
-            -max(known) if complete else None,
-            values,
         ),
-    ]
+        members,
+        values,
+    )
 
 
 def _intra_claims(summary: Mapping[str, Any]) -> list[Claim]:
@@ -312,61 +297,75 @@ def _outlier_claims(summary: Mapping[str, Any], threshold: float) -> list[Claim]
                 item="`{name}` (robust z {z})",
             )
         )
+    claims += _outlier_verdicts(family, z, sizes, beyond, threshold)
+    for twin in summary.get("twins") or []:
+        claims += _off_trend_claims(str(twin["off_trend"]), z, beyond, threshold)
+    return claims
+
+
+def _outlier_verdicts(
+    family: Sequence[str],
+    z: Mapping[str, Any],
+    sizes: Mapping[str, float | None],
+    beyond: Mapping[str, float | None],
+    threshold: float,
+) -> list[Claim]:
+    """The outlier reproduced in kind (some member beyond the threshold) or not (none), and which member has the
+    most extreme robust z (margins: :func:`_outlier_claims`)."""
     known = [v for v in sizes.values() if v is not None]
     largest = max(known) if known and len(known) == len(sizes) else None
     values: dict[str, Any] = {"threshold": threshold, "max_abs_z": largest}
-    claims.append(
+    beyond_text = (
+        "intermediate-layer CKA against the others lies beyond the robust-z threshold {threshold:1} "
+        "(largest |z| {max_abs_z})"
+    )
+    return [
         Claim(
             "scaling.outlier.reproduced",
-            f"Outlier: reproduced in kind ({_PAPER_OUTLIER}): some member's "
-            "intermediate-layer CKA against the others lies beyond the robust-z threshold {threshold:1} "
-            "(largest |z| {max_abs_z})",
+            f"Outlier: reproduced in kind ({_PAPER_OUTLIER}): some member's " + beyond_text,
             None if largest is None else largest - threshold,
             values,
-        )
-    )
-    claims.append(
+        ),
         every(
             "scaling.outlier.none",
-            f"Outlier: not reproduced ({_PAPER_OUTLIER}): no member's "
-            "intermediate-layer CKA against the others lies beyond the robust-z threshold {threshold:1} "
-            "(largest |z| {max_abs_z})",
+            f"Outlier: not reproduced ({_PAPER_OUTLIER}): no member's " + beyond_text,
             [_neg(v) for v in beyond.values()],
             **values,
-        )
-    )
-    claims += best_of(
-        "scaling.outlier.most_extreme",
-        "Of the family's members, `{name}` has the most extreme robust z "
-        "of intermediate-layer CKA against the others (z {z})",
-        sizes,
-        higher=True,
-        values={m: {"z": _number(z.get(m))} for m in family},
-    )
-    for twin in summary.get("twins") or []:
-        odd = str(twin["off_trend"])
-        others = [v for m, v in beyond.items() if m != odd and v is not None]
-        other = max(others) if others and len(others) == len(beyond) - (odd in beyond) else None
-        values = {"name": odd, "z": _number(z.get(odd)), "threshold": threshold}
-        claims.append(
-            Claim(
-                f"scaling.outlier.off_trend.{odd}",
-                "The outlier is the off-trend member `{name}` (z {z}, "
-                "beyond {threshold:1}), as pythia-2.8b in the paper",
-                beyond.get(odd),
-                values,
-            )
-        )
-        claims.append(
-            Claim(
-                f"scaling.outlier.not_off_trend.{odd}",
-                "Some member lies beyond the robust-z threshold "
-                "{threshold:1}, but not the off-trend member `{name}` (z {z})",
-                _both(other, _neg(beyond.get(odd))),
-                values,
-            )
-        )
-    return claims
+        ),
+        *best_of(
+            "scaling.outlier.most_extreme",
+            "Of the family's members, `{name}` has the most extreme robust z "
+            "of intermediate-layer CKA against the others (z {z})",
+            sizes,
+            higher=True,
+            values={m: {"z": _number(z.get(m))} for m in family},
+        ),
+    ]
+
+
+def _off_trend_claims(
+    odd: str, z: Mapping[str, Any], beyond: Mapping[str, float | None], threshold: float
+) -> list[Claim]:
+    """The off-trend member ``odd`` is the outlier, or some other member is and it is not (margins:
+    :func:`_outlier_claims`)."""
+    others = [v for m, v in beyond.items() if m != odd and v is not None]
+    other = max(others) if others and len(others) == len(beyond) - (odd in beyond) else None
+    values = {"name": odd, "z": _number(z.get(odd)), "threshold": threshold}
+    return [
+        Claim(
+            f"scaling.outlier.off_trend.{odd}",
+            "The outlier is the off-trend member `{name}` (z {z}, beyond {threshold:1}), as pythia-2.8b in the paper",
+            beyond.get(odd),
+            values,
+        ),
+        Claim(
+            f"scaling.outlier.not_off_trend.{odd}",
+            "Some member lies beyond the robust-z threshold "
+            "{threshold:1}, but not the off-trend member `{name}` (z {z})",
+            _both(other, _neg(beyond.get(odd))),
+            values,
+        ),
+    ]
 
 
 def _twin_claims(summary: Mapping[str, Any], threshold: float) -> list[Claim]:
@@ -381,88 +380,83 @@ def _twin_claims(summary: Mapping[str, Any], threshold: float) -> list[Claim]:
       ``o``'s, margin ``difference`` (twin − off-trend); ``scaling.twin.<o>.off_trend_closer``: ``−difference``."""
     claims: list[Claim] = []
     for twin in summary.get("twins") or []:
-        odd, other = str(twin["off_trend"]), str(twin["twin"])
-        size_odd = _abs_z(twin.get("z_off_trend"), bool(twin.get("off_trend_flagged")))
-        size_twin = _abs_z(twin.get("z_twin"), bool(twin.get("twin_flagged")))
-        a = None if size_odd is None else size_odd - threshold
-        b = None if size_twin is None else size_twin - threshold
-        values = {
-            "off_trend": odd,
-            "twin": other,
-            "d_head_off_trend": twin.get("d_head_off_trend"),
-            "d_head_twin": twin.get("d_head_twin"),
-            "band_off_trend": _number(twin.get("band_mean_off_trend")),
-            "band_twin": _number(twin.get("band_mean_twin")),
-            "z_off_trend": _number(twin.get("z_off_trend")),
-            "z_twin": _number(twin.get("z_twin")),
-            "difference": _number(twin.get("difference")),
-            "with_each_other": _number(twin.get("band_mean_off_trend_vs_twin")),
-            "threshold": threshold,
-        }
-        facts = (
-            "`{off_trend}` (head dimension {d_head_off_trend:d}) has mean intermediate-layer CKA {band_off_trend} "
-            "against the other members (z {z_off_trend}), its twin `{twin}` (head dimension {d_head_twin:d}, all "
-            "else equal) {band_twin} (z {z_twin}); the two have {with_each_other} with each other"
-        )
-        cause = "The cause (tested here, not in the paper): " + facts + " — "
-        prefix = f"scaling.twin.{odd}"
-        claims.append(
-            Claim(
-                f"{prefix}.follows_head_dimension",
-                cause + "only `{off_trend}` lies beyond the robust-z "
-                "threshold {threshold:1}: the dissimilarity follows the head dimension",
-                _both(a, _neg(b)),
-                values,
-            )
-        )
-        claims.append(
-            Claim(
-                f"{prefix}.twin_as_unlike",
-                cause + "both lie beyond the robust-z threshold {threshold:1}: "
-                "the twin is as unlike the family, the head dimension is not the cause",
-                _both(a, b),
-                values,
-            )
-        )
-        claims.append(
-            Claim(
-                f"{prefix}.neither_outlier",
-                cause + "neither lies beyond the robust-z threshold "
-                "{threshold:1}, so there is no dissimilarity to explain",
-                _both(_neg(a), _neg(b)),
-                values,
-            )
-        )
-        claims.append(
-            Claim(
-                f"{prefix}.only_twin_outlier",
-                cause + "only the twin `{twin}` lies beyond the robust-z threshold {threshold:1}",
-                _both(_neg(a), b),
-                values,
-            )
-        )
-        difference = _number(twin.get("difference"))
-        claims.append(
-            Claim(
-                f"{prefix}.twin_closer",
-                "With the head dimension of the family's trend, `{twin}`'s mean "
-                "intermediate-layer CKA against the other members ({band_twin}) is above `{off_trend}`'s "
-                "({band_off_trend}) by {difference:+3}",
-                difference,
-                values,
-            )
-        )
-        claims.append(
-            Claim(
-                f"{prefix}.off_trend_closer",
-                "With its own head dimension, `{off_trend}`'s mean "
-                "intermediate-layer CKA against the other members ({band_off_trend}) is above its twin "
-                "`{twin}`'s ({band_twin})",
-                _neg(difference),
-                values,
-            )
-        )
+        claims += _one_twin_claims(twin, threshold)
     return claims
+
+
+def _twin_values(twin: Mapping[str, Any], threshold: float) -> dict[str, Any]:
+    """The numbers a twin's claims quote: head dimensions, mean intermediate-band CKA against the other members,
+    robust z, their difference and the two members' CKA with each other."""
+    return {
+        "off_trend": str(twin["off_trend"]),
+        "twin": str(twin["twin"]),
+        "d_head_off_trend": twin.get("d_head_off_trend"),
+        "d_head_twin": twin.get("d_head_twin"),
+        "band_off_trend": _number(twin.get("band_mean_off_trend")),
+        "band_twin": _number(twin.get("band_mean_twin")),
+        "z_off_trend": _number(twin.get("z_off_trend")),
+        "z_twin": _number(twin.get("z_twin")),
+        "difference": _number(twin.get("difference")),
+        "with_each_other": _number(twin.get("band_mean_off_trend_vs_twin")),
+        "threshold": threshold,
+    }
+
+
+def _one_twin_claims(twin: Mapping[str, Any], threshold: float) -> list[Claim]:
+    """One off-trend member and its twin: which of the two lie beyond the robust-z threshold, and which is closer to
+    the other members (margins: :func:`_twin_claims`)."""
+    size_odd = _abs_z(twin.get("z_off_trend"), bool(twin.get("off_trend_flagged")))
+    size_twin = _abs_z(twin.get("z_twin"), bool(twin.get("twin_flagged")))
+    a = None if size_odd is None else size_odd - threshold
+    b = None if size_twin is None else size_twin - threshold
+    values = _twin_values(twin, threshold)
+    facts = (
+        "`{off_trend}` (head dimension {d_head_off_trend:d}) has mean intermediate-layer CKA {band_off_trend} "
+        "against the other members (z {z_off_trend}), its twin `{twin}` (head dimension {d_head_twin:d}, all "
+        "else equal) {band_twin} (z {z_twin}); the two have {with_each_other} with each other"
+    )
+    cause = "The cause (tested here, not in the paper): " + facts + " — "
+    prefix = f"scaling.twin.{values['off_trend']}"
+    verdicts = (
+        (
+            "follows_head_dimension",
+            "only `{off_trend}` lies beyond the robust-z threshold {threshold:1}: the dissimilarity follows the head "
+            "dimension",
+            _both(a, _neg(b)),
+        ),
+        (
+            "twin_as_unlike",
+            "both lie beyond the robust-z threshold {threshold:1}: the twin is as unlike the family, the head "
+            "dimension is not the cause",
+            _both(a, b),
+        ),
+        (
+            "neither_outlier",
+            "neither lies beyond the robust-z threshold {threshold:1}, so there is no dissimilarity to explain",
+            _both(_neg(a), _neg(b)),
+        ),
+        (
+            "only_twin_outlier",
+            "only the twin `{twin}` lies beyond the robust-z threshold {threshold:1}",
+            _both(_neg(a), b),
+        ),
+    )
+    claims = [Claim(f"{prefix}.{name}", cause + text, margin, values) for name, text, margin in verdicts]
+    closer = Claim(
+        f"{prefix}.twin_closer",
+        "With the head dimension of the family's trend, `{twin}`'s mean "
+        "intermediate-layer CKA against the other members ({band_twin}) is above `{off_trend}`'s "
+        "({band_off_trend}) by {difference:+3}",
+        _number(twin.get("difference")),
+        values,
+    )
+    return claims + mirrored(
+        closer,
+        f"{prefix}.off_trend_closer",
+        "With its own head dimension, `{off_trend}`'s mean "
+        "intermediate-layer CKA against the other members ({band_off_trend}) is above its twin "
+        "`{twin}`'s ({band_twin})",
+    )
 
 
 def claims_scaling(findings: Mapping[str, Any]) -> list[Claim]:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thinkalike.reports.findings.claims import Claim, every, greater
+from thinkalike.reports.findings.claims import Claim, either_way, every_some_none, mirrored, spread_margins
 from thinkalike.reports.findings.text import (
     as_float,
     int_list,
@@ -142,12 +142,58 @@ def collect_stitching(
     cells = stitch_cells(penalties)
     order = ["identity", "affine", "affine_ln"]
     kinds = sorted(set(cells["stitch"]), key=lambda k: (order.index(k) if k in order else len(order), k))
-    trained_kinds = [k for k in kinds if k != "identity"]
-    trained = penalties[penalties["stitch"] != "identity"]
     settings = parameters.get("stitching") or {}
-    phis = table_of(tables, "stitching_phis")
-    column = lambda table, name: int_list(table[name]) if table is not None and name in table and len(table) else []  # noqa: E731
     grid = settings.get("layers") or ("diagonal" if (cells["layer_f"] == cells["layer_g"]).all() else None)
+    return {
+        "grid": grid,
+        "kinds": kinds,
+        "n_stitches": int(len(cells)),
+        "n_trained": int((cells["stitch"] != "identity").sum()),
+        "n_rows": int(len(penalties)),
+        "n_ordered_pairs": int(len(cells[["model_f", "model_g"]].drop_duplicates())),
+        **_run_settings(penalties, cells, table_of(tables, "stitching_phis")),
+        "solu_gelu": [_stitch_pair(cells, p, kinds) for p in roles["solu_gelu"]],
+        "control": [_stitch_pair(cells, p, kinds) for p in roles["control"]],
+        "self": _self_stitching(cells, [k for k in kinds if k != "identity"], tables.get("zoo_summary")),
+        "identity_between": _identity_span(cells, roles["solu_gelu"]),
+        "identity_control": _identity_span(cells, roles["control"]),
+    }
+
+
+def _column(table: pd.DataFrame | None, name: str) -> list[int]:
+    """A column's distinct integers (:func:`int_list`); ``[]`` without the table, the column or rows."""
+    return int_list(table[name]) if table is not None and name in table and len(table) else []
+
+
+def _run_settings(penalties: pd.DataFrame, cells: pd.DataFrame, phis: pd.DataFrame | None) -> dict[str, Any]:
+    """How the stitches were trained and evaluated: steps and tokens, the training source, the interval level,
+    whether special targets were left out, the φ seeds and the targets."""
+    trained = penalties[penalties["stitch"] != "identity"]
+    return {
+        "steps": _column(trained, "steps"),
+        "tokens_per_step": _column(trained, "tokens_per_step"),
+        "train_tokens": _column(trained, "train_tokens"),
+        "eval_tokens": _column(penalties, "eval_tokens"),
+        "n_eval_sequences": _column(phis, "n_eval_sequences"),
+        "train_source": sorted(set(penalties["train_source"].dropna().astype(str)))
+        if "train_source" in penalties
+        else [],
+        "ci_level": span_of(penalties["ci_level"]) if "ci_level" in penalties else None,
+        "exclude_special_targets": (
+            sorted({bool(v) for v in penalties["exclude_special_targets"].dropna()})
+            if "exclude_special_targets" in penalties
+            else None
+        ),
+        "phi_seeds": int(cells["n_rows"].max()),
+        "n_targets": _column(penalties, "n_targets"),
+        "seed_columns": _seed_columns(trained),
+    }
+
+
+def _self_stitching(cells: pd.DataFrame, trained_kinds: Sequence[str], zoo_summary: Any) -> dict[str, Any]:
+    """Every model stitched into itself (the floors): per trained φ kind their span, layer 0's and the lowest layer;
+    over the trained kinds their span and how many are below zero; identity's largest |penalty|; the models and their
+    training steps (from ``zoo_summary``, when it is a table)."""
     self_rows = cells[cells["model_f"] == cells["model_g"]]
     self_trained = {}
     for kind in trained_kinds:
@@ -163,61 +209,33 @@ def collect_stitching(
             }
     self_all = self_rows[self_rows["stitch"].isin(trained_kinds)]
     self_identity = self_rows[self_rows["stitch"] == "identity"]
-
-    def identity_span(pairs: Sequence[Mapping[str, Any]]) -> list[float] | None:
-        values = []
-        for p in pairs:
-            for f, g in ((p["solu"], p["gelu"]), (p["gelu"], p["solu"])):
-                values += list(
-                    cells.loc[
-                        (cells["model_f"] == f) & (cells["model_g"] == g) & (cells["stitch"] == "identity"), "penalty"
-                    ]
-                )
-        return span_of(values)
-
-    zoo_steps = tables.get("zoo_summary") if isinstance(tables.get("zoo_summary"), pd.DataFrame) else None
+    zoo_steps = zoo_summary if isinstance(zoo_summary, pd.DataFrame) else None
     self_models = sorted(set(self_rows["model_f"]))
     steps_of_self = (
         int_list(zoo_steps.loc[zoo_steps["model"].isin(self_models), "steps"]) if zoo_steps is not None else []
     )
     return {
-        "grid": grid,
-        "kinds": kinds,
-        "n_stitches": int(len(cells)),
-        "n_trained": int((cells["stitch"] != "identity").sum()),
-        "n_rows": int(len(penalties)),
-        "n_ordered_pairs": int(len(cells[["model_f", "model_g"]].drop_duplicates())),
-        "steps": column(trained, "steps"),
-        "tokens_per_step": column(trained, "tokens_per_step"),
-        "train_tokens": column(trained, "train_tokens"),
-        "eval_tokens": column(penalties, "eval_tokens"),
-        "n_eval_sequences": column(phis, "n_eval_sequences"),
-        "train_source": sorted(set(penalties["train_source"].dropna().astype(str)))
-        if "train_source" in penalties
-        else [],
-        "ci_level": span_of(penalties["ci_level"]) if "ci_level" in penalties else None,
-        "exclude_special_targets": (
-            sorted({bool(v) for v in penalties["exclude_special_targets"].dropna()})
-            if "exclude_special_targets" in penalties
-            else None
-        ),
-        "phi_seeds": int(cells["n_rows"].max()),
-        "n_targets": column(penalties, "n_targets"),
-        "seed_columns": _seed_columns(trained),
-        "solu_gelu": [_stitch_pair(cells, p, kinds) for p in roles["solu_gelu"]],
-        "control": [_stitch_pair(cells, p, kinds) for p in roles["control"]],
-        "self": {
-            "trained": self_trained,
-            "span": span_of(self_all["penalty"]),
-            "n_negative": int((self_all["penalty"] < 0).sum()),
-            "n": int(len(self_all)),
-            "identity_max_abs": as_float(self_identity["penalty"].abs().max()) if len(self_identity) else None,
-            "zoo_steps": steps_of_self,
-            "models": self_models,
-        },
-        "identity_between": identity_span(roles["solu_gelu"]),
-        "identity_control": identity_span(roles["control"]),
+        "trained": self_trained,
+        "span": span_of(self_all["penalty"]),
+        "n_negative": int((self_all["penalty"] < 0).sum()),
+        "n": int(len(self_all)),
+        "identity_max_abs": as_float(self_identity["penalty"].abs().max()) if len(self_identity) else None,
+        "zoo_steps": steps_of_self,
+        "models": self_models,
     }
+
+
+def _identity_span(cells: pd.DataFrame, pairs: Sequence[Mapping[str, Any]]) -> list[float] | None:
+    """The span of identity stitching's penalties between the pairs' models, both directions."""
+    values = []
+    for p in pairs:
+        for f, g in ((p["solu"], p["gelu"]), (p["gelu"], p["solu"])):
+            values += list(
+                cells.loc[
+                    (cells["model_f"] == f) & (cells["model_g"] == g) & (cells["stitch"] == "identity"), "penalty"
+                ]
+            )
+    return span_of(values)
 
 
 # ---- claims ---------------------------------------------------------------------------------------------------------
@@ -274,7 +292,7 @@ def _asymmetry_claims(
 ) -> list[Claim]:
     """ "Every cell" / "some cells" / "no cell" of the asymmetry over the pairs' floors (``lead``: each one's
     template); margins from the per-cell asymmetries ``a`` (SoLU→GeLU over its floor less GeLU→SoLU over its):
-    ``min(a)``; ``min(max(a), −min(a))``; ``−max(a)``."""
+    ``min(a)``; ``min(max(a), −min(a))``; ``−max(a)`` (:func:`every_some_none`)."""
     cells = [a for p in pairs for kind in trained if kind in p["kinds"] for a in cell_asymmetries(p["kinds"][kind])]
     n_kinds = len([k for k in trained if any(k in p["kinds"] for p in pairs)])
     values = {
@@ -285,12 +303,27 @@ def _asymmetry_claims(
         "scope": _scope_text(n_kinds, len({p["depth"] for p in pairs})),
         "pairs": _pair_text(pairs),
     }
-    some = min(max(cells), -min(cells)) if cells else None
-    return [
-        every(f"{prefix}.every_cell", lead["every_cell"], cells, **values),
-        Claim(f"{prefix}.some_cells", lead["some_cells"], some, values),
-        every(f"{prefix}.no_cell", lead["no_cell"], [-a for a in cells], **values),
-    ]
+    ids = (f"{prefix}.every_cell", f"{prefix}.some_cells", f"{prefix}.no_cell")
+    return every_some_none(ids, (lead["every_cell"], lead["some_cells"], lead["no_cell"]), cells, values)
+
+
+def _floor_margins(parts: Sequence[Mapping[str, Any]], counts: Mapping[str, int], n: int) -> dict[str, float | None]:
+    """The margins of :func:`_floor_claims` for one φ kind and direction (``parts``: its entry per pair), from the
+    per-cell interval gaps (:func:`spread_margins`), or from the collected counts alone (±1) in findings collected
+    before the gaps were."""
+    margins: dict[str, float | None] = {}
+    if all("above_gap" in p and "below_gap" in p for p in parts):
+        for side in ("above", "below"):
+            every_gap, some_gap, _ = spread_margins([v for p in parts for v in p[f"{side}_gap"]])
+            margins[f"{side}_every"] = every_gap
+            margins[f"{side}_partly"] = some_gap
+        margins["within"] = spread_margins([v for p in parts for s in ("above", "below") for v in p[f"{s}_gap"]])[2]
+        return margins
+    for side in ("above", "below"):
+        margins[f"{side}_every"] = _flag(n > 0 and counts[side] == n)
+        margins[f"{side}_partly"] = _flag(0 < counts[side] < n)
+    margins["within"] = _flag(n > 0 and counts["above"] == counts["below"] == 0)
+    return margins
 
 
 def _floor_claims(
@@ -300,7 +333,7 @@ def _floor_claims(
     Margins over the layer cells, from ``g`` = the interval's gap above the floor's (``above_gap``) or below it
     (``below_gap``): ``above_every`` min(g); ``above_partly`` (above at some but not every layer)
     min(max(g), −min(g)); ``below_every`` and ``below_partly`` likewise; ``within`` (overlapping the floor at every
-    layer) −max(every gap above and below)."""
+    layer) −max(every gap above and below) (:func:`_floor_margins`)."""
     claims: list[Claim] = []
     for kind in trained:
         sides = [p["kinds"][kind] for p in pairs if kind in p["kinds"]]
@@ -321,24 +354,7 @@ def _floor_claims(
                 f"{opening}, {label} φ stitching {direction} costs {{penalty:+3}} nats/token ({{excess:+3}} "
                 f"relative to {target}'s floor), its interval "
             )
-            has_gaps = all("above_gap" in p and "below_gap" in p for p in parts)
-            margins: dict[str, float | None] = {}
-            for side in ("above", "below"):
-                if has_gaps:
-                    gaps = [v for p in parts for v in p[f"{side}_gap"]]
-                    found = _finite(gaps)
-                    complete = bool(gaps) and len(found) == len(gaps)
-                    margins[f"{side}_every"] = min(found) if complete else None
-                    margins[f"{side}_partly"] = min(max(found), -min(found)) if complete else None
-                else:
-                    margins[f"{side}_every"] = _flag(n > 0 and counts[side] == n)
-                    margins[f"{side}_partly"] = _flag(0 < counts[side] < n)
-            if has_gaps:
-                gaps = [v for p in parts for side in ("above", "below") for v in p[f"{side}_gap"]]
-                found = _finite(gaps)
-                margins["within"] = -max(found) if found and len(found) == len(gaps) else None
-            else:
-                margins["within"] = _flag(n > 0 and counts["above"] == counts["below"] == 0)
+            margins = _floor_margins(parts, counts, n)
             texts = {
                 "above_every": f"above {target}'s floor at every layer ({{above:d}} of {{n:d}})",
                 "above_partly": f"above {target}'s floor at {{above:d}} of {{n:d}} layers",
@@ -394,78 +410,80 @@ def claims_stitching(findings: Mapping[str, Any]) -> list[Claim]:
     control = [p for p in st.get("control") or [] if p.get("kinds")]
     claims: list[Claim] = []
     if sg:
-        claims += _asymmetry_claims(
-            "stitching.asymmetry",
-            sg,
-            trained,
-            {
-                "every_cell": "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at "
-                "every layer{scope} — " + BROWN + " (by {asymmetry:+3} nats/token per layer cell)",
-                "some_cells": "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at "
-                "{n_more:d} of {n:d} layer cells (φ kinds × depths × layers) and less at {n_less:d} — "
-                + BROWN
-                + " holds only in part",
-                "no_cell": "Over their floors, SoLU's features stitched into GeLU cost less than GeLU's into SoLU at every "
-                "one of {n:d} layer cells — not " + BROWN,
-            },
-        )
+        claims += _asymmetry_claims("stitching.asymmetry", sg, trained, _BETWEEN_ASYMMETRY)
     if control:
-        claims += _asymmetry_claims(
-            "stitching.control_asymmetry",
-            control,
-            trained,
-            {
-                "every_cell": "The same-seed control ({pairs}) keeps the asymmetry over the floors at every layer{scope} "
-                "(by {asymmetry:+3} nats/token per layer cell)",
-                "some_cells": "The same-seed control ({pairs}) keeps the asymmetry over the floors at {n_more:d} of {n:d} "
-                "layer cells and reverses it at {n_less:d}",
-                "no_cell": "The same-seed control ({pairs}) loses the asymmetry: over the floors SoLU→GeLU costs less "
-                "than GeLU→SoLU at every one of {n:d} layer cells",
-            },
-        )
-        depths = {c["depth"] for c in control}
-        c_mean = [
-            m
-            for p in control
-            for k in trained
-            if k in p["kinds"]
-            if (m := p["kinds"][k].get("mean_asymmetry")) is not None
-        ]
-        sg_mean = [
-            m
-            for p in sg
-            if p["depth"] in depths
-            for k in trained
-            if k in p["kinds"]
-            if (m := p["kinds"][k].get("mean_asymmetry")) is not None
-        ]
-        control_mean = float(np.mean(c_mean)) if c_mean else None
-        between_mean = float(np.mean(sg_mean)) if sg_mean else None
-        values: dict[str, Any] = {"control": control_mean, "between": between_mean, "pairs": _pair_text(control)}
-        claims.append(
-            greater(
-                "stitching.control_asymmetry.smaller",
-                "The same-seed control's asymmetry over the floors is smaller (SoLU→GeLU less GeLU→SoLU, "
-                "{control:+3} nats/token on average) than that of SoLU and GeLU with different seeds at "
-                "the same depth ({between:+3})",
-                between_mean,
-                control_mean,
-                **values,
-            )
-        )
-        claims.append(
-            greater(
-                "stitching.control_asymmetry.larger",
-                "The same-seed control's asymmetry over the floors is larger (SoLU→GeLU less GeLU→SoLU, "
-                "{control:+3} nats/token on average) than that of SoLU and GeLU with different seeds at "
-                "the same depth ({between:+3})",
-                control_mean,
-                between_mean,
-                **values,
-            )
-        )
+        claims += _asymmetry_claims("stitching.control_asymmetry", control, trained, _CONTROL_ASYMMETRY)
+        claims += _control_mean_claims(sg, control, trained)
+    claims += _pair_asymmetry_claims([*sg, *control], trained)
+    for key, population, opening in POPULATIONS:
+        pairs = sg if key == "solu_gelu" else control
+        claims += _floor_claims(population, opening, pairs, trained)
+    claims += _self_claims(st)
+    claims += _identity_claims(st)
+    return claims
+
+
+#: The templates of ``stitching.asymmetry.{every_cell,some_cells,no_cell}`` (:func:`_asymmetry_claims`).
+_BETWEEN_ASYMMETRY = {
+    "every_cell": "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at "
+    "every layer{scope} — " + BROWN + " (by {asymmetry:+3} nats/token per layer cell)",
+    "some_cells": "Over their floors, SoLU's features stitched into GeLU cost more than GeLU's into SoLU at "
+    "{n_more:d} of {n:d} layer cells (φ kinds × depths × layers) and less at {n_less:d} — " + BROWN + " holds only in "
+    "part",
+    "no_cell": "Over their floors, SoLU's features stitched into GeLU cost less than GeLU's into SoLU at every "
+    "one of {n:d} layer cells — not " + BROWN,
+}
+#: The templates of ``stitching.control_asymmetry.{every_cell,some_cells,no_cell}`` (:func:`_asymmetry_claims`).
+_CONTROL_ASYMMETRY = {
+    "every_cell": "The same-seed control ({pairs}) keeps the asymmetry over the floors at every layer{scope} "
+    "(by {asymmetry:+3} nats/token per layer cell)",
+    "some_cells": "The same-seed control ({pairs}) keeps the asymmetry over the floors at {n_more:d} of {n:d} "
+    "layer cells and reverses it at {n_less:d}",
+    "no_cell": "The same-seed control ({pairs}) loses the asymmetry: over the floors SoLU→GeLU costs less "
+    "than GeLU→SoLU at every one of {n:d} layer cells",
+}
+
+
+def _mean_asymmetries(pairs: Sequence[Mapping[str, Any]], trained: Sequence[str]) -> list[float]:
+    """The pairs' mean asymmetries (``mean_asymmetry``), one per pair and trained φ kind that has one."""
+    return [
+        m for p in pairs for k in trained if k in p["kinds"] if (m := p["kinds"][k].get("mean_asymmetry")) is not None
+    ]
+
+
+def _control_mean_claims(
+    sg: Sequence[Mapping[str, Any]], control: Sequence[Mapping[str, Any]], trained: Sequence[str]
+) -> list[Claim]:
+    """``stitching.control_asymmetry.{smaller,larger}``: the control's mean asymmetry against the different-seed
+    pairs' at the control's depths (margins: :func:`claims_stitching`)."""
+    depths = {c["depth"] for c in control}
+    c_mean = _mean_asymmetries(control, trained)
+    sg_mean = _mean_asymmetries([p for p in sg if p["depth"] in depths], trained)
+    control_mean = float(np.mean(c_mean)) if c_mean else None
+    between_mean = float(np.mean(sg_mean)) if sg_mean else None
+    values: dict[str, Any] = {"control": control_mean, "between": between_mean, "pairs": _pair_text(control)}
+    template = (
+        "The same-seed control's asymmetry over the floors is {} (SoLU→GeLU less GeLU→SoLU, {{control:+3}} "
+        "nats/token on average) than that of SoLU and GeLU with different seeds at the same depth ({{between:+3}})"
+    )
+    return either_way(
+        "stitching.control_asymmetry.smaller",
+        template.format("smaller"),
+        "stitching.control_asymmetry.larger",
+        template.format("larger"),
+        between_mean,
+        control_mean,
+        **values,
+    )
+
+
+def _pair_asymmetry_claims(pairs: Sequence[Mapping[str, Any]], trained: Sequence[str]) -> list[Claim]:
+    """``stitching.asymmetry.<kind>.<solu>.<gelu>`` and ``stitching.asymmetry_reversed.<kind>.<solu>.<gelu>``: per
+    pair (each once) and trained φ kind, SoLU→GeLU (or GeLU→SoLU) costs more over its floor at every layer: margins
+    ``min(a)`` and ``−max(a)`` (:func:`spread_margins`)."""
+    claims: list[Claim] = []
     seen: set[str] = set()
-    for pair in [*sg, *control]:
+    for pair in pairs:
         same = "the same-seed " if pair.get("same_seed") else ""
         for kind in trained:
             if kind not in pair["kinds"]:
@@ -482,9 +500,10 @@ def claims_stitching(findings: Mapping[str, Any]) -> list[Claim]:
                 "gelu": pair["gelu"],
             }
             which = "{kind} φ between `{solu}` and " + same + "`{gelu}`"
+            every_cell, _, no_cell = spread_margins(cells)
             for name, lead, margin in (
-                ("asymmetry", "SoLU→GeLU stitching costs more than GeLU→SoLU", min(cells) if cells else None),
-                ("asymmetry_reversed", "GeLU→SoLU stitching costs more than SoLU→GeLU", -max(cells) if cells else None),
+                ("asymmetry", "SoLU→GeLU stitching costs more than GeLU→SoLU", every_cell),
+                ("asymmetry_reversed", "GeLU→SoLU stitching costs more than SoLU→GeLU", no_cell),
             ):
                 group = f"Over its floor, {lead} at every layer with"
                 claims.append(
@@ -497,11 +516,6 @@ def claims_stitching(findings: Mapping[str, Any]) -> list[Claim]:
                         which + " ({asymmetry:+3})",
                     )
                 )
-    for key, population, opening in POPULATIONS:
-        pairs = sg if key == "solu_gelu" else control
-        claims += _floor_claims(population, opening, pairs, trained)
-    claims += _self_claims(st)
-    claims += _identity_claims(st)
     return claims
 
 
@@ -519,72 +533,68 @@ def _self_claims(st: Mapping[str, Any]) -> list[Claim]:
         "n": own["n"],
         "train_tokens": ints_text(st.get("train_tokens")),
     }
-    claims = [
-        Claim(
-            "stitching.self_floor.mostly_below_zero",
-            "Most self-stitching floors are below zero ({n_negative:d} of {n:d}; {span:+3} nats/token): with "
-            "{train_tokens} training tokens a trained φ on an under-trained model" + steps + " acts as a little "
-            "extra training, so penalties down to the floor are not a gain from the other model",
-            share - 0.5,
-            values,
-        ),
-        Claim(
-            "stitching.self_floor.mostly_not_below_zero",
-            "Most self-stitching floors are not below zero (below at {n_negative:d} of {n:d}; {span:+3} nats/token)",
-            0.5 - share,
-            values,
-        ),
-    ]
+    claims = either_way(
+        "stitching.self_floor.mostly_below_zero",
+        "Most self-stitching floors are below zero ({n_negative:d} of {n:d}; {span:+3} nats/token): with "
+        "{train_tokens} training tokens a trained φ on an under-trained model" + steps + " acts as a little "
+        "extra training, so penalties down to the floor are not a gain from the other model",
+        "stitching.self_floor.mostly_not_below_zero",
+        "Most self-stitching floors are not below zero (below at {n_negative:d} of {n:d}; {span:+3} nats/token)",
+        share,
+        0.5,
+        **values,
+    )
     if trained:
-        layer0 = [v["layer0"] for v in trained.values() if v.get("layer0")]
-        values = {
-            "layer0": span_of(x for span in layer0 for x in span),
-            "kinds": list_text([KIND_LABELS.get(k, k) for k in trained]),
-        }
-        lowest: float | None
-        if all(v.get("by_layer") for v in trained.values()):
-            gaps: list[float] = []
-            for v in trained.values():
-                at0 = [m for layer, m in v["by_layer"] if layer == 0 and m is not None]
-                past = [m for layer, m in v["by_layer"] if layer != 0 and m is not None]
-                if at0 and past:
-                    gaps.append(min(past) - at0[0])
-            lowest = min(gaps) if len(gaps) == len(trained) else None
-        else:
-            lowest = _flag(all(v.get("lowest_layer") == 0 for v in trained.values()))
-        claims += [
-            Claim(
-                "stitching.self_floor.lowest_at_embeddings",
-                "The self-stitching floors are lowest at the embeddings (layer 0: {layer0:+3} nats/token) with "
-                "every φ kind ({kinds})",
-                lowest,
-                values,
-            ),
-            Claim(
-                "stitching.self_floor.lowest_past_embeddings",
-                "With some φ kind the self-stitching floors are not lowest at the embeddings (layer 0: {layer0:+3} "
-                "nats/token)",
-                None if lowest is None else -lowest,
-                values,
-            ),
-        ]
-        if layer0:
-            high = max(span[1] for span in layer0)
-            claims += [
-                Claim(
-                    "stitching.self_floor.gain_at_embeddings",
-                    "At the embeddings (layer 0) every self-stitching floor is below zero ({layer0:+3} nats/token): "
-                    "a gain",
-                    -high,
-                    values,
-                ),
-                Claim(
-                    "stitching.self_floor.no_gain_at_embeddings",
-                    "At the embeddings (layer 0) not every self-stitching floor is below zero ({layer0:+3} nats/token)",
-                    high,
-                    values,
-                ),
-            ]
+        claims += _layer0_claims(trained)
+    return claims
+
+
+def _lowest_past_layer0(trained: Mapping[str, Any]) -> float | None:
+    """Per trained φ kind, the lowest mean floor past layer 0 less layer 0's, the smallest over the kinds (``None``
+    when a kind lacks either); in findings collected before the per-layer floors, ±1 from the lowest layers."""
+    if not all(v.get("by_layer") for v in trained.values()):
+        return _flag(all(v.get("lowest_layer") == 0 for v in trained.values()))
+    gaps: list[float] = []
+    for v in trained.values():
+        at0 = [m for layer, m in v["by_layer"] if layer == 0 and m is not None]
+        past = [m for layer, m in v["by_layer"] if layer != 0 and m is not None]
+        if at0 and past:
+            gaps.append(min(past) - at0[0])
+    return min(gaps) if len(gaps) == len(trained) else None
+
+
+def _layer0_claims(trained: Mapping[str, Any]) -> list[Claim]:
+    """The self-stitching floors at the embeddings (layer 0): lowest there with every φ kind (or not), and every
+    floor there below zero (or not) (margins: :func:`claims_stitching`)."""
+    layer0 = [v["layer0"] for v in trained.values() if v.get("layer0")]
+    values = {
+        "layer0": span_of(x for span in layer0 for x in span),
+        "kinds": list_text([KIND_LABELS.get(k, k) for k in trained]),
+    }
+    lowest = Claim(
+        "stitching.self_floor.lowest_at_embeddings",
+        "The self-stitching floors are lowest at the embeddings (layer 0: {layer0:+3} nats/token) with "
+        "every φ kind ({kinds})",
+        _lowest_past_layer0(trained),
+        values,
+    )
+    claims = mirrored(
+        lowest,
+        "stitching.self_floor.lowest_past_embeddings",
+        "With some φ kind the self-stitching floors are not lowest at the embeddings (layer 0: {layer0:+3} nats/token)",
+    )
+    if layer0:
+        gain = Claim(
+            "stitching.self_floor.gain_at_embeddings",
+            "At the embeddings (layer 0) every self-stitching floor is below zero ({layer0:+3} nats/token): a gain",
+            -max(span[1] for span in layer0),
+            values,
+        )
+        claims += mirrored(
+            gain,
+            "stitching.self_floor.no_gain_at_embeddings",
+            "At the embeddings (layer 0) not every self-stitching floor is below zero ({layer0:+3} nats/token)",
+        )
     return claims
 
 
@@ -596,23 +606,17 @@ def _identity_claims(st: Mapping[str, Any]) -> list[Claim]:
         return []
     own = (st.get("self") or {}).get("identity_max_abs")
     itself = "n/a" if own is None else "exactly 0" if own == 0 else f"at most {number_text(own, 3)}"
-    values = {"between": between, "control": control, "itself": itself}
-    return [
-        greater(
-            "stitching.identity.control_below_between",
-            "Identity stitching costs {itself} for a model with itself and {between} nats/token between SoLU "
-            "and GeLU with different seeds, {control} for the same-seed control: identity stitching between "
-            "two separately trained models measures mostly their initialisation",
-            between[0],
-            control[1],
-            **values,
-        ),
-        greater(
-            "stitching.identity.control_not_below_between",
-            "Identity stitching's penalties for the same-seed control ({control} nats/token) reach those "
-            "between SoLU and GeLU with different seeds ({between})",
-            control[1],
-            between[0],
-            **values,
-        ),
-    ]
+    return either_way(
+        "stitching.identity.control_below_between",
+        "Identity stitching costs {itself} for a model with itself and {between} nats/token between SoLU "
+        "and GeLU with different seeds, {control} for the same-seed control: identity stitching between "
+        "two separately trained models measures mostly their initialisation",
+        "stitching.identity.control_not_below_between",
+        "Identity stitching's penalties for the same-seed control ({control} nats/token) reach those "
+        "between SoLU and GeLU with different seeds ({between})",
+        between[0],
+        control[1],
+        between=between,
+        control=control,
+        itself=itself,
+    )
