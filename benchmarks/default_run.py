@@ -10,7 +10,7 @@ installed one, i.e. this checkout's ``src/``):
 2. **busy**: beside one process spinning on one core (``python -c "while True: pass"``, in a session of its own),
    started just before the run and killed just after it.
 
-Each run saves its ``run_timings`` table (:mod:`thinkalike.run_clock`); the script reads the saved
+Each run saves its ``run_timings`` table (:mod:`thinkalike.run_record.clock`); the script reads the saved
 parquet of both and prints, per pipeline, the seconds attributed to it (its nodes' loads,
 functions, saves and the hooks between them), the CPU seconds of its node functions and its
 highest peak RSS, with the ratio busy / idle, then the whole run (``run_seconds``) and the
@@ -266,9 +266,9 @@ def saved_timings(project: Path) -> pd.DataFrame | None:
 
 
 def ordered_totals(table: pd.DataFrame) -> pd.DataFrame:
-    """Per-pipeline totals (:func:`thinkalike.run_clock.pipeline_totals`) in the registry's order, (run) first."""
+    """Per-pipeline totals (:func:`thinkalike.run_record.clock.pipeline_totals`) in the registry's order, (run) first."""
     from thinkalike.pipelines.specs import pipeline_specs
-    from thinkalike.run_clock import RUN_PIPELINE, TOTAL, pipeline_totals
+    from thinkalike.run_record.clock import RUN_PIPELINE, TOTAL, pipeline_totals
 
     totals = pipeline_totals(table).set_index("pipeline")
     order = [RUN_PIPELINE, *pipeline_specs()]
@@ -286,7 +286,7 @@ def ratio(busy: float, idle: float) -> str:
 
 def comparison(tables: dict[str, pd.DataFrame], runs: dict[str, dict]) -> str:
     """The markdown table: per pipeline, idle and busy seconds, their ratio, CPU seconds and peak RSS."""
-    from thinkalike.run_clock import RUN_PIPELINE, TOTAL, format_seconds
+    from thinkalike.run_record.clock import RUN_PIPELINE, TOTAL, format_seconds
 
     totals = {condition: ordered_totals(table) for condition, table in tables.items()}
     idle = totals["idle"]

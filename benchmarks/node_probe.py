@@ -33,7 +33,7 @@ class NodeProbe:
 
     @hook_impl
     def before_pipeline_run(self, pipeline):
-        from thinkalike.run_timings_hooks import pipeline_membership, registered_pipelines
+        from thinkalike.run_record.timing_hooks import pipeline_membership, registered_pipelines
 
         with open(os.path.join(os.environ["{RECORDS}"], "pipelines.json"), "w") as file:
             json.dump(pipeline_membership(registered_pipelines()), file)

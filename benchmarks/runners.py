@@ -52,7 +52,7 @@ def main() -> int:
         help="record every node's CPU in the process that runs it (node_probe.py) and compare",
     )
     args = parser.parse_args()
-    from thinkalike.run_clock import START_ROW, format_seconds
+    from thinkalike.run_record.clock import START_ROW, format_seconds
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="thinkalike-runners-"))
     rows, probed = [], {}

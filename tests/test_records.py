@@ -134,8 +134,8 @@ def test_each_pipelines_outputs_give_grouped_metrics_and_the_rest_as_tables_and_
 
 
 def test_the_run_timings_give_the_cost_metrics_and_every_other_total_as_details():
-    from tests.test_run_clock import FakeMachine, scripted_run
-    from thinkalike.run_clock import cost_metrics, timing_metrics
+    from tests.test_run_record_clock import FakeMachine, scripted_run
+    from thinkalike.run_record.clock import cost_metrics, timing_metrics
 
     table = scripted_run(FakeMachine()).table()
     collected = Collected()
@@ -154,7 +154,7 @@ def test_a_rule_says_what_it_matches():
 def test_a_runs_claims_become_metrics_named_claims_id():
     """The report's ``run_claims`` reach MLflow as one metric per proposition the run states, ``claims/<id>`` = its
     margin (> 0: a claim's negation and undecided ones left out), and all of them as ``reports/claims.json``."""
-    from thinkalike.tracking import DeferredRecorder
+    from thinkalike.run_record.tracking import DeferredRecorder
 
     recorder = DeferredRecorder()
     claims = {
@@ -172,7 +172,7 @@ def test_a_runs_claims_become_metrics_named_claims_id():
 
 def test_a_run_is_named_and_tagged_for_what_ran_and_where(monkeypatch, tmp_path):
     from thinkalike.hooks import run_name, run_tags
-    from thinkalike.tracking import REPLICATE_GROUP_TAG, REPLICATE_GROUP_VARIABLE, short_commit
+    from thinkalike.run_record.tracking import REPLICATE_GROUP_TAG, REPLICATE_GROUP_VARIABLE, short_commit
 
     replicate = {"pipeline_names": None, "env": "replicates", "runtime_params": {"replicate": 1}, "runner": None}
     assert run_name(replicate, "8d02eac") == "default · replicates · replicate 1 · 8d02eac"

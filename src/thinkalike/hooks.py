@@ -23,8 +23,7 @@ from thinkalike.pipelines.run_selection import pipelines_in_run
 from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
-from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
-from thinkalike.tracking import (
+from thinkalike.run_record.tracking import (
     REPLICATE_GROUP_TAG,
     REPLICATE_GROUP_VARIABLE,
     DeferredRecorder,
@@ -36,6 +35,7 @@ from thinkalike.tracking import (
     runner_name,
     short_commit,
 )
+from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ class ClusterSettingsHooks:
 
 
 class MlflowTrackingHooks:
-    """One MLflow run per ``kedro run`` (see :mod:`thinkalike.tracking` for the failure policy).
+    """One MLflow run per ``kedro run`` (see :mod:`thinkalike.run_record.tracking` for the failure policy).
 
     Parameters, a run name that says what ran (:func:`run_name`) and tags (:func:`run_tags`: git commit and dirty
     state, the kedro command, env, replicate, runner, machine) at the start; metrics, tables and figures from each *saved* output, so what MLflow shows is
@@ -203,7 +203,7 @@ class MlflowTrackingHooks:
     def record_output(self, name: str, data: Any) -> None:
         """Records an output saved outside a node (the run's ``run_timings`` table) in the open MLflow run.
 
-        Called by :class:`thinkalike.run_timings_hooks.RunTimingHooks` from its ``tryfirst``
+        Called by :class:`thinkalike.run_record.timing_hooks.RunTimingHooks` from its ``tryfirst``
         ``after_pipeline_run`` / ``on_pipeline_error``, before this class's ``trylast`` ones end the run.
         """
         if self._recorder is not None:
@@ -212,7 +212,7 @@ class MlflowTrackingHooks:
     # ---- nodes run in worker processes (thinkalike.runners.remote.RemoteHookProvider)
     def remote_hooks(self) -> MlflowTrackingHooks | None:
         """For one task in a worker process: hooks that keep what each saved output would log
-        (:class:`thinkalike.tracking.DeferredRecorder`) for the driver, MLflow's one writer."""
+        (:class:`thinkalike.run_record.tracking.DeferredRecorder`) for the driver, MLflow's one writer."""
         if self._recorder is None:
             return None
         return MlflowTrackingHooks(DeferredRecorder())
@@ -246,7 +246,7 @@ def replicate_of(run_params: dict[str, Any]) -> Any:
 
 def run_name(run_params: dict[str, Any], commit: str = "unknown") -> str:
     """``default · test · 8d02eac`` — what ran: the pipelines (``default`` for the default one), the environment, the
-    namespaces, ``resume``, the replicate, and the short commit (:func:`thinkalike.tracking.short_commit`)."""
+    namespaces, ``resume``, the replicate, and the short commit (:func:`thinkalike.run_record.tracking.short_commit`)."""
     pipelines_ = run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"]
     parts = [
         "+".join("default" if name == "__default__" else name for name in pipelines_),
@@ -284,9 +284,9 @@ def kedro_command(run_params: dict[str, Any]) -> str:
 
 
 def run_tags(run_params: dict[str, Any], project_root: Path) -> dict[str, str]:
-    """What ran, where: git commit and dirty state (:func:`thinkalike.tracking.git_tags`), the kedro command, env,
-    runner, session, the replicate and its batch (:data:`~thinkalike.tracking.REPLICATE_GROUP_TAG`) when there is one,
-    and the machine (:func:`thinkalike.tracking.machine_tags`)."""
+    """What ran, where: git commit and dirty state (:func:`thinkalike.run_record.tracking.git_tags`), the kedro command, env,
+    runner, session, the replicate and its batch (:data:`~thinkalike.run_record.tracking.REPLICATE_GROUP_TAG`) when there is one,
+    and the machine (:func:`thinkalike.run_record.tracking.machine_tags`)."""
     tags = {
         **git_tags(project_root),
         "kedro_command": kedro_command(run_params),

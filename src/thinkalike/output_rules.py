@@ -2,7 +2,7 @@
 
 A :class:`OutputRule` matches saved outputs by name (the project's ``models.`` dropped by the caller:
 ``gelu_2l.training_curve``, ``cka.a__b.cka_table``, ``nli.copy_00.accuracy``) or by kind of data, and records them with a
-:class:`Recorder` (:class:`thinkalike.tracking.RunRecorder`, or the :class:`~thinkalike.tracking.DeferredRecorder`
+:class:`Recorder` (:class:`thinkalike.run_record.tracking.RunRecorder`, or the :class:`~thinkalike.run_record.tracking.DeferredRecorder`
 of a worker process). Each pipeline package lists its rules in its ``metrics`` module (``RULES``);
 :func:`thinkalike.pipelines.builders.all_output_rules` gathers them after the generic rules here, so a new
 method adds its rules without touching a shared if-chain. :func:`apply_rules` applies the first
@@ -65,7 +65,7 @@ def metric_group(name: str) -> str:
 
 
 class Recorder(Protocol):
-    """The logging calls a rule may make (both recorders of :mod:`thinkalike.tracking` have them)."""
+    """The logging calls a rule may make (both recorders of :mod:`thinkalike.run_record.tracking` have them)."""
 
     def log_metrics(self, metrics: Mapping[str, float], step: int = 0, what: str = "metrics") -> None: ...
 
@@ -155,7 +155,7 @@ def _log_figure_folder(recorder: Recorder, output: SavedOutput) -> None:
 
 
 def _log_run_timings(recorder: Recorder, output: SavedOutput) -> None:
-    from thinkalike.run_clock import cost_metrics, timing_metrics
+    from thinkalike.run_record.clock import cost_metrics, timing_metrics
 
     log_table(recorder, output)
     recorder.log_metrics(cost_metrics(output.data), what="run cost")

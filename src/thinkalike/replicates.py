@@ -105,7 +105,7 @@ def prepare_project(project: Path, folder: Path) -> Path:
     """``folder`` as a project of its own: ``pyproject.toml``, ``conf/`` (without ``conf/local``) and the inputs the
     project ships (:data:`SHIPPED_INPUTS`) copied fresh from ``project`` (its saved ``data/`` kept), and ``conf/local/mlflow.yml`` sending its MLflow runs to
     ``project``'s store."""
-    from thinkalike.tracking import TrackingSettings, anchored_tracking_uri
+    from thinkalike.run_record.tracking import TrackingSettings, anchored_tracking_uri
 
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(project / "pyproject.toml", folder / "pyproject.toml")
@@ -150,7 +150,7 @@ def run_replicate(
     resume = (folder / "data").exists()
     prepare_project(project, folder)
     command = kedro_command(env, replicate, resume, replicate_pipelines(project, env))
-    from thinkalike.tracking import REPLICATE_GROUP_VARIABLE
+    from thinkalike.run_record.tracking import REPLICATE_GROUP_VARIABLE
 
     # the tag that links the replicates' MLflow runs with each other and with the summary run ``replicates``
     group = {REPLICATE_GROUP_VARIABLE: str(Path(workdir).resolve())}

@@ -1,4 +1,4 @@
-"""Kedro project settings. MLflow tracking: :mod:`thinkalike.tracking` via the project hooks (conf/<env>/mlflow.yml)."""
+"""Kedro project settings. MLflow tracking: :mod:`thinkalike.run_record.tracking` via the project hooks (conf/<env>/mlflow.yml)."""
 
 import warnings
 
@@ -7,7 +7,7 @@ from thinkalike.hooks import ClusterSettingsHooks, MlflowTrackingHooks, Paramete
 from thinkalike.pipeline_registry import ProjectContext
 from thinkalike.pipelines.report.hooks import MissingReportInputsHooks
 from thinkalike.pipelines.report.latest import LatestReportHooks
-from thinkalike.run_timings_hooks import RunTimingHooks
+from thinkalike.run_record.timing_hooks import RunTimingHooks
 
 # Builds the pipelines from the session's own parameters (--env, --params) when it is created,
 # for kedro run, kedro viz and notebooks alike (see thinkalike.pipeline_registry).
@@ -24,7 +24,7 @@ CONFIG_LOADER_ARGS = {
     "config_patterns": {"mlflow": ["mlflow*", "mlflow*/**"], "dask": ["dask*", "dask*/**"]},
 }
 
-# RunTimingHooks saves the run_timings table (thinkalike.run_timings_hooks) and hands it to the MLflow
+# RunTimingHooks saves the run_timings table (thinkalike.run_record.timing_hooks) and hands it to the MLflow
 # hooks, whose run is still open then (its tryfirst end-of-run hooks precede MLflow's trylast ones).
 # LatestReportHooks comes last: of the trylast hooks, pluggy calls the last registered last, so the newest report is
 # copied to data/08_reporting/latest/report.html after every other hook, and its log line is the run's last.
@@ -43,6 +43,6 @@ HOOKS = (
 # warning says nothing about this project and would open every run (3 × 5 lines).
 warnings.filterwarnings("ignore", message=r"register_new_resolver\(\) is deprecated", category=UserWarning)
 
-# The project records runs itself (thinkalike.tracking); kedro-mlflow, if installed, must not
+# The project records runs itself (thinkalike.run_record.tracking); kedro-mlflow, if installed, must not
 # open a second run.
 DISABLE_HOOKS_FOR_PLUGINS = ("kedro-mlflow",)

@@ -71,7 +71,7 @@ def test_a_figure_is_rendered_once_for_the_catalog_and_mlflow(tmp_path, monkeypa
     from matplotlib.figure import Figure
 
     from thinkalike.io.atomic import MatplotlibDataset
-    from thinkalike.tracking import png_bytes
+    from thinkalike.run_record.tracking import png_bytes
 
     figure = Figure()
     figure.subplots().plot([0, 1], [1, 0])

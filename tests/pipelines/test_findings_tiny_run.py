@@ -26,7 +26,7 @@ from thinkalike.reports.findings import (
 )
 from thinkalike.reports.findings.claims import merge_claims
 from thinkalike.reports.findings_cli import load_tables, main, open_catalog
-from thinkalike.run_clock import format_seconds
+from thinkalike.run_record.clock import format_seconds
 
 
 @pytest.fixture(scope="module")

@@ -84,7 +84,7 @@ def test_the_runs_params_are_what_it_changed_and_every_setting_is_an_artifact(ti
     """Params: the settings that differ from conf/base (the tiny run's conf/test overrides) and how many did not;
     every setting, flattened once, in ``settings/parameters.json``."""
     from thinkalike.pipelines.parameters import configured_parameters
-    from thinkalike.tracking import SETTINGS_ARTIFACT, flatten_parameters
+    from thinkalike.run_record.tracking import SETTINGS_ARTIFACT, flatten_parameters
 
     client, run = _first_run(tiny_project_as_run)
     params = dict(run.data.params)

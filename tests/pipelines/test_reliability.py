@@ -330,7 +330,7 @@ def _closed_port() -> int:
 
 @pytest.mark.parametrize("store", ["directory", "server"])
 def test_an_unusable_store_is_one_warning_and_every_output_is_saved(tmp_path, monkeypatch, store):
-    from thinkalike import tracking
+    from thinkalike.run_record import tracking
 
     project = make_project_copy(tmp_path, tracking_db=False)
     monkeypatch.chdir(project)
@@ -355,7 +355,7 @@ def test_an_unusable_store_is_one_warning_and_every_output_is_saved(tmp_path, mo
 
 
 def test_strict_mlflow_fails_fast_before_any_node(tmp_path, monkeypatch):
-    from thinkalike.tracking import TrackingStoreError
+    from thinkalike.run_record.tracking import TrackingStoreError
 
     project = make_project_copy(tmp_path, tracking_db=False)
     monkeypatch.chdir(project)
@@ -369,7 +369,7 @@ def test_strict_mlflow_fails_fast_before_any_node(tmp_path, monkeypatch):
 def test_a_killed_run_is_marked_failed_at_the_next_start(tmp_path, monkeypatch):
     from mlflow import MlflowClient
 
-    from thinkalike.tracking import HOST_TAG, PID_TAG
+    from thinkalike.run_record.tracking import HOST_TAG, PID_TAG
 
     project = make_project_copy(tmp_path)
     monkeypatch.chdir(project)
@@ -387,7 +387,7 @@ def test_a_killed_run_is_marked_failed_at_the_next_start(tmp_path, monkeypatch):
 CONCURRENT_START = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from thinkalike.tracking import RunRecorder, TrackingSettings
+    from thinkalike.run_record.tracking import RunRecorder, TrackingSettings
 
     recorder = RunRecorder(TrackingSettings(strict=True), Path(sys.argv[1]))
     recorder.check()

@@ -28,7 +28,7 @@ from thinkalike.reports.run_timings import (
     embedded_findings,
     pipeline_table,
 )
-from thinkalike.run_clock import TOTAL, pipeline_totals
+from thinkalike.run_record.clock import TOTAL, pipeline_totals
 
 REPORTS = Path("data/08_reporting/report.html")
 LATEST = Path("data/08_reporting/latest/report.html")  # the newest report's stable path (README, docs/results.md)

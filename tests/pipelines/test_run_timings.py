@@ -19,8 +19,8 @@ from thinkalike.pipeline_registry import build_pipelines
 from thinkalike.pipelines.corpus import nodes as corpus_nodes
 from thinkalike.pipelines.parameters import configured_parameters
 from thinkalike.pipelines.specs import pipeline_specs
-from thinkalike.run_clock import COLUMNS, START_ROW, pipeline_totals
-from thinkalike.run_timings_hooks import pipeline_membership
+from thinkalike.run_record.clock import COLUMNS, START_ROW, pipeline_totals
+from thinkalike.run_record.timing_hooks import pipeline_membership
 
 TIMINGS = Path("data/08_reporting/run_timings.parquet")
 

@@ -31,7 +31,7 @@ from thinkalike.reports.findings import (
     source_digest,
 )
 from thinkalike.reports.findings_cli import main as findings_main
-from thinkalike.run_clock import most_at_once
+from thinkalike.run_record.clock import most_at_once
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS_JSON = ROOT / "docs" / "findings.json"

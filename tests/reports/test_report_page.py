@@ -32,7 +32,7 @@ from thinkalike.reports.run_timings import (
     embedded_findings,
     with_run_timings,
 )
-from thinkalike.run_clock import COLUMNS
+from thinkalike.run_record.clock import COLUMNS
 
 PNG = b"\x89PNG\r\n\x1a\nplanted"
 PLOTLY_BANNER = re.compile(r"\* plotly\.js v\d")

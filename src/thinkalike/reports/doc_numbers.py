@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from thinkalike.run_clock import format_seconds
+from thinkalike.run_record.clock import format_seconds
 
 RESULTS = Path("docs/benchmarks/results")
 FINDINGS_JSON = Path("docs/findings.json")

@@ -160,13 +160,13 @@ def log_claim_status(document: dict[str, Any], repo: Path, group: str | None = N
     """An MLflow run ``replicates`` in the project's store: each claim's smallest margin over the replicates
     (``claims/<id>``, beside a run's own margin when compared) and status (``holds/<id>``: 1 or 0), and the claims as
     an artifact; ``group``: the replicates' work directory, the tag the replicates' runs share
-    (:data:`thinkalike.tracking.REPLICATE_GROUP_TAG`). A store that cannot be used is one log line, not a failure
+    (:data:`thinkalike.run_record.tracking.REPLICATE_GROUP_TAG`). A store that cannot be used is one log line, not a failure
     (the findings are written either way)."""
     try:
         import mlflow
         import yaml
 
-        from thinkalike.tracking import REPLICATE_GROUP_TAG, TrackingSettings, anchored_tracking_uri
+        from thinkalike.run_record.tracking import REPLICATE_GROUP_TAG, TrackingSettings, anchored_tracking_uri
 
         config = yaml.safe_load((repo / "conf" / "base" / "mlflow.yml").read_text())
         settings = TrackingSettings.from_config(config)

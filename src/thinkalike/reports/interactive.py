@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from thinkalike.figures import dropdown_figure
 from thinkalike.mlem.figures import similarity_plotly
 from thinkalike.mlem.similarity import matrix_from_long
-from thinkalike.run_clock import START_ROW
+from thinkalike.run_record.clock import START_ROW
 
 #: Per model pair of ``cka_distances``: the columns shown on hover (column, label, plotly number format).
 DISTANCE_HOVER = (

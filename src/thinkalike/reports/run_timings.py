@@ -2,7 +2,7 @@
 (:func:`thinkalike.reports.findings.timing.render_timing`), whether it kept its budget, every node on a time line and
 each pipeline's total, from the ``run_timings`` table.
 
-That table is saved when the run ends, after the report's node has run (:mod:`thinkalike.run_timings_hooks`), so the
+That table is saved when the run ends, after the report's node has run (:mod:`thinkalike.run_record.timing_hooks`), so the
 report is written with a placeholder between :data:`START_MARKER` and :data:`END_MARKER` and the findings it was
 made from embedded as JSON (element :data:`FINDINGS_ID`); once the table is saved, :func:`with_run_timings` renders
 the section from it and those findings into the region (the hook writes the file again: temporary file and rename).
@@ -28,7 +28,7 @@ from thinkalike.reports.findings.timing import (
 from thinkalike.reports.html_blocks import frame_table, markdown_html, plotly_figure
 from thinkalike.reports.interactive import timeline_plotly
 from thinkalike.reports.sections import held_claims, section_html
-from thinkalike.run_clock import TOTAL, pipeline_totals
+from thinkalike.run_record.clock import TOTAL, pipeline_totals
 
 START_MARKER = "<!-- run-timings:start -->"
 END_MARKER = "<!-- run-timings:end -->"

@@ -2,7 +2,7 @@
 :mod:`thinkalike.reports.run_timings`).
 
 Why this way, and not the report reading ``run_timings``: the table is saved when the run ends, after every node —
-the report's included (:mod:`thinkalike.run_timings_hooks`) — so no node of the run can read it. Once the hook has
+the report's included (:mod:`thinkalike.run_record.timing_hooks`) — so no node of the run can read it. Once the hook has
 saved it, :func:`add_run_timings` reads the saved table back and renders the report's run-timings section from it,
 then writes the report file again through a temporary file beside it and a rename
 (:func:`thinkalike.provenance.write_text_atomically`: a reader sees the old file or the new one, never half of one).

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from thinkalike.run_clock import format_seconds
+from thinkalike.run_record.clock import format_seconds
 
 #: Numbers from the papers the findings are compared with (not measured here).
 LITERATURE: dict[str, Any] = {

@@ -22,7 +22,7 @@ from thinkalike.reports.findings.text import (
     seconds_text,
     table_of,
 )
-from thinkalike.run_clock import RUN_PIPELINE, START_ROW, TOTAL, most_at_once, pipeline_totals
+from thinkalike.run_record.clock import RUN_PIPELINE, START_ROW, TOTAL, most_at_once, pipeline_totals
 
 #: The default run's time budget on 2 idle CPU cores (the README's "two commands" promise; issues 19 and 21 set it
 #: at 10 minutes with the scaling family, every measure and the report).

@@ -1,4 +1,4 @@
-"""The run_timings table's maths (thinkalike.run_clock) on scripted events with fake clocks, and the probes."""
+"""The run_timings table's maths (thinkalike.run_record.clock) on scripted events with fake clocks, and the probes."""
 
 import math
 import threading
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from thinkalike.run_clock import (
+from thinkalike.run_record.clock import (
     FAILED,
     RUN_PIPELINE,
     START_ROW,
@@ -295,7 +295,7 @@ def test_process_time_counts_other_threads():
 
 PEAK_RSS_PROBE = """
 import numpy as np
-from thinkalike.run_clock import current_rss_mb, peak_rss_mb, reset_peak_rss
+from thinkalike.run_record.clock import current_rss_mb, peak_rss_mb, reset_peak_rss
 if not reset_peak_rss():
     print("no-reset")
     raise SystemExit(0)

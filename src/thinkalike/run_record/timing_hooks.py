@@ -1,11 +1,11 @@
 """Every ``kedro run`` saves a ``run_timings`` table: each node's wall, CPU, load and save time and
-peak memory (:mod:`thinkalike.run_clock` defines the columns).
+peak memory (:mod:`thinkalike.run_record.clock` defines the columns).
 
 The table goes through the catalog (``run_timings``, a versioned parquet dataset written
 atomically, at the run's version) and to the run's MLflow run through the ``record`` callback
 (:meth:`thinkalike.hooks.MlflowTrackingHooks.record_output`): the table as
 ``tables/run_timings.csv``, the run's cost per pipeline as ``cost/<pipeline>.wall_s`` …, ``cost/total.wall_s``
-(:func:`thinkalike.run_clock.cost_metrics`), and the other totals as details. It is saved when the run ends, and also when it fails (the node it
+(:func:`thinkalike.run_record.clock.cost_metrics`), and the other totals as details. It is saved when the run ends, and also when it fails (the node it
 stopped in is marked ``failed``); a partial run (``--pipelines``, ``--namespaces``, resume)
 records only what ran, and a run in which no node ran (a resume of a complete project, a
 failure before the first node) saves no version (MLflow still gets its metrics). Once saved, the
@@ -30,7 +30,7 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
-from thinkalike.run_clock import RunClock
+from thinkalike.run_record.clock import RunClock
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Where a run's time and memory go: the ``run_timings`` table (no Kedro import).
 
-:class:`RunClock` is driven by :class:`thinkalike.run_timings_hooks.RunTimingHooks` with the events of
+:class:`RunClock` is driven by :class:`thinkalike.run_record.timing_hooks.RunTimingHooks` with the events of
 a ``kedro run`` (a dataset load starts or ends, a node function starts or ends, a save starts or
 ends) and turns them into one row per node that ran, plus one ``(start)`` row:
 
