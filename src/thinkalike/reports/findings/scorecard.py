@@ -416,7 +416,7 @@ QUESTIONS: tuple[Question, ...] = (
         "best held-out Spearman over every model's layers less 0.7",
         "MLEM",
         _spearman,
-        "the zoo's models are d ≤ 96; the paper's are BERT-size (issue 48's real checkpoints)",
+        "the zoo's models are d ≤ 96; the paper's are BERT-size (see the real checkpoints' column)",
         needs="a model whose layers MLEM fits on labelled sentences",
     ),
     Question(
