@@ -26,6 +26,8 @@ from thinkalike.output_rules import OutputRule
 Builder = Callable[..., Pipeline]
 #: The check of a pipeline's own section, given every parameter: raises a ParameterError naming the full key.
 SectionCheck = Callable[[Mapping[str, Any]], None]
+#: A pipeline's step once the run's timings are saved: ``(catalog, timings dataset) -> (dataset, data) | None``.
+AfterTimings = Callable[[Any, str], "tuple[str, Any] | None"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,10 @@ class PipelineSpec:
       beside an environment's own;
     - ``rules``: what MLflow gets from its saved outputs (:mod:`thinkalike.output_rules`);
     - ``viz_group``: its box inside ``models`` in kedro-viz (``models.<viz_group>``), or None;
-    - ``summarises``: it reads every other pipeline's summaries (the report).
+    - ``summarises``: it reads every other pipeline's summaries (the report);
+    - ``after_timings``: a step run once the run's ``run_timings`` table is saved
+      (:mod:`thinkalike.run_record.timing_hooks`): ``after_timings(catalog, timings_dataset)`` returns a
+      ``(dataset, data)`` that MLflow gets again (the report, its timings section added), or None.
     """
 
     name: str
@@ -59,6 +64,7 @@ class PipelineSpec:
     rules: tuple[OutputRule, ...] = ()
     viz_group: str | None = None
     summarises: bool = False
+    after_timings: AfterTimings | None = None
 
 
 def _discovered() -> list[PipelineSpec]:

@@ -9,9 +9,9 @@ atomically, at the run's version) and to the run's MLflow run through the ``reco
 stopped in is marked ``failed``); a partial run (``--pipelines``, ``--namespaces``, resume)
 records only what ran, and a run in which no node ran (a resume of a complete project, a
 failure before the first node) saves no version (MLflow still gets its metrics). Once saved, the
-table is rendered into the report the same run wrote, if it wrote one
-(:mod:`thinkalike.pipelines.report.timings`: the report's node ran before the table existed), and
-MLflow gets that report again.
+table goes to each pipeline's ``after_timings`` step (:class:`thinkalike.pipelines.specs.PipelineSpec`): the report
+pipeline's renders it into the report the same run wrote, if it wrote one (its node ran before the table existed),
+and MLflow gets that report again.
 
 Hook order (pluggy calls ``tryfirst`` implementations first, ``trylast`` ones last): the run's
 clock starts in the first ``before_pipeline_run`` (so parameter validation and opening the MLflow
@@ -160,17 +160,24 @@ class RunTimingHooks:
                 # nor leave its MLflow run open (the MLflow hooks that close it run after this one)
                 logger.warning("The run's timing table (%s) could not be saved: %s", DATASET, error)
             else:
-                self._add_to_report(catalog)
+                self._after_timings(catalog)
         else:
             logger.info("No %r dataset in the catalog: the run's timing table is not saved", DATASET)
         if self._record is not None:
             self._record(DATASET, table)
 
-    def _add_to_report(self, catalog) -> None:
-        """The report this run saved gets its run-timings section from the table just saved, and MLflow the report
-        again (:func:`thinkalike.pipelines.report.timings.add_run_timings`; never raises)."""
-        from thinkalike.pipelines.report.timings import REPORT, add_run_timings
+    def _after_timings(self, catalog) -> None:
+        """Each pipeline's step once the timings are saved (its spec's ``after_timings``: the report gets its
+        run-timings section), and MLflow the output it returns again; a step that fails is logged, never raised."""
+        from thinkalike.pipelines.specs import pipeline_specs
 
-        report = add_run_timings(catalog, DATASET)
-        if report is not None and self._record is not None:
-            self._record(REPORT, report)
+        for spec in pipeline_specs().values():
+            if spec.after_timings is None:
+                continue
+            try:
+                output = spec.after_timings(catalog, DATASET)
+            except Exception as error:  # noqa: BLE001 - the run's outputs are saved; a follow-up must not fail it
+                logger.warning("%s: its step after the run's timings failed: %s", spec.name, error)
+                continue
+            if output is not None and self._record is not None:
+                self._record(*output)

@@ -5,9 +5,17 @@ from thinkalike.pipelines.specs import PipelineSpec
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
+from .timings import report_after_timings
 
 SPEC = PipelineSpec(
-    "report", create_pipeline, stage=100, upstream=("corpus",), rules=RULES, viz_group="report", summarises=True
+    "report",
+    create_pipeline,
+    stage=100,
+    upstream=("corpus",),
+    rules=RULES,
+    viz_group="report",
+    summarises=True,
+    after_timings=report_after_timings,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -58,3 +58,10 @@ def add_run_timings(catalog: Any, timings: str) -> str | None:
         return None
     logger.info("The run's timings are in its report (%s)", path)
     return text
+
+
+def report_after_timings(catalog: Any, timings: str) -> tuple[str, str] | None:
+    """The report pipeline's step once the run's timings are saved (its spec's ``after_timings``): the report this
+    run saved gets its run-timings section (:func:`add_run_timings`), and MLflow gets the report again."""
+    report = add_run_timings(catalog, timings)
+    return None if report is None else (REPORT, report)
