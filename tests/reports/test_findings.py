@@ -564,6 +564,10 @@ def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
         "intra_vs_size_spearman": 0.9,
         "intra_mean": {m: 0.8 + 0.02 * i for i, m in enumerate(family)},
         "structured_members": family[1:],
+        "min_contrast": 0.1,
+        "block_contrast": {m: 0.05 if i == 0 else 0.12 + 0.01 * i for i, m in enumerate(family)},
+        "pair_block_contrast": {f"{a}–{b}": 0.08 for i, a in enumerate(family) for b in family[i + 1 :]},
+        "structured_pairs": [],
         "outliers": [],
         "robust_z": z,
         "twins": [

@@ -1,6 +1,6 @@
 """The claims tests' realistic input: the collected findings of a real default run, kept as a fixture file
-(``data/findings_default_run.json``: docs/findings.json as committed before it held claims), so regenerating
-docs/findings.json cannot change what these tests decide.
+(``data/findings_default_run.json``: replicate 0's findings in docs/findings.json as generated at commit 9506025,
+with every key the claims read), so regenerating docs/findings.json cannot change what these tests decide.
 
 :func:`findings_of` reads either format of a findings document: the old one (the findings dict itself: ``"cka"``,
 ``"stitching"``, …) or the one with claims (``{"claims": [...], "replicates": [{"findings": {...}}, ...], ...}``),

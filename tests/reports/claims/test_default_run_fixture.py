@@ -1,5 +1,5 @@
-"""The claims tests' input (conftest): the fixture file is a real run's findings in the format before claims, and
-:func:`findings_of` reads the findings of a document in either format."""
+"""The claims tests' input (conftest): the fixture file is a real run's findings dict (no claims, no replicates),
+and :func:`findings_of` reads the findings of a document in either format."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Claims of the measures-beyond-CKA paragraph, the measure guide and the scaling family
 (:func:`thinkalike.reports.findings.measures.claims_measures`, :func:`thinkalike.reports.findings.scaling.
-claims_scaling`): on a default run's findings (conftest: the fixture file) the claims that hold are what the README
-said on that run; on planted findings the margins' signs follow the planted answer while the set of ids stays the
+claims_scaling`): on a default run's findings (conftest: the fixture file) the claims that hold are pinned, with
+their margins and wording; on planted findings the margins' signs follow the planted answer while the set of ids stays the
 same."""
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ GUIDE_PASSES = {
         "cka",
         "procrustes",
         "angular_shape",
+        "mean_cca",
         "svcca",
+        "pwcca",
         "rsa",
         "mutual_knn",
         "cknna",
@@ -83,7 +85,7 @@ VERDICTS = [
         for v in ("follows_head_dimension", "twin_as_unlike", "neither_outlier", "only_twin_outlier")
     },
 ]
-#: The verdicts the README's scaling prose gave on the default run of the fixture file, each as the claim that holds.
+#: The scaling verdicts on the default run of the fixture file, each as the claim that holds.
 PROSE_VERDICTS = {
     "scaling.early.inconclusive": "Early layers across scale (inconclusive; …)",
     "scaling.blocks.partly_reproduced": "Block structure (partly reproduced; …)",
@@ -95,21 +97,6 @@ PROSE_VERDICTS = {
 Z_05 = statistics.NormalDist().inv_cdf(0.95)
 #: The block threshold (``min_contrast``) the planted contrasts are measured against.
 MIN_CONTRAST = 0.1
-#: Block contrasts planted on the fixture, which predates them (its summary keeps only which members and pairs have
-#: blocks): above the threshold exactly for its ``structured_members`` and ``structured_pairs``.
-BLOCK_CONTRAST = {"neox_2l": 0.04, "neox_3l": 0.18, "neox_4l": 0.22, "neox_6l": 0.15, "neox_8l": 0.27}
-PAIR_BLOCK_CONTRAST = {
-    "neox_2l–neox_3l": 0.03,
-    "neox_2l–neox_4l": 0.06,
-    "neox_2l–neox_6l": 0.02,
-    "neox_2l–neox_8l": 0.07,
-    "neox_3l–neox_4l": 0.16,
-    "neox_3l–neox_6l": 0.08,
-    "neox_3l–neox_8l": 0.09,
-    "neox_4l–neox_6l": 0.05,
-    "neox_4l–neox_8l": 0.19,
-    "neox_6l–neox_8l": 0.13,
-}
 
 
 @pytest.fixture(scope="module")
@@ -122,13 +109,6 @@ def _plant_contrasts(
 ) -> None:
     """Block contrasts (and the threshold :data:`MIN_CONTRAST`) planted in a scaling summary."""
     summary.update(min_contrast=MIN_CONTRAST, block_contrast=dict(members), pair_block_contrast=dict(pairs or {}))
-
-
-def _with_block_contrasts(findings: dict[str, Any]) -> dict[str, Any]:
-    """The fixture's findings with :data:`BLOCK_CONTRAST` and :data:`PAIR_BLOCK_CONTRAST` planted."""
-    planted = copy.deepcopy(findings)
-    _plant_contrasts(planted["scaling"], BLOCK_CONTRAST, PAIR_BLOCK_CONTRAST)
-    return planted
 
 
 def _held(claims: list[Claim]) -> set[str]:
@@ -171,18 +151,18 @@ def test_measures_claims_that_hold_on_the_default_run(findings: dict[str, Any]) 
     margins = _margins(claims)
     assert margins["measures.guide.specificity.passes.cka"] == pytest.approx(1.0 - 0.99)
     assert margins["measures.rogue.none_above_half"] == pytest.approx(0.5 - 0.148363)
-    assert margins["measures.replicas_vs_solu_gelu.cka.replicas_closer"] == pytest.approx(0.790294 - 0.780781)
-    # a distance: replicas closer means smaller; procrustes' spans overlap by 0.601483 - 0.597916
-    assert margins["measures.replicas_vs_solu_gelu.procrustes.overlap"] == pytest.approx(0.601483 - 0.597916)
-    assert margins["measures.guide.monotonicity.fails.svcca"] == pytest.approx(0.7 - 0.621875)
-    assert margins["measures.guide.null_permuted.passes.cka"] == pytest.approx(0.05 - 4.9e-05)
-    assert margins["measures.grounding.monotonicity_highest.rsa"] == pytest.approx(0.826301 - 0.819198)
+    assert margins["measures.replicas_vs_solu_gelu.cka.replicas_closer"] == pytest.approx(0.790294 - 0.780786)
+    # a distance: replicas closer means smaller; procrustes' spans overlap by 0.601483 - 0.597909
+    assert margins["measures.replicas_vs_solu_gelu.procrustes.overlap"] == pytest.approx(0.601483 - 0.597909)
+    assert margins["measures.guide.monotonicity.fails.svcca"] == pytest.approx(0.7 - 0.611214)
+    assert margins["measures.guide.null_permuted.passes.cka"] == pytest.approx(0.05 - 7.8e-05)
+    assert margins["measures.grounding.monotonicity_highest.rsa"] == pytest.approx(0.826678 - 0.809439)
     # significance as a size: the pairs' smallest z over the one-sided normal quantile of p = 0.05 (the permutation
     # p of these findings sits at its floor 1/21 for every pair, so it carries no size)
-    assert margins["measures.calibration.best.cka.every_pair_significant"] == pytest.approx(153.726698 - Z_05)
-    assert margins["measures.calibration.best.cka.some_pair_not_significant"] == pytest.approx(Z_05 - 153.726698)
+    assert margins["measures.calibration.best.cka.every_pair_significant"] == pytest.approx(153.726709 - Z_05)
+    assert margins["measures.calibration.best.cka.some_pair_not_significant"] == pytest.approx(Z_05 - 153.726709)
     assert margins["measures.calibration.matched_mean.procrustes.every_pair_significant"] == pytest.approx(
-        70.295708 - Z_05
+        70.295704 - Z_05
     )
 
 
@@ -190,18 +170,18 @@ def test_measures_claims_render_what_the_readme_said(findings: dict[str, Any]) -
     sentences = render_claims(merge_claims([single_run(claims_measures(findings))]), "run")
     text = " ".join(sentences)
     assert "Not findings" not in text
-    # the guide's lists, item for item as the README gave them (its failures sorted by |score|)
+    # the guide's lists, item for item (its failures sorted by |score|)
     assert (
         "To follow a model's layers in order (layer monotonicity ρ ≥ 0.7): `cka` (0.77), `procrustes` (0.80), "
-        "`angular_shape` (0.80), `mean_cca` (0.82), `pwcca` (0.80), `rsa` (0.83), `mutual_knn` (0.80), `cknna` "
+        "`angular_shape` (0.80), `mean_cca` (0.81), `pwcca` (0.80), `rsa` (0.83), `mutual_knn` (0.80), `cknna` "
         "(0.80) and `knn_jaccard` (0.80)."
     ) in sentences
     assert (
-        "Not to be trusted to follow a model's layers in order (layer monotonicity ρ ≥ 0.7): `svcca` (0.62) and "
+        "Not to be trusted to follow a model's layers in order (layer monotonicity ρ ≥ 0.7): `svcca` (0.61) and "
         "`linear_predictivity` (0.48)."
     ) in sentences
     assert "Every test: `cka`, `rsa`, `mutual_knn`, `cknna` and `knn_jaccard`." in sentences
-    # the README's phrases on that run (its findings region at the commit that made the fixture file)
+    # phrases of that run's findings
     for phrase in (
         "is highest for `rsa` (0.83)",
         "lowest for `linear_predictivity` (0.48)",
@@ -209,7 +189,7 @@ def test_measures_claims_render_what_the_readme_said(findings: dict[str, Any]) -
         "at most 15 % of its variance (`neox_2l`, layer 1)",
         "0 of 82 layers are above one half",
         "`procrustes` (replicas 0.57–0.60, SoLU vs GeLU 0.60–0.64)",
-        "`cka` z +109.7 to +604.6",
+        "`cka` z +109.7 to +594.1",
         "(average precision ≥ 0.99; chance 0.60)",
         "0.99 over 3 trained-vs-untrained pairs; chance 0.50",
     ):
@@ -217,13 +197,13 @@ def test_measures_claims_render_what_the_readme_said(findings: dict[str, Any]) -
 
 
 def test_scaling_claims_that_hold_on_the_default_run(findings: dict[str, Any]) -> None:
-    # the fixture predates the block contrasts: planted ones agree with its structured members and pairs
-    structured = set(findings["scaling"]["structured_members"])
-    assert structured == {m for m, c in BLOCK_CONTRAST.items() if c >= MIN_CONTRAST}
-    assert set(findings["scaling"]["structured_pairs"]) == {
-        p for p, c in PAIR_BLOCK_CONTRAST.items() if c >= MIN_CONTRAST
-    }
-    claims = claims_scaling(_with_block_contrasts(findings))
+    # the collected block contrasts agree with the summary's structured members and pairs
+    summary = findings["scaling"]
+    assert summary["min_contrast"] == MIN_CONTRAST
+    contrasts, pair_contrasts = summary["block_contrast"], summary["pair_block_contrast"]
+    assert set(summary["structured_members"]) == {m for m, c in contrasts.items() if c >= MIN_CONTRAST}
+    assert set(summary["structured_pairs"]) == {p for p, c in pair_contrasts.items() if c >= MIN_CONTRAST}
+    claims = claims_scaling(findings)
     assert len({c.id for c in claims}) == len(claims), "ids are unique"
     assert _held(claims) == {
         "scaling.early.0.0.mean_above_band",
@@ -246,22 +226,24 @@ def test_scaling_claims_that_hold_on_the_default_run(findings: dict[str, Any]) -
         "scaling.twin.neox_6l.twin_closer",
     }
     margins = _margins(claims)
-    assert margins["scaling.early.inconclusive"] == pytest.approx(min(0.880229 - 0.850007, 0.850007 - 0.831583))
+    assert margins["scaling.early.inconclusive"] == pytest.approx(min(0.880632 - 0.850119, 0.850119 - 0.831166))
     assert margins["scaling.intra_vs_size.reproduced"] == pytest.approx(0.9 - 0.7)
-    assert margins["scaling.outlier.none"] == pytest.approx(3.5 - 2.45436)
-    assert margins["scaling.outlier.most_extreme.neox_6l"] == pytest.approx(2.45436 - 2.089525)
-    assert margins["scaling.twin.neox_6l.neither_outlier"] == pytest.approx(3.5 - 2.45436)
-    assert margins["scaling.twin.neox_6l.twin_closer"] == pytest.approx(0.001804)
+    assert margins["scaling.outlier.none"] == pytest.approx(3.5 - 2.470605)
+    assert margins["scaling.outlier.most_extreme.neox_6l"] == pytest.approx(2.470605 - 2.026917)
+    assert margins["scaling.twin.neox_6l.neither_outlier"] == pytest.approx(3.5 - 2.470605)
+    assert margins["scaling.twin.neox_6l.twin_closer"] == pytest.approx(0.002982)
     # block margins are contrasts over the threshold; the verdicts' follow the members'
-    for member, contrast in BLOCK_CONTRAST.items():
+    for member, contrast in contrasts.items():
         assert margins[f"scaling.blocks.member.{member}"] == pytest.approx(contrast - MIN_CONTRAST), member
-    for pair, contrast in PAIR_BLOCK_CONTRAST.items():
+    for pair, contrast in pair_contrasts.items():
         a, b = pair.split("–")
         assert margins[f"scaling.blocks.pair.{a}.{b}"] == pytest.approx(contrast - MIN_CONTRAST), pair
-    assert margins["scaling.blocks.reproduced"] == pytest.approx(0.04 - MIN_CONTRAST)
-    assert margins["scaling.blocks.partly_reproduced"] == pytest.approx(min(0.27 - MIN_CONTRAST, MIN_CONTRAST - 0.04))
-    assert margins["scaling.blocks.not_reproduced"] == pytest.approx(MIN_CONTRAST - 0.27)
-    # the verdicts are the README's: each the one claim of its question that holds
+    assert margins["scaling.blocks.reproduced"] == pytest.approx(0.031149 - MIN_CONTRAST)
+    assert margins["scaling.blocks.partly_reproduced"] == pytest.approx(
+        min(0.158448 - MIN_CONTRAST, MIN_CONTRAST - 0.031149)
+    )
+    assert margins["scaling.blocks.not_reproduced"] == pytest.approx(MIN_CONTRAST - 0.158448)
+    # each verdict is the one claim of its question that holds
     held = _held(claims)
     for family in VERDICTS:
         assert held & family == set(PROSE_VERDICTS) & family, family
@@ -269,43 +251,25 @@ def test_scaling_claims_that_hold_on_the_default_run(findings: dict[str, Any]) -
     for phrase in (
         "Early layers across scale: inconclusive",
         "Block structure: partly reproduced",
-        "4 of 5 members have blocks (contrast 0.040–0.270; threshold 0.10)",
-        "`neox_3l` (0.180), `neox_4l` (0.220), `neox_6l` (0.150) and `neox_8l` (0.270)",
-        "`neox_3l` and `neox_4l` (0.160), `neox_4l` and `neox_8l` (0.190) and `neox_6l` and `neox_8l` (0.130)",
+        "4 of 5 members have blocks (contrast 0.031–0.158; threshold 0.10)",
+        "`neox_3l` (0.141), `neox_4l` (0.147), `neox_6l` (0.142) and `neox_8l` (0.158)",
+        "`neox_3l` and `neox_4l` (0.101), `neox_4l` and `neox_8l` (0.121) and `neox_6l` and `neox_8l` (0.115)",
         "Intra-model similarity vs scale: reproduced",
         "Spearman ρ = 0.90",
         "`neox_2l` 0.84, `neox_3l` 0.88, `neox_4l` 0.87, `neox_6l` 0.89, `neox_8l` 0.90",
         "Outlier: not reproduced",
         "`neox_6l` has the most extreme robust z",
-        "(z −2.45)",
+        "(z −2.47)",
         "neither lies beyond the robust-z threshold 3.5, so there is no dissimilarity to explain",
     ):
         assert phrase in text, phrase
-
-
-def test_block_claims_are_undecided_without_contrasts(findings: dict[str, Any]) -> None:
-    """The fixture's summary has no block contrasts (collected before they were saved): every block claim, the
-    verdicts included, is undecided — not stated either way — and only those claims lack numbers."""
-    assert "block_contrast" not in findings["scaling"] and "min_contrast" not in findings["scaling"]
-    claims = claims_scaling(findings)
-    blocks = [c for c in claims if c.id.startswith("scaling.blocks.")]
-    assert len(blocks) == 5 + 10 + 3  # members, pairs, verdicts
-    assert all(c.margin is None and not c.holds for c in blocks)
-    assert {c.id for c in claims if "n/a" in c.text} == {c.id for c in blocks}
-    # the threshold alone decides nothing either
-    only_threshold = _planted(findings, lambda f: f["scaling"].update(min_contrast=MIN_CONTRAST))
-    assert all(c.margin is None for c in claims_scaling(only_threshold) if c.id.startswith("scaling.blocks."))
-    # nor contrasts without the threshold
-    no_threshold = _with_block_contrasts(findings)
-    del no_threshold["scaling"]["min_contrast"]
-    assert all(c.margin is None for c in claims_scaling(no_threshold) if c.id.startswith("scaling.blocks."))
 
 
 @pytest.mark.parametrize("claims_of", [claims_measures, claims_scaling])
 def test_every_text_fills_on_the_default_run(
     findings: dict[str, Any], claims_of: Callable[[Mapping[str, Any]], list[Claim]]
 ) -> None:
-    claims = claims_of(_with_block_contrasts(findings))  # the contrasts the block claims quote (the fixture lacks them)
+    claims = claims_of(findings)
     assert claims
     unfilled = [(c.id, c.text) for c in claims if "n/a" in c.text or "{" in c.text]
     assert not unfilled
@@ -377,16 +341,18 @@ def test_planted_measures_margins_follow_and_ids_stay(findings: dict[str, Any]) 
     )
     assert _margins(planted)["measures.calibration.best.cka.every_pair_significant"] == pytest.approx(2.5 - Z_05)
     assert _margins(planted)["measures.calibration.best.cka.some_pair_not_significant"] == pytest.approx(Z_05 - 2.5)
-    # the z decides, not the count: 20 of 24 significant (no max_p) still quotes the largest p the count allows
-    # (2/21), while the margin stays the smallest z's
-    fallback = _planted(
+    # the z decides, not the count: 20 of 24 significant quotes the collected largest p, while the margin stays the
+    # smallest z's
+    counted = _planted(
         findings,
-        lambda f: _measure(f["measures"]["calibration"]["statistics"], "matched_mean", "cka").update(n_significant=20),
+        lambda f: _measure(f["measures"]["calibration"]["statistics"], "matched_mean", "cka").update(
+            n_significant=20, max_p=2 / 21
+        ),
     )
-    by_id = {c.id: c for c in claims_measures(fallback)}
+    by_id = {c.id: c for c in claims_measures(counted)}
     some = by_id["measures.calibration.matched_mean.cka.some_pair_not_significant"]
     assert some.values["max_p"] == pytest.approx(2 / 21)
-    assert some.margin == pytest.approx(Z_05 - 109.693132)
+    assert some.margin == pytest.approx(Z_05 - 109.693133)
     # a single z (not a span) is its own smallest; no z at all leaves both undecided
     single = _planted(
         findings,
@@ -459,7 +425,7 @@ def test_planted_scaling_margins_follow_and_ids_stay(findings: dict[str, Any]) -
         "scaling.outlier.not_off_trend.neox_6l",
     }
     assert not any(i.startswith("scaling.blocks.pair.") for i in held)
-    assert margins["scaling.early.reproduced"] == pytest.approx(0.86 - 0.850007)
+    assert margins["scaling.early.reproduced"] == pytest.approx(0.86 - 0.850119)
     assert margins["scaling.intra_vs_size.inconclusive"] == pytest.approx(0.3)
     assert margins["scaling.outlier.reproduced"] == pytest.approx(1.5)
     assert margins["scaling.twin.neox_6l.follows_head_dimension"] == pytest.approx(1.5)

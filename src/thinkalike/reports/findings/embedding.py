@@ -397,11 +397,10 @@ def claims_embedding(findings: Mapping[str, Any]) -> list[Claim]:
 
     * ``embedding.keep_k.level.k<k>`` / ``embedding.keep_k.behind.k<k>`` (every k): Eᵀ level with or ahead of E⁺
       (within :data:`KEEP_K_LEVEL`) for every model and distribution; margin ``min(Eᵀ − E⁺) + KEEP_K_LEVEL`` over
-      the cases at that k / its negative (findings collected before ``by_k``: the smallest k only, undecided);
+      the cases at that k / its negative;
     * ``embedding.keep_k.transpose_peaks_before_end`` / ``embedding.keep_k.transpose_highest_at_end``: every Eᵀ
       curve peaks before the largest k; margin the smallest, over models and distributions, of its best score before
-      the largest k minus its score there / its negative (findings collected before ``transpose_end_gap``: in k,
-      ``k_end − latest peak k``);
+      the largest k minus its score there / its negative;
     * ``embedding.alignment.projected_above_raw`` / ``embedding.alignment.raw_above_projected``: the paper's finding
       (projection puts more layers on the diagonal); margin ``projected − raw`` / ``raw − projected``;
     * ``embedding.alignment.<space>_above_chance`` / ``embedding.alignment.<space>_below_chance`` (projected,
@@ -413,8 +412,7 @@ def claims_embedding(findings: Mapping[str, Any]) -> list[Claim]:
       (n: held-out sentences; accuracies are multiples of 1 / n);
     * ``embedding.finetune.above_random.<group>.layer<L>`` / ``embedding.finetune.not_above_random.<group>.layer<L>``
       (each weight group and layer fine-tuned): the feature fraction of ΔW rows above random rows' by at least
-      :data:`FRACTION_MARGIN`; margin ``ΔW − random − FRACTION_MARGIN`` / its negative (findings collected before
-      ``cells``: the cells above only);
+      :data:`FRACTION_MARGIN`; margin ``ΔW − random − FRACTION_MARGIN`` / its negative;
     * ``embedding.finetune.classifier_above_chance`` / ``…_level_with_chance`` / ``…_below_chance``: the classifier
       rows' feature fraction against chance; margin ``fraction − chance − m`` / ``m − |fraction − chance|`` /
       ``chance − fraction − m`` (``m``: :data:`CLASSIFIER_MARGIN`);
@@ -423,7 +421,7 @@ def claims_embedding(findings: Mapping[str, Any]) -> list[Claim]:
       ``min − majority + ½ / n``;
     * ``embedding.zero_shot.below_majority.<model>.layers<ℓ>`` / ``embedding.zero_shot.at_or_above_majority.<model>
       .layers<ℓ>`` (each donor B and number ℓ ≥ 1 of its layers run): margin ``majority − accuracy`` /
-      ``accuracy − majority + ½ / n`` (findings collected before ``cases``: none);
+      ``accuracy − majority + ½ / n``;
     * ``embedding.overlap.above_random.<pair>`` (:func:`_overlap_claims`).
     """
     emb = findings.get("embedding")
@@ -483,30 +481,12 @@ def _keep_k_claims(keep: Mapping[str, Any], literature: Mapping[str, Any]) -> li
         "paper_transpose": literature["keep_k_transpose"],
         "paper_pinv": literature["keep_k_pinv"],
     }
-    for entry in _keep_k_by_k(keep) or []:
+    for entry in keep["by_k"]:
         k = int(entry["k"])
         if V and k >= int(V):  # at k = V keeping every entry makes E⁺ exact: true by construction, no claim
             continue
         claims += _level_claims(entry, k, V if k == small else None, paper)
     return claims + _peak_claims(keep)
-
-
-def _keep_k_by_k(keep: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """Eᵀ against E⁺ per k (``by_k``); in findings collected before it, the smallest k alone, undecided."""
-    by_k = keep.get("by_k")
-    small = keep.get("k_small")
-    if by_k is None and small is not None:  # collected before by_k: the smallest k, undecided
-        by_k = [
-            {
-                "k": small,
-                "transpose": keep.get("small_transpose"),
-                "pinv": keep.get("small_pinv"),
-                "min_gap": None,
-                "n_level": keep.get("small_level"),
-                "n_cases": keep.get("small_n"),
-            }
-        ]
-    return by_k
 
 
 def _level_claims(entry: Mapping[str, Any], k: int, V: Any, paper: Mapping[str, Any]) -> list[Claim]:
@@ -551,21 +531,14 @@ def _level_claims(entry: Mapping[str, Any], k: int, V: Any, paper: Mapping[str, 
 
 def _peak_claims(keep: Mapping[str, Any]) -> list[Claim]:
     """Keep-k with E′ = Eᵀ peaks before the largest k in every case (margin the smallest fall from its best score
-    before it to its score there), or is highest there in some (its negative); findings collected before that fall
-    decide it in k."""
-    V = keep.get("V")
+    before it to its score there), or is highest there in some (its negative)."""
     claims: list[Claim] = []
-    ks = keep.get("ks") or []
-    end = keep.get("k_end") or (max(ks) if ks else None)
+    end = keep["k_end"]
     peak_k = keep.get("transpose_peak_k")
     if end is not None and peak_k:
-        at_end = keep.get("transpose_at_end") or (keep.get("transpose_at_V") if end == V else None)
-        if "transpose_end_gap" in keep:
-            before = keep["transpose_end_gap"]
-            after = None if before is None else -float(before)
-        else:  # collected before transpose_end_gap: in k
-            before = float(end) - float(peak_k[1])
-            after = -before if before > 0 else None
+        at_end = keep.get("transpose_at_end")
+        before = keep["transpose_end_gap"]
+        after = None if before is None else -float(before)
         values = {
             "k_end": end,
             "peak_k": peak_k,
@@ -728,9 +701,7 @@ def _fraction_claims(finetune: Mapping[str, Any], base: Mapping[str, Any]) -> li
     """Per ΔW cell (group and layer): the fraction of the top tokens of its largest rows that carry the task's
     feature above that of random rows by :data:`FRACTION_MARGIN`, and its mirror."""
     claims: list[Claim] = []
-    cells = finetune.get("cells")
-    if cells is None:  # collected before cells: the cells above only
-        cells = finetune.get("above") or []
+    cells = finetune["cells"]
     k = ints_text(finetune.get("k"))
     threshold = number_text(FRACTION_MARGIN)
     for cell in cells:
@@ -847,7 +818,7 @@ def _zero_shot_claims(zero: Mapping[str, Any], half_step: float) -> list[Claim]:
                 values,
             )
         )
-    for case in zero.get("cases") or []:
+    for case in zero["cases"]:
         if case.get("accuracy") is None:
             continue
         values = {**base, "donor": case["model"], "n": case["layers"], "accuracy": case["accuracy"]}

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -166,8 +165,6 @@ AP_PASS = 0.99  # average precision of a ranking test (specificity, trained vs u
 
 # ---- claims ---------------------------------------------------------------------------------------------------------
 
-#: The significance level of the calibration's "every pair significant" (``p ≤ 0.05``, as ``n_significant`` counts).
-SIGNIFICANCE = 0.05
 #: The one-sided standard normal quantile of p = 0.05: a calibration z above it is significant at that level
 #: (scipy.stats.norm.ppf(0.95)).
 Z_SIGNIFICANCE = 1.6448536269514722
@@ -330,19 +327,6 @@ def _grounding_claims(grounding: Sequence[Mapping[str, Any]]) -> list[Claim]:
     return claims
 
 
-def _largest_p(entry: Mapping[str, Any], n_pairs: int | None, n_permutations: int | None) -> float | None:
-    """An entry's largest p-value: ``max_p`` as collected; for findings collected before it was (no ``max_p``), the
-    bound its count allows on the permutation grid ``(1 + k) / (1 + F)``: the largest grid value ≤ 0.05 when every
-    pair is significant, else the smallest one above."""
-    if entry.get("max_p") is not None:
-        return float(entry["max_p"])
-    count, pairs = entry.get("n_significant"), entry.get("n_pairs", n_pairs)
-    if count is None or not pairs or not n_permutations:
-        return None
-    steps = math.floor(SIGNIFICANCE * (n_permutations + 1) + 1e-9)
-    return (steps if count >= pairs else steps + 1) / (n_permutations + 1)
-
-
 def _calibration_claims(calibration: Mapping[str, Any] | None) -> list[Claim]:
     """Per statistic ``s`` and measure ``m`` against the permutation null: ``measures.calibration.<s>.<m>.
     every_pair_significant``, margin ``smallest z − z₀.₀₅`` (the pairs' smallest z against the null's mean and
@@ -359,7 +343,7 @@ def _calibration_claims(calibration: Mapping[str, Any] | None) -> list[Claim]:
         label = _STATISTIC_LABELS.get(statistic, statistic)
         for entry in entries:
             name = str(entry["measure"])
-            largest = _largest_p(entry, n_pairs, n_permutations)
+            largest = None if entry.get("max_p") is None else float(entry["max_p"])
             z_span = entry.get("z")
             smallest_z = as_float(min(z_span) if isinstance(z_span, list) and z_span else z_span)
             values = {

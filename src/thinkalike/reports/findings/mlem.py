@@ -299,53 +299,6 @@ def _second_margin(scores: Mapping[str, float | None], name: str) -> float | Non
     return below if len(others) == 1 else min(below, float(score) - others[1])
 
 
-def _top_counts(mlem: Mapping[str, Any]) -> dict[str, int]:
-    """How many layers each feature is on top at: collected (``top_counts``), or for findings collected before it,
-    from the dominant feature's count and the exceptions (every feature named anywhere, :data:`FEATURE_LABELS`)."""
-    if mlem.get("top_counts") is not None:
-        return {str(f): int(n) for f, n in mlem["top_counts"].items()}
-    counts = {f: 0 for f in FEATURE_LABELS}
-    counts.update({str(f): 0 for f in mlem.get("minor") or {}})
-    counts.update({str(r["feature"]): 0 for r in (mlem.get("runner_up") or {}).values() if r})
-    counts[str(mlem["dominant"])] = int(mlem.get("dominant_top") or 0)
-    for exception in mlem.get("exceptions") or []:
-        counts[str(exception["top"])] = counts.get(str(exception["top"]), 0) + 1
-    return counts
-
-
-def _top_spans(mlem: Mapping[str, Any]) -> dict[str, list[float] | None]:
-    """Each feature's importance at the layers where it is on top: collected (``top_spans``), or for findings
-    collected before it, the dominant feature's span and the Mamba last layers' top importance."""
-    if mlem.get("top_spans") is not None:
-        return dict(mlem["top_spans"])
-    spans: dict[str, list[float] | None] = {str(mlem["dominant"]): mlem.get("dominant_span")}
-    exceptions = {(e["model"], int(e["layer"])): str(e["top"]) for e in mlem.get("exceptions") or []}
-    known = {(m["model"], int(m["layer"])): m.get("top_importance") for m in mlem.get("mamba") or []}
-    for key, feature in exceptions.items():
-        if key in known and known[key] is not None:
-            values = [*(spans.get(feature) or []), float(known[key])]
-            spans[feature] = [min(values), max(values)]
-    return spans
-
-
-def _top_excess(mlem: Mapping[str, Any], feature: str) -> float | None:
-    """The smallest excess of ``feature``'s importance over the other features' at any layer: collected
-    (``top_excess``), or for findings collected before it and the dominant feature, its excess at the exceptions that
-    are Mamba last layers (``None`` when an exception is elsewhere or there is none to measure)."""
-    if mlem.get("top_excess") is not None:
-        return mlem["top_excess"].get(feature)
-    if feature != mlem.get("dominant"):
-        return None
-    known = {(m["model"], int(m["layer"])): m for m in mlem.get("mamba") or []}
-    excesses = []
-    for exception in mlem.get("exceptions") or []:
-        m = known.get((exception["model"], int(exception["layer"])))
-        if m is None or m.get("dominant_importance") is None or m.get("top_importance") is None:
-            return None
-        excesses.append(float(m["dominant_importance"]) - float(m["top_importance"]))
-    return min(excesses) if excesses else None
-
-
 def claims_mlem(findings: Mapping[str, Any]) -> list[Claim]:
     """The MLEM paragraph's claims (:mod:`thinkalike.reports.findings.claims`), ``[]`` when MLEM was not run:
 
@@ -365,8 +318,7 @@ def claims_mlem(findings: Mapping[str, Any]) -> list[Claim]:
       with the second-largest mean importance over the group's layers; margin the smaller of its gap below the
       largest other mean and above the next one;
     * ``mlem.last_layer_top.<model>.<feature>`` (each Mamba): the feature on top at its last layer; margin its
-      importance minus the largest other feature's there (findings collected before ``importances``: against the
-      dominant feature's only);
+      importance minus the largest other feature's there;
     * ``mlem.odd_one_out.<method>.<model>.layer<L>`` (``method``: feature, rsa): the layer with the lowest mean
       similarity to other models' layers (:func:`best_of`, lower); margin the next lowest mean minus its mean;
     * ``mlem.near_zero.<feature>`` / ``mlem.beyond_near_zero.<feature>`` (number, tense): importance within
@@ -531,9 +483,10 @@ def _spearman_group_claims(groups: Mapping[str, Any]) -> list[Claim]:
 def _feature_claims(mlem: Mapping[str, Any]) -> list[Claim]:
     """Which feature is on top at the most layers, at every layer, and the runner-up in each group."""
     claims: list[Claim] = []
-    if not mlem.get("dominant") and mlem.get("top_counts") is None:
+    if mlem.get("top_counts") is None:
         return claims
-    counts, spans = _top_counts(mlem), _top_spans(mlem)
+    counts = {str(f): int(n) for f, n in mlem["top_counts"].items()}
+    spans: dict[str, list[float] | None] = dict(mlem["top_spans"])
     n_layers, n_models = mlem.get("n_layers"), mlem.get("n_models")
     extra = {
         f: {
@@ -560,19 +513,16 @@ def _feature_claims(mlem: Mapping[str, Any]) -> list[Claim]:
             "{label} has the largest permutation importance at every one of the {n_layers:d} layers of the "
             "{n_models:d} models" + (" ({span} there)" if "span" in values else "")
         )
-        claims.append(Claim(f"mlem.on_top_at_every_layer.{feature}", template, _top_excess(mlem, feature), values))
-    group_importance = mlem.get("group_importance")
+        claims.append(Claim(f"mlem.on_top_at_every_layer.{feature}", template, mlem["top_excess"].get(feature), values))
+    group_importance = mlem["group_importance"]
     for group, where in RUNNER_UP_WHERE.items():
-        part = (group_importance or {}).get(group)
-        if part:
-            scores = {f: v.get("mean") for f, v in part.items()}
-            candidates = [
-                (f, _second_margin(scores, f), {"span": v.get("span"), "mean": v.get("mean")}) for f, v in part.items()
-            ]
-        elif group_importance is None and (winner := (mlem.get("runner_up") or {}).get(group)):
-            candidates = [(str(winner["feature"]), None, {"span": winner["span"]})]  # collected before the means
-        else:
+        part = group_importance.get(group)
+        if not part:
             continue
+        scores = {f: v.get("mean") for f, v in part.items()}
+        candidates = [
+            (f, _second_margin(scores, f), {"span": v.get("span"), "mean": v.get("mean")}) for f, v in part.items()
+        ]
         for feature, margin, numbers in candidates:
             values = {"label": _feature(feature), "where": where, **{k: v for k, v in numbers.items() if v is not None}}
             mean = " (mean {mean})" if "mean" in values else ""
@@ -594,13 +544,7 @@ def _last_layer_claims(mlem: Mapping[str, Any]) -> list[Claim]:
     claims: list[Claim] = []
     dominant = mlem.get("dominant")
     for m in mlem.get("mamba") or []:
-        scores = dict(m.get("importances") or {})
-        if not scores:  # collected before ``importances``: the top and the dominant feature only
-            scores = {
-                f: v
-                for f, v in ((m.get("top"), m.get("top_importance")), (dominant, m.get("dominant_importance")))
-                if f is not None and v is not None
-            }
+        scores = dict(m["importances"])
         dominant_score = scores.get(dominant) if dominant else None
         extra = {
             f: {
@@ -641,17 +585,7 @@ def _odd_one_out_claims(odd: Mapping[str, Any]) -> list[Claim]:
             + measure
             + " {score:+2} on average with other models' layers, down to {min:+2})"
         )
-        layers = o.get("layers")
-        if layers is None:  # collected before the per-layer means: the odd one alone, undecided
-            claims.append(
-                Claim(
-                    f"mlem.odd_one_out.{method}.{o['model']}.layer{o['layer']}",
-                    template,
-                    None,
-                    {"model": o["model"], "layer": o["layer"], "score": o["mean"], "min": o["min"]},
-                )
-            )
-            continue
+        layers = o["layers"]
         scores = {f"{r['model']}.layer{r['layer']}": r["mean"] for r in layers}
         extra = {
             f"{r['model']}.layer{r['layer']}": {"model": r["model"], "layer": r["layer"], "min": r["min"]}

@@ -155,15 +155,12 @@ def _block_claims(summary: Mapping[str, Any]) -> list[Claim]:
       margin the matched contrast − the threshold;
     * the verdict: ``scaling.blocks.reproduced`` (every member), margin the smallest member margin;
       ``scaling.blocks.partly_reproduced`` (some but not all), ``min(largest, −smallest)``;
-      ``scaling.blocks.not_reproduced`` (none), ``−largest``.
-
-    A summary without contrasts (collected before they were saved) leaves every margin undecided (``None``)."""
+      ``scaling.blocks.not_reproduced`` (none), ``−largest``."""
     family = [str(m) for m in summary.get("family") or []]
     if not family:
         return []
     threshold = as_float(summary.get("min_contrast"))
-    contrasts = summary.get("block_contrast") or {}
-    pair_contrasts = summary.get("pair_block_contrast") or {}
+    contrasts, pair_contrasts = summary["block_contrast"], summary["pair_block_contrast"]
 
     def over(contrast: Any) -> float | None:
         value = as_float(contrast)

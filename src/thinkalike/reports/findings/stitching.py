@@ -269,12 +269,6 @@ def cell_asymmetries(entry: Mapping[str, Any]) -> list[float]:
     ]
 
 
-def _flag(holds_by_counts: bool) -> float:
-    """A margin decided from collected counts or flags alone (findings collected before the per-cell numbers
-    were): +1 when the statement holds by them, −1 when not."""
-    return 1.0 if holds_by_counts else -1.0
-
-
 def _scope_text(n_kinds: int, n_depths: int) -> str:
     """ ", with both φ kinds and at both depths": the scope of "at every layer" over the φ kinds and depths the cells
     span."""
@@ -307,22 +301,15 @@ def _asymmetry_claims(
     return every_some_none(ids, (lead["every_cell"], lead["some_cells"], lead["no_cell"]), cells, values)
 
 
-def _floor_margins(parts: Sequence[Mapping[str, Any]], counts: Mapping[str, int], n: int) -> dict[str, float | None]:
+def _floor_margins(parts: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """The margins of :func:`_floor_claims` for one φ kind and direction (``parts``: its entry per pair), from the
-    per-cell interval gaps (:func:`spread_margins`), or from the collected counts alone (±1) in findings collected
-    before the gaps were."""
+    per-cell interval gaps (:func:`spread_margins`)."""
     margins: dict[str, float | None] = {}
-    if all("above_gap" in p and "below_gap" in p for p in parts):
-        for side in ("above", "below"):
-            every_gap, some_gap, _ = spread_margins([v for p in parts for v in p[f"{side}_gap"]])
-            margins[f"{side}_every"] = every_gap
-            margins[f"{side}_partly"] = some_gap
-        margins["within"] = spread_margins([v for p in parts for s in ("above", "below") for v in p[f"{s}_gap"]])[2]
-        return margins
     for side in ("above", "below"):
-        margins[f"{side}_every"] = _flag(n > 0 and counts[side] == n)
-        margins[f"{side}_partly"] = _flag(0 < counts[side] < n)
-    margins["within"] = _flag(n > 0 and counts["above"] == counts["below"] == 0)
+        every_gap, some_gap, _ = spread_margins([v for p in parts for v in p[f"{side}_gap"]])
+        margins[f"{side}_every"] = every_gap
+        margins[f"{side}_partly"] = some_gap
+    margins["within"] = spread_margins([v for p in parts for s in ("above", "below") for v in p[f"{s}_gap"]])[2]
     return margins
 
 
@@ -354,7 +341,7 @@ def _floor_claims(
                 f"{opening}, {label} φ stitching {direction} costs {{penalty:+3}} nats/token ({{excess:+3}} "
                 f"relative to {target}'s floor), its interval "
             )
-            margins = _floor_margins(parts, counts, n)
+            margins = _floor_margins(parts)
             texts = {
                 "above_every": f"above {target}'s floor at every layer ({{above:d}} of {{n:d}})",
                 "above_partly": f"above {target}'s floor at {{above:d}} of {{n:d}} layers",
@@ -398,9 +385,6 @@ def claims_stitching(findings: Mapping[str, Any]) -> list[Claim]:
       floor at layer 0 below zero), and that highest floor;
     * ``stitching.identity.{control_below_between,control_not_below_between}`` — identity stitching's lowest
       penalty between SoLU and GeLU with different seeds less the same-seed control's highest, and its negation.
-
-    Findings collected before the per-cell interval gaps and per-layer floors were decide the floor and
-    "lowest at the embeddings" claims from the collected counts alone (margin ±1).
     """
     st = findings.get("stitching") or {}
     if not_run_sentence("Stitching", st):
@@ -551,9 +535,7 @@ def _self_claims(st: Mapping[str, Any]) -> list[Claim]:
 
 def _lowest_past_layer0(trained: Mapping[str, Any]) -> float | None:
     """Per trained φ kind, the lowest mean floor past layer 0 less layer 0's, the smallest over the kinds (``None``
-    when a kind lacks either); in findings collected before the per-layer floors, ±1 from the lowest layers."""
-    if not all(v.get("by_layer") for v in trained.values()):
-        return _flag(all(v.get("lowest_layer") == 0 for v in trained.values()))
+    when a kind lacks either)."""
     gaps: list[float] = []
     for v in trained.values():
         at0 = [m for layer, m in v["by_layer"] if layer == 0 and m is not None]
