@@ -247,7 +247,10 @@ def render_real_run(numbers: Mapping[str, Any], page: Path) -> str:
             f" to {format_seconds(max(seconds))} each, beside other work on the same {real['cpu_count']} cores."
         )
     labels = {"(run)": "(start: validation, MLflow run, catalog)", "total": "**run** (run_seconds)"}
-    lines = ["| pipeline | nodes | time | CPU s | peak RSS (GiB) |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| pipeline | nodes | time (its nodes, summed over the worker processes) | CPU s | peak RSS (GiB) |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for row in real["totals"]:
         peak = float(row["peak_rss_mb"])
         lines.append(
