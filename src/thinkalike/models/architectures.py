@@ -18,8 +18,8 @@ from typing import Any
 import torch
 
 from thinkalike.models.handle import ModelSourceError
+from thinkalike.models.zoo_entry import OBJECTIVES, objective_of
 
-OBJECTIVES = ("causal", "masked")
 _DROP_KEYS = ("model_type", "transformers_version", "_name_or_path")
 
 
@@ -91,7 +91,7 @@ def build_zoo_module(config: dict, seed: int | None = None) -> torch.nn.Module:
         raise ModelSourceError(f"zoo model {name}: config must be a dict")
     family = config.get("family")
     if family == "hf":
-        auto = _auto_class(config.get("objective", "causal"), name)
+        auto = _auto_class(objective_of(config), name)
         hf_config = _hf_config(config)
         with _seeded(seed):
             try:

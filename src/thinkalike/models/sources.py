@@ -65,6 +65,7 @@ from thinkalike.models.handle import (
     check_view_name,
     default_device,
 )
+from thinkalike.models.zoo_entry import CAUSAL, objective_of
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -466,7 +467,7 @@ def _load_zoo(spec, target, options, name, zoo_artifacts, tokenizer, device, dty
             return wrap_classifier(handle, config)
         return handle
     hf_module = cast("PreTrainedModel", module)  # every zoo family but the bridge is a transformers model
-    return _wrap_hf(spec, name, hf_module, tokenizer, is_causal=config.get("objective", "causal") == "causal")
+    return _wrap_hf(spec, name, hf_module, tokenizer, is_causal=objective_of(config) == CAUSAL)
 
 
 def load_saved_zoo_model(

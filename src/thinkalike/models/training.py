@@ -36,6 +36,8 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from thinkalike.models.zoo_entry import OBJECTIVES
+
 LogitsFn = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
@@ -173,7 +175,7 @@ class LanguageModelTrainer:
         description: str | None = None,
         pad_id: int | None = None,
     ) -> None:
-        if objective not in ("causal", "masked"):
+        if objective not in OBJECTIVES:
             raise ValueError(f"objective must be 'causal' or 'masked', got {objective!r}")
         if objective == "masked" and masking is None:
             raise ValueError("the masked objective needs MaskingTokens (mask id, special ids)")

@@ -23,15 +23,15 @@ from thinkalike.models.training import (
     MaskingTokens,
     TrainingConfig,
 )
+from thinkalike.models.zoo_entry import OBJECTIVES, objective_of
 
 FAMILIES = ("bridge", "hf")
-OBJECTIVES = ("causal", "masked")
 
 
 def zoo_config(name: str, entry: dict[str, Any], tokenizer, n_ctx: int) -> dict[str, Any]:
     """The persisted config of zoo model ``name`` from its config ``entry`` and the corpus tokenizer."""
     family = entry.get("family")
-    objective = entry.get("objective", "causal")
+    objective = objective_of(entry)
     if family not in FAMILIES:
         raise ModelSourceError(f"zoo model {name!r}: family must be one of {FAMILIES}, got {family!r}")
     if objective not in OBJECTIVES:

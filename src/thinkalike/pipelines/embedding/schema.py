@@ -13,6 +13,7 @@ from pydantic import Field
 from thinkalike.embedding.finetune_diff import TASKS
 from thinkalike.embedding.token_structure import DEFAULT_GROUPS as TOKEN_STRUCTURE_GROUPS
 from thinkalike.models.finetune import FinetuneConfig
+from thinkalike.models.zoo_entry import zoo_depth
 from thinkalike.pipelines.corpus.schema import validate_corpus
 from thinkalike.pipelines.schema import (
     Device,
@@ -153,10 +154,9 @@ class EmbeddingPlan:
     problems: list[str] = field(default_factory=list)
 
 
-def zoo_depth(model: Mapping[str, Any]) -> int:
-    """The number of blocks of a zoo model's configuration (``n_layers``, or transformers' ``num_hidden_layers``)."""
-    architecture = model.get("architecture") or {}
-    return int(architecture.get("n_layers", architecture.get("num_hidden_layers", 0)))
+def _depth(model: Mapping[str, Any]) -> int:
+    """:func:`~thinkalike.models.zoo_entry.zoo_depth`, 0 when the entry gives none (it then sorts last)."""
+    return zoo_depth(model) or 0
 
 
 def _without(model: Mapping[str, Any], *keys: str) -> str:
@@ -224,7 +224,7 @@ def _auto_pairs(models: Mapping[str, str], zoo: Mapping[str, Any]) -> tuple[list
             "embedding.alignment.pairs: auto — no two models read differ only in seed, so no layers are "
             "aligned (name pairs to align others)"
         )
-    group = max(groups, key=lambda members: (zoo_depth(zoo[members[0]]), len(members)))
+    group = max(groups, key=lambda members: (_depth(zoo[members[0]]), len(members)))
     pairs = list(combinations(group, 2))
     return pairs, f"embedding.alignment.pairs: auto — every pair of the seed replicas {group} ({len(pairs)} pairs)"
 
@@ -238,8 +238,8 @@ def _tunable(name: str, models: Mapping[str, str], zoo: Mapping[str, Any], top_l
             f"{name!r} is a {zoo[name].get('family')!r}-family zoo model; fine-tuning the top layers needs a "
             "'bridge'-family one"
         )
-    if top_layers > zoo_depth(zoo[name]):
-        return f"embedding.finetune.top_layers: {top_layers} exceeds the {zoo_depth(zoo[name])} layer(s) of {name!r}"
+    if top_layers > _depth(zoo[name]):
+        return f"embedding.finetune.top_layers: {top_layers} exceeds the {_depth(zoo[name])} layer(s) of {name!r}"
     return None
 
 
@@ -248,7 +248,7 @@ def _auto_finetuned(models: Mapping[str, str], zoo: Mapping[str, Any], top_layer
     candidates = [name for name in _zoo_of(models, zoo) if _tunable(name, models, zoo, top_layers) is None]
     if not candidates:
         return [], "embedding.finetune.models: auto — no 'bridge'-family zoo model is read, so none is fine-tuned"
-    chosen = max(candidates, key=lambda name: (zoo_depth(zoo[name]), -candidates.index(name)))
+    chosen = max(candidates, key=lambda name: (_depth(zoo[name]), -candidates.index(name)))
     return [chosen], f"embedding.finetune.models: auto — {chosen!r} (the deepest 'bridge'-family zoo model)"
 
 
@@ -264,11 +264,11 @@ def _auto_zero_shot(
         shallower = [
             name
             for name in names
-            if zoo_depth(zoo[name]) != zoo_depth(zoo[first])
+            if _depth(zoo[name]) != _depth(zoo[first])
             and _without(zoo[name], "n_layers", "num_hidden_layers")
             == _without(zoo[first], "n_layers", "num_hidden_layers")
         ]
-        deeper = sorted(shallower, key=lambda name: -zoo_depth(zoo[name]))[:1]
+        deeper = sorted(shallower, key=lambda name: -_depth(zoo[name]))[:1]
         pairs += [(first, first)] + [(first, name) for name in replicas + deeper]
     return pairs, f"embedding.zero_shot.pairs: auto — {[list(pair) for pair in pairs]}"
 

@@ -13,6 +13,7 @@ from pydantic import Field
 from thinkalike.mlem.features import FeatureError
 from thinkalike.mlem.fit import MLEMSettings
 from thinkalike.mlem.stimuli import resolve_features
+from thinkalike.models.zoo_entry import zoo_depth
 from thinkalike.pipelines.activations.schema import validate_activations
 from thinkalike.pipelines.corpus.schema import validate_corpus
 from thinkalike.pipelines.parameters import section
@@ -95,14 +96,6 @@ def check_against_run(mlem: MLEMParameters, parameters: Mapping[str, Any]) -> No
                 f"mlem.layers: zoo model {name} stores layers 0..{depth + extra}, not "
                 f"{[layer for layer in mlem.layers if layer > depth + extra]}"
             )
-
-
-def zoo_depth(model: Any) -> int | None:
-    """A zoo model's number of blocks from its architecture (TransformerLens ``n_layers`` or transformers
-    ``num_hidden_layers``); None when not given there."""
-    architecture = (model or {}).get("architecture") or {} if isinstance(model, Mapping) else {}
-    depth = architecture.get("n_layers", architecture.get("num_hidden_layers"))
-    return int(depth) if isinstance(depth, int) else None
 
 
 def check_mlem(parameters: Mapping[str, Any]) -> None:

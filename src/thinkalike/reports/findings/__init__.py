@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thinkalike.models.sources import is_initialisation
+from thinkalike.models.zoo_entry import objective_of
 from thinkalike.reports.findings.cka import claims_cka, collect_cka
 from thinkalike.reports.findings.claims import (
     HOLDS,
@@ -166,7 +167,7 @@ class ModelFacts:
 
 def _facts(name: str, config: Mapping[str, Any]) -> ModelFacts:
     family = str(config.get("family", ""))
-    objective = str(config.get("objective", "causal"))
+    objective = objective_of(config)
     arch = dict(config.get("bridge_config") or config.get("hf_config") or config.get("architecture") or {})
     seed = config.get("seed", arch.get("seed"))
     if family == "bridge":
