@@ -174,7 +174,9 @@ def test_distance_table_has_counts_beside_every_mean():
 
 def test_skip_constant_layers_setting_is_checked():
     assert CKASettings().skip_constant_layers is False
-    assert CKASettings.from_parameters({"skip_constant_layers": True}).skip_constant_layers is True
+    from thinkalike.pipelines.cka.schema import parse_cka
+
+    assert parse_cka({"skip_constant_layers": True}).estimation.skip_constant_layers is True
     with pytest.raises(ValueError, match="cka.skip_constant_layers must be true or false"):
         CKASettings(skip_constant_layers="no")
 

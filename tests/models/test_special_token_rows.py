@@ -84,8 +84,10 @@ def test_special_tokens_decide_cka_unless_excluded(planted):
 
 def test_default_settings_exclude_special_tokens():
     assert CKASettings().exclude_special_tokens is True
-    assert CKASettings.from_parameters({}).exclude_special_tokens is True
-    assert CKASettings.from_parameters({"exclude_special_tokens": False}).exclude_special_tokens is False
+    from thinkalike.pipelines.cka.schema import parse_cka
+
+    assert parse_cka({}).estimation.exclude_special_tokens is True
+    assert parse_cka({"exclude_special_tokens": False}).estimation.exclude_special_tokens is False
 
 
 def test_a_token_special_on_either_side_is_left_out_of_both(planted):

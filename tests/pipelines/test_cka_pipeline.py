@@ -49,13 +49,15 @@ def test_bad_pair_config_is_named(pairs, message):
         ({"pooling": "char"}, "pooling"),
         ({"n_bootstrap": -1}, "n_bootstrap"),
         ({"confidence": 1.5}, "confidence"),
-        ({"bath_tokens": 8}, "unknown cka parameter"),
+        ({"bath_tokens": 8}, "cka.bath_tokens: unknown parameter"),
         ({"skip_constant_layers": "no"}, "cka.skip_constant_layers"),
     ],
 )
 def test_bad_cka_settings_are_named(settings, message):
+    from thinkalike.pipelines.cka.schema import parse_cka
+
     with pytest.raises(ValueError, match=message):
-        CKASettings.from_parameters(settings)
+        parse_cka(settings)
 
 
 def _tokens(store):
@@ -499,7 +501,6 @@ def test_a_planted_rogue_dimension_decides_cka_and_the_remedies_undo_it(tiny_pro
     """A zoo model's own activations against themselves with one more dimension of noise at 30× the largest
     standard deviation planted on one side: CKA (1 without it) collapses on the raw rows; removing each side's top
     dimension or standardising gives most of it back; the planted layers are flagged."""
-    from thinkalike.cka.settings import CKASettings
     from thinkalike.measures.tables import MeasureSettings, measures_long_table
 
     _, catalog = tiny_project

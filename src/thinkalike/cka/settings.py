@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -59,14 +57,6 @@ class CKASettings:
             raise ValueError(f"cka.confidence must be in (0, 1), got {self.confidence}")
         if not isinstance(self.skip_constant_layers, bool):
             raise ValueError(f"cka.skip_constant_layers must be true or false, got {self.skip_constant_layers!r}")
-
-    @classmethod
-    def from_parameters(cls, parameters: Mapping[str, Any]) -> CKASettings:
-        names = cls.__dataclass_fields__
-        unknown = sorted(set(parameters) - set(names) - {"pairs", "groups", "device", "mode", "measures"})
-        if unknown:
-            raise ValueError(f"unknown cka parameter(s) {unknown}; known: {sorted(names)}")
-        return cls(**{key: parameters[key] for key in names if key in parameters})
 
 
 def resolve_pooling(settings: CKASettings, index_a: pd.DataFrame, index_b: pd.DataFrame) -> CKASettings:
