@@ -49,6 +49,8 @@ class PipelineSpec:
     - ``rules``: what MLflow gets from its saved outputs (:mod:`thinkalike.output_rules`);
     - ``viz_group``: its box inside ``models`` in kedro-viz (``models.<viz_group>``), or None;
     - ``summarises``: it reads every other pipeline's summaries (the report);
+    - ``dataset_prefixes``: the name prefixes of the datasets it saves (the report lists a dataset under the pipeline
+      of its longest matching prefix: :func:`producing_pipeline`);
     - ``after_timings``: a step run once the run's ``run_timings`` table is saved
       (:mod:`thinkalike.run_record.timing_hooks`): ``after_timings(catalog, timings_dataset)`` returns a
       ``(dataset, data)`` that MLflow gets again (the report, its timings section added), or None.
@@ -64,6 +66,7 @@ class PipelineSpec:
     rules: tuple[OutputRule, ...] = ()
     viz_group: str | None = None
     summarises: bool = False
+    dataset_prefixes: tuple[str, ...] = ()
     after_timings: AfterTimings | None = None
 
 
@@ -125,3 +128,15 @@ def viz_groups() -> tuple[str, ...]:
 def output_rules() -> tuple[OutputRule, ...]:
     """Every pipeline's MLflow rules, in stage order (after :data:`thinkalike.output_rules.GENERIC_RULES`)."""
     return tuple(rule for spec in pipeline_specs().values() for rule in spec.rules)
+
+
+def producing_pipeline(name: str) -> str:
+    """The pipeline that saves dataset ``name``: the one whose ``dataset_prefixes`` match it the longest (``?``
+    when none does)."""
+    matches = [
+        (len(prefix), spec.name)
+        for spec in pipeline_specs().values()
+        for prefix in spec.dataset_prefixes
+        if name.startswith(prefix)
+    ]
+    return max(matches)[1] if matches else "?"

@@ -16,6 +16,7 @@ SPEC = PipelineSpec(
     replaced_whole=("pairs", "groups"),
     rules=RULES,
     viz_group="cka",
+    dataset_prefixes=("models.cka.", "cka_", "similarity_", "dimension_shares", "rogue_", "measure_"),
 )
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -14,6 +14,7 @@ SPEC = PipelineSpec(
     check=check_corpus,
     replaced_whole=("controlled_stimuli.factors",),
     rules=RULES,
+    dataset_prefixes=("corpus_",),
 )
 
 __all__ = ["SPEC", "create_pipeline"]

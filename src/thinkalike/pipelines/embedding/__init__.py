@@ -16,6 +16,7 @@ SPEC = PipelineSpec(
     replaced_whole=("alignment.pairs", "lookup.token_sets"),
     rules=RULES,
     viz_group="embedding",
+    dataset_prefixes=("embedding_",),
 )
 
 __all__ = ["SPEC", "create_pipeline"]

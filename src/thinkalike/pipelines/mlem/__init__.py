@@ -15,6 +15,7 @@ SPEC = PipelineSpec(
     check=check_mlem,
     rules=RULES,
     viz_group="mlem",
+    dataset_prefixes=("mlem_",),
 )
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -7,7 +7,15 @@ from .pipeline import create_pipeline
 from .schema import check_nli
 
 SPEC = PipelineSpec(
-    "nli", create_pipeline, stage=80, section="nli", upstream=("corpus",), check=check_nli, rules=RULES, viz_group="nli"
+    "nli",
+    create_pipeline,
+    stage=80,
+    section="nli",
+    upstream=("corpus",),
+    check=check_nli,
+    rules=RULES,
+    viz_group="nli",
+    dataset_prefixes=("models.nli.",),
 )
 
 __all__ = ["SPEC", "create_pipeline"]

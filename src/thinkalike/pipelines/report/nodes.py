@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from thinkalike.pipelines.specs import producing_pipeline
 from thinkalike.reports.findings import claims_of, collect_findings
 from thinkalike.reports.findings.claims import single_run
 from thinkalike.reports.report import FIGURES, IndexedOutput, MissingInput, describe_output, report_html
@@ -16,22 +17,6 @@ TITLE = "ThinkAlike: every experiment of the run"
 logger = logging.getLogger(__name__)
 
 _FIGURE_NAMES = {name for name, _, _ in FIGURES}
-_PIPELINE_PREFIXES = (
-    ("models.nli.", "nli"),
-    ("models.cka.", "cka"),
-    ("cka_", "cka"),
-    ("stitching_", "stitching"),
-    ("mlem_", "mlem"),
-    ("embedding_", "embedding"),
-    ("scaling_", "scaling"),
-    ("zoo_", "zoo"),
-    ("corpus_", "corpus"),
-    ("similarity_", "cka"),
-    ("dimension_shares", "cka"),
-    ("rogue_", "cka"),
-    ("measure_", "cka"),
-    ("models.", "zoo"),
-)
 
 
 class NeverSaved:
@@ -40,14 +25,6 @@ class NeverSaved:
 
     def __repr__(self) -> str:
         return "NeverSaved()"
-
-
-def producing_pipeline(name: str) -> str:
-    """The pipeline that saves dataset ``name`` (by the project's naming conventions)."""
-    for name_prefix, pipeline in _PIPELINE_PREFIXES:
-        if name.startswith(name_prefix):
-            return pipeline
-    return "?"
 
 
 def write_report(

@@ -17,6 +17,7 @@ SPEC = PipelineSpec(
     replaced_whole=("twins", "architectures"),
     rules=RULES,
     viz_group="scaling",
+    dataset_prefixes=("scaling_",),
 )
 
 __all__ = ["SPEC", "create_pipeline"]

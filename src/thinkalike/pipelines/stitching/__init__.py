@@ -16,6 +16,7 @@ SPEC = PipelineSpec(
     replaced_whole=("pairs",),
     rules=RULES,
     viz_group="stitching",
+    dataset_prefixes=("stitching_",),
 )
 
 __all__ = ["SPEC", "create_pipeline"]

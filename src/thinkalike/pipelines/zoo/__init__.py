@@ -15,6 +15,7 @@ SPEC = PipelineSpec(
     check=check_zoo,
     replaced_whole=("models",),
     rules=RULES,
+    dataset_prefixes=("zoo_", "models."),
 )
 
 __all__ = ["SPEC", "create_pipeline"]
