@@ -29,7 +29,7 @@ from thinkalike.run_record.clock import RUN_PIPELINE, START_ROW, TOTAL, most_at_
 RUN_BUDGET_SECONDS = 10 * 60
 
 
-PIPELINE_ORDER = ("corpus", "zoo", "activations", "stitching", "cka", "mlem", "embedding", "nli")
+PIPELINE_ORDER = ("corpus", "zoo", "activations", "stitching", "cka", "scaling", "mlem", "embedding", "nli")
 
 
 def _controls(mlem: Mapping[str, Any]) -> str:
