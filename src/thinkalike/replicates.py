@@ -54,8 +54,6 @@ from thinkalike.provenance import RUN_RECORD, git_state, run_record, write_text_
 logger = logging.getLogger(__name__)
 
 ENV = "replicates"
-#: ``replicates.column`` of an environment whose replicates answer the scorecard's real-model column (conf/real).
-REAL_COLUMN = "real"
 DEFAULT_WORKDIR = Path("data/replicates")
 RUNNER = "thinkalike.runners.DaskRunner"
 #: Input files the repository ships under ``data/`` (an environment names them by a path relative to the project).
@@ -83,18 +81,6 @@ def replicate_pipelines(project: Path, env: str) -> list[str]:
     if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
         raise ValueError(f"replicates.pipelines (conf/{env}): expected a list of pipeline names, got {names!r}")
     return names
-
-
-def replicate_column(project: Path, env: str) -> str | None:
-    """``replicates.column`` of the environment's parameters: ``real`` when its replicates answer the scorecard's
-    real-model column of docs/findings.json (beside the default run's replicates) rather than make the document;
-    None (the default) otherwise; a ``ValueError`` naming it for another value."""
-    from thinkalike.pipelines.parameters import configured_parameters
-
-    column = (configured_parameters(project, env).get("replicates") or {}).get("column")
-    if column not in (None, REAL_COLUMN):
-        raise ValueError(f"replicates.column (conf/{env}): expected {REAL_COLUMN!r} or null, got {column!r}")
-    return column
 
 
 def replicate_folder(workdir: Path, replicate: int) -> Path:

@@ -199,6 +199,22 @@ def log_claim_status(document: dict[str, Any], repo: Path, group: str | None = N
         logger.warning("claims' status not logged to MLflow: %s", str(error).splitlines()[0])
 
 
+#: ``replicates.column`` of an environment whose replicates answer the scorecard's real-model column (conf/real).
+REAL_COLUMN = "real"
+
+
+def replicate_column(project: Path, env: str) -> str | None:
+    """``replicates.column`` of the environment's parameters: ``real`` when its replicates answer the scorecard's
+    real-model column of docs/findings.json (beside the default run's replicates) rather than make the document;
+    None (the default) otherwise; a ``ValueError`` naming it for another value."""
+    from thinkalike.pipelines.parameters import configured_parameters
+
+    column = (configured_parameters(project, env).get("replicates") or {}).get("column")
+    if column not in (None, REAL_COLUMN):
+        raise ValueError(f"replicates.column (conf/{env}): expected {REAL_COLUMN!r} or null, got {column!r}")
+    return column
+
+
 def write_replicate_findings(
     folders: list[Path],
     env: str | None,
@@ -210,8 +226,6 @@ def write_replicate_findings(
 ) -> int:
     """docs/findings.json (and with ``write`` the region of the page docs/findings.md) from the replicates in
     ``folders``; 0, or 1 when a section could not be collected (then the page is not written)."""
-    from thinkalike.replicates import REAL_COLUMN, replicate_column
-
     column = replicate_column(repo, env) if env else None
     if column == REAL_COLUMN and not (repo / FINDINGS_JSON).is_file():
         print(
