@@ -2,9 +2,11 @@
 
 A copy of the project (its conf, and its source under ``src/``, imported instead of the installed package) gets
 one new folder, ``src/thinkalike/pipelines/toy/``, whose ``SPEC`` declares its builder, its section ``toy``, the
-check of that section and the MLflow rule of its output; and ``conf/base/parameters_toy.yml``. No other file is
-changed. Then, in that copy, ``kedro registry list`` lists it, a bad ``toy.value`` is refused before any node
-with the key named, and ``kedro run --pipelines toy`` runs it and logs its metric to MLflow.
+check of that section, the MLflow rule of its output, its datasets' prefix and its report section (an experiment,
+its table, its numbers and a claim); and ``conf/base/parameters_toy.yml`` and ``conf/base/catalog_toy.yml``. No
+other file is changed. Then, in that copy, ``kedro registry list`` lists it, a bad ``toy.value`` is refused before
+any node with the key named, and ``kedro run --pipelines toy,report`` runs it, logs its metric to MLflow and writes
+a report with its section and its claim (issue 51, item 1).
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ TOY_PIPELINE = '''"""A toy pipeline: ``toy.value`` doubled."""
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.errors import ParameterError
-from thinkalike.pipelines.specs import PipelineSpec
+from thinkalike.pipelines.specs import PipelineSpec, ReportSection
 from thinkalike.output_rules import named
+from thinkalike.reports.experiments import Experiment, KeyNumber
+from thinkalike.reports.findings.claims import greater
 
 
 def double(toy):
@@ -46,9 +50,32 @@ def _log(recorder, output):
     recorder.log_metrics({"toy.doubled": output.data["doubled"]}, what=output.name)
 
 
+def collect_toy(tables):
+    return {"value": 21.0, "doubled": tables["toy_result"]["doubled"]}
+
+
+def claims_toy(findings):
+    toy = findings.get("toy") or {}
+    return [greater("toy.doubled_above_value", "the doubled value {doubled} is above the value {value}",
+                    toy.get("doubled"), toy.get("value"), doubled=toy.get("doubled"), value=toy.get("value"))]
+
+
+REPORT = ReportSection(
+    Experiment("toy", "A toy experiment", "Is twice the value above it?", ("toy",), "toy", ("toy_result",),
+               numbers=(KeyNumber("twice the value", ("toy.doubled",), "1"),)),
+    tables=("toy_result",),
+    collect=collect_toy,
+    claims=claims_toy,
+)
+
 SPEC = PipelineSpec("toy", create_pipeline, stage=90, section="toy", check=check_toy,
-                    rules=(named(["toy_result"], _log),))
+                    rules=(named(["toy_result"], _log),), dataset_prefixes=("toy_",), report=REPORT)
 '''
+
+TOY_CATALOG = """toy_result:
+  type: thinkalike.io.atomic.JSONDataset
+  filepath: data/08_reporting/toy_result.json
+"""
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +90,7 @@ def toy_project(tmp_path_factory) -> Path:
     folder.mkdir()
     (folder / "__init__.py").write_text(TOY_PIPELINE)
     (project / "conf" / "base" / "parameters_toy.yml").write_text("toy:\n  value: 21\n")
+    (project / "conf" / "base" / "catalog_toy.yml").write_text(TOY_CATALOG)
     return project
 
 
@@ -93,11 +121,24 @@ def test_a_toy_pipeline_folder_is_registered_validated_run_and_logged(toy_projec
     assert refused.returncode != 0
     assert "toy.value: must be a number, got 'oops'" in refused.stdout + refused.stderr
     assert "Running node" not in refused.stdout + refused.stderr
-    ran = kedro(toy_project, "run", "--pipelines", "toy", "--runner", "SequentialRunner")
+    ran = kedro(toy_project, "run", "--pipelines", "toy,report", "--runner", "SequentialRunner")
     assert ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
+    _the_report_has_the_toys_section_and_claim(toy_project)
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{toy_project / 'mlflow.db'}")
     (experiment,) = [e for e in client.search_experiments() if e.name == "thinkalike"]
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.data.metrics["toy.doubled"] == 42.0
+
+
+def _the_report_has_the_toys_section_and_claim(toy_project: Path) -> None:
+    import json
+
+    page = (toy_project / "data" / "08_reporting" / "latest" / "report.html").read_text(encoding="utf-8")
+    assert "<section id='toy' class='experiment'>" in page
+    assert "A toy experiment" in page and "Is twice the value above it?" in page
+    assert "The doubled value 42.00 is above the value 21.00." in page  # its claim, shown in its section
+    (claims_file,) = (toy_project / "data" / "08_reporting").glob("run_claims.json/*/run_claims.json")
+    claims = {c["id"]: c for c in json.loads(claims_file.read_text())["claims"]}
+    assert claims["toy.doubled_above_value"]["margin"] == 21.0

@@ -198,12 +198,17 @@ def report_html(
     images: Mapping[str, bytes | None],
     missing: Sequence[MissingInput] = (),
     indexed: Sequence[IndexedOutput] = (),
+    extra: Sequence[Any] = (),
 ) -> str:
     """The whole report (module docstring) from one run's collected ``findings``
     (:func:`~thinkalike.reports.findings.collect_findings`), its loaded ``tables`` (catalog name → data; the pairs'
     tables and ``parameters`` among them), the saved PNGs (``images``: catalog name → bytes, ``None``: not saved),
-    the ``missing`` inputs and the ``indexed`` other outputs."""
-    document = findings_document([findings])
+    the ``missing`` inputs and the ``indexed`` other outputs. ``extra``: the pipelines' own report sections
+    (:class:`thinkalike.pipelines.specs.ReportSection`: each an experiment and its claims), before the run's
+    timings."""
+    document = findings_document([findings], extra_claims=[s.claims for s in extra if s.claims is not None])
+    experiments = [e for e in EXPERIMENTS if e.key != TIMING]
+    experiments += [s.experiment for s in extra] + [e for e in EXPERIMENTS if e.key == TIMING]
     blocks = figure_blocks(tables, images)
     by_section: dict[str, list[MissingInput]] = {}
     unread: list[MissingInput] = []
@@ -212,10 +217,10 @@ def report_html(
         (by_section.setdefault(experiment.key, []) if experiment else unread).append(entry)
     sections = [
         _experiment_html(experiment, findings, document["claims"], blocks, by_section.get(experiment.key, []), tables)
-        for experiment in EXPERIMENTS
+        for experiment in experiments
     ]
     sections.insert(0, scorecard_section(document["scorecard"]))
-    contents = [(SCORECARD, "The papers' questions"), *((e.key, e.title) for e in EXPERIMENTS)]
+    contents = [(SCORECARD, "The papers' questions"), *((e.key, e.title) for e in experiments)]
     if unread:
         contents.append(("missing", "Missing inputs"))
         sections.append(f"<section id='missing'><h2>Missing inputs</h2>{missing_html(unread)}</section>")

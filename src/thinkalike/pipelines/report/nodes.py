@@ -7,9 +7,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from thinkalike.pipelines.specs import producing_pipeline
+from thinkalike.pipelines.specs import producing_pipeline, report_sections
 from thinkalike.reports.findings import claims_of, collect_findings
 from thinkalike.reports.findings.claims import single_run
+from thinkalike.reports.findings.text import guarded, jsonable
 from thinkalike.reports.report import FIGURES, IndexedOutput, MissingInput, describe_output, report_html
 
 TITLE = "ThinkAlike: every experiment of the run"
@@ -60,6 +61,10 @@ def write_report(
         and name != "models.nli.encoder.model_config"
     }
     collected = collect_findings(tables)
+    sections = report_sections()  # the pipelines' own report sections, declared in their folders
+    for section in sections:
+        if section.collect is not None:
+            collected[section.experiment.section] = jsonable(guarded(section.collect, tables))
     images = {name: by_name.get(name) for name in _FIGURE_NAMES}
     if missing:
         logger.info(
@@ -67,5 +72,5 @@ def write_report(
             len(missing),
             ", ".join(m.name for m in missing[:8]) + (" …" if len(missing) > 8 else ""),
         )
-    claims = {"claims": single_run(claims_of(collected))}
-    return report_html(TITLE, collected, tables, images, missing, index), claims
+    claims = {"claims": single_run(claims_of(collected, [s.claims for s in sections if s.claims is not None]))}
+    return report_html(TITLE, collected, tables, images, missing, index, extra=sections), claims

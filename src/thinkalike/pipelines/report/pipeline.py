@@ -23,6 +23,7 @@ from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import group_namespace, model_dataset
 from thinkalike.pipelines.report import nodes
 from thinkalike.pipelines.scaling.plan import scaling_plan
+from thinkalike.pipelines.specs import report_sections
 from thinkalike.reports.experiments import CKA_HEATMAPS
 from thinkalike.reports.findings import TABLES
 from thinkalike.reports.report import FIGURES
@@ -74,7 +75,8 @@ def measures_tables(parameters: Mapping[str, Any]) -> list[str]:
 def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
     """The catalog datasets the report reads (besides ``parameters``), in the node's order: the findings' tables, the
     zoo's configs, the CKA pairs' measures tables (:func:`measures_tables`) and the figures (the saved PNGs and the
-    ``cka`` pipeline's interactive heatmaps, :data:`~thinkalike.reports.experiments.CKA_HEATMAPS`). Without a scaling
+    ``cka`` pipeline's interactive heatmaps, :data:`~thinkalike.reports.experiments.CKA_HEATMAPS`), then the tables
+    the pipelines' own report sections declare (:func:`~thinkalike.pipelines.specs.report_sections`). Without a scaling
     family (:func:`~thinkalike.pipelines.scaling.plan.scaling_plan`) the scaling outputs are left out: nothing makes
     them, and the report says there is no family; likewise the measures' summaries without ``cka.measures``."""
     zoo = zoo_model_names(parameters)
@@ -87,7 +89,9 @@ def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
     tables = [name for name in TABLES if name not in left_out]
     figures = [name for name, _, pipeline in FIGURES if (scaling or pipeline != "scaling") and name not in left_out]
     configs = [model_dataset(model, "model_config") for model in zoo]
-    return tables + configs + measures_tables(parameters) + figures + [CKA_HEATMAPS]
+    declared = [name for section in report_sections() for name in section.tables]  # the pipelines' own sections
+    inputs = tables + configs + measures_tables(parameters) + figures + [CKA_HEATMAPS]
+    return inputs + [name for name in dict.fromkeys(declared) if name not in inputs]
 
 
 def create_pipeline(parameters: Mapping[str, Any], indexed: Sequence[str] = ()) -> Pipeline:

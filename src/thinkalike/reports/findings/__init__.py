@@ -34,6 +34,7 @@ and lists, :mod:`.readme` finds and replaces the README region. This module puts
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 from collections.abc import Callable, Mapping, Sequence
@@ -112,6 +113,8 @@ __all__ = [
     "source_digest",
     "wrap",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: Catalog datasets :func:`collect_findings` reads (any may be missing); plus ``parameters`` and ``model_configs``.
 TABLES: tuple[str, ...] = (
@@ -384,15 +387,33 @@ SECTIONS: tuple[tuple[str, str, str, Callable[[Mapping[str, Any]], list[Claim]]]
 )
 
 
-def claims_of(findings: Mapping[str, Any]) -> list[Claim]:
-    """Every claim of one run's findings (:mod:`.claims`), section by section; each id starts with its section's
-    name (``cka.…``), so ids are unique across sections. A section that cannot be read gives none. The findings are
-    read with their keys sorted, so the claims' order never depends on how a dict was ordered (a JSON round trip
-    may sort it)."""
+def _guarded_claims(
+    claims_of_section: Callable[[Mapping[str, Any]], list[Claim]],
+) -> Callable[[Mapping[str, Any]], list[Claim]]:
+    """A pipeline's own claims function that gives no claims, with a logged warning, where it fails."""
+
+    def guarded_claims(findings: Mapping[str, Any]) -> list[Claim]:
+        try:
+            return list(claims_of_section(findings))
+        except Exception as error:  # noqa: BLE001 - one pipeline's claims must not take the report down
+            logger.warning("claims of %s: %s: %s", claims_of_section.__qualname__, type(error).__name__, error)
+            return []
+
+    return guarded_claims
+
+
+def claims_of(
+    findings: Mapping[str, Any], extra: Sequence[Callable[[Mapping[str, Any]], list[Claim]]] = ()
+) -> list[Claim]:
+    """Every claim of one run's findings (:mod:`.claims`), section by section, then those of the ``extra`` claims
+    functions (a pipeline's own report section: :class:`thinkalike.pipelines.specs.ReportSection`); each id starts
+    with its section's name (``cka.…``), so ids are unique across sections. A section that cannot be read gives none.
+    The findings are read with their keys sorted, so the claims' order never depends on how a dict was ordered (a
+    JSON round trip may sort it)."""
     findings = json.loads(json.dumps(findings, sort_keys=True))
     claims: list[Claim] = []
     seen: set[str] = set()
-    for _, _, _, claims_of_section in SECTIONS:
+    for claims_of_section in [*(section[3] for section in SECTIONS), *(_guarded_claims(f) for f in extra)]:
         for claim in claims_of_section(findings):
             if claim.id in seen:
                 raise ValueError(f"claim id {claim.id!r} is not unique")
@@ -405,6 +426,7 @@ def findings_document(
     replicates: Sequence[Mapping[str, Any]],
     runs: Sequence[Mapping[str, Any] | None] | None = None,
     real: Sequence[Mapping[str, Any]] | None = None,
+    extra_claims: Sequence[Callable[[Mapping[str, Any]], list[Claim]]] = (),
 ) -> dict[str, Any]:
     """The findings of one or more independent replicates (each :func:`collect_findings`' dict; ``runs``: each
     replicate's run record, :mod:`thinkalike.replicates`) with the papers' scorecard and the merged claims:
@@ -413,13 +435,14 @@ def findings_document(
     one replicate, one margin per replicate, its noise and its status
     (:func:`~thinkalike.reports.findings.claims.merge_claims`). ``real``: the real checkpoints' replicates
     (``{"replicate", "run", "findings"}`` each, ``conf/real``), kept as ``real_replicates`` and answered in the
-    scorecard's real-model column (its rows' ``real``)."""
+    scorecard's real-model column (its rows' ``real``). ``extra_claims``: the pipelines' own claims functions
+    (:func:`claims_of`)."""
     runs = list(runs) if runs is not None else [None] * len(replicates)
     real_entries = [dict(entry) for entry in real or []]
     return {
         "scorecard": scorecard(replicates, [entry["findings"] for entry in real_entries] or None),
         **({"real_replicates": real_entries} if real_entries else {}),
-        "claims": merge_claims([single_run(claims_of(findings)) for findings in replicates]),
+        "claims": merge_claims([single_run(claims_of(findings, extra_claims)) for findings in replicates]),
         "replicates": [
             {"replicate": index, "run": run, "findings": findings}
             for index, (findings, run) in enumerate(zip(replicates, runs, strict=True))
