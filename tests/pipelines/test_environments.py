@@ -75,7 +75,18 @@ def session_pipelines(project: Path, env: str | None):
         return dict(pipelines)
 
 
-@pytest.mark.parametrize("env", [None, *ENVIRONMENTS])  # None: conf/base alone; a new folder in conf/ joins here
+#: Environments of the packaged real checkpoints: validating them reads SmolLM2's tokenizer from its GGUF file (about
+#: 10 s each), so they run in the real-checkpoint step (``-m real``) with the reduced run.
+PACKAGED_ENVIRONMENTS = ("real", "real_tiny")
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        None,  # conf/base alone; a new folder in conf/ joins here
+        *(pytest.param(env, marks=pytest.mark.real) if env in PACKAGED_ENVIRONMENTS else env for env in ENVIRONMENTS),
+    ],
+)
 def test_every_environment_builds_and_validates_offline(tmp_path, monkeypatch, env):
     project = make_project_copy(tmp_path)
     parameters = configured_parameters(project, env)

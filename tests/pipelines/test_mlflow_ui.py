@@ -25,6 +25,9 @@ from tests.pipelines.test_run_timings import mlflow_runs
 from tests.pipelines.test_viz import browser, free_port, stop_group, subprocess_env  # noqa: F401 - the fixture
 from thinkalike.output_rules import GROUP_BUDGETS
 
+#: Headless Chromium (Playwright) or a UI server: the browser step of CI (`-m "real or browser"`), not the suite.
+pytestmark = pytest.mark.browser
+
 SERVER_START_LIMIT_S = 180  # how long `mlflow ui` may take to answer (a loaded 2-core machine: ~15 s idle)
 VIEWPORT = {"width": 1600, "height": 1200}
 #: Tables the run lists under its artifacts (``tables/``): summaries, a per-pair table and the details.

@@ -11,10 +11,14 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from playwright.sync_api import expect
 
 from tests.pipelines.test_report_pipeline import latest_report_path
 from tests.pipelines.test_viz import browser  # noqa: F401 - the headless Chromium of the kedro-viz tests
+
+#: Headless Chromium (Playwright) or a UI server: the browser step of CI (`-m "real or browser"`), not the suite.
+pytestmark = pytest.mark.browser
 
 VIEWPORT = {"width": 1400, "height": 900}
 #: The interactive figures of conf/test's default run (no scaling family; every other experiment runs).

@@ -41,6 +41,9 @@ from thinkalike.io.previews import cell_text
 from thinkalike.pipelines.cka.pairs import pair_dataset
 from thinkalike.pipelines.namespaces import CORPUS, MODELS, model_dataset, model_namespace
 
+#: Headless Chromium (Playwright) or a UI server: the browser step of CI (`-m "real or browser"`), not the suite.
+pytestmark = pytest.mark.browser
+
 # kedro-viz loads a dataset's preview on its server when the panel opens; on a loaded 2-core machine that took longer
 # than Playwright's 5-s default (a CI run of 2026-11-27 missed the tokenizer's JSON preview): every expectation here
 # waits up to 30 s, and still fails when what it waits for never comes
