@@ -65,11 +65,6 @@ def fresh_copy(destination: Path) -> Path:
     shutil.copytree(PROJECT / "conf", destination / "conf", ignore=shutil.ignore_patterns("local"))
     (destination / "conf" / "local").mkdir()
     (destination / "src").mkdir()  # the package is installed (pip install -e .)
-    from thinkalike.replicates import SHIPPED_INPUTS
-
-    for shipped in SHIPPED_INPUTS:  # the inputs the repository ships (conf/real's natural text)
-        (destination / shipped).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(PROJECT / shipped, destination / shipped)
     return destination
 
 

@@ -56,8 +56,6 @@ logger = logging.getLogger(__name__)
 ENV = "replicates"
 DEFAULT_WORKDIR = Path("data/replicates")
 RUNNER = "thinkalike.runners.DaskRunner"
-#: Input files the repository ships under ``data/`` (an environment names them by a path relative to the project).
-SHIPPED_INPUTS: tuple[str, ...] = ("data/01_raw/everyday_english.txt",)
 ROUNDOFF = "roundoff"  # the round-off replicate's folder under the work directory
 
 
@@ -88,8 +86,8 @@ def replicate_folder(workdir: Path, replicate: int) -> Path:
 
 
 def prepare_project(project: Path, folder: Path) -> Path:
-    """``folder`` as a project of its own: ``pyproject.toml``, ``conf/`` (without ``conf/local``) and the inputs the
-    project ships (:data:`SHIPPED_INPUTS`) copied fresh from ``project`` (its saved ``data/`` kept), and ``conf/local/mlflow.yml`` sending its MLflow runs to
+    """``folder`` as a project of its own: ``pyproject.toml`` and ``conf/`` (without ``conf/local``) copied fresh
+    from ``project`` (its saved ``data/`` kept), and ``conf/local/mlflow.yml`` sending its MLflow runs to
     ``project``'s store."""
     from thinkalike.run_record.tracking import TrackingSettings, anchored_tracking_uri
 
@@ -101,10 +99,6 @@ def prepare_project(project: Path, folder: Path) -> Path:
     shutil.copytree(project / "conf", folder / "conf", ignore=shutil.ignore_patterns("local"))
     (folder / "conf" / "local").mkdir()
     (folder / "src").mkdir(exist_ok=True)  # the package is the installed one
-    for shipped in SHIPPED_INPUTS:
-        if (project / shipped).is_file():
-            (folder / shipped).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(project / shipped, folder / shipped)
     base = yaml.safe_load((project / "conf" / "base" / "mlflow.yml").read_text()) or {}
     settings = TrackingSettings.from_config(base)
     mlflow = {**base.get("mlflow", {}), "tracking_uri": anchored_tracking_uri(settings.tracking_uri, project)}

@@ -68,3 +68,21 @@ def test_table(tmp_path):
     assert set(table["tense"]) == {"none"} and set(table["main_verb_index"]) == {-1}
     with pytest.raises(ValueError, match="document 1"):
         natural_text_table(["fine", "   "])
+
+
+def test_a_shipped_text_is_read_by_its_package_name_from_any_working_directory(tmp_path, monkeypatch):
+    from thinkalike.language.natural_text import shipped_texts
+
+    monkeypatch.chdir(tmp_path)  # no project here: the text comes with the installed package
+    assert "everyday_english.txt" in shipped_texts()
+    documents = read_natural_text("package:everyday_english.txt")
+    assert len(documents) == 70 and all(document.endswith(".") for document in documents)
+
+
+def test_an_unknown_shipped_text_is_one_line_naming_the_parameter_and_the_shipped_ones():
+    with pytest.raises(FileNotFoundError) as raised:
+        read_natural_text("package:nosuch.txt")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("corpus.natural_text.path: the package ships no text 'nosuch.txt'")
+    assert "package:everyday_english.txt" in message

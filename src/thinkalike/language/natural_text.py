@@ -5,11 +5,16 @@ of speech "X" and roles "other", its verb/subject indices -1, and ``source`` is 
 Tables can therefore be concatenated with grammar tables and packed by
 :func:`thinkalike.language.packing.pack_evaluation_sequences`; give ``first_id`` above the
 grammar's largest ``sentence_id`` so that ids do not collide.
+
+A path ``package:<name>`` names a text the package ships (:data:`SHIPPED_TEXTS`, in ``thinkalike/language/texts/``):
+``package:everyday_english.txt`` is 70 lines of everyday English written for the project (``conf/real`` reads it),
+found wherever the package is installed, whatever the working directory.
 """
 
 from __future__ import annotations
 
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -19,6 +24,9 @@ from thinkalike.language.grammar import FEATURE_VALUES, NONE, SENTENCE_COLUMNS
 
 #: The parameter that names the file (thinkalike.pipelines.corpus.schema.NaturalTextParameters); errors start with it.
 PATH_PARAMETER = "corpus.natural_text.path"
+
+#: The prefix of a path that names a text the package ships.
+SHIPPED_PREFIX = "package:"
 
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -36,7 +44,7 @@ def read_natural_text(path: str | Path, mode: Literal["lines", "plain"] = "lines
     """
     if mode not in ("lines", "plain"):
         raise ValueError(f"mode must be 'lines' or 'plain', got {mode!r}")
-    path = Path(path)
+    path = shipped_text(str(path)) if str(path).startswith(SHIPPED_PREFIX) else Path(path)
     if not path.is_file():
         raise FileNotFoundError(
             f"{PATH_PARAMETER}: natural text file not found: {str(path)!r} (relative paths are read from the "
@@ -56,6 +64,24 @@ def read_natural_text(path: str | Path, mode: Literal["lines", "plain"] = "lines
     if not documents:
         raise ValueError(f"{PATH_PARAMETER}: natural text file {str(path)!r} contains no text")
     return documents
+
+
+def shipped_texts() -> list[str]:
+    """The names of the texts the package ships (``package:<name>``)."""
+    folder = resources.files("thinkalike.language") / "texts"
+    return sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".txt"))
+
+
+def shipped_text(path: str) -> Path:
+    """The file of ``package:<name>``; ``FileNotFoundError`` naming :data:`PATH_PARAMETER` and the shipped texts for
+    a name the package does not ship."""
+    name = path.removeprefix(SHIPPED_PREFIX)
+    if name not in shipped_texts():
+        raise FileNotFoundError(
+            f"{PATH_PARAMETER}: the package ships no text {name!r} (shipped: "
+            f"{', '.join(SHIPPED_PREFIX + n for n in shipped_texts())})"
+        )
+    return Path(str(resources.files("thinkalike.language") / "texts" / name))
 
 
 def natural_text_table(docs: list[str], first_id: int = 0) -> pd.DataFrame:
