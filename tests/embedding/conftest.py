@@ -11,8 +11,11 @@ import pytest
 import torch
 
 from tests.stitching.toys import bridge_handle, permuted_state
+from thinkalike.embedding.weights import ModelParameters
 
 VOCAB = 256
+#: The shapes of :func:`toy_parameters`: width, heads, head width, FF width.
+TOY_D, TOY_HEADS, TOY_D_HEAD, TOY_D_MLP = 16, 2, 4, 12
 D_MODEL = 32
 
 
@@ -70,3 +73,27 @@ def tiny_mamba():
         pad_token_id=0,
     )
     return HFModelHandle("tiny-mamba", "zoo:tiny-mamba", build_zoo_module(config, seed=0).eval())
+
+
+def toy_parameters(
+    layers: int = 2, seed: int = 0, *, d: int = TOY_D, n_mlp: int = TOY_D_MLP, n_heads: int = TOY_HEADS
+) -> ModelParameters:
+    """Random float64 weights in the handles' shapes: FF_in (d, d_mlp), FF_out (d_mlp, d), W_Q/K/V (H, d, d_head),
+    W_O (H, d_head, d); the draws in that order, layer by layer, from one generator seeded with ``seed``."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def normal(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=generator, dtype=torch.float64)
+
+    groups = tuple(
+        {
+            "FF_in": normal(d, n_mlp),
+            "FF_out": normal(n_mlp, d),
+            "W_Q": normal(n_heads, d, TOY_D_HEAD),
+            "W_K": normal(n_heads, d, TOY_D_HEAD),
+            "W_V": normal(n_heads, d, TOY_D_HEAD),
+            "W_O": normal(n_heads, TOY_D_HEAD, d),
+        }
+        for _ in range(layers)
+    )
+    return ModelParameters("toy", tuple(range(layers)), groups)

@@ -11,6 +11,11 @@ import pandas as pd
 import pytest
 import torch
 
+from tests.embedding.conftest import TOY_D as D
+from tests.embedding.conftest import TOY_D_HEAD as D_HEAD
+from tests.embedding.conftest import TOY_D_MLP as D_MLP
+from tests.embedding.conftest import TOY_HEADS as HEADS
+from tests.embedding.conftest import toy_parameters
 from thinkalike.embedding import extract_parameters, vocabulary_embedding
 from thinkalike.embedding.overlap import (
     OVERLAP_COLUMNS,
@@ -22,31 +27,6 @@ from thinkalike.embedding.overlap import (
     random_derangement,
     summarise_overlap,
 )
-from thinkalike.embedding.weights import ModelParameters
-
-D, HEADS, D_HEAD, D_MLP = 16, 2, 4, 12
-
-
-def toy_parameters(layers: int = 2, seed: int = 0, *, n_mlp: int = D_MLP, n_heads: int = HEADS) -> ModelParameters:
-    """Random weights in the handles' shapes: FF_in (d, d_mlp), FF_out (d_mlp, d), W_Q/K/V (H, d, d_head),
-    W_O (H, d_head, d)."""
-    generator = torch.Generator().manual_seed(seed)
-
-    def normal(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, generator=generator, dtype=torch.float64)
-
-    groups = tuple(
-        {
-            "FF_in": normal(D, n_mlp),
-            "FF_out": normal(n_mlp, D),
-            "W_Q": normal(n_heads, D, D_HEAD),
-            "W_K": normal(n_heads, D, D_HEAD),
-            "W_V": normal(n_heads, D, D_HEAD),
-            "W_O": normal(n_heads, D_HEAD, D),
-        }
-        for _ in range(layers)
-    )
-    return ModelParameters("toy", tuple(range(layers)), groups)
 
 
 def raw_pairs(params: dict[str, torch.Tensor], pair: str) -> list[tuple[np.ndarray, np.ndarray]]:

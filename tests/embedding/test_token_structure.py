@@ -12,6 +12,11 @@ import numpy as np
 import pytest
 import torch
 
+from tests.embedding.conftest import TOY_D as D
+from tests.embedding.conftest import TOY_D_HEAD as D_HEAD
+from tests.embedding.conftest import TOY_D_MLP as D_MLP
+from tests.embedding.conftest import TOY_HEADS as HEADS
+from tests.embedding.conftest import toy_parameters
 from thinkalike.embedding import extract_parameters, vocabulary_embedding
 from thinkalike.embedding.token_structure import (
     DEFAULT_GROUPS,
@@ -25,7 +30,7 @@ from thinkalike.embedding.token_structure import (
 )
 from thinkalike.embedding.weights import ModelParameters
 
-D, HEADS, D_HEAD, D_MLP, V = 16, 2, 4, 12, 40
+V = 40
 
 
 class WordPieces:
@@ -38,28 +43,6 @@ class WordPieces:
 
     def __call__(self, words, add_special_tokens=False):
         return {"input_ids": [self.pieces[w] for w in words]}
-
-
-def toy_parameters(layers: int = 2, seed: int = 0, *, d: int = D, n_mlp: int = D_MLP) -> ModelParameters:
-    """Random weights in the handles' shapes: FF_in (d, d_mlp), FF_out (d_mlp, d), W_Q/K/V (H, d, d_head),
-    W_O (H, d_head, d)."""
-    generator = torch.Generator().manual_seed(seed)
-
-    def normal(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, generator=generator, dtype=torch.float64)
-
-    groups = tuple(
-        {
-            "FF_in": normal(d, n_mlp),
-            "FF_out": normal(n_mlp, d),
-            "W_Q": normal(HEADS, d, D_HEAD),
-            "W_K": normal(HEADS, d, D_HEAD),
-            "W_V": normal(HEADS, d, D_HEAD),
-            "W_O": normal(HEADS, D_HEAD, d),
-        }
-        for _ in range(layers)
-    )
-    return ModelParameters("toy", tuple(range(layers)), groups)
 
 
 def raw_vectors(params: dict[str, torch.Tensor], group: str) -> list[np.ndarray]:
