@@ -13,6 +13,7 @@ import sys
 import pandas as pd
 import pytest
 
+from thinkalike.pipelines.specs import report_outline
 from thinkalike.reports.findings import (
     END_MARKER,
     START_MARKER,
@@ -27,6 +28,8 @@ from thinkalike.reports.findings import (
 from thinkalike.reports.findings.claims import merge_claims
 from thinkalike.reports.findings_cli import load_tables, main, open_catalog
 from thinkalike.run_record.clock import format_seconds
+
+OUTLINE = report_outline()  # the project's report sections
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +59,13 @@ def test_the_tiny_run_gives_finite_numbers_that_the_text_quotes(tables):
         "run_timings",
     } <= set(tables)
     assert set(tables["model_configs"]) == {"gelu_1l", "neox_xs"}
-    findings = collect_findings(tables)
+    findings = collect_findings(tables, OUTLINE)
     assert missing_tables(findings) == ["scaling_summary"]  # conf/test has no GPT-NeoX family to scale
     assert collect_errors(findings) == []
-    assert render_findings(findings) == render_findings(json.loads(json.dumps(findings, sort_keys=True)))
-    text = render_findings(findings).replace("\n", " ")  # the words, whatever the wrapping
+    assert render_findings(findings, OUTLINE) == render_findings(
+        json.loads(json.dumps(findings, sort_keys=True)), OUTLINE
+    )
+    text = render_findings(findings, OUTLINE).replace("\n", " ")  # the words, whatever the wrapping
 
     timing = findings["timing"]
     assert _finite(timing["total_seconds"], timing["peak_rss_mb"]) and timing["total_seconds"] > 0
@@ -78,7 +83,7 @@ def test_the_tiny_run_gives_finite_numbers_that_the_text_quotes(tables):
     assert f"— {format_seconds(timing['total_seconds'])} in all (measured {timing['date']}" in text
     assert f"zoo of 2 models {format_seconds(timing['pipelines']['zoo']['seconds'])}" in text
     # every claim's sentence is in the text exactly when it holds in this run (one run: no "varies" list)
-    claims = claims_of(findings)
+    claims = claims_of(findings, OUTLINE)
     assert claims and len({c.id for c in claims}) == len(claims)
     for claim in claims:
         if claim.group is None:
@@ -112,16 +117,16 @@ def test_a_pipeline_that_did_not_run_is_said_so(tables):
         for name, value in tables.items()
         if name not in ("stitching_penalties", "stitching_phis", "models.nli.groups")
     }
-    findings = collect_findings(partial)
+    findings = collect_findings(partial, OUTLINE)
     assert missing_tables(findings) == ["models.nli.groups", "scaling_summary", "stitching_penalties"]
-    text = render_findings(findings).replace("\n", " ")
+    text = render_findings(findings, OUTLINE).replace("\n", " ")
     assert "Stitching: not in these outputs (no `stitching_penalties`: the pipeline was not run)." in text
     assert (
         "NLI (Brown et al. §4, offline): not in these outputs (no `models.nli.groups`: the pipeline was not run)."
         in text
     )
     assert "## MLEM " in text  # the others are unaffected
-    assert {c.id.split(".")[0] for c in claims_of(findings)} >= {"mlem", "embedding"}
+    assert {c.id.split(".")[0] for c in claims_of(findings, OUTLINE)} >= {"mlem", "embedding"}
 
 
 def test_the_command_writes_the_json_and_the_findings_page_region(tiny_project, tmp_path, capsys):
@@ -139,7 +144,7 @@ def test_the_command_writes_the_json_and_the_findings_page_region(tiny_project, 
     assert len(document["source_digest"]) == 64 and "generated_at" in document
     assert len(document["replicates"]) == 1 and {c["status"] for c in document["claims"]} == {"holds"}
     page = (repo / "docs" / "findings.md").read_text()
-    assert readme_region(page) == render_document(document)
+    assert readme_region(page) == render_document(document, OUTLINE)
     assert page.startswith("# Findings\n\n") and page.endswith(f"{END_MARKER}\n\n## After\n")
     assert (repo / "README.md").read_text() == "# Project\n"  # the README is not written any more
     assert "wrote " in capsys.readouterr().out
@@ -154,7 +159,9 @@ def test_the_claims_command_prints_the_latest_runs_claims_and_checks_them(tiny_p
     claims = printed["claims"]
     assert set(printed) == {"claims"} and claims
     assert {"id", "text", "template", "margin", "values"} <= set(claims[0])
-    again = [c.as_json() for c in claims_of(collect_findings(load_tables(*open_catalog(project, "test"))))]
+    again = [
+        c.as_json() for c in claims_of(collect_findings(load_tables(*open_catalog(project, "test")), OUTLINE), OUTLINE)
+    ]
     assert [c["id"] for c in claims] == [c["id"] for c in again]  # stable ids: the same run, the same claims
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)

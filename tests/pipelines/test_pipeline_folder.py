@@ -26,9 +26,9 @@ TOY_PIPELINE = '''"""A toy pipeline: ``toy.value`` doubled."""
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.errors import ParameterError
-from thinkalike.pipelines.specs import PipelineSpec, ReportSection
+from thinkalike.pipelines.specs import PipelineSpec
 from thinkalike.output_rules import named
-from thinkalike.reports.experiments import Experiment, KeyNumber
+from thinkalike.reports.experiments import Experiment, KeyNumber, ReportSection
 from thinkalike.reports.findings.claims import greater
 
 
@@ -50,8 +50,8 @@ def _log(recorder, output):
     recorder.log_metrics({"toy.doubled": output.data["doubled"]}, what=output.name)
 
 
-def collect_toy(tables):
-    return {"value": 21.0, "doubled": tables["toy_result"]["doubled"]}
+def collect_toy(run):
+    return {"value": 21.0, "doubled": run.tables["toy_result"]["doubled"]}
 
 
 def claims_toy(findings):
@@ -61,6 +61,7 @@ def claims_toy(findings):
 
 
 REPORT = ReportSection(
+    "toy",
     Experiment("toy", "A toy experiment", "Is twice the value above it?", ("toy",), "toy", ("toy_result",),
                numbers=(KeyNumber("twice the value", ("toy.doubled",), "1"),)),
     tables=("toy_result",),
@@ -69,7 +70,7 @@ REPORT = ReportSection(
 )
 
 SPEC = PipelineSpec("toy", create_pipeline, stage=90, section="toy", check=check_toy,
-                    rules=(named(["toy_result"], _log),), dataset_prefixes=("toy_",), report=REPORT)
+                    rules=(named(["toy_result"], _log),), dataset_prefixes=("toy_",), report=(REPORT,))
 '''
 
 TOY_CATALOG = """toy_result:

@@ -21,7 +21,7 @@ from tests.reports.test_report_page import planted_report, planted_timings
 from thinkalike.pipelines.report import nodes as report_nodes
 from thinkalike.pipelines.report.latest import LatestReportHooks, publish_latest
 from thinkalike.pipelines.report.timings import add_run_timings
-from thinkalike.reports.experiments import EXPERIMENTS
+from thinkalike.pipelines.specs import report_outline
 from thinkalike.reports.run_timings import (
     END_MARKER,
     START_MARKER,
@@ -73,7 +73,7 @@ def test_the_default_run_writes_the_report_of_every_experiment(tiny_project_as_r
     html = _latest(project)
     assert html.count("data:image/png;base64,") >= 5  # figures embedded, the file stands alone
     assert "<strong>One run</strong>" in html
-    for experiment in EXPERIMENTS:
+    for experiment in report_outline().experiments:
         assert html.count(f"<section id='{experiment.key}' class='experiment'>") == 1
         assert f"<a href='#{experiment.key}'>" in html  # in the table of contents
     assert "Scaling family: not in these outputs" in html  # conf/test has no GPT-NeoX family

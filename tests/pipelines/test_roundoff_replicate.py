@@ -11,9 +11,12 @@ import sys
 import pytest
 
 from tests.pipelines.conftest import make_project_copy
+from thinkalike.pipelines.specs import report_outline
 from thinkalike.replicates import other_kernels
 from thinkalike.reports.findings import claims_of, roundoff_comparison
 from thinkalike.reports.findings_cli import project_findings
+
+OUTLINE = report_outline()  # the project's report sections
 
 #: A claim "stable enough to test": its margin in the reference run is at least this far from 0.
 STABLE_MARGIN = 0.05
@@ -33,11 +36,13 @@ def test_other_kernels_move_the_numbers_but_not_the_claims_that_hold_clearly(tin
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     other = project_findings(project, "test")
-    comparison = roundoff_comparison(reference, other, " ".join(f"{k}={v}" for k, v in other_kernels().items()))
+    comparison = roundoff_comparison(
+        reference, other, " ".join(f"{k}={v}" for k, v in other_kernels().items()), OUTLINE
+    )
     assert comparison["n_changed"] > 0, "other kernels left every number bit-identical: no round-off replicate"
-    margins = {c.id: c.margin for c in claims_of(other)}
-    stable = [c for c in claims_of(reference) if c.margin is not None and abs(c.margin) >= STABLE_MARGIN]
+    margins = {c.id: c.margin for c in claims_of(other, OUTLINE)}
+    stable = [c for c in claims_of(reference, OUTLINE) if c.margin is not None and abs(c.margin) >= STABLE_MARGIN]
     assert len(stable) >= 10
     turned = [c.id for c in stable if (margins.get(c.id) is not None and margins[c.id] > 0) != c.holds]
     assert not turned, f"round-off turned over claims with |margin| >= {STABLE_MARGIN}: {turned}"
-    assert set(comparison["claims_changed"]) <= {c.id for c in claims_of(reference)} - {c.id for c in stable}
+    assert set(comparison["claims_changed"]) <= {c.id for c in claims_of(reference, OUTLINE)} - {c.id for c in stable}

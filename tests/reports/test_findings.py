@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from thinkalike.pipelines.specs import report_outline
 from thinkalike.reports.findings import (
     END_MARKER,
     REGENERATE,
@@ -32,6 +33,8 @@ from thinkalike.reports.findings import (
 )
 from thinkalike.reports.findings_cli import main as findings_main
 from thinkalike.run_record.clock import most_at_once
+
+OUTLINE = report_outline()  # the project's report sections
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS_JSON = ROOT / "docs" / "findings.json"
@@ -52,7 +55,7 @@ def test_the_findings_page_region_is_what_findings_json_renders_to():
     document = _document()
     region = readme_region(FINDINGS_PAGE.read_text(encoding="utf-8"))
     assert region is not None, f"docs/findings.md has no {START_MARKER} … {END_MARKER} region: {REGENERATE}"
-    assert region == render_document(document), (
+    assert region == render_document(document, OUTLINE), (
         "the findings page differs from what docs/findings.json renders to (hand-edited, or the renderer "
         f"changed): `python -m thinkalike.reports.findings_cli --render` rewrites it from the JSON; {REGENERATE}"
     )
@@ -75,14 +78,14 @@ def test_render_rewrites_the_page_region_from_the_json_alone(tmp_path, capsys):
     assert findings_main(["--render", "--repo", str(tmp_path)]) == 0
     text = page.read_text(encoding="utf-8")
     assert text == (
-        f"# Findings\n\nProse before.\n\n{START_MARKER}\n{render_document(document)}{END_MARKER}\n\nProse after.\n"
+        f"# Findings\n\nProse before.\n\n{START_MARKER}\n{render_document(document, OUTLINE)}{END_MARKER}\n\nProse after.\n"
     )
     assert "updated:" in capsys.readouterr().out
     assert findings_main(["--render", "--repo", str(tmp_path)]) == 0  # again: nothing to change
     assert "unchanged:" in capsys.readouterr().out and page.read_text(encoding="utf-8") == text
     page.unlink()
     assert findings_main(["--render", "--repo", str(tmp_path)]) == 0
-    assert readme_region(page.read_text(encoding="utf-8")) == render_document(document)
+    assert readme_region(page.read_text(encoding="utf-8")) == render_document(document, OUTLINE)
     (tmp_path / "docs" / "findings.json").unlink()
     assert findings_main(["--render", "--repo", str(tmp_path)]) == 2
     assert "no " in capsys.readouterr().err
@@ -132,9 +135,9 @@ def test_findings_json_holds_claims_with_a_margin_per_replicate_and_a_status():
         assert {"question", "paper", "ours", "rule", "verdict"} <= set(row)
         assert row["verdict"].startswith(("reproduced", "partly", "not reproduced", "inconclusive")), row["key"]
     # the claims are those of each replicate's own findings, recomputed here from the committed numbers
-    again = findings_document([r["findings"] for r in replicates], [r["run"] for r in replicates])["claims"]
+    again = findings_document([r["findings"] for r in replicates], OUTLINE, [r["run"] for r in replicates])["claims"]
     assert [(c["id"], c["margin"], c["status"]) for c in again] == [(c["id"], c["margin"], c["status"]) for c in claims]
-    rows = findings_document([r["findings"] for r in replicates])["scorecard"]
+    rows = findings_document([r["findings"] for r in replicates], OUTLINE)["scorecard"]
     assert [(r["key"], r["verdict"]) for r in rows] == [(r["key"], r["verdict"]) for r in document["scorecard"]]
 
 
@@ -694,7 +697,7 @@ def default_shaped_tables(seed: int = 0, *, asymmetry: float = 0.08) -> dict:
 
 def _words(findings: dict) -> str:
     """The rendered text with every run of whitespace as one space (phrases are checked whatever the wrapping)."""
-    return " ".join(render_findings(findings).split())
+    return " ".join(render_findings(findings, OUTLINE).split())
 
 
 def _numbers(value) -> list:
@@ -709,16 +712,18 @@ SECTIONS = {"zoo", "timing", "cka", "stitching", "mlem", "embedding", "nli", "sc
 
 
 def test_default_shaped_outputs_give_claims_in_every_section():
-    findings = collect_findings(default_shaped_tables())
-    claims = claims_of(findings)
+    findings = collect_findings(default_shaped_tables(), OUTLINE)
+    claims = claims_of(findings, OUTLINE)
     assert {c.id.split(".")[0] for c in claims} == SECTIONS
     assert len({c.id for c in claims}) == len(claims)
     assert all(math.isfinite(n) for n in _numbers(findings))
-    text = render_findings(findings)
+    text = render_findings(findings, OUTLINE)
     assert "not in these outputs" not in text and "n/a" not in text, text
     round_trip = json.loads(json.dumps(findings, sort_keys=True))
-    assert text == render_findings(round_trip), "rendering must not depend on a JSON round trip or the key order"
-    assert [c.as_json() for c in claims] == [c.as_json() for c in claims_of(round_trip)]
+    assert text == render_findings(round_trip, OUTLINE), (
+        "rendering must not depend on a JSON round trip or the key order"
+    )
+    assert [c.as_json() for c in claims] == [c.as_json() for c in claims_of(round_trip, OUTLINE)]
     paragraphs = [p.replace("\n", " ") for p in text.strip().split("\n\n")]
     assert paragraphs[1] == "## The papers' questions" and paragraphs[2].startswith("| question | the paper |")
     after = paragraphs[paragraphs.index("## Where the findings come from") + 1 :]
@@ -756,10 +761,10 @@ def test_default_shaped_outputs_give_claims_in_every_section():
 
 def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():
     tables = default_shaped_tables()
-    assert "DaskRunner" not in _words(collect_findings(tables))  # a sequential run's table (no worker column)
+    assert "DaskRunner" not in _words(collect_findings(tables, OUTLINE))  # a sequential run's table (no worker column)
     timings = tables["run_timings"]
     timings["worker"] = ["" if node == "(start)" else f"host:{index % 2}" for index, node in enumerate(timings["node"])]
-    text = _words(collect_findings(tables))
+    text = _words(collect_findings(tables, OUTLINE))
     assert (
         "`--runner thinkalike.runners.DaskRunner`, 2 worker processes: a pipeline's time is its nodes' work summed"
         in text
@@ -770,14 +775,14 @@ def test_a_run_on_several_workers_says_its_pipeline_times_are_summed_work():
     timings["started_at"] = [base + pd.Timedelta(seconds=0.5 * index) for index in range(len(timings))]
     timings["span_seconds"] = 0.9
     assert most_at_once(timings) == 2
-    assert "DaskRunner`, 3 worker processes, at most 2 at work at once:" in _words(collect_findings(tables))
+    assert "DaskRunner`, 3 worker processes, at most 2 at work at once:" in _words(collect_findings(tables, OUTLINE))
     timings["span_seconds"] = 1.2  # node i overlaps i + 1 and i + 2: all three workers at once
     assert most_at_once(timings) == 3
-    assert "DaskRunner`, 3 worker processes: a pipeline's" in _words(collect_findings(tables))
+    assert "DaskRunner`, 3 worker processes: a pipeline's" in _words(collect_findings(tables, OUTLINE))
 
 
 def _claim(findings: dict, claim_id: str):
-    return next(c for c in claims_of(findings) if c.id == claim_id)
+    return next(c for c in claims_of(findings, OUTLINE) if c.id == claim_id)
 
 
 def test_the_run_time_claim_says_whether_the_run_kept_its_10_minute_budget():
@@ -785,15 +790,15 @@ def test_the_run_time_claim_says_whether_the_run_kept_its_10_minute_budget():
     timings = tables["run_timings"]
     for run_seconds, within in ((599.5, True), (600.5, False), (547.8, True)):
         timings["run_seconds"] = run_seconds
-        claim = _claim(collect_findings(tables), "timing.within_budget")
+        claim = _claim(collect_findings(tables, OUTLINE), "timing.within_budget")
         assert claim.holds == within and claim.margin == pytest.approx((600 - run_seconds) / 60), run_seconds
         assert "within its 10-minute budget" in claim.text
-        assert ("within its 10-minute budget" in _words(collect_findings(tables))) == within
+        assert ("within its 10-minute budget" in _words(collect_findings(tables, OUTLINE))) == within
 
 
 def test_the_numbers_in_the_claims_are_the_collected_ones():
     tables = default_shaped_tables(seed=3)
-    findings = collect_findings(tables)
+    findings = collect_findings(tables, OUTLINE)
     distances = tables["cka_distances"].set_index(["model_a", "model_b"])
     control = distances.loc[("solu_2l_shared_seed", "gelu_2l")]
     raises = _claim(findings, "cka.shared_init_raises")
@@ -828,8 +833,8 @@ def test_which_gpt_neox_member_is_closest_is_one_claim_per_member():
     first = planted({"neox_2l": 0.80, "neox_4l": 0.88, "neox_6l": 0.86})
     second = planted({"neox_2l": 0.90, "neox_4l": 0.70, "neox_6l": 0.86})
     for findings, closest, furthest in ((first, "neox_4l", "neox_2l"), (second, "neox_2l", "neox_4l")):
-        claims = claims_of(findings)
-        assert [c.id for c in claims] == [c.id for c in claims_of(first)]  # the same ids whichever way it goes
+        claims = claims_of(findings, OUTLINE)
+        assert [c.id for c in claims] == [c.id for c in claims_of(first, OUTLINE)]  # the same ids whichever way it goes
         held = {c.id for c in claims if c.holds}
         assert held == {f"cka.neox_closest.{closest}", f"cka.neox_furthest.{furthest}"}
     assert _claim(first, "cka.neox_closest.neox_4l").margin == pytest.approx(0.02)
@@ -837,7 +842,7 @@ def test_which_gpt_neox_member_is_closest_is_one_claim_per_member():
 
 
 def test_paragraphs_are_wrapped_without_starting_a_line_with_a_markdown_block_marker():
-    text = render_findings(collect_findings(default_shaped_tables()))
+    text = render_findings(collect_findings(default_shaped_tables(), OUTLINE), OUTLINE)
     lines = [line for line in text.split("\n")[1:] if not line.startswith("|")]  # the comment; the scorecard's rows
     assert max(len(line) for line in lines) <= 100
     from thinkalike.reports.findings import wrap
@@ -848,11 +853,11 @@ def test_paragraphs_are_wrapped_without_starting_a_line_with_a_markdown_block_ma
 
 
 def _held(findings: dict) -> set[str]:
-    return {c.id for c in claims_of(findings) if c.holds}
+    return {c.id for c in claims_of(findings, OUTLINE) if c.holds}
 
 
 def test_stitching_asymmetry_is_measured_against_the_self_floor():
-    held = _held(collect_findings(default_shaped_tables(asymmetry=0.08)))
+    held = _held(collect_findings(default_shaped_tables(asymmetry=0.08), OUTLINE))
     assert {"stitching.asymmetry.every_cell", "stitching.control_asymmetry.every_cell"} <= held
     assert "stitching.asymmetry.no_cell" not in held
     # the same raw penalties with GeLU's floors raised above SoLU's: over the floors the asymmetry reverses
@@ -865,7 +870,7 @@ def test_stitching_asymmetry_is_measured_against_the_self_floor():
     )
     for column in ("penalty", "ci_low", "ci_high"):
         penalties.loc[gelu_self, column] += 0.2
-    reversed_ = collect_findings(tables)
+    reversed_ = collect_findings(tables, OUTLINE)
     held = _held(reversed_)
     assert "stitching.asymmetry.no_cell" in held and "stitching.asymmetry.every_cell" not in held
     assert "stitching.control_asymmetry.every_cell" not in held
@@ -880,14 +885,14 @@ def test_several_phi_seeds_per_stitch_are_averaged():
         ignore_index=True,
     )
     tables["stitching_penalties"] = twice
-    findings = collect_findings(tables)
+    findings = collect_findings(tables, OUTLINE)
     assert findings["stitching"]["n_stitches"] == len(penalties) and findings["stitching"]["phi_seeds"] == 2
-    assert _held(findings) == _held(collect_findings(default_shaped_tables()))  # 0.002 decides nothing here
+    assert _held(findings) == _held(collect_findings(default_shaped_tables(), OUTLINE))  # 0.002 decides nothing here
 
 
 def test_nli_verdicts_follow_the_numbers():
     tables = default_shaped_tables()
-    held = _held(collect_findings(tables))
+    held = _held(collect_findings(tables, OUTLINE))
     assert {
         f"nli.stitching_deeper_costs_more.{r}" for r in ("between", "within_generalizing", "within_heuristic")
     } <= held
@@ -903,15 +908,15 @@ def test_nli_verdicts_follow_the_numbers():
     between = (by_group["relation"] == "between") & (by_group["data"] == "test") & (by_group["layer"] >= 3)
     for column in ("mean_penalty", "ci_low", "ci_high"):
         by_group.loc[between, column] += 0.3
-    held = _held(collect_findings(tables))
+    held = _held(collect_findings(tables, OUTLINE))
     assert "nli.stitching_groups_diverge" in held and "nli.stitching_groups_do_not_diverge" not in held
 
 
 def test_mlem_comparison_with_the_paper_follows_the_numbers():
     tables = default_shaped_tables()
-    assert "mlem.spearman_below_paper" in _held(collect_findings(tables))
+    assert "mlem.spearman_below_paper" in _held(collect_findings(tables, OUTLINE))
     tables["mlem_profiles"].loc[tables["mlem_profiles"]["model"] == "neox_8l", "spearman_heldout"] = 0.75
-    held = _held(collect_findings(tables))
+    held = _held(collect_findings(tables, OUTLINE))
     assert "mlem.spearman_reaches_paper" in held and "mlem.spearman_below_paper" not in held
 
 
@@ -934,7 +939,7 @@ def test_mlem_comparison_with_the_paper_follows_the_numbers():
 def test_a_missing_table_says_its_pipeline_was_not_run(table, sentence):
     tables = default_shaped_tables()
     del tables[table]
-    findings = collect_findings(tables)
+    findings = collect_findings(tables, OUTLINE)
     assert sentence in _words(findings)
     section = {
         "stitching_penalties": "stitching.",
@@ -943,7 +948,7 @@ def test_a_missing_table_says_its_pipeline_was_not_run(table, sentence):
         "models.nli.groups": "nli.",
         "run_timings": "timing.",
     }[table]
-    assert not any(c.id.startswith(section) for c in claims_of(findings))
+    assert not any(c.id.startswith(section) for c in claims_of(findings, OUTLINE))
 
 
 def test_a_table_without_the_columns_it_needs_spoils_only_its_own_paragraph():
@@ -951,21 +956,21 @@ def test_a_table_without_the_columns_it_needs_spoils_only_its_own_paragraph():
 
     tables = default_shaped_tables()
     tables["mlem_profiles"] = tables["mlem_profiles"].drop(columns=["spearman_heldout"])
-    findings = collect_findings(tables)
+    findings = collect_findings(tables, OUTLINE)
     errors = collect_errors(findings)
     assert len(errors) == 1 and errors[0].startswith("mlem: KeyError") and "spearman_heldout" in errors[0]
     text = _words(findings)
     assert "MLEM: its tables could not be read (KeyError: " in text
     assert "## Stitching " in text and "the NLI experiment" in text
-    sections = {c.id.split(".")[0] for c in claims_of(findings)}
+    sections = {c.id.split(".")[0] for c in claims_of(findings, OUTLINE)}
     assert "mlem" not in sections and {"stitching", "nli", "cka"} <= sections
 
 
 def test_no_outputs_at_all_still_render():
-    findings = collect_findings({})
+    findings = collect_findings({}, OUTLINE)
     text = _words(findings)
     assert text.count("not in these outputs") >= 7 and "no `run_timings` table" in text
-    assert claims_of(findings) == []
+    assert claims_of(findings, OUTLINE) == []
 
 
 # --------------------------------------------------------------------------- the page region and the digest

@@ -15,10 +15,13 @@ import pytest
 
 from thinkalike.cka.compute import distance_table, intra_blocks
 from thinkalike.measures.blocks import DEFAULT_MIN_CONTRAST
+from thinkalike.pipelines.specs import report_outline
 from thinkalike.reports.findings import findings_document, render_document
 from thinkalike.reports.findings.cka import intra_block_findings
 from thinkalike.reports.findings.scorecard import QUESTIONS, render_scorecard, scorecard
 from thinkalike.reports.findings_cli import write_real_column
+
+OUTLINE = report_outline()  # the project's report sections
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,9 +117,9 @@ def test_the_cli_writes_the_real_column_and_keeps_the_default_replicates(tmp_pat
     assert [row["verdict"] for row in after["scorecard"]] == [
         row["verdict"]
         for row in findings_document(
-            [r["findings"] for r in before["replicates"] if not (r.get("run") or {}).get("roundoff")]
+            [r["findings"] for r in before["replicates"] if not (r.get("run") or {}).get("roundoff")], OUTLINE
         )["scorecard"]
     ]
     assert all(row["real"]["n_replicates"] == 2 for row in after["scorecard"])
     page = (tmp_path / "docs" / "findings.md").read_text(encoding="utf-8")
-    assert render_document(after) in page and "real checkpoints: ours and verdict" in page
+    assert render_document(after, OUTLINE) in page and "real checkpoints: ours and verdict" in page

@@ -14,12 +14,11 @@ import pytest
 
 from thinkalike.cka.figures import heatmap_plotly
 from thinkalike.figures import dropdown_figure
+from thinkalike.pipelines.specs import report_outline
 from thinkalike.reports.experiments import (
     CKA_HEATMAPS,
-    EXPERIMENTS,
     Shown,
     claims_by_figure,
-    experiment_of,
 )
 from thinkalike.reports.findings import collect_findings
 from thinkalike.reports.findings.scorecard import QUESTIONS
@@ -33,6 +32,8 @@ from thinkalike.reports.run_timings import (
     with_run_timings,
 )
 from thinkalike.run_record.clock import COLUMNS
+
+OUTLINE = report_outline()  # the project's report sections
 
 PNG = b"\x89PNG\r\n\x1a\nplanted"
 PLOTLY_BANNER = re.compile(r"\* plotly\.js v\d")
@@ -113,9 +114,10 @@ def planted_report(**extra) -> str:
     }
     return report_html(
         "T",
-        collect_findings(tables),
+        collect_findings(tables, OUTLINE),
         tables,
         {"stitching_figure": PNG, "scaling_figure": None},
+        OUTLINE,
         [
             MissingInput("stitching_penalties", "stitching"),
             MissingInput("models.cka.a__c.measures_table", "cka"),
@@ -135,7 +137,9 @@ def test_the_page_has_a_section_per_experiment_behind_its_table_of_contents():
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     contents = page[page.index("<nav class='contents'") : page.index("</nav>")]
     anchors = re.findall(r"href='#([^']+)'", contents)
-    assert anchors == ["scorecard"] + [e.key for e in EXPERIMENTS] + ["missing"]  # and the inputs no section reads
+    assert anchors == ["scorecard"] + [e.key for e in OUTLINE.experiments] + [
+        "missing"
+    ]  # and the inputs no section reads
     for anchor in anchors:
         assert page.count(f"<section id='{anchor}'") == 1
     # the first section after the contents is the papers' scorecard: a table with one row per question
@@ -148,7 +152,7 @@ def test_the_page_has_a_section_per_experiment_behind_its_table_of_contents():
     assert scorecard.count("<tr>") == 1 + len(QUESTIONS)  # the header and one row per question
     for verdict in re.findall(r"<td><strong>([^<]*)</strong>", scorecard):
         assert verdict in ("reproduced", "partly", "not reproduced", "inconclusive")
-    for experiment in EXPERIMENTS:
+    for experiment in OUTLINE.experiments:
         assert f"<strong>Question.</strong> {experiment.question.replace(chr(39), '&#x27;')}" in page
 
 
@@ -174,9 +178,9 @@ def test_missing_inputs_are_named_in_their_section_with_their_pipeline():
     measures = _section(page, "measures")
     assert "<code>models.cka.&lt;pair&gt;.measures_table</code> (pipeline <code>cka</code>), 2 pairs" in measures
     assert "<code>odd_one</code> (pipeline <code>?</code>)" in _section(page, "missing")
-    assert experiment_of("models.nli.encoder.model_config").key == "nli"
-    assert experiment_of("models.gelu_1l.model_config").key == "zoo"
-    assert experiment_of("models.cka.a__b.measures_table").key == "measures"
+    assert OUTLINE.experiment_of("models.nli.encoder.model_config").key == "nli"
+    assert OUTLINE.experiment_of("models.gelu_1l.model_config").key == "zoo"
+    assert OUTLINE.experiment_of("models.cka.a__b.measures_table").key == "measures"
 
 
 def test_a_claim_goes_beside_the_figure_that_reads_it_the_most_specifically():
@@ -266,7 +270,7 @@ def test_the_run_timings_are_rendered_into_their_region_from_the_table():
     assert "run_timings" in region and PLACEHOLDER.split(":")[0] in region.replace("&#x27;", "'")
     assert embedded_findings(page)["timing"] == {"missing": ["run_timings"]}
 
-    timed = with_run_timings(page, planted_timings())
+    timed = with_run_timings(page, planted_timings(), OUTLINE)
     region = timed[timed.index(START_MARKER) : timed.index(END_MARKER)]
     assert "The run&#x27;s timings are added" not in region and "figure-timeline" in region
     assert "<td>cka</td><td>1</td><td>2.0 s</td>" in region and "<td>report</td><td>1</td><td>3.5 s</td>" in region
@@ -281,7 +285,7 @@ def test_the_run_timings_are_rendered_into_their_region_from_the_table():
         json.dumps(embedded_findings(timed), ensure_ascii=False, sort_keys=True),
     )  # nothing else changed
     assert len(PLOTLY_BANNER.findall(timed)) == 1
-    again = with_run_timings(timed, planted_timings((1.0,)))  # a region rendered once can be rendered again
+    again = with_run_timings(timed, planted_timings((1.0,)), OUTLINE)  # a region rendered once can be rendered again
     assert "<td>cka</td><td>1</td><td>1.0 s</td>" in again and again.count("3.5 s") == 0
     with pytest.raises(ValueError, match="no run-timings region"):
-        with_run_timings("<html>an older report</html>", planted_timings())
+        with_run_timings("<html>an older report</html>", planted_timings(), OUTLINE)

@@ -21,37 +21,12 @@ from typing import Any
 from kedro.pipeline import Pipeline
 
 from thinkalike.output_rules import OutputRule
+from thinkalike.reports.experiments import ReportOutline, ReportSection
 
 #: The builder of a pipeline from the run's parameters.
 Builder = Callable[..., Pipeline]
 #: The check of a pipeline's own section, given every parameter: raises a ParameterError naming the full key.
 SectionCheck = Callable[[Mapping[str, Any]], None]
-#: A pipeline's report numbers: its loaded tables (catalog name → data) → a plain-JSON dict (its findings section).
-Collect = Callable[[Mapping[str, Any]], dict[str, Any]]
-#: A pipeline's claims: one run's findings → its claims (:class:`thinkalike.reports.findings.claims.Claim`, each id
-#: starting with the section's key).
-ClaimsOf = Callable[[Mapping[str, Any]], list[Any]]
-
-
-@dataclass(frozen=True)
-class ReportSection:
-    """What a pipeline adds to the experiments report, declared in its own folder (no list elsewhere to edit):
-
-    - ``experiment``: its section (:class:`thinkalike.reports.experiments.Experiment`: key, title, question, figures,
-      key numbers as paths into its findings section ``experiment.section``);
-    - ``tables``: the catalog datasets it reads (the report node loads them; one never saved is listed as missing);
-    - ``collect``: ``collect(tables) -> dict``, its numbers, kept in the run's findings under ``experiment.section``
-      (an error becomes that section's ``error``, as for the built-in sections);
-    - ``claims``: ``claims(findings) -> [Claim]``, its sentences with their margins (ids start with
-      ``experiment.key``): shown in its section and logged to MLflow with the run's claims.
-    """
-
-    experiment: Any
-    tables: tuple[str, ...] = ()
-    collect: Collect | None = None
-    claims: ClaimsOf | None = None
-
-
 #: A pipeline's step once the run's timings are saved: ``(catalog, timings dataset) -> (dataset, data) | None``.
 AfterTimings = Callable[[Any, str], "tuple[str, Any] | None"]
 
@@ -77,7 +52,9 @@ class PipelineSpec:
     - ``summarises``: it reads every other pipeline's summaries (the report);
     - ``dataset_prefixes``: the name prefixes of the datasets it saves (the report lists a dataset under the pipeline
       of its longest matching prefix: :func:`producing_pipeline`);
-    - ``report``: its section of the experiments report (:class:`ReportSection`), or None;
+    - ``report``: its parts of the findings and the experiments report
+      (:class:`~thinkalike.reports.experiments.ReportSection`: the tables each reads, its collect and claims, its
+      section of the report), declared in its folder's ``report_section.py``;
     - ``after_timings``: a step run once the run's ``run_timings`` table is saved
       (:mod:`thinkalike.run_record.timing_hooks`): ``after_timings(catalog, timings_dataset)`` returns a
       ``(dataset, data)`` that MLflow gets again (the report, its timings section added), or None.
@@ -94,7 +71,7 @@ class PipelineSpec:
     viz_group: str | None = None
     summarises: bool = False
     dataset_prefixes: tuple[str, ...] = ()
-    report: ReportSection | None = None
+    report: tuple[ReportSection, ...] = ()
     after_timings: AfterTimings | None = None
 
 
@@ -170,6 +147,11 @@ def producing_pipeline(name: str) -> str:
     return max(matches)[1] if matches else "?"
 
 
-def report_sections() -> list[ReportSection]:
-    """The report sections the pipelines declare (:attr:`PipelineSpec.report`), in stage order."""
-    return [spec.report for spec in pipeline_specs().values() if spec.report is not None]
+def report_outline() -> ReportOutline:
+    """The report's outline: every pipeline's report sections (:attr:`PipelineSpec.report`) in stage order, and every
+    pipeline's name in that order (the timing paragraph's). The findings, the findings page and the report loop over
+    it."""
+    specs = pipeline_specs().values()
+    return ReportOutline(
+        tuple(section for spec in specs for section in spec.report), tuple(spec.name for spec in specs)
+    )

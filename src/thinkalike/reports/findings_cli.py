@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from thinkalike.provenance import git_state, run_record, write_text_atomically
+from thinkalike.reports.experiments import ReportOutline
 from thinkalike.reports.findings import (
     END_MARKER,
     START_MARKER,
-    TABLES,
     claims_of,
     collect_errors,
     collect_findings,
@@ -62,6 +62,14 @@ FINDINGS_JSON = Path("docs/findings.json")
 FINDINGS_PAGE = Path("docs/findings.md")
 #: A findings page made from nothing (no page yet): a title and the markers; the prose around them is hand-written.
 NEW_PAGE = "# Findings\n\n{block}\n"
+
+
+def project_outline() -> ReportOutline:
+    """The project's report outline: its pipelines' sections (:func:`thinkalike.pipelines.specs.report_outline`),
+    which say what is read, collected and claimed."""
+    from thinkalike.pipelines.specs import report_outline  # the pipelines declare the sections: imported when used
+
+    return report_outline()
 
 
 def open_catalog(
@@ -92,7 +100,7 @@ def load_tables(catalog: Any, parameters: dict[str, Any]) -> dict[str, Any]:
     """The latest version of every table :func:`collect_findings` reads, every zoo model's saved config
     (``model_configs``) and the parameters; tables that were never saved are left out."""
     tables: dict[str, Any] = {"parameters": parameters}
-    for name in TABLES:
+    for name in project_outline().tables:
         value = _load(catalog, name)
         if value is not None:
             tables[name] = value
@@ -131,7 +139,7 @@ def project_findings(project: Path, env: str | None, replicate: int | None = Non
     timings = fullest_run_timings(project)
     if timings is not None:
         tables["run_timings"] = timings
-    return collect_findings(tables)
+    return collect_findings(tables, project_outline())
 
 
 def replicate_folders(workdir: Path) -> list[Path]:
@@ -148,7 +156,7 @@ def document_of(
     """docs/findings.json's content: the replicates' findings and claims with the digest, the commit, when they were
     collected and the command that regenerates them."""
     return {
-        **findings_document(findings, runs),
+        **findings_document(findings, project_outline(), runs),
         "source_digest": source_digest(root),
         **git_state(root),
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -245,7 +253,7 @@ def write_replicate_findings(
         other = project_findings(roundoff, env, 0)
         record = {**(run_record(roundoff) or {}), "roundoff": True}
         setting = " ".join(f"{key}={value}" for key, value in (record.get("environment") or {}).items())
-        comparison = roundoff_comparison(findings[0], other, setting or "another run")
+        comparison = roundoff_comparison(findings[0], other, setting or "another run", project_outline())
     document = document_of(findings, runs, repo, command)
     if comparison is not None:
         document["roundoff"] = comparison
@@ -266,7 +274,7 @@ def write_replicate_findings(
         return 1
     log_claim_status(document, repo, str(folders[0].parent.resolve()) if folders else None)
     if write:
-        changed = write_page(repo / FINDINGS_PAGE, render_document(document))
+        changed = write_page(repo / FINDINGS_PAGE, render_document(document, project_outline()))
         print(f"{'updated' if changed else 'unchanged'}: {repo / FINDINGS_PAGE}")
     return 0
 
@@ -288,12 +296,14 @@ def write_real_column(
         {"replicate": index, "run": run, "findings": found}
         for index, (found, run) in enumerate(zip(findings, runs, strict=True))
     ]
-    document = rederived({**json.loads(source.read_text(encoding="utf-8")), "real_replicates": entries})
+    document = rederived(
+        {**json.loads(source.read_text(encoding="utf-8")), "real_replicates": entries}, project_outline()
+    )
     write_json(document, source)
     answered = sum(row["real"]["ours"] != "not measured" for row in document["scorecard"])
     print(f"wrote {source}: the scorecard's real-model column from {len(entries)} replicate(s), {answered} rows asked")
     if write:
-        changed = write_page(repo / FINDINGS_PAGE, render_document(document))
+        changed = write_page(repo / FINDINGS_PAGE, render_document(document, project_outline()))
         print(f"{'updated' if changed else 'unchanged'}: {repo / FINDINGS_PAGE}")
     return 0
 
@@ -324,9 +334,9 @@ def render_page(repo: Path) -> int:
     if not source.is_file():
         print(f"error: --render: no {source} (--replicates … --write makes it)", file=sys.stderr)
         return 2
-    document = rederived(json.loads(source.read_text(encoding="utf-8")))
+    document = rederived(json.loads(source.read_text(encoding="utf-8")), project_outline())
     write_json(document, source)
-    changed = write_page(repo / FINDINGS_PAGE, render_document(document))
+    changed = write_page(repo / FINDINGS_PAGE, render_document(document, project_outline()))
     print(f"{'updated' if changed else 'unchanged'}: {repo / FINDINGS_PAGE} (from {source})")
     return 0
 
@@ -341,7 +351,7 @@ def claims_and_check(project: Path, repo: Path, env: str | None, claims: bool, c
         print(f"error: --check: no {source} to check against", file=sys.stderr)
         return 2
     with contextlib.redirect_stdout(sys.stderr):  # Kedro's console handler binds to sys.stdout when it is configured
-        run = single_run(claims_of(project_findings(project, env)))
+        run = single_run(claims_of(project_findings(project, env), project_outline()))
     if claims:
         print(json.dumps({"claims": run}, indent=1, ensure_ascii=False, allow_nan=False))
     if not check:

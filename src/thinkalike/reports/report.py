@@ -3,8 +3,9 @@ nothing), that opens offline in any browser.
 
 The page: where its findings come from, a table of contents, the papers' scorecard (its first section: one row per
 question, this run's effect and the verdict, :mod:`thinkalike.reports.findings.scorecard`), then one section per experiment
-(:data:`thinkalike.reports.experiments.EXPERIMENTS`: the corpus and the zoo, CKA, the measures beyond CKA, stitching,
-the scaling family, MLEM, the embedding space, NLI, the run's timings), each with the question it answers, what is
+(the experiments of the report's outline, :class:`thinkalike.reports.experiments.ReportOutline`, in the pipelines'
+stage order: the corpus and the zoo, CKA, the measures beyond CKA, the scaling family, stitching, MLEM, the
+embedding space, NLI, the run's timings), each with the question it answers, what is
 missing (named with the pipeline that makes it), its figures each beside the findings' sentences that read it (the
 claims that hold in this run, :mod:`thinkalike.reports.findings`), the sentences no figure reads and its key numbers;
 the measures section also says where the CCA family compared a reduced space and where a measure was left out
@@ -21,23 +22,14 @@ from __future__ import annotations
 
 import fnmatch
 import html
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 from markdown_it import MarkdownIt
 
-from thinkalike.reports.experiments import (
-    CKA_HEATMAPS,
-    EXPERIMENTS,
-    MEASURE_PAIR_TABLES,
-    TIMING,
-    Experiment,
-    experiment_of,
-    png_figures,
-)
+from thinkalike.reports.experiments import MEASURE_PAIR_TABLES, TIMING, Experiment, ReportOutline
 from thinkalike.reports.findings import findings_document, provenance
 from thinkalike.reports.findings.claims import section_of
 from thinkalike.reports.findings.scorecard import render_scorecard
@@ -47,30 +39,11 @@ from thinkalike.reports.html_blocks import (
     plotly_script,
     png_figure,
 )
-from thinkalike.reports.interactive import (
-    cka_distance_plotly,
-    cka_heatmaps_plotly,
-    measure_matrices_plotly,
-    mlem_similarity_plotly,
-)
 from thinkalike.reports.measure_space import measure_space_sentences
 from thinkalike.reports.run_timings import findings_element, timings_section
 from thinkalike.reports.sections import MissingInput, missing_html, section_html
 
-__all__ = ["FIGURES", "IndexedOutput", "MissingInput", "describe_output", "report_html"]
-
-#: The saved PNGs the report shows, in order: (catalog name, caption, pipeline that draws it).
-FIGURES: tuple[tuple[str, str, str], ...] = tuple((f.name, f.caption, f.pipeline) for f in png_figures())
-
-#: The interactive figures, each drawn from the loaded tables (catalog name → data).
-INTERACTIVE: dict[str, Callable[[Mapping[str, Any]], go.Figure | None]] = {
-    "cka_distance_interactive": lambda tables: cka_distance_plotly(tables.get("cka_distances")),
-    "cka_heatmaps_interactive": lambda tables: cka_heatmaps_plotly(tables.get(CKA_HEATMAPS)),
-    "measure_matrices_interactive": lambda tables: measure_matrices_plotly(tables.get("similarity_measures")),
-    "mlem_similarity_interactive": lambda tables: mlem_similarity_plotly(
-        tables.get("mlem_feature_similarity"), tables.get("mlem_rsa_similarity")
-    ),
-}
+__all__ = ["IndexedOutput", "MissingInput", "describe_output", "report_html"]
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:84rem;margin:2rem auto;padding:0 1rem;line-height:1.5;
 color:#1d1d1d}section{scroll-margin-top:1rem}section.experiment{border-top:2px solid #ddd;margin-top:2.5rem}
@@ -119,15 +92,20 @@ def matching(tables: Mapping[str, Any], pattern: str) -> dict[str, Any]:
     return {name: table for name, table in tables.items() if fnmatch.fnmatchcase(name, pattern)}
 
 
-def figure_blocks(tables: Mapping[str, Any], images: Mapping[str, bytes | None]) -> dict[str, str]:
-    """Every figure that can be shown, as HTML by name: the saved PNGs found in ``images`` and the interactive figures
-    whose tables are in ``tables`` (a figure whose data is missing is left out)."""
-    captions = {figure.name: figure.caption for experiment in EXPERIMENTS for figure in experiment.figures}
+def figure_blocks(
+    tables: Mapping[str, Any], images: Mapping[str, bytes | None], outline: ReportOutline
+) -> dict[str, str]:
+    """Every figure of ``outline`` that can be shown, as HTML by name: the saved PNGs found in ``images`` and the
+    interactive figures drawn from ``tables`` (a figure whose data is missing is left out)."""
+    figures = outline.figures()
+    captions = {figure.name: figure.caption for figure in figures}
     blocks = {name: png_figure(captions[name], image) for name, image in images.items() if image and name in captions}
-    for name, draw in INTERACTIVE.items():
-        figure = draw(tables)
-        if figure is not None:
-            blocks[name] = plotly_figure(captions[name], figure, f"figure-{name.removesuffix('_interactive')}")
+    for figure in figures:
+        drawn = figure.draw(tables) if figure.draw is not None else None
+        if drawn is not None:
+            blocks[figure.name] = plotly_figure(
+                figure.caption, drawn, f"figure-{figure.name.removesuffix('_interactive')}"
+            )
     return blocks
 
 
@@ -171,10 +149,11 @@ def _experiment_html(
     blocks: Mapping[str, str],
     missing: Sequence[MissingInput],
     tables: Mapping[str, Any],
+    outline: ReportOutline,
 ) -> str:
     """One experiment's section (the run-timings one: its placeholder region, :mod:`.run_timings`)."""
     if experiment.key == TIMING:
-        return timings_section(findings, None)
+        return timings_section(findings, None, outline)
     held = [claim for claim in claims if section_of(claim["id"]) == experiment.key]
     after = _measure_space_html(tables) if experiment.key == "measures" else ""
     return section_html(experiment, findings, held, blocks, missing, after=after)
@@ -196,27 +175,27 @@ def report_html(
     findings: Mapping[str, Any],
     tables: Mapping[str, Any],
     images: Mapping[str, bytes | None],
+    outline: ReportOutline,
     missing: Sequence[MissingInput] = (),
     indexed: Sequence[IndexedOutput] = (),
-    extra: Sequence[Any] = (),
 ) -> str:
     """The whole report (module docstring) from one run's collected ``findings``
     (:func:`~thinkalike.reports.findings.collect_findings`), its loaded ``tables`` (catalog name → data; the pairs'
     tables and ``parameters`` among them), the saved PNGs (``images``: catalog name → bytes, ``None``: not saved),
-    the ``missing`` inputs and the ``indexed`` other outputs. ``extra``: the pipelines' own report sections
-    (:class:`thinkalike.pipelines.specs.ReportSection`: each an experiment and its claims), before the run's
-    timings."""
-    document = findings_document([findings], extra_claims=[s.claims for s in extra if s.claims is not None])
-    experiments = [e for e in EXPERIMENTS if e.key != TIMING]
-    experiments += [s.experiment for s in extra] + [e for e in EXPERIMENTS if e.key == TIMING]
-    blocks = figure_blocks(tables, images)
+    the ``missing`` inputs and the ``indexed`` other outputs; ``outline``: the report's sections, each declared by
+    its pipeline (:func:`thinkalike.pipelines.specs.report_outline`)."""
+    document = findings_document([findings], outline)
+    experiments = outline.experiments
+    blocks = figure_blocks(tables, images, outline)
     by_section: dict[str, list[MissingInput]] = {}
     unread: list[MissingInput] = []
     for entry in missing:
-        experiment = experiment_of(entry.name)
+        experiment = outline.experiment_of(entry.name)
         (by_section.setdefault(experiment.key, []) if experiment else unread).append(entry)
     sections = [
-        _experiment_html(experiment, findings, document["claims"], blocks, by_section.get(experiment.key, []), tables)
+        _experiment_html(
+            experiment, findings, document["claims"], blocks, by_section.get(experiment.key, []), tables, outline
+        )
         for experiment in experiments
     ]
     sections.insert(0, scorecard_section(document["scorecard"]))

@@ -18,13 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from thinkalike.reports.experiments import EXPERIMENTS, TIMING
+from thinkalike.reports.experiments import TIMING, ReportOutline, RunTables
 from thinkalike.reports.findings.text import guarded, seconds_text
-from thinkalike.reports.findings.timing import (
-    claims_timing,
-    collect_timing,
-    render_timing,
-)
+from thinkalike.reports.findings.timing import render_timing
 from thinkalike.reports.html_blocks import frame_table, markdown_html, plotly_figure
 from thinkalike.reports.interactive import timeline_plotly
 from thinkalike.reports.sections import held_claims, section_html
@@ -77,15 +73,18 @@ def pipeline_table(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["pipeline", "nodes", "time", "share"])
 
 
-def timings_section(findings: Mapping[str, Any], table: pd.DataFrame | None) -> str:
+def timings_section(findings: Mapping[str, Any], table: pd.DataFrame | None, outline: ReportOutline) -> str:
     """The run-timings section between its markers: from ``table`` (the saved ``run_timings``) and the report's
-    findings (their ``timing`` part collected from that table: :func:`with_run_timings`); without a table,
-    :data:`PLACEHOLDER`."""
-    experiment = next(e for e in EXPERIMENTS if e.key == TIMING)
+    findings (their ``timing`` part collected from that table: :func:`with_run_timings`), as ``outline``'s
+    :data:`~thinkalike.reports.experiments.TIMING` section declares it; without a table, :data:`PLACEHOLDER`."""
+    timing = outline.section(TIMING)
+    experiment = timing.experiment
+    if experiment is None:
+        raise ValueError(f"the report's {TIMING!r} section declares no experiment to show")
     if table is None:
         body = section_html(experiment, {}, [], {}, before=markdown_html(PLACEHOLDER))
         return f"{START_MARKER}\n{body}\n{END_MARKER}"
-    claims = [c for c in held_claims(claims_timing(findings)) if c["id"].startswith(f"{TIMING}.")]
+    claims = held_claims(timing.claims(findings)) if timing.claims is not None else []
     timeline = timeline_plotly(table)
     figures = (
         {"timeline_interactive": plotly_figure(experiment.figures[0].caption, timeline, "figure-timeline")}
@@ -97,18 +96,21 @@ def timings_section(findings: Mapping[str, Any], table: pd.DataFrame | None) -> 
         findings,
         claims,
         figures,
-        before=markdown_html(render_timing(findings)),
+        before=markdown_html(render_timing(findings, outline.pipelines)),
         after=frame_table(pipeline_table(table), "Each pipeline's time (its nodes' work)"),
     )
     return f"{START_MARKER}\n{body}\n{END_MARKER}"
 
 
-def with_run_timings(report: str, table: pd.DataFrame) -> str:
+def with_run_timings(report: str, table: pd.DataFrame, outline: ReportOutline) -> str:
     """``report`` with its run-timings region rendered from ``table`` and the findings it embeds (whose timing part
     becomes the table's); a ``ValueError`` when the report has no such region or no findings (an older report)."""
     if len(_REGION.findall(report)) != 1:
         raise ValueError("the report has no run-timings region (written before it had one)")
-    findings = {**embedded_findings(report), "timing": guarded(collect_timing, {"run_timings": table})}
-    section = timings_section(findings, table)
+    collect = outline.section(TIMING).collect
+    if collect is None:
+        raise ValueError(f"the report's {TIMING!r} section declares no collect")
+    findings = {**embedded_findings(report), TIMING: guarded(collect, RunTables({"run_timings": table}, {}, {}))}
+    section = timings_section(findings, table, outline)
     report = _REGION.sub(lambda _: section, report)
     return _FINDINGS_ELEMENT.sub(lambda _: findings_element(findings), report)

@@ -10,12 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from thinkalike.reports.experiments import Experiment, claims_by_figure, key_numbers
+from thinkalike.reports.experiments import Experiment, claims_by_figure
 from thinkalike.reports.findings.claims import (
     Claim,
     merge_claims,
     render_claims,
     single_run,
+    value_text,
 )
 from thinkalike.reports.findings.text import not_run_sentence
 from thinkalike.reports.html_blocks import (
@@ -107,3 +108,29 @@ def section_html(
         parts.append("<p>No claim of this section holds in this run.</p>")
     parts += [after, numbers_table(key_numbers(experiment, findings)), "</section>"]
     return "\n".join(part for part in parts if part)
+
+
+def _values_at(findings: Mapping[str, Any], path: str) -> list[Any]:
+    """The values at a dotted path of the findings (a list's items one by one; nothing when the path is absent)."""
+    value: Any = findings
+    for key in path.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            return []
+        value = value[key]
+    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+        return list(value)
+    return [value] if isinstance(value, (int, float, str, list)) and not isinstance(value, bool) else []
+
+
+def key_numbers(experiment: Experiment, findings: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The experiment's key numbers as (label, value written) rows, the rows the findings have no value for left out."""
+    rows = []
+    for number in experiment.numbers:
+        values = [value for path in number.paths for value in _values_at(findings, path)]
+        if values and all(isinstance(value, str) for value in values):
+            text = ", ".join(f"`{value}`" for value in dict.fromkeys(values))
+        else:
+            text = value_text(values, number.spec) if values else "n/a"
+        if text != "n/a":
+            rows.append((number.label, text))
+    return rows

@@ -4,6 +4,7 @@ from thinkalike.pipelines.specs import PipelineSpec
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
+from .report_section import SECTIONS
 from .schema import check_corpus
 
 SPEC = PipelineSpec(
@@ -15,6 +16,7 @@ SPEC = PipelineSpec(
     replaced_whole=("controlled_stimuli.factors",),
     rules=RULES,
     dataset_prefixes=("corpus_",),
+    report=SECTIONS,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

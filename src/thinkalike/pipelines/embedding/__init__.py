@@ -4,6 +4,7 @@ from thinkalike.pipelines.specs import PipelineSpec
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
+from .report_section import SECTIONS
 from .schema import check_embedding
 
 SPEC = PipelineSpec(
@@ -17,6 +18,7 @@ SPEC = PipelineSpec(
     rules=RULES,
     viz_group="embedding",
     dataset_prefixes=("embedding_",),
+    report=SECTIONS,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -4,6 +4,7 @@ from thinkalike.pipelines.specs import PipelineSpec
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
+from .report_section import SECTIONS
 from .schema import check_mlem
 
 SPEC = PipelineSpec(
@@ -16,6 +17,7 @@ SPEC = PipelineSpec(
     rules=RULES,
     viz_group="mlem",
     dataset_prefixes=("mlem_",),
+    report=SECTIONS,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -5,6 +5,7 @@ from thinkalike.pipelines.specs import PipelineSpec
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
+from .report_section import SECTIONS
 from .timings import report_after_timings
 
 SPEC = PipelineSpec(
@@ -16,6 +17,7 @@ SPEC = PipelineSpec(
     viz_group="report",
     summarises=True,
     after_timings=report_after_timings,
+    report=SECTIONS,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -7,17 +7,14 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from thinkalike.pipelines.specs import producing_pipeline, report_sections
+from thinkalike.pipelines.specs import producing_pipeline, report_outline
 from thinkalike.reports.findings import claims_of, collect_findings
 from thinkalike.reports.findings.claims import single_run
-from thinkalike.reports.findings.text import guarded, jsonable
-from thinkalike.reports.report import FIGURES, IndexedOutput, MissingInput, describe_output, report_html
+from thinkalike.reports.report import IndexedOutput, MissingInput, describe_output, report_html
 
 TITLE = "ThinkAlike: every experiment of the run"
 
 logger = logging.getLogger(__name__)
-
-_FIGURE_NAMES = {name for name, _, _ in FIGURES}
 
 
 class NeverSaved:
@@ -34,6 +31,8 @@ def write_report(
     """The report's HTML from the saved outputs ``values`` of datasets ``names`` then ``indexed`` (the run's
     other outputs, listed in its index; :class:`NeverSaved`: never saved), and the run's claims
     (``{"claims": [...]}``, every proposition with its margin: :func:`thinkalike.reports.findings.claims_of`)."""
+    outline = report_outline()  # every pipeline's report sections, declared in its folder
+    figure_names = {figure.name for figure in outline.png_figures()}
     read = {
         name: None if isinstance(value, NeverSaved) else value
         for name, value in zip([*names, *indexed], values, strict=True)
@@ -49,7 +48,7 @@ def write_report(
     tables: dict[str, Any] = {
         name: value
         for name, value in by_name.items()
-        if value is not None and name not in _FIGURE_NAMES and not name.endswith(".model_config")
+        if value is not None and name not in figure_names and not name.endswith(".model_config")
     }
     tables["parameters"] = parameters
     tables["model_configs"] = {
@@ -60,17 +59,13 @@ def write_report(
         and value is not None
         and name != "models.nli.encoder.model_config"
     }
-    collected = collect_findings(tables)
-    sections = report_sections()  # the pipelines' own report sections, declared in their folders
-    for section in sections:
-        if section.collect is not None:
-            collected[section.experiment.section] = jsonable(guarded(section.collect, tables))
-    images = {name: by_name.get(name) for name in _FIGURE_NAMES}
+    collected = collect_findings(tables, outline)
+    images = {name: by_name.get(name) for name in figure_names}
     if missing:
         logger.info(
             "report: %d input(s) never saved, listed in the report: %s",
             len(missing),
             ", ".join(m.name for m in missing[:8]) + (" …" if len(missing) > 8 else ""),
         )
-    claims = {"claims": single_run(claims_of(collected, [s.claims for s in sections if s.claims is not None]))}
-    return report_html(TITLE, collected, tables, images, missing, index, extra=sections), claims
+    claims = {"claims": single_run(claims_of(collected, outline))}
+    return report_html(TITLE, collected, tables, images, outline, missing, index), claims

@@ -1,6 +1,6 @@
 """``report``: one node, ``models.report.write_experiments_report``, reading the saved outputs of every experiment
 (the findings' tables, every zoo model's config, the scaling summary, every CKA pair's ``measures_table``, the
-figures of :data:`thinkalike.reports.report.FIGURES` and the ``cka`` pipeline's interactive heatmaps, then the
+figures and the interactive figures' tables that the pipelines' report sections declare, then the
 summaries' other outputs for its index) and writing ``report`` (data/08_reporting/report.html) and ``run_claims``
 (the run's claims with their margins, logged to MLflow as ``claims/<id>``). In a full run it comes last (it reads
 every pipeline's outputs); alone (``kedro run --pipelines report``) it reads the latest saved versions, and
@@ -23,10 +23,7 @@ from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import group_namespace, model_dataset
 from thinkalike.pipelines.report import nodes
 from thinkalike.pipelines.scaling.plan import scaling_plan
-from thinkalike.pipelines.specs import report_sections
-from thinkalike.reports.experiments import CKA_HEATMAPS
-from thinkalike.reports.findings import TABLES
-from thinkalike.reports.report import FIGURES
+from thinkalike.pipelines.specs import report_outline
 
 NODE_NAME = f"{group_namespace('report')}.write_experiments_report"  # the node's full name
 #: Saved after the last node by the timing hook, so never this run's: the report leaves it out, and the hook renders
@@ -73,10 +70,10 @@ def measures_tables(parameters: Mapping[str, Any]) -> list[str]:
 
 
 def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
-    """The catalog datasets the report reads (besides ``parameters``), in the node's order: the findings' tables, the
-    zoo's configs, the CKA pairs' measures tables (:func:`measures_tables`) and the figures (the saved PNGs and the
-    ``cka`` pipeline's interactive heatmaps, :data:`~thinkalike.reports.experiments.CKA_HEATMAPS`), then the tables
-    the pipelines' own report sections declare (:func:`~thinkalike.pipelines.specs.report_sections`). Without a scaling
+    """The catalog datasets the report reads (besides ``parameters``), in the node's order: the tables the
+    pipelines' report sections read (:func:`~thinkalike.pipelines.specs.report_outline`), the zoo's configs, the CKA
+    pairs' measures tables (:func:`measures_tables`), the saved PNGs the sections show and the tables their interactive
+    figures are drawn from. Without a scaling
     family (:func:`~thinkalike.pipelines.scaling.plan.scaling_plan`) the scaling outputs are left out: nothing makes
     them, and the report says there is no family; likewise the measures' summaries without ``cka.measures``."""
     zoo = zoo_model_names(parameters)
@@ -86,12 +83,13 @@ def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
         scaling = True
     left_out = set(NOT_READ) | (set() if scaling else {"scaling_summary"})
     left_out |= _measures_left_out(parameters)
-    tables = [name for name in TABLES if name not in left_out]
-    figures = [name for name, _, pipeline in FIGURES if (scaling or pipeline != "scaling") and name not in left_out]
+    outline = report_outline()
+    tables = [name for name in outline.tables if name not in left_out]
+    pngs = [f.name for f in outline.png_figures() if (scaling or f.pipeline != "scaling") and f.name not in left_out]
+    drawn = [name for figure in outline.figures() for name in figure.drawn_from]
     configs = [model_dataset(model, "model_config") for model in zoo]
-    declared = [name for section in report_sections() for name in section.tables]  # the pipelines' own sections
-    inputs = tables + configs + measures_tables(parameters) + figures + [CKA_HEATMAPS]
-    return inputs + [name for name in dict.fromkeys(declared) if name not in inputs]
+    inputs = tables + configs + measures_tables(parameters) + pngs
+    return inputs + [name for name in dict.fromkeys(drawn) if name not in inputs]
 
 
 def create_pipeline(parameters: Mapping[str, Any], indexed: Sequence[str] = ()) -> Pipeline:

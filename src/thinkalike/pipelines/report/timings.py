@@ -20,6 +20,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from thinkalike.pipelines.specs import report_outline
 from thinkalike.provenance import write_text_atomically
 from thinkalike.reports.run_timings import with_run_timings
 
@@ -51,7 +52,9 @@ def add_run_timings(catalog: Any, timings: str) -> str | None:
         if path is None:
             logger.debug("No %s saved at version %s: the run's timings go into no report", REPORT, version)
             return None
-        text = with_run_timings(path.read_text(encoding="utf-8"), catalog.load(timings, version=version))
+        text = with_run_timings(
+            path.read_text(encoding="utf-8"), catalog.load(timings, version=version), report_outline()
+        )
         write_text_atomically(path, text)
     except Exception as error:  # noqa: BLE001 - the run's outputs are saved; its report must not turn it into a failure
         logger.warning("The run's timings could not be added to its report: %s", error)

@@ -5,6 +5,7 @@ from thinkalike.pipelines.specs import PipelineSpec
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
+from .report_section import SECTIONS
 from .schema import check_scaling
 
 SPEC = PipelineSpec(
@@ -18,6 +19,7 @@ SPEC = PipelineSpec(
     rules=RULES,
     viz_group="scaling",
     dataset_prefixes=("scaling_",),
+    report=SECTIONS,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -4,6 +4,7 @@ from thinkalike.pipelines.specs import PipelineSpec
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
+from .report_section import SECTIONS
 from .schema import check_zoo
 
 SPEC = PipelineSpec(
@@ -16,6 +17,7 @@ SPEC = PipelineSpec(
     replaced_whole=("models",),
     rules=RULES,
     dataset_prefixes=("zoo_", "models."),
+    report=SECTIONS,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -1,12 +1,16 @@
 """The README's findings — what the default run finds, as claims that hold — computed from saved outputs (no Kedro
 import: :mod:`thinkalike.reports.findings_cli` loads the tables through the catalog).
 
-* :func:`collect_findings` ``(tables) -> dict``: every number the findings quote, from one run's loaded tables
-  (catalog name → DataFrame or dict; :data:`TABLES` lists them; ``model_configs`` maps every zoo model to its
-  saved ``models.<model>.model_config``; ``parameters`` is the run's parameters). Plain JSON (NaN is ``None``).
-* :func:`claims_of` ``(findings) -> list[Claim]``: every comparative sentence as a claim
-  (:mod:`.claims`: a stable id, the sentence, a margin > 0 exactly when it holds in that run), section by section
-  (:data:`SECTIONS`; each section module's ``claims_*``).
+Every function below takes the report's outline (:class:`~thinkalike.reports.experiments.ReportOutline`, the
+project's from :func:`thinkalike.pipelines.specs.report_outline`): its sections, each declared in the folder of the
+pipeline that makes its outputs, say which tables are read, how each part is collected and which claims it makes.
+
+* :func:`collect_findings` ``(tables, outline) -> dict``: every number the findings quote, from one run's loaded
+  tables (catalog name → DataFrame or dict; ``outline.tables`` lists them; ``model_configs`` maps every zoo model to
+  its saved ``models.<model>.model_config``; ``parameters`` is the run's parameters), section by section. Plain
+  JSON (NaN is ``None``).
+* :func:`claims_of` ``(findings, outline) -> list[Claim]``: every comparative sentence as a claim
+  (:mod:`.claims`: a stable id, the sentence, a margin > 0 exactly when it holds in that run), section by section.
 * :func:`findings_document` ``(replicates) -> dict``: the replicates' findings and their merged claims — one
   margin per replicate and a status, *holds* (> 0 in every replicate) or *mixed* — as ``docs/findings.json`` holds
   them.
@@ -25,8 +29,8 @@ compared with g → g at (m, m), same φ kind — the penalty a φ trained on g'
 Where a penalty table holds several rows per stitch (one per φ seed), they are averaged and their intervals
 joined (lowest low, highest high).
 
-One module per section, each with its ``collect_*`` (numbers from tables) and ``claims_*`` (the claims):
-:mod:`.timing` (and the zoo), :mod:`.cka`, :mod:`.stitching`, :mod:`.mlem`, :mod:`.embedding`, :mod:`.nli`,
+One module per section, each with its ``collect_*`` (numbers from tables) and ``claims_*`` (the claims), named by
+the section its pipeline declares: :mod:`.timing` (the corpus, the zoo and the run's timings), :mod:`.cka`, :mod:`.stitching`, :mod:`.mlem`, :mod:`.embedding`, :mod:`.nli`,
 :mod:`.scaling`, :mod:`.measures`; :mod:`.claims` builds, merges and renders claims, :mod:`.text` writes numbers
 and lists, :mod:`.readme` finds and replaces the README region. This module puts them together.
 """
@@ -37,13 +41,13 @@ import json
 import logging
 import os
 import platform
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from thinkalike.models.sources import is_initialisation
 from thinkalike.models.zoo_entry import objective_of
-from thinkalike.reports.findings.cka import claims_cka, collect_cka
+from thinkalike.reports.experiments import ReportOutline, RunTables
 from thinkalike.reports.findings.claims import (
     HOLDS,
     MIXED,
@@ -55,10 +59,6 @@ from thinkalike.reports.findings.claims import (
     render_claims,
     single_run,
 )
-from thinkalike.reports.findings.embedding import claims_embedding, collect_embedding
-from thinkalike.reports.findings.measures import claims_measures, collect_measures
-from thinkalike.reports.findings.mlem import claims_mlem, collect_mlem
-from thinkalike.reports.findings.nli import claims_nli, collect_nli
 from thinkalike.reports.findings.readme import (  # the README region and its digest: this package's API too
     END_MARKER,
     REGENERATE,
@@ -67,35 +67,23 @@ from thinkalike.reports.findings.readme import (  # the README region and its di
     replace_region,
     source_digest,
 )
-from thinkalike.reports.findings.scaling import claims_scaling
 from thinkalike.reports.findings.scorecard import render_scorecard, scorecard
-from thinkalike.reports.findings.stitching import claims_stitching, collect_stitching
 from thinkalike.reports.findings.text import (
     LITERATURE,
     guarded,
     jsonable,
-    missing_section,
     not_run_sentence,
     plural_text,
     seconds_text,
     table_of,
-    without_models,
     wrap,
 )
-from thinkalike.reports.findings.timing import (
-    RUN_BUDGET_SECONDS,
-    claims_timing,
-    collect_corpus,
-    collect_timing,
-    collect_zoo,
-    render_timing,
-)
+from thinkalike.reports.findings.timing import RUN_BUDGET_SECONDS, render_timing
 
 __all__ = [
     "END_MARKER",
     "REGENERATE",
     "START_MARKER",
-    "TABLES",
     "at_risk",
     "rederived",
     "claims_of",
@@ -115,41 +103,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-#: Catalog datasets :func:`collect_findings` reads (any may be missing); plus ``parameters`` and ``model_configs``.
-TABLES: tuple[str, ...] = (
-    "corpus_statistics",
-    "zoo_summary",
-    "run_timings",
-    "cka_distances",
-    "stitching_penalties",
-    "stitching_phis",
-    "mlem_profiles",
-    "mlem_feature_similarity",
-    "mlem_rsa_similarity",
-    "embedding_keep_k",
-    "embedding_alignment",
-    "embedding_feature_fractions",
-    "embedding_zero_shot",
-    "embedding_key_value_overlap",
-    "embedding_token_structure",
-    "embedding_finetune_curves",
-    "models.nli.pairs",
-    "models.nli.accuracy",
-    "models.nli.groups",
-    "models.nli.training_curves",
-    "models.nli.stitching",
-    "models.nli.stitching_groups",
-    "models.nli.cka_group_curves",
-    "models.nli.sweep",
-    "models.nli.encoder.model_config",
-    "scaling_summary",
-    "similarity_measures",
-    "dimension_shares",
-    "rogue_remedies",
-    "similarity_calibration",
-    "measure_grounding",
-)
 
 
 @dataclass(frozen=True)
@@ -300,13 +253,15 @@ def model_roles(facts: Mapping[str, ModelFacts]) -> dict[str, Any]:
     }
 
 
-def collect_findings(tables: Mapping[str, Any]) -> dict[str, Any]:
-    """Every number of the findings paragraphs, from the loaded tables (module docstring); plain JSON."""
-    facts = model_facts(tables)
-    roles = model_roles(facts)
+def collect_findings(tables: Mapping[str, Any], outline: ReportOutline) -> dict[str, Any]:
+    """Every number of the findings paragraphs, from the loaded tables (module docstring): the machine, the zoo's
+    roles, then each section of ``outline`` collected from the tables (:class:`~thinkalike.reports.experiments.RunTables`:
+    the roles worked out once here); plain JSON."""
+    roles = model_roles(model_facts(tables))
     parameters = tables.get("parameters") or {}
-    untrained = untrained_models(parameters)  # controls: the MLEM and embedding findings are about trained models
-    findings = {
+    # controls: the MLEM and embedding findings are about trained models
+    run = RunTables(tables, parameters, roles, tuple(untrained_models(parameters)))
+    findings: dict[str, Any] = {
         "machine": {
             "cpu_count": os.cpu_count(),
             "system": platform.system(),
@@ -317,17 +272,10 @@ def collect_findings(tables: Mapping[str, Any]) -> dict[str, Any]:
         "literature": LITERATURE,
         "budget_seconds": RUN_BUDGET_SECONDS,
         "roles": roles,
-        "corpus": guarded(collect_corpus, tables),
-        "zoo": guarded(collect_zoo, tables, parameters),
-        "timing": guarded(collect_timing, tables),
-        "cka": guarded(collect_cka, tables, roles, parameters),
-        "stitching": guarded(collect_stitching, tables, roles, parameters),
-        "mlem": guarded(collect_mlem, tables, roles, untrained),
-        "embedding": guarded(collect_embedding, without_models(tables, untrained), roles),
-        "nli": guarded(collect_nli, tables, parameters),
-        "scaling": guarded(_collect_scaling, tables),
-        "measures": guarded(collect_measures, tables, roles),
     }
+    for section in outline.sections:
+        if section.collect is not None:
+            findings[section.section] = guarded(section.collect, run)
     return json.loads(json.dumps(jsonable(findings), allow_nan=False))
 
 
@@ -336,14 +284,6 @@ def untrained_models(parameters: Mapping[str, Any]) -> list[str]:
     controls, kept out of the findings about trained models."""
     specs = (parameters.get("activations") or {}).get("models") or {}
     return sorted(name for name, spec in specs.items() if isinstance(spec, str) and is_initialisation(spec))
-
-
-def _collect_scaling(tables: Mapping[str, Any]) -> dict[str, Any]:
-    """The scaling pipeline's summary as it is (its answers are already numbers: :mod:`thinkalike.scaling.analysis`)."""
-    summary = tables.get("scaling_summary")
-    if not summary:
-        return missing_section("scaling_summary")
-    return dict(summary)
 
 
 def collect_errors(findings: Any, where: str = "") -> list[str]:
@@ -373,24 +313,9 @@ def missing_tables(findings: Any) -> list[str]:
     return sorted(found)
 
 
-#: The findings' sections in the README's order: (id prefix of their claims, title, collected section, claims).
-SECTIONS: tuple[tuple[str, str, str, Callable[[Mapping[str, Any]], list[Claim]]], ...] = (
-    ("zoo", "The zoo", "zoo", claims_timing),
-    ("timing", "Run time", "timing", lambda findings: []),
-    ("cka", "CKA", "cka", claims_cka),
-    ("stitching", "Stitching", "stitching", claims_stitching),
-    ("mlem", "MLEM", "mlem", claims_mlem),
-    ("embedding", "Embedding space", "embedding", claims_embedding),
-    ("nli", "NLI (Brown et al. §4, offline)", "nli", claims_nli),
-    ("scaling", "Scaling family (Brown et al. §5)", "scaling", claims_scaling),
-    ("measures", "Measures beyond CKA", "measures", claims_measures),
-)
-
-
-def _guarded_claims(
-    claims_of_section: Callable[[Mapping[str, Any]], list[Claim]],
-) -> Callable[[Mapping[str, Any]], list[Claim]]:
-    """A pipeline's own claims function that gives no claims, with a logged warning, where it fails."""
+def _guarded_claims(claims_of_section: Any) -> Any:
+    """A section's claims function that gives no claims, with a logged warning, where it fails (one pipeline's
+    claims must not take the report down)."""
 
     def guarded_claims(findings: Mapping[str, Any]) -> list[Claim]:
         try:
@@ -402,19 +327,18 @@ def _guarded_claims(
     return guarded_claims
 
 
-def claims_of(
-    findings: Mapping[str, Any], extra: Sequence[Callable[[Mapping[str, Any]], list[Claim]]] = ()
-) -> list[Claim]:
-    """Every claim of one run's findings (:mod:`.claims`), section by section, then those of the ``extra`` claims
-    functions (a pipeline's own report section: :class:`thinkalike.pipelines.specs.ReportSection`); each id starts
-    with its section's name (``cka.…``), so ids are unique across sections. A section that cannot be read gives none.
-    The findings are read with their keys sorted, so the claims' order never depends on how a dict was ordered (a
-    JSON round trip may sort it)."""
+def claims_of(findings: Mapping[str, Any], outline: ReportOutline) -> list[Claim]:
+    """Every claim of one run's findings (:mod:`.claims`), section by section of ``outline``; each id starts with its
+    section's name (``cka.…``), so ids are unique across sections. A section whose claims cannot be read gives none,
+    with a logged warning. The findings are read with their keys sorted, so the claims' order never depends on how a
+    dict was ordered (a JSON round trip may sort it)."""
     findings = json.loads(json.dumps(findings, sort_keys=True))
     claims: list[Claim] = []
     seen: set[str] = set()
-    for claims_of_section in [*(section[3] for section in SECTIONS), *(_guarded_claims(f) for f in extra)]:
-        for claim in claims_of_section(findings):
+    for section in outline.sections:
+        if section.claims is None:
+            continue
+        for claim in _guarded_claims(section.claims)(findings):
             if claim.id in seen:
                 raise ValueError(f"claim id {claim.id!r} is not unique")
             seen.add(claim.id)
@@ -424,9 +348,9 @@ def claims_of(
 
 def findings_document(
     replicates: Sequence[Mapping[str, Any]],
+    outline: ReportOutline,
     runs: Sequence[Mapping[str, Any] | None] | None = None,
     real: Sequence[Mapping[str, Any]] | None = None,
-    extra_claims: Sequence[Callable[[Mapping[str, Any]], list[Claim]]] = (),
 ) -> dict[str, Any]:
     """The findings of one or more independent replicates (each :func:`collect_findings`' dict; ``runs``: each
     replicate's run record, :mod:`thinkalike.replicates`) with the papers' scorecard and the merged claims:
@@ -435,14 +359,13 @@ def findings_document(
     one replicate, one margin per replicate, its noise and its status
     (:func:`~thinkalike.reports.findings.claims.merge_claims`). ``real``: the real checkpoints' replicates
     (``{"replicate", "run", "findings"}`` each, ``conf/real``), kept as ``real_replicates`` and answered in the
-    scorecard's real-model column (its rows' ``real``). ``extra_claims``: the pipelines' own claims functions
-    (:func:`claims_of`)."""
+    scorecard's real-model column (its rows' ``real``). ``outline``: the report's sections (:func:`claims_of`)."""
     runs = list(runs) if runs is not None else [None] * len(replicates)
     real_entries = [dict(entry) for entry in real or []]
     return {
         "scorecard": scorecard(replicates, [entry["findings"] for entry in real_entries] or None),
         **({"real_replicates": real_entries} if real_entries else {}),
-        "claims": merge_claims([single_run(claims_of(findings, extra_claims)) for findings in replicates]),
+        "claims": merge_claims([single_run(claims_of(findings, outline)) for findings in replicates]),
         "replicates": [
             {"replicate": index, "run": run, "findings": findings}
             for index, (findings, run) in enumerate(zip(replicates, runs, strict=True))
@@ -450,20 +373,20 @@ def findings_document(
     }
 
 
-def rederived(document: Mapping[str, Any]) -> dict[str, Any]:
+def rederived(document: Mapping[str, Any], outline: ReportOutline) -> dict[str, Any]:
     """A findings document with its scorecard and claims made again by this code from its replicates' saved
     findings (a round-off run, which earlier documents counted as a replicate, is left out: it is no new draw)."""
     kept = [r for r in document["replicates"] if not (r.get("run") or {}).get("roundoff")]
     made = findings_document(
-        [r["findings"] for r in kept], [r.get("run") for r in kept], document.get("real_replicates")
+        [r["findings"] for r in kept], outline, [r.get("run") for r in kept], document.get("real_replicates")
     )
     return {**document, **made}
 
 
-def render_findings(findings: Mapping[str, Any]) -> str:
+def render_findings(findings: Mapping[str, Any], outline: ReportOutline) -> str:
     """One run's findings as markdown (the experiments report): its claims that hold in this run, and
     :func:`render_document` of a one-replicate document."""
-    return render_document(findings_document([findings]))
+    return render_document(findings_document([findings], outline), outline)
 
 
 def provenance(document: Mapping[str, Any]) -> str:
@@ -531,7 +454,7 @@ def _most_timed(replicates: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     return max(replicates, key=timed)["findings"]
 
 
-def render_document(document: Mapping[str, Any]) -> str:
+def render_document(document: Mapping[str, Any], outline: ReportOutline) -> str:
     """The findings region's markdown from a findings document (:func:`findings_document`): the papers' scorecard
     first, where the findings come from, the first replicate's timing paragraph, then each section under its own
     heading with its claims (:func:`~thinkalike.reports.findings.claims.render_claims`: the findings, then the
@@ -545,19 +468,19 @@ def render_document(document: Mapping[str, Any]) -> str:
         render_scorecard(rows).rstrip("\n"),
         "## Where the findings come from",
         wrap(provenance(document)),
-        wrap(render_timing(_most_timed(replicates))),
+        wrap(render_timing(_most_timed(replicates), outline.pipelines)),
     ]
     sections = by_section(document["claims"])
     roundoff = document.get("roundoff")
     withheld = frozenset(at_risk(roundoff, document["claims"])) if roundoff else frozenset()
-    for prefix, title, section, _ in SECTIONS:
-        collected = first.get(section) or {}
-        claims = sections.get(prefix, [])
-        if prefix == "timing" and not claims:
+    for section in (s for s in outline.sections if s.claims is not None):
+        collected = first.get(section.section) or {}
+        claims = sections.get(section.section, [])
+        if not claims and not section.listed_without_claims:
             continue
-        blocks.append(f"## {title}")
+        blocks.append(f"## {section.title}")
         if not claims:
-            message = not_run_sentence(title, collected) if isinstance(collected, Mapping) else None
+            message = not_run_sentence(section.title, collected) if isinstance(collected, Mapping) else None
             blocks.append(wrap(message or "No claim holds in any replicate."))
             continue
         blocks.extend(wrap(sentence) for sentence in render_claims(claims, word, withheld))
@@ -620,15 +543,17 @@ def render_roundoff(roundoff: Mapping[str, Any], claims: Sequence[Mapping[str, A
     )
 
 
-def roundoff_comparison(reference: Mapping[str, Any], other: Mapping[str, Any], setting: str) -> dict[str, Any]:
+def roundoff_comparison(
+    reference: Mapping[str, Any], other: Mapping[str, Any], setting: str, outline: ReportOutline
+) -> dict[str, Any]:
     """What float round-off alone moves between two runs with the same seeds: how many of the collected numbers differ
     (and by how much, absolutely), and which claims of ``reference`` change side in ``other``."""
     a, b = dict(_numbers_of(reference)), dict(_numbers_of(other))
     common = sorted(set(a) & set(b))
     changes = {path: abs(a[path] - b[path]) for path in common if a[path] != b[path]}
     ordered = sorted(changes.values())
-    claims_a = {c.id: c.margin for c in claims_of(reference)}
-    claims_b = {c.id: c.margin for c in claims_of(other)}
+    claims_a = {c.id: c.margin for c in claims_of(reference, outline)}
+    claims_b = {c.id: c.margin for c in claims_of(other, outline)}
     from thinkalike.reports.findings.claims import holds
 
     flipped = sorted(i for i in claims_a if holds(claims_a[i]) != holds(claims_b.get(i)))

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -27,9 +27,6 @@ from thinkalike.run_record.clock import RUN_PIPELINE, START_ROW, TOTAL, most_at_
 #: The default run's time budget on 2 idle CPU cores (the README's "two commands" promise; issues 19 and 21 set it
 #: at 10 minutes with the scaling family, every measure and the report).
 RUN_BUDGET_SECONDS = 10 * 60
-
-
-PIPELINE_ORDER = ("corpus", "zoo", "activations", "stitching", "cka", "scaling", "mlem", "embedding", "nli")
 
 
 def _controls(mlem: Mapping[str, Any]) -> str:
@@ -169,8 +166,10 @@ def _zoo_composition(findings: Mapping[str, Any]) -> str:
     return list_text(parts)
 
 
-def render_timing(findings: Mapping[str, Any]) -> str:
-    """The timing paragraph: every pipeline, the total and whether it kept :data:`RUN_BUDGET_SECONDS`."""
+def render_timing(findings: Mapping[str, Any], order: Sequence[str]) -> str:
+    """The timing paragraph: every pipeline (those of ``order`` in its order — the pipelines' stage order, a
+    :class:`~thinkalike.reports.experiments.ReportOutline`'s ``pipelines`` — then any other by name; those of
+    ``order`` not timed are named), the total and whether it kept :data:`RUN_BUDGET_SECONDS`."""
     timing, zoo, machine = findings["timing"], findings["zoo"], findings["machine"]
     head = (
         f"The default run (measured on {machine['cpu_count']} CPU cores, {machine['system']} {machine['architecture']}"
@@ -220,7 +219,7 @@ def render_timing(findings: Mapping[str, Any]) -> str:
         "nli": ("the NLI experiment", ""),
     }
     items = []
-    for name in [*PIPELINE_ORDER, *sorted(set(pipelines) - set(PIPELINE_ORDER))]:
+    for name in [*order, *sorted(set(pipelines) - set(order))]:
         if name not in pipelines:
             continue
         before, after = described.get(name, (name, ""))
@@ -236,7 +235,7 @@ def render_timing(findings: Mapping[str, Any]) -> str:
                 f"accuracy, CKA, sweep and report {seconds_text(parts['rest'])})"
             )
         items.append(f"{before} {seconds_text(pipelines[name]['seconds'])}{after}")
-    missing = [name for name in PIPELINE_ORDER if name not in pipelines]
+    missing = [name for name in order if name not in pipelines]
     total = timing["total_seconds"]
     budget = findings["budget_seconds"]
     text = (
@@ -259,39 +258,42 @@ def _zoo_margin(zoo: Mapping[str, Any]) -> str:
     )
 
 
-def claims_timing(findings: Mapping[str, Any]) -> list[Claim]:
-    """The run's claims about itself: the zoo's models beat the unigram baseline by the configured margin (margin:
-    the least improvement − the margin) and the run kept its budget (margin: budget − total seconds, in minutes) or not (the negative)."""
-    claims = []
+def claims_zoo(findings: Mapping[str, Any]) -> list[Claim]:
+    """The zoo's claim: its models beat the unigram baseline by the configured margin (margin: the least improvement −
+    the margin)."""
     zoo = findings.get("zoo") or {}
-    if "n_models" in zoo and zoo.get("margin") is not None:
-        claims.append(
-            Claim(
-                "zoo.beats_unigram_margin",
-                "Every zoo model's held-out loss is at least {margin:%} below the corpus unigram entropy "
-                "(the least improvement: {least:%})",
-                zoo["min_improvement"] - zoo["margin"],
-                {"margin": zoo["margin"], "least": zoo["min_improvement"]},
-            )
+    if "n_models" not in zoo or zoo.get("margin") is None:
+        return []
+    return [
+        Claim(
+            "zoo.beats_unigram_margin",
+            "Every zoo model's held-out loss is at least {margin:%} below the corpus unigram entropy "
+            "(the least improvement: {least:%})",
+            zoo["min_improvement"] - zoo["margin"],
+            {"margin": zoo["margin"], "least": zoo["min_improvement"]},
         )
+    ]
+
+
+def claims_timing(findings: Mapping[str, Any]) -> list[Claim]:
+    """The run's claims about itself: it kept its budget (margin: budget − total seconds, in minutes) or not (the
+    negative)."""
     timing = findings.get("timing") or {}
-    if timing.get("total_seconds") is not None:
-        budget = findings["budget_seconds"]
-        values = {"minutes": timing["total_seconds"] / 60, "budget": budget // 60}
-        claims.append(
-            Claim(
-                "timing.within_budget",
-                "The default run takes {minutes:1} min on this machine, within its {budget:d}-minute budget",
-                (budget - timing["total_seconds"]) / 60,
-                values,
-            )
-        )
-        claims.append(
-            Claim(
-                "timing.over_budget",
-                "The default run takes {minutes:1} min on this machine, over its {budget:d}-minute budget",
-                (timing["total_seconds"] - budget) / 60,
-                values,
-            )
-        )
-    return claims
+    if timing.get("total_seconds") is None:
+        return []
+    budget = findings["budget_seconds"]
+    values = {"minutes": timing["total_seconds"] / 60, "budget": budget // 60}
+    return [
+        Claim(
+            "timing.within_budget",
+            "The default run takes {minutes:1} min on this machine, within its {budget:d}-minute budget",
+            (budget - timing["total_seconds"]) / 60,
+            values,
+        ),
+        Claim(
+            "timing.over_budget",
+            "The default run takes {minutes:1} min on this machine, over its {budget:d}-minute budget",
+            (timing["total_seconds"] - budget) / 60,
+            values,
+        ),
+    ]
