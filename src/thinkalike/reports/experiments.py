@@ -59,7 +59,8 @@ class KeyNumber:
 @dataclass(frozen=True)
 class Experiment:
     """One section of the report: ``key`` is its anchor and its claims' id prefix, ``section`` its part of the
-    collected findings; ``inputs`` the datasets (names or ``fnmatch`` patterns) whose absence it reports."""
+    collected findings; ``inputs`` the datasets (names or ``fnmatch`` patterns) whose absence it reports;
+    ``details(tables)``: HTML shown after its claims, from the loaded tables (None: nothing more)."""
 
     key: str
     title: str
@@ -69,6 +70,7 @@ class Experiment:
     inputs: tuple[str, ...]
     figures: tuple[Shown, ...] = ()
     numbers: tuple[KeyNumber, ...] = ()
+    details: Callable[[Mapping[str, Any]], str] | None = None
 
     def reads(self, name: str) -> bool:
         """Whether dataset ``name`` is one of this section's inputs (its figures included)."""

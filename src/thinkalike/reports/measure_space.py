@@ -9,6 +9,7 @@ Read from the saved tables only; tables saved before they had those columns are 
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,9 @@ from typing import Any
 import pandas as pd
 
 from thinkalike.measures.registry import MEASURES
+from thinkalike.reports.experiments import MEASURE_PAIR_TABLES
 from thinkalike.reports.findings.text import code_text, int_text, list_text
+from thinkalike.reports.html_blocks import markdown_html
 
 CONFIGURED = "configured"  # the variant of the rows every measure is computed on (the grounding controls' differ)
 SPACE_COLUMNS = ("dims_a", "dims_b", "options", "n_tokens")
@@ -142,3 +145,23 @@ def measure_space_sentences(pair_tables: Mapping[str, Any], parameters: Mapping[
             "before they recorded `dims_a`, `dims_b`, `options` and `n_tokens`; rerun `cka` for them)."
         )
     return sentences
+
+
+def matching(tables: Mapping[str, Any], pattern: str) -> dict[str, Any]:
+    """The loaded tables whose catalog names match ``pattern`` (``fnmatch``), in their order."""
+    return {name: table for name, table in tables.items() if fnmatch.fnmatchcase(name, pattern)}
+
+
+def measure_space_html(tables: Mapping[str, Any]) -> str:
+    """The measures section's part on the dimensions each measure compared, from every pair's measures table among
+    the loaded ``tables`` (:data:`~thinkalike.reports.experiments.MEASURE_PAIR_TABLES`); empty when all were compared."""
+    sentences = measure_space_sentences(matching(tables, MEASURE_PAIR_TABLES), tables.get("parameters") or {})
+    if not sentences:
+        return ""
+    items = "".join(
+        f"<li>{markdown_html(sentence).strip().removeprefix('<p>').removesuffix('</p>')}</li>" for sentence in sentences
+    )
+    return (
+        "<div class='dimensions'><h3>Dimensions compared</h3><p>Where the measures did not compare every "
+        f"dimension of each layer, from the pairs' measures tables:</p><ul>{items}</ul></div>"
+    )

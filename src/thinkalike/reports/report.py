@@ -20,7 +20,6 @@ are rendered into their section from them when the run ends (:mod:`.run_timings`
 
 from __future__ import annotations
 
-import fnmatch
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from typing import Any
 import pandas as pd
 from markdown_it import MarkdownIt
 
-from thinkalike.reports.experiments import MEASURE_PAIR_TABLES, TIMING, Experiment, ReportOutline
+from thinkalike.reports.experiments import TIMING, Experiment, ReportOutline
 from thinkalike.reports.findings import findings_document, provenance
 from thinkalike.reports.findings.claims import section_of
 from thinkalike.reports.findings.scorecard import render_scorecard
@@ -39,7 +38,6 @@ from thinkalike.reports.html_blocks import (
     plotly_script,
     png_figure,
 )
-from thinkalike.reports.measure_space import measure_space_sentences
 from thinkalike.reports.run_timings import findings_element, timings_section
 from thinkalike.reports.sections import MissingInput, missing_html, section_html
 
@@ -87,11 +85,6 @@ def describe_output(data: Any) -> str:
     return type(data).__name__
 
 
-def matching(tables: Mapping[str, Any], pattern: str) -> dict[str, Any]:
-    """The loaded tables whose catalog names match ``pattern`` (``fnmatch``), in their order."""
-    return {name: table for name, table in tables.items() if fnmatch.fnmatchcase(name, pattern)}
-
-
 def figure_blocks(
     tables: Mapping[str, Any], images: Mapping[str, bytes | None], outline: ReportOutline
 ) -> dict[str, str]:
@@ -128,20 +121,6 @@ def _contents(entries: Sequence[tuple[str, str]]) -> str:
     return f"<nav class='contents' id='contents'><h2>Contents</h2><ol>{items}</ol></nav>"
 
 
-def _measure_space_html(tables: Mapping[str, Any]) -> str:
-    """The measures section's part on the dimensions each measure compared (:mod:`.measure_space`)."""
-    sentences = measure_space_sentences(matching(tables, MEASURE_PAIR_TABLES), tables.get("parameters") or {})
-    if not sentences:
-        return ""
-    items = "".join(
-        f"<li>{markdown_html(sentence).strip().removeprefix('<p>').removesuffix('</p>')}</li>" for sentence in sentences
-    )
-    return (
-        "<div class='dimensions'><h3>Dimensions compared</h3><p>Where the measures did not compare every "
-        f"dimension of each layer, from the pairs' measures tables:</p><ul>{items}</ul></div>"
-    )
-
-
 def _experiment_html(
     experiment: Experiment,
     findings: Mapping[str, Any],
@@ -155,7 +134,7 @@ def _experiment_html(
     if experiment.key == TIMING:
         return timings_section(findings, None, outline)
     held = [claim for claim in claims if section_of(claim["id"]) == experiment.key]
-    after = _measure_space_html(tables) if experiment.key == "measures" else ""
+    after = experiment.details(tables) if experiment.details is not None else ""
     return section_html(experiment, findings, held, blocks, missing, after=after)
 
 

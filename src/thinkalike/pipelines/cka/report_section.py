@@ -14,6 +14,7 @@ from thinkalike.reports.experiments import (
 from thinkalike.reports.findings.cka import claims_cka, collect_cka
 from thinkalike.reports.findings.measures import claims_measures, collect_measures
 from thinkalike.reports.interactive import cka_distance_plotly, cka_heatmaps_plotly, measure_matrices_plotly
+from thinkalike.reports.measure_space import measure_space_html
 
 SECTIONS = (
     ReportSection(
@@ -113,6 +114,7 @@ SECTIONS = (
                 KeyNumber("largest share of one dimension", ("measures.rogue.max_top1",), "%"),
                 KeyNumber("permutations of the calibration", ("measures.calibration.n_permutations",), "d"),
             ),
+            details=measure_space_html,
         ),
         tables=(
             "similarity_measures",
