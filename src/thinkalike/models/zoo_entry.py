@@ -20,6 +20,8 @@ OBJECTIVES: tuple[str, ...] = (CAUSAL, MASKED)
 Objective = Literal["causal", "masked"]
 #: A zoo entry without ``objective`` is trained causally.
 DEFAULT_OBJECTIVE: Objective = "causal"
+#: The architecture keys of a model's depth: TransformerLens' and transformers'.
+DEPTH_KEYS: tuple[str, ...] = ("n_layers", "num_hidden_layers")
 
 
 def objective_of(entry: Mapping[str, Any]) -> str:
@@ -31,7 +33,7 @@ def depth_of(architecture: Mapping[str, Any]) -> int | None:
     """An architecture's number of blocks (TransformerLens' ``n_layers`` or transformers' ``num_hidden_layers``, of
     an entry's ``architecture`` or a saved ``bridge_config`` / ``hf_config``); None when it gives neither as an
     integer."""
-    depth = architecture.get("n_layers", architecture.get("num_hidden_layers"))
+    depth = next((architecture[key] for key in DEPTH_KEYS if key in architecture), None)
     return int(depth) if isinstance(depth, int) and not isinstance(depth, bool) else None
 
 

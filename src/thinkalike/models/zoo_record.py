@@ -12,7 +12,8 @@ compare records.
 * :func:`family_roles` — who is who in the findings: SoLU/GeLU pairs and the same-seed control, seed replicas,
   the GPT-NeoX family, encoders, Mamba models and the others.
 
-The objective's default and the depth are read by :mod:`thinkalike.models.zoo_entry` (their one home).
+The objective's default and the depth (its keys, :data:`~thinkalike.models.zoo_entry.DEPTH_KEYS`) are read by
+:mod:`thinkalike.models.zoo_entry` (their one home).
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ from typing import Any
 
 from thinkalike.models.zoo_entry import MASKED, depth_of, objective_of
 
-#: The architecture keys of a model's depth (TransformerLens, transformers).
-DEPTH_KEYS: tuple[str, ...] = ("n_layers", "num_hidden_layers")
 #: The architecture keys of a model's heads (TransformerLens, transformers).
 HEAD_KEYS: tuple[str, ...] = ("n_heads", "d_head", "num_attention_heads", "head_dim")
 #: Keys that name a model rather than shape it: left out of its signature.

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from thinkalike.models.zoo_record import neox_twins, zoo_models
 from thinkalike.scaling.analysis import Architecture, ScalingConfigError, architecture_of
 
-AUTO = "auto"
+AUTO: Final = "auto"
 MIN_MEMBERS = 3
 
 
@@ -95,7 +95,7 @@ def plan_family(settings: FamilySettings, zoo: Mapping[str, Any], extracted: Col
     than 3, raise :class:`ScalingConfigError` naming the setting."""
     records = zoo_models(zoo, [name for name in zoo if name in extracted])
     neox = [name for name, record in records.items() if record.kind == "gpt_neox"]
-    twins = neox_twins(list(records.values())) if settings.twins == AUTO else dict(settings.twins)
+    twins = neox_twins(list(records.values())) if isinstance(settings.twins, str) else dict(settings.twins)
     family = _members(settings, neox, twins)
     if family is None:
         return None

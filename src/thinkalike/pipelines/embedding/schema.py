@@ -13,7 +13,8 @@ from pydantic import Field
 from thinkalike.embedding.finetune_diff import TASKS
 from thinkalike.embedding.token_structure import DEFAULT_GROUPS as TOKEN_STRUCTURE_GROUPS
 from thinkalike.models.finetune import FinetuneConfig
-from thinkalike.models.zoo_record import DEPTH_KEYS, ZooModel, seed_families, zoo_models
+from thinkalike.models.zoo_entry import DEPTH_KEYS
+from thinkalike.models.zoo_record import ZooModel, seed_families, zoo_models
 from thinkalike.pipelines.corpus.schema import validate_corpus
 from thinkalike.pipelines.schema import (
     Device,
