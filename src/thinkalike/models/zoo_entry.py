@@ -3,7 +3,9 @@ training objective and its depth.
 
 * :func:`objective_of` — ``causal`` (next-token prediction; :data:`DEFAULT_OBJECTIVE`) or ``masked`` (masked-LM);
 * :func:`zoo_depth` — its number of blocks: TransformerLens' ``n_layers`` or transformers' ``num_hidden_layers`` of
-  its ``architecture``, None when neither is given.
+  its ``architecture`` (:func:`depth_of`), None when neither is given.
+
+The record every reader shares (its kind, seed, width, heads, signature) is :mod:`thinkalike.models.zoo_record`'s.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ OBJECTIVES: tuple[str, ...] = (CAUSAL, MASKED)
 Objective = Literal["causal", "masked"]
 #: A zoo entry without ``objective`` is trained causally.
 DEFAULT_OBJECTIVE: Objective = "causal"
+#: The architecture keys of a model's depth: TransformerLens' and transformers'.
+DEPTH_KEYS: tuple[str, ...] = ("n_layers", "num_hidden_layers")
 
 
 def objective_of(entry: Mapping[str, Any]) -> str:
@@ -25,9 +29,15 @@ def objective_of(entry: Mapping[str, Any]) -> str:
     return str(entry.get("objective", DEFAULT_OBJECTIVE))
 
 
-def zoo_depth(entry: Any) -> int | None:
-    """The entry's number of blocks (``architecture.n_layers`` or ``architecture.num_hidden_layers``); None when its
-    architecture gives neither as an integer (or the entry is no mapping)."""
-    architecture = (entry.get("architecture") or {}) if isinstance(entry, Mapping) else {}
-    depth = architecture.get("n_layers", architecture.get("num_hidden_layers"))
+def depth_of(architecture: Mapping[str, Any]) -> int | None:
+    """An architecture's number of blocks (TransformerLens' ``n_layers`` or transformers' ``num_hidden_layers``, of
+    an entry's ``architecture`` or a saved ``bridge_config`` / ``hf_config``); None when it gives neither as an
+    integer."""
+    depth = next((architecture[key] for key in DEPTH_KEYS if key in architecture), None)
     return int(depth) if isinstance(depth, int) and not isinstance(depth, bool) else None
+
+
+def zoo_depth(entry: Any) -> int | None:
+    """The entry's number of blocks (:func:`depth_of` its ``architecture``); None when its architecture gives none
+    (or the entry is no mapping)."""
+    return depth_of((entry.get("architecture") or {}) if isinstance(entry, Mapping) else {})

@@ -3,22 +3,25 @@ extracted (no Kedro import).
 
 ``scaling.family: auto`` (the default) takes every GPT-NeoX zoo model whose activations are extracted, smallest
 first (non-embedding parameters), except the on-trend twins; ``scaling.twins: auto`` pairs GPT-NeoX zoo models that
-are equal in everything (width, depth, MLP width, rotary share, seed, training) but their number of heads: of each
-such pair, the one whose head dimension is off the family's most common one is the family member, the other its
-twin. Explicit lists name any configured models (``scaling.architectures`` gives the shapes of models that are not
-in the zoo, e.g. Hugging Face checkpoints). With ``auto`` and fewer than 3 members the pipeline is empty.
+are equal in everything (width, depth, MLP width, rotary share, seed, training) but their heads: of each such pair,
+the one whose head dimension is off the family's most common one is the family member, the other its twin
+(:func:`thinkalike.models.zoo_record.neox_twins`). Explicit lists name any configured models
+(``scaling.architectures`` gives the shapes of models that are not in the zoo, e.g. Hugging Face checkpoints). With
+``auto`` and fewer than 3 members the pipeline is empty. The section's family settings are read once, into
+:class:`FamilySettings`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any
+from typing import Any, Final, Literal
 
+from thinkalike.models.zoo_record import neox_twins, zoo_models
 from thinkalike.scaling.analysis import Architecture, ScalingConfigError, architecture_of
 
-AUTO = "auto"
+AUTO: Final = "auto"
 MIN_MEMBERS = 3
 
 
@@ -39,72 +42,63 @@ class ScalingPlan:
         return [(m, m) for m in self.models] + list(combinations(self.models, 2))
 
 
-def _section(parameters: Mapping[str, Any], name: str) -> dict[str, Any]:
-    return dict(parameters.get(name) or {})
+@dataclass(frozen=True)
+class FamilySettings:
+    """The ``scaling`` section's family settings, where their defaults are written: ``family`` (:data:`AUTO` or the
+    members' names), ``twins`` (:data:`AUTO` or ``{off-trend member: twin}``) and ``architectures`` (the shapes of
+    models outside the zoo, ``{name: {d_model, n_layers, n_heads, d_head, rotary_dims, d_mlp}}``)."""
+
+    family: tuple[str, ...] | Literal["auto"] = AUTO
+    twins: Mapping[str, str] | Literal["auto"] = AUTO
+    architectures: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def from_parameters(cls, scaling: Mapping[str, Any]) -> FamilySettings:
+        """The settings of a ``scaling`` section (a key that is not given keeps its default; null is no model)."""
+        family, twins = scaling.get("family", cls.family), scaling.get("twins", cls.twins)
+        return cls(
+            AUTO if family == AUTO else tuple(str(name) for name in family or ()),
+            AUTO if twins == AUTO else {str(odd): str(twin) for odd, twin in dict(twins or {}).items()},
+            dict(scaling.get("architectures") or {}),
+        )
 
 
-def _neox_zoo(parameters: Mapping[str, Any], extracted: Collection[str]) -> dict[str, dict[str, Any]]:
-    zoo = _section(parameters, "zoo").get("models") or {}
-    return {
-        name: dict(entry)
-        for name, entry in zoo.items()
-        if name in extracted and (entry.get("architecture") or {}).get("model_type") == "gpt_neox"
-    }
-
-
-def _twin_candidates(neox: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
-    def without_heads(entry: Mapping[str, Any]) -> tuple:
-        arch = {k: v for k, v in (entry.get("architecture") or {}).items() if k != "num_attention_heads"}
-        rest = {k: v for k, v in entry.items() if k != "architecture"}
-        return repr(sorted(arch.items())), repr(sorted(rest.items()))
-
-    return [
-        (a, b)
-        for a, b in combinations(neox, 2)
-        if without_heads(neox[a]) == without_heads(neox[b])
-        and neox[a]["architecture"].get("num_attention_heads") != neox[b]["architecture"].get("num_attention_heads")
-    ]
-
-
-def family_plan(parameters: Mapping[str, Any], extracted: Collection[str]) -> ScalingPlan | None:
-    """The family of the ``scaling`` section, or ``None`` when it has no section or (``auto``) fewer than 3
-    members. ``extracted``: the names of the models whose activations are extracted (the configured models).
-    Names that are not among them, or a family of fewer than 3, raise :class:`ScalingConfigError` naming the
-    setting."""
-    scaling = _section(parameters, "scaling")
-    if not scaling:
-        return None
-    zoo = _section(parameters, "zoo").get("models") or {}
-    given = dict(scaling.get("architectures") or {})
-    neox = _neox_zoo(parameters, extracted)
+def _architectures(settings: FamilySettings, zoo: Mapping[str, Any]) -> Callable[[str], Architecture]:
+    """The shape of a model: its ``scaling.architectures`` entry, else its zoo entry's."""
 
     def architecture(name: str) -> Architecture:
-        if name in given:
-            return architecture_of(name, given[name])
+        if name in settings.architectures:
+            return architecture_of(name, settings.architectures[name])
         if name in zoo:
             return architecture_of(name, zoo[name])
         raise ScalingConfigError(f"scaling: {name!r} is not a zoo model; give its shape in scaling.architectures")
 
-    family_setting, twins_setting = scaling.get("family", AUTO), scaling.get("twins", AUTO)
-    if twins_setting == AUTO:
-        shapes = {name: architecture(name) for name in neox}
-        head_dims = [shape.d_head for shape in shapes.values()]
-        trend = max(set(head_dims), key=head_dims.count) if head_dims else None
-        twins = {}
-        for a, b in _twin_candidates(neox):
-            if (shapes[a].d_head == trend) != (shapes[b].d_head == trend):
-                odd, twin = (b, a) if shapes[a].d_head == trend else (a, b)
-                twins[odd] = twin
-    else:
-        twins = {str(k): str(v) for k, v in dict(twins_setting or {}).items()}
-    if family_setting == AUTO:
+    return architecture
+
+
+def _members(settings: FamilySettings, neox: list[str], twins: Mapping[str, str]) -> list[str] | None:
+    """The family's members: ``auto``, the GPT-NeoX zoo models but the twins (None when fewer than
+    :data:`MIN_MEMBERS`); else the names given (an error when fewer)."""
+    if settings.family == AUTO:
         family = [name for name in neox if name not in twins.values()]
-        if len(family) < MIN_MEMBERS:
-            return None
-    else:
-        family = [str(name) for name in family_setting or []]
-        if len(family) < MIN_MEMBERS:
-            raise ScalingConfigError(f"scaling.family needs at least {MIN_MEMBERS} models, got {family}")
+        return family if len(family) >= MIN_MEMBERS else None
+    family = list(settings.family)
+    if len(family) < MIN_MEMBERS:
+        raise ScalingConfigError(f"scaling.family needs at least {MIN_MEMBERS} models, got {family}")
+    return family
+
+
+def plan_family(settings: FamilySettings, zoo: Mapping[str, Any], extracted: Collection[str]) -> ScalingPlan | None:
+    """The family of ``settings`` over the zoo entries ``zoo`` (``zoo.models``), or ``None`` when (``auto``) it has
+    fewer than 3 members. ``twins: auto`` is :func:`~thinkalike.models.zoo_record.neox_twins` of the GPT-NeoX zoo
+    models whose activations are extracted (``extracted``). Names that are not extracted, or a family of fewer
+    than 3, raise :class:`ScalingConfigError` naming the setting."""
+    records = zoo_models(zoo, [name for name in zoo if name in extracted])
+    neox = [name for name, record in records.items() if record.kind == "gpt_neox"]
+    twins = neox_twins(list(records.values())) if isinstance(settings.twins, str) else dict(settings.twins)
+    family = _members(settings, neox, twins)
+    if family is None:
+        return None
     unknown = sorted({*family, *twins, *twins.values()} - set(extracted))
     if unknown:
         raise ScalingConfigError(
@@ -114,6 +108,18 @@ def family_plan(parameters: Mapping[str, Any], extracted: Collection[str]) -> Sc
     stray = sorted(odd for odd in twins if odd not in family)
     if stray:
         raise ScalingConfigError(f"scaling.twins: {stray} must be members of scaling.family ({family})")
+    architecture = _architectures(settings, zoo)
     architectures = {name: architecture(name) for name in [*family, *twins.values()]}
     family.sort(key=lambda name: (architectures[name].n_parameters, name))
     return ScalingPlan(tuple(family), twins, architectures)
+
+
+def family_plan(parameters: Mapping[str, Any], extracted: Collection[str]) -> ScalingPlan | None:
+    """:func:`plan_family` of the parameters' ``scaling`` section (:class:`FamilySettings`) and ``zoo.models``, or
+    ``None`` when there is no section. ``extracted``: the names of the models whose activations are extracted
+    (the configured models)."""
+    scaling = parameters.get("scaling") or {}
+    if not scaling:
+        return None
+    zoo = dict((parameters.get("zoo") or {}).get("models") or {})
+    return plan_family(FamilySettings.from_parameters(scaling), zoo, extracted)

@@ -13,7 +13,8 @@ from pydantic import Field
 from thinkalike.embedding.finetune_diff import TASKS
 from thinkalike.embedding.token_structure import DEFAULT_GROUPS as TOKEN_STRUCTURE_GROUPS
 from thinkalike.models.finetune import FinetuneConfig
-from thinkalike.models.zoo_entry import zoo_depth
+from thinkalike.models.zoo_entry import DEPTH_KEYS
+from thinkalike.models.zoo_record import ZooModel, seed_families, zoo_models
 from thinkalike.pipelines.corpus.schema import validate_corpus
 from thinkalike.pipelines.schema import (
     Device,
@@ -154,24 +155,9 @@ class EmbeddingPlan:
     problems: list[str] = field(default_factory=list)
 
 
-def _depth(model: Mapping[str, Any]) -> int:
-    """:func:`~thinkalike.models.zoo_entry.zoo_depth`, 0 when the entry gives none (it then sorts last)."""
-    return zoo_depth(model) or 0
-
-
-def _without(model: Mapping[str, Any], *keys: str) -> str:
-    """A zoo model's configuration without ``keys`` (``seed``; ``n_layers``), as a comparable string."""
-    config = {key: value for key, value in model.items() if key != "seed"}
-    config["architecture"] = {key: value for key, value in (model.get("architecture") or {}).items() if key not in keys}
-    return repr(sorted((key, repr(value)) for key, value in config.items()))
-
-
-def seed_replicas(zoo: Mapping[str, Mapping[str, Any]], names: list[str]) -> list[list[str]]:
-    """Groups (≥ 2, in configuration order) of the zoo models ``names`` whose configurations differ only in seed."""
-    groups: dict[str, list[str]] = {}
-    for name in names:
-        groups.setdefault(_without(zoo[name]), []).append(name)
-    return [group for group in groups.values() if len(group) > 1]
+def _depth(model: ZooModel) -> int:
+    """The model's depth, 0 when its entry gives none (it then sorts last)."""
+    return model.depth or 0
 
 
 def embedding_models(
@@ -211,31 +197,32 @@ def embedding_models(
     return models, [], problems
 
 
-def _zoo_of(models: Mapping[str, str], zoo: Mapping[str, Any]) -> list[str]:
+def _zoo_of(models: Mapping[str, str], zoo: Mapping[str, ZooModel]) -> list[str]:
     """The models read that are zoo models (``zoo:<name>`` specs of configured zoo entries), in order."""
     return [name for name, spec in models.items() if spec == f"zoo:{name}" and name in zoo]
 
 
-def _auto_pairs(models: Mapping[str, str], zoo: Mapping[str, Any]) -> tuple[list[tuple[str, str]], str]:
-    """``alignment.pairs: auto``: every pair of the deepest group of seed replicas (ties: the larger group)."""
-    groups = seed_replicas(zoo, _zoo_of(models, zoo))
+def _auto_pairs(models: Mapping[str, str], zoo: Mapping[str, ZooModel]) -> tuple[list[tuple[str, str]], str]:
+    """``alignment.pairs: auto``: every pair of the deepest group of seed replicas
+    (:func:`~thinkalike.models.zoo_record.seed_families`; ties: the larger group)."""
+    groups = seed_families([zoo[name] for name in _zoo_of(models, zoo)])
     if not groups:
         return [], (
             "embedding.alignment.pairs: auto — no two models read differ only in seed, so no layers are "
             "aligned (name pairs to align others)"
         )
-    group = max(groups, key=lambda members: (_depth(zoo[members[0]]), len(members)))
+    group = [model.name for model in max(groups, key=lambda members: (_depth(members[0]), len(members)))]
     pairs = list(combinations(group, 2))
     return pairs, f"embedding.alignment.pairs: auto — every pair of the seed replicas {group} ({len(pairs)} pairs)"
 
 
-def _tunable(name: str, models: Mapping[str, str], zoo: Mapping[str, Any], top_layers: int) -> str | None:
+def _tunable(name: str, models: Mapping[str, str], zoo: Mapping[str, ZooModel], top_layers: int) -> str | None:
     """Why zoo model ``name`` cannot be fine-tuned here (``None`` when it can)."""
     if name not in models or models[name] != f"zoo:{name}" or name not in zoo:
         return f"{name!r} is not a zoo model read by this pipeline (models: {sorted(models)})"
-    if zoo[name].get("family") != "bridge":
+    if zoo[name].family != "bridge":
         return (
-            f"{name!r} is a {zoo[name].get('family')!r}-family zoo model; fine-tuning the top layers needs a "
+            f"{name!r} is a {zoo[name].family!r}-family zoo model; fine-tuning the top layers needs a "
             "'bridge'-family one"
         )
     if top_layers > _depth(zoo[name]):
@@ -243,7 +230,7 @@ def _tunable(name: str, models: Mapping[str, str], zoo: Mapping[str, Any], top_l
     return None
 
 
-def _auto_finetuned(models: Mapping[str, str], zoo: Mapping[str, Any], top_layers: int) -> tuple[list[str], str]:
+def _auto_finetuned(models: Mapping[str, str], zoo: Mapping[str, ZooModel], top_layers: int) -> tuple[list[str], str]:
     """``finetune.models: auto``: the deepest 'bridge'-family zoo model read (the first of equals)."""
     candidates = [name for name in _zoo_of(models, zoo) if _tunable(name, models, zoo, top_layers) is None]
     if not candidates:
@@ -253,20 +240,22 @@ def _auto_finetuned(models: Mapping[str, str], zoo: Mapping[str, Any], top_layer
 
 
 def _auto_zero_shot(
-    tuned: list[str], models: Mapping[str, str], zoo: Mapping[str, Any]
+    tuned: list[str], models: Mapping[str, str], zoo: Mapping[str, ZooModel]
 ) -> tuple[list[tuple[str, str]], str]:
-    """``zero_shot.pairs: auto``: each fine-tuned model A with itself, with its seed replicas, and with the deepest
-    zoo model read whose configuration differs from A's only in depth (and seed)."""
+    """``zero_shot.pairs: auto``: each fine-tuned model A with itself, with its seed replicas
+    (:func:`~thinkalike.models.zoo_record.seed_families`), and with the deepest zoo model read whose configuration
+    differs from A's only in depth (and seed)."""
     pairs: list[tuple[str, str]] = []
     names = _zoo_of(models, zoo)
+    families = seed_families([zoo[name] for name in names])
     for first in tuned:
-        replicas = [name for name in names if name != first and _without(zoo[name]) == _without(zoo[first])]
+        family = next((group for group in families if zoo[first] in group), [])
+        replicas = [model.name for model in family if model.name != first]
+        shape = zoo[first].signature(DEPTH_KEYS)
         shallower = [
             name
             for name in names
-            if _depth(zoo[name]) != _depth(zoo[first])
-            and _without(zoo[name], "n_layers", "num_hidden_layers")
-            == _without(zoo[first], "n_layers", "num_hidden_layers")
+            if _depth(zoo[name]) != _depth(zoo[first]) and zoo[name].signature(DEPTH_KEYS) == shape
         ]
         deeper = sorted(shallower, key=lambda name: -_depth(zoo[name]))[:1]
         pairs += [(first, first)] + [(first, name) for name in replicas + deeper]
@@ -279,7 +268,7 @@ def plan_embedding(embedding: EmbeddingParameters, parameters: Mapping[str, Any]
     from thinkalike.pipelines.activations.pipeline import configured_models
     from thinkalike.pipelines.cka.pairs import configured_pairs
 
-    zoo = (parameters.get("zoo") or {}).get("models") or {}
+    zoo = zoo_models((parameters.get("zoo") or {}).get("models") or {})
     models, notes, problems = embedding_models(embedding, configured_models(parameters))
     if embedding.alignment.pairs == AUTO:
         pairs, note = _auto_pairs(models, zoo)

@@ -1,34 +1,75 @@
-"""The ``scaling`` section's check: its settings and the family it names."""
+"""The ``scaling`` section: its model (:class:`ScalingParameters`), its parse (:func:`validate_scaling`) and its
+check before a run (:func:`check_scaling`): its settings and the family it names."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from thinkalike.pipelines.errors import ParameterError
+from thinkalike.pipelines.schema import _Section, validate_section
 from thinkalike.scaling.analysis import ScalingSettings
+from thinkalike.scaling.membership import AUTO, FamilySettings, plan_family
+
+
+class ScalingParameters(_Section):
+    """``scaling``: the family, its twins and the shapes of models outside the zoo
+    (:class:`~thinkalike.scaling.membership.FamilySettings`), then the analysis settings
+    (:class:`~thinkalike.scaling.analysis.ScalingSettings`, where their defaults are written: null keeps one)."""
+
+    family: list[str] | Literal["auto"] = AUTO
+    twins: dict[str, str] | Literal["auto"] = AUTO
+    architectures: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # the analysis settings: null (or absent) keeps ScalingSettings' default
+    early_depths: list[float] | None = None
+    band: list[float] | None = None
+    max_blocks: int | None = None
+    min_contrast: float | None = None
+    n_resamples: int | None = None
+    pair_resamples: int | None = None
+    seed: int | None = None
+    outlier_z: float | None = None
+
+    def family_settings(self) -> FamilySettings:
+        """The family settings, for :func:`~thinkalike.scaling.membership.plan_family`."""
+        family = self.family if self.family == AUTO else tuple(self.family)
+        return FamilySettings(family, self.twins, self.architectures)
+
+    def settings(self) -> ScalingSettings:
+        """The analysis settings (:meth:`~thinkalike.scaling.analysis.ScalingSettings.from_parameters`)."""
+        return ScalingSettings.from_parameters(self.model_dump(exclude={"family", "twins", "architectures"}))
+
 
 #: The keys of the ``scaling`` section: the family (:func:`~thinkalike.pipelines.scaling.plan.scaling_plan`) and
 #: the analysis settings (:class:`~thinkalike.scaling.analysis.ScalingSettings`).
-SCALING_KEYS = ("family", "twins", "architectures", *(f.name for f in fields(ScalingSettings)))
+SCALING_KEYS = tuple(ScalingParameters.model_fields)
+
+
+def validate_scaling(values: Any) -> ScalingParameters:
+    """The section: its keys (:data:`SCALING_KEYS`; another is an unknown parameter, named with the section's keys)
+    and their types, each error naming ``scaling.<key>``."""
+    unknown = sorted(set(values or {}) - set(SCALING_KEYS)) if isinstance(values, Mapping) else []
+    if unknown:
+        raise ParameterError(f"scaling.{unknown[0]}: unknown parameter (the section's keys: {', '.join(SCALING_KEYS)})")
+    return validate_section(ScalingParameters, values, "scaling")
 
 
 def check_scaling(parameters: Mapping[str, Any]) -> None:
-    """``scaling`` (nothing when the section is empty): its keys (:data:`SCALING_KEYS`; another is an unknown
-    parameter, as in every other section), :class:`~thinkalike.scaling.analysis.ScalingSettings` and
-    :func:`~thinkalike.pipelines.scaling.plan.scaling_plan`."""
+    """``scaling`` (nothing when the section is empty): :func:`validate_scaling`, its
+    :class:`~thinkalike.scaling.analysis.ScalingSettings` and its family over the configured models
+    (:func:`~thinkalike.scaling.membership.plan_family`, as :func:`~thinkalike.pipelines.scaling.plan.scaling_plan`
+    plans it)."""
     if not parameters.get("scaling"):
         return
-    unknown = sorted(set(parameters["scaling"]) - set(SCALING_KEYS))
-    if unknown:
-        raise ParameterError(f"scaling.{unknown[0]}: unknown parameter (the section's keys: {', '.join(SCALING_KEYS)})")
-    from thinkalike.pipelines.scaling.plan import scaling_plan
-    from thinkalike.scaling.analysis import ScalingSettings
+    scaling = validate_scaling(parameters["scaling"])
+    from thinkalike.pipelines.activations.schema import configured_models
 
+    zoo = (parameters.get("zoo") or {}).get("models") or {}
     try:
-        ScalingSettings.from_parameters(parameters["scaling"])
-        scaling_plan(parameters)
+        scaling.settings()
+        plan_family(scaling.family_settings(), zoo, configured_models(parameters))
     except ParameterError:
         raise
     except (TypeError, ValueError) as error:

@@ -19,7 +19,8 @@ pipeline that makes its outputs, say which tables are read, how each part is col
   claims that hold (each number as its range over the replicates) and those that vary, listed as such with their
   margins; deterministic. :func:`render_findings` does the same for one run (the experiments report).
 
-Who is who comes from the saved model configs (:func:`model_facts`, :func:`model_roles`), not from names:
+Who is who comes from the saved model configs (:func:`model_facts`: one :mod:`thinkalike.models.zoo_record` record
+per model; :func:`model_roles`), not from names:
 SoLU/GeLU pairs are causal TransformerLens bridges of equal shape whose activations are ``solu*`` and ``gelu``
 (different seeds; equal seeds make the *same-seed control*); *seed replicas* are models identical but for
 their seed; the *GPT-NeoX family* is every ``gpt_neox`` model; encoders are masked-LM models.
@@ -42,11 +43,12 @@ import logging
 import os
 import platform
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from thinkalike.models.sources import is_initialisation
-from thinkalike.models.zoo_entry import objective_of
+from thinkalike.models.zoo_record import ZooModel, zoo_model
+from thinkalike.models.zoo_record import family_roles as model_roles
+from thinkalike.models.zoo_record import neox_twins as neox_twins
 from thinkalike.reports.experiments import ReportOutline, RunTables
 from thinkalike.reports.findings.claims import (
     HOLDS,
@@ -105,74 +107,9 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ModelFacts:
-    """What the findings need of a model's configuration."""
-
-    name: str
-    family: str
-    kind: str  # solu | gelu | encoder | gpt_neox | mamba | another activation or model type
-    objective: str
-    seed: int | None
-    n_layers: int | None
-    d_model: int | None
-    n_heads: int | None
-    head_dim: int | None
-    signature: str  # the architecture without seed and name (seed replicas share it)
-
-
-def _facts(name: str, config: Mapping[str, Any]) -> ModelFacts:
-    family = str(config.get("family", ""))
-    objective = objective_of(config)
-    arch = dict(config.get("bridge_config") or config.get("hf_config") or config.get("architecture") or {})
-    seed = config.get("seed", arch.get("seed"))
-    if family == "bridge":
-        act = str(arch.get("act_fn", ""))
-        masked = objective == "masked" or arch.get("attention_dir") == "bidirectional"
-        kind = "encoder" if masked else ("solu" if act.startswith("solu") else act)
-        n_layers, d_model, n_heads = arch.get("n_layers"), arch.get("d_model"), arch.get("n_heads")
-        head_dim = arch.get("d_head")
-        shape = {
-            k: arch.get(k)
-            for k in ("n_layers", "d_model", "n_heads", "d_head", "d_mlp", "act_fn", "positional_embedding_type")
-        }
-    else:
-        model_type = str(arch.get("model_type", family))
-        kind = "encoder" if objective == "masked" else model_type
-        n_layers, d_model = arch.get("num_hidden_layers"), arch.get("hidden_size")
-        n_heads = arch.get("num_attention_heads")
-        head_dim = (int(d_model) // int(n_heads)) if d_model and n_heads else None
-        shape = {
-            k: arch.get(k)
-            for k in (
-                "model_type",
-                "num_hidden_layers",
-                "hidden_size",
-                "num_attention_heads",
-                "intermediate_size",
-                "state_size",
-                "expand",
-            )
-        }
-    signature = json.dumps({"family": family, "objective": objective, **shape}, sort_keys=True, default=str)
-    as_int = lambda v: None if v is None else int(v)  # noqa: E731
-    return ModelFacts(
-        name,
-        family,
-        kind,
-        objective,
-        as_int(seed),
-        as_int(n_layers),
-        as_int(d_model),
-        as_int(n_heads),
-        as_int(head_dim),
-        signature,
-    )
-
-
-def model_facts(tables: Mapping[str, Any]) -> dict[str, ModelFacts]:
-    """Every zoo model's facts, in ``zoo_summary`` order, from its saved config (``model_configs``), else from the
-    parameters' ``zoo.models``."""
+def model_facts(tables: Mapping[str, Any]) -> dict[str, ZooModel]:
+    """Every zoo model's record (:func:`~thinkalike.models.zoo_record.zoo_model`), in ``zoo_summary`` order, from
+    its saved config (``model_configs``), else from the parameters' ``zoo.models``."""
     configs = dict(tables.get("model_configs") or {})
     parameters = tables.get("parameters") or {}
     zoo_models = (parameters.get("zoo") or {}).get("models") or {}
@@ -182,75 +119,8 @@ def model_facts(tables: Mapping[str, Any]) -> dict[str, ModelFacts]:
     for name in names:
         config = configs.get(name) or zoo_models.get(name)
         if config:
-            facts[str(name)] = _facts(str(name), config)
+            facts[str(name)] = zoo_model(str(name), config)
     return facts
-
-
-def neox_twins(neox: Sequence[ModelFacts]) -> dict[str, str]:
-    """``{off-trend member: twin}``: GPT-NeoX models of equal depth, width and seed whose head dimensions differ, the
-    twin's being the family's most common one (the scaling pipeline's ``twins: auto``)."""
-    head_dims = [f.head_dim for f in neox]
-    if not head_dims:
-        return {}
-    trend = max(set(head_dims), key=head_dims.count)
-    twins = {}
-    for i, a in enumerate(neox):
-        for b in neox[i + 1 :]:
-            if (
-                (a.n_layers, a.d_model, a.seed) == (b.n_layers, b.d_model, b.seed)
-                and a.head_dim != b.head_dim
-                and trend in (a.head_dim, b.head_dim)
-            ):
-                odd, twin = (b, a) if a.head_dim == trend else (a, b)
-                twins[odd.name] = twin.name
-    return twins
-
-
-def model_roles(facts: Mapping[str, ModelFacts]) -> dict[str, Any]:
-    """SoLU/GeLU pairs (``solu_gelu``: different seeds; ``control``: the same seed), groups of seed replicas, the
-    GPT-NeoX family, encoders, Mamba models and other models (names in zoo order)."""
-    bridges = [f for f in facts.values() if f.family == "bridge" and f.kind in ("solu", "gelu")]
-    pairs = []
-    for s in (f for f in bridges if f.kind == "solu"):
-        for g in (f for f in bridges if f.kind == "gelu"):
-            if (s.n_layers, s.d_model, s.n_heads) == (g.n_layers, g.d_model, g.n_heads):
-                pairs.append({"solu": s.name, "gelu": g.name, "depth": s.n_layers, "same_seed": s.seed == g.seed})
-    by_signature: dict[str, list[ModelFacts]] = {}
-    for f in facts.values():
-        by_signature.setdefault(f.signature, []).append(f)
-    controls = {p["solu"] for p in pairs if p["same_seed"]}
-    # groups of models identical but for their seed; not the SoLUs of a same-seed control (the control is their
-    # point: a SoLU with a GeLU's seed)
-    replicas: list[dict[str, Any]] = [
-        {"models": [f.name for f in group], "kind": group[0].kind, "depth": group[0].n_layers}
-        for group in by_signature.values()
-        if len(group) > 1 and len({f.seed for f in group}) == len(group) and not controls & {f.name for f in group}
-    ]
-    all_neox = [f for f in facts.values() if f.kind == "gpt_neox"]
-    twins = neox_twins(all_neox)
-    neox = [f for f in all_neox if f.name not in twins.values()]
-    head_dims = [f.head_dim for f in neox]
-    odd = [f.name for f in neox if len(neox) > 2 and head_dims.count(f.head_dim) == 1]
-    return {
-        "solu_gelu": [p for p in pairs if not p["same_seed"]],
-        "control": [p for p in pairs if p["same_seed"]],
-        "replicas": replicas,
-        "bridges": [f.name for f in bridges],
-        "gpt_neox": [f.name for f in neox],
-        "gpt_neox_head_dims": {f.name: f.head_dim for f in all_neox},
-        "gpt_neox_odd": odd,
-        "gpt_neox_twins": twins,
-        "encoders": [f.name for f in facts.values() if f.kind == "encoder"],
-        "mamba": [f.name for f in facts.values() if f.kind == "mamba"],
-        "others": [
-            f.name
-            for f in facts.values()
-            if f.kind not in ("gpt_neox", "encoder", "mamba")
-            and not any(f.name in (p["solu"], p["gelu"]) for p in pairs)
-            and not any(f.name in g["models"] for g in replicas)
-        ],
-        "n_layers": {f.name: f.n_layers for f in facts.values()},
-    }
 
 
 def collect_findings(tables: Mapping[str, Any], outline: ReportOutline) -> dict[str, Any]:
