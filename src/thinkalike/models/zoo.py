@@ -23,7 +23,7 @@ from thinkalike.models.training import (
     MaskingTokens,
     TrainingConfig,
 )
-from thinkalike.models.zoo_entry import OBJECTIVES, objective_of
+from thinkalike.models.zoo_entry import OBJECTIVES, objective_of, seed_of
 
 FAMILIES = ("bridge", "hf")
 
@@ -37,7 +37,7 @@ def zoo_config(name: str, entry: dict[str, Any], tokenizer, n_ctx: int) -> dict[
     if objective not in OBJECTIVES:
         raise ModelSourceError(f"zoo model {name!r}: objective must be one of {OBJECTIVES}, got {objective!r}")
     architecture = dict(entry.get("architecture") or {})
-    seed = int(entry.get("seed", 0))
+    seed = seed_of(entry)
     if family == "bridge":
         direction = "causal" if objective == "causal" else "bidirectional"
         if architecture.setdefault("attention_dir", direction) != direction:
@@ -62,7 +62,7 @@ def zoo_config(name: str, entry: dict[str, Any], tokenizer, n_ctx: int) -> dict[
 
 def training_config(defaults: dict[str, Any], entry: dict[str, Any]) -> TrainingConfig:
     """Project training defaults overridden by the entry's ``training`` and seeded by its ``seed``."""
-    merged = {**defaults, **(entry.get("training") or {}), "seed": int(entry.get("seed", 0))}
+    merged = {**defaults, **(entry.get("training") or {}), "seed": seed_of(entry)}
     return TrainingConfig(**merged)
 
 

@@ -1,7 +1,8 @@
 """A zoo model's configuration entry (``zoo.models.<name>``), read the one way every reader reads it (no Kedro): its
-training objective and its depth.
+training objective, its seed and its depth.
 
 * :func:`objective_of` — ``causal`` (next-token prediction; :data:`DEFAULT_OBJECTIVE`) or ``masked`` (masked-LM);
+* :func:`seed_of` — its ``seed`` (:data:`DEFAULT_SEED` when it names none);
 * :func:`zoo_depth` — its number of blocks: TransformerLens' ``n_layers`` or transformers' ``num_hidden_layers`` of
   its ``architecture`` (:func:`depth_of`), None when neither is given.
 
@@ -22,6 +23,15 @@ Objective = Literal["causal", "masked"]
 DEFAULT_OBJECTIVE: Objective = "causal"
 #: The architecture keys of a model's depth: TransformerLens' and transformers'.
 DEPTH_KEYS: tuple[str, ...] = ("n_layers", "num_hidden_layers")
+
+
+#: A zoo entry without ``seed`` is seeded with 0.
+DEFAULT_SEED = 0
+
+
+def seed_of(entry: Mapping[str, Any]) -> int:
+    """The entry's ``seed``, :data:`DEFAULT_SEED` when it names none."""
+    return int(entry.get("seed", DEFAULT_SEED))
 
 
 def objective_of(entry: Mapping[str, Any]) -> str:

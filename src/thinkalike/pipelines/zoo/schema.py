@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from thinkalike.models.training import TrainingConfig
-from thinkalike.models.zoo_entry import DEFAULT_OBJECTIVE, Objective
+from thinkalike.models.zoo_entry import DEFAULT_OBJECTIVE, DEFAULT_SEED, Objective
 from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.schema import _Section, validate_dataclass, validate_section
@@ -20,7 +20,7 @@ class ZooModelParameters(_Section):
     config), ``seed``, ``objective``, ``architecture`` and ``training`` overrides of ``zoo.training``."""
 
     family: Literal["bridge", "hf"]
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     objective: Objective = DEFAULT_OBJECTIVE
     architecture: dict[str, Any] = Field(default_factory=dict)
     training: dict[str, Any] = Field(default_factory=dict)
