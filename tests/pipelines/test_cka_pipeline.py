@@ -31,13 +31,42 @@ def test_pairs_combine_deduplicate_and_keep_order():
     [
         ({}, "no model pair"),
         ({"explicit": [["a", "ghost"]]}, "ghost"),
-        ({"explicit": [["a"]]}, "explicit entries"),
+        ({"explicit": [["a"]]}, r"^cka\.pairs\.explicit\.0: must be \[model_a, model_b\]"),
         ({"everything": True}, "unknown key"),
     ],
 )
 def test_bad_pair_config_is_named(pairs, message):
     with pytest.raises(ValueError, match=message):
         configured_pairs(pairs, MODELS)
+
+
+@pytest.mark.parametrize(
+    ("pairs", "message"),
+    [
+        ({"intra": "yes"}, r"^cka\.pairs\.intra: "),
+        ({"explicit": [["a", "b", "c"]]}, r"^cka\.pairs\.explicit\.0: must be \[model_a, model_b\]"),
+        ({"against": ["a"]}, r"^cka\.pairs\.against: "),
+        ({"everything": True}, r"^cka\.pairs: unknown key\(s\) \['everything'\]; known: \['intra'"),
+        ({"explicit": [["a", "ghost"]]}, r"^cka\.pairs: cka\.pairs names model\(s\) \['ghost'\]"),
+    ],
+)
+def test_cka_pairs_are_parsed_with_the_section(pairs, message):
+    """``cka.pairs`` is parsed once with the section (:class:`CKAPairs`), its errors naming the key."""
+    from thinkalike.pipelines.cka.schema import validate_cka
+
+    with pytest.raises(ValueError, match=message):
+        validate_cka({"pairs": pairs}, dict.fromkeys(MODELS, "zoo:x"))
+
+
+def test_parsed_pairs_are_the_pairs_of_the_syntax():
+    from thinkalike.pipelines.cka.pairs import CKAPairs, cka_pairs
+    from thinkalike.pipelines.cka.schema import parse_cka
+
+    syntax = {"intra": True, "explicit": [["a", "b"]], "against": {"d": ["c"]}, "all_pairs_of": None}
+    parsed = parse_cka({"pairs": syntax}).pairs
+    assert isinstance(parsed, CKAPairs)
+    assert cka_pairs(parsed, MODELS) == configured_pairs(syntax, MODELS)
+    assert cka_pairs(parse_cka({"pairs": None}).pairs, ["a", "b"]) == [("a", "a"), ("b", "b"), ("a", "b")]
 
 
 @pytest.mark.parametrize(

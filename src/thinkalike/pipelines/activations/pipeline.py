@@ -25,7 +25,7 @@ from thinkalike.pipelines.activations.schema import (
     validate_activations,
     zoo_model_names,
 )
-from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
+from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_settings
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
     GPU_WORK,
@@ -98,6 +98,6 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     namespace ``models.<name>``), with the ``activations`` section parsed once here
     (:func:`~thinkalike.pipelines.activations.schema.validate_activations`)."""
     settings = validate_activations(parameters.get("activations"))
-    n_ctx = external_n_ctx(settings, validate_corpus(parameters.get("corpus")))
+    n_ctx = external_n_ctx(settings, corpus_settings(parameters))
     models = extracted_models(settings, zoo_model_names(parameters))
     return sum((model_pipeline(name, spec, settings, n_ctx) for name, spec in models.items()), Pipeline([]))

@@ -15,7 +15,7 @@ from pydantic import Field
 from thinkalike.language.packing import check_packable
 from thinkalike.models.bridge import resolve_bridge_checkpoint
 from thinkalike.models.sources import check_model_spec, load_spec_tokenizer, parse_model_spec, spec_options
-from thinkalike.pipelines.corpus.schema import validate_corpus
+from thinkalike.pipelines.corpus.schema import corpus_settings
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.namespaces import check_model_names
 from thinkalike.pipelines.parameters import section
@@ -90,7 +90,7 @@ def configured_models(parameters: Mapping[str, Any]) -> dict[str, str]:
 def check_activations(parameters: Mapping[str, Any]) -> None:
     """``activations``: its keys, then each model of :func:`configured_models` (``activations.models.<name>``)."""
     activations = validate_activations(parameters.get("activations"))
-    n_ctx = activations.n_ctx or validate_corpus(parameters.get("corpus")).n_ctx
+    n_ctx = activations.n_ctx or corpus_settings(parameters).n_ctx
     zoo_names = zoo_model_names(parameters)
     for name, spec in extracted_models(activations, zoo_names).items():
         try:

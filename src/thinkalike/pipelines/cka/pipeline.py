@@ -33,7 +33,7 @@ from thinkalike.pipelines.cka.pairs import (
     pair_namespace,
 )
 from thinkalike.pipelines.cka.schema import CKAParameters, validate_cka
-from thinkalike.pipelines.corpus.schema import validate_corpus
+from thinkalike.pipelines.corpus.schema import corpus_settings
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
     group_namespace,
@@ -156,7 +156,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         with_measures = False
     if streaming:
         activations = validate_activations(parameters.get("activations"))
-        n_ctx = external_n_ctx(activations, validate_corpus(parameters.get("corpus")))
+        n_ctx = external_n_ctx(activations, corpus_settings(parameters))
         sources = {name: extraction_source(name, spec, activations, n_ctx) for name, spec in models.items()}
         per_pair = sum(
             (streaming_pair_pipeline(a, b, settings, sources[a], sources[b]) for a, b in pairs), Pipeline([])

@@ -4,7 +4,8 @@
 
 The section reads as a straight line: ``conf/*/parameters_cka.yml`` → :class:`CKAParameters` (its estimation keys
 as :class:`~thinkalike.cka.settings.CKASettings`, ``cka.measures`` as
-:class:`~thinkalike.measures.tables.MeasureSettings`: the library's dataclasses, where those defaults are written)
+:class:`~thinkalike.measures.tables.MeasureSettings`: the library's dataclasses, where those defaults are written;
+``cka.pairs`` as :class:`~thinkalike.pipelines.cka.pairs.CKAPairs`)
 → the nodes (:mod:`thinkalike.pipelines.cka.nodes`, bound to it) → :mod:`thinkalike.cka` and
 :mod:`thinkalike.measures.tables`.
 """
@@ -19,7 +20,7 @@ from pydantic import Field, InstanceOf, field_validator
 from thinkalike.cka.settings import CKASettings
 from thinkalike.measures.tables import MeasureSettings
 from thinkalike.pipelines.activations.schema import configured_models
-from thinkalike.pipelines.cka.pairs import cka_pairs
+from thinkalike.pipelines.cka.pairs import CKAPairs, cka_pairs, parse_pairs
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.schema import Device, _Section, validate_dataclass, validate_section
 
@@ -32,14 +33,15 @@ class CKAParameters(_Section):
     ``exclude_special_tokens``, flat in the section) as :class:`~thinkalike.cka.settings.CKASettings`; ``measures``
     is ``cka.measures`` as :class:`~thinkalike.measures.tables.MeasureSettings` (absent or null: CKA alone);
     ``mode``: ``stored`` (from the activation stores) or ``streaming`` (from the forward passes); ``device``: where
-    CKA runs (null: CUDA when present, else CPU); ``pairs``: the pair syntax of :mod:`~thinkalike.pipelines.cka.pairs`
-    (null: every pair of the configured models and each with itself); ``groups``: model → group label."""
+    CKA runs (null: CUDA when present, else CPU); ``pairs``: ``cka.pairs`` as
+    :class:`~thinkalike.pipelines.cka.pairs.CKAPairs` (null: every pair of the configured models and each with
+    itself); ``groups``: model → group label."""
 
     estimation: InstanceOf[CKASettings] = Field(default_factory=CKASettings)
     measures: InstanceOf[MeasureSettings] = Field(default_factory=MeasureSettings)
     mode: Literal["stored", "streaming"] = "stored"
     device: Device | None = None
-    pairs: dict[str, Any] | None = None
+    pairs: InstanceOf[CKAPairs] | None = None
     groups: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("groups", mode="before")
@@ -54,7 +56,7 @@ class CKAParameters(_Section):
 
 def parse_cka(values: Any) -> CKAParameters:
     """The ``cka`` section (absent: every default) on its own; a :class:`ParameterError` naming the key
-    (``cka.<estimation key>``, ``cka.measures…``, ``cka.mode`` …)."""
+    (``cka.<estimation key>``, ``cka.measures…``, ``cka.pairs…``, ``cka.mode`` …)."""
     if values is None:
         values = {}
     if not isinstance(values, Mapping):
@@ -65,8 +67,10 @@ def parse_cka(values: Any) -> CKAParameters:
     except ValueError as error:
         message = str(error)
         raise ParameterError(message if message.startswith("cka.measures") else f"cka.measures: {message}") from None
-    structure = {key: values[key] for key in CKA_STRUCTURE_KEYS - {"measures"} if key in values}
-    return validate_section(CKAParameters, {**structure, "estimation": estimation, "measures": measures}, "cka")
+    structure = {key: values[key] for key in CKA_STRUCTURE_KEYS - {"measures", "pairs"} if key in values}
+    pairs = None if values.get("pairs") is None else parse_pairs(values["pairs"], "cka.pairs")
+    parsed = {**structure, "estimation": estimation, "measures": measures, "pairs": pairs}
+    return validate_section(CKAParameters, parsed, "cka")
 
 
 def validate_cka(values: Any, models: dict[str, str]) -> CKAParameters:

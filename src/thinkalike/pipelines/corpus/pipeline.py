@@ -15,7 +15,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.corpus import nodes
-from thinkalike.pipelines.corpus.schema import validate_corpus
+from thinkalike.pipelines.corpus.schema import corpus_settings
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import CORPUS
 
@@ -29,9 +29,9 @@ def packs_for_zoo(parameters: Mapping[str, Any]) -> bool:
 
 def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     """The corpus nodes, each with the ``corpus`` section parsed once here
-    (:func:`~thinkalike.pipelines.corpus.schema.validate_corpus`); the zoo's evaluation packing only when
+    (:func:`~thinkalike.pipelines.corpus.schema.corpus_settings`); the zoo's evaluation packing only when
     :func:`packs_for_zoo`."""
-    settings = validate_corpus(parameters.get("corpus"))
+    settings = corpus_settings(parameters)
     describe_inputs = ["sentences", "train_sequences", "heldout_sequences", "tokenizer", "evaluation_texts"]
     nodes_ = [
         Node(

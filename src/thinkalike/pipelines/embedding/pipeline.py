@@ -20,7 +20,7 @@ Namespaces (:mod:`thinkalike.pipelines.namespaces`):
 Settings: the ``embedding`` section is parsed once here
 (:class:`~thinkalike.pipelines.embedding.schema.EmbeddingParameters`, where its defaults live) and bound to every
 node as ``settings``; the nodes that fine-tune or stitch also get the ``corpus`` section, parsed once
-(``validate_corpus``), as ``corpus``. No node reads a ``params:`` input.
+(``corpus_settings``), as ``corpus``. No node reads a ``params:`` input.
 
 Models: ``embedding.models`` (null: every model of the activations pipeline — zoo models and
 ``activations.models`` specs). ``kedro run --pipelines embedding --namespaces models.embedding.gelu_4l``
@@ -36,7 +36,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.models.sources import zoo_target
-from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
+from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_settings
 from thinkalike.pipelines.embedding import nodes
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, EmbeddingPlan, plan_embedding
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
@@ -163,7 +163,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     if not models:
         return Pipeline([])
     tuned = set(plan.finetuned)
-    corpus = validate_corpus(section(parameters, "corpus")) if tuned else None  # n_ctx of fine-tuning and stitching
+    corpus = corpus_settings(parameters) if tuned else None  # n_ctx of fine-tuning and stitching
     pipeline = sum(
         (model_pipeline(model, spec, embedding, corpus if model in tuned else None) for model, spec in models.items()),
         Pipeline([]),

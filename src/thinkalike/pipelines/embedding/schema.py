@@ -15,7 +15,7 @@ from thinkalike.embedding.token_structure import DEFAULT_GROUPS as TOKEN_STRUCTU
 from thinkalike.models.finetune import FinetuneConfig
 from thinkalike.models.zoo_entry import DEPTH_KEYS
 from thinkalike.models.zoo_record import ZooModel, seed_families, zoo_models
-from thinkalike.pipelines.corpus.schema import validate_corpus
+from thinkalike.pipelines.corpus.schema import corpus_settings
 from thinkalike.pipelines.schema import (
     Device,
     ParameterError,
@@ -348,7 +348,7 @@ def validate_embedding(values: Any, parameters: Mapping[str, Any]) -> EmbeddingP
     plan = plan_embedding(embedding, parameters)
     if plan.problems:
         raise ParameterError(plan.problems[0])
-    vocab_bound = validate_corpus(parameters.get("corpus")).vocab_size
+    vocab_bound = corpus_settings(parameters).vocab_size
     if any(spec.startswith("zoo:") for spec in plan.models.values()):  # V = len(corpus tokenizer) <= vocab_size
         for key, k in (
             ("readings.k", embedding.readings.k),

@@ -14,7 +14,7 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.schema import configured_models
-from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
+from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_settings
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.mlem import nodes
 from thinkalike.pipelines.mlem.schema import MLEMParameters, validate_mlem
@@ -81,7 +81,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     models = list(configured_models(parameters))
     if not models:
         return Pipeline([])
-    if grammar_sentences_replaced(validate_corpus(parameters.get("corpus")), settings):
+    if grammar_sentences_replaced(corpus_settings(parameters), settings):
         logger.warning(
             "mlem: corpus.natural_text.use is 'replace', so the evaluation texts carry no grammar "
             "features to fit; the mlem pipeline is empty"

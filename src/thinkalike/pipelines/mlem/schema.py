@@ -15,7 +15,7 @@ from thinkalike.mlem.fit import MLEMSettings
 from thinkalike.mlem.stimuli import resolve_features
 from thinkalike.models.zoo_entry import zoo_depth
 from thinkalike.pipelines.activations.schema import validate_activations
-from thinkalike.pipelines.corpus.schema import validate_corpus
+from thinkalike.pipelines.corpus.schema import corpus_settings
 from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.schema import (
     Device,
@@ -74,7 +74,7 @@ def validate_mlem(values: Any, parameters: Mapping[str, Any] | None = None) -> M
 
 def check_against_run(mlem: MLEMParameters, parameters: Mapping[str, Any]) -> None:
     """The checks of :func:`validate_mlem` that read other sections (no weights are loaded)."""
-    corpus = validate_corpus(parameters.get("corpus"))
+    corpus = corpus_settings(parameters)
     if mlem.stimuli == "controlled" and not corpus.controlled_stimuli.enabled:
         raise ParameterError(
             "mlem.stimuli: 'controlled' needs corpus.controlled_stimuli.enabled: true (the "

@@ -170,9 +170,9 @@ def parse_nli(parameters: Mapping[str, Any]) -> NLIParameters | None:
     section is empty."""
     if not parameters.get("nli"):
         return None
-    from thinkalike.pipelines.corpus.schema import validate_corpus
+    from thinkalike.pipelines.corpus.schema import corpus_settings
 
-    return validate_nli(parameters["nli"], validate_corpus(parameters.get("corpus")).n_ctx)
+    return validate_nli(parameters["nli"], corpus_settings(parameters).n_ctx)
 
 
 def check_nli(parameters: Mapping[str, Any]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
+from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_settings
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
     GPU_WORK,
@@ -55,7 +55,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     if not models:
         return Pipeline([])
     check_model_names(models, "zoo.models")
-    corpus = validate_corpus(parameters.get("corpus"))
+    corpus = corpus_settings(parameters)
     per_model = sum((model_pipeline(name, settings, corpus) for name in models), Pipeline([]))
     summary = Node(
         with_fixed_arguments(nodes.summarise_zoo, settings=settings),

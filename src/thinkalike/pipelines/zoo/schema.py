@@ -10,7 +10,7 @@ from pydantic import Field
 
 from thinkalike.models.training import TrainingConfig
 from thinkalike.models.zoo_entry import DEFAULT_OBJECTIVE, DEFAULT_SEED, Objective
-from thinkalike.pipelines.corpus.schema import CorpusParameters, validate_corpus
+from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_settings
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.schema import _Section, validate_dataclass, validate_section
 
@@ -67,4 +67,4 @@ def _check_architecture(name: str, model: ZooModelParameters, n_ctx: int, vocab_
 
 def check_zoo(parameters: Mapping[str, Any]) -> None:
     """``zoo``: every model's training (defaults + overrides) and architecture, against the corpus's sizes."""
-    validate_zoo(parameters.get("zoo"), validate_corpus(parameters.get("corpus")))
+    validate_zoo(parameters.get("zoo"), corpus_settings(parameters))
