@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,10 +24,14 @@ from kedro.pipeline import Pipeline
 from thinkalike.output_rules import OutputRule
 from thinkalike.reports.experiments import ReportOutline, ReportSection
 
+logger = logging.getLogger(__name__)
+
 #: The builder of a pipeline from the run's parameters.
 Builder = Callable[..., Pipeline]
 #: The check of a pipeline's own section, given every parameter: raises a ParameterError naming the full key.
 SectionCheck = Callable[[Mapping[str, Any]], None]
+#: The CKA pairs a pipeline reads beyond ``cka.pairs``: ``(parameters, configured models) -> [(a, b), ...]``.
+CKAPairsNeeded = Callable[[Mapping[str, Any], Mapping[str, str]], list[tuple[str, str]]]
 #: A pipeline's step once the run's timings are saved: ``(catalog, timings dataset) -> (dataset, data) | None``.
 AfterTimings = Callable[[Any, str], "tuple[str, Any] | None"]
 
@@ -55,6 +60,9 @@ class PipelineSpec:
     - ``report``: its parts of the findings and the experiments report
       (:class:`~thinkalike.reports.experiments.ReportSection`: the tables each reads, its collect and claims, its
       section of the report), declared in its folder's ``report_section.py``;
+    - ``cka_pairs``: the CKA pairs it reads from the ``cka`` pipeline beyond ``cka.pairs``
+      (``cka_pairs(parameters, configured models) -> [(a, b), ...]``; a ``ValueError`` adds none, its own pipeline
+      names the error): the ``cka`` pipeline computes them too (:func:`cka_pairs_needed`);
     - ``after_timings``: a step run once the run's ``run_timings`` table is saved
       (:mod:`thinkalike.run_record.timing_hooks`): ``after_timings(catalog, timings_dataset)`` returns a
       ``(dataset, data)`` that MLflow gets again (the report, its timings section added), or None.
@@ -72,6 +80,7 @@ class PipelineSpec:
     summarises: bool = False
     dataset_prefixes: tuple[str, ...] = ()
     report: tuple[ReportSection, ...] = ()
+    cka_pairs: CKAPairsNeeded | None = None
     after_timings: AfterTimings | None = None
 
 
@@ -145,6 +154,20 @@ def producing_pipeline(name: str) -> str:
         if name.startswith(prefix)
     ]
     return max(matches)[1] if matches else "?"
+
+
+def cka_pairs_needed(parameters: Mapping[str, Any], models: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Every pipeline's :attr:`PipelineSpec.cka_pairs`, in stage order (a pipeline whose settings cannot be read adds
+    none: its own check names the error)."""
+    needed: list[tuple[str, str]] = []
+    for spec in pipeline_specs().values():
+        if spec.cka_pairs is None:
+            continue
+        try:
+            needed += spec.cka_pairs(parameters, models)
+        except ValueError as error:
+            logger.debug("%s: no CKA pairs of its own (%s)", spec.name, error)
+    return needed
 
 
 def report_outline() -> ReportOutline:

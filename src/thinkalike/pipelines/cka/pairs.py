@@ -12,7 +12,7 @@ the pairs it gives for the configured models (:meth:`CKAPairs.pairs`, checked th
 
 Without ``pairs`` (absent or null) the default adapts to the models configured: every model with
 itself and every pair of them (:func:`cka_pairs`). The ``scaling`` family's pairs are added to them
-(:func:`all_cka_pairs`).
+(:func:`all_cka_pairs`; a pipeline's spec declares the pairs it needs, ``PipelineSpec.cka_pairs``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
 from thinkalike.pipelines import namespaces
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.schema import _Section, validate_section
-from thinkalike.scaling.membership import family_plan
+from thinkalike.pipelines.specs import cka_pairs_needed
 
 logger = logging.getLogger(__name__)
 
@@ -120,16 +120,16 @@ def all_cka_pairs(
     parameters: Mapping[str, Any], pairs: CKAPairs | None, models: dict[str, str]
 ) -> list[tuple[str, str]]:
     """The pairs the ``cka`` pipeline computes: :func:`cka_pairs` of ``pairs`` (``cka.pairs``) over ``models`` (the
-    configured models), then the ``scaling`` family's pairs that are not among them (in either order). A
-    ``scaling`` section that cannot be resolved adds nothing here (the ``scaling`` pipeline reports its error)."""
+    configured models), then the pairs other pipelines read from it that are not among them, in either order (each
+    spec's ``cka_pairs``, :func:`~thinkalike.pipelines.specs.cka_pairs_needed`: the ``scaling`` family's)."""
     configured = cka_pairs(pairs, models)
-    try:
-        plan = family_plan(parameters, models)
-    except ValueError as error:
-        logger.debug("cka: no scaling pairs (%s)", error)
-        return configured
     known = set(configured) | {pair[::-1] for pair in configured}
-    return configured + [pair for pair in (plan.pairs() if plan else []) if pair not in known]
+    extra = []
+    for pair in cka_pairs_needed(parameters, models):
+        if pair not in known:
+            known |= {pair, pair[::-1]}
+            extra.append(pair)
+    return configured + extra
 
 
 def configured_pairs(pairs: Mapping[str, Any], models: Iterable[str]) -> list[tuple[str, str]]:

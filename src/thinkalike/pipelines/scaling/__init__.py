@@ -1,10 +1,11 @@
 """The ``scaling`` pipeline (:mod:`.pipeline`): CKA across a width/depth family (Brown et al. 2023 §5); which models
-form the family (:mod:`.family`)."""
+form the family (:mod:`.plan`), and the CKA pairs it reads (``cka_pairs``)."""
 
 from thinkalike.pipelines.specs import PipelineSpec
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
+from .plan import scaling_cka_pairs
 from .report_section import SECTIONS
 from .schema import check_scaling
 
@@ -20,6 +21,7 @@ SPEC = PipelineSpec(
     viz_group="scaling",
     dataset_prefixes=("scaling_",),
     report=SECTIONS,
+    cka_pairs=scaling_cka_pairs,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

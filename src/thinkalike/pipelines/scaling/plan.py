@@ -17,3 +17,11 @@ def scaling_plan(parameters: Mapping[str, Any]) -> ScalingPlan | None:
     if not parameters.get("scaling"):
         return None
     return family_plan(parameters, configured_models(parameters))
+
+
+def scaling_cka_pairs(parameters: Mapping[str, Any], models: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The CKA pairs the scaling analysis reads (every member and twin with itself and with each other:
+    :meth:`~thinkalike.scaling.membership.ScalingPlan.pairs`), over the configured ``models``; none without a
+    family."""
+    plan = family_plan(parameters, models) if parameters.get("scaling") else None
+    return plan.pairs() if plan else []
