@@ -32,6 +32,8 @@ Builder = Callable[..., Pipeline]
 SectionCheck = Callable[[Mapping[str, Any]], None]
 #: The CKA pairs a pipeline reads beyond ``cka.pairs``: ``(parameters, configured models) -> [(a, b), ...]``.
 CKAPairsNeeded = Callable[[Mapping[str, Any], Mapping[str, str]], list[tuple[str, str]]]
+#: How the timing paragraph names a pipeline's time: findings → (the words before its time, the words after it).
+TimingLabel = Callable[[Mapping[str, Any]], tuple[str, str]]
 #: A pipeline's step once the run's timings are saved: ``(catalog, timings dataset) -> (dataset, data) | None``.
 AfterTimings = Callable[[Any, str], "tuple[str, Any] | None"]
 
@@ -63,6 +65,8 @@ class PipelineSpec:
     - ``cka_pairs``: the CKA pairs it reads from the ``cka`` pipeline beyond ``cka.pairs``
       (``cka_pairs(parameters, configured models) -> [(a, b), ...]``; a ``ValueError`` adds none, its own pipeline
       names the error): the ``cka`` pipeline computes them too (:func:`cka_pairs_needed`);
+    - ``timing_label``: how the findings' timing paragraph names its time: ``timing_label(findings) -> (words
+      before the time, words after it)`` (None: its name);
     - ``after_timings``: a step run once the run's ``run_timings`` table is saved
       (:mod:`thinkalike.run_record.timing_hooks`): ``after_timings(catalog, timings_dataset)`` returns a
       ``(dataset, data)`` that MLflow gets again (the report, its timings section added), or None.
@@ -81,6 +85,7 @@ class PipelineSpec:
     dataset_prefixes: tuple[str, ...] = ()
     report: tuple[ReportSection, ...] = ()
     cka_pairs: CKAPairsNeeded | None = None
+    timing_label: TimingLabel | None = None
     after_timings: AfterTimings | None = None
 
 
@@ -173,8 +178,10 @@ def cka_pairs_needed(parameters: Mapping[str, Any], models: Mapping[str, str]) -
 def report_outline() -> ReportOutline:
     """The report's outline: every pipeline's report sections (:attr:`PipelineSpec.report`) in stage order, and every
     pipeline's name in that order (the timing paragraph's). The findings, the findings page and the report loop over
-    it."""
+    it, and the timing paragraph names each pipeline by its spec's ``timing_label``."""
     specs = pipeline_specs().values()
     return ReportOutline(
-        tuple(section for spec in specs for section in spec.report), tuple(spec.name for spec in specs)
+        tuple(section for spec in specs for section in spec.report),
+        tuple(spec.name for spec in specs),
+        {spec.name: spec.timing_label for spec in specs if spec.timing_label is not None},
     )

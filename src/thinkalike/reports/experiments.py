@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: The ``cka`` pipeline's interactive layer × layer heatmaps of every pair (drawn from the pairs' ``cka_table`` s).
@@ -122,10 +122,12 @@ class ReportSection:
 
 @dataclass(frozen=True)
 class ReportOutline:
-    """The report's sections in the pipelines' stage order, and every pipeline's name in that order."""
+    """The report's sections in the pipelines' stage order, every pipeline's name in that order and how the timing
+    paragraph names each pipeline's time (``timing_labels``: pipeline → findings → (words before, words after))."""
 
     sections: tuple[ReportSection, ...]
     pipelines: tuple[str, ...] = ()
+    timing_labels: Mapping[str, Callable[[Mapping[str, Any]], tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def experiments(self) -> list[Experiment]:

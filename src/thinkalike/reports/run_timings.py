@@ -96,7 +96,7 @@ def timings_section(findings: Mapping[str, Any], table: pd.DataFrame | None, out
         findings,
         claims,
         figures,
-        before=markdown_html(render_timing(findings, outline.pipelines)),
+        before=markdown_html(render_timing(findings, outline.pipelines, outline.timing_labels)),
         after=frame_table(pipeline_table(table), "Each pipeline's time (its nodes' work)"),
     )
     return f"{START_MARKER}\n{body}\n{END_MARKER}"

@@ -1,6 +1,7 @@
 """The ``cka`` pipeline: CKA and the measures beyond it for every configured pair."""
 
 from thinkalike.pipelines.specs import PipelineSpec
+from thinkalike.reports.findings.timing import cka_timing_label
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
@@ -19,6 +20,7 @@ SPEC = PipelineSpec(
     viz_group="cka",
     dataset_prefixes=("models.cka.", "cka_", "similarity_", "dimension_shares", "rogue_", "measure_"),
     report=SECTIONS,
+    timing_label=cka_timing_label,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

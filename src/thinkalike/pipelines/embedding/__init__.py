@@ -1,6 +1,7 @@
 """The ``embedding`` pipeline: Dar et al. 2022 (parameters in the vocabulary space) on the zoo and configured models."""
 
 from thinkalike.pipelines.specs import PipelineSpec
+from thinkalike.reports.findings.timing import embedding_timing_label
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
@@ -19,6 +20,7 @@ SPEC = PipelineSpec(
     viz_group="embedding",
     dataset_prefixes=("embedding_",),
     report=SECTIONS,
+    timing_label=embedding_timing_label,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

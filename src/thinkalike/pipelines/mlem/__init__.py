@@ -1,6 +1,7 @@
 """``mlem``: per-model MLEM feature profiles, then feature-based and RSA layer similarity and MDS maps."""
 
 from thinkalike.pipelines.specs import PipelineSpec
+from thinkalike.reports.findings.timing import mlem_timing_label
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
@@ -18,6 +19,7 @@ SPEC = PipelineSpec(
     viz_group="mlem",
     dataset_prefixes=("mlem_",),
     report=SECTIONS,
+    timing_label=mlem_timing_label,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -1,6 +1,7 @@
 """The nli pipeline: generalizing vs heuristic NLI copies (Brown et al. 2023 §4)."""
 
 from thinkalike.pipelines.specs import PipelineSpec
+from thinkalike.reports.findings.timing import nli_timing_label
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
@@ -18,6 +19,7 @@ SPEC = PipelineSpec(
     viz_group="nli",
     dataset_prefixes=("models.nli.",),
     report=SECTIONS,
+    timing_label=nli_timing_label,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -1,6 +1,7 @@
 """The ``stitching`` pipeline: model stitching between the zoo's models."""
 
 from thinkalike.pipelines.specs import PipelineSpec
+from thinkalike.reports.findings.timing import stitching_timing_label
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
@@ -19,6 +20,7 @@ SPEC = PipelineSpec(
     viz_group="stitching",
     dataset_prefixes=("stitching_",),
     report=SECTIONS,
+    timing_label=stitching_timing_label,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

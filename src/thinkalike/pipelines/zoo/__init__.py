@@ -1,6 +1,7 @@
 """The ``zoo`` pipeline: the small models trained on the corpus."""
 
 from thinkalike.pipelines.specs import PipelineSpec
+from thinkalike.reports.findings.timing import zoo_timing_label
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
@@ -18,6 +19,7 @@ SPEC = PipelineSpec(
     rules=RULES,
     dataset_prefixes=("zoo_", "models."),
     report=SECTIONS,
+    timing_label=zoo_timing_label,
 )
 
 __all__ = ["SPEC", "create_pipeline"]

@@ -338,7 +338,7 @@ def render_document(document: Mapping[str, Any], outline: ReportOutline) -> str:
         render_scorecard(rows).rstrip("\n"),
         "## Where the findings come from",
         wrap(provenance(document)),
-        wrap(render_timing(_most_timed(replicates), outline.pipelines)),
+        wrap(render_timing(_most_timed(replicates), outline.pipelines, outline.timing_labels)),
     ]
     sections = by_section(document["claims"])
     roundoff = document.get("roundoff")

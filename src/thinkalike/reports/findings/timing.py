@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -166,11 +166,70 @@ def _zoo_composition(findings: Mapping[str, Any]) -> str:
     return list_text(parts)
 
 
-def render_timing(findings: Mapping[str, Any], order: Sequence[str]) -> str:
-    """The timing paragraph: every pipeline (those of ``order`` in its order — the pipelines' stage order, a
-    :class:`~thinkalike.reports.experiments.ReportOutline`'s ``pipelines`` — then any other by name; those of
-    ``order`` not timed are named), the total and whether it kept :data:`RUN_BUDGET_SECONDS`."""
-    timing, zoo, machine = findings["timing"], findings["zoo"], findings["machine"]
+#: How the timing paragraph names a pipeline's time: findings → (the words before its time, the words after it).
+TimingLabel = Callable[[Mapping[str, Any]], tuple[str, str]]
+
+
+def zoo_timing_label(findings: Mapping[str, Any]) -> tuple[str, str]:
+    """The zoo: its models, what they are and how far below the unigram entropy they got."""
+    zoo = findings.get("zoo") or {}
+    if "n_models" not in zoo:
+        return "zoo", ""
+    return f"zoo of {plural_text(zoo['n_models'], 'model')}", f" ({_zoo_composition(findings)}), " + _zoo_margin(zoo)
+
+
+def stitching_timing_label(findings: Mapping[str, Any]) -> tuple[str, str]:
+    """Stitching: its stitches, how many were trained and on how many tokens."""
+    stitching = findings.get("stitching") or {}
+    if "n_stitches" not in stitching:
+        return "stitching", ""
+    return (
+        f"stitching ({int_text(stitching['n_stitches'])} stitches, {int_text(stitching['n_trained'])} of them "
+        f"trained on {ints_text(stitching['train_tokens'])} tokens)",
+        "",
+    )
+
+
+def cka_timing_label(findings: Mapping[str, Any]) -> tuple[str, str]:
+    """CKA: its pairs."""
+    cka = findings.get("cka") or {}
+    return (f"CKA of {plural_text(cka['n_pairs'], 'pair')}" if "n_pairs" in cka else "CKA"), ""
+
+
+def mlem_timing_label(findings: Mapping[str, Any]) -> tuple[str, str]:
+    """MLEM: its models and untrained controls, and their layers in all."""
+    mlem = findings.get("mlem") or {}
+    if "n_models" not in mlem:
+        return "MLEM", ""
+    layers = mlem["n_layers"] + sum(c["n_layers"] for c in mlem.get("untrained") or [])
+    return f"MLEM of {plural_text(mlem['n_models'], 'model')}{_controls(mlem)} ({layers} layers in all)", ""
+
+
+def embedding_timing_label(findings: Mapping[str, Any]) -> tuple[str, str]:
+    """The embedding space: what it does."""
+    return "embedding space (readings, keep-k, alignment, fine-tuning, zero-shot stitching)", ""
+
+
+def nli_timing_label(findings: Mapping[str, Any]) -> tuple[str, str]:
+    """The NLI experiment, with its parts' times where the run recorded them."""
+    parts = (findings.get("timing") or {}).get("nli_parts")
+    if not parts:
+        return "the NLI experiment", ""
+    nli = findings.get("nli") or {}
+    copies = nli.get("n_copies")
+    ordered = (nli.get("stitching") or {}).get("n_ordered_pairs")
+    return "the NLI experiment", (
+        f" (encoder {seconds_text(parts['encoder'])}, "
+        f"{plural_text(copies, 'copy', 'copies') if copies is not None else 'copies'} "
+        f"{seconds_text(parts['copies'])}, identity stitching"
+        f"{f' of {ordered} ordered pairs' if ordered else ''} {seconds_text(parts['stitching'])}, pairs, "
+        f"accuracy, CKA, sweep and report {seconds_text(parts['rest'])})"
+    )
+
+
+def _timing_head(findings: Mapping[str, Any]) -> str:
+    """The paragraph's opening: the machine, and the runner where it had several workers."""
+    machine = findings["machine"]
     head = (
         f"The default run (measured on {machine['cpu_count']} CPU cores, {machine['system']} {machine['architecture']}"
     )
@@ -182,59 +241,26 @@ def render_timing(findings: Mapping[str, Any], order: Sequence[str]) -> str:
             f"; `--runner thinkalike.runners.DaskRunner`, {workers} worker processes{busy}: a pipeline's time is "
             "its nodes' work summed over the workers, the run's is its wall-clock time"
         )
-    head += ")"
+    return head + ")"
+
+
+def render_timing(findings: Mapping[str, Any], order: Sequence[str], labels: Mapping[str, TimingLabel]) -> str:
+    """The timing paragraph: every pipeline (those of ``order`` in its order — the pipelines' stage order, a
+    :class:`~thinkalike.reports.experiments.ReportOutline`'s ``pipelines`` — then any other by name; those of
+    ``order`` not timed are named), each named by its label (``labels``: each pipeline's spec's ``timing_label``;
+    none: its name), the total and whether it kept :data:`RUN_BUDGET_SECONDS`."""
+    timing = findings["timing"]
+    head = _timing_head(findings)
     if "missing" in timing:
         return head + ": no `run_timings` table in these outputs, so no timings."
     if "error" in timing:
         return head + f": its `run_timings` table could not be read ({timing['error']})."
     pipelines = timing["pipelines"]
-    stitching, cka, mlem, nli = findings["stitching"], findings["cka"], findings["mlem"], findings["nli"]
-    # each pipeline: (what it did, before its time; details after its time)
-    described: dict[str, tuple[str, str]] = {
-        "zoo": (
-            (f"zoo of {plural_text(zoo['n_models'], 'model')}", f" ({_zoo_composition(findings)}), " + _zoo_margin(zoo))
-            if "n_models" in zoo
-            else ("zoo", "")
-        ),
-        "stitching": (
-            (
-                f"stitching ({int_text(stitching['n_stitches'])} stitches, {int_text(stitching['n_trained'])} of them "
-                f"trained on {ints_text(stitching['train_tokens'])} tokens)",
-                "",
-            )
-            if "n_stitches" in stitching
-            else ("stitching", "")
-        ),
-        "cka": (f"CKA of {plural_text(cka['n_pairs'], 'pair')}" if "n_pairs" in cka else "CKA", ""),
-        "mlem": (
-            (
-                f"MLEM of {plural_text(mlem['n_models'], 'model')}{_controls(mlem)} "
-                f"({mlem['n_layers'] + sum(c['n_layers'] for c in mlem.get('untrained') or [])} layers in all)",
-                "",
-            )
-            if "n_models" in mlem
-            else ("MLEM", "")
-        ),
-        "embedding": ("embedding space (readings, keep-k, alignment, fine-tuning, zero-shot stitching)", ""),
-        "nli": ("the NLI experiment", ""),
-    }
     items = []
     for name in [*order, *sorted(set(pipelines) - set(order))]:
-        if name not in pipelines:
-            continue
-        before, after = described.get(name, (name, ""))
-        parts = timing.get("nli_parts")
-        if name == "nli" and parts:
-            copies = nli.get("n_copies")
-            ordered = (nli.get("stitching") or {}).get("n_ordered_pairs")
-            after = (
-                f" (encoder {seconds_text(parts['encoder'])}, "
-                f"{plural_text(copies, 'copy', 'copies') if copies is not None else 'copies'} "
-                f"{seconds_text(parts['copies'])}, identity stitching"
-                f"{f' of {ordered} ordered pairs' if ordered else ''} {seconds_text(parts['stitching'])}, pairs, "
-                f"accuracy, CKA, sweep and report {seconds_text(parts['rest'])})"
-            )
-        items.append(f"{before} {seconds_text(pipelines[name]['seconds'])}{after}")
+        if name in pipelines:
+            before, after = labels[name](findings) if name in labels else (name, "")
+            items.append(f"{before} {seconds_text(pipelines[name]['seconds'])}{after}")
     missing = [name for name in order if name not in pipelines]
     total = timing["total_seconds"]
     budget = findings["budget_seconds"]
