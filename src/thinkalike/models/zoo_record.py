@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from thinkalike.models.zoo_entry import MASKED, depth_of, objective_of
+from thinkalike.models.zoo_entry import MASKED, depth_of, objective_of, seed_of
 
 #: The architecture keys of a model's heads (TransformerLens, transformers).
 HEAD_KEYS: tuple[str, ...] = ("n_heads", "d_head", "num_attention_heads", "head_dim")
@@ -73,12 +73,14 @@ def zoo_model(name: str, config: Any) -> ZooModel:
     """The record of zoo model ``name`` from its saved config (``bridge_config`` / ``hf_config``) or its zoo entry
     (``architecture``). A ``bridge`` model's kind is ``encoder`` when masked (or its attention bidirectional), else
     ``solu`` for every SoLU activation, else its activation; another family's is ``encoder`` when masked, else its
-    ``model_type``. The seed is the config's, else its architecture's (None when neither gives one)."""
+    ``model_type``. The seed is a saved config's, else its architecture's (None when neither gives one); an entry's,
+    else :data:`~thinkalike.models.zoo_entry.DEFAULT_SEED` (the seed it is trained with)."""
     config = config if isinstance(config, Mapping) else {}
     family = str(config.get("family", ""))
     objective = objective_of(config)
     arch = dict(config.get("bridge_config") or config.get("hf_config") or config.get("architecture") or {})
-    seed = config.get("seed", arch.get("seed"))
+    saved = "bridge_config" in config or "hf_config" in config
+    seed = config.get("seed", arch.get("seed")) if saved else seed_of(config)  # an entry's seed defaults as training's
     if family == "bridge":
         act = str(arch.get("act_fn", ""))
         masked = objective == MASKED or arch.get("attention_dir") == "bidirectional"

@@ -84,7 +84,7 @@ TIMING = "timing"  # the run-timings section: written when the run ends (:mod:`t
 @dataclass(frozen=True)
 class RunTables:
     """What a section's ``collect`` reads: the loaded ``tables`` (catalog name → data; any may be missing), the run's
-    ``parameters``, the zoo's ``roles`` (:func:`thinkalike.reports.findings.model_roles`, worked out once per run) and
+    ``parameters``, the zoo's ``roles`` (:func:`thinkalike.models.zoo_record.family_roles`, worked out once per run) and
     the ``untrained`` controls among the models (zoo initialisations: kept out of the findings about trained models)."""
 
     tables: Mapping[str, Any]
