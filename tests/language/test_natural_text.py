@@ -8,6 +8,7 @@ from thinkalike.language.grammar import SENTENCE_COLUMNS
 from thinkalike.language.natural_text import natural_text_table, read_natural_text
 from thinkalike.pipelines.corpus.schema import check_corpus
 from thinkalike.pipelines.errors import ParameterError
+from thinkalike.pipelines.run_settings import RunSettings
 
 
 def test_lines_mode(tmp_path):
@@ -42,7 +43,7 @@ def test_the_checked_parameters_name_the_key_once(tmp_path):
         if path.name == "blank.txt":
             path.write_text("\n", encoding="utf-8")
         with pytest.raises(ParameterError) as info:
-            check_corpus({"corpus": {"natural_text": {"path": str(path)}}})
+            check_corpus(RunSettings({"corpus": {"natural_text": {"path": str(path)}}}))
         message = str(info.value)
         assert message.startswith("corpus.natural_text.path: ") and message.count("corpus.natural_text.path") == 1
         assert expected in message and str(path) in message

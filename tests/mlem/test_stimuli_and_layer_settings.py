@@ -16,6 +16,7 @@ from thinkalike.pipelines.corpus.nodes import build_evaluation_texts
 from thinkalike.pipelines.corpus.schema import validate_corpus
 from thinkalike.pipelines.mlem.pipeline import create_pipeline
 from thinkalike.pipelines.mlem.schema import validate_mlem
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import ParameterError
 
 ZOO = {
@@ -50,14 +51,17 @@ CONTROLLED_ON = {"controlled_stimuli": {"enabled": True}}
 )
 def test_bad_stimuli_and_layer_settings_are_named_at_start(mlem, parameters, message):
     with pytest.raises(ParameterError, match=message):
-        validate_mlem(mlem, parameters)
+        validate_mlem(mlem, RunSettings(parameters))
 
 
 def test_good_stimuli_and_layer_settings_pass():
-    assert validate_mlem({"stimuli": "controlled"}, {"corpus": CONTROLLED_ON}).stimuli == "controlled"
-    assert validate_mlem({"layers": [0, 2]}, {"zoo": ZOO}).layers == [0, 2]
-    assert validate_mlem({"layers": [3]}, {"zoo": ZOO, "activations": {"final_norm": True}}).layers == [3]
-    assert validate_mlem({"layers": [0, 4]}, {"zoo": ZOO, "activations": {"layers": [0, 4]}}).layers == [0, 4]
+    assert validate_mlem({"stimuli": "controlled"}, RunSettings({"corpus": CONTROLLED_ON})).stimuli == "controlled"
+    assert validate_mlem({"layers": [0, 2]}, RunSettings({"zoo": ZOO})).layers == [0, 2]
+    assert validate_mlem({"layers": [3]}, RunSettings({"zoo": ZOO, "activations": {"final_norm": True}})).layers == [3]
+    assert validate_mlem({"layers": [0, 4]}, RunSettings({"zoo": ZOO, "activations": {"layers": [0, 4]}})).layers == [
+        0,
+        4,
+    ]
     assert validate_mlem({}).stimuli == "corpus"  # the default: the corpus's held-out sentences
 
 
@@ -100,8 +104,8 @@ def test_controlled_stimuli_keep_mlem_when_natural_text_replaces_the_grammar():
         "zoo": {"models": {"gelu_1l": {}}},
         "corpus": {"natural_text": {"path": "texts.txt", "use": "replace"}, **CONTROLLED_ON},
     }
-    assert not create_pipeline({**parameters, "mlem": {"stimuli": "corpus"}}).nodes
-    assert create_pipeline({**parameters, "mlem": {"stimuli": "controlled"}}).nodes
+    assert not create_pipeline(RunSettings({**parameters, "mlem": {"stimuli": "corpus"}})).nodes
+    assert create_pipeline(RunSettings({**parameters, "mlem": {"stimuli": "controlled"}})).nodes
 
 
 def test_cost_is_estimated_from_timed_steps_and_logged_when_it_may_take_minutes(caplog):

@@ -9,6 +9,7 @@ from tests.reference_cka import ref_grid
 from thinkalike.cka.compute import TABLE_COLUMNS
 from thinkalike.cka.settings import CKASettings
 from thinkalike.pipelines.cka.pairs import configured_pairs
+from thinkalike.pipelines.run_settings import RunSettings
 
 MODELS = ["a", "b", "c", "d"]
 
@@ -172,7 +173,7 @@ def test_the_pythia_environment_builds_its_pipelines_without_the_hub():
     from thinkalike.pipelines.parameters import configured_parameters
 
     parameters = configured_parameters(PROJECT_ROOT, "pythia")
-    activations = activations_pipeline(parameters)
+    activations = activations_pipeline(RunSettings(parameters))
     assert {node.namespace for node in activations.nodes} == {
         f"models.{name}"
         for name in (
@@ -185,7 +186,7 @@ def test_the_pythia_environment_builds_its_pipelines_without_the_hub():
             "pythia_6_9b",
         )
     }
-    namespaces = {node.namespace for node in cka_pipeline(parameters).nodes}
+    namespaces = {node.namespace for node in cka_pipeline(RunSettings(parameters)).nodes}
     assert "models.cka.pythia_70m__pythia_410m" in namespaces and "models.cka.pythia_410m__pythia_410m" in namespaces
     assert len([ns for ns in namespaces if ns.count("__")]) == 7 + 21  # each with itself, every pair (scaling)
 
@@ -517,10 +518,10 @@ def test_streaming_mode_leaves_the_measures_out_and_says_so(caplog):
         name: yaml.safe_load((PROJECT_ROOT / f"conf/base/parameters_{name}.yml").read_text())[name]
         for name in ("corpus", "zoo", "activations", "cka")
     }
-    assert any(node.name.endswith("compare_measures") for node in create_pipeline(parameters).nodes)
+    assert any(node.name.endswith("compare_measures") for node in create_pipeline(RunSettings(parameters)).nodes)
     parameters["cka"] = {**parameters["cka"], "mode": "streaming"}
     with caplog.at_level("WARNING"):
-        streamed = create_pipeline(parameters)
+        streamed = create_pipeline(RunSettings(parameters))
     assert not any("measures" in node.name for node in streamed.nodes) and streamed.nodes
     assert "need every row of a pair at once, i.e. the stored activations" in caplog.text and "left out" in caplog.text
     assert "procrustes, angular_shape, mean_cca" in caplog.text  # each measure that does not stream, by name

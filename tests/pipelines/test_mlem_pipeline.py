@@ -7,6 +7,7 @@ import pytest
 
 from tests.pipelines.conftest import make_project_copy, run_project
 from thinkalike.mlem.fit import ALL_FOLDS, PROFILE_COLUMNS
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import ParameterError
 
 MODELS = {"gelu_1l": 2, "neox_xs": 3}  # conf/test zoo models and their stored layers (embeddings + blocks)
@@ -80,10 +81,10 @@ def test_natural_text_replacing_the_grammar_leaves_mlem_empty(caplog):
         "corpus": {"natural_text": {"path": "texts.txt", "use": "replace"}},
     }
     with caplog.at_level("WARNING"):
-        assert not create_pipeline(parameters).nodes
+        assert not create_pipeline(RunSettings(parameters)).nodes
     assert "natural_text.use is 'replace'" in caplog.text
     joined = {**parameters, "corpus": {"natural_text": {"path": "texts.txt", "use": "join"}}}
-    assert create_pipeline(joined).nodes
+    assert create_pipeline(RunSettings(joined)).nodes
 
 
 def test_controlled_stimuli_and_chosen_layers_end_to_end(tiny_project, tmp_path, monkeypatch, caplog):

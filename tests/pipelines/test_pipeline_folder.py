@@ -36,12 +36,12 @@ def double(toy):
     return {"doubled": 2.0 * toy["value"]}
 
 
-def create_pipeline(parameters):
+def create_pipeline(run):
     return Pipeline([Node(double, "params:toy", "toy_result", name="double_toy")])
 
 
-def check_toy(parameters):
-    value = (parameters.get("toy") or {}).get("value")
+def check_toy(run):
+    value = (run.raw("toy") or {}).get("value")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ParameterError(f"toy.value: must be a number, got {value!r}")
 

@@ -14,6 +14,7 @@ from thinkalike.pipelines.builders import has_configuration_error
 from thinkalike.pipelines.cka.pairs import pair_namespace
 from thinkalike.pipelines.namespaces import model_dataset
 from thinkalike.pipelines.parameters import configured_parameters
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.specs import pipeline_specs
 from thinkalike.pipelines.validation import validate_parameters
@@ -89,7 +90,7 @@ def test_default_is_the_sum_and_dotted_names_do_not_warn(project, monkeypatch):
         monkeypatch.setattr(Node, "__dotted_dataset_name_warned__", False, raising=False)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            spec.build(parameters)
+            spec.build(RunSettings(parameters))
         assert not [warning for warning in caught if "contain '.'" in str(warning.message)], name
 
 

@@ -14,6 +14,7 @@ from tests.pipelines.conftest import make_project_copy, run_project
 from thinkalike.pipelines.builders import build_pipelines, has_configuration_error
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.parameters import configured_parameters
+from thinkalike.pipelines.run_settings import RunSettings
 
 FAMILY_ZOO = {
     "zoo": {
@@ -89,7 +90,7 @@ def test_the_scaling_node_answers_from_the_saved_cka_tables(tmp_path):
     assert summary["twins"][0]["off_trend"] == "fam_c" and summary["twins"][0]["twin"] == "fam_c_twin"
     # the node's answer is the analysis of the tables the cka pipeline saved
     parameters = configured_parameters(project, "test")
-    plan = scaling_plan(parameters)
+    plan = scaling_plan(RunSettings(parameters))
     tables = {}
     for a, b in plan.pairs():
         for first, second in ((a, b), (b, a)):
@@ -127,7 +128,7 @@ def test_an_unknown_key_is_named_and_conf_base_sets_every_key(tmp_path):
 
     parameters = configured_parameters(make_project_copy(tmp_path), "base")
     assert set(parameters["scaling"]) == set(SCALING_KEYS)  # conf/base's file documents every key
-    check_scaling(parameters)
+    check_scaling(RunSettings(parameters))
     misspelt = {**parameters, "scaling": {**parameters["scaling"], "familly": ["neox_2l"]}}
     with pytest.raises(ParameterError, match=r"^scaling\.familly: unknown parameter \(the section's keys: family, "):
-        check_scaling(misspelt)
+        check_scaling(RunSettings(misspelt))

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from tests.pipelines.conftest import PROJECT_ROOT, make_project_copy, run_project
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import ParameterError
 from thinkalike.pipelines.stitching.pipeline import SUMMARY_OUTPUTS
 from thinkalike.pipelines.stitching.plan import layer_grid, ordered_pairs
@@ -345,10 +346,10 @@ def test_pipeline_options_add_heatmaps_and_training_sequences():
         "zoo": {"models": {"a": {}, "b": {}}},
         "stitching": {"pairs": {"explicit": [["a", "b"]]}, "self_baselines": False},
     }
-    plain = create_pipeline(parameters)
+    plain = create_pipeline(RunSettings(parameters))
     assert "train_sequences" not in plain.inputs() and not any("heatmap" in d for d in plain.all_outputs())
     parameters["stitching"].update(layers="all", train_source="train_sequences")
-    options = create_pipeline(parameters)
+    options = create_pipeline(RunSettings(parameters))
     assert "train_sequences" in options.inputs()
     # every pair output is read by the summary, which draws the figures: kedro-viz keeps them in the pairs' boxes
     assert options.outputs() == set(SUMMARY_OUTPUTS) | {"stitching_heatmaps", "stitching_heatmaps_plotly"}
@@ -404,7 +405,7 @@ def test_the_gpu_environment_validates_with_the_papers_schedule_and_a_larger_nli
     nli, base_nli = parameters["nli"], base["nli"]
     assert nli["n_copies"] > base_nli["n_copies"] and nli["finetune"]["steps"] > base_nli["finetune"]["steps"]
     assert nli["stitching"]["max_pairs"] is None and nli["pairs"]["n_train"] > base_nli["pairs"]["n_train"]
-    assert "train_sequences" in create_pipeline(parameters).inputs()
+    assert "train_sequences" in create_pipeline(RunSettings(parameters)).inputs()
 
 
 # ---------------------------------------------------------------- the run's saved φ's, figures and MLflow

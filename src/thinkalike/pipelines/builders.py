@@ -21,6 +21,7 @@ from thinkalike.output_rules import GENERIC_RULES, OutputRule
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import CORPUS, MODELS, group_namespace
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.specs import output_rules, pipeline_specs, viz_groups
 
 logger = logging.getLogger(__name__)
@@ -60,11 +61,11 @@ def has_configuration_error(pipeline: Pipeline) -> bool:
     return any(CONFIGURATION_ERROR in node.tags for node in pipeline.nodes)
 
 
-def build_pipeline(name: str, parameters: Mapping[str, Any]) -> Pipeline:
-    """Pipeline ``name`` for ``parameters``; when its section cannot be built (a ``ValueError``, which
+def build_pipeline(name: str, run: RunSettings) -> Pipeline:
+    """Pipeline ``name`` for the run's settings ``run``; when its section cannot be built (a ``ValueError``, which
     :class:`~thinkalike.pipelines.errors.ParameterError` is), the :func:`configuration_error_pipeline` saying why."""
     try:
-        return pipeline_specs()[name].build(parameters)
+        return pipeline_specs()[name].build(run)
     except ValueError as error:
         logger.debug("pipeline %r cannot be built: %s", name, error)
         return configuration_error_pipeline(name, str(error))
@@ -77,11 +78,12 @@ def build_pipelines(parameters: Mapping[str, Any]) -> dict[str, Pipeline]:
     (:mod:`thinkalike.pipelines.namespaces`), so Kedro's dotted-name warning has no cause here.
     """
     specs = pipeline_specs()
-    built = {name: build_pipeline(name, parameters) for name in specs}
+    run = RunSettings(parameters)  # each section parsed once, for every builder
+    built = {name: build_pipeline(name, run) for name in specs}
     for name, spec in specs.items():
         if spec.summarises and not has_configuration_error(built[name]):
             others = sum((pipeline for other, pipeline in built.items() if not specs[other].summarises), Pipeline([]))
-            built[name] = spec.build(parameters, indexed=summaries_unread(others))
+            built[name] = spec.build(run, indexed=summaries_unread(others))
     built["__default__"] = sum(built.values(), Pipeline([]))
     return built
 

@@ -22,16 +22,17 @@ from typing import Any
 from kedro.pipeline import Pipeline
 
 from thinkalike.output_rules import OutputRule
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.reports.experiments import ReportOutline, ReportSection
 
 logger = logging.getLogger(__name__)
 
-#: The builder of a pipeline from the run's parameters.
+#: The builder of a pipeline from the run's settings (:class:`~thinkalike.pipelines.run_settings.RunSettings`).
 Builder = Callable[..., Pipeline]
-#: The check of a pipeline's own section, given every parameter: raises a ParameterError naming the full key.
-SectionCheck = Callable[[Mapping[str, Any]], None]
-#: The CKA pairs a pipeline reads beyond ``cka.pairs``: ``(parameters, configured models) -> [(a, b), ...]``.
-CKAPairsNeeded = Callable[[Mapping[str, Any], Mapping[str, str]], list[tuple[str, str]]]
+#: The check of a pipeline's own section, given the run's settings: raises a ParameterError naming the full key.
+SectionCheck = Callable[[RunSettings], None]
+#: The CKA pairs a pipeline reads beyond ``cka.pairs``: ``(the run's settings) -> [(a, b), ...]``.
+CKAPairsNeeded = Callable[[RunSettings], list[tuple[str, str]]]
 #: How the timing paragraph names a pipeline's time: findings → (the words before its time, the words after it).
 TimingLabel = Callable[[Mapping[str, Any]], tuple[str, str]]
 #: A pipeline's step once the run's timings are saved: ``(catalog, timings dataset) -> (dataset, data) | None``.
@@ -43,7 +44,8 @@ class PipelineSpec:
     """One project pipeline, as its folder declares it.
 
     - ``name``: the pipeline's name (``kedro run --pipelines <name>``): its folder's name;
-    - ``build``: ``build(parameters) -> Pipeline``; with ``summarises``, also ``indexed=`` (the other pipelines'
+    - ``build``: ``build(run) -> Pipeline`` (``run``: the run's :class:`~thinkalike.pipelines.run_settings.RunSettings`,
+      whose sections each builder and check reads as ``run.parsed(<section parser>)``, parsed once); with ``summarises``, also ``indexed=`` (the other pipelines'
       unread summary outputs, :func:`thinkalike.pipelines.builders.summaries_unread`);
     - ``stage``: its place in the flow corpus → models → activations → methods → report (orders registration,
       ``kedro registry list`` and validation; ties by name);
@@ -63,7 +65,7 @@ class PipelineSpec:
       (:class:`~thinkalike.reports.experiments.ReportSection`: the tables each reads, its collect and claims, its
       section of the report), declared in its folder's ``report_section.py``;
     - ``cka_pairs``: the CKA pairs it reads from the ``cka`` pipeline beyond ``cka.pairs``
-      (``cka_pairs(parameters, configured models) -> [(a, b), ...]``; a ``ValueError`` adds none, its own pipeline
+      (``cka_pairs(run) -> [(a, b), ...]``; a ``ValueError`` adds none, its own pipeline
       names the error): the ``cka`` pipeline computes them too (:func:`cka_pairs_needed`);
     - ``timing_label``: how the findings' timing paragraph names its time: ``timing_label(findings) -> (words
       before the time, words after it)`` (None: its name);
@@ -161,7 +163,7 @@ def producing_pipeline(name: str) -> str:
     return max(matches)[1] if matches else "?"
 
 
-def cka_pairs_needed(parameters: Mapping[str, Any], models: Mapping[str, str]) -> list[tuple[str, str]]:
+def cka_pairs_needed(run: RunSettings) -> list[tuple[str, str]]:
     """Every pipeline's :attr:`PipelineSpec.cka_pairs`, in stage order (a pipeline whose settings cannot be read adds
     none: its own check names the error)."""
     needed: list[tuple[str, str]] = []
@@ -169,7 +171,7 @@ def cka_pairs_needed(parameters: Mapping[str, Any], models: Mapping[str, str]) -
         if spec.cka_pairs is None:
             continue
         try:
-            needed += spec.cka_pairs(parameters, models)
+            needed += spec.cka_pairs(run)
         except ValueError as error:
             logger.debug("%s: no CKA pairs of its own (%s)", spec.name, error)
     return needed

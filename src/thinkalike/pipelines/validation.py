@@ -17,6 +17,7 @@ from kedro.pipeline import Pipeline
 from thinkalike.pipelines.builders import has_configuration_error
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.run_selection import sections_in_run
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.specs import pipeline_specs
 
 
@@ -30,19 +31,20 @@ def validate_parameters(
     specs = pipeline_specs()
     pipelines = list(specs if pipelines is None else pipelines)
     sections = sections_in_run(pipelines)
+    run = RunSettings(parameters)  # each section parsed once, for every check and build
     for spec in specs.values():
         if spec.section in sections and spec.check is not None:
-            spec.check(parameters)
-    check_builds(parameters, [name for name in pipelines if built is None or has_configuration_error(built[name])])
+            spec.check(run)
+    check_builds(run, [name for name in pipelines if built is None or has_configuration_error(built[name])])
 
 
-def check_builds(parameters: dict[str, Any], pipelines: Iterable[str]) -> None:
-    """Each of ``pipelines`` builds from ``parameters``: the error that left it empty at registration
+def check_builds(run: RunSettings, pipelines: Iterable[str]) -> None:
+    """Each of ``pipelines`` builds from the run's settings: the error that left it empty at registration
     (:func:`thinkalike.pipelines.builders.build_pipeline`) is raised here, naming the parameter."""
     specs = pipeline_specs()
     for name in pipelines:
         try:
-            specs[name].build(parameters)
+            specs[name].build(run)
         except ParameterError:
             raise
         except ValueError as error:

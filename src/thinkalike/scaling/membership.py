@@ -52,16 +52,6 @@ class FamilySettings:
     twins: Mapping[str, str] | Literal["auto"] = AUTO
     architectures: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    @classmethod
-    def from_parameters(cls, scaling: Mapping[str, Any]) -> FamilySettings:
-        """The settings of a ``scaling`` section (a key that is not given keeps its default; null is no model)."""
-        family, twins = scaling.get("family", cls.family), scaling.get("twins", cls.twins)
-        return cls(
-            AUTO if family == AUTO else tuple(str(name) for name in family or ()),
-            AUTO if twins == AUTO else {str(odd): str(twin) for odd, twin in dict(twins or {}).items()},
-            dict(scaling.get("architectures") or {}),
-        )
-
 
 def _architectures(settings: FamilySettings, zoo: Mapping[str, Any]) -> Callable[[str], Architecture]:
     """The shape of a model: its ``scaling.architectures`` entry, else its zoo entry's."""
@@ -112,14 +102,3 @@ def plan_family(settings: FamilySettings, zoo: Mapping[str, Any], extracted: Col
     architectures = {name: architecture(name) for name in [*family, *twins.values()]}
     family.sort(key=lambda name: (architectures[name].n_parameters, name))
     return ScalingPlan(tuple(family), twins, architectures)
-
-
-def family_plan(parameters: Mapping[str, Any], extracted: Collection[str]) -> ScalingPlan | None:
-    """:func:`plan_family` of the parameters' ``scaling`` section (:class:`FamilySettings`) and ``zoo.models``, or
-    ``None`` when there is no section. ``extracted``: the names of the models whose activations are extracted
-    (the configured models)."""
-    scaling = parameters.get("scaling") or {}
-    if not scaling:
-        return None
-    zoo = dict((parameters.get("zoo") or {}).get("models") or {})
-    return plan_family(FamilySettings.from_parameters(scaling), zoo, extracted)

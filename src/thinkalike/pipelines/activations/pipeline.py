@@ -10,7 +10,7 @@ models.gelu_2l`` extracts one model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,12 +20,12 @@ from thinkalike.models.sources import zoo_target
 from thinkalike.pipelines.activations import nodes
 from thinkalike.pipelines.activations.schema import (
     ActivationParameters,
+    activations_section,
     configured_models,
     extracted_models,
-    validate_activations,
     zoo_model_names,
 )
-from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_settings
+from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_section
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
     GPU_WORK,
@@ -33,6 +33,7 @@ from thinkalike.pipelines.namespaces import (
     model_namespace,
     namespaced_node,
 )
+from thinkalike.pipelines.run_settings import RunSettings
 
 __all__ = ["ExtractionSource", "configured_models", "create_pipeline", "extraction_source", "external_n_ctx"]
 
@@ -93,11 +94,12 @@ def model_pipeline(name: str, spec: str, settings: ActivationParameters, n_ctx: 
     )
 
 
-def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+def create_pipeline(run: RunSettings) -> Pipeline:
     """One extraction node per configured model (:func:`~thinkalike.pipelines.activations.schema.extracted_models`,
     namespace ``models.<name>``), with the ``activations`` section parsed once here
-    (:func:`~thinkalike.pipelines.activations.schema.validate_activations`)."""
-    settings = validate_activations(parameters.get("activations"))
-    n_ctx = external_n_ctx(settings, corpus_settings(parameters))
+    (:func:`~thinkalike.pipelines.activations.schema.activations_section`)."""
+    parameters = run.parameters
+    settings = run.parsed(activations_section)
+    n_ctx = external_n_ctx(settings, run.parsed(corpus_section))
     models = extracted_models(settings, zoo_model_names(parameters))
     return sum((model_pipeline(name, spec, settings, n_ctx) for name, spec in models.items()), Pipeline([]))

@@ -15,10 +15,11 @@ from pydantic import Field
 from thinkalike.language.packing import check_packable
 from thinkalike.models.bridge import resolve_bridge_checkpoint
 from thinkalike.models.sources import check_model_spec, load_spec_tokenizer, parse_model_spec, spec_options
-from thinkalike.pipelines.corpus.schema import corpus_settings
+from thinkalike.pipelines.corpus.schema import corpus_section
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.namespaces import check_model_names
 from thinkalike.pipelines.parameters import section
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import Device, _Section, validate_section
 
 Dtype = Literal["float32", "float16", "bfloat16"]
@@ -87,11 +88,21 @@ def configured_models(parameters: Mapping[str, Any]) -> dict[str, str]:
     return extracted_models(chosen, zoo_model_names(parameters))
 
 
-def check_activations(parameters: Mapping[str, Any]) -> None:
+def activations_section(run: RunSettings) -> ActivationParameters:
+    """The run's ``activations`` section parsed (:func:`validate_activations`)."""
+    return validate_activations(run.raw("activations"))
+
+
+def configured_models_of(run: RunSettings) -> dict[str, str]:
+    """The run's configured models (:func:`configured_models`), worked out once per run for every reader."""
+    return configured_models(run.parameters)
+
+
+def check_activations(run: RunSettings) -> None:
     """``activations``: its keys, then each model of :func:`configured_models` (``activations.models.<name>``)."""
-    activations = validate_activations(parameters.get("activations"))
-    n_ctx = activations.n_ctx or corpus_settings(parameters).n_ctx
-    zoo_names = zoo_model_names(parameters)
+    activations = run.parsed(activations_section)
+    n_ctx = activations.n_ctx or run.parsed(corpus_section).n_ctx
+    zoo_names = zoo_model_names(run.parameters)
     for name, spec in extracted_models(activations, zoo_names).items():
         try:
             _check_model(spec, zoo_names, n_ctx, name)

@@ -26,6 +26,7 @@ from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
 
 from thinkalike.pipelines import namespaces
 from thinkalike.pipelines.errors import ParameterError
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import _Section, validate_section
 from thinkalike.pipelines.specs import cka_pairs_needed
 
@@ -116,16 +117,14 @@ def cka_pairs(pairs: CKAPairs | None, models: Iterable[str]) -> list[tuple[str, 
     return (default_pairs(models) if pairs is None else pairs).pairs(models)
 
 
-def all_cka_pairs(
-    parameters: Mapping[str, Any], pairs: CKAPairs | None, models: dict[str, str]
-) -> list[tuple[str, str]]:
+def all_cka_pairs(run: RunSettings, pairs: CKAPairs | None, models: dict[str, str]) -> list[tuple[str, str]]:
     """The pairs the ``cka`` pipeline computes: :func:`cka_pairs` of ``pairs`` (``cka.pairs``) over ``models`` (the
     configured models), then the pairs other pipelines read from it that are not among them, in either order (each
     spec's ``cka_pairs``, :func:`~thinkalike.pipelines.specs.cka_pairs_needed`: the ``scaling`` family's)."""
     configured = cka_pairs(pairs, models)
     known = set(configured) | {pair[::-1] for pair in configured}
     extra = []
-    for pair in cka_pairs_needed(parameters, models):
+    for pair in cka_pairs_needed(run):
         if pair not in known:
             known |= {pair, pair[::-1]}
             extra.append(pair)

@@ -15,7 +15,7 @@ rows, one ``compare_measures`` node per pair beside ``compare_pair`` and ``summa
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from kedro.pipeline import Node, Pipeline
@@ -25,20 +25,21 @@ from thinkalike.pipelines.activations.pipeline import (
     external_n_ctx,
     extraction_source,
 )
-from thinkalike.pipelines.activations.schema import configured_models, validate_activations
+from thinkalike.pipelines.activations.schema import activations_section, configured_models_of
 from thinkalike.pipelines.cka import nodes
 from thinkalike.pipelines.cka.pairs import (
     all_cka_pairs,
     pair_dataset,
     pair_namespace,
 )
-from thinkalike.pipelines.cka.schema import CKAParameters, validate_cka
-from thinkalike.pipelines.corpus.schema import corpus_settings
+from thinkalike.pipelines.cka.schema import CKAParameters, cka_section
+from thinkalike.pipelines.corpus.schema import corpus_section
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
     group_namespace,
     model_dataset,
 )
+from thinkalike.pipelines.run_settings import RunSettings
 
 logger = logging.getLogger(__name__)
 
@@ -129,19 +130,20 @@ def streaming_pair_pipeline(
     return Pipeline([pair_node(function, inputs, model_a, model_b)])
 
 
-def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+def create_pipeline(run: RunSettings) -> Pipeline:
     """One namespace per configured pair (stored or streaming, per ``cka.mode``), then ``summarise_cka``
     (namespace ``models.cka``), which also draws every pair's heatmap (``cka_heatmaps``, ``cka_heatmaps_plotly``):
     the pairs' tables are read there, so kedro-viz draws each pair's output inside its box. The ``cka`` section is
-    parsed once here (:func:`~thinkalike.pipelines.cka.schema.validate_cka`) and bound to every node; in streaming
+    parsed once per run (:func:`~thinkalike.pipelines.cka.schema.cka_section`) and bound to every node; in streaming
     mode the ``activations`` section too, bound to the extractions."""
+    parameters = run.parameters
     if not parameters.get("cka"):
         return Pipeline([])
-    models = configured_models(parameters)
-    settings = validate_cka(parameters["cka"], models)
+    models = run.parsed(configured_models_of)
+    settings = run.parsed(cka_section)
     if settings.pairs is None:
         logger.info("cka.pairs is not set: every pair of the %d configured models and each with itself", len(models))
-    pairs = all_cka_pairs(parameters, settings.pairs, models)
+    pairs = all_cka_pairs(run, settings.pairs, models)
     streaming = settings.mode == "streaming"
     measure_settings = settings.measures
     with_measures = bool(measure_settings.names)
@@ -155,8 +157,8 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
         )
         with_measures = False
     if streaming:
-        activations = validate_activations(parameters.get("activations"))
-        n_ctx = external_n_ctx(activations, corpus_settings(parameters))
+        activations = run.parsed(activations_section)
+        n_ctx = external_n_ctx(activations, run.parsed(corpus_section))
         sources = {name: extraction_source(name, spec, activations, n_ctx) for name, spec in models.items()}
         per_pair = sum(
             (streaming_pair_pipeline(a, b, settings, sources[a], sources[b]) for a, b in pairs), Pipeline([])

@@ -19,9 +19,10 @@ from pydantic import Field, InstanceOf, field_validator
 
 from thinkalike.cka.settings import CKASettings
 from thinkalike.measures.tables import MeasureSettings
-from thinkalike.pipelines.activations.schema import configured_models
+from thinkalike.pipelines.activations.schema import configured_models_of
 from thinkalike.pipelines.cka.pairs import CKAPairs, cka_pairs, parse_pairs
 from thinkalike.pipelines.errors import ParameterError
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import Device, _Section, validate_dataclass, validate_section
 
 #: The keys of ``cka`` that are not :class:`CKASettings` fields (:class:`CKAParameters`' own).
@@ -75,7 +76,12 @@ def parse_cka(values: Any) -> CKAParameters:
 
 def validate_cka(values: Any, models: dict[str, str]) -> CKAParameters:
     """:func:`parse_cka`, then its pairs and groups against ``models`` (name → spec)."""
-    cka = parse_cka(values)
+    return checked_against_models(parse_cka(values), models)
+
+
+def checked_against_models(cka: CKAParameters, models: dict[str, str]) -> CKAParameters:
+    """``cka`` whose pairs and groups name only ``models`` (name → spec); a :class:`ParameterError` naming the key
+    otherwise."""
     try:
         cka_pairs(cka.pairs, models)
     except ValueError as error:
@@ -86,7 +92,18 @@ def validate_cka(values: Any, models: dict[str, str]) -> CKAParameters:
     return cka
 
 
-def check_cka(parameters: Mapping[str, Any]) -> None:
+def cka_settings(run: RunSettings) -> CKAParameters:
+    """The run's ``cka`` section parsed on its own (:func:`parse_cka`; absent: every default)."""
+    return parse_cka(run.raw("cka"))
+
+
+def cka_section(run: RunSettings) -> CKAParameters:
+    """The run's ``cka`` section (:func:`cka_settings`) checked against the configured models
+    (:func:`checked_against_models`)."""
+    return checked_against_models(run.parsed(cka_settings), run.parsed(configured_models_of))
+
+
+def check_cka(run: RunSettings) -> None:
     """``cka`` (nothing when the section is empty)."""
-    if parameters.get("cka"):
-        validate_cka(parameters["cka"], configured_models(parameters))
+    if run.raw("cka"):
+        run.parsed(cka_section)

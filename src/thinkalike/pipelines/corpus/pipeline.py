@@ -15,9 +15,10 @@ from typing import Any
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.corpus import nodes
-from thinkalike.pipelines.corpus.schema import corpus_settings
+from thinkalike.pipelines.corpus.schema import corpus_section
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import CORPUS
+from thinkalike.pipelines.run_settings import RunSettings
 
 
 def packs_for_zoo(parameters: Mapping[str, Any]) -> bool:
@@ -27,11 +28,12 @@ def packs_for_zoo(parameters: Mapping[str, Any]) -> bool:
     return any(spec.startswith("zoo:") for spec in configured_models(parameters).values())
 
 
-def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+def create_pipeline(run: RunSettings) -> Pipeline:
     """The corpus nodes, each with the ``corpus`` section parsed once here
-    (:func:`~thinkalike.pipelines.corpus.schema.corpus_settings`); the zoo's evaluation packing only when
+    (:func:`~thinkalike.pipelines.corpus.schema.corpus_section`); the zoo's evaluation packing only when
     :func:`packs_for_zoo`."""
-    settings = corpus_settings(parameters)
+    parameters = run.parameters
+    settings = run.parsed(corpus_section)
     describe_inputs = ["sentences", "train_sequences", "heldout_sequences", "tokenizer", "evaluation_texts"]
     nodes_ = [
         Node(

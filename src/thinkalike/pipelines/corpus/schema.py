@@ -1,10 +1,9 @@
 """The ``corpus`` section: its model (:class:`CorpusParameters`, where each default is written), its parse
-(:func:`validate_corpus`; of the run's parameters :func:`corpus_settings`, which the corpus pipeline's builder and
+(:func:`validate_corpus`; of the run's settings :func:`corpus_section`, which the corpus pipeline's builder and
 every other pipeline that needs the corpus's sizes call) and its check before a run (:func:`check_corpus`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -18,6 +17,7 @@ from thinkalike.language.grammar import (
 )
 from thinkalike.language.natural_text import PATH_PARAMETER, read_natural_text
 from thinkalike.pipelines.errors import ParameterError
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import _Section, validate_dataclass, validate_section
 
 
@@ -85,24 +85,16 @@ def validate_corpus(values: Any) -> CorpusParameters:
     return corpus
 
 
-def corpus_settings(parameters: Mapping[str, Any]) -> CorpusParameters:
-    """The run's ``corpus`` section parsed (:func:`validate_corpus` of ``parameters["corpus"]``; absent: every
-    default): the one place that knows where the section is and how it is parsed, called by every builder and check
-    that needs the corpus's settings (``n_ctx``, ``vocab_size``, the natural text …), whatever the pipeline.
-
-    Not memoised, on purpose: registering the pipelines and checking a run before its first node parse the section
-    about a dozen times (``conf/test``: 6 while building, 6 more in
-    :func:`~thinkalike.pipelines.validation.validate_parameters`) at ~16 µs each, ~0.2 ms of a ~0.5 s registration
-    and check. A cache would need a key for a mutable, unhashable mapping (a deep freeze that tells ``1`` from
-    ``True``, whose hashes are equal) and module state that outlives a run's ``--params``: more moving parts than
-    the repetition it saves. Handing the parsed section to the builders instead would change the builder signature
-    every pipeline declares (``build(parameters)``). The parse is pure, so every caller gets equal settings."""
-    return validate_corpus(parameters.get("corpus"))
+def corpus_section(run: RunSettings) -> CorpusParameters:
+    """The run's ``corpus`` section parsed (:func:`validate_corpus`; absent: every default): read by every builder
+    and check that needs the corpus's settings (``n_ctx``, ``vocab_size``, the natural text …) as
+    ``run.parsed(corpus_section)``, so it is parsed once per :class:`~thinkalike.pipelines.run_settings.RunSettings`."""
+    return validate_corpus(run.raw("corpus"))
 
 
-def check_corpus(parameters: Mapping[str, Any]) -> None:
+def check_corpus(run: RunSettings) -> None:
     """``corpus``: its keys and grammar, and that ``corpus.natural_text.path`` (when set) can be read."""
-    corpus = corpus_settings(parameters)
+    corpus = run.parsed(corpus_section)
     if corpus.natural_text.path:
         try:
             read_natural_text(corpus.natural_text.path, corpus.natural_text.mode)

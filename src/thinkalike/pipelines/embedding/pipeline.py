@@ -20,7 +20,7 @@ Namespaces (:mod:`thinkalike.pipelines.namespaces`):
 Settings: the ``embedding`` section is parsed once here
 (:class:`~thinkalike.pipelines.embedding.schema.EmbeddingParameters`, where its defaults live) and bound to every
 node as ``settings``; the nodes that fine-tune or stitch also get the ``corpus`` section, parsed once
-(``corpus_settings``), as ``corpus``. No node reads a ``params:`` input.
+(``corpus_section``), as ``corpus``. No node reads a ``params:`` input.
 
 Models: ``embedding.models`` (null: every model of the activations pipeline — zoo models and
 ``activations.models`` specs). ``kedro run --pipelines embedding --namespaces models.embedding.gelu_4l``
@@ -30,13 +30,11 @@ reads one model.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.models.sources import zoo_target
-from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_settings
+from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_section
 from thinkalike.pipelines.embedding import nodes
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, EmbeddingPlan, plan_embedding
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
@@ -48,6 +46,7 @@ from thinkalike.pipelines.namespaces import (
     pair_namespace,
 )
 from thinkalike.pipelines.parameters import section
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import validate_section
 
 logger = logging.getLogger(__name__)
@@ -150,9 +149,10 @@ def model_pipeline(model: str, spec: str, settings: EmbeddingParameters, corpus:
     return Pipeline(built)
 
 
-def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+def create_pipeline(run: RunSettings) -> Pipeline:
     """Per model, per alignment pair and per zero-shot pair nodes, then ``summarise_embedding``; the ``embedding``
     section (and, when a model is fine-tuned, the ``corpus`` section) parsed once and bound to the nodes."""
+    parameters = run.parameters
     if not section(parameters, EMBEDDING):
         return Pipeline([])
     embedding = validate_section(EmbeddingParameters, section(parameters, EMBEDDING), EMBEDDING)
@@ -163,7 +163,7 @@ def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
     if not models:
         return Pipeline([])
     tuned = set(plan.finetuned)
-    corpus = corpus_settings(parameters) if tuned else None  # n_ctx of fine-tuning and stitching
+    corpus = run.parsed(corpus_section) if tuned else None  # n_ctx of fine-tuning and stitching
     pipeline = sum(
         (model_pipeline(model, spec, embedding, corpus if model in tuned else None) for model, spec in models.items()),
         Pipeline([]),

@@ -15,7 +15,8 @@ from thinkalike.embedding.token_structure import DEFAULT_GROUPS as TOKEN_STRUCTU
 from thinkalike.models.finetune import FinetuneConfig
 from thinkalike.models.zoo_entry import DEPTH_KEYS
 from thinkalike.models.zoo_record import ZooModel, seed_families, zoo_models
-from thinkalike.pipelines.corpus.schema import corpus_settings
+from thinkalike.pipelines.corpus.schema import corpus_section
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import (
     Device,
     ParameterError,
@@ -341,14 +342,14 @@ def tokenizer_mismatch(first: str, second: str, models: Mapping[str, str]) -> st
     return None
 
 
-def validate_embedding(values: Any, parameters: Mapping[str, Any]) -> EmbeddingParameters:
+def validate_embedding(values: Any, run: RunSettings) -> EmbeddingParameters:
     """The section, its models, pairs, fine-tuning settings and the k's against the zoo's vocabulary bound; the
     first problem of :func:`plan_embedding` is raised."""
     embedding = validate_section(EmbeddingParameters, values, "embedding")
-    plan = plan_embedding(embedding, parameters)
+    plan = plan_embedding(embedding, run.parameters)
     if plan.problems:
         raise ParameterError(plan.problems[0])
-    vocab_bound = corpus_settings(parameters).vocab_size
+    vocab_bound = run.parsed(corpus_section).vocab_size
     if any(spec.startswith("zoo:") for spec in plan.models.values()):  # V = len(corpus tokenizer) <= vocab_size
         for key, k in (
             ("readings.k", embedding.readings.k),
@@ -380,7 +381,12 @@ def validate_embedding(values: Any, parameters: Mapping[str, Any]) -> EmbeddingP
     return embedding
 
 
-def check_embedding(parameters: Mapping[str, Any]) -> None:
+def embedding_section(run: RunSettings) -> EmbeddingParameters:
+    """The run's ``embedding`` section parsed with its models, pairs and k's (:func:`validate_embedding`)."""
+    return validate_embedding(run.raw("embedding"), run)
+
+
+def check_embedding(run: RunSettings) -> None:
     """``embedding`` with its models and pairs (nothing when the section is empty)."""
-    if parameters.get("embedding"):
-        validate_embedding(parameters["embedding"], parameters)
+    if run.raw("embedding"):
+        run.parsed(embedding_section)

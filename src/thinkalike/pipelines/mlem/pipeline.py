@@ -8,17 +8,16 @@ Models are the ``activations`` pipeline's (:func:`configured_models`): every zoo
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.activations.schema import configured_models
-from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_settings
+from thinkalike.pipelines.activations.schema import configured_models_of
+from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_section
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.mlem import nodes
 from thinkalike.pipelines.mlem.schema import MLEMParameters, validate_mlem
 from thinkalike.pipelines.namespaces import MODELS, model_dataset
+from thinkalike.pipelines.run_settings import RunSettings
 
 MLEM = "mlem"
 MODEL_OUTPUTS = ["mlem_profile", "mlem_rsa_distances"]
@@ -69,19 +68,20 @@ def model_pipeline(model: str, settings: MLEMParameters) -> Pipeline:
     return Pipeline([node])
 
 
-def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+def create_pipeline(run: RunSettings) -> Pipeline:
     """One :func:`model_pipeline` per configured model, then ``summarise_mlem`` (namespace ``models.mlem``), which
     also draws every model's profile figure (so kedro-viz draws each model's outputs inside its box). The ``mlem``
     section is parsed once here (:func:`~thinkalike.pipelines.mlem.schema.validate_mlem`; what it must agree with
     in other sections is :func:`~thinkalike.pipelines.mlem.schema.check_mlem`'s before a run) and bound to every
     node."""
+    parameters = run.parameters
     if not parameters.get(MLEM):
         return Pipeline([])
     settings = validate_mlem(parameters[MLEM])
-    models = list(configured_models(parameters))
+    models = list(run.parsed(configured_models_of))
     if not models:
         return Pipeline([])
-    if grammar_sentences_replaced(corpus_settings(parameters), settings):
+    if grammar_sentences_replaced(run.parsed(corpus_section), settings):
         logger.warning(
             "mlem: corpus.natural_text.use is 'replace', so the evaluation texts carry no grammar "
             "features to fit; the mlem pipeline is empty"

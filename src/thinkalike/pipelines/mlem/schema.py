@@ -5,7 +5,6 @@ its check before a run against the other sections (:func:`check_mlem`)."""
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
@@ -14,9 +13,10 @@ from thinkalike.mlem.features import FeatureError
 from thinkalike.mlem.fit import MLEMSettings
 from thinkalike.mlem.stimuli import resolve_features
 from thinkalike.models.zoo_entry import zoo_depth
-from thinkalike.pipelines.activations.schema import validate_activations
-from thinkalike.pipelines.corpus.schema import corpus_settings
+from thinkalike.pipelines.activations.schema import activations_section
+from thinkalike.pipelines.corpus.schema import corpus_section
 from thinkalike.pipelines.parameters import section
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import (
     Device,
     ParameterError,
@@ -47,18 +47,18 @@ class MLEMParameters(_Section):
         return MLEMSettings(**self.fit)
 
 
-def validate_mlem(values: Any, parameters: Mapping[str, Any] | None = None) -> MLEMParameters:
+def validate_mlem(values: Any, run: RunSettings | None = None) -> MLEMParameters:
     """The section, its fit settings and its feature names (an unknown one is named with the known ones).
 
-    With the run's ``parameters`` also what depends on other sections: ``mlem.stimuli: controlled``
+    With the ``run``'s settings also what depends on other sections: ``mlem.stimuli: controlled``
     needs ``corpus.controlled_stimuli.enabled``; ``mlem.layers`` must be stored (``activations.layers``,
     and every zoo model's depth: layers 0 … n_layers, + 1 with ``activations.final_norm``).
     """
     mlem = validate_section(MLEMParameters, values, "mlem")
     if len(set(mlem.layers or [])) < len(mlem.layers or []):
         raise ParameterError(f"mlem.layers: each layer once, got {mlem.layers}")
-    if parameters is not None:
-        check_against_run(mlem, parameters)
+    if run is not None:
+        check_against_run(mlem, run)
     settings = validate_dataclass(MLEMSettings, mlem.fit, "mlem.fit")
     try:
         resolve_features(mlem.level, mlem.features)
@@ -72,9 +72,10 @@ def validate_mlem(values: Any, parameters: Mapping[str, Any] | None = None) -> M
     return mlem
 
 
-def check_against_run(mlem: MLEMParameters, parameters: Mapping[str, Any]) -> None:
+def check_against_run(mlem: MLEMParameters, run: RunSettings) -> None:
     """The checks of :func:`validate_mlem` that read other sections (no weights are loaded)."""
-    corpus = corpus_settings(parameters)
+    parameters = run.parameters
+    corpus = run.parsed(corpus_section)
     if mlem.stimuli == "controlled" and not corpus.controlled_stimuli.enabled:
         raise ParameterError(
             "mlem.stimuli: 'controlled' needs corpus.controlled_stimuli.enabled: true (the "
@@ -82,7 +83,7 @@ def check_against_run(mlem: MLEMParameters, parameters: Mapping[str, Any]) -> No
         )
     if mlem.layers is None:
         return
-    activations = validate_activations(parameters.get("activations"))
+    activations = run.parsed(activations_section)
     stored = activations.layers
     missing = [layer for layer in mlem.layers if stored is not None and layer not in stored]
     if missing:
@@ -98,7 +99,12 @@ def check_against_run(mlem: MLEMParameters, parameters: Mapping[str, Any]) -> No
             )
 
 
-def check_mlem(parameters: Mapping[str, Any]) -> None:
+def mlem_section(run: RunSettings) -> MLEMParameters:
+    """The run's ``mlem`` section parsed with what it depends on in other sections (:func:`validate_mlem`)."""
+    return validate_mlem(run.raw("mlem"), run)
+
+
+def check_mlem(run: RunSettings) -> None:
     """``mlem`` with what it depends on in other sections (nothing when the section is empty)."""
-    if parameters.get("mlem"):
-        validate_mlem(parameters["mlem"], parameters)
+    if run.raw("mlem"):
+        run.parsed(mlem_section)

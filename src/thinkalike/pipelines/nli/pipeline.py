@@ -11,9 +11,6 @@ Reads the corpus pipeline's ``train_sequences``, ``heldout_sequences`` and ``tok
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.cka.settings import CKASettings
@@ -21,7 +18,8 @@ from thinkalike.nli.analysis import copy_names
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, namespaced_node
 from thinkalike.pipelines.nli import nodes
-from thinkalike.pipelines.nli.schema import NLIParameters, parse_nli
+from thinkalike.pipelines.nli.schema import NLIParameters, nli_section
+from thinkalike.pipelines.run_settings import RunSettings
 
 NLI = group_namespace("nli")
 ENCODER = f"{NLI}.encoder"
@@ -48,13 +46,13 @@ def copy_dataset(copy: str, dataset: str) -> str:
     return f"{NLI}.{copy}.{dataset}"
 
 
-def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+def create_pipeline(run: RunSettings) -> Pipeline:
     """Pairs → encoder → copies → groups (→ sweep) → stitching per copy → CKA → report (module docstring).
 
-    The ``nli`` section is parsed once here (:func:`~thinkalike.pipelines.nli.schema.parse_nli`, a
+    The ``nli`` section is parsed once per run (:func:`~thinkalike.pipelines.nli.schema.nli_section`, a
     :class:`~thinkalike.pipelines.schema.ParameterError` naming the key otherwise) and bound into the nodes as
     ``settings``; the CKA settings (``nli.cka`` with token rows) are built once and bound as ``cka``."""
-    settings = parse_nli(parameters)
+    settings = run.parsed(nli_section)
     if settings is None:
         return Pipeline([])
     cka = settings.cka_settings()

@@ -1,5 +1,5 @@
 """The ``nli`` parameter section, validated before any node runs (``validate_nli``), and the one place its defaults
-live: the pipeline's builder parses it once (``parse_nli``) and binds the typed settings into the nodes.
+live: the pipeline's builder parses it once (``nli_section``) and binds the typed settings into the nodes.
 
 Errors name the full key: ``nli.group_size`` when k > N / 2, ``nli.pairs.counterexample_fraction`` or
 ``nli.sweep.fractions`` for a fraction outside [0, 1), ``nli.pairs.ood_subcases`` for an unknown subcase,
@@ -9,7 +9,6 @@ Errors name the full key: ``nli.group_size`` when k > N / 2, ``nli.pairs.counter
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
@@ -18,6 +17,7 @@ from thinkalike.cka.settings import CKASettings
 from thinkalike.language.nli import PairsConfig
 from thinkalike.models.finetune import FinetuneConfig
 from thinkalike.models.training import TrainingConfig
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import (
     Device,
     ParameterError,
@@ -165,16 +165,16 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
     return nli
 
 
-def parse_nli(parameters: Mapping[str, Any]) -> NLIParameters | None:
-    """The ``nli`` section checked against the corpus's context length (:func:`validate_nli`); ``None`` when the
-    section is empty."""
-    if not parameters.get("nli"):
+def nli_section(run: RunSettings) -> NLIParameters | None:
+    """The run's ``nli`` section checked against the corpus's context length (:func:`validate_nli`); ``None`` when
+    the section is empty."""
+    if not run.raw("nli"):
         return None
-    from thinkalike.pipelines.corpus.schema import corpus_settings
+    from thinkalike.pipelines.corpus.schema import corpus_section
 
-    return validate_nli(parameters["nli"], corpus_settings(parameters).n_ctx)
+    return validate_nli(run.raw("nli"), run.parsed(corpus_section).n_ctx)
 
 
-def check_nli(parameters: Mapping[str, Any]) -> None:
+def check_nli(run: RunSettings) -> None:
     """``nli`` against the corpus's context length (nothing when the section is empty)."""
-    parse_nli(parameters)
+    run.parsed(nli_section)

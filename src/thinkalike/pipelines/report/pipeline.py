@@ -10,18 +10,18 @@ the report lists instead of failing. The run's timings are saved after it, when 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.activations.schema import configured_models, zoo_model_names
+from thinkalike.pipelines.activations.schema import configured_models_of, zoo_model_names
 from thinkalike.pipelines.cka.pairs import all_cka_pairs, pair_dataset
 from thinkalike.pipelines.cka.pipeline import CALIBRATION_SUMMARY, MEASURES_OUTPUT, MEASURES_SUMMARY_OUTPUTS
-from thinkalike.pipelines.cka.schema import CKAParameters, parse_cka, validate_cka
+from thinkalike.pipelines.cka.schema import CKAParameters, cka_section, cka_settings
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import group_namespace, model_dataset
 from thinkalike.pipelines.report import nodes
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.scaling.plan import scaling_plan
 from thinkalike.pipelines.specs import report_outline
 
@@ -36,15 +36,15 @@ def _measured(cka: CKAParameters) -> bool:
     return bool(cka.measures.names) and cka.mode != "streaming"
 
 
-def _measures_left_out(parameters: Mapping[str, Any]) -> set[str]:
+def _measures_left_out(run: RunSettings) -> set[str]:
     """The measures' summaries nothing makes: all without ``cka.measures`` (or in streaming mode), the calibration's
     without ``cka.measures.calibration`` (the ``cka`` section parsed:
-    :func:`~thinkalike.pipelines.cka.schema.parse_cka`)."""
+    :func:`~thinkalike.pipelines.cka.schema.cka_settings`)."""
     everything = {*MEASURES_SUMMARY_OUTPUTS, CALIBRATION_SUMMARY}
-    if not parameters.get("cka"):
+    if not run.raw("cka"):
         return everything
     try:
-        cka = parse_cka(parameters["cka"])
+        cka = run.parsed(cka_settings)
     except ValueError:  # broken settings: the cka pipeline names the error; the report reads what was saved
         return set()
     if not _measured(cka):
@@ -52,50 +52,50 @@ def _measures_left_out(parameters: Mapping[str, Any]) -> set[str]:
     return set() if cka.measures.calibrated else {CALIBRATION_SUMMARY}
 
 
-def measures_tables(parameters: Mapping[str, Any]) -> list[str]:
+def measures_tables(run: RunSettings) -> list[str]:
     """Every CKA pair's ``measures_table`` where the measures are computed (the dimensions each measure compared,
     :mod:`thinkalike.reports.measure_space`): the pairs of :func:`~thinkalike.pipelines.cka.pairs.all_cka_pairs`.
     None without measures, or with a ``cka`` section that cannot be read (the cka pipeline names its error).
     kedro-viz draws these tables in the ``models`` box, beside the summaries, as both ``models.cka`` and the report
     read them."""
-    if not parameters.get("cka"):
+    if not run.raw("cka"):
         return []
     try:
-        models = configured_models(parameters)
-        cka = validate_cka(parameters["cka"], models)
-        pairs = all_cka_pairs(parameters, cka.pairs, models)
+        models = run.parsed(configured_models_of)
+        cka = run.parsed(cka_section)
+        pairs = all_cka_pairs(run, cka.pairs, models)
     except ValueError:
         return []
     return [pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs] if _measured(cka) else []
 
 
-def report_inputs(parameters: Mapping[str, Any]) -> list[str]:
+def report_inputs(run: RunSettings) -> list[str]:
     """The catalog datasets the report reads (besides ``parameters``), in the node's order: the tables the
     pipelines' report sections read (:func:`~thinkalike.pipelines.specs.report_outline`), the zoo's configs, the CKA
     pairs' measures tables (:func:`measures_tables`), the saved PNGs the sections show and the tables their interactive
     figures are drawn from. Without a scaling
     family (:func:`~thinkalike.pipelines.scaling.plan.scaling_plan`) the scaling outputs are left out: nothing makes
     them, and the report says there is no family; likewise the measures' summaries without ``cka.measures``."""
-    zoo = zoo_model_names(parameters)
+    zoo = zoo_model_names(run.parameters)
     try:
-        scaling = scaling_plan(parameters) is not None
+        scaling = scaling_plan(run) is not None
     except ValueError:  # a broken scaling section: its pipeline names the error; the report reads what was saved
         scaling = True
     left_out = set(NOT_READ) | (set() if scaling else {"scaling_summary"})
-    left_out |= _measures_left_out(parameters)
+    left_out |= _measures_left_out(run)
     outline = report_outline()
     tables = [name for name in outline.tables if name not in left_out]
     pngs = [f.name for f in outline.png_figures() if (scaling or f.pipeline != "scaling") and f.name not in left_out]
     drawn = [name for figure in outline.figures() for name in figure.drawn_from]
     configs = [model_dataset(model, "model_config") for model in zoo]
-    inputs = tables + configs + measures_tables(parameters) + pngs
-    return inputs + [name for name in dict.fromkeys(drawn) if name not in inputs]
+    inputs = tables + configs + measures_tables(run) + pngs
+    return inputs + [name for name in dict.fromkeys(drawn) if name not in inputs and name not in left_out]
 
 
-def create_pipeline(parameters: Mapping[str, Any], indexed: Sequence[str] = ()) -> Pipeline:
+def create_pipeline(run: RunSettings, indexed: Sequence[str] = ()) -> Pipeline:
     """The report node; ``indexed``: the run's other outputs, which it lists in its index (see
     :func:`thinkalike.pipelines.builders.build_pipelines`: the summaries' outputs no other node reads)."""
-    inputs = report_inputs(parameters)
+    inputs = report_inputs(run)
     listed = [name for name in indexed if name not in inputs]
     return Pipeline(
         [

@@ -4,32 +4,31 @@ Empty when the parameters have no ``scaling`` section or (``family: auto``) fewe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.activations.schema import configured_models
+from thinkalike.pipelines.activations.schema import configured_models_of
 from thinkalike.pipelines.cka.pairs import all_cka_pairs, pair_dataset
-from thinkalike.pipelines.cka.schema import parse_cka
+from thinkalike.pipelines.cka.schema import cka_settings
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import group_namespace
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.scaling import nodes
 from thinkalike.pipelines.scaling.plan import scaling_plan
-from thinkalike.scaling.analysis import ScalingSettings
+from thinkalike.pipelines.scaling.schema import scaling_section
 
 OUTPUTS = ["scaling_members", "scaling_pairs", "scaling_summary", "scaling_figure"]
 
 
-def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+def create_pipeline(run: RunSettings) -> Pipeline:
     """The scaling node, with the family (:func:`~thinkalike.pipelines.scaling.plan.scaling_plan`) and the
-    ``scaling`` section's analysis settings (:class:`~thinkalike.scaling.analysis.ScalingSettings`, parsed once here)
+    ``scaling`` section's analysis settings (:class:`~thinkalike.scaling.analysis.ScalingSettings`, of the section
+    parsed once per run)
     bound; its inputs are the cka pipeline's tables of the family's pairs (each pair as the cka pipeline orders it)."""
-    plan = scaling_plan(parameters)
+    plan = scaling_plan(run)
     if plan is None:
         return Pipeline([])
-    settings = ScalingSettings.from_parameters(parameters["scaling"])
-    computed = all_cka_pairs(parameters, parse_cka(parameters.get("cka")).pairs, configured_models(parameters))
+    settings = run.parsed(scaling_section).settings()
+    computed = all_cka_pairs(run, run.parsed(cka_settings).pairs, run.parsed(configured_models_of))
     pairs = [pair if pair in computed else pair[::-1] for pair in plan.pairs()]
     tables = [pair_dataset(a, b, "cka_table") for a, b in pairs]
     return Pipeline(

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from thinkalike.pipelines.errors import ParameterError
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import _Section, validate_section
 from thinkalike.scaling.analysis import ScalingSettings
 from thinkalike.scaling.membership import AUTO, FamilySettings, plan_family
@@ -56,20 +57,26 @@ def validate_scaling(values: Any) -> ScalingParameters:
     return validate_section(ScalingParameters, values, "scaling")
 
 
-def check_scaling(parameters: Mapping[str, Any]) -> None:
+def scaling_section(run: RunSettings) -> ScalingParameters:
+    """The run's ``scaling`` section parsed (:func:`validate_scaling`)."""
+    return validate_scaling(run.raw("scaling"))
+
+
+def check_scaling(run: RunSettings) -> None:
     """``scaling`` (nothing when the section is empty): :func:`validate_scaling`, its
     :class:`~thinkalike.scaling.analysis.ScalingSettings` and its family over the configured models
     (:func:`~thinkalike.scaling.membership.plan_family`, as :func:`~thinkalike.pipelines.scaling.plan.scaling_plan`
     plans it)."""
+    parameters = run.parameters
     if not parameters.get("scaling"):
         return
-    scaling = validate_scaling(parameters["scaling"])
-    from thinkalike.pipelines.activations.schema import configured_models
+    scaling = run.parsed(scaling_section)
+    from thinkalike.pipelines.activations.schema import configured_models_of
 
     zoo = (parameters.get("zoo") or {}).get("models") or {}
     try:
         scaling.settings()
-        plan_family(scaling.family_settings(), zoo, configured_models(parameters))
+        plan_family(scaling.family_settings(), zoo, run.parsed(configured_models_of))
     except ParameterError:
         raise
     except (TypeError, ValueError) as error:

@@ -13,21 +13,20 @@ learning curves and, for the ``all`` grid, penalty heatmaps. Only zoo models are
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.schema import zoo_model_names
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, model_dataset
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.stitching import nodes
 from thinkalike.pipelines.stitching.plan import (
     ordered_pairs,
     stitch_namespace,
     stitching_pairs,
 )
-from thinkalike.pipelines.stitching.schema import StitchingParameters, validate_stitching
+from thinkalike.pipelines.stitching.schema import StitchingParameters, stitching_section
 
 PAIR_OUTPUTS = ["stitch_table", "stitch_curves", "stitch_phi", "stitch_phi_config", "stitch_eval_split"]
 SUMMARY_OUTPUTS = [
@@ -71,16 +70,17 @@ def ordered_pair_pipeline(model_f: str, model_g: str, settings: StitchingParamet
     return Pipeline(built, namespace=stitch_namespace(model_f, model_g), inputs=inputs)
 
 
-def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+def create_pipeline(run: RunSettings) -> Pipeline:
     """One namespace per ordered pair of :func:`ordered_pairs`, then ``summarise_stitching``, which reads every
     pair output (so kedro-viz draws them inside the pairs' boxes) and draws the pairs' figures."""
+    parameters = run.parameters
     zoo_models = zoo_model_names(parameters)
     if not parameters.get("stitching"):
         return Pipeline([])
     if not zoo_models:
         logger.warning("stitching: no zoo models are configured, so nothing is stitched (only zoo models can be)")
         return Pipeline([])
-    settings = validate_stitching(parameters["stitching"], zoo_models)
+    settings = run.parsed(stitching_section)
     pairs = stitching_pairs(settings.pairs, zoo_models)
     ordered = ordered_pairs(pairs, settings.directions, settings.self_baselines)
     heatmaps = settings.layers == "all"

@@ -8,12 +8,12 @@ nodes (:mod:`thinkalike.pipelines.stitching.nodes`, bound to it) → :mod:`think
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
 
 from thinkalike.pipelines.activations.schema import zoo_model_names
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import Device, ParameterError, _Section, validate_dataclass, validate_section
 from thinkalike.pipelines.stitching.plan import stitching_pairs
 from thinkalike.stitching import StitchConfigError, StitchSettings, phi_seed_list
@@ -73,8 +73,12 @@ def validate_stitching(values: Any, zoo_models: list[str]) -> StitchingParameter
     return stitching
 
 
-def check_stitching(parameters: Mapping[str, Any]) -> None:
+def stitching_section(run: RunSettings) -> StitchingParameters:
+    """The run's ``stitching`` section parsed against the zoo's models (:func:`validate_stitching`)."""
+    return validate_stitching(run.raw("stitching"), zoo_model_names(run.parameters))
+
+
+def check_stitching(run: RunSettings) -> None:
     """``stitching`` against the zoo's models (nothing when the section is empty or there is no zoo model)."""
-    zoo_names = zoo_model_names(parameters)
-    if parameters.get("stitching") and zoo_names:
-        validate_stitching(parameters["stitching"], zoo_names)
+    if run.raw("stitching") and zoo_model_names(run.parameters):
+        run.parsed(stitching_section)

@@ -7,12 +7,9 @@ trains them all and summarises (the summary node is in ``models``). Naming:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from kedro.pipeline import Node, Pipeline
 
-from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_settings
+from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_section
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
     GPU_WORK,
@@ -22,6 +19,7 @@ from thinkalike.pipelines.namespaces import (
     model_namespace,
     namespaced_node,
 )
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import validate_section
 from thinkalike.pipelines.zoo import nodes
 from thinkalike.pipelines.zoo.schema import ZooParameters
@@ -45,17 +43,18 @@ def model_pipeline(name: str, settings: ZooParameters, corpus: CorpusParameters)
     )
 
 
-def create_pipeline(parameters: Mapping[str, Any]) -> Pipeline:
+def create_pipeline(run: RunSettings) -> Pipeline:
     """One training node per ``zoo.models`` entry, then ``summarise_zoo`` (namespace ``models``), with the ``zoo``
     section parsed once here (:class:`~thinkalike.pipelines.zoo.schema.ZooParameters`; its deeper checks, each
     model's training and architecture, are :func:`~thinkalike.pipelines.zoo.schema.check_zoo`'s before a run) and
     the ``corpus`` section for the models' context length."""
+    parameters = run.parameters
     settings = validate_section(ZooParameters, parameters.get("zoo"), "zoo")
     models = list(settings.models)
     if not models:
         return Pipeline([])
     check_model_names(models, "zoo.models")
-    corpus = corpus_settings(parameters)
+    corpus = run.parsed(corpus_section)
     per_model = sum((model_pipeline(name, settings, corpus) for name in models), Pipeline([]))
     summary = Node(
         with_fixed_arguments(nodes.summarise_zoo, settings=settings),

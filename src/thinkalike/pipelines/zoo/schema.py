@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
 
 from thinkalike.models.training import TrainingConfig
 from thinkalike.models.zoo_entry import DEFAULT_OBJECTIVE, DEFAULT_SEED, Objective
-from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_settings
+from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_section
 from thinkalike.pipelines.errors import ParameterError
+from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import _Section, validate_dataclass, validate_section
 
 
@@ -65,6 +65,6 @@ def _check_architecture(name: str, model: ZooModelParameters, n_ctx: int, vocab_
         raise ParameterError(f"{key}: {error}") from None
 
 
-def check_zoo(parameters: Mapping[str, Any]) -> None:
+def check_zoo(run: RunSettings) -> None:
     """``zoo``: every model's training (defaults + overrides) and architecture, against the corpus's sizes."""
-    validate_zoo(parameters.get("zoo"), corpus_settings(parameters))
+    validate_zoo(run.raw("zoo"), run.parsed(corpus_section))
