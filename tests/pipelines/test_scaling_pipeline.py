@@ -124,7 +124,8 @@ def test_the_section_adapts_and_names_what_is_wrong(tmp_path):
 
 
 def test_an_unknown_key_is_named_and_conf_base_sets_every_key(tmp_path):
-    from thinkalike.pipelines.scaling.schema import SCALING_KEYS, check_scaling
+    from thinkalike.pipelines.scaling.plan import check_scaling
+    from thinkalike.pipelines.scaling.schema import SCALING_KEYS
 
     parameters = configured_parameters(make_project_copy(tmp_path), "base")
     assert set(parameters["scaling"]) == set(SCALING_KEYS)  # conf/base's file documents every key

@@ -1,6 +1,6 @@
-"""The ``cka`` section: its model (:class:`CKAParameters`), its parse (:func:`parse_cka`, and
-:func:`validate_cka` against the configured models, once, by the pipeline's builder) and its check before a run
-(:func:`check_cka`).
+"""The ``cka`` section: its model (:class:`CKAParameters`), its parse (:func:`parse_cka`; of the run's settings
+:func:`cka_settings`, and :func:`cka_section` against the configured models, each once per run) and its check before
+a run (:func:`check_cka`).
 
 The section reads as a straight line: ``conf/*/parameters_cka.yml`` → :class:`CKAParameters` (its estimation keys
 as :class:`~thinkalike.cka.settings.CKASettings`, ``cka.measures`` as

@@ -5,9 +5,8 @@ from thinkalike.pipelines.specs import PipelineSpec
 
 from .mlflow_rules import RULES
 from .pipeline import create_pipeline
-from .plan import scaling_cka_pairs
+from .plan import check_scaling, scaling_cka_pairs
 from .report_section import SECTIONS
-from .schema import check_scaling
 
 SPEC = PipelineSpec(
     "scaling",

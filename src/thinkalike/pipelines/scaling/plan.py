@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from thinkalike.pipelines.activations.schema import configured_models_of
+from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.scaling.schema import scaling_section
 from thinkalike.scaling.membership import ScalingPlan, plan_family
@@ -24,3 +25,19 @@ def scaling_cka_pairs(run: RunSettings) -> list[tuple[str, str]]:
     :meth:`~thinkalike.scaling.membership.ScalingPlan.pairs`); none without a family."""
     plan = scaling_plan(run)
     return plan.pairs() if plan else []
+
+
+def check_scaling(run: RunSettings) -> None:
+    """``scaling`` (nothing when the section is empty): :func:`~thinkalike.pipelines.scaling.schema.validate_scaling`,
+    its :class:`~thinkalike.scaling.analysis.ScalingSettings` and its family (:func:`scaling_plan`), each error a
+    :class:`ParameterError` naming ``scaling``."""
+    if not run.raw("scaling"):
+        return
+    try:
+        run.parsed(scaling_section).settings()
+        scaling_plan(run)
+    except ParameterError:
+        raise
+    except (TypeError, ValueError) as error:
+        message = str(error)
+        raise ParameterError(message if message.startswith("scaling") else f"scaling: {message}") from None

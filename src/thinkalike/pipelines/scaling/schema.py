@@ -1,5 +1,6 @@
 """The ``scaling`` section: its model (:class:`ScalingParameters`), its parse (:func:`validate_scaling`) and its
-check before a run (:func:`check_scaling`): its settings and the family it names."""
+check before a run (:func:`~thinkalike.pipelines.scaling.plan.check_scaling`: its settings and the family it
+names)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import _Section, validate_section
 from thinkalike.scaling.analysis import ScalingSettings
-from thinkalike.scaling.membership import AUTO, FamilySettings, plan_family
+from thinkalike.scaling.membership import AUTO, FamilySettings
 
 
 class ScalingParameters(_Section):
@@ -60,25 +61,3 @@ def validate_scaling(values: Any) -> ScalingParameters:
 def scaling_section(run: RunSettings) -> ScalingParameters:
     """The run's ``scaling`` section parsed (:func:`validate_scaling`)."""
     return validate_scaling(run.raw("scaling"))
-
-
-def check_scaling(run: RunSettings) -> None:
-    """``scaling`` (nothing when the section is empty): :func:`validate_scaling`, its
-    :class:`~thinkalike.scaling.analysis.ScalingSettings` and its family over the configured models
-    (:func:`~thinkalike.scaling.membership.plan_family`, as :func:`~thinkalike.pipelines.scaling.plan.scaling_plan`
-    plans it)."""
-    parameters = run.parameters
-    if not parameters.get("scaling"):
-        return
-    scaling = run.parsed(scaling_section)
-    from thinkalike.pipelines.activations.schema import configured_models_of
-
-    zoo = (parameters.get("zoo") or {}).get("models") or {}
-    try:
-        scaling.settings()
-        plan_family(scaling.family_settings(), zoo, run.parsed(configured_models_of))
-    except ParameterError:
-        raise
-    except (TypeError, ValueError) as error:
-        message = str(error)
-        raise ParameterError(message if message.startswith("scaling") else f"scaling: {message}") from None
