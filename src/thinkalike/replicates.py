@@ -170,12 +170,22 @@ def run_replicate(
 
 
 def run_replicates(
-    project: Path, workdir: Path, env: str, count: int, parallel: int, extra_environment: dict[str, str], rerun: bool
+    project: Path,
+    workdir: Path,
+    env: str,
+    count: int,
+    parallel: int,
+    extra_environment: dict[str, str],
+    rerun: bool,
+    first: int = 0,
 ) -> list[dict[str, Any]]:
-    """Replicates 0 … count − 1 (those finished before reused unless ``rerun``), ``parallel`` at a time."""
+    """Replicates ``first`` … ``first + count − 1`` (those finished before reused unless ``rerun``), ``parallel`` at
+    a time. The analysis plan's deciding replicates start past its pilot's (conf/base/analysis_plan.yml:
+    ``deciding.first_replicate``)."""
     records: dict[int, dict[str, Any]] = {}
     todo = []
-    for replicate in range(count):
+    numbers = range(first, first + count)
+    for replicate in numbers:
         folder = replicate_folder(workdir, replicate)
         done = None if rerun else run_record(folder)
         if done is not None:
@@ -201,7 +211,7 @@ def run_replicates(
     with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
         for record in pool.map(lambda r: run_replicate(project, workdir, env, r, extra_environment), todo):
             records[record["replicate"]] = record
-    return [records[r] for r in range(count)]
+    return [records[r] for r in numbers]
 
 
 def other_kernels(capability: str | None = None) -> dict[str, str]:
@@ -244,6 +254,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="the Kedro project (default: cwd)")
     parser.add_argument("--env", default=ENV, help=f"configuration environment (default: {ENV})")
     parser.add_argument("--count", type=int, help="replicates (default: replicates.count of the environment)")
+    parser.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        help="the first replicate's number (default 0, the default run's seeds; the plan's deciding ones: 10)",
+    )
     parser.add_argument("--workdir", type=Path, help=f"where the replicates' projects go (default: {DEFAULT_WORKDIR})")
     parser.add_argument("--parallel", type=int, default=1, help="replicates run at once (default 1)")
     parser.add_argument(
@@ -281,7 +297,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     workdir = (args.workdir or project / DEFAULT_WORKDIR).resolve()
-    records = run_replicates(project, workdir, args.env, count, args.parallel, extra_environment, args.rerun)
+    if args.first < 0:
+        print(f"error: --first: expected a replicate number ≥ 0, got {args.first}", file=sys.stderr)
+        return 2
+    records = run_replicates(
+        project, workdir, args.env, count, args.parallel, extra_environment, args.rerun, first=args.first
+    )
     failed = [str(replicate_folder(workdir, r["replicate"]) / "run.log") for r in records if r.get("returncode") != 0]
     if args.roundoff:
         roundoff = run_roundoff(project, workdir, args.env, extra_environment, args.rerun)
@@ -294,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     command = (
         "python -m thinkalike.replicates"
+        + (f" --first {args.first} --count {count}" if args.first else "")
         + (" --roundoff" if args.roundoff else "")
         + (" --write" if args.write else "")
     )

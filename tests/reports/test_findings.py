@@ -133,7 +133,9 @@ def test_findings_json_holds_claims_with_a_margin_per_replicate_and_a_status():
     assert len(rows) >= 16
     for row in rows:
         assert {"question", "paper", "ours", "rule", "verdict"} <= set(row)
-        assert row["verdict"].startswith(("reproduced", "partly", "not reproduced", "inconclusive")), row["key"]
+        assert row["verdict"].startswith(("reproduced", "partly", "not reproduced", "inconclusive", "not testable")), (
+            row["key"]
+        )
     # the claims are those of each replicate's own findings, recomputed here from the committed numbers
     again = findings_document([r["findings"] for r in replicates], OUTLINE, [r["run"] for r in replicates])["claims"]
     assert [(c["id"], c["margin"], c["status"]) for c in again] == [(c["id"], c["margin"], c["status"]) for c in claims]
@@ -725,7 +727,7 @@ def test_default_shaped_outputs_give_claims_in_every_section():
     )
     assert [c.as_json() for c in claims] == [c.as_json() for c in claims_of(round_trip, OUTLINE)]
     paragraphs = [p.replace("\n", " ") for p in text.strip().split("\n\n")]
-    assert paragraphs[1] == "## The papers' questions" and paragraphs[2].startswith("| question | the paper |")
+    assert paragraphs[1] == "## The papers' questions" and paragraphs[2].startswith("| question | verdict |")
     after = paragraphs[paragraphs.index("## Where the findings come from") + 1 :]
     assert after[0].startswith("**One run** (") and after[1].startswith("The default run (measured on ")
     for title in (

@@ -72,27 +72,28 @@ def _real_findings(shift: float) -> dict:
 
 
 def test_each_row_gets_a_real_column_by_the_same_rule_and_unaskable_rows_say_what_they_need():
-    rows = scorecard([{}, {}, {}], [_real_findings(s) for s in (0.0, 0.01, -0.01)])
+    real = [_real_findings(s) for s in (0.0, 0.01, -0.01)]
+    for findings, shift in zip(real, (0.0, 0.01, -0.01)):
+        findings["embedding"]["keep_k"]["by_k"].append({"k": 1000, "min_gap": -0.4 + shift})
+    rows = scorecard([{}, {}, {}], real)
     by_key = {row["key"]: row for row in rows}
     assert len(rows) == len(QUESTIONS) and all("real" in row for row in rows)
     blocks = by_key["brown_blocks"]["real"]
-    part = blocks["parts"]["within smollm2 (31 layers)"]
+    part = blocks["parts"]["smollm2"]
     assert part["effects"] == pytest.approx([0.35 - DEFAULT_MIN_CONTRAST + s for s in (0.0, 0.01, -0.01)])
-    assert blocks["verdict_word"] == "reproduced" and blocks["n_replicates"] == 3
+    assert part["verdict"] == "reproduced" and blocks["n_replicates"] == 3
+    assert blocks["parts"]["minilm"]["why"] == "measured in 0 of 3 replicates"
+    assert blocks["verdict_word"] == "partly" and blocks["holm"] == ["smollm2"]  # minilm unmeasured: not all
     keep = by_key["dar_keep_k"]["real"]
-    assert keep["parts"]["k = 10"]["verdict"] == "not reproduced"  # −0.4 ± 0.01: below −2 σ in every replicate
-    assert keep["parts"]["k = 50"]["verdict"] == "inconclusive"  # changes sign
+    assert keep["parts"]["k = 1000"]["verdict"] == "opposite"  # −0.4 ± 0.01: its 95 % interval below 0
+    assert keep["parts"]["k = 10"]["verdict"] == "opposite"
     assert keep["verdict_word"] == "not reproduced"
     nli = by_key["brown_nli_groups"]["real"]
-    assert (
-        nli["verdict"]
-        == "inconclusive: not asked: needs NLI fine-tunes of one encoder that generalize and that rely on heuristics"
-    )
-    assert by_key["mlem_mamba_position"]["real"]["verdict"].endswith("needs a Mamba model")
+    assert nli["verdict"].startswith("not testable: needs NLI fine-tunes of one encoder")
+    assert by_key["mlem_mamba_position"]["real"]["verdict"].startswith("not testable: needs a Mamba model")
     table = render_scorecard(rows)
-    assert "| real checkpoints: ours and verdict |" in table.split("\n")[0]
-    assert "3 replicates of SmolLM2-135M-Instruct" in " ".join(table.split())
-    assert all(line.count(" | ") == 5 for line in table.split("\n") if line.startswith("| ") and "---" not in line)
+    assert "Real checkpoints (SmolLM2-135M-Instruct" in table
+    assert all(line.count(" | ") == 3 for line in table.split("\n") if line.startswith("| ") and "---" not in line)
 
 
 def test_without_real_replicates_the_scorecard_has_no_real_column():
@@ -122,4 +123,4 @@ def test_the_cli_writes_the_real_column_and_keeps_the_default_replicates(tmp_pat
     ]
     assert all(row["real"]["n_replicates"] == 2 for row in after["scorecard"])
     page = (tmp_path / "docs" / "findings.md").read_text(encoding="utf-8")
-    assert render_document(after, OUTLINE) in page and "real checkpoints: ours and verdict" in page
+    assert render_document(after, OUTLINE) in page and "Real checkpoints (" in page

@@ -12,10 +12,9 @@ outputs (the documentation page ``docs/findings.md``).
   named ``replicates`` gets each proposition's smallest margin (``claims/<id>``) and status (``holds/<id>``).
 * ``--claims``: prints ``{"claims": [...]}`` as pure JSON on stdout (logs go to stderr) — every claim of the
   project's (``--project``) latest run with its margin and quoted numbers.
-* ``--check``: checks that run against the repository's ``docs/findings.json``: every committed finding must still
-  hold, with its margin and each number its sentence quotes inside the committed replicates' range widened by
-  ``NOISE_FACTOR`` × that number's spread across them; prints a short table of what moved (``--json``: the rows as
-  JSON) and exits 1 when anything did.
+* ``--check``: checks that run against the repository's ``docs/findings.json``: each scorecard part's estimate
+  within its prediction interval from the committed replicates (:mod:`thinkalike.analysis.prediction`); prints
+  what moved (``--json``: every row as JSON) and exits 1 when anything did.
 * ``--render``: makes the scorecard and the claims again from the replicates' numbers saved in the repository's
   ``docs/findings.json`` (rewriting its ``scorecard`` and ``claims``) and rewrites the findings page's region from
   them (collects and runs nothing): after the claims or the renderer changed.
@@ -37,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from thinkalike.analysis import prediction
 from thinkalike.provenance import git_state, run_record, write_text_atomically
 from thinkalike.reports.experiments import ReportOutline
 from thinkalike.reports.findings import (
@@ -53,7 +53,8 @@ from thinkalike.reports.findings import (
     roundoff_comparison,
     source_digest,
 )
-from thinkalike.reports.findings.claims import HOLDS, check_against, check_table, single_run
+from thinkalike.reports.findings.claims import HOLDS, single_run
+from thinkalike.reports.findings.scorecard import committed_effects, run_estimates
 
 logger = logging.getLogger(__name__)
 
@@ -143,11 +144,14 @@ def project_findings(project: Path, env: str | None, replicate: int | None = Non
 
 
 def replicate_folders(workdir: Path) -> list[Path]:
-    """``workdir/replicate-<r>`` for r = 0, 1, … as long as they exist."""
-    folders: list[Path] = []
-    while (workdir / f"replicate-{len(folders)}").is_dir():
-        folders.append(workdir / f"replicate-{len(folders)}")
-    return folders
+    """Every ``workdir/replicate-<r>`` folder, by replicate number (the deciding replicates start past the
+    pilot's, e.g. at 10)."""
+    numbered = [
+        (int(path.name.removeprefix("replicate-")), path)
+        for path in workdir.glob("replicate-*")
+        if path.is_dir() and path.name.removeprefix("replicate-").isdigit()
+    ]
+    return [path for _, path in sorted(numbered)]
 
 
 def document_of(
@@ -343,25 +347,32 @@ def render_page(repo: Path) -> int:
 
 def claims_and_check(project: Path, repo: Path, env: str | None, claims: bool, check: bool, as_json: bool) -> int:
     """``--claims`` / ``--check``: the latest run's claims as pure JSON on stdout (every log line of the collection,
-    Kedro's included, goes to stderr), and/or its check against the committed findings (:func:`check_against`): a
-    short table of what moved (on stderr when the claims JSON has stdout; as JSON on stdout with ``--json``); 1 when
-    a committed finding no longer holds or moved out of its band, 2 without docs/findings.json."""
+    Kedro's included, goes to stderr), and/or its check against the committed findings: each scorecard part's
+    estimate of this run within its prediction interval from the committed replicates' effects
+    (:mod:`thinkalike.analysis.prediction`: Bonferroni over the K parts checked, so an honest rerun fails with
+    probability ≤ 5 %); a short table of what moved (on stderr when the claims JSON has stdout; as JSON on stdout with
+    ``--json``); 1 when a number moved out of its interval, 2 without docs/findings.json."""
     source = repo / FINDINGS_JSON
     if check and not source.is_file():
         print(f"error: --check: no {source} to check against", file=sys.stderr)
         return 2
     with contextlib.redirect_stdout(sys.stderr):  # Kedro's console handler binds to sys.stdout when it is configured
-        run = single_run(claims_of(project_findings(project, env), project_outline()))
+        findings = project_findings(project, env)
     if claims:
+        run = single_run(claims_of(findings, project_outline()))
         print(json.dumps({"claims": run}, indent=1, ensure_ascii=False, allow_nan=False))
     if not check:
         return 0
-    rows = check_against(json.loads(source.read_text(encoding="utf-8"))["claims"], run)
+    committed, resolutions = committed_effects(json.loads(source.read_text(encoding="utf-8"))["scorecard"])
+    rows = prediction.check(committed, run_estimates(findings), resolutions)
+    moved = [row for row in rows if row.moved]
     if as_json and not claims:
-        print(json.dumps({"checked": rows}, indent=1, ensure_ascii=False, allow_nan=False))
+        print(json.dumps({"checked": [vars(row) for row in rows]}, indent=1, ensure_ascii=False, allow_nan=False))
     else:
-        print(check_table(rows), file=sys.stderr if claims else sys.stdout)
-    return 1 if any(not row["holds"] or row["moved"] for row in rows) else 0
+        lines = [f"checked {len(rows)} scorecard estimates against docs/findings.json's replicates: {len(moved)} moved"]
+        lines += [f"  {r.name}: {r.value:+.6g}, expected {r.mean:+.6g} ± {r.half_width:.3g}" for r in moved]
+        print("\n".join(lines), file=sys.stderr if claims else sys.stdout)
+    return 1 if moved else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

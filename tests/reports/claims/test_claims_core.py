@@ -13,8 +13,6 @@ from thinkalike.reports.findings.claims import (
     UNRESOLVED,
     Claim,
     best_of,
-    check_against,
-    check_table,
     every,
     fill,
     greater,
@@ -101,32 +99,6 @@ def test_rendering_states_claims_that_hold_and_lists_the_rest_as_varying():
         for n, s in (("x", 0.1), ("y", 0.2))
     ]
     assert render_claims(merge_claims([single_run(grouped)])) == ["To pass: `x` and `y`."]
-
-
-def test_a_run_is_checked_against_the_committed_claims_by_id():
-    committed = merge_claims([_run({"a": 0.2, "b": 0.1}), _run({"a": 0.3, "b": -0.05})])
-    checked = check_against(committed, _run({"a": -0.01, "b": 0.4}))
-    assert [(c["id"], c["margin"], c["holds"]) for c in checked] == [("a", -0.01, False)]  # only findings
-    assert checked[0]["moved"] == ["margin", "v"]  # its margin and the number it quotes left their bands
-
-
-def test_the_check_names_a_planted_value_that_moved_and_nothing_else():
-    """A run equal to a committed replicate but for one quoted number moved past its band: the check names that
-    number (and only it); the same run unchanged passes; a move inside the band (the replicates' spread) passes."""
-    runs = [
-        single_run([Claim("s.a", "a ({x}, {y})", m, {"x": x, "y": [y, y + 1]})])
-        for m, x, y in ((0.50, 1.0, 10.0), (0.52, 1.1, 10.2), (0.51, 0.9, 10.1))
-    ]
-    committed = merge_claims(runs)
-    assert committed[0]["status"] == HOLDS
-    assert check_against(committed, runs[1])[0]["moved"] == []
-    inside = single_run([Claim("s.a", "a ({x}, {y})", 0.51, {"x": 1.2, "y": [10.0, 11.0]})])
-    assert check_against(committed, inside)[0]["moved"] == []  # 1.2 is within 1.1 + 2 x spread (0.1)
-    planted = single_run([Claim("s.a", "a ({x}, {y})", 0.51, {"x": 1.0, "y": [10.0, 13.0]})])
-    row = check_against(committed, planted)[0]
-    assert row["holds"] and row["moved"] == ["y[1]"]
-    assert row["detail"]["y[1]"]["run"] == 13.0 and row["detail"]["y[1]"]["committed"] == [11.0, 11.2]
-    assert "s.a: moved: y[1] 13" in check_table([row])
 
 
 def test_a_statement_and_its_negation_are_one_proposition():

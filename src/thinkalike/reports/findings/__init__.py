@@ -45,6 +45,7 @@ import platform
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from thinkalike.analysis.plan import PLAN_PATH, load_plan, package_plan_path, plan_digest
 from thinkalike.models.sources import is_initialisation
 from thinkalike.models.zoo_record import ZooModel, zoo_model
 from thinkalike.models.zoo_record import family_roles as model_roles
@@ -69,7 +70,7 @@ from thinkalike.reports.findings.readme import (  # the README region and its di
     replace_region,
     source_digest,
 )
-from thinkalike.reports.findings.scorecard import render_scorecard, scorecard
+from thinkalike.reports.findings.scorecard import exploratory, render_parts, render_scorecard, scorecard
 from thinkalike.reports.findings.text import (
     LITERATURE,
     guarded,
@@ -232,12 +233,16 @@ def findings_document(
     scorecard's real-model column (its rows' ``real``). ``outline``: the report's sections (:func:`claims_of`)."""
     runs = list(runs) if runs is not None else [None] * len(replicates)
     real_entries = [dict(entry) for entry in real or []]
+    plan_file = package_plan_path()
+    rows = scorecard(replicates, [entry["findings"] for entry in real_entries] or None, load_plan(plan_file))
     return {
-        "scorecard": scorecard(replicates, [entry["findings"] for entry in real_entries] or None),
+        "scorecard": rows,
+        "exploratory": exploratory(rows),
+        "analysis_plan": {"path": str(PLAN_PATH), "sha256": plan_digest(plan_file)},
         **({"real_replicates": real_entries} if real_entries else {}),
         "claims": merge_claims([single_run(claims_of(findings, outline)) for findings in replicates]),
         "replicates": [
-            {"replicate": index, "run": run, "findings": findings}
+            {"replicate": (run or {}).get("replicate", index), "run": run, "findings": findings}
             for index, (findings, run) in enumerate(zip(replicates, runs, strict=True))
         ],
     }
@@ -336,6 +341,13 @@ def render_document(document: Mapping[str, Any], outline: ReportOutline) -> str:
     blocks = [
         "## The papers' questions",
         render_scorecard(rows).rstrip("\n"),
+        wrap(_pilot_sentence(document)),
+        "## Each question's parts",
+        wrap(
+            "Per part: the effect in each replicate, the mean with its 95 % interval, the 90 % interval (the "
+            "equivalence test's), δ (the plan's smallest effect of interest) and the verdict; primary parts in bold."
+        ),
+        render_parts(rows).rstrip("\n"),
         "## Where the findings come from",
         wrap(provenance(document)),
         wrap(render_timing(_most_timed(replicates), outline.pipelines, outline.timing_labels)),
@@ -361,6 +373,19 @@ def render_document(document: Mapping[str, Any], outline: ReportOutline) -> str:
         "the replicates' saved outputs (numbers and claims in docs/findings.json); do not edit by hand. -->"
     )
     return "\n\n".join([note, *blocks]) + "\n"
+
+
+def _pilot_sentence(document: Mapping[str, Any]) -> str:
+    """Which replicates these are: the plan's pilot (they informed δ and the estimands) or its deciding ones."""
+    plan = load_plan(package_plan_path())
+    if document.get("git_commit") == plan.pilot.commit:
+        return (
+            f"These {len(document['replicates'])} zoo replicates are the analysis plan's pilot (commit "
+            f"{plan.pilot.commit[:7]}): they informed its δ and estimands, so their verdicts are not confirmatory; "
+            f"the deciding replicates ({plan.deciding.zoo_replicates} new seeds from replicate "
+            f"{plan.deciding.first_replicate} on) are not run yet."
+        )
+    return f"Decided by the plan {PLAN_PATH} on new seeds (not the pilot's)."
 
 
 def at_risk(roundoff: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -233,9 +233,6 @@ UNRESOLVED = "unresolved"
 #: Two margins are one proposition and its negation (or the same proposition twice) when they agree to this, in
 #: every replicate.
 SAME_MARGIN = 1e-9
-#: The least tolerance of a checked number, relative to its size: what float32 round-off on another CPU may move a
-#: number that does not vary across replicates (--check, :func:`check_against`).
-ROUNDOFF = 1e-6
 
 
 def noise_scale(margins: Sequence[float | None]) -> float | None:
@@ -370,104 +367,6 @@ def single_run(claims: Sequence[Claim]) -> list[dict[str, Any]]:
     """One run's claims as JSON (every proposition, holding or not: a run on another machine is checked against
     the committed claims by their margins)."""
     return [claim.as_json() for claim in claims]
-
-
-def _positions(value: Any) -> list[float | None]:
-    """A quoted field's numbers by position (a number: one; a span ``[low, high]``: two; a string: none)."""
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    number = finite(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-    return [number] if number is not None else []
-
-
-def _band(committed: Sequence[float | None]) -> tuple[float, float, float] | None:
-    """The committed replicates' range of one number and its tolerance: ``(low, high, tolerance)`` with tolerance
-    :data:`NOISE_FACTOR` × the number's spread across replicates (:func:`noise_scale`), at least :data:`ROUNDOFF`
-    × its size (a number that never varied — a setting, a count, a seed-free quantity — may move by no more than
-    float32 round-off on another CPU)."""
-    defined = [float(v) for v in committed if v is not None]
-    if not defined:
-        return None
-    low, high = min(defined), max(defined)
-    spread = noise_scale(defined) or 0.0
-    return low, high, max(NOISE_FACTOR * spread, ROUNDOFF * max(1.0, abs(low), abs(high)))
-
-
-def _moved(band: tuple[float, float, float] | None, value: float | None) -> bool:
-    if band is None:
-        return False
-    if value is None:
-        return True
-    low, high, tolerance = band
-    return not (low - tolerance <= value <= high + tolerance)
-
-
-def check_against(committed: Sequence[Mapping[str, Any]], run: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Every committed finding (status :data:`HOLDS`) checked in ``run`` (one run's claims, :func:`single_run`): its
-    margin and every number its sentence quotes, each against the committed replicates' range widened by that
-    number's tolerance (:func:`_band`: :data:`NOISE_FACTOR` × its spread across the replicates). One row per
-    finding: ``id``, ``text``, ``margin`` (this run's), ``holds``, ``moved`` (the names of what left its band:
-    ``margin`` and/or value fields, ``field[i]`` for a span's i-th number) and ``detail`` (for each moved name:
-    this run's number, the committed range and the tolerance)."""
-    by_id = {c["id"]: c for c in run}
-    rows = []
-    for claim in committed:
-        if claim.get("status") != HOLDS:
-            continue
-        mine = by_id.get(claim["id"])
-        margin = None if mine is None else finite(mine.get("margin"))
-        detail: dict[str, dict[str, Any]] = {}
-        band = _band(claim.get("margin") or [])
-        if _moved(band, margin):
-            detail["margin"] = _detail(margin, band)
-        values = (mine or {}).get("values") or {}
-        for field_name in sorted({k for v in claim.get("values") or [] for k in v}):
-            per_replicate = [_positions(v.get(field_name)) for v in claim.get("values") or [] if field_name in v]
-            ours = _positions(values.get(field_name))
-            width = max((len(p) for p in per_replicate), default=0)
-            for position in range(width):
-                field_band = _band([p[position] if position < len(p) else None for p in per_replicate])
-                value = ours[position] if position < len(ours) else None
-                if _moved(field_band, value):
-                    detail[field_name if width == 1 else f"{field_name}[{position}]"] = _detail(value, field_band)
-        rows.append(
-            {
-                "id": claim["id"],
-                "text": claim["text"],
-                "margin": margin,
-                "holds": holds(margin),
-                "moved": list(detail),
-                "detail": detail,
-            }
-        )
-    return rows
-
-
-def _detail(value: float | None, band: tuple[float, float, float] | None) -> dict[str, Any]:
-    low, high, tolerance = band if band is not None else (None, None, None)
-    return {"run": value, "committed": [low, high], "tolerance": tolerance}
-
-
-def check_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """:func:`check_against`'s rows as a short text table: one line per finding that no longer holds or whose margin
-    or quoted numbers moved out of their band, then a count."""
-    lines = []
-    for row in rows:
-        if row["holds"] and not row["moved"]:
-            continue
-        parts = []
-        for name, info in row["detail"].items():
-            low, high = info["committed"]
-            run = "missing" if info["run"] is None else f"{info['run']:.4g}"
-            parts.append(f"{name} {run} (committed {low:.4g}..{high:.4g} ± {info['tolerance']:.2g})")
-        lead = "no longer holds" if not row["holds"] else "moved"
-        lines.append(f"{row['id']}: {lead}: " + ("; ".join(parts) or f"margin {row['margin']}"))
-    bad = len(lines)
-    lines.append(
-        f"{len(rows) - bad} of {len(rows)} committed findings hold here with their margin and quoted numbers within "
-        f"{NOISE_FACTOR:g} × their spread across the committed replicates" + (f"; {bad} did not (above)" if bad else "")
-    )
-    return "\n".join(lines)
 
 
 # ---- rendering ------------------------------------------------------------------------------------------------------

@@ -1,24 +1,15 @@
-"""The papers' scorecard: one row per question the three papers ask, its verdict decided by a rule fixed here before
-any number is read (no Kedro).
+"""The papers' scorecard: one row per question the three papers ask, answered by the pre-registered analysis plan
+(``conf/base/analysis_plan.yml``, :mod:`thinkalike.analysis.plan`) and the rule (:mod:`thinkalike.analysis.rule`)
+over independent replicates (no Kedro).
 
-A row's **effect** is measured in each replicate, in the units its sentence quotes, signed so that > 0 is the paper's
-direction. A row may have several **parts** (φ kinds × depths, the early depths, …), each an effect. Each part's
-verdict over the replicates (:func:`part_verdict`), with ``σ`` the effect's standard deviation across replicates
-(:func:`~thinkalike.reports.findings.claims.noise_scale`) and ``F`` = :data:`~thinkalike.reports.findings.claims.
-NOISE_FACTOR`:
-
-* **reproduced**: the effect is > ``F·σ`` in every replicate;
-* **not reproduced**: it is < ``−F·σ`` in every replicate;
-* **inconclusive**: otherwise (within its noise, of either sign across replicates, or the same in every replicate:
-  no spread to weigh it against); with one run (no ``σ``): the sign of that run, said to be one run's.
-
-The row's verdict (:func:`row_verdict`): **reproduced** when every part is; **partly** when some part is; **not
-reproduced** when no part is and some part is not reproduced; **inconclusive** otherwise (and when the default run
-measures nothing for it: the row says why and which configuration can).
-
-Rows are :data:`QUESTIONS`; :func:`scorecard` evaluates them on the replicates' findings (each
-:func:`~thinkalike.reports.findings.collect_findings`' dict), :func:`render_scorecard` writes the markdown table and
-:func:`scorecard_metrics` the numbers MLflow logs (``scorecard/<row>.effect_min`` …).
+Each question's **effects** function reads one replicate's collected findings and returns its parts' effects, in the
+plan's units, signed and centred so that 0 is the part's reference and > 0 the paper's direction; the plan says which
+parts are primary, their δ and the gates they stand behind. :func:`evaluate` decides each part and the row in one
+column (``zoo``: seed replicates; ``real``: the real checkpoints' replicates); with one run it gives estimates and no
+verdict. The ``alternatives`` of a question (the pilot's estimands: minima over cells, the embeddings' cell
+included …) are decided by the same rule into the row's ``robustness``. :func:`render_scorecard` writes the
+at-a-glance table, :func:`render_parts` each question's parts, :func:`scorecard_metrics` one run's estimates for
+MLflow (``scorecard/<row>/<part index>``).
 """
 
 from __future__ import annotations
@@ -28,17 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from thinkalike.analysis import rule
+from thinkalike.analysis.plan import AnalysisPlan, Column, PlannedColumn, PlannedPart, load_plan, package_plan_path
 from thinkalike.measures.blocks import DEFAULT_MIN_CONTRAST
 from thinkalike.measures.scaling_summaries import OUTLIER_Z
-from thinkalike.reports.findings.claims import NOISE_FACTOR, SAME_MARGIN, noise_scale
-from thinkalike.reports.findings.stitching import cell_asymmetries
 from thinkalike.reports.findings.text import as_float, wrap
-
-REPRODUCED = "reproduced"
-PARTLY = "partly"
-NOT_REPRODUCED = "not reproduced"
-INCONCLUSIVE = "inconclusive"
-VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, INCONCLUSIVE)
 
 #: A part's effects in one replicate: label → value (``None``: not measured in that replicate).
 Parts = dict[str, float | None]
@@ -61,9 +46,10 @@ class Question:
     effects: Callable[[Mapping[str, Any]], Parts]
     unanswered: str = ""
     needs: str = ""
+    alternatives: Callable[[Mapping[str, Any]], Parts] | None = None
 
 
-# ---- effects, one replicate's findings at a time --------------------------------------------------------------------
+# ---- effects, one replicate's findings at a time (the plan's estimands: conf/base/analysis_plan.yml) ------------------
 
 
 def _section(findings: Mapping[str, Any], name: str) -> Mapping[str, Any]:
@@ -71,66 +57,127 @@ def _section(findings: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) and "error" not in value and "missing" not in value else {}
 
 
-def _asymmetry(findings: Mapping[str, Any]) -> Parts:
-    """Per φ kind (affine + LayerNorm, affine) and depth: over the SoLU/GeLU pairs with different seeds, the
-    smallest layer cell's asymmetry (SoLU→GeLU's excess over its floor less GeLU→SoLU's), nats/token."""
-    parts: dict[str, list[float]] = {}
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _asymmetry_cells(findings: Mapping[str, Any], with_embeddings: bool = False) -> dict[str, float]:
+    """Per φ kind, depth and layer cell (post-block cells l ≥ 1 unless ``with_embeddings``): SoLU→GeLU's excess over
+    its floor less GeLU→SoLU's at the transposed cell, averaged over the pairs of different seeds at that depth."""
+    cells: dict[str, list[float]] = {}
     for pair in _section(findings, "stitching").get("solu_gelu") or []:
         if pair.get("same_seed"):
             continue
         for kind in ("affine_ln", "affine"):
-            if kind in (pair.get("kinds") or {}):
-                parts.setdefault(f"{kind}, {pair['depth']} layers", []).extend(cell_asymmetries(pair["kinds"][kind]))
-    return {label: (min(cells) if cells else None) for label, cells in sorted(parts.items())}
+            entry = (pair.get("kinds") or {}).get(kind)
+            if not entry:
+                continue
+            forward, backward = entry["s_to_g"], entry["g_to_s"]
+            reverse = {tuple(layers): e for layers, e in zip(backward["layers"], backward["excess"])}
+            for (lf, lg), excess in zip(forward["layers"], forward["excess"]):
+                back = reverse.get((lg, lf))
+                if lf != lg or excess is None or back is None or (lf == 0 and not with_embeddings):
+                    continue
+                cells.setdefault(f"{kind}, {pair['depth']} layers, block {lf}", []).append(float(excess) - float(back))
+    return {label: sum(v) / len(v) for label, v in sorted(cells.items())}
 
 
-def _nli(findings: Mapping[str, Any]) -> Parts:
-    """Between the generalizing and heuristic copies at the layer where they differ most: identity stitching's
-    penalty between the groups above the larger within-group one, and CKA within the smaller group below the
-    between-group one (each the gap of their means, the claims' ``means`` gaps)."""
-    nli = _section(findings, "nli")
-    parts: Parts = {}
-    for label, key in (("stitching (accuracy)", "stitching"), ("CKA", "cka")):
-        gaps = [as_float(g.get("means")) for g in (nli.get(key) or {}).get("gaps") or []]
-        known = [g for g in gaps if g is not None]
-        parts[label] = max(known) if known else None
+def _asymmetry(findings: Mapping[str, Any]) -> Parts:
+    """Each post-block cell's asymmetry (:func:`_asymmetry_cells`), and per φ kind the mean over its cells."""
+    cells = _asymmetry_cells(findings)
+    parts: Parts = dict(cells)
+    for kind in ("affine_ln", "affine"):
+        parts[f"{kind}, mean over cells"] = _mean([v for k, v in cells.items() if k.startswith(f"{kind},")])
     return parts
 
 
-def _early(findings: Mapping[str, Any]) -> Parts:
-    """At each early relative depth: matched early layers' mean CKA over pairs of members less the mean CKA of
-    their intermediate-layer band."""
-    scaling = _section(findings, "scaling")
-    band = as_float(scaling.get("band_mean_between_members"))
+def _asymmetry_alternatives(findings: Mapping[str, Any]) -> Parts:
+    """The pilot's estimand (the smallest cell, the embeddings' cell included) and the mean with that cell."""
+    cells = _asymmetry_cells(findings, with_embeddings=True)
+    values = [v for k, v in cells.items() if k.startswith("affine_ln,")]
     return {
-        f"relative depth {depth}": (None if band is None or as_float(e.get("mean")) is None else e["mean"] - band)
-        for depth, e in sorted((scaling.get("early") or {}).items())
+        "affine_ln: smallest cell, embeddings included (the pilot's)": min(values) if values else None,
+        "affine_ln: mean over cells, embeddings included": _mean(values),
     }
 
 
+def _nli_later(findings: Mapping[str, Any]) -> Parts:
+    """At each layer at or past 75 % of the encoder's depth: identity stitching's between-group penalty above the
+    larger within-group one, and CKA's gap of group means (> 0: between less alike than within)."""
+    nli = _section(findings, "nli")
+    depth = nli.get("encoder_layers")
+    parts: Parts = {}
+    if not depth:
+        return parts
+    for gap in (nli.get("stitching") or {}).get("gaps") or []:
+        if int(gap["layer"]) >= LATER_LAYERS * int(depth):
+            parts[f"stitching, layer {int(gap['layer'])} of {int(depth)}"] = as_float(gap.get("means"))
+    for gap in (nli.get("cka") or {}).get("gaps") or []:
+        if float(gap["layer"]) >= LATER_LAYERS:
+            parts[f"CKA, depth {float(gap['layer']):g}"] = as_float(gap.get("means"))
+    if all(v is None for v in parts.values()):
+        return {}
+    return parts
+
+
+def _nli_alternatives(findings: Mapping[str, Any]) -> Parts:
+    """The pilot's estimand: the largest gap over every layer, depth 0 (the shared embeddings) included."""
+    nli = _section(findings, "nli")
+    parts: Parts = {}
+    for label, key in (("stitching", "stitching"), ("CKA", "cka")):
+        gaps = [g for g in (as_float(x.get("means")) for x in (nli.get(key) or {}).get("gaps") or []) if g is not None]
+        parts[f"{label}: largest gap over all layers (the pilot's)"] = max(gaps) if gaps else None
+    return parts
+
+
+def _fisher(value: float) -> float:
+    return math.atanh(min(max(value, -0.999999), 0.999999))
+
+
+def _early(findings: Mapping[str, Any], with_embeddings: bool = False) -> Parts:
+    """At each early post-block relative depth (> 0): the Fisher z of matched early layers' mean CKA over pairs of
+    members less the Fisher z of the intermediate band's mean CKA."""
+    scaling = _section(findings, "scaling")
+    band = as_float(scaling.get("band_mean_between_members"))
+    parts: Parts = {}
+    for depth, entry in sorted((scaling.get("early") or {}).items(), key=lambda item: float(item[0])):
+        if float(depth) == 0 and not with_embeddings:
+            continue
+        mean = as_float(entry.get("mean"))
+        parts[f"relative depth {float(depth):g}"] = (
+            None if band is None or mean is None else _fisher(mean) - _fisher(band)
+        )
+    return parts
+
+
+def _early_alternatives(findings: Mapping[str, Any]) -> Parts:
+    with_zero = _early(findings, with_embeddings=True)
+    return {"relative depth 0 (the embeddings), Fisher z": with_zero.get("relative depth 0")}
+
+
 def _blocks(findings: Mapping[str, Any]) -> Parts:
-    """Block contrast (within − between of the best split, CKA) less the threshold: the smallest over the members
-    (within a model) and over the pairs of members (matched blocks between two). Without a scaling family (the
-    real checkpoints): each model's own CKA matrix, one part per model (``cka.intra_blocks``)."""
+    """Each member with at least :data:`MIN_BLOCKS` blocks: its best split's block contrast less the threshold; the
+    smallest pair of members less it (secondary). Without a scaling family (the real checkpoints): each model's own
+    CKA matrix (``cka.intra_blocks``)."""
     scaling = _section(findings, "scaling")
     if not scaling:
         intra = _section(findings, "cka").get("intra_blocks") or {}
         return {
-            f"within {model} ({entry['n_layers']} layers)": (
-                None if as_float(entry.get("contrast")) is None else entry["contrast"] - DEFAULT_MIN_CONTRAST
-            )
-            for model, entry in sorted(intra.items())
+            str(model): None if as_float(e.get("contrast")) is None else e["contrast"] - DEFAULT_MIN_CONTRAST
+            for model, e in sorted(intra.items())
         }
     threshold = as_float(scaling.get("min_contrast"))
-    members = [as_float(v) for v in (scaling.get("block_contrast") or {}).values()]
-    pairs = [as_float(v) for v in (scaling.get("pair_block_contrast") or {}).values()]
-
-    def least(values: list[float | None]) -> float | None:
-        if threshold is None or not values or any(v is None for v in values):
-            return None
-        return min(v for v in values if v is not None) - threshold
-
-    return {"within every member": least(members), "between every pair of members": least(pairs)}
+    if threshold is None:
+        return {}
+    layers = (findings.get("roles") or {}).get("n_layers") or {}
+    parts: Parts = {
+        str(member): None if as_float(value) is None else float(value) - threshold
+        for member, value in sorted((scaling.get("block_contrast") or {}).items())
+        if int(layers.get(member, 0)) >= MIN_BLOCKS
+    }
+    pairs = [v for v in (as_float(x) for x in (scaling.get("pair_block_contrast") or {}).values()) if v is not None]
+    parts["smallest pair of members"] = min(pairs) - threshold if pairs else None
+    return parts
 
 
 def _intra_vs_size(findings: Mapping[str, Any]) -> Parts:
@@ -141,7 +188,7 @@ def _intra_vs_size(findings: Mapping[str, Any]) -> Parts:
     intra = scaling.get("intra_mean") or {}
     ys = [as_float(intra.get(m)) for m in family]
     if len(family) < 3 or any(y is None for y in ys):
-        return {"slope": None}
+        return {}
     xs = list(range(len(family)))
     mx, my = sum(xs) / len(xs), sum(y for y in ys if y is not None) / len(ys)
     slope = sum((x - mx) * ((y or 0.0) - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
@@ -149,21 +196,27 @@ def _intra_vs_size(findings: Mapping[str, Any]) -> Parts:
 
 
 def _outlier(findings: Mapping[str, Any]) -> Parts:
-    """The largest |robust z| of a member's intermediate-layer CKA against the others less the outlier threshold;
-    and the off-trend member's twin (same size, the trend's head dimension) against it: the twin's mean band CKA
-    less the off-trend member's (> 0: the head dimension is the cause)."""
-    scaling = _section(findings, "scaling")
-    z = [as_float(v) for v in (scaling.get("robust_z") or {}).values()]
-    known = [abs(v) for v in z if v is not None]
-    parts: Parts = {"an outlier (largest |z| − threshold)": (max(known) - OUTLIER_Z) if known else None}
-    twins = scaling.get("twins") or []
-    if twins:
-        twin = twins[0]
-        closer, own = as_float(twin.get("band_mean_twin")), as_float(twin.get("band_mean_off_trend"))
-        parts["why: the head dimension (twin − off-trend band CKA)"] = (
-            None if closer is None or own is None else closer - own
-        )
-    return parts
+    """The off-trend member's own |robust z| less the outlier threshold; and its same-size twin with the trend's
+    head dimension: the twin's mean band CKA less the off-trend member's (> 0: the head dimension is the cause)."""
+    twins = _section(findings, "scaling").get("twins") or []
+    if not twins:
+        return {}
+    twin = twins[0]
+    z = as_float(twin.get("z_off_trend"))
+    closer, own = as_float(twin.get("band_mean_twin")), as_float(twin.get("band_mean_off_trend"))
+    return {
+        "off-trend member's |z| over 3.5": None if z is None else abs(z) - OUTLIER_Z,
+        "why: twin less off-trend band CKA": None if closer is None or own is None else closer - own,
+    }
+
+
+def _outlier_alternatives(findings: Mapping[str, Any]) -> Parts:
+    z = [
+        abs(v)
+        for v in (as_float(x) for x in (_section(findings, "scaling").get("robust_z") or {}).values())
+        if v is not None
+    ]
+    return {"largest |z| of any member over 3.5 (the pilot's)": max(z) - OUTLIER_Z if z else None}
 
 
 def _keep_k(findings: Mapping[str, Any]) -> Parts:
@@ -186,16 +239,14 @@ def _kv_overlap(findings: Mapping[str, Any]) -> Parts:
 
 
 def _finetune(findings: Mapping[str, Any]) -> Parts:
-    """Fine-tune differences: the mean over vector groups and layers of the share of task tokens among the top
-    tokens of the weight differences less that of random directions; and the accuracy of classifying with them
-    less the majority class."""
-    finetune = _section(findings, "embedding").get("finetune") or {}
-    cells = [c for c in finetune.get("cells") or [] if as_float(c.get("finetune")) is not None]
-    accuracy, chance = as_float(finetune.get("accuracy")), as_float(finetune.get("chance"))
-    return {
-        "task tokens above random": (sum(c["finetune"] - c["random"] for c in cells) / len(cells) if cells else None),
-        "classifier above majority": None if accuracy is None or chance is None else accuracy - chance,
-    }
+    """Per vector group: the share of task tokens among the top tokens of the fine-tune's weight differences less
+    that of random directions, mean over the fine-tuned layers."""
+    cells: dict[str, list[float]] = {}
+    for cell in (_section(findings, "embedding").get("finetune") or {}).get("cells") or []:
+        tuned, random = as_float(cell.get("finetune")), as_float(cell.get("random"))
+        if tuned is not None and random is not None:
+            cells.setdefault(str(cell["group"]), []).append(tuned - random)
+    return {group: sum(v) / len(v) for group, v in sorted(cells.items())}
 
 
 def _alignment(findings: Mapping[str, Any]) -> Parts:
@@ -203,33 +254,48 @@ def _alignment(findings: Mapping[str, Any]) -> Parts:
     embedding space less chance, and less the share without projecting."""
     alignment = _section(findings, "embedding").get("alignment") or {}
     spaces = alignment.get("by_space") or {}
-    projected, raw, chance = (
-        as_float(spaces.get("projected")),
-        as_float(spaces.get("raw")),
-        as_float(alignment.get("chance")),
-    )
+    projected, raw = as_float(spaces.get("projected")), as_float(spaces.get("raw"))
+    chance = as_float(alignment.get("chance"))
+    if projected is None:
+        return {}
     return {
-        "projected above chance": None if projected is None or chance is None else projected - chance,
-        "projected above raw": None if projected is None or raw is None else projected - raw,
+        "projected above chance": None if chance is None else projected - chance,
+        "projected above raw": None if raw is None else projected - raw,
     }
 
 
 def _zero_shot(findings: Mapping[str, Any]) -> Parts:
-    """Zero-shot stitching: the best stitched model's accuracy less the majority class."""
+    """Zero-shot stitching: the stitched models' accuracy less the majority class, mean over the cases; and the
+    share of cases above it."""
     zero = _section(findings, "embedding").get("zero_shot") or {}
-    accuracies = [as_float(c.get("accuracy")) for c in zero.get("cases") or []]
-    known = [a for a in accuracies if a is not None]
+    accuracies = [a for a in (as_float(c.get("accuracy")) for c in zero.get("cases") or []) if a is not None]
     chance = as_float(zero.get("chance"))
-    return {"best stitch above majority": (max(known) - chance) if known and chance is not None else None}
+    if not accuracies or chance is None:
+        return {}
+    return {
+        "mean over stitches above majority": sum(a - chance for a in accuracies) / len(accuracies),
+        "share of stitches above majority": sum(a > chance for a in accuracies) / len(accuracies),
+    }
+
+
+def _zero_shot_alternatives(findings: Mapping[str, Any]) -> Parts:
+    zero = _section(findings, "embedding").get("zero_shot") or {}
+    accuracies = [a for a in (as_float(c.get("accuracy")) for c in zero.get("cases") or []) if a is not None]
+    chance = as_float(zero.get("chance"))
+    return {
+        "best stitch above majority (the pilot's)": max(accuracies) - chance
+        if accuracies and chance is not None
+        else None
+    }
 
 
 def _spearman(findings: Mapping[str, Any]) -> Parts:
-    """MLEM's best held-out Spearman over every model's layers less the paper's 0.7."""
+    """MLEM's best held-out Spearman over every model's layers less the summary's 0.7."""
     mlem = _section(findings, "mlem")
     span = mlem.get("spearman")
     paper = as_float(_section(findings, "literature").get("mlem_spearman"))
     top = as_float(max(span)) if isinstance(span, list) and span else None
-    return {"best layer": None if top is None or paper is None else top - paper}
+    return {} if top is None or paper is None else {"best layer": top - paper}
 
 
 def _dominant(findings: Mapping[str, Any]) -> Parts:
@@ -240,19 +306,19 @@ def _dominant(findings: Mapping[str, Any]) -> Parts:
     runners = [as_float(r.get("max")) for r in (mlem.get("runner_up") or {}).values() if isinstance(r, Mapping)]
     known = [r for r in runners if r is not None]
     low = as_float(min(span)) if isinstance(span, list) and span else None
-    return {"lead over the runner-up": None if low is None or not known else low - max(known)}
+    return {} if low is None or not known else {"lead over the runner-up": low - max(known)}
 
 
 def _feature_vs_rsa(findings: Mapping[str, Any]) -> Parts:
     """Block structure of each model's layers × layers similarity: the feature-based matrix's best block contrast
-    less RSA's (within − between, at most 4 blocks), the mean over the models both measure."""
+    less RSA's (within − between, at most 4 blocks), the mean over the models both measure, and each Mamba's."""
     contrasts = _section(findings, "mlem").get("block_contrast") or {}
     feature, rsa = contrasts.get("feature") or {}, contrasts.get("rsa") or {}
     common = sorted(set(feature) & set(rsa))
     if not common:
-        return {"mean over models": None}
+        return {}
     parts: Parts = {"mean over models": sum(feature[m] - rsa[m] for m in common) / len(common)}
-    for model in (findings.get("roles") or {}).get("mamba") or []:  # the paper's case: Mamba's later-layer block
+    for model in (findings.get("roles") or {}).get("mamba") or []:
         if model in feature and model in rsa:
             parts[str(model)] = feature[model] - rsa[model]
     return parts
@@ -265,18 +331,39 @@ def _mamba_position(findings: Mapping[str, Any]) -> Parts:
         importances = {k: as_float(v) for k, v in (entry.get("importances") or {}).items()}
         position = importances.pop("word_position", None)
         others = [v for v in importances.values() if v is not None]
-        parts[f"{entry.get('model')} layer {entry.get('layer')}"] = (
-            None if position is None or not others else position - max(others)
-        )
+        parts[f"{entry.get('model')}, last layer"] = None if position is None or not others else position - max(others)
     return parts
 
 
 def _token_structure(findings: Mapping[str, Any]) -> Parts:
     """Per vector group: the part-of-speech coherence of each vector's top-k tokens (the share of pairs of labelled
-    tokens with one part of speech) less that of Gaussian vectors read through the same E — the structure the
-    parameters add to what E's geometry alone gives — mean over models and layers."""
+    tokens with one part of speech) less that of Gaussian vectors read through the same E, mean over models and
+    layers."""
     structure = _section(findings, "embedding").get("token_structure") or {}
     return {str(group): as_float(value) for group, value in sorted((structure.get("over_gaussian") or {}).items())}
+
+
+# ---- gates, one replicate's findings at a time ----------------------------------------------------------------------
+
+
+def gate_values(findings: Mapping[str, Any]) -> dict[str, float | None]:
+    """Each gate's value in one replicate (conf/base/analysis_plan.yml's ``gates``), ``None`` where not measured."""
+    zoo = _section(findings, "zoo")
+    finetune = _section(findings, "embedding").get("finetune") or {}
+    accuracy, chance = as_float(finetune.get("accuracy")), as_float(finetune.get("chance"))
+    groups = _section(findings, "nli").get("groups") or {}
+    generalizing, heuristic = groups.get("generalizing"), groups.get("heuristic")
+    return {
+        "zoo_trained": as_float(zoo.get("min_improvement")),
+        "finetune_learned": None if accuracy is None or chance is None else accuracy - chance,
+        "nli_groups_differ": (float(generalizing[0]) - float(heuristic[1]) if generalizing and heuristic else None),
+    }
+
+
+#: "Later layers": at or past this fraction of the encoder's depth (Brown et al. §4: "exceeds 75 %").
+LATER_LAYERS = 0.75
+#: Block structure is asked of members with at least this many blocks (a 2- or 3-layer member has too few cells).
+MIN_BLOCKS = 4
 
 
 QUESTIONS: tuple[Question, ...] = (
@@ -285,10 +372,11 @@ QUESTIONS: tuple[Question, ...] = (
         "Brown et al. 2023 §3, figs 1 and 6",
         "SoLU→GeLU stitching costs more than GeLU→SoLU",
         "SoLU-into-GeLU stitches incur systematic penalties at every layer, 3- and 4-layer models",
-        "smallest layer cell's asymmetry over the floors (SoLU→GeLU less GeLU→SoLU), nats/token, per φ kind and "
-        "depth, different seeds",
+        "each post-block cell's asymmetry over the floors (SoLU→GeLU less GeLU→SoLU), nats/token, mean over the "
+        "pairs of different seeds",
         "Stitching",
         _asymmetry,
+        alternatives=_asymmetry_alternatives,
         needs="two models alike but for their activation function, SoLU and GeLU, and their stitches",
     ),
     Question(
@@ -297,30 +385,32 @@ QUESTIONS: tuple[Question, ...] = (
         "Generalizing and heuristic NLI copies are told apart by stitching and by CKA, at later layers",
         "between-group identity stitching costs more than within-group at later layers; CKA distances separate "
         "top-top from top-bottom",
-        "largest gap over layers: between-group stitching penalty above the larger within-group one (accuracy); "
-        "between-group CKA below the smaller within-group one",
+        "at each layer past 75 % of the depth: between-group stitching penalty above the larger within-group one "
+        "(accuracy); CKA's gap of group means",
         "NLI",
-        _nli,
+        _nli_later,
         "the default run's copies are a tiny encoder fine-tuned for 400 steps; conf/gpu's NLI sizes ask it of "
         "larger ones",
         needs="NLI fine-tunes of one encoder that generalize and that rely on heuristics",
+        alternatives=_nli_alternatives,
     ),
     Question(
         "brown_early_layers",
         "Brown et al. 2023 §5, fig 3",
         "Early layers are alike across sizes",
         "early layers of pythia-{1b, 1.4b, 2.8b} highly similar to pythia-6.9b's",
-        "matched early layers' mean CKA over pairs of members less the mean CKA of their intermediate layers",
+        "matched early post-block layers' mean CKA over pairs of members less that of the intermediate band, Fisher z",
         "Scaling family",
         _early,
         needs="a width/depth family of one architecture (the zoo's scaling family; conf/pythia)",
+        alternatives=_early_alternatives,
     ),
     Question(
         "brown_blocks",
         "Brown et al. 2023 §5, fig 9",
         "Block structure, within a model and between two",
         "blocks of consecutive similar layers (an early block of 3 layers in pythia-{1b, 1.4b, 6.9b})",
-        "smallest block contrast (within − between, CKA) less the threshold, over members and over pairs",
+        "each member's (≥ 4 blocks) best block contrast (within − between, CKA) less the threshold 0.1",
         "Scaling family",
         _blocks,
         needs="a model of several layers compared with itself",
@@ -340,11 +430,12 @@ QUESTIONS: tuple[Question, ...] = (
         "Brown et al. 2023 §5, fig 9 and table 1",
         "One member is an outlier, and why",
         "pythia-2.8b unlike every other member; its head dimension is unexpectedly small (table 1)",
-        "largest |robust z| less the threshold; the same-size twin with the trend's head dimension against the "
+        "the off-trend member's |robust z| less 3.5; the same-size twin with the trend's head dimension against the "
         "off-trend member (band CKA)",
         "Scaling family",
         _outlier,
         needs="a width/depth family of one architecture (the zoo's scaling family; conf/pythia)",
+        alternatives=_outlier_alternatives,
     ),
     Question(
         "dar_tokens",
@@ -383,7 +474,7 @@ QUESTIONS: tuple[Question, ...] = (
         "Dar et al. 2022 §4.1",
         "Fine-tune directions read as task tokens",
         "the top tokens of fine-tuning's weight differences are the task's (sentiment words); they classify",
-        "share of task tokens among the differences' top tokens less random directions'; accuracy less majority",
+        "per vector group, the share of task tokens among the differences' top tokens less random directions'",
         "Embedding space",
         _finetune,
         needs="a model and its fine-tune on a classification task",
@@ -403,9 +494,10 @@ QUESTIONS: tuple[Question, ...] = (
         "Dar et al. 2022 §4.3",
         "Zero-shot stitching",
         "a classifier's layers stitched onto another model through the embedding spaces work without training",
-        "best zero-shot stitched accuracy less the majority class",
+        "zero-shot stitched accuracy less the majority class, mean over stitches; the share above it",
         "Embedding space",
         _zero_shot,
+        alternatives=_zero_shot_alternatives,
         needs="two models that share one vocabulary, one of them with a classifier",
     ),
     Question(
@@ -453,95 +545,15 @@ QUESTIONS: tuple[Question, ...] = (
 )
 
 
-# ---- verdicts -------------------------------------------------------------------------------------------------------
-
-
-def part_verdict(effects: Sequence[float | None]) -> tuple[str, str]:
-    """One part's verdict over replicates and why (module docstring)."""
-    known = [float(e) for e in effects if e is not None and math.isfinite(float(e))]
-    if not known:
-        return INCONCLUSIVE, "not measured"
-    if len(known) < len(effects):
-        return INCONCLUSIVE, f"measured in {len(known)} of {len(effects)} replicates"
-    noise = noise_scale(known)
-    if noise is None:  # one run
-        word = REPRODUCED if known[0] > 0 else NOT_REPRODUCED if known[0] < 0 else INCONCLUSIVE
-        return word, "one run: no spread across replicates to weigh it against"
-    if noise <= SAME_MARGIN * max(1.0, *(abs(v) for v in known)):
-        return INCONCLUSIVE, "the same in every replicate: no spread to weigh it against (no independent draws)"
-    bar = NOISE_FACTOR * noise
-    if min(known) > bar:
-        return REPRODUCED, f"> {NOISE_FACTOR:g} × spread in every replicate"
-    if max(known) < -bar:
-        return NOT_REPRODUCED, f"< −{NOISE_FACTOR:g} × spread in every replicate"
-    if min(known) > 0 or max(known) < 0:
-        return INCONCLUSIVE, f"one sign, but within {NOISE_FACTOR:g} × its spread"
-    return INCONCLUSIVE, "changes sign across replicates"
-
-
-def row_verdict(parts: Mapping[str, str]) -> str:
-    """The row's verdict from its parts' (module docstring)."""
-    words = list(parts.values())
-    if words and all(w == REPRODUCED for w in words):
-        return REPRODUCED
-    if REPRODUCED in words:
-        return PARTLY
-    if NOT_REPRODUCED in words:
-        return NOT_REPRODUCED
-    return INCONCLUSIVE
-
+# ---- answers: the plan's parts decided by the rule (thinkalike.analysis.rule) ---------------------------------------
 
 RULE = (
-    f"per part: reproduced when the effect (> 0: the paper's direction) exceeds {NOISE_FACTOR:g} × its standard "
-    f"deviation across replicates in every replicate, not reproduced when it is below −{NOISE_FACTOR:g} × it in every "
-    "replicate, else inconclusive; the row: reproduced when every part is, partly when some part is, not reproduced "
-    "when none is and some part is not reproduced, else inconclusive"
+    "per part, over n independent replicates: reproduced when the mean's 95 % t-interval lies above 0 (> 0: the "
+    "paper's direction), opposite when below, absent when the 90 % interval lies inside ±δ (two one-sided tests "
+    "against the plan's smallest effect of interest), else inconclusive (with the n that would decide it); the row, "
+    "over its primary parts: not testable when a gate fails, reproduced when every one is, partly when Holm's "
+    "step-down at 0.025 rejects one, not reproduced when each is opposite or absent, else inconclusive"
 )
-
-
-def _range(values: Sequence[float]) -> list[float]:
-    return [round(min(values), 6), round(max(values), 6)]
-
-
-def evaluate(question: Question, replicates: Sequence[Mapping[str, Any]], *, zoo: bool = True) -> dict[str, Any]:
-    """One row's answer on the replicates' findings: ``parts`` (label → ``effects`` one per replicate, ``range``,
-    ``noise``, ``verdict``, ``why``), ``ours`` (the parts' ranges in words), ``verdict`` (starting with one of
-    :data:`VERDICTS`, then why), ``verdict_word`` and ``n_replicates``. A row with no part measured is inconclusive
-    and says what the question :attr:`~Question.needs`; ``zoo``: the findings are the zoo's (the row's
-    :attr:`~Question.unanswered` note, which is about the zoo, is added)."""
-    per_replicate = [question.effects(findings) for findings in replicates]
-    labels = list(dict.fromkeys(label for parts in per_replicate for label in parts))
-    parts: dict[str, dict[str, Any]] = {}
-    for label in labels:
-        effects = [parts_of.get(label) for parts_of in per_replicate]
-        verdict, why = part_verdict(effects)
-        known = [float(e) for e in effects if e is not None]
-        parts[label] = {
-            "effects": [None if e is None else round(float(e), 6) for e in effects],
-            "range": _range(known) if known else None,
-            "noise": None if (n := noise_scale(known)) is None else round(n, 6),
-            "verdict": verdict,
-            "why": why,
-        }
-    word = row_verdict({label: p["verdict"] for label, p in parts.items()})
-    if not any(p["range"] is not None for p in parts.values()):
-        word = INCONCLUSIVE
-        reason = f"not asked: needs {question.needs}" if question.needs else "not measured by this run"
-        verdict = f"{INCONCLUSIVE}: {reason}"
-    else:
-        counts = "; ".join(f"{label}: {p['verdict']} ({p['why']})" for label, p in parts.items())
-        verdict = f"{word} — {counts}"
-        if zoo and question.unanswered and word != REPRODUCED:
-            verdict += f"; note: {question.unanswered}"
-    return {
-        "ours": "; ".join(f"{label} {_span_text(p['range'])}" for label, p in parts.items() if p["range"] is not None)
-        or "not measured",
-        "verdict": verdict,
-        "verdict_word": word,
-        "parts": parts,
-        "n_replicates": len(replicates),
-    }
-
 
 #: What the real-model column of the scorecard answers on (``conf/real``: :mod:`thinkalike.models.packaged`).
 REAL_CHECKPOINTS = (
@@ -549,16 +561,174 @@ REAL_CHECKPOINTS = (
     "(distilled, sentence-tuned BERT; 6 blocks, d = 384), python -m thinkalike.replicates --env real"
 )
 
+#: The word of a one-run answer: estimates, no verdict.
+ONE_RUN = "one run"
+
+
+def _excluded(findings: Mapping[str, Any]) -> bool:
+    """The plan's exclusion: a replicate whose run failed a node."""
+    return bool((findings.get("timing") or {}).get("failed_nodes"))
+
+
+def _interval(values: Sequence[float]) -> list[float] | None:
+    return [float(v) for v in values] if values and all(math.isfinite(v) for v in values) else None
+
+
+def _part_entry(
+    result: rule.PartResult | None, planned: PlannedPart, effects: Sequence[float | None], primary: bool, why: str = ""
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "effects": [None if e is None else float(e) for e in effects],
+        "primary": primary,
+        "reference": planned.reference,
+        "delta": planned.delta,
+        "basis": planned.basis,
+    }
+    if result is None:
+        known = [float(e) for e in effects if e is not None]
+        entry |= {"mean": known[0] if len(known) == 1 and len(effects) == 1 else None, "verdict": None, "why": why}
+        return entry
+    entry |= {
+        "mean": result.mean,
+        "ci95": _interval(result.ci95),
+        "ci90": _interval(result.ci90),
+        "p_one_sided": result.p,
+        "verdict": result.verdict,
+        "smaller_than_delta": result.smaller_than_delta,
+    }
+    if result.fact:
+        entry["fact"] = True
+    if result.gate:
+        entry["gate"] = result.gate
+    if result.verdict == rule.INCONCLUSIVE and not result.gate:
+        entry["n_needed"] = result.n_needed
+    if result.why:
+        entry["why"] = result.why
+    return entry
+
+
+def _unmeasured(planned: PlannedPart, why: str) -> rule.PartResult:
+    nan = (math.nan, math.nan)
+    return rule.PartResult((), planned.delta, math.nan, nan, nan, rule.INCONCLUSIVE, why=why)
+
+
+def _gates(names: Sequence[str], replicates: Sequence[Mapping[str, Any]], plan: AnalysisPlan) -> list[rule.GateResult]:
+    decided = []
+    for name in names:
+        values = [gate_values(f).get(name) for f in replicates]
+        known = [v for v in values if v is not None]
+        if len(known) < len(values):
+            decided.append(
+                rule.GateResult(
+                    name, tuple(known), plan.gates[name].threshold, math.nan, (math.nan, math.nan), rule.GATE_UNDECIDED
+                )
+            )
+        else:
+            decided.append(rule.decide_gate(name, known, plan.gates[name].threshold))
+    return decided
+
+
+def _estimate_text(entry: Mapping[str, Any]) -> str:
+    mean = entry.get("mean")
+    if mean is None:
+        return "not measured"
+    ci = entry.get("ci95")
+    text = f"{mean:+.3g}" + (f" [{ci[0]:+.3g}, {ci[1]:+.3g}]" if ci and ci[0] != ci[1] else "")
+    return text.replace("-", "−")
+
+
+def evaluate(
+    question: Question, replicates: Sequence[Mapping[str, Any]], plan: AnalysisPlan, column: Column = "zoo"
+) -> dict[str, Any]:
+    """One row's answer in one column: ``parts`` (the plan's, each with ``effects`` one per replicate, ``mean``,
+    ``ci95``, ``ci90``, ``delta``, ``verdict``, ``smaller_than_delta`` and, where they apply, ``gate``, ``n_needed``,
+    ``fact``), ``primary``, ``gates``, ``robustness`` (the alternative specifications under the same rule),
+    ``verdict`` (starting with one of :data:`~thinkalike.analysis.rule.ROW_VERDICTS`, then each primary part's),
+    ``verdict_word``, ``ours`` (the primary parts' estimates in words), ``n_replicates`` and ``n_excluded``. With
+    one replicate: estimates only, no verdict (``verdict_word`` :data:`ONE_RUN`)."""
+    kept = [f for f in replicates if not _excluded(f)]
+    n = len(kept)
+    base = {"n_replicates": n, "n_excluded": len(replicates) - n}
+    planned = plan.questions[question.key].column(column) if question.key in plan.questions else None
+    per_replicate = [question.effects(f) for f in kept]
+    if planned is None or not any(parts.get(name) is not None for parts in per_replicate for name in planned.primary):
+        why = f"needs {question.needs}" if question.needs else "not measured"
+        if planned is None:
+            why += " (the plan asks nothing of this column)"
+        return {
+            **base,
+            "parts": {},
+            "primary": list(planned.primary) if planned else [],
+            "gates": {},
+            "ours": "not measured",
+            "verdict": f"{rule.NOT_TESTABLE}: {why}",
+            "verdict_word": rule.NOT_TESTABLE,
+        }
+    gates = _gates(planned.gates, kept, plan) if n >= 2 else []
+    parts: dict[str, dict[str, Any]] = {}
+    results: dict[str, rule.PartResult] = {}
+    for name, part in planned.parts.items():
+        effects = [p.get(name) for p in per_replicate]
+        primary = name in planned.primary
+        measured = sum(e is not None for e in effects)
+        if n < 2 or measured < n:
+            why = "one run: an estimate, no verdict" if n < 2 else f"measured in {measured} of {n} replicates"
+            parts[name] = _part_entry(None, part, effects, primary, why)
+            if n >= 2:
+                results[name] = _unmeasured(part, why)
+                parts[name]["verdict"] = rule.INCONCLUSIVE
+            continue
+        results[name] = rule.decide_part([float(e) for e in effects if e is not None], part.delta, gates)
+        parts[name] = _part_entry(results[name], part, effects, primary)
+    ours = "; ".join(f"{name} {_estimate_text(parts[name])}" for name in planned.primary)
+    answer = {**base, "parts": parts, "part_order": list(parts), "primary": list(planned.primary), "ours": ours}
+    answer["gates"] = {
+        g.name: {
+            "values": list(g.values),
+            "threshold": g.threshold,
+            "mean": None if math.isnan(g.mean) else g.mean,
+            "ci95": _interval(g.ci95),
+            "verdict": g.verdict,
+        }
+        for g in gates
+    }
+    if n < 2:
+        return {**answer, "verdict": f"{ONE_RUN}: estimates, no verdict", "verdict_word": ONE_RUN}
+    row = rule.decide_row({name: results[name] for name in planned.primary})
+    answer["holm"] = list(row.holm)
+    answer["robustness"] = _robustness(question, kept, planned)
+    return {**answer, "verdict": row.text, "verdict_word": row.verdict}
+
+
+def _robustness(question: Question, replicates: Sequence[Mapping[str, Any]], planned: PlannedColumn) -> dict[str, Any]:
+    """The verdict under each alternative specification (the pilot's estimands), with the first primary part's δ."""
+    if question.alternatives is None:
+        return {}
+    delta = planned.parts[planned.primary[0]].delta
+    per_replicate = [question.alternatives(f) for f in replicates]
+    out: dict[str, Any] = {}
+    for name in dict.fromkeys(k for parts in per_replicate for k in parts):
+        effects = [p.get(name) for p in per_replicate]
+        if any(e is None for e in effects):
+            continue
+        result = rule.decide_part([float(e) for e in effects if e is not None], delta)
+        out[name] = {"mean": result.mean, "ci95": _interval(result.ci95), "verdict": rule.part_text(result)}
+    return out
+
 
 def scorecard(
-    replicates: Sequence[Mapping[str, Any]], real: Sequence[Mapping[str, Any]] | None = None
+    replicates: Sequence[Mapping[str, Any]],
+    real: Sequence[Mapping[str, Any]] | None = None,
+    plan: AnalysisPlan | None = None,
 ) -> list[dict[str, Any]]:
-    """Every row of :data:`QUESTIONS` evaluated on the replicates' findings: ``key``, ``paper``, ``question``,
-    ``paper_result``, ``measure``, ``figure``, ``rule`` and :func:`evaluate`'s fields. With ``real`` (the findings of
-    the real checkpoints' replicates, ``conf/real``) each row also has ``real``: the same row evaluated on them, by
-    the same rule, with ``checkpoints`` (:data:`REAL_CHECKPOINTS`)."""
+    """Every row of :data:`QUESTIONS` evaluated on the replicates' findings by the plan (default: the repository's
+    ``conf/base/analysis_plan.yml``): ``key``, ``paper``, ``question``, ``paper_result``, ``measure``, ``figure``,
+    ``rule``, ``plan`` (the paper's sentence, location and number) and :func:`evaluate`'s fields. With ``real`` each row
+    also has ``real``: the same row in the real checkpoints' column, by the same rule, with ``checkpoints``."""
+    plan = plan or load_plan(package_plan_path())
     rows = []
     for question in QUESTIONS:
+        planned = plan.questions.get(question.key)
         row = {
             "key": question.key,
             "paper": question.paper,
@@ -567,18 +737,39 @@ def scorecard(
             "measure": question.measure,
             "rule": RULE,
             "figure": question.figure,
-            **evaluate(question, replicates),
+            "plan": planned.paper.model_dump() if planned else None,
+            **evaluate(question, replicates, plan),
         }
         if real:
-            row["real"] = {**evaluate(question, real, zoo=False), "checkpoints": REAL_CHECKPOINTS}
+            row["real"] = {**evaluate(question, real, plan, "real"), "checkpoints": REAL_CHECKPOINTS}
         rows.append(row)
     return rows
 
 
-def _span_text(span: Sequence[float]) -> str:
-    low, high = span
-    text = f"{low:+.3g}" if f"{low:+.3g}" == f"{high:+.3g}" else f"{low:+.3g} to {high:+.3g}"
-    return text.replace("-", "−")
+def _ordered(answer: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """An answer's parts in the plan's order (a JSON file written with sorted keys loses the dict's order)."""
+    parts = answer["parts"]
+    return [(name, parts[name]) for name in answer.get("part_order") or list(parts)]
+
+
+def exploratory(rows: Sequence[Mapping[str, Any]], limit: int = 20) -> list[dict[str, Any]]:
+    """The plan's exploratory observations: the secondary parts of the zoo column, in plan order, at most ``limit``;
+    each with its ``mean``, ``ci95``, ``n`` and the size of the family it was picked from (its question's parts)."""
+    picked: list[dict[str, Any]] = []
+    for row in rows:
+        for name, part in _ordered(row):
+            if not part["primary"] and part.get("mean") is not None and len(picked) < limit:
+                picked.append(
+                    {
+                        "question": row["key"],
+                        "part": name,
+                        "mean": part["mean"],
+                        "ci95": part.get("ci95"),
+                        "n": row["n_replicates"],
+                        "family": len(row["parts"]),
+                    }
+                )
+    return picked
 
 
 def _cell(text: str) -> str:
@@ -586,62 +777,139 @@ def _cell(text: str) -> str:
 
 
 def _verdict_cell(answer: Mapping[str, Any]) -> str:
-    return f"**{answer['verdict_word']}**{answer['verdict'][len(answer['verdict_word']) :]}"
+    word = answer["verdict_word"]
+    primary = [answer["parts"][p] for p in answer.get("primary") or [] if p in answer["parts"]]
+    reproduced = sum(p.get("verdict") == rule.REPRODUCED for p in primary)
+    counted = f" ({reproduced} of {len(primary)} primary parts reproduced)" if primary and word != ONE_RUN else ""
+    return f"**{word}**{counted}"
 
 
 def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The scorecard as one markdown table (question, paper, ours, verdict, figure; with a real-model column, the
-    real checkpoints' answer and verdict beside the zoo's) and the rule beneath it."""
-    n = rows[0]["n_replicates"] if rows else 0
-    real = [row["real"] for row in rows if row.get("real")]
-    header = ["question", "the paper", "ours (range over replicates)", "verdict"]
-    if real:
-        header += ["real checkpoints: ours and verdict"]
-    lines = ["| " + " | ".join([*header, "shown in"]) + " |", "|" + "---|" * (len(header) + 1)]
+    """The scorecard at a glance: one line per question (its verdict, the primary parts' estimates with their 95 %
+    intervals, n), a second table for the real checkpoints' column when it was run, and the rule beneath."""
+    lines = ["| question | verdict | estimate [95 % interval] of the primary parts | n |", "|---|---|---|---|"]
     for row in rows:
-        cells = [
-            f"{row['question']} ({row['paper']})",
-            row["paper_result"],
-            f"{row['measure']}: {row['ours']}",
-            _verdict_cell(row),
-        ]
-        if real:
-            answer = row.get("real") or {}
-            cells.append(
-                f"{answer['ours']}: {_verdict_cell(answer)}"
-                if answer and answer["ours"] != "not measured"
-                else _verdict_cell(answer)
-                if answer
-                else "not run"
+        lines.append(
+            "| "
+            + " | ".join(
+                _cell(c)
+                for c in (
+                    f"{row['question']} ({row['paper']})",
+                    _verdict_cell(row),
+                    row["ours"],
+                    str(row["n_replicates"]),
+                )
             )
-        cells.append(row["figure"])
-        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
-    counted = "one run" if n == 1 else f"{n} independent replicates"
-    sentence = f"The rule, fixed in code before the numbers are read ({counted}): {RULE}."
-    if real:
-        m = real[0]["n_replicates"]
-        sentence += (
-            f" The real checkpoints' column applies the same rule to {m} replicate{'s' if m != 1 else ''} of "
-            f"{REAL_CHECKPOINTS} (each replicate draws other held-out sentences and other samples; the checkpoints "
-            "are fixed)."
+            + " |"
         )
-    return "\n".join(lines) + f"\n\n{wrap(sentence)}\n"
+    real = [row for row in rows if row.get("real")]
+    if real:
+        lines += [
+            "",
+            "Real checkpoints (" + REAL_CHECKPOINTS + "):",
+            "",
+            "| question | verdict | estimate [95 % interval] | n |",
+            "|---|---|---|---|",
+        ]
+        for row in real:
+            answer = row["real"]
+            lines.append(
+                "| "
+                + " | ".join(
+                    _cell(c)
+                    for c in (row["question"], _verdict_cell(answer), answer["ours"], str(answer["n_replicates"]))
+                )
+                + " |"
+            )
+    return (
+        "\n".join(lines)
+        + f"\n\n{wrap('The rule (conf/base/analysis_plan.yml, thinkalike.analysis.rule): ' + RULE + '.')}\n"
+    )
+
+
+def render_parts(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Each question's parts: effect per replicate, mean, 95 % and 90 % intervals, δ, verdict (and the gates)."""
+    blocks = []
+    for row in rows:
+        if not row["parts"]:
+            continue
+        lines = [
+            f"### {row['question']}",
+            "",
+            wrap(f"{row['paper']}: {row['paper_result']}. Ours: {row['measure']}."),
+            "",
+            "| part | effects | mean [95 %] | 90 % | δ | verdict |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, part in _ordered(row):
+            effects = ", ".join("–" if e is None else f"{e:+.3g}" for e in part["effects"])
+            ci90 = part.get("ci90")
+            verdict = part.get("verdict") or "—"
+            if part.get("smaller_than_delta"):
+                verdict += ", smaller than δ"
+            if verdict == rule.ABSENT and part["basis"].startswith("resolution"):
+                verdict += " (below our resolution)"
+            if part.get("n_needed"):
+                verdict += f" (n needed ≈ {part['n_needed']})"
+            label = f"**{name}**" if part["primary"] else name
+            lines.append(
+                "| "
+                + " | ".join(
+                    _cell(c)
+                    for c in (
+                        label,
+                        effects,
+                        _estimate_text(part),
+                        f"[{ci90[0]:+.3g}, {ci90[1]:+.3g}]".replace("-", "−") if ci90 else "—",
+                        f"{part['delta']:g}",
+                        verdict,
+                    )
+                )
+                + " |"
+            )
+        for name, gate in (row.get("gates") or {}).items():
+            lines.append("")
+            lines.append(wrap(f"Gate {name}: mean {gate['mean']} against {gate['threshold']:g}, {gate['verdict']}."))
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
 
 
 def row_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """MLflow metrics of scorecard rows: per row ``scorecard/<key>.verdict`` (1 reproduced, 0.5 partly, 0
-    inconclusive, −1 not reproduced) and per part ``scorecard/<key>.<part index>.effect_min`` (the smallest effect
-    over the replicates)."""
-    codes = {REPRODUCED: 1.0, PARTLY: 0.5, INCONCLUSIVE: 0.0, NOT_REPRODUCED: -1.0}
+    """MLflow metrics of one run's scorecard: each measured part's estimate, ``scorecard/<key>/<part index>`` — no
+    verdict (one run has none)."""
     metrics: dict[str, float] = {}
     for row in rows:
-        metrics[f"scorecard/{row['key']}.verdict"] = codes[row["verdict_word"]]
         for index, part in enumerate(row["parts"].values()):
-            if part["range"] is not None:
-                metrics[f"scorecard/{row['key']}.{index}.effect_min"] = float(part["range"][0])
+            if part.get("mean") is not None:
+                metrics[f"scorecard/{row['key']}/{index}"] = float(part["mean"])
     return metrics
 
 
 def scorecard_metrics(findings: Mapping[str, Any]) -> dict[str, float]:
     """:func:`row_metrics` of one run's scorecard (its collected ``findings``)."""
     return row_metrics(scorecard([findings]))
+
+
+def committed_effects(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """The zoo column's per-replicate effects of every measured part (``<row key>/<part>`` → effects) and each one's
+    stated resolution (its δ when the plan's basis is resolution, else 0): what ``--check`` holds a rerun to."""
+    effects: dict[str, list[float]] = {}
+    resolutions: dict[str, float] = {}
+    for row in rows:
+        for name, part in row["parts"].items():
+            values = part["effects"]
+            if values and all(v is not None for v in values):
+                effects[f"{row['key']}/{name}"] = [float(v) for v in values]
+                resolutions[f"{row['key']}/{name}"] = part["delta"] if part["basis"].startswith("resolution") else 0.0
+    return effects, resolutions
+
+
+def run_estimates(findings: Mapping[str, Any], plan: AnalysisPlan | None = None) -> dict[str, float]:
+    """One run's estimate of every part it measures (``<row key>/<part>`` → value)."""
+    rows = scorecard([findings], plan=plan)
+    return {
+        f"{row['key']}/{name}": float(part["mean"])
+        for row in rows
+        for name, part in row["parts"].items()
+        if part.get("mean") is not None
+    }
