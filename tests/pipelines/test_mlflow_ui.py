@@ -154,7 +154,7 @@ def test_the_run_page_groups_its_metrics_lists_its_tables_and_compares_runs(brow
         sections = metric_sections(page)
         groups = {name: count for name, count in sections.items() if name != "Model metrics"}
         assert sections.get("Model metrics", 0) == 0, sections  # every metric is in a named group
-        assert {"claims", "cost", "zoo", "cka", "stitching", "mlem", "nli"} <= set(groups), sections
+        assert {"cost", "zoo", "cka", "stitching", "mlem", "nli"} <= set(groups), sections
         assert "scorecard" in groups, sections
         assert set(groups) <= set(GROUP_BUDGETS), sections
         assert all(count <= GROUP_BUDGETS[name] for name, count in groups.items()), sections
@@ -167,11 +167,11 @@ def test_the_run_page_groups_its_metrics_lists_its_tables_and_compares_runs(brow
         for table in TABLES:
             expect(page.locator(f'[data-testid="artifact-tree-node"][artifact-name="{table}"]')).to_be_visible()
 
-        # two runs side by side: each claim's margin in both (the same outputs: the same margins)
+        # two runs side by side: each scorecard estimate in both (the same outputs: the same margins)
         ids = json.dumps([default.info.run_id, report.info.run_id], separators=(",", ":"))
         page.goto(f"{url}#/compare-runs?runs={ids}&experiments={json.dumps([experiment])}")
         expect(page.get_by_text("Comparing 2 Runs")).to_be_visible()
-        for prefix in ("claims/", "scorecard/"):
+        for prefix in ("scorecard/",):
             rows = compared_rows(page, prefix)
             assert rows, prefix
             for row in rows:

@@ -54,7 +54,7 @@ from thinkalike.reports.findings import (
     source_digest,
 )
 from thinkalike.reports.findings.claims import HOLDS, single_run
-from thinkalike.reports.findings.scorecard import committed_effects, run_estimates
+from thinkalike.reports.findings.scorecard import committed_effects, run_estimates, verdict_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -169,7 +169,8 @@ def document_of(
 
 
 def log_claim_status(document: dict[str, Any], repo: Path, group: str | None = None) -> None:
-    """An MLflow run ``replicates`` in the project's store: each claim's smallest margin over the replicates
+    """An MLflow run ``replicates`` in the project's store: the scorecard's verdicts (``verdict/<row>``, only here: one
+    run has none), each claim's smallest margin over the replicates
     (``claims/<id>``, beside a run's own margin when compared) and status (``holds/<id>``: 1 or 0), and the claims as
     an artifact; ``group``: the replicates' work directory, the tag the replicates' runs share
     (:data:`thinkalike.run_record.tracking.REPLICATE_GROUP_TAG`). A store that cannot be used is one log line, not a failure
@@ -202,6 +203,8 @@ def log_claim_status(document: dict[str, Any], repo: Path, group: str | None = N
             metrics.append(mlflow.entities.Metric(f"holds/{claim['id']}", float(claim["status"] == HOLDS), 0, 0))
             if margins:
                 metrics.append(mlflow.entities.Metric(f"claims/{claim['id']}", float(min(margins)), 0, 0))
+        for name, value in verdict_metrics(document.get("scorecard") or []).items():
+            metrics.append(mlflow.entities.Metric(name, value, 0, 0))
         for start in range(0, len(metrics), 900):
             client.log_batch(run.info.run_id, metrics=metrics[start : start + 900])
         client.log_text(run.info.run_id, json.dumps(document["claims"], indent=1), "claims.json")

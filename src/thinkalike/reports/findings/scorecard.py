@@ -885,6 +885,20 @@ def row_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return metrics
 
 
+#: The codes of the row verdicts on the replicates' summary run.
+VERDICT_CODES = {rule.REPRODUCED: 1.0, rule.PARTLY: 0.5, rule.INCONCLUSIVE: 0.0, rule.NOT_REPRODUCED: -1.0}
+
+
+def verdict_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The replicates' summary run's MLflow metrics: ``verdict/<row>`` (1 reproduced, 0.5 partly, 0 inconclusive,
+    −1 not reproduced; a row that is not testable is left out)."""
+    return {
+        f"verdict/{row['key']}": VERDICT_CODES[row["verdict_word"]]
+        for row in rows
+        if row["verdict_word"] in VERDICT_CODES
+    }
+
+
 def scorecard_metrics(findings: Mapping[str, Any]) -> dict[str, float]:
     """:func:`row_metrics` of one run's scorecard (its collected ``findings``)."""
     return row_metrics(scorecard([findings]))
