@@ -25,7 +25,7 @@ from thinkalike.reports.findings import (
     render_document,
     render_findings,
 )
-from thinkalike.reports.findings.claims import merge_claims
+from thinkalike.reports.findings.scorecard import scorecard
 from thinkalike.reports.findings_cli import load_tables, main, open_catalog
 from thinkalike.run_record.clock import format_seconds
 
@@ -163,30 +163,26 @@ def test_the_claims_command_prints_the_latest_runs_claims_and_checks_them(tiny_p
         c.as_json() for c in claims_of(collect_findings(load_tables(*open_catalog(project, "test")), OUTLINE), OUTLINE)
     ]
     assert [c["id"] for c in claims] == [c["id"] for c in again]  # stable ids: the same run, the same claims
+    # --check: each scorecard estimate of this run against the committed replicates' prediction intervals; here
+    # three replicates equal to this very run (facts: the interval is the round-off), so nothing moved
+    findings = collect_findings(load_tables(*open_catalog(project, "test")), OUTLINE)
+    rows = scorecard([findings, findings, findings])
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)
-    committed = {"claims": merge_claims([claims])}  # a one-replicate document made from this very run
-    (repo / "docs" / "findings.json").write_text(json.dumps(committed))
+    (repo / "docs" / "findings.json").write_text(json.dumps({"scorecard": rows}))
     assert main(["--project", str(project), "--env", "test", "--check", "--repo", str(repo)]) == 0
-    assert "moved" not in capsys.readouterr().out
-    # one quoted number of one finding planted elsewhere: the check names that claim and that number, and fails
-    finding = next(c for c in committed["claims"] if any(isinstance(v, float) for v in c["values"][0].values()))
-    field = next(k for k, v in finding["values"][0].items() if isinstance(v, float))
-    finding["values"][0][field] += 1.0
-    (repo / "docs" / "findings.json").write_text(json.dumps(committed))
+    assert ": 0 moved" in capsys.readouterr().out
+    # one part's committed effects planted elsewhere: the check names that part, and only it, and fails
+    row = next(r for r in rows if any(all(e is not None for e in p["effects"]) for p in r["parts"].values()))
+    name, part = next((n, p) for n, p in row["parts"].items() if all(e is not None for e in p["effects"]))
+    part["effects"] = [e + 10.0 for e in part["effects"]]
+    (repo / "docs" / "findings.json").write_text(json.dumps({"scorecard": rows}))
     assert main(["--project", str(project), "--env", "test", "--check", "--repo", str(repo)]) == 1
-    table = capsys.readouterr().out
-    assert f"{finding['id']}: moved: {field} " in table and table.count(": moved: ") == 1
+    out = capsys.readouterr().out
+    assert f"  {row['key']}/{name}: " in out and ": 1 moved" in out
     assert main(["--project", str(project), "--env", "test", "--check", "--json", "--repo", str(repo)]) == 1
-    rows = json.loads(capsys.readouterr().out)["checked"]
-    assert [(r["id"], r["moved"]) for r in rows if r["moved"]] == [(finding["id"], [field])]
-    # a committed finding that does not hold in this run fails the check too
-    failing = next(c for c in claims if not (c["margin"] is not None and c["margin"] > 0))
-    (repo / "docs" / "findings.json").write_text(
-        json.dumps({"claims": [{**failing, "margin": [1.0], "values": [failing["values"]], "status": "holds"}]})
-    )
-    assert main(["--project", str(project), "--env", "test", "--claims", "--check", "--repo", str(repo)]) == 1
-    assert "no longer holds" in capsys.readouterr().err
+    checked = json.loads(capsys.readouterr().out)["checked"]
+    assert [r["name"] for r in checked if r["moved"]] == [f"{row['key']}/{name}"]
 
 
 def test_the_claims_command_prints_pure_json_that_can_be_piped(tiny_project):
