@@ -34,7 +34,14 @@ def test_replicates_findings_merge_each_replicates_claims(tiny_project_as_run, t
         c["status"] == "unresolved" and len(c["margin"]) == 2 and c["margin"][0] == c["margin"][1] and c["noise"] == 0
         for c in document["claims"]
     )
-    assert all(row["verdict"].startswith("inconclusive") for row in document["scorecard"])  # no spread to weigh
+    # two equal replicates: every measured part is a fact, its intervals one point, its verdict by its sign
+    measured = [p for row in document["scorecard"] for p in row["parts"].values() if p.get("ci95")]
+    assert measured and all(p["fact"] and p["ci95"] == [p["mean"], p["mean"]] for p in measured)
+    assert all(
+        p["verdict"] == ("reproduced" if p["mean"] > 0 else "opposite" if p["mean"] < 0 else "absent")
+        for p in measured
+        if not p.get("gate")  # behind a gate that failed or is undecided: not testable or inconclusive
+    )
     page = (repo / "docs" / "findings.md").read_text()
     assert page.startswith("# Findings\n\n<!-- findings:start -->\n") and page.endswith("<!-- findings:end -->\n")
     text = page.replace("\n", " ")
