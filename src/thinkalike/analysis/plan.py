@@ -111,7 +111,7 @@ class AnalysisPlan(_Strict):
     def _gates_exist(self) -> AnalysisPlan:
         for key, question in self.questions.items():
             for name in ("zoo", "real"):
-                column = question.column(name)  # type: ignore[arg-type]
+                column = question.column(name)
                 unknown = [g for g in (column.gates if column else ()) if g not in self.gates]
                 if unknown:
                     raise ValueError(

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import integrate, stats
@@ -205,12 +205,11 @@ def decide_gate(name: str, values: Sequence[float], threshold: float) -> GateRes
     interval: undecided unless it is a fact of every replicate, which needs two)."""
     known = tuple(float(v) for v in values)
     if len(known) < 2:
-        mean = known[0] if known else math.nan
-        return GateResult(name, known, threshold, mean, (math.nan, math.nan), GATE_UNDECIDED)
-    mean, ci95, _, _ = intervals(np.asarray(known)[None, :] - threshold)
+        return GateResult(name, known, threshold, known[0] if known else math.nan, (math.nan, math.nan), GATE_UNDECIDED)
+    means, ci95, _, _ = intervals(np.asarray(known)[None, :] - threshold)
     low, high = float(ci95[0, 0]), float(ci95[0, 1])
     verdict = GATE_PASSES if low > 0 else GATE_FAILS if high < 0 else GATE_UNDECIDED
-    return GateResult(name, known, threshold, float(mean[0]) + threshold, (low + threshold, high + threshold), verdict)
+    return GateResult(name, known, threshold, float(means[0]) + threshold, (low + threshold, high + threshold), verdict)
 
 
 @dataclass(frozen=True)
@@ -242,26 +241,27 @@ def decide_part(effects: Sequence[float], delta: float, gates: Sequence[GateResu
     array = np.asarray(values)[None, :]
     codes, smaller = classify(array, delta)
     mean, ci95, ci90, fact = intervals(array)
-    common = {
-        "effects": values,
-        "delta": float(delta),
-        "mean": float(mean[0]),
-        "ci95": (float(ci95[0, 0]), float(ci95[0, 1])),
-        "ci90": (float(ci90[0, 0]), float(ci90[0, 1])),
-        "fact": bool(fact[0]),
-        "p": one_sided_p(values),
-    }
+    base = PartResult(
+        effects=values,
+        delta=float(delta),
+        mean=float(mean[0]),
+        ci95=(float(ci95[0, 0]), float(ci95[0, 1])),
+        ci90=(float(ci90[0, 0]), float(ci90[0, 1])),
+        verdict=INCONCLUSIVE,
+        fact=bool(fact[0]),
+        p=one_sided_p(values),
+    )
     failed = [g for g in gates if g.verdict == GATE_FAILS]
     undecided = [g for g in gates if g.verdict == GATE_UNDECIDED]
     if failed:
         gate = failed[0]
-        return PartResult(**common, verdict=NOT_TESTABLE, gate=gate.name, why=f"gate {gate.name} fails")
+        return replace(base, verdict=NOT_TESTABLE, gate=gate.name, why=f"gate {gate.name} fails")
     if undecided:
         gate = undecided[0]
-        return PartResult(**common, verdict=INCONCLUSIVE, gate=gate.name, why=f"gate undecided: {gate.name}")
+        return replace(base, verdict=INCONCLUSIVE, gate=gate.name, why=f"gate undecided: {gate.name}")
     word = CODE_WORDS[int(codes[0])]
     needed = n_needed(values, delta) if word == INCONCLUSIVE and not fact[0] else None
-    return PartResult(**common, verdict=word, smaller_than_delta=bool(smaller[0]), n_needed=needed)
+    return replace(base, verdict=word, smaller_than_delta=bool(smaller[0]), n_needed=needed)
 
 
 def holm_rejections(p_values: Mapping[str, float], alpha: float = ALPHA) -> list[str]:
