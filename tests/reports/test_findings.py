@@ -103,42 +103,50 @@ def test_the_committed_page_renders_unchanged(tmp_path):
     assert (tmp_path / "docs" / "findings.md").read_text(encoding="utf-8") == FINDINGS_PAGE.read_text(encoding="utf-8")
 
 
-def test_findings_json_holds_claims_with_a_margin_per_replicate_and_a_status():
+def test_findings_json_is_the_scorecard_by_the_committed_plan_and_every_verdict_recomputes():
+    """docs/findings.json: no claims; the plan's path and sha256 (the plan in the repository now); ≥ 16 rows whose
+    primary parts are the plan's; per part every number and word recomputed from its stored effects and the plan by
+    the rule; at most 20 exploratory observations."""
+    from thinkalike.analysis import rule
+    from thinkalike.analysis.plan import PLAN_PATH, load_plan, plan_digest
+
     document = _document()
     replicates = document["replicates"]
     assert len(replicates) >= 3 and document["git_commit"] and document["command"]
-    claims = document["claims"]
-    assert len({c["id"] for c in claims}) == len(claims)
     assert not any(r["run"].get("roundoff") for r in replicates)  # independent draws only
-    from thinkalike.reports.findings.claims import NOISE_FACTOR, noise_scale
-
-    for claim in claims:
-        assert len(claim["margin"]) == len(replicates)
-        margins = claim["margin"]
-        holds_everywhere = all(m is not None and m > 0 for m in margins)
-        noise = noise_scale(margins)
-        assert claim["noise"] == pytest.approx(noise, abs=1e-9)
-        clears = holds_everywhere and noise is not None and noise > 1e-9 and min(margins) > NOISE_FACTOR * noise
-        expected = "holds" if clears else "unresolved" if holds_everywhere else "mixed"
-        assert claim["status"] == expected, claim["id"]
-        assert any(m is not None and m > 0 for m in margins)  # stated somewhere
-    # no stated finding has a constant margin, a mirrored twin among the claims, or a margin inside its noise
-    stated = [c for c in claims if c["status"] == "holds"]
-    keys = {tuple(round(m, 9) for m in c["margin"]) for c in claims}
-    for claim in stated:
-        assert max(claim["margin"]) - min(claim["margin"]) > 1e-9, claim["id"]
-        assert tuple(round(-m, 9) for m in claim["margin"]) not in keys, claim["id"]
-    # the scorecard: every row with its paper, our measure, the rule and a verdict in the scorecard's words
+    assert "claims" not in document
+    assert document["analysis_plan"] == {"path": str(PLAN_PATH), "sha256": plan_digest(ROOT / PLAN_PATH)}
+    plan = load_plan(ROOT / PLAN_PATH)
     rows = document["scorecard"]
     assert len(rows) >= 16
     for row in rows:
-        assert {"question", "paper", "ours", "rule", "verdict"} <= set(row)
-        assert row["verdict"].startswith(("reproduced", "partly", "not reproduced", "inconclusive", "not testable")), (
-            row["key"]
-        )
-    # the claims are those of each replicate's own findings, recomputed here from the committed numbers
-    again = findings_document([r["findings"] for r in replicates], OUTLINE, [r["run"] for r in replicates])["claims"]
-    assert [(c["id"], c["margin"], c["status"]) for c in again] == [(c["id"], c["margin"], c["status"]) for c in claims]
+        assert {"question", "paper", "ours", "rule", "verdict", "parts", "primary"} <= set(row)
+        assert row["verdict"].startswith(("reproduced", "partly", "not reproduced", "inconclusive", "not testable"))
+        planned = plan.questions[row["key"]].zoo
+        if not row["parts"]:
+            continue
+        assert row["primary"] == list(planned.primary) and set(row["parts"]) == set(planned.parts)
+        results = {}
+        for name, part in row["parts"].items():
+            assert part["delta"] == planned.parts[name].delta
+            if any(e is None for e in part["effects"]):
+                continue
+            assert len(part["effects"]) == len(replicates)
+            gates = [
+                rule.decide_gate(g, row["gates"][g]["values"], row["gates"][g]["threshold"]) for g in planned.gates
+            ]
+            again = rule.decide_part(part["effects"], part["delta"], gates)
+            results[name] = again
+            assert (part["mean"], part["ci95"], part["ci90"]) == (again.mean, list(again.ci95), list(again.ci90))
+            assert (part["verdict"], part["smaller_than_delta"]) == (again.verdict, again.smaller_than_delta)
+            assert part.get("n_needed") == (
+                again.n_needed if again.verdict == "inconclusive" and not again.gate else None
+            )
+        if all(name in results for name in planned.primary):
+            assert row["verdict"] == rule.decide_row({n: results[n] for n in planned.primary}).text
+    assert len(document["exploratory"]) <= 20
+    assert all({"mean", "ci95", "n"} <= set(o) for o in document["exploratory"])
+    # the scorecard is recomputed from the committed findings by this code
     rows = findings_document([r["findings"] for r in replicates], OUTLINE)["scorecard"]
     assert [(r["key"], r["verdict"]) for r in rows] == [(r["key"], r["verdict"]) for r in document["scorecard"]]
 

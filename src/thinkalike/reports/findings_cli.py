@@ -160,7 +160,7 @@ def document_of(
     """docs/findings.json's content: the replicates' findings and claims with the digest, the commit, when they were
     collected and the command that regenerates them."""
     return {
-        **findings_document(findings, project_outline(), runs),
+        **findings_document(findings, project_outline(), runs, with_claims=False),
         "source_digest": source_digest(root),
         **git_state(root),
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -198,7 +198,7 @@ def log_claim_status(document: dict[str, Any], repo: Path, group: str | None = N
             },
         )
         metrics = []
-        for claim in document["claims"]:
+        for claim in document.get("claims") or []:
             margins = [m for m in claim["margin"] if m is not None]
             metrics.append(mlflow.entities.Metric(f"holds/{claim['id']}", float(claim["status"] == HOLDS), 0, 0))
             if margins:
@@ -207,9 +207,9 @@ def log_claim_status(document: dict[str, Any], repo: Path, group: str | None = N
             metrics.append(mlflow.entities.Metric(name, value, 0, 0))
         for start in range(0, len(metrics), 900):
             client.log_batch(run.info.run_id, metrics=metrics[start : start + 900])
-        client.log_text(run.info.run_id, json.dumps(document["claims"], indent=1), "claims.json")
+        client.log_text(run.info.run_id, json.dumps(document["scorecard"], indent=1), "scorecard.json")
         client.set_terminated(run.info.run_id)
-        logger.info("MLflow run %s (replicates): %d claims' status", run.info.run_id, len(document["claims"]))
+        logger.info("MLflow run %s (replicates): the scorecard's verdicts", run.info.run_id)
     except Exception as error:  # noqa: BLE001 — tracking is a convenience here; the JSON is the record
         logger.warning("claims' status not logged to MLflow: %s", str(error).splitlines()[0])
 
@@ -265,10 +265,12 @@ def write_replicate_findings(
     if comparison is not None:
         document["roundoff"] = comparison
     write_json(document, repo / FINDINGS_JSON)
-    held = sum(c["status"] == HOLDS for c in document["claims"])
+    decided = sum(
+        row["verdict_word"] not in ("inconclusive", "not testable", "one run") for row in document["scorecard"]
+    )
     print(
-        f"wrote {repo / FINDINGS_JSON}: {len(folders)} replicate(s), {len(document['claims'])} claims, {held} hold in "
-        f"all (commit {(document['git_commit'] or 'none')[:12]}{' + uncommitted changes' if document['git_dirty'] else ''})"
+        f"wrote {repo / FINDINGS_JSON}: {len(folders)} replicate(s), {len(document['scorecard'])} questions, {decided} "
+        f"decided (commit {(document['git_commit'] or 'none')[:12]}{' + uncommitted changes' if document['git_dirty'] else ''})"
     )
     errors = [e for f in findings for e in collect_errors(f)]
     for error in errors:

@@ -222,6 +222,7 @@ def findings_document(
     outline: ReportOutline,
     runs: Sequence[Mapping[str, Any] | None] | None = None,
     real: Sequence[Mapping[str, Any]] | None = None,
+    with_claims: bool = True,
 ) -> dict[str, Any]:
     """The findings of one or more independent replicates (each :func:`collect_findings`' dict; ``runs``: each
     replicate's run record, :mod:`thinkalike.replicates`) with the papers' scorecard and the merged claims:
@@ -230,7 +231,10 @@ def findings_document(
     one replicate, one margin per replicate, its noise and its status
     (:func:`~thinkalike.reports.findings.claims.merge_claims`). ``real``: the real checkpoints' replicates
     (``{"replicate", "run", "findings"}`` each, ``conf/real``), kept as ``real_replicates`` and answered in the
-    scorecard's real-model column (its rows' ``real``). ``outline``: the report's sections (:func:`claims_of`)."""
+    scorecard's real-model column (its rows' ``real``). ``outline``: the report's sections (:func:`claims_of`).
+    ``with_claims=False``: the replicates' document (docs/findings.json), which holds the scorecard, its parts and the
+    exploratory observations but no claims (descriptive sentences no verdict rests on: one run's report keeps
+    them)."""
     runs = list(runs) if runs is not None else [None] * len(replicates)
     real_entries = [dict(entry) for entry in real or []]
     plan_file = package_plan_path()
@@ -240,7 +244,11 @@ def findings_document(
         "exploratory": exploratory(rows),
         "analysis_plan": {"path": str(PLAN_PATH), "sha256": plan_digest(plan_file)},
         **({"real_replicates": real_entries} if real_entries else {}),
-        "claims": merge_claims([single_run(claims_of(findings, outline)) for findings in replicates]),
+        **(
+            {"claims": merge_claims([single_run(claims_of(findings, outline)) for findings in replicates])}
+            if with_claims
+            else {}
+        ),
         "replicates": [
             {"replicate": (run or {}).get("replicate", index), "run": run, "findings": findings}
             for index, (findings, run) in enumerate(zip(replicates, runs, strict=True))
@@ -253,9 +261,13 @@ def rederived(document: Mapping[str, Any], outline: ReportOutline) -> dict[str, 
     findings (a round-off run, which earlier documents counted as a replicate, is left out: it is no new draw)."""
     kept = [r for r in document["replicates"] if not (r.get("run") or {}).get("roundoff")]
     made = findings_document(
-        [r["findings"] for r in kept], outline, [r.get("run") for r in kept], document.get("real_replicates")
+        [r["findings"] for r in kept],
+        outline,
+        [r.get("run") for r in kept],
+        document.get("real_replicates"),
+        with_claims=False,
     )
-    return {**document, **made}
+    return {**{k: v for k, v in document.items() if k != "claims"}, **made}
 
 
 def render_findings(findings: Mapping[str, Any], outline: ReportOutline) -> str:
@@ -267,7 +279,7 @@ def render_findings(findings: Mapping[str, Any], outline: ReportOutline) -> str:
 def provenance(document: Mapping[str, Any]) -> str:
     """Where the findings of a document come from: one run, or the replicates with their commits, seeds and cost."""
     replicates = document["replicates"]
-    claims = document["claims"]
+    claims = document.get("claims") or []
     held = sum(c["status"] == HOLDS for c in claims)
     mixed = sum(c["status"] == MIXED for c in claims)
     first = replicates[0]["findings"]
@@ -302,6 +314,18 @@ def provenance(document: Mapping[str, Any]) -> str:
         if run_commits
         else ""
     )
+    if "claims" not in document:
+        plan = document.get("analysis_plan") or {}
+        return (
+            f"**Where these findings come from.** {len(replicates)} independent replicates of the default run, {ran}"
+            f"replicate r moving every seed but the data's by r × 1000 — zoo initialisation and data order, φ, the "
+            f"NLI encoder and copies, MLEM, the measures' row samples, the embedding fine-tune — while the corpus and "
+            f"the NLI pairs stay the same; collected at commit `{str(commit)[:12]}` by "
+            f"`{document.get('command') or 'n/a'}`, {document.get('generated_at', 'n/a')}, on {where}{cost}. Every "
+            f"verdict above rests on these {len(replicates)} draws, decided by the plan `{plan.get('path', 'n/a')}` "
+            f"(sha256 `{str(plan.get('sha256', 'n/a'))[:12]}`); `docs/findings.json` has every part's effects, "
+            "intervals and verdict, and `python -m thinkalike.reports.findings_cli --check` checks a run against them."
+        )
     return (
         f"**Where these findings come from.** {len(replicates)} independent replicates of the default run, {ran}"
         f"replicate r moving every seed but the data's by r × 1000 — zoo initialisation and data order, φ, the NLI "
@@ -352,10 +376,12 @@ def render_document(document: Mapping[str, Any], outline: ReportOutline) -> str:
         wrap(provenance(document)),
         wrap(render_timing(_most_timed(replicates), outline.pipelines, outline.timing_labels)),
     ]
-    sections = by_section(document["claims"])
     roundoff = document.get("roundoff")
-    withheld = frozenset(at_risk(roundoff, document["claims"])) if roundoff else frozenset()
-    for section in (s for s in outline.sections if s.claims is not None):
+    if "claims" not in document:
+        blocks.extend(_exploratory_blocks(document.get("exploratory") or []))
+    sections = by_section(document.get("claims") or [])
+    withheld = frozenset(at_risk(roundoff, document.get("claims") or [])) if roundoff else frozenset()
+    for section in (s for s in outline.sections if s.claims is not None and "claims" in document):
         collected = first.get(section.section) or {}
         claims = sections.get(section.section, [])
         if not claims and not section.listed_without_claims:
@@ -367,10 +393,10 @@ def render_document(document: Mapping[str, Any], outline: ReportOutline) -> str:
             continue
         blocks.extend(wrap(sentence) for sentence in render_claims(claims, word, withheld))
     if roundoff:
-        blocks.extend(["## Round-off alone", wrap(render_roundoff(roundoff, document["claims"]))])
+        blocks.extend(["## Round-off alone", wrap(render_roundoff(roundoff, document.get("claims") or []))])
     note = (
         "<!-- Generated by `python -m thinkalike.reports.findings_cli --replicates data/replicates --write` from "
-        "the replicates' saved outputs (numbers and claims in docs/findings.json); do not edit by hand. -->"
+        "the replicates' saved outputs (their numbers and verdicts in docs/findings.json); do not edit by hand. -->"
     )
     return "\n\n".join([note, *blocks]) + "\n"
 
@@ -386,6 +412,24 @@ def _pilot_sentence(document: Mapping[str, Any]) -> str:
             f"{plan.deciding.first_replicate} on) are not run yet."
         )
     return f"Decided by the plan {PLAN_PATH} on new seeds (not the pilot's)."
+
+
+def _exploratory_blocks(observations: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The plan's exploratory observations (secondary parts, at most 20): each an estimate with its 95 % interval, n
+    and the size of the family it was picked from; none enters a verdict."""
+    if not observations:
+        return []
+    lines = ["| question | part | estimate [95 % interval] | n | picked from |", "|---|---|---|---|---|"]
+    for o in observations:
+        ci = o.get("ci95")
+        interval = f" [{ci[0]:+.3g}, {ci[1]:+.3g}]" if ci and ci[0] != ci[1] else ""
+        estimate = f"{o['mean']:+.3g}{interval}".replace("-", "−")
+        lines.append(f"| {o['question']} | {o['part']} | {estimate} | {o['n']} | {o['family']} parts |")
+    lead = (
+        "Exploratory, chosen by the plan's rule (the questions' secondary parts, in plan order, at most 20): "
+        "estimates with their intervals, none of them entering a verdict."
+    )
+    return ["## Exploratory observations", wrap(lead), "\n".join(lines)]
 
 
 def at_risk(roundoff: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> list[str]:

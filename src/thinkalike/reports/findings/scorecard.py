@@ -681,6 +681,7 @@ def evaluate(
         results[name] = rule.decide_part([float(e) for e in effects if e is not None], part.delta, gates)
         parts[name] = _part_entry(results[name], part, effects, primary)
     ours = "; ".join(f"{name} {_estimate_text(parts[name])}" for name in planned.primary)
+    base |= {"estimand": " ".join(planned.estimand.split()), "scale": planned.scale}
     answer = {**base, "parts": parts, "part_order": list(parts), "primary": list(planned.primary), "ours": ours}
     answer["gates"] = {
         g.name: {
@@ -827,6 +828,13 @@ def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
+def _paper_text(row: Mapping[str, Any]) -> str:
+    paper = row.get("plan") or {}
+    if not paper:
+        return f"{row['paper']}: {row['paper_result']}."
+    return f"The paper ({paper['location']}): “{paper['sentence']}” (its number: {paper['number']})."
+
+
 def render_parts(rows: Sequence[Mapping[str, Any]]) -> str:
     """Each question's parts: effect per replicate, mean, 95 % and 90 % intervals, δ, verdict (and the gates)."""
     blocks = []
@@ -836,13 +844,18 @@ def render_parts(rows: Sequence[Mapping[str, Any]]) -> str:
         lines = [
             f"### {row['question']}",
             "",
-            wrap(f"{row['paper']}: {row['paper_result']}. Ours: {row['measure']}."),
+            wrap(_paper_text(row)),
+            "",
+            wrap(
+                f"Ours ({row['n_replicates']} replicates): {row.get('estimand') or row['measure']}. Scale: "
+                f"{row.get('scale', 'n/a')}. Verdict: {row['verdict']}."
+            ),
             "",
             "| part | effects | mean [95 %] | 90 % | δ | verdict |",
             "|---|---|---|---|---|---|",
         ]
         for name, part in _ordered(row):
-            effects = ", ".join("–" if e is None else f"{e:+.3g}" for e in part["effects"])
+            effects = ", ".join("–" if e is None else f"{e:+.3g}" for e in part["effects"]).replace("-", "−")
             ci90 = part.get("ci90")
             verdict = part.get("verdict") or "—"
             if part.get("smaller_than_delta"):
@@ -868,8 +881,17 @@ def render_parts(rows: Sequence[Mapping[str, Any]]) -> str:
                 + " |"
             )
         for name, gate in (row.get("gates") or {}).items():
-            lines.append("")
-            lines.append(wrap(f"Gate {name}: mean {gate['mean']} against {gate['threshold']:g}, {gate['verdict']}."))
+            mean = "not measured" if gate["mean"] is None else f"{gate['mean']:.3g}"
+            ci = gate.get("ci95")
+            interval = f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
+            lines += ["", wrap(f"Gate `{name}`: {mean}{interval} against {gate['threshold']:g}: {gate['verdict']}.")]
+        robustness = row.get("robustness") or {}
+        if robustness:
+            lines += ["", "| robustness: the pilot's specification | mean [95 %] | verdict |", "|---|---|---|"]
+            lines += [
+                "| " + " | ".join(_cell(c) for c in (name, _estimate_text(alt), alt["verdict"])) + " |"
+                for name, alt in sorted(robustness.items())
+            ]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
 
