@@ -648,7 +648,7 @@ def evaluate(
     one replicate: estimates only, no verdict (``verdict_word`` :data:`ONE_RUN`)."""
     kept = [f for f in replicates if not _excluded(f)]
     n = len(kept)
-    base = {"n_replicates": n, "n_excluded": len(replicates) - n}
+    base: dict[str, Any] = {"n_replicates": n, "n_excluded": len(replicates) - n}
     planned = plan.questions[question.key].column(column) if question.key in plan.questions else None
     per_replicate = [question.effects(f) for f in kept]
     if planned is None or not any(parts.get(name) is not None for parts in per_replicate for name in planned.primary):
