@@ -142,7 +142,8 @@ def test_the_command_writes_the_json_and_the_findings_page_region(tiny_project, 
     assert main(["--project", str(project), "--env", "test", "--repo", str(repo), "--write"]) == 0
     document = json.loads((repo / "docs" / "findings.json").read_text())
     assert len(document["source_digest"]) == 64 and "generated_at" in document
-    assert len(document["replicates"]) == 1 and {c["status"] for c in document["claims"]} == {"holds"}
+    assert len(document["replicates"]) == 1 and "claims" not in document  # one run: estimates, no verdict
+    assert all(row["verdict_word"] in ("one run", "not testable") for row in document["scorecard"])
     page = (repo / "docs" / "findings.md").read_text()
     assert readme_region(page) == render_document(document, OUTLINE)
     assert page.startswith("# Findings\n\n") and page.endswith(f"{END_MARKER}\n\n## After\n")

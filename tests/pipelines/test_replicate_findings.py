@@ -1,4 +1,4 @@
-"""``findings_cli --replicates``: the findings of several replicates merged into claims, without running (the tiny
+"""``findings_cli --replicates``: the scorecard of several replicates, without running (the tiny
 project's saved outputs stand in for replicates)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from tests.pipelines.conftest import PROJECT_ROOT as ROOT
 from thinkalike.reports.findings_cli import replicate_folders, write_replicate_findings
 
 
-def test_replicates_findings_merge_each_replicates_claims(tiny_project_as_run, tmp_path):
+def test_replicates_findings_decide_the_scorecard_over_replicates(tiny_project_as_run, tmp_path):
     workdir = tmp_path / "replicates"
     for replicate in range(2):  # the same saved run twice: every claim holds in both or in neither, by the same margin
         shutil.copytree(tiny_project_as_run, workdir / f"replicate-{replicate}")
@@ -29,11 +29,7 @@ def test_replicates_findings_merge_each_replicates_claims(tiny_project_as_run, t
     assert write_replicate_findings(folders, "test", repo, write=True) == 0
     document = json.loads((repo / "docs" / "findings.json").read_text())
     assert [r["replicate"] for r in document["replicates"]] == [0, 1]
-    # the same margin twice carries no size (no new draw): every proposition is unresolved, none a finding
-    assert document["claims"] and all(
-        c["status"] == "unresolved" and len(c["margin"]) == 2 and c["margin"][0] == c["margin"][1] and c["noise"] == 0
-        for c in document["claims"]
-    )
+    assert "claims" not in document  # the replicates' document: the scorecard, no claims
     # two equal replicates: every measured part is a fact, its intervals one point, its verdict by its sign
     measured = [p for row in document["scorecard"] for p in row["parts"].values() if p.get("ci95")]
     assert measured and all(p["fact"] and p["ci95"] == [p["mean"], p["mean"]] for p in measured)
@@ -46,5 +42,5 @@ def test_replicates_findings_merge_each_replicates_claims(tiny_project_as_run, t
     assert page.startswith("# Findings\n\n<!-- findings:start -->\n") and page.endswith("<!-- findings:end -->\n")
     text = page.replace("\n", " ")
     assert "**Where these findings come from.** 2 independent replicates of the default run" in text
-    assert "Unresolved — these hold in every replicate" in text
+    assert "## Each question's parts" in text and "Unresolved" not in text
     assert "each replicate's `kedro run` took 1 min 0 s, 2 min 0 s in all" in text  # one number when they agree
