@@ -309,7 +309,7 @@ def write_real_column(
         {**json.loads(source.read_text(encoding="utf-8")), "real_replicates": entries}, project_outline()
     )
     write_json(document, source)
-    answered = sum(row["real"]["ours"] != "not measured" for row in document["scorecard"])
+    answered = sum(row["real"]["verdict_word"] != "not testable" for row in document["scorecard"])
     print(f"wrote {source}: the scorecard's real-model column from {len(entries)} replicate(s), {answered} rows asked")
     if write:
         changed = write_page(repo / FINDINGS_PAGE, render_document(document, project_outline()))

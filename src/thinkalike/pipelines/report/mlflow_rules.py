@@ -11,7 +11,7 @@ from thinkalike.reports.findings.scorecard import scorecard_metrics as run_score
 
 
 def scorecard_metrics(findings: Mapping[str, Any]) -> dict[str, float]:
-    """``{scorecard/<row>/<part index>: estimate}`` of the run's scorecard (no verdict: one run has none;
+    """``{scorecard/<row>.<part index>: estimate}`` of the run's scorecard (no verdict: one run has none;
     :func:`thinkalike.reports.findings.scorecard.scorecard_metrics`), in the ``scorecard`` group."""
     return {
         metric("scorecard", name.removeprefix("scorecard/")): value for name, value in run_scorecard(findings).items()
@@ -36,5 +36,5 @@ def _log_claims(recorder: Recorder, output: SavedOutput) -> None:
 
 
 #: The report, as the artifact ``reports/report.html``, with the scorecard's estimates as metrics
-#: ``scorecard/<row>/<part>`` (read from the findings the report embeds); the run's claims as an artifact.
+#: ``scorecard/<row>.<part index>`` (read from the findings the report embeds); the run's claims as an artifact.
 RULES: tuple[OutputRule, ...] = (named(["report"], _log_report), named(["run_claims"], _log_claims))

@@ -9,7 +9,7 @@ column (``zoo``: seed replicates; ``real``: the real checkpoints' replicates); w
 verdict. The ``alternatives`` of a question (the pilot's estimands: minima over cells, the embeddings' cell
 included …) are decided by the same rule into the row's ``robustness``. :func:`render_scorecard` writes the
 at-a-glance table, :func:`render_parts` each question's parts, :func:`scorecard_metrics` one run's estimates for
-MLflow (``scorecard/<row>/<part index>``).
+MLflow (``scorecard/<row>.<part index>``).
 """
 
 from __future__ import annotations
@@ -660,7 +660,7 @@ def evaluate(
             "parts": {},
             "primary": list(planned.primary) if planned else [],
             "gates": {},
-            "ours": "not measured",
+            "ours": f"not measured: {why}",
             "verdict": f"{rule.NOT_TESTABLE}: {why}",
             "verdict_word": rule.NOT_TESTABLE,
         }
@@ -897,13 +897,14 @@ def render_parts(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def row_metrics(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """MLflow metrics of one run's scorecard: each measured part's estimate, ``scorecard/<key>/<part index>`` — no
-    verdict (one run has none)."""
+    """MLflow metrics of one run's scorecard: each measured part's estimate, ``scorecard/<key>.<part index>`` — no
+    verdict (one run has none). One ``/`` only: MLflow's UI draws a chart section per prefix before the last ``/``,
+    so the scorecard stays one section."""
     metrics: dict[str, float] = {}
     for row in rows:
         for index, part in enumerate(row["parts"].values()):
             if part.get("mean") is not None:
-                metrics[f"scorecard/{row['key']}/{index}"] = float(part["mean"])
+                metrics[f"scorecard/{row['key']}.{index}"] = float(part["mean"])
     return metrics
 
 
