@@ -126,6 +126,8 @@ def test_findings_json_is_the_scorecard_by_the_committed_plan_and_every_verdict_
         if not row["parts"]:
             continue
         assert row["primary"] == list(planned.primary) and set(row["parts"]) == set(planned.parts)
+        # every planned part is measured: a label the estimand code does not produce would leave it empty
+        assert all(p.get("ci95") and p.get("verdict") for p in row["parts"].values()), row["key"]
         results = {}
         for name, part in row["parts"].items():
             assert part["delta"] == planned.parts[name].delta

@@ -114,7 +114,7 @@ def _nli_later(findings: Mapping[str, Any]) -> Parts:
             parts[f"stitching, layer {int(gap['layer'])} of {int(depth)}"] = as_float(gap.get("means"))
     for gap in (nli.get("cka") or {}).get("gaps") or []:
         if float(gap["layer"]) >= LATER_LAYERS:
-            parts[f"CKA, depth {float(gap['layer']):g}"] = as_float(gap.get("means"))
+            parts[f"CKA, depth {float(gap['layer'])}"] = as_float(gap.get("means"))
     if all(v is None for v in parts.values()):
         return {}
     return parts
@@ -671,7 +671,7 @@ def evaluate(
         effects = [p.get(name) for p in per_replicate]
         primary = name in planned.primary
         measured = sum(e is not None for e in effects)
-        if n < 2 or measured < n:
+        if n < 2 or measured < 2:
             why = "one run: an estimate, no verdict" if n < 2 else f"measured in {measured} of {n} replicates"
             parts[name] = _part_entry(None, part, effects, primary, why)
             if n >= 2:
@@ -680,6 +680,8 @@ def evaluate(
             continue
         results[name] = rule.decide_part([float(e) for e in effects if e is not None], part.delta, gates)
         parts[name] = _part_entry(results[name], part, effects, primary)
+        if measured < n:  # decided on the replicates that measured it, and said so
+            parts[name]["why"] = f"measured in {measured} of {n} replicates; decided on those"
     ours = "; ".join(f"{name} {_estimate_text(parts[name])}" for name in planned.primary)
     base |= {"estimand": " ".join(planned.estimand.split()), "scale": planned.scale}
     answer = {**base, "parts": parts, "part_order": list(parts), "primary": list(planned.primary), "ours": ours}
