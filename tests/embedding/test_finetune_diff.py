@@ -17,6 +17,7 @@ from thinkalike.embedding.finetune_diff import (
     finetune_top_layers,
     signed_fraction,
     task_labels,
+    classification_scores,
     zero_shot_accuracy,
 )
 from thinkalike.embedding.weights import ModelParameters
@@ -204,3 +205,17 @@ def test_encode_sentences_labels_follow_the_table():
             assert label == 1
     with pytest.raises(ValueError, match="n_ctx"):
         encode_sentences(sentences, tokenizer, 6, "tense")
+
+
+def test_classification_scores_read_signal_a_miscalibrated_stitch_has():
+    """Logits that order the classes perfectly but all favour class 0 score the majority rate in accuracy and 1 in
+    AUROC; balanced accuracy is 0.5 there; reversed logits give AUROC 0 (scikit-learn's definitions)."""
+    truth = np.array([0] * 30 + [1] * 10)
+    margin = np.where(truth == 1, 1.0, 0.0)  # class 1 always scores higher, never above class 0's 5
+    logits = torch.tensor(np.stack([np.full(40, 5.0), margin], axis=1))
+    scores = classification_scores(logits, truth)
+    assert scores == {"accuracy": 0.75, "balanced_accuracy": 0.5, "auroc": 1.0}
+    assert classification_scores(torch.tensor(np.stack([np.zeros(40), -margin], axis=1)), truth)["auroc"] == 0.0
+    exact = classification_scores(torch.tensor(np.stack([-margin, margin], axis=1)), truth)
+    assert exact == {"accuracy": 1.0, "balanced_accuracy": 1.0, "auroc": 1.0}
+    assert np.isnan(classification_scores(logits[:30], truth[:30])["auroc"])

@@ -16,6 +16,7 @@ from thinkalike.embedding import (
     keep_k,
     keep_k_score,
     keep_k_scores,
+    paper_k,
     residual_pool,
     vocabulary_embedding,
 )
@@ -85,7 +86,8 @@ def test_score_table_on_a_zoo_model(zoo_model):
     pools = {"normal": None, "ff_values": values, "residual": residual_pool(streams.numpy())}
     table = keep_k_scores(embedding, pools, n=100, dtype=torch.float64)
     grid = default_k_grid(256)
-    assert grid == [10, 50, 100, 200, 256]
+    assert grid == [5, 10, 50, 100, 200, 256]  # 5: round(0.02 · 256), the paper's share of V
+    assert paper_k(394) == 8 and paper_k(50_257) == 1005
     assert len(table) == 3 * 2 * 2 * len(grid)
     assert set(table.variant) == {"one_sample", "two_sample"} and set(table.e_prime) == {"transpose", "pinv"}
     full = table[table.k == 256]

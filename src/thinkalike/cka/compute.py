@@ -24,7 +24,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from thinkalike.cka.settings import CKASettings
-from thinkalike.measures.blocks import best_contrast, segment_blocks
+from thinkalike.measures.blocks import best_contrast, layer_order_null, segment_blocks
 from thinkalike.measures.cka import CKAAccumulator, CKAResult
 from thinkalike.measures.distances import matched_summary
 from thinkalike.models.activation_store import ActivationStore
@@ -207,20 +207,31 @@ def pair_summary(table: pd.DataFrame, skip_constant_layers: bool | None = None) 
 #: Block structure of a model's own layers × layers CKA (Brown et al. §5; :mod:`thinkalike.measures.blocks`): splits
 #: of 2 … this many contiguous blocks are searched.
 MAX_INTRA_BLOCKS = 6
+#: Random layer orders of a model's own matrix for its contrast's null
+#: (:func:`thinkalike.measures.blocks.layer_order_null`).
+INTRA_NULL_PERMUTATIONS = 200
+#: The cells of a pair of two models, which has no intra-model block structure.
+NO_BLOCKS: dict[str, float | str] = {"block_contrast": float("nan"), "block_contrast_null": float("nan"), "blocks": ""}
 
 
 def intra_blocks(table: pd.DataFrame) -> dict[str, float | str]:
     """A model's own CKA matrix cut into blocks: ``block_contrast``, the best split's within − between mean CKA over
-    2 … :data:`MAX_INTRA_BLOCKS` blocks (continuous), and ``blocks``, that split's layer runs (``"0–3, 4–30"``;
-    ``""`` when its contrast is below :data:`~thinkalike.measures.blocks.DEFAULT_MIN_CONTRAST`: no block structure).
-    NaN and ``""`` for fewer than 4 layers or a matrix with a NaN cell."""
+    2 … :data:`MAX_INTRA_BLOCKS` blocks (continuous); ``block_contrast_null``, its mean over
+    :data:`INTRA_NULL_PERMUTATIONS` random layer orders (seed 0); and ``blocks``, that split's layer runs
+    (``"0–3, 4–30"``; ``""`` when its contrast is below :data:`~thinkalike.measures.blocks.DEFAULT_MIN_CONTRAST`: no
+    block structure). NaN and ``""`` for fewer than 4 layers or a matrix with a NaN cell."""
     matrix = cka_matrix_from_table(table)
     if matrix.shape[0] < 4 or not np.isfinite(matrix).all():
-        return {"block_contrast": float("nan"), "blocks": ""}
+        return dict(NO_BLOCKS)
     matrix = (matrix + matrix.T) / 2.0  # the unbiased estimator's two triangles agree to round-off
     segmentation = segment_blocks(matrix, MAX_INTRA_BLOCKS)
     runs = ", ".join(f"{first}–{last}" for first, last in segmentation.blocks) if segmentation.structured else ""
-    return {"block_contrast": best_contrast(matrix, MAX_INTRA_BLOCKS), "blocks": runs}
+    null = layer_order_null(matrix, MAX_INTRA_BLOCKS, INTRA_NULL_PERMUTATIONS, seed=0)
+    return {
+        "block_contrast": best_contrast(matrix, MAX_INTRA_BLOCKS),
+        "block_contrast_null": float(np.mean(null)),
+        "blocks": runs,
+    }
 
 
 def distance_table(tables: Sequence[pd.DataFrame], skip_constant_layers: bool | None = None) -> pd.DataFrame:
@@ -237,9 +248,9 @@ def distance_table(tables: Sequence[pd.DataFrame], skip_constant_layers: bool | 
                 "layers_b": int(table["layer_b"].max()) + 1,
                 **pair_summary(table, skip_constant_layers),
                 "n_tokens": int(table["n_tokens"].iloc[0]),
-                **(intra_blocks(table) if model_a == model_b else {"block_contrast": float("nan"), "blocks": ""}),
+                **(intra_blocks(table) if model_a == model_b else NO_BLOCKS),
             }
         )
-    columns = ["model_a", "model_b", "layers_a", "layers_b", *SUMMARY_KEYS, "n_tokens", "block_contrast", "blocks"]
+    columns = ["model_a", "model_b", "layers_a", "layers_b", *SUMMARY_KEYS, "n_tokens", "block_contrast", "block_contrast_null", "blocks"]
     distances = pd.DataFrame(rows, columns=columns)
     return distances.astype({"n_matched_layers": "int64", "n_finite_layers": "int64"})

@@ -37,6 +37,7 @@ from thinkalike.embedding.alignment import (
 from thinkalike.embedding.invertibility import (
     DEFAULT_KS,
     default_k_grid,
+    paper_k,
     exact_score,
     ff_value_pool,
     keep_k,
@@ -87,6 +88,7 @@ __all__ = [
     "check_same_vocabulary",
     "condition_number",
     "default_k_grid",
+    "paper_k",
     "diagonal_fraction",
     "exact_score",
     "extract_parameters",

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
 from thinkalike.embedding.reading import top_tokens
 from thinkalike.embedding.space import check_k, token_labels
@@ -94,7 +95,19 @@ TOP_TOKEN_COLUMNS = [
     "score",
     "is_feature",
 ]
-ZERO_SHOT_COLUMNS = ["model_a", "model_b", "task", "layers_from_b", "accuracy", "own_accuracy", "chance", "n_sentences"]
+ZERO_SHOT_COLUMNS = [
+    "model_a",
+    "model_b",
+    "task",
+    "layers_from_b",
+    "accuracy",
+    "balanced_accuracy",
+    "auroc",
+    "own_accuracy",
+    "chance",
+    "n_sentences",
+]
+ZERO_SHOT_SCORES: tuple[str, ...] = ("accuracy", "balanced_accuracy", "auroc")
 
 
 def task_labels(task: str) -> list[str]:
@@ -291,7 +304,7 @@ def diff_readings(
 
 
 @torch.no_grad()
-def zero_shot_accuracy(
+def zero_shot_scores(
     tuned_a: ModelHandle,
     handle_b: ModelHandle,
     embedding_a: torch.Tensor,
@@ -302,9 +315,14 @@ def zero_shot_accuracy(
     *,
     layers: Sequence[int] | None = None,
     batch_size: int = 64,
-) -> dict[int, float]:
-    """``{ℓ: accuracy}`` of fine-tuned A's class logits when its residual stream after layer ℓ is B's after
-    layer ℓ mapped by ``E_B E_A⁺`` (module docstring); ``layers`` default ``0 … min(L_A, L_B)``."""
+) -> dict[int, dict[str, float]]:
+    """``{ℓ: {accuracy, balanced_accuracy, auroc}}`` of fine-tuned A's class logits when its residual stream after
+    layer ℓ is B's after layer ℓ mapped by ``E_B E_A⁺`` (module docstring); ``layers`` default ``0 … min(L_A, L_B)``.
+
+    Balanced accuracy is the mean over classes of the recall (chance: 1 / classes); AUROC ranks the softmax
+    probability of class 1 (two classes) or averages one-against-rest AUROCs (more), chance 0.5 — both read the
+    signal a miscalibrated stitch has even when its argmax lands below the majority rate. NaN where a class is
+    absent from ``labels`` (scikit-learn's ``balanced_accuracy_score`` and ``roc_auc_score``)."""
     top = min(tuned_a.n_layers, handle_b.n_layers)
     layers = list(range(top + 1)) if layers is None else [int(layer) for layer in layers]
     bad = [layer for layer in layers if not 0 <= layer <= top]
@@ -314,16 +332,38 @@ def zero_shot_accuracy(
     # copies (torch.tensor): the arrays may be read-only (loaded datasets), which torch cannot share
     ids = torch.tensor(np.asarray(input_ids), dtype=torch.long)
     mask = torch.tensor(np.asarray(attention_mask), dtype=torch.long)
-    targets = torch.tensor(np.asarray(labels), dtype=torch.long)
-    correct = dict.fromkeys(layers, 0)
+    truth = np.asarray(labels).astype(np.int64)
+    logits_by_layer: dict[int, list[torch.Tensor]] = {layer: [] for layer in layers}
     for start in range(0, len(ids), batch_size):
         batch_ids, batch_mask = ids[start : start + batch_size], mask[start : start + batch_size]
         streams = handle_b.residual_streams(batch_ids.to(handle_b.device), batch_mask.to(handle_b.device))
-        truth = targets[start : start + batch_size]
         for layer in layers:
             mapped = (streams[layer].float() @ mapping).to(device=tuned_a.device, dtype=tuned_a.dtype)
             logits = tuned_a.logits_from_layer(
                 mapped, layer, batch_ids.to(tuned_a.device), batch_mask.to(tuned_a.device)
             )
-            correct[layer] += int((logits.argmax(dim=-1).cpu() == truth).sum())
-    return {layer: correct[layer] / len(ids) for layer in layers}
+            logits_by_layer[layer].append(logits.float().cpu())
+    return {layer: classification_scores(torch.cat(parts), truth) for layer, parts in logits_by_layer.items()}
+
+
+def classification_scores(logits: torch.Tensor, truth: np.ndarray) -> dict[str, float]:
+    """Accuracy, balanced accuracy and AUROC (see :func:`zero_shot_scores`) of ``logits`` (rows × classes)."""
+    predicted = logits.argmax(dim=-1).numpy()
+    probabilities = torch.softmax(logits.double(), dim=-1).numpy()
+    present = np.unique(truth)
+    scores = {"accuracy": float(np.mean(predicted == truth))}
+    if len(present) < 2:
+        return {**scores, "balanced_accuracy": float("nan"), "auroc": float("nan")}
+    scores["balanced_accuracy"] = float(balanced_accuracy_score(truth, predicted))
+    if probabilities.shape[1] == 2:
+        scores["auroc"] = float(roc_auc_score(truth, probabilities[:, 1]))
+    elif len(present) == probabilities.shape[1]:
+        scores["auroc"] = float(roc_auc_score(truth, probabilities, multi_class="ovr"))
+    else:
+        scores["auroc"] = float("nan")
+    return scores
+
+
+def zero_shot_accuracy(*args: Any, **kwargs: Any) -> dict[int, float]:
+    """``{ℓ: accuracy}`` of :func:`zero_shot_scores` (same arguments)."""
+    return {layer: scores["accuracy"] for layer, scores in zero_shot_scores(*args, **kwargs).items()}

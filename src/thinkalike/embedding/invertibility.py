@@ -37,6 +37,9 @@ from thinkalike.embedding.space import (
 
 #: The k grid of the issue (appendix A's small and large k), capped at V by :func:`default_k_grid`.
 DEFAULT_KS: tuple[int, ...] = (10, 50, 100, 200, 300, 500, 1024, 2048, 4096)
+#: Dar et al.'s small k as a share of V (k = 1000 of GPT-2's 50,257): the grid always holds round(0.02·V), so a
+#: small vocabulary (the zoo's 394: k = 8) is scored where the paper's claim is made.
+PAPER_K_SHARE = 0.02
 VARIANTS: tuple[str, ...] = ("one_sample", "two_sample")
 SCORE_COLUMNS = ["distribution", "variant", "e_prime", "k", "n", "score", "condition_number"]
 
@@ -81,9 +84,15 @@ def exact_score(
     return _cosine(x @ other.T, x @ (embedding @ inverse) @ other.T)
 
 
+def paper_k(vocabulary_size: int) -> int:
+    """The k at Dar et al.'s share of V, ``max(1, round(PAPER_K_SHARE · V))``."""
+    return max(1, round(PAPER_K_SHARE * vocabulary_size))
+
+
 def default_k_grid(vocabulary_size: int, ks: Iterable[int] = DEFAULT_KS) -> list[int]:
-    """``ks`` below V, then V itself (the untruncated point, equal to :func:`exact_score`)."""
-    return sorted({k for k in ks if k < vocabulary_size} | {vocabulary_size})
+    """``ks`` below V, :func:`paper_k` (2 % of V), then V itself (the untruncated point, equal to
+    :func:`exact_score`)."""
+    return sorted({k for k in ks if k < vocabulary_size} | {paper_k(vocabulary_size), vocabulary_size})
 
 
 def sample_rows(pool: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:

@@ -15,6 +15,10 @@ blocks by this criterion (ruptures segments signals by a cost per segment, with 
 The number of blocks is the ``k`` in ``2 … max_blocks`` of largest contrast; when that contrast is below
 ``min_contrast`` the matrix has **no block structure** (one block). :func:`block_stability` repeats the
 segmentation on bootstrap resamples of the minibatches' matrices and reports how often each boundary recurs.
+:func:`layer_order_null` is the contrast's null for "blocks of *consecutive* layers": the best contrast of
+``S[π][:, π]`` over random layer orders ``π`` (the same similarities, the order forgotten); the best contrast is
+never below 0's neighbourhood by construction (a maximum over splits), so a claim of blocks is the observed
+contrast against this null's mean, not against 0 or a fixed threshold.
 
 Between two models (an ``n_a × n_b`` inter-model CKA matrix ``S``, Brown et al. fig. 3), blocks are **matched**:
 model a's layers cut into ``k`` contiguous blocks ``A_1 … A_k``, model b's into ``B_1 … B_k``, block ``A_t`` paired
@@ -168,6 +172,21 @@ def best_contrast(similarity: np.ndarray, max_blocks: int = 6, *, matched: bool 
     when no split leaves both within- and between-block pairs."""
     candidates = best_cosegmentations(similarity, max_blocks) if matched else best_segmentations(similarity, max_blocks)
     return max((c.contrast for c in candidates.values()), default=float("nan"))
+
+
+def layer_order_null(similarity: np.ndarray, max_blocks: int, n_permutations: int, seed: int) -> np.ndarray:
+    """``best_contrast(S[π][:, π], max_blocks)`` for ``n_permutations`` uniformly random layer orders ``π`` drawn
+    with ``seed`` (rows and columns permuted together, so the values are the matrix's own): the contrast that the
+    best split finds when consecutive layers are no more alike than any others."""
+    matrix = _checked(similarity)
+    if n_permutations < 1:
+        raise ValueError(f"n_permutations: expected at least 1, got {n_permutations}")
+    generator = np.random.default_rng(seed)
+    null = np.empty(n_permutations)
+    for index in range(n_permutations):
+        order = generator.permutation(matrix.shape[0])
+        null[index] = best_contrast(matrix[np.ix_(order, order)], max_blocks)
+    return null
 
 
 def _checked_rectangle(similarity: np.ndarray) -> np.ndarray:

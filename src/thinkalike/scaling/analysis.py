@@ -39,7 +39,13 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from thinkalike.cka.compute import cka_matrix_from_table
-from thinkalike.measures.blocks import CoSegmentation, Segmentation, best_contrast, block_stability
+from thinkalike.measures.blocks import (
+    CoSegmentation,
+    Segmentation,
+    best_contrast,
+    block_stability,
+    layer_order_null,
+)
 from thinkalike.measures.scaling_summaries import (
     OUTLIER_Z,
     depth_band_mean,
@@ -69,6 +75,7 @@ MEMBER_COLUMNS = [
     "block_between",
     "block_same_fraction",
     "block_contrast",
+    "block_contrast_null",
 ]
 PAIR_COLUMNS = [
     "model_a",
@@ -146,7 +153,8 @@ def architecture_of(name: str, entry: Mapping[str, Any]) -> Architecture:
 class ScalingSettings:
     """``early_depths``: relative depths compared across members; ``band``: the intermediate band ``[low, high]``;
     ``max_blocks``, ``min_contrast``, ``n_resamples``, ``seed``: the block segmentation and its bootstrap
-    (``pair_resamples`` resamples for the matched blocks of every pair);
+    (``pair_resamples`` resamples for the matched blocks of every pair); ``null_permutations``: random layer orders
+    of each member's matrix for the contrast's null (:func:`~thinkalike.measures.blocks.layer_order_null`);
     ``outlier_z``: the robust z beyond which a member is flagged."""
 
     early_depths: tuple[float, ...] = (0.0, 0.25)
@@ -155,6 +163,7 @@ class ScalingSettings:
     min_contrast: float = 0.1
     n_resamples: int = 200
     pair_resamples: int = 20
+    null_permutations: int = 200
     seed: int = 0
     outlier_z: float = OUTLIER_Z
 
@@ -169,13 +178,13 @@ class ScalingSettings:
             )
         if (
             int(self.max_blocks) < 2
-            or min(int(self.n_resamples), int(self.pair_resamples)) < 1
+            or min(int(self.n_resamples), int(self.pair_resamples), int(self.null_permutations)) < 1
             or not self.outlier_z > 0
         ):
             raise ScalingConfigError(
-                f"scaling: max_blocks must be >= 2, n_resamples and pair_resamples >= 1 and "
+                f"scaling: max_blocks must be >= 2, n_resamples, pair_resamples and null_permutations >= 1 and "
                 f"outlier_z > 0, got {self.max_blocks}, {self.n_resamples}, "
-                f"{self.pair_resamples}, {self.outlier_z}"
+                f"{self.pair_resamples}, {self.null_permutations}, {self.outlier_z}"
             )
 
     @classmethod
@@ -239,6 +248,9 @@ def _model_blocks(table: pd.DataFrame, n_layers: int, settings: ScalingSettings)
         "block_between": segmentation.between,
         "block_same_fraction": stability.same_blocks,
         "block_contrast": best_contrast(np.mean(batches, axis=0), most),
+        "block_contrast_null": float(
+            np.mean(layer_order_null(np.mean(batches, axis=0), most, settings.null_permutations, settings.seed))
+        ),
     }
 
 
@@ -439,6 +451,7 @@ def _family_summary(
         "structured_members": [m for m in family if block_rows[m]["n_blocks"] > 1],
         "min_contrast": float(settings.min_contrast),
         "block_contrast": {m: block_rows[m]["block_contrast"] for m in family},
+        "block_contrast_null": {m: block_rows[m]["block_contrast_null"] for m in family},
         "pair_block_contrast": {
             f"{a}–{b}": contrast
             for a, b, contrast in member_pairs[["model_a", "model_b", "block_contrast"]].itertuples(index=False)

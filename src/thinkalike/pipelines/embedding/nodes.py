@@ -39,7 +39,7 @@ from thinkalike.embedding.finetune_diff import (
     finetune_top_layers,
     finetuned_layers,
     task_labels,
-    zero_shot_accuracy,
+    zero_shot_scores,
 )
 from thinkalike.embedding.overlap import auto_k, pair_overlap, summarise_overlap
 from thinkalike.embedding.selection import select_blocks, select_heads
@@ -406,7 +406,8 @@ def zero_shot_pair(
     model_a: str,
     model_b: str,
 ) -> tuple[pd.DataFrame]:
-    """Accuracy of fine-tuned A fed B's first ℓ layers mapped by ``E_B E_A⁺``, for every ℓ; A's own accuracy and
+    """Accuracy, balanced accuracy and AUROC of fine-tuned A fed B's first ℓ layers mapped by ``E_B E_A⁺``, for
+    every ℓ; A's own accuracy and
     the majority-class rate beside it (a one-table tuple: the node's single output)."""
     finetune = settings.finetune
     task = finetune.task
@@ -424,7 +425,7 @@ def zero_shot_pair(
                 predict_labels(tuned, evaluation["input_ids"], evaluation["attention_mask"]) == evaluation["labels"]
             )
         )
-        accuracy = zero_shot_accuracy(
+        scores = zero_shot_scores(
             tuned,
             handle_b,
             matrix_a,
@@ -442,12 +443,12 @@ def zero_shot_pair(
                     "model_b": model_b,
                     "task": task,
                     "layers_from_b": layer,
-                    "accuracy": value,
+                    **value,
                     "own_accuracy": own,
                     "chance": chance,
                     "n_sentences": len(evaluation["labels"]),
                 }
-                for layer, value in accuracy.items()
+                for layer, value in scores.items()
             ],
             columns=ZERO_SHOT_COLUMNS,
         ),

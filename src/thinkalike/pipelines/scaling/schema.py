@@ -31,6 +31,7 @@ class ScalingParameters(_Section):
     min_contrast: float | None = None
     n_resamples: int | None = None
     pair_resamples: int | None = None
+    null_permutations: int | None = None
     seed: int | None = None
     outlier_z: float | None = None
 

@@ -85,6 +85,7 @@ def intra_block_findings(distances: pd.DataFrame) -> dict[str, dict[str, Any]]:
         str(row.model_a): {
             "n_layers": int(row.layers_a),
             "contrast": as_float(row.block_contrast),
+            "null": as_float(getattr(row, "block_contrast_null", None)),
             "blocks": str(row.blocks),
         }
         for row in own.itertuples()

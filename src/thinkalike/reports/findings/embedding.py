@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from thinkalike.embedding.finetune_diff import task_labels
+from thinkalike.embedding.invertibility import paper_k
 from thinkalike.reports.findings.claims import Claim, best_of, greater, mirrored
 from thinkalike.reports.findings.text import (
     LITERATURE,
@@ -145,6 +147,7 @@ def _collect_keep_k(
     reference = _reference_model(tables, list(dict.fromkeys(one["model"])))
     return {
         "V": size,
+        "k_paper": paper_k(size),
         "n": int_list(one["n"]),
         "variant": sorted(set(one["variant"].astype(str))),
         "ks": ks,
@@ -197,7 +200,8 @@ def _scores(
 def _level_with_pinv(paired: pd.DataFrame, small: int) -> tuple[list[int], int, int, list[dict[str, Any]]]:
     """E^T against E^+ (``paired``: one column each, per model, distribution and k): the ks at which E^T is level
     with E^+ in every case (within :data:`KEEP_K_LEVEL`), how many cases are level at the smallest k and of how
-    many, and per k (for the claims, claims_embedding) both spans, the smallest gap and the level cases."""
+    many, and per k both spans, the smallest gap, the mean gap over models per distribution, the cases with E^T
+    ahead and the level cases."""
     if not {"transpose", "pinv"} <= set(paired.columns):
         return [], 0, 0, []
     level_ks = []
@@ -215,6 +219,10 @@ def _level_with_pinv(paired: pd.DataFrame, small: int) -> tuple[list[int], int, 
                 "transpose": span_of(part["transpose"]),
                 "pinv": span_of(part["pinv"]),
                 "min_gap": None if gap.isna().any() else as_float(gap.min()),
+                "mean_gap_by_distribution": {
+                    str(d): as_float(g.mean()) for d, g in gap.groupby(level="distribution") if g.notna().all()
+                },
+                "n_ahead": int((gap > 0).sum()),
                 "n_level": int((part["transpose"] >= part["pinv"] - KEEP_K_LEVEL).sum()),
                 "n_cases": int(len(part)),
             }
@@ -369,6 +377,7 @@ def _collect_zero_shot(zero_shot: pd.DataFrame | None) -> dict[str, Any]:
         "model": model,
         "own": as_float(others["own_accuracy"].iloc[0]),
         "chance": as_float(chance),
+        "balanced_chance": as_float(1.0 / len(task_labels(str(others["task"].iloc[0])))),
         "embeddings_only": [
             {"model": str(r.model_b), "accuracy": as_float(r.accuracy)} for r in embeddings.itertuples()
         ],
@@ -376,7 +385,14 @@ def _collect_zero_shot(zero_shot: pd.DataFrame | None) -> dict[str, Any]:
         "n_blocks": int(len(blocks)),
         "blocks_below_chance": int((blocks["accuracy"] < chance).sum()),
         "cases": [
-            {"model": str(r.model_b), "layers": int(r.layers_from_b), "accuracy": as_float(r.accuracy)}
+            {
+                "model": str(r.model_b),
+                "layers": int(r.layers_from_b),
+                "accuracy": as_float(r.accuracy),
+                # AUROC and balanced accuracy: tables saved before they were measured have neither
+                "auroc": as_float(getattr(r, "auroc", None)),
+                "balanced_accuracy": as_float(getattr(r, "balanced_accuracy", None)),
+            }
             for r in blocks.itertuples()
         ],
         "n_sentences": int(others["n_sentences"].iloc[0]) if "n_sentences" in others else None,

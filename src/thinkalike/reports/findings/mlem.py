@@ -96,6 +96,10 @@ def collect_mlem(tables: Mapping[str, Any], roles: Mapping[str, Any], untrained:
         "n_models": len(models),
         "n_layers": int(len(spearman)),
         "spearman": span_of(spearman),
+        # "typically > 0.7 across layers": the mean over every trained model's layers (the untrained baseline out)
+        "spearman_mean_trained": as_float(
+            spearman[[model not in set(untrained) for model, _ in spearman.index]].mean()
+        ),
         "spearman_groups": {name: span_of(spearman.loc[keys]) if len(keys) else None for name, keys in groups.items()},
         "mamba": _mamba_entries(overall, roles, models, spearman, wide, dominant),
         "dominant": dominant,

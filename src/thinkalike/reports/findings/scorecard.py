@@ -156,14 +156,37 @@ def _early_alternatives(findings: Mapping[str, Any]) -> Parts:
 
 
 def _blocks(findings: Mapping[str, Any]) -> Parts:
-    """Each member with at least :data:`MIN_BLOCKS` blocks: its best split's block contrast less the threshold; the
-    smallest pair of members less it (secondary). Without a scaling family (the real checkpoints): each model's own
-    CKA matrix (``cka.intra_blocks``)."""
+    """Each member with at least :data:`MIN_BLOCKS` blocks: its best split's block contrast less the mean of the same
+    contrast over random layer orders (``block_contrast_null``: the null of blocks of *consecutive* layers). Without
+    a scaling family (the real checkpoints): each model's own CKA matrix (``cka.intra_blocks``), the same way. None
+    where the null was not measured (outputs saved before it was)."""
+
+    def over_null(contrast: Any, null: Any) -> float | None:
+        value, centre = as_float(contrast), as_float(null)
+        return None if value is None or centre is None else value - centre
+
+    scaling = _section(findings, "scaling")
+    if not scaling:
+        intra = _section(findings, "cka").get("intra_blocks") or {}
+        return {str(model): over_null(e.get("contrast"), e.get("null")) for model, e in sorted(intra.items())}
+    layers = (findings.get("roles") or {}).get("n_layers") or {}
+    nulls = scaling.get("block_contrast_null") or {}
+    return {
+        str(member): over_null(value, nulls.get(member))
+        for member, value in sorted((scaling.get("block_contrast") or {}).items())
+        if int(layers.get(member, 0)) >= MIN_BLOCKS
+    }
+
+
+def _blocks_alternatives(findings: Mapping[str, Any]) -> Parts:
+    """The pilot's estimand: each contrast less the fixed threshold 0.1, and the smallest pair of members less it."""
     scaling = _section(findings, "scaling")
     if not scaling:
         intra = _section(findings, "cka").get("intra_blocks") or {}
         return {
-            str(model): None if as_float(e.get("contrast")) is None else e["contrast"] - DEFAULT_MIN_CONTRAST
+            f"{model} less 0.1 (the pilot's)": None
+            if as_float(e.get("contrast")) is None
+            else e["contrast"] - DEFAULT_MIN_CONTRAST
             for model, e in sorted(intra.items())
         }
     threshold = as_float(scaling.get("min_contrast"))
@@ -171,12 +194,12 @@ def _blocks(findings: Mapping[str, Any]) -> Parts:
         return {}
     layers = (findings.get("roles") or {}).get("n_layers") or {}
     parts: Parts = {
-        str(member): None if as_float(value) is None else float(value) - threshold
+        f"{member} less 0.1 (the pilot's)": None if as_float(value) is None else float(value) - threshold
         for member, value in sorted((scaling.get("block_contrast") or {}).items())
         if int(layers.get(member, 0)) >= MIN_BLOCKS
     }
     pairs = [v for v in (as_float(x) for x in (scaling.get("pair_block_contrast") or {}).values()) if v is not None]
-    parts["smallest pair of members"] = min(pairs) - threshold if pairs else None
+    parts["smallest pair of members less 0.1 (the pilot's)"] = min(pairs) - threshold if pairs else None
     return parts
 
 
@@ -220,14 +243,35 @@ def _outlier_alternatives(findings: Mapping[str, Any]) -> Parts:
 
 
 def _keep_k(findings: Mapping[str, Any]) -> Parts:
-    """At every grid k below the vocabulary: keep-k with E′ = Eᵀ less with E⁺, the smallest gap over models and
-    distributions (cosine)."""
+    """At the k of Dar et al.'s share of V (``k_paper``, 2 %): keep-k with E′ = Eᵀ less with E⁺ (cosine), per
+    distribution the mean over models; and the share of (model, distribution) cases with Eᵀ ahead less 1/2
+    (secondary: > 0 when more cases are ahead than behind). Where
+    the grid has no ``k_paper`` (the real checkpoints' explicit grid), the grid k nearest it."""
+    keep = _section(findings, "embedding").get("keep_k") or {}
+    entries = {int(entry["k"]): entry for entry in keep.get("by_k") or []}
+    target = keep.get("k_paper")
+    if not entries or target is None:
+        return {}
+    k = min(entries, key=lambda grid_k: (abs(grid_k - int(target)), grid_k))
+    entry = entries[k]
+    parts: Parts = {
+        f"{distribution}, k = {k}": as_float(gap)
+        for distribution, gap in sorted((entry.get("mean_gap_by_distribution") or {}).items())
+    }
+    cases = int(entry.get("n_cases") or 0)
+    parts[f"share of cases with Eᵀ ahead less 1/2, k = {k}"] = int(entry["n_ahead"]) / cases - 0.5 if cases else None
+    return parts
+
+
+def _keep_k_alternatives(findings: Mapping[str, Any]) -> Parts:
+    """The pilot's estimand: the smallest gap over models and distributions at the grid's smallest k above 2 % of V
+    (10 on the zoo) and at every grid k below V."""
     keep = _section(findings, "embedding").get("keep_k") or {}
     size = keep.get("V")
     return {
-        f"k = {int(entry['k'])}": as_float(entry.get("min_gap"))
+        f"smallest gap, k = {int(entry['k'])} (the pilot's)": as_float(entry.get("min_gap"))
         for entry in keep.get("by_k") or []
-        if not size or int(entry["k"]) < int(size)
+        if (not size or int(entry["k"]) < int(size)) and int(entry["k"]) != keep.get("k_paper")
     }
 
 
@@ -264,38 +308,62 @@ def _alignment(findings: Mapping[str, Any]) -> Parts:
     }
 
 
-def _zero_shot(findings: Mapping[str, Any]) -> Parts:
-    """Zero-shot stitching: the stitched models' accuracy less the majority class, mean over the cases; and the
-    share of cases above it."""
+def _zero_shot_cases(findings: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], float | None]:
     zero = _section(findings, "embedding").get("zero_shot") or {}
-    accuracies = [a for a in (as_float(c.get("accuracy")) for c in zero.get("cases") or []) if a is not None]
-    chance = as_float(zero.get("chance"))
-    if not accuracies or chance is None:
+    return list(zero.get("cases") or []), as_float(zero.get("chance"))
+
+
+def _zero_shot(findings: Mapping[str, Any]) -> Parts:
+    """Zero-shot stitching, threshold-free: the stitched models' AUROC less 0.5, mean over the stitched cases; the
+    share of cases above 0.5 less 1/2; balanced accuracy less its chance (1 / classes) and accuracy less the majority
+    class, means over the cases (secondary). Empty where AUROC was not measured (outputs saved before it was)."""
+    cases, chance = _zero_shot_cases(findings)
+    balanced_chance = as_float(_section(findings, "embedding").get("zero_shot", {}).get("balanced_chance"))
+    aurocs = [a for a in (as_float(c.get("auroc")) for c in cases) if a is not None]
+    if not aurocs:
         return {}
+    balanced = [b for b in (as_float(c.get("balanced_accuracy")) for c in cases) if b is not None]
+    accuracies = [a for a in (as_float(c.get("accuracy")) for c in cases) if a is not None]
     return {
-        "mean over stitches above majority": sum(a - chance for a in accuracies) / len(accuracies),
-        "share of stitches above majority": sum(a > chance for a in accuracies) / len(accuracies),
+        "mean AUROC over stitches above 0.5": sum(a - 0.5 for a in aurocs) / len(aurocs),
+        "share of stitches with AUROC above 0.5, less 1/2": sum(a > 0.5 for a in aurocs) / len(aurocs) - 0.5,
+        "mean balanced accuracy above chance": sum(b - balanced_chance for b in balanced) / len(balanced)
+        if balanced and balanced_chance is not None
+        else None,
+        "mean accuracy above majority": sum(a - chance for a in accuracies) / len(accuracies)
+        if accuracies and chance is not None
+        else None,
     }
 
 
 def _zero_shot_alternatives(findings: Mapping[str, Any]) -> Parts:
-    zero = _section(findings, "embedding").get("zero_shot") or {}
-    accuracies = [a for a in (as_float(c.get("accuracy")) for c in zero.get("cases") or []) if a is not None]
-    chance = as_float(zero.get("chance"))
+    """The pilot's estimands: accuracy less the majority class, the mean and the best over stitches."""
+    cases, chance = _zero_shot_cases(findings)
+    accuracies = [a for a in (as_float(c.get("accuracy")) for c in cases) if a is not None]
+    if not accuracies or chance is None:
+        return {}
     return {
-        "best stitch above majority (the pilot's)": max(accuracies) - chance
-        if accuracies and chance is not None
-        else None
+        "mean accuracy over stitches above majority (the pilot's)": sum(a - chance for a in accuracies)
+        / len(accuracies),
+        "best stitch above majority (the pilot's)": max(accuracies) - chance,
     }
 
 
 def _spearman(findings: Mapping[str, Any]) -> Parts:
-    """MLEM's best held-out Spearman over every model's layers less the summary's 0.7."""
-    mlem = _section(findings, "mlem")
-    span = mlem.get("spearman")
+    """MLEM's held-out Spearman, "typically > 0.7 across layers": the mean over every trained model's layers less
+    the summary's 0.7."""
+    mean = as_float(_section(findings, "mlem").get("spearman_mean_trained"))
+    paper = as_float(_section(findings, "literature").get("mlem_spearman"))
+    return {} if mean is None or paper is None else {"mean over layers": mean - paper}
+
+
+def _spearman_alternatives(findings: Mapping[str, Any]) -> Parts:
+    """The pilot's estimand: the best layer over every model's layers less 0.7 (a maximum, so it favours the
+    claim)."""
+    span = _section(findings, "mlem").get("spearman")
     paper = as_float(_section(findings, "literature").get("mlem_spearman"))
     top = as_float(max(span)) if isinstance(span, list) and span else None
-    return {} if top is None or paper is None else {"best layer": top - paper}
+    return {} if top is None or paper is None else {"best layer (the pilot's)": top - paper}
 
 
 def _dominant(findings: Mapping[str, Any]) -> Parts:
@@ -410,9 +478,11 @@ QUESTIONS: tuple[Question, ...] = (
         "Brown et al. 2023 §5, fig 9",
         "Block structure, within a model and between two",
         "blocks of consecutive similar layers (an early block of 3 layers in pythia-{1b, 1.4b, 6.9b})",
-        "each member's (≥ 4 blocks) best block contrast (within − between, CKA) less the threshold 0.1",
+        "each member's (≥ 4 blocks) best block contrast (within − between, CKA) less its mean over random layer "
+        "orders",
         "Scaling family",
         _blocks,
+        alternatives=_blocks_alternatives,
         needs="a model of several layers compared with itself",
     ),
     Question(
@@ -454,9 +524,11 @@ QUESTIONS: tuple[Question, ...] = (
         "Dar et al. 2022 App. A",
         "keep-k: Eᵀ as a right inverse against E⁺",
         "at small k, Eᵀ ahead of E⁺ (0.83 vs 0.10 at k = 1000 of GPT-2's 50,257)",
-        "smallest keep-k gap Eᵀ − E⁺ over models and distributions (cosine), per k below the vocabulary",
+        "keep-k gap Eᵀ − E⁺ (cosine) at k = 2 % of V, per distribution the mean over models; the share of cases "
+        "with Eᵀ ahead",
         "Embedding space",
         _keep_k,
+        alternatives=_keep_k_alternatives,
         needs="a model with an unembedding",
     ),
     Question(
@@ -494,7 +566,7 @@ QUESTIONS: tuple[Question, ...] = (
         "Dar et al. 2022 §4.3",
         "Zero-shot stitching",
         "a classifier's layers stitched onto another model through the embedding spaces work without training",
-        "zero-shot stitched accuracy less the majority class, mean over stitches; the share above it",
+        "zero-shot stitched AUROC less 0.5, mean over stitches; the share above 0.5; balanced accuracy and accuracy",
         "Embedding space",
         _zero_shot,
         alternatives=_zero_shot_alternatives,
@@ -505,10 +577,11 @@ QUESTIONS: tuple[Question, ...] = (
         "Jalouzot et al. 2024",
         "MLEM's held-out Spearman above 0.7",
         "typically > 0.7 across BERT, GPT-2 and Mamba layers",
-        "best held-out Spearman over every model's layers less 0.7",
+        "mean held-out Spearman over every trained model's layers less 0.7",
         "MLEM",
         _spearman,
         "the zoo's models are d ≤ 96; the paper's are BERT-size (see the real checkpoints' column)",
+        alternatives=_spearman_alternatives,
         needs="a model whose layers MLEM fits on labelled sentences",
     ),
     Question(
