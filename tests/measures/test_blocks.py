@@ -11,7 +11,9 @@ from thinkalike.measures.blocks import (
     best_cosegmentations,
     best_segmentations,
     block_stability,
+    best_contrast,
     cosegment_blocks,
+    layer_order_null,
     segment_blocks,
 )
 
@@ -150,3 +152,23 @@ def test_an_inter_model_matrix_without_blocks_is_one_block_and_its_bootstrap_is_
 def test_unusable_inter_model_matrices_are_refused(matrix):
     with pytest.raises(ValueError, match="matched blocks need"):
         cosegment_blocks(matrix)
+
+
+def test_the_layer_order_null_sees_consecutive_blocks_and_not_a_shuffled_order():
+    """Planted consecutive blocks: the best contrast far above its layer-order null's mean. The same matrix with its
+    layers shuffled has the same null (the null forgets the order) but an observed contrast inside it. An
+    exchangeable matrix (every off-diagonal cell equal) has contrast 0 under every order."""
+    matrix = planted([3, 3, 3])
+    null = layer_order_null(matrix, 4, 200, seed=0)
+    assert null.shape == (200,) and best_contrast(matrix, 4) > null.mean() + 0.3
+    assert np.mean(null >= best_contrast(matrix, 4) - 1e-12) < 0.05  # some orders keep the blocks whole: rarely
+    order = np.random.default_rng(1).permutation(9)
+    shuffled = matrix[np.ix_(order, order)]
+    assert layer_order_null(shuffled, 4, 200, seed=0).mean() == pytest.approx(null.mean(), abs=0.03)
+    shuffled_null = layer_order_null(shuffled, 4, 500, seed=2)
+    assert np.mean(shuffled_null >= best_contrast(shuffled, 4)) > 0.01  # the shuffled order is no outlier
+    flat = np.full((6, 6), 0.5)
+    np.fill_diagonal(flat, 1.0)
+    assert np.allclose(layer_order_null(flat, 4, 20, seed=0), 0.0)
+    with pytest.raises(ValueError, match="n_permutations"):
+        layer_order_null(matrix, 4, 0, seed=0)

@@ -1,0 +1,88 @@
+"""The plan's estimands read from one replicate's collected findings (reports/findings/scorecard.py), each against
+the arithmetic done here by hand on a small planted findings dict."""
+
+from __future__ import annotations
+
+import pytest
+
+from thinkalike.reports.findings.scorecard import (
+    _blocks,
+    _blocks_alternatives,
+    _keep_k,
+    _keep_k_alternatives,
+    _spearman,
+    _spearman_alternatives,
+    _zero_shot,
+    _zero_shot_alternatives,
+)
+
+
+def test_blocks_are_each_members_contrast_less_its_layer_order_null():
+    findings = {
+        "roles": {"n_layers": {"neox_2l": 2, "neox_4l": 4, "neox_8l": 8}},
+        "scaling": {
+            "min_contrast": 0.1,
+            "block_contrast": {"neox_2l": 0.5, "neox_4l": 0.30, "neox_8l": 0.12},
+            "block_contrast_null": {"neox_2l": 0.4, "neox_4l": 0.10, "neox_8l": 0.15},
+            "pair_block_contrast": {"neox_4l–neox_8l": 0.2, "neox_2l–neox_4l": 0.05},
+        },
+    }
+    assert _blocks(findings) == pytest.approx({"neox_4l": 0.20, "neox_8l": -0.03})  # neox_2l: too few layers
+    assert _blocks_alternatives(findings) == pytest.approx(
+        {
+            "neox_4l less 0.1 (the pilot's)": 0.20,
+            "neox_8l less 0.1 (the pilot's)": 0.02,
+            "smallest pair of members less 0.1 (the pilot's)": -0.05,
+        }
+    )
+    del findings["scaling"]["block_contrast_null"]  # outputs saved before the null was measured
+    assert _blocks(findings) == {"neox_4l": None, "neox_8l": None}
+    real = {"cka": {"intra_blocks": {"smollm2": {"contrast": 0.4, "null": 0.25}, "minilm": {"contrast": 0.2}}}}
+    assert _blocks(real) == pytest.approx({"minilm": None, "smollm2": 0.15})
+
+
+def test_keep_k_is_read_at_two_percent_of_v_per_distribution():
+    by_k = [
+        {"k": 8, "mean_gap_by_distribution": {"normal": 0.3, "ff_values": -0.1}, "n_ahead": 3, "n_cases": 4},
+        {"k": 10, "min_gap": -0.2, "mean_gap_by_distribution": {"normal": 0.2}, "n_ahead": 1, "n_cases": 4},
+        {"k": 394, "min_gap": 0.0},
+    ]
+    findings = {"embedding": {"keep_k": {"V": 394, "k_paper": 8, "by_k": by_k}}}
+    assert _keep_k(findings) == pytest.approx(
+        {"ff_values, k = 8": -0.1, "normal, k = 8": 0.3, "share of cases with Eᵀ ahead less 1/2, k = 8": 0.25}
+    )
+    assert _keep_k_alternatives(findings) == {"smallest gap, k = 10 (the pilot's)": -0.2}
+    # an explicit grid without round(0.02 V): the nearest grid k (SmolLM2: 983 → 1000)
+    findings["embedding"]["keep_k"]["k_paper"] = 11
+    assert set(_keep_k(findings)) == {"normal, k = 10", "share of cases with Eᵀ ahead less 1/2, k = 10"}
+
+
+def test_zero_shot_is_read_by_auroc_with_accuracy_secondary():
+    cases = [
+        {"accuracy": 0.70, "auroc": 0.80, "balanced_accuracy": 0.60},
+        {"accuracy": 0.74, "auroc": 0.45, "balanced_accuracy": 0.50},
+    ]
+    findings = {"embedding": {"zero_shot": {"chance": 0.735, "balanced_chance": 0.5, "cases": cases}}}
+    assert _zero_shot(findings) == pytest.approx(
+        {
+            "mean AUROC over stitches above 0.5": 0.125,
+            "share of stitches with AUROC above 0.5, less 1/2": 0.0,
+            "mean balanced accuracy above chance": 0.05,
+            "mean accuracy above majority": -0.015,
+        }
+    )
+    assert _zero_shot_alternatives(findings) == pytest.approx(
+        {
+            "mean accuracy over stitches above majority (the pilot's)": -0.015,
+            "best stitch above majority (the pilot's)": 0.005,
+        }
+    )
+    for case in cases:  # a table saved before AUROC was measured
+        case.pop("auroc")
+    assert _zero_shot(findings) == {}
+
+
+def test_mlem_spearman_is_the_mean_over_trained_layers_and_the_best_layer_its_robustness_row():
+    findings = {"mlem": {"spearman_mean_trained": 0.42, "spearman": [0.1, 0.61]}, "literature": {"mlem_spearman": 0.7}}
+    assert _spearman(findings) == pytest.approx({"mean over layers": -0.28})
+    assert _spearman_alternatives(findings) == pytest.approx({"best layer (the pilot's)": -0.09})
