@@ -135,6 +135,14 @@ def test_the_site_builds_strictly(tmp_path):
     for question in scorecard_questions():
         assert f"<td>{html.escape(question, quote=False)}</td>" in table, question
     assert 'src="img/report.png"' in home and (tmp_path / "site" / "img" / "report.png").is_file()
+    # one forest plot per question at a glance (inline SVG: no file, no request)
+    assert table.count("<svg") >= len(scorecard_questions()) - 2  # a question measuring nothing has none
+    # the site makes no request off the machine: no stylesheet, script, font or image from elsewhere
+    for page in (tmp_path / "site").rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        fetched = re.findall(r'<(?:link|script|img|iframe)\b[^>]*(?:href|src)="(https?:)?//[^"]*"', text)
+        assert not fetched, f"{page.relative_to(tmp_path)} loads from another machine"
+        assert "fonts.googleapis" not in text and "fonts.gstatic" not in text, page
 
 
 def scorecard_questions() -> list[str]:

@@ -11,13 +11,13 @@ from tests.embedding.conftest import D_MODEL, VOCAB, zoo_bridge_config
 from thinkalike.embedding import extract_parameters, vocabulary_embedding
 from thinkalike.embedding.finetune_diff import (
     TASK_WORDS,
+    classification_scores,
     diff_readings,
     encode_sentences,
     feature_token_ids,
     finetune_top_layers,
     signed_fraction,
     task_labels,
-    classification_scores,
     zero_shot_accuracy,
 )
 from thinkalike.embedding.weights import ModelParameters

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from thinkalike.measures.blocks import (
+    best_contrast,
     best_cosegmentations,
     best_segmentations,
     block_stability,
-    best_contrast,
     cosegment_blocks,
     layer_order_null,
     segment_blocks,

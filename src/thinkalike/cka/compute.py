@@ -251,6 +251,16 @@ def distance_table(tables: Sequence[pd.DataFrame], skip_constant_layers: bool | 
                 **(intra_blocks(table) if model_a == model_b else NO_BLOCKS),
             }
         )
-    columns = ["model_a", "model_b", "layers_a", "layers_b", *SUMMARY_KEYS, "n_tokens", "block_contrast", "block_contrast_null", "blocks"]
+    columns = [
+        "model_a",
+        "model_b",
+        "layers_a",
+        "layers_b",
+        *SUMMARY_KEYS,
+        "n_tokens",
+        "block_contrast",
+        "block_contrast_null",
+        "blocks",
+    ]
     distances = pd.DataFrame(rows, columns=columns)
     return distances.astype({"n_matched_layers": "int64", "n_finite_layers": "int64"})

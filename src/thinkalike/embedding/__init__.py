@@ -37,12 +37,12 @@ from thinkalike.embedding.alignment import (
 from thinkalike.embedding.invertibility import (
     DEFAULT_KS,
     default_k_grid,
-    paper_k,
     exact_score,
     ff_value_pool,
     keep_k,
     keep_k_score,
     keep_k_scores,
+    paper_k,
     residual_pool,
 )
 from thinkalike.embedding.overlap import pair_overlap, summarise_overlap

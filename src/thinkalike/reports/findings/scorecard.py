@@ -23,6 +23,7 @@ from thinkalike.analysis import rule
 from thinkalike.analysis.plan import AnalysisPlan, Column, PlannedColumn, PlannedPart, load_plan, package_plan_path
 from thinkalike.measures.blocks import DEFAULT_MIN_CONTRAST
 from thinkalike.measures.scaling_summaries import OUTLIER_Z
+from thinkalike.reports.findings.forest import forest_svg
 from thinkalike.reports.findings.text import as_float, wrap
 
 #: A part's effects in one replicate: label → value (``None``: not measured in that replicate).
@@ -478,8 +479,7 @@ QUESTIONS: tuple[Question, ...] = (
         "Brown et al. 2023 §5, fig 9",
         "Block structure, within a model and between two",
         "blocks of consecutive similar layers (an early block of 3 layers in pythia-{1b, 1.4b, 6.9b})",
-        "each member's (≥ 4 blocks) best block contrast (within − between, CKA) less its mean over random layer "
-        "orders",
+        "each member's (≥ 4 blocks) best block contrast (within − between, CKA) less its mean over random layer orders",
         "Scaling family",
         _blocks,
         alternatives=_blocks_alternatives,
@@ -862,8 +862,12 @@ def _verdict_cell(answer: Mapping[str, Any]) -> str:
 
 def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
     """The scorecard at a glance: one line per question (its verdict, the primary parts' estimates with their 95 %
-    intervals, n), a second table for the real checkpoints' column when it was run, and the rule beneath."""
-    lines = ["| question | verdict | estimate [95 % interval] of the primary parts | n |", "|---|---|---|---|"]
+    intervals, their forest plot in units of δ, n), a second table for the real checkpoints' column when it was
+    run, and the rule beneath."""
+    lines = [
+        "| question | verdict | estimate [95 % interval] of the primary parts | forest (δ units) | n |",
+        "|---|---|---|---|---|",
+    ]
     for row in rows:
         lines.append(
             "| "
@@ -873,6 +877,7 @@ def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
                     f"{row['question']} ({row['paper']})",
                     _verdict_cell(row),
                     row["ours"],
+                    _primary_forest(row),
                     str(row["n_replicates"]),
                 )
             )
@@ -884,8 +889,8 @@ def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
             "",
             "Real checkpoints (" + REAL_CHECKPOINTS + "):",
             "",
-            "| question | verdict | estimate [95 % interval] | n |",
-            "|---|---|---|---|",
+            "| question | verdict | estimate [95 % interval] | forest (δ units) | n |",
+            "|---|---|---|---|---|",
         ]
         for row in real:
             answer = row["real"]
@@ -893,7 +898,13 @@ def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
                 "| "
                 + " | ".join(
                     _cell(c)
-                    for c in (row["question"], _verdict_cell(answer), answer["ours"], str(answer["n_replicates"]))
+                    for c in (
+                        row["question"],
+                        _verdict_cell(answer),
+                        answer["ours"],
+                        _primary_forest(answer),
+                        str(answer["n_replicates"]),
+                    )
                 )
                 + " |"
             )
@@ -901,6 +912,13 @@ def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
         "\n".join(lines)
         + f"\n\n{wrap('The rule (conf/base/analysis_plan.yml, thinkalike.analysis.rule): ' + RULE + '.')}\n"
     )
+
+
+def _primary_forest(answer: Mapping[str, Any]) -> str:
+    """The forest plot of an answer's measured primary parts (empty when none was measured)."""
+    parts = answer.get("parts") or {}
+    named = [(name, parts[name]) for name in answer.get("primary") or [] if name in parts]
+    return forest_svg(named) if any(part.get("mean") is not None for _, part in named) else ""
 
 
 def _paper_text(row: Mapping[str, Any]) -> str:
@@ -925,6 +943,11 @@ def render_parts(rows: Sequence[Mapping[str, Any]]) -> str:
                 f"Ours ({row['n_replicates']} replicates): {row.get('estimand') or row['measure']}. Scale: "
                 f"{row.get('scale', 'n/a')}. Verdict: {row['verdict']}."
             ),
+            "",
+            forest_svg(_ordered(row)),
+            "",
+            "Each part's replicates (dots), 95 % interval (bar) and mean (tick) in units of its δ; grey: ±δ; the line: "
+            "0, the part's reference. Rows in the table's order.",
             "",
             "| part | effects | mean [95 %] | 90 % | δ | verdict |",
             "|---|---|---|---|---|---|",
