@@ -86,3 +86,31 @@ def test_mlem_spearman_is_the_mean_over_trained_layers_and_the_best_layer_its_ro
     findings = {"mlem": {"spearman_mean_trained": 0.42, "spearman": [0.1, 0.61]}, "literature": {"mlem_spearman": 0.7}}
     assert _spearman(findings) == pytest.approx({"mean over layers": -0.28})
     assert _spearman_alternatives(findings) == pytest.approx({"best layer (the pilot's)": -0.09})
+
+
+def test_one_runs_scorecard_shows_its_estimates_beside_the_committed_verdicts_labelled_theirs():
+    from thinkalike.reports.findings.scorecard import render_run_beside_committed
+
+    run = [
+        {"key": "q1", "question": "Q one", "paper": "A 2020", "ours": "x +0.5 [+0.1, +0.9]"},
+        {"key": "q2", "question": "Q two", "paper": "B 2021", "ours": "not measured: why"},
+    ]
+    committed = {
+        "git_commit": "0123456789abcdef",
+        "scorecard": [
+            {
+                "key": "q1",
+                "verdict_word": "reproduced",
+                "primary": ["x"],
+                "parts": {"x": {"verdict": "reproduced"}},
+                "n_replicates": 8,
+            }
+        ],
+    }
+    text = render_run_beside_committed(run, committed)
+    lines = text.splitlines()
+    assert "the committed replicates' verdict" in lines[0]
+    assert lines[2] == "| Q one (A 2020) | x +0.5 [+0.1, +0.9] | **reproduced** (1 of 1 primary parts reproduced) | 8 |"
+    assert lines[3] == "| Q two (B 2021) | not measured: why | — (not in docs/findings.json) | — |"
+    assert "commit 0123456789ab" in text and "theirs, not this run's" in text
+    assert "committed replicates" not in render_run_beside_committed(run[:0], None)  # none committed: the run alone

@@ -31,7 +31,7 @@ from markdown_it import MarkdownIt
 from thinkalike.reports.experiments import TIMING, Experiment, ReportOutline
 from thinkalike.reports.findings import findings_document, provenance
 from thinkalike.reports.findings.claims import section_of
-from thinkalike.reports.findings.scorecard import render_scorecard
+from thinkalike.reports.findings.scorecard import render_run_beside_committed
 from thinkalike.reports.html_blocks import (
     markdown_html,
     plotly_figure,
@@ -142,10 +142,11 @@ def _experiment_html(
 SCORECARD = "scorecard"
 
 
-def scorecard_section(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The papers' scorecard (:func:`~thinkalike.reports.findings.scorecard.render_scorecard`) as the report's first
-    section: one row per question, this run's effect and the verdict by the rule beneath it."""
-    table = MarkdownIt("commonmark").enable("table").render(render_scorecard(rows))
+def scorecard_section(rows: Sequence[Mapping[str, Any]], committed: Mapping[str, Any] | None = None) -> str:
+    """The papers' scorecard as the report's first section: one row per question, this run's estimates beside the
+    committed replicates' verdicts (``committed``: docs/findings.json;
+    :func:`~thinkalike.reports.findings.scorecard.render_run_beside_committed`)."""
+    table = MarkdownIt("commonmark").enable("table").render(render_run_beside_committed(rows, committed))
     return f"<section id='{SCORECARD}'><h2>The papers' questions</h2>{table}</section>"
 
 
@@ -157,12 +158,14 @@ def report_html(
     outline: ReportOutline,
     missing: Sequence[MissingInput] = (),
     indexed: Sequence[IndexedOutput] = (),
+    committed: Mapping[str, Any] | None = None,
 ) -> str:
     """The whole report (module docstring) from one run's collected ``findings``
     (:func:`~thinkalike.reports.findings.collect_findings`), its loaded ``tables`` (catalog name → data; the pairs'
     tables and ``parameters`` among them), the saved PNGs (``images``: catalog name → bytes, ``None``: not saved),
     the ``missing`` inputs and the ``indexed`` other outputs; ``outline``: the report's sections, each declared by
-    its pipeline (:func:`thinkalike.pipelines.specs.report_outline`)."""
+    its pipeline (:func:`thinkalike.pipelines.specs.report_outline`); ``committed``: the committed replicates'
+    document (docs/findings.json), whose verdicts the scorecard shows beside this run's estimates."""
     document = findings_document([findings], outline)
     experiments = outline.experiments
     blocks = figure_blocks(tables, images, outline)
@@ -177,7 +180,7 @@ def report_html(
         )
         for experiment in experiments
     ]
-    sections.insert(0, scorecard_section(document["scorecard"]))
+    sections.insert(0, scorecard_section(document["scorecard"], committed))
     contents = [(SCORECARD, "The papers' questions"), *((e.key, e.title) for e in experiments)]
     if unread:
         contents.append(("missing", "Missing inputs"))

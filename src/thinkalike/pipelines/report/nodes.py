@@ -26,10 +26,16 @@ class NeverSaved:
 
 
 def write_report(
-    parameters: dict[str, Any], *values: Any, names: Sequence[str], indexed: Sequence[str] = ()
+    parameters: dict[str, Any],
+    committed: dict[str, Any] | NeverSaved,
+    *values: Any,
+    names: Sequence[str],
+    indexed: Sequence[str] = (),
 ) -> tuple[str, dict[str, Any]]:
     """The report's HTML from the saved outputs ``values`` of datasets ``names`` then ``indexed`` (the run's
-    other outputs, listed in its index; :class:`NeverSaved`: never saved), and the run's claims
+    other outputs, listed in its index; :class:`NeverSaved`: never saved) with the committed replicates' verdicts
+    beside this run's estimates (``committed``: docs/findings.json, :class:`NeverSaved` where the project has none),
+    and the run's claims
     (``{"claims": [...]}``, every proposition with its margin: :func:`thinkalike.reports.findings.claims_of`)."""
     outline = report_outline()  # every pipeline's report sections, declared in its folder
     figure_names = {figure.name for figure in outline.png_figures()}
@@ -68,4 +74,5 @@ def write_report(
             ", ".join(m.name for m in missing[:8]) + (" …" if len(missing) > 8 else ""),
         )
     claims = {"claims": single_run(claims_of(collected, outline))}
-    return report_html(TITLE, collected, tables, images, outline, missing, index), claims
+    theirs = None if isinstance(committed, NeverSaved) else committed
+    return report_html(TITLE, collected, tables, images, outline, missing, index, committed=theirs), claims

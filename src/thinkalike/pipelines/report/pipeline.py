@@ -92,6 +92,10 @@ def report_inputs(run: RunSettings) -> list[str]:
     return inputs + [name for name in dict.fromkeys(drawn) if name not in inputs and name not in left_out]
 
 
+#: The committed replicates' document (docs/findings.json, read only): its verdicts go beside this run's estimates.
+COMMITTED_FINDINGS = "committed_findings"
+
+
 def create_pipeline(run: RunSettings, indexed: Sequence[str] = ()) -> Pipeline:
     """The report node; ``indexed``: the run's other outputs, which it lists in its index (see
     :func:`thinkalike.pipelines.builders.build_pipelines`: the summaries' outputs no other node reads)."""
@@ -101,7 +105,7 @@ def create_pipeline(run: RunSettings, indexed: Sequence[str] = ()) -> Pipeline:
         [
             Node(
                 with_fixed_arguments(nodes.write_report, names=inputs, indexed=listed),
-                ["parameters", *inputs, *listed],
+                ["parameters", COMMITTED_FINDINGS, *inputs, *listed],
                 ["report", "run_claims"],
                 name="write_experiments_report",
                 namespace=group_namespace("report"),

@@ -914,6 +914,44 @@ def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
+def render_run_beside_committed(rows: Sequence[Mapping[str, Any]], committed: Mapping[str, Any] | None) -> str:
+    """One run's scorecard: per question this run's estimates of the primary parts (one run has no verdict) beside
+    the verdict of the committed replicates (``committed``: docs/findings.json), labelled as theirs; without a
+    committed document, :func:`render_scorecard`."""
+    theirs = {row["key"]: row for row in (committed or {}).get("scorecard") or []}
+    if not theirs:
+        return render_scorecard(rows)
+    commit = str((committed or {}).get("git_commit") or "an uncommitted tree")[:12]
+    lines = [
+        "| question | this run: estimate of the primary parts | the committed replicates' verdict | their n |",
+        "|---|---|---|---|",
+    ]
+    for row in rows:
+        other = theirs.get(row["key"])
+        lines.append(
+            "| "
+            + " | ".join(
+                _cell(c)
+                for c in (
+                    f"{row['question']} ({row['paper']})",
+                    row["ours"],
+                    _verdict_cell(other) if other else "— (not in docs/findings.json)",
+                    str(other["n_replicates"]) if other else "—",
+                )
+            )
+            + " |"
+        )
+    return (
+        "\n".join(lines)
+        + "\n\n"
+        + wrap(
+            f"This run's estimates (one run: no verdict) beside the verdicts of the committed replicates, which are "
+            f"theirs, not this run's: docs/findings.json of commit {commit}, by the rule: {RULE}."
+        )
+        + "\n"
+    )
+
+
 def _primary_forest(answer: Mapping[str, Any]) -> str:
     """The forest plot of an answer's measured primary parts (empty when none was measured)."""
     parts = answer.get("parts") or {}
