@@ -1,7 +1,7 @@
 """MkDocs hook (mkdocs.yml ``hooks:``): the home page shows the papers' scorecard from the findings page, never a
 copy typed by hand.
 
-docs/findings.md is generated (``python -m thinkalike.reports.findings_cli --write``) between its
+docs/findings.md is generated (``python -m thinkalike.findings_cli --write``) between its
 ``<!-- findings:start -->`` and ``<!-- findings:end -->`` comments, so no snippet section marker can be placed around
 its scorecard. Instead, when the site is built, the line :data:`MARKER` of a page is replaced by the section of
 docs/findings.md under the heading :data:`HEADING` (its body, up to the next ``## `` heading). A page with the marker

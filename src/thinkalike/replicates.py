@@ -27,7 +27,7 @@ bit-identical weights: torch splits its GEMMs over rows, not over the sums); oth
 ``--set-env KEY=VALUE`` (repeatable) sets an environment variable for every run.
 
     python -m thinkalike.replicates --write                 # k = 4 seed replicates: about 4 default runs
-    python -m thinkalike.reports.findings_cli --replicates data/replicates --roundoff data/replicates/roundoff \
+    python -m thinkalike.findings_cli --replicates data/replicates --roundoff data/replicates/roundoff \
         --write                                             # the docs again, from the saved outputs
 """
 
@@ -311,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if failed:
         print(f"error: {len(failed)} run(s) failed; their logs: " + ", ".join(failed), file=sys.stderr)
         return 1
-    from thinkalike.reports.findings_cli import write_replicate_findings
+    from thinkalike.findings_cli import write_replicate_findings
 
     command = (
         "python -m thinkalike.replicates"

@@ -1,5 +1,5 @@
 """cka.measures.layers (the layer grid), the cost estimate line and the rogue-dimension log line
-(thinkalike.measures.tables), on small random activations (no project)."""
+(thinkalike.cka.measure_tables), on small random activations (no project)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from thinkalike.cka.settings import CKASettings
-from thinkalike.measures.distances import match_layers_by_relative_depth
-from thinkalike.measures.figures import measures_heatmap_figure
-from thinkalike.measures.tables import (
+from thinkalike.cka.measure_figures import measures_heatmap_figure
+from thinkalike.cka.measure_tables import (
     MeasureSettings,
     dimension_shares,
     grounding_table,
@@ -24,6 +22,8 @@ from thinkalike.measures.tables import (
     pair_measure_summary,
     remedy_summary,
 )
+from thinkalike.cka.settings import CKASettings
+from thinkalike.measures.distances import match_layers_by_relative_depth
 
 NAMES = ("cka", "procrustes", "mean_cca", "rsa", "mutual_knn", "linear_predictivity")
 OPTIONS = {"mutual_knn": {"k": 5}, "linear_predictivity": {"n_folds": 3}}
@@ -105,7 +105,7 @@ def test_grounding_takes_a_model_with_itself_on_the_diagonal_grid():
 
 
 def test_one_estimate_line_before_the_rest(caplog):
-    with caplog.at_level(logging.INFO, logger="thinkalike.measures.tables"):
+    with caplog.at_level(logging.INFO, logger="thinkalike.cka.measure_tables"):
         table(activations(3, 4), activations(4, 4), settings(layers="all"))
     lines = [r.getMessage() for r in caplog.records if "layer pairs" in r.getMessage()]
     assert len(lines) == 1, lines
@@ -118,10 +118,10 @@ def test_one_estimate_line_before_the_rest(caplog):
 def test_the_rogue_dimension_is_one_log_line_not_a_warning(caplog, recwarn):
     rows = np.random.default_rng(5).standard_normal((3, 50, 6))
     rows[1, :, 2] *= 30.0  # layer 1: one dimension carries almost all of the variance
-    with caplog.at_level(logging.INFO, logger="thinkalike.measures.tables"):
+    with caplog.at_level(logging.INFO, logger="thinkalike.cka.measure_tables"):
         shares = layer_shares(list(rows), "gpt", [0, 4, 8])
     assert shares["top1_share"].iloc[1] > 0.9
-    records = [r for r in caplog.records if r.name == "thinkalike.measures.tables"]
+    records = [r for r in caplog.records if r.name == "thinkalike.cka.measure_tables"]
     assert len(records) == 1 and records[0].levelno == logging.WARNING
     message = records[0].getMessage()
     assert message.startswith("gpt: one dimension carries more than 50% of the variance at layer(s) 4 (")

@@ -266,8 +266,8 @@ def test_every_measure_of_every_layer_pair_on_the_cka_rows(tiny_project):
         expected = MEASURES[row.measure](transform(a[row.layer_a, rows]), transform(b[row.layer_b, rows]))
         assert row.value == pytest.approx(expected, rel=1e-9, abs=1e-12), row
     assert set(catalog.load("rogue_remedies")["variant"]) == set(variants)
+    from thinkalike.cka.measure_tables import measure_matrix
     from thinkalike.measures.grounding import layer_monotonicity
-    from thinkalike.measures.tables import measure_matrix
 
     grounding = catalog.load("measure_grounding").set_index("measure")
     assert list(grounding.index) == list(MEASURE_NAMES)
@@ -439,7 +439,7 @@ def test_calibrated_scores_of_the_pair_against_its_permutation_null(tiny_project
     """conf/test calibrates cka, procrustes and mutual_knn with 9 shuffles on the pair of different models only:
     the observed matched-layer means are the measures table's, every p-value is on the grid 1/10 … 1, and the
     z-scores agree with the null columns."""
-    from thinkalike.measures.tables import pair_measure_summary
+    from thinkalike.cka.measure_tables import pair_measure_summary
 
     project, catalog = tiny_project
     calibration = catalog.load("models.cka.gelu_1l__neox_xs.calibration_table")
@@ -478,7 +478,7 @@ def test_calibrated_scores_of_the_pair_against_its_permutation_null(tiny_project
     ],
 )
 def test_bad_measure_settings_are_named(measures, message):
-    from thinkalike.measures.tables import MeasureSettings
+    from thinkalike.cka.measure_tables import MeasureSettings
 
     with pytest.raises(ValueError, match=message):
         MeasureSettings.from_parameters(measures)
@@ -531,7 +531,7 @@ def test_a_planted_rogue_dimension_decides_cka_and_the_remedies_undo_it(tiny_pro
     """A zoo model's own activations against themselves with one more dimension of noise at 30× the largest
     standard deviation planted on one side: CKA (1 without it) collapses on the raw rows; removing each side's top
     dimension or standardising gives most of it back; the planted layers are flagged."""
-    from thinkalike.measures.tables import MeasureSettings, measures_long_table
+    from thinkalike.cka.measure_tables import MeasureSettings, measures_long_table
 
     _, catalog = tiny_project
     store = catalog.load("models.gelu_1l.activations")
@@ -540,7 +540,7 @@ def test_a_planted_rogue_dimension_decides_cka_and_the_remedies_undo_it(tiny_pro
     scale = 30 * a.std(axis=1).max()
     planted = np.concatenate([a, scale * rng.normal(size=(*a.shape[:2], 1))], axis=2)  # one more dimension
     settings = MeasureSettings(names=("cka",), max_tokens=48, remedy_measures=("cka",), remedy_top_dimensions=1)
-    with caplog.at_level("INFO", logger="thinkalike.measures.tables"):
+    with caplog.at_level("INFO", logger="thinkalike.cka.measure_tables"):
         table = measures_long_table(
             a,
             planted,

@@ -1,5 +1,5 @@
 """The findings (docs/findings.md) from a real run's outputs: the suite's shared tiny run (``tiny_project``),
-loaded through the catalog as ``python -m thinkalike.reports.findings_cli`` loads them (tests/reports/test_findings.py:
+loaded through the catalog as ``python -m thinkalike.findings_cli`` loads them (tests/reports/test_findings.py:
 the rest)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import sys
 import pandas as pd
 import pytest
 
+from thinkalike.findings_cli import load_tables, main, open_catalog
 from thinkalike.pipelines.specs import report_outline
 from thinkalike.reports.findings import (
     END_MARKER,
@@ -26,7 +27,6 @@ from thinkalike.reports.findings import (
     render_findings,
 )
 from thinkalike.reports.findings.scorecard import scorecard
-from thinkalike.reports.findings_cli import load_tables, main, open_catalog
 from thinkalike.run_record.clock import format_seconds
 
 OUTLINE = report_outline()  # the project's report sections
@@ -193,7 +193,7 @@ def test_the_claims_command_prints_pure_json_that_can_be_piped(tiny_project):
         [
             sys.executable,
             "-m",
-            "thinkalike.reports.findings_cli",
+            "thinkalike.findings_cli",
             "--project",
             str(project),
             "--env",

@@ -89,7 +89,7 @@ def wide_run(tmp_path_factory):
     (conf / "parameters_activations.yml").write_text(yaml.safe_dump({"activations": activations}))
     (conf / "parameters_cka.yml").write_text(yaml.safe_dump({"cka": cka}))
     handler = _Collect()
-    measures_logger = logging.getLogger("thinkalike.measures.tables")  # "thinkalike" is configured by the run
+    measures_logger = logging.getLogger("thinkalike.cka.measure_tables")  # "thinkalike" is configured by the run
     measures_logger.addHandler(handler)
     try:
         catalog = run_project(

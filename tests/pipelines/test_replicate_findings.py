@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 from tests.pipelines.conftest import PROJECT_ROOT as ROOT
-from thinkalike.reports.findings_cli import replicate_folders, write_replicate_findings
+from thinkalike.findings_cli import replicate_folders, write_replicate_findings
 
 
 def test_replicates_findings_decide_the_scorecard_over_replicates(tiny_project_as_run, tmp_path):

@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from tests.pipelines.conftest import make_project_copy
+from thinkalike.findings_cli import project_findings
 from thinkalike.pipelines.specs import report_outline
 from thinkalike.replicates import other_kernels
 from thinkalike.reports.findings import claims_of, roundoff_comparison
-from thinkalike.reports.findings_cli import project_findings
 
 OUTLINE = report_outline()  # the project's report sections
 

@@ -143,8 +143,8 @@ def test_an_environment_of_fixed_checkpoints_moves_the_data_seed_too(base_parame
 
 
 def test_the_real_environments_replicates_run_its_pipelines_into_the_real_column(tmp_path):
+    from thinkalike.findings_cli import REAL_COLUMN, replicate_column
     from thinkalike.replicates import kedro_command, replicate_pipelines
-    from thinkalike.reports.findings_cli import REAL_COLUMN, replicate_column
 
     names = replicate_pipelines(ROOT, "real")
     assert names and "nli" not in names and "report" in names

@@ -70,7 +70,7 @@ def test_bad_settings_are_one_line_errors_before_any_run(tmp_path, capsys):
 def test_the_replicates_claims_status_goes_to_an_mlflow_run(tmp_path):
     from mlflow import MlflowClient
 
-    from thinkalike.reports.findings_cli import log_claim_status
+    from thinkalike.findings_cli import log_claim_status
 
     (tmp_path / "conf" / "base").mkdir(parents=True)
     (tmp_path / "conf" / "base" / "mlflow.yml").write_text(

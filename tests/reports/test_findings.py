@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from thinkalike.findings_cli import main as findings_main
 from thinkalike.pipelines.specs import report_outline
 from thinkalike.reports.findings import (
     END_MARKER,
@@ -31,7 +32,6 @@ from thinkalike.reports.findings import (
     replace_region,
     source_digest,
 )
-from thinkalike.reports.findings_cli import main as findings_main
 from thinkalike.run_record.clock import most_at_once
 
 OUTLINE = report_outline()  # the project's report sections
@@ -57,7 +57,7 @@ def test_the_findings_page_region_is_what_findings_json_renders_to():
     assert region is not None, f"docs/findings.md has no {START_MARKER} … {END_MARKER} region: {REGENERATE}"
     assert region == render_document(document, OUTLINE), (
         "the findings page differs from what docs/findings.json renders to (hand-edited, or the renderer "
-        f"changed): `python -m thinkalike.reports.findings_cli --render` rewrites it from the JSON; {REGENERATE}"
+        f"changed): `python -m thinkalike.findings_cli --render` rewrites it from the JSON; {REGENERATE}"
     )
 
 

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 from thinkalike.cka.compute import distance_table, intra_blocks
+from thinkalike.findings_cli import write_real_column
 from thinkalike.measures.blocks import DEFAULT_MIN_CONTRAST
 from thinkalike.pipelines.specs import report_outline
 from thinkalike.reports.findings import findings_document, render_document
 from thinkalike.reports.findings.cka import intra_block_findings
 from thinkalike.reports.findings.scorecard import QUESTIONS, render_scorecard, scorecard
-from thinkalike.reports.findings_cli import write_real_column
 
 OUTLINE = report_outline()  # the project's report sections
 

@@ -12,7 +12,7 @@ For a layer's rows X (n tokens × d dimensions) with column variances σ²ⱼ = 
   dropped (the basis dimensions themselves, not principal components: rogue dimensions are individual
   coordinates of the residual stream).
 
-Both are offered as preprocessing of every measure (:mod:`thinkalike.measures.tables`).
+Both are offered as preprocessing of every measure (:mod:`thinkalike.cka.measure_tables`).
 """
 
 from __future__ import annotations

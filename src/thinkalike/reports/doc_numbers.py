@@ -6,7 +6,7 @@ Every time, memory size and count of a run's output that a page quotes comes fro
 * the latest ``docs/benchmarks/results/default_run-<date>.json`` (``python benchmarks/default_run.py --json …``):
   the default run idle and beside one busy process, with the machine probe, each pipeline's peak RSS, and the commit
   and machine it ran on;
-* ``docs/findings.json`` (``python -m thinkalike.reports.findings_cli``): each replicate's ``kedro run`` time;
+* ``docs/findings.json`` (``python -m thinkalike.findings_cli``): each replicate's ``kedro run`` time;
 * ``docs/benchmarks/results/outside-observations.json``: times reported from other machines (an issue's words,
   with their source), kept apart from the project's own measurements.
 

@@ -1,5 +1,5 @@
 """Where the measures beyond CKA did not compare every dimension, in words (no Kedro), from each pair's saved measures
-table (``models.cka.<a>__<b>.measures_table``, :mod:`thinkalike.measures.tables`): the CCA family needs rows per
+table (``models.cka.<a>__<b>.measures_table``, :mod:`thinkalike.cka.measure_tables`): the CCA family needs rows per
 dimension it compares, so on too few rows it compares each layer's top ``max_dims`` principal components (its
 ``options`` column, JSON, holds ``max_dims``; ``dims_a``/``dims_b`` the dimensions compared; ``n_tokens`` the rows),
 and below one dimension the measure is left out of that pair's table.

@@ -41,14 +41,14 @@ def _log_cka_table(recorder: Recorder, output: SavedOutput) -> None:
 
 
 def _log_calibration_table(recorder: Recorder, output: SavedOutput) -> None:
-    from thinkalike.measures.tables import calibration_metrics
+    from thinkalike.cka.measure_tables import calibration_metrics
 
     log_table(recorder, output)
     _log_pair_details(recorder, output, calibration_metrics(output.data))
 
 
 def _log_measures_table(recorder: Recorder, output: SavedOutput) -> None:
-    from thinkalike.measures.tables import measure_metrics
+    from thinkalike.cka.measure_tables import measure_metrics
 
     log_table(recorder, output)
     if _between_models(output):

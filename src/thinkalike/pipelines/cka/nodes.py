@@ -12,11 +12,8 @@ import pandas as pd
 
 from thinkalike.cka.compute import cka_long_table, cka_matrix_from_table, compute_cka, distance_table
 from thinkalike.cka.figures import distance_matrix_figure, group_curves_figure, heatmap_figure, heatmap_plotly
-from thinkalike.cka.settings import CKA_RANGES, resolve_pooling
-from thinkalike.figures import dropdown_figure, figure_files
-from thinkalike.measures.distances import group_distance_table, layer_cka_curves
-from thinkalike.measures.figures import dimension_shares_figure, grounding_figure, measures_heatmap_figure
-from thinkalike.measures.tables import (
+from thinkalike.cka.measure_figures import dimension_shares_figure, grounding_figure, measures_heatmap_figure
+from thinkalike.cka.measure_tables import (
     aligned_rows,
     calibration_long_table,
     calibration_summary,
@@ -26,6 +23,9 @@ from thinkalike.measures.tables import (
     measures_summary,
     remedy_summary,
 )
+from thinkalike.cka.settings import CKA_RANGES, resolve_pooling
+from thinkalike.figures import dropdown_figure, figure_files
+from thinkalike.measures.distances import group_distance_table, layer_cka_curves
 from thinkalike.models.activation_store import ActivationStore, provenance
 from thinkalike.pipelines.cka.schema import CKAParameters
 
@@ -72,7 +72,7 @@ def compare_measures(
     model_b: str,
 ) -> pd.DataFrame:
     """Every measure of ``cka.measures`` for every layer pair, on the CKA pipeline's rows
-    (:mod:`thinkalike.measures.tables`), with the same provenance columns as the CKA table."""
+    (:mod:`thinkalike.cka.measure_tables`), with the same provenance columns as the CKA table."""
     estimation = resolve_pooling(settings.estimation, index_a, index_b)
     acts_a, acts_b = aligned_rows(store_a, index_a, store_b, index_b, estimation)
     table = measures_long_table(
@@ -102,7 +102,7 @@ def calibrate_measures(
     model_b: str,
 ) -> pd.DataFrame:
     """The permutation null of ``cka.measures.calibration``'s measures for a pair of different models, on the rows
-    the measures saw (:func:`thinkalike.measures.tables.calibration_long_table`)."""
+    the measures saw (:func:`thinkalike.cka.measure_tables.calibration_long_table`)."""
     estimation = resolve_pooling(settings.estimation, index_a, index_b)
     acts_a, acts_b = aligned_rows(store_a, index_a, store_b, index_b, estimation)
     return calibration_long_table(

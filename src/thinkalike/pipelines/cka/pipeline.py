@@ -8,7 +8,7 @@
 both models batch by batch inside the pair's node and writes nothing but the CKA results
 (memory: one batch of each model), for models whose activations would not fit on disk.
 
-``cka.measures`` (stored mode): the measures beyond CKA (:mod:`thinkalike.measures.tables`) on the same
+``cka.measures`` (stored mode): the measures beyond CKA (:mod:`thinkalike.cka.measure_tables`) on the same
 rows, one ``compare_measures`` node per pair beside ``compare_pair`` and ``summarise_measures`` after them.
 """
 

@@ -4,10 +4,10 @@ a run (:func:`check_cka`).
 
 The section reads as a straight line: ``conf/*/parameters_cka.yml`` → :class:`CKAParameters` (its estimation keys
 as :class:`~thinkalike.cka.settings.CKASettings`, ``cka.measures`` as
-:class:`~thinkalike.measures.tables.MeasureSettings`: the library's dataclasses, where those defaults are written;
+:class:`~thinkalike.cka.measure_tables.MeasureSettings`: the library's dataclasses, where those defaults are written;
 ``cka.pairs`` as :class:`~thinkalike.pipelines.cka.pairs.CKAPairs`)
 → the nodes (:mod:`thinkalike.pipelines.cka.nodes`, bound to it) → :mod:`thinkalike.cka` and
-:mod:`thinkalike.measures.tables`.
+:mod:`thinkalike.cka.measure_tables`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pydantic import Field, InstanceOf, field_validator
 
+from thinkalike.cka.measure_tables import MeasureSettings
 from thinkalike.cka.settings import CKASettings
-from thinkalike.measures.tables import MeasureSettings
 from thinkalike.pipelines.activations.schema import configured_models_of
 from thinkalike.pipelines.cka.pairs import CKAPairs, cka_pairs, parse_pairs
 from thinkalike.pipelines.errors import ParameterError
@@ -32,7 +32,7 @@ CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device", "mode", "measures"}
 class CKAParameters(_Section):
     """``cka`` parsed (:func:`parse_cka`): ``estimation`` is the section's estimation keys (``estimator`` …
     ``exclude_special_tokens``, flat in the section) as :class:`~thinkalike.cka.settings.CKASettings`; ``measures``
-    is ``cka.measures`` as :class:`~thinkalike.measures.tables.MeasureSettings` (absent or null: CKA alone);
+    is ``cka.measures`` as :class:`~thinkalike.cka.measure_tables.MeasureSettings` (absent or null: CKA alone);
     ``mode``: ``stored`` (from the activation stores) or ``streaming`` (from the forward passes); ``device``: where
     CKA runs (null: CUDA when present, else CPU); ``pairs``: ``cka.pairs`` as
     :class:`~thinkalike.pipelines.cka.pairs.CKAPairs` (null: every pair of the configured models and each with

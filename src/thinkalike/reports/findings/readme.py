@@ -18,7 +18,7 @@ DIGEST_FOLDERS: tuple[str, ...] = ("src", "conf/base")
 
 
 REGENERATE = (
-    "regenerate the findings from the replicates' saved outputs: `python -m thinkalike.reports.findings_cli "
+    "regenerate the findings from the replicates' saved outputs: `python -m thinkalike.findings_cli "
     "--replicates data/replicates --write` (after `python -m thinkalike.replicates`; writes "
     "docs/findings.json and the README region)"
 )

@@ -1,4 +1,4 @@
-"""Figures of the measures beyond CKA, from the tables of :mod:`thinkalike.measures.tables` (no Kedro): rogue
+"""Figures of the measures beyond CKA, from the tables of :mod:`thinkalike.cka.measure_tables` (no Kedro): rogue
 dimensions per layer, the grounding tests per measure, and every measure's heatmap of a pair, in the style of
 :mod:`thinkalike.figures`."""
 
@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from thinkalike.cka.measure_tables import CONFIGURED, GROUNDING_TESTS, measure_matrix
 from thinkalike.figures import FIGURE_DPI, LAYER_LABEL, MIN_FIGURE_WIDTH_IN, legend_if_labelled
 from thinkalike.measures.registry import MEASURES
 from thinkalike.measures.rogue import ROGUE_SHARE
-from thinkalike.measures.tables import CONFIGURED, GROUNDING_TESTS, measure_matrix
 
 OVERVIEW_DPI = 100
 NULL_SCALE = 0.2  # the figure's nulls: red from a mean alikeness of 0.2 on inputs with no correspondence

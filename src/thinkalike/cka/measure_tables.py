@@ -1,5 +1,5 @@
 """Measures beyond CKA between two models' activation stores, as tables (no Kedro; their figures:
-:mod:`thinkalike.measures.figures`).
+:mod:`thinkalike.cka.measure_figures`).
 
 The rows compared are exactly the CKA pipeline's: the same pooling and special-token rule
 (:func:`thinkalike.models.aligned_batches.aligned_minibatches`), all of the pair's aligned rows, of which
@@ -27,7 +27,7 @@ measures on the drawn rows as they are (``raw``), standardised (``standardised``
 :func:`remedy_summary` gives each variant's matched-layer mean.
 
 Grounding (:mod:`thinkalike.measures.grounding`; :func:`grounding_table`, the ``measure_grounding`` table, and
-:func:`~thinkalike.measures.figures.grounding_figure`). A model compared with itself also gets, with
+:func:`~thinkalike.cka.measure_figures.grounding_figure`). A model compared with itself also gets, with
 ``cka.measures.grounding.max_components`` K > 0 (default 5), rows for three controls at its middle layer
 (``len(layers) // 2`` of the stored layers; one layer, as they cost about eleven tables of one layer), on the rows
 every measure sees: ``variant`` ``permuted_rows`` — the layer against itself with its rows shuffled (one seeded

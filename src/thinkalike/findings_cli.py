@@ -1,4 +1,4 @@
-"""``python -m thinkalike.reports.findings_cli``: the project's findings — claims with their margins — from saved
+"""``python -m thinkalike.findings_cli``: the project's findings — claims with their margins — from saved
 outputs (the documentation page ``docs/findings.md``).
 
 * ``--replicates DIR [--roundoff DIR2] [--write]``: every replicate project ``DIR/replicate-<r>`` that
@@ -381,9 +381,7 @@ def claims_and_check(project: Path, repo: Path, env: str | None, claims: bool, c
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m thinkalike.reports.findings_cli", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m thinkalike.findings_cli", description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="the Kedro project (default: cwd)")
     parser.add_argument(
         "--env",
@@ -439,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: --roundoff: {args.roundoff} is not a replicate's project folder", file=sys.stderr)
             return 2
         command = (
-            f"python -m thinkalike.reports.findings_cli --replicates {args.replicates}"
+            f"python -m thinkalike.findings_cli --replicates {args.replicates}"
             + (f" --roundoff {args.roundoff}" if args.roundoff else "")
             + (" --write" if args.write else "")
         )
@@ -452,7 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         repo,
         args.write,
         records=[None],
-        command="python -m thinkalike.reports.findings_cli" + (" --write" if args.write else ""),
+        command="python -m thinkalike.findings_cli" + (" --write" if args.write else ""),
     )
 
 
