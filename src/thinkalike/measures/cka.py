@@ -88,6 +88,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from thinkalike.measures.hsic import unbiased_hsic
 from thinkalike.measures.significance import (
     Aggregation,
     ConfidenceInterval,
@@ -289,8 +290,7 @@ def _hsic(trace: Tensor, a: _Moments, b: _Moments, n: int, estimator: Estimator,
             return p[:, None] * q[None, :]
 
     if estimator == "unbiased":
-        numerator = trace + outer(a.r_sum, b.r_sum) / ((n - 1) * (n - 2)) - 2.0 / (n - 2) * dot(a.r, b.r)
-        return numerator / (n * (n - 3))
+        return unbiased_hsic(trace, outer(a.r_sum, b.r_sum), dot(a.r, b.r), n)
     numerator = trace + dot(a.k, b.k) - 2.0 / n * dot(a.u, b.u) + outer(a.u_sum, b.u_sum) / n**2
     return numerator / (n - 1) ** 2
 

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from thinkalike.measures.hsic import unbiased_hsic
 from thinkalike.measures.inputs import check_same_tokens, checked_matrix, paired_activations, undefined
 
 DEFAULT_K = 10  # Huh et al.'s default topk and ReSi's default k
@@ -109,9 +110,8 @@ def _sparse_hsic(n: int, keys: np.ndarray, a: np.ndarray, b: np.ndarray) -> floa
     position = np.minimum(np.searchsorted(keys, transposed), keys.size - 1)
     found = keys[position] == transposed  # (j, i) is an entry too: Aᵢⱼ·Bⱼᵢ counts in tr(AB)
     trace_ab = float(np.dot(a[found], b[position[found]]))
-    sums = float(a.sum()) * float(b.sum()) / ((n - 1) * (n - 2))
     ones_ab_ones = float(np.bincount(cols, a, minlength=n) @ np.bincount(rows, b, minlength=n))
-    return (trace_ab + sums - 2.0 * ones_ab_ones / (n - 2)) / (n * (n - 3))
+    return unbiased_hsic(trace_ab, float(a.sum()) * float(b.sum()), ones_ab_ones, n)
 
 
 @dataclass(frozen=True, eq=False)

@@ -57,6 +57,7 @@ from thinkalike.measures.cca import (
     svcca,
     svcca_prepared,
 )
+from thinkalike.measures.hsic import unbiased_hsic
 from thinkalike.measures.inputs import centred, check_same_tokens, checked_matrix, paired_activations, undefined
 from thinkalike.measures.neighbours import (
     cknna,
@@ -123,9 +124,7 @@ class PreparedCKA:
 
 def _unbiased_hsic(trace: float, r_a: np.ndarray, r_b: np.ndarray, r_sum_a: float, r_sum_b: float) -> float:
     """HSIC₁ from tr(K̃L̃), K̃1 and L̃1 (the cka module's docstring)."""
-    n = r_a.shape[0]
-    numerator = trace + r_sum_a * r_sum_b / ((n - 1) * (n - 2)) - 2.0 / (n - 2) * float(r_a @ r_b)
-    return numerator / (n * (n - 3))
+    return unbiased_hsic(trace, r_sum_a * r_sum_b, float(r_a @ r_b), r_a.shape[0])
 
 
 def prepare_cka(x: Any, *, name: str = "x") -> PreparedCKA:
