@@ -1,5 +1,5 @@
 """The documentation quotes no run time, size or count it cannot source: every time, memory or disk size and count
-of a run's output in README.md and docs/ is in a region that ``python -m thinkalike.reports.doc_numbers --write``
+of a run's output in README.md and docs/ is in a region that ``python scripts/doc_numbers.py --write``
 renders from the saved results (and is what it renders), in the findings page's region rendered from
 docs/findings.json, or in a dated lab-notebook page's History; a size or count that is a setting or a hardware fact
 is allowed by name (:data:`ALLOWED`), with its reason."""
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from thinkalike.reports import doc_numbers
-from thinkalike.reports.doc_numbers import COUNT, REGION, SIZE, TIME, latest_default_run, main, pages, stale_pages
+from scripts import doc_numbers
+from scripts.doc_numbers import COUNT, REGION, SIZE, TIME, latest_default_run, main, pages, stale_pages
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS_REGION = re.compile(r"<!-- findings:start -->.*?<!-- findings:end -->", re.DOTALL)

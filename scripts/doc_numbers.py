@@ -11,7 +11,7 @@ Every time, memory size and count of a run's output that a page quotes comes fro
   with their source), kept apart from the project's own measurements.
 
 A page puts the text between ``<!-- numbers:<name> -->`` and ``<!-- numbers:end -->`` (:data:`REGIONS` names
-what each region holds); ``python -m thinkalike.reports.doc_numbers --write`` rewrites every region of README.md
+what each region holds); ``python scripts/doc_numbers.py --write`` rewrites every region of README.md
 and docs/ from the JSON, and without ``--write`` it lists the regions that differ and exits 1.
 ``tests/docs/test_quoted_numbers.py`` checks that every region is what this renders and that no page quotes a time
 (:data:`TIME`), a size (:data:`SIZE`) or a count of a run's output (:data:`COUNT`) outside a region, bar the sizes
@@ -39,7 +39,7 @@ DEFAULT_RUN_PAGE = Path("docs/benchmarks/default-run.md")
 #: A saved default-run result: ``default_run-YYYY-MM-DD.json`` (a suffix after the date for a second one that day).
 RESULT_NAME = re.compile(r"default_run-(\d{4}-\d{2}-\d{2})(-[\w-]+)?\.json")
 REGION = re.compile(r"<!-- numbers:([a-z-]+) -->\n(.*?)<!-- numbers:end -->", re.DOTALL)
-COMMAND = "python -m thinkalike.reports.doc_numbers --write"
+COMMAND = "python scripts/doc_numbers.py --write"
 #: A time as the pages write one: ``7 min 20 s``, ``16 min``, ``4.1 s``, ``3.64 ms``, ``10 minutes``, ``7½ minutes``.
 TIME = re.compile(
     r"\b\d+(?:[.,]\d+)?½? ?(?:min(?:utes?)?(?: \d+(?:\.\d+)? s)?|s|ms|seconds?|hours?|h)\b|\d+½ ?minutes?\b"
