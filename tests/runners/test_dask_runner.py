@@ -227,7 +227,7 @@ def test_a_ready_task_never_waits_behind_a_long_one_while_a_worker_is_idle(tmp_p
         future.add_done_callback(lambda done: outstanding.discard(done.key))
         return future
 
-    runner = DaskRunner(workers=2, spare_workers=0)  # two tasks at most, whatever else the machine runs
+    runner = DaskRunner(workers=2)  # two tasks at most, whatever else the machine runs
     runner._merge = remember
     monkeypatch.setattr(Client, "submit", counting)
     runner.run(pipeline, catalog)
@@ -255,16 +255,13 @@ def sleep_then_session(seconds):
     )
 
 
-@pytest.mark.parametrize(("outside_cores", "at_once", "own_sessions"), [(0.0, 2, True), (1.0, 3, False)])
-def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_the_cpu(
-    tmp_path, monkeypatch, caplog, outside_cores, at_once, own_sessions
+def test_a_local_run_has_one_worker_per_core_in_the_runs_session_with_daskss_periodic_work_turned_down(
+    tmp_path, monkeypatch, caplog
 ):
-    """Four independent 1-s tasks on two workers and a spare: two at a time on an idle machine, three while the
-    outside load (planted) reaches the threshold — counted as tasks handed to Dask and not yet finished. Each worker
-    leads its own session unless told not to: under Linux's autogroup the CPU is shared per session, and a worker in
-    the kedro run's session gets a share of that one session's (thinkalike.runners.load). Every worker runs with
-    Dask's periodic work turned down (no statistical profiler, a 1-s event-loop tick) and without glibc's trim
-    setting."""
+    """Four independent 1-s tasks on two workers: at most two handed to Dask at once (one per worker thread), every
+    worker in the kedro run's session (the run's fair share of a shared machine, never more), Dask's periodic work
+    turned down (no statistical profiler, a 1-s event-loop tick), no glibc trim setting, the nodes' modules imported
+    once by every worker, and the environment the nannies wrote put back."""
     names = ["a", "b", "c", "d"]
     catalog = DataCatalog(
         {
@@ -287,8 +284,7 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
         future.add_done_callback(lambda done: outstanding.discard(done.key))
         return future
 
-    runner = DaskRunner(workers=2, spare_workers=1, own_sessions=own_sessions)
-    runner.outside_load = lambda: outside_cores
+    runner = DaskRunner(workers=2)
     monkeypatch.setattr(Client, "submit", counting)
     dask_environment = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PYTHONHASHSEED")
     monkeypatch.setenv("MKL_NUM_THREADS", "7")  # one set before the run, the others unset
@@ -296,7 +292,6 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
         monkeypatch.delenv(name, raising=False)
     with caplog.at_level("INFO"):
         runner.run(pipeline, catalog)
-    # the nannies wrote Dask's one-thread settings into this process's environment to spawn the workers: put back
     assert {name: os.environ.get(name) for name in dask_environment} == {
         "OMP_NUM_THREADS": None,
         "MKL_NUM_THREADS": "7",
@@ -307,22 +302,14 @@ def test_the_spare_worker_takes_a_task_only_while_processes_outside_the_run_use_
     for name in names:
         pid, session, callbacks, tick, trim = catalog.load(f"{name}.out")
         pids.add(pid)
-        # Dask's periodic work turned down in every worker, the spare started later too (QUIET_CLUSTER_CONFIG)
         assert "profile" not in callbacks and "heartbeat" in callbacks
         assert tick == "1s"
         assert trim is None
         assert pid != os.getpid()  # it ran in a worker
-        assert (session == pid) == own_sessions
-        assert own_sessions or session == os.getsid(0)
-    assert most[0] == at_once
-    assert "+1 spare" in caplog.text
-    assert ("3 tasks at once" in caplog.text) == (at_once == 3)
-    # the spare process is started only when it is wanted: on an idle machine the run has one process per core
-    assert ("spare worker processes started" in caplog.text) == (at_once == 3)
-    # every worker, the spare too, imported the nodes' modules before its first task
-    assert caplog.text.count("imported the tasks' ") == (2 if at_once == 3 else 1)
-    assert ("3 worker(s) imported" in caplog.text) == (at_once == 3)
-    assert len(pids) <= 2 or at_once == 3
+        assert session == os.getsid(0)  # the kedro run's session
+    assert most[0] == 2 and len(pids) <= 2
+    assert "local cluster of 2 worker processes, 1 thread(s) each" in caplog.text
+    assert caplog.text.count("imported the tasks' ") == 1
 
 
 def sleep_and_clock(seconds, label):
@@ -374,7 +361,7 @@ def test_a_slow_merge_does_not_hold_back_the_tasks_other_tasks_freed(tmp_path):
             time.sleep(4.0)  # room for a loaded machine (other tests' clusters) to run the two other tasks meanwhile
         merged[namespace] = time.time()
 
-    runner = DaskRunner(workers=2, spare_workers=0)  # tasks in a fixed order, whatever else the machine runs
+    runner = DaskRunner(workers=2)  # tasks in a fixed order, whatever else the machine runs
     runner._merge = slow_merge
     runner.run(pipeline, catalog)
     assert set(merged) == set(seconds)  # all merged before run() returned
@@ -405,7 +392,7 @@ def test_a_failing_merge_fails_the_run_after_the_other_reports_are_merged(tmp_pa
             raise OSError("the tracking database is locked")
         merged.append(namespace)
 
-    runner = DaskRunner(workers=2, spare_workers=0)  # tasks in a fixed order, whatever else the machine runs
+    runner = DaskRunner(workers=2)  # tasks in a fixed order, whatever else the machine runs
     runner._merge = failing_merge
     with pytest.raises(OSError, match="database is locked"):
         runner.run(pipeline, catalog)

@@ -72,7 +72,7 @@ def test_local_workers_are_forks_of_the_forkserver_with_the_drivers_environment_
     pipeline = Pipeline(
         [node(process_facts, "params:x", f"{name}.out", name="facts", namespace=name) for name in names]
     )
-    DaskRunner(workers=2, spare_workers=0).run(pipeline, catalog)
+    DaskRunner(workers=2).run(pipeline, catalog)
     facts = [catalog.load(f"{name}.out") for name in names]
     for fact in facts:
         assert fact["pid"] != os.getpid() and fact["parent"] != os.getpid()

@@ -15,19 +15,18 @@ def test_runner_params_override_the_configuration():
     assert ClusterSettings.resolve({"cluster": "tcp://node7:8786"}).cluster == "tcp://node7:8786"
 
 
-def test_a_local_cluster_has_one_worker_per_core_and_no_spare_in_the_run_s_session_unless_told_otherwise():
-    settings = ClusterSettings.resolve({})
-    assert settings.local_workers(cores=2) == (2, 0)
-    assert settings.own_sessions is False
-    assert ClusterSettings.resolve({"workers": 3}, {"spare_workers": "0"}).local_workers(cores=2) == (3, 0)
-    assert ClusterSettings.resolve({"workers": 3}, {"spare_workers": "1"}).local_workers(cores=2) == (3, 1)
-    assert ClusterSettings.resolve({"own_sessions": True}).own_sessions is True
+def test_a_local_cluster_has_one_worker_per_core_unless_told_otherwise():
+    assert ClusterSettings.resolve({}).local_workers(cores=2) == 2
+    assert ClusterSettings.resolve({"workers": 3}).local_workers(cores=2) == 3
+    assert ClusterSettings.resolve({}, {"workers": "1"}).local_workers(cores=2) == 1
+    with pytest.raises(ClusterSettingsError, match=r"unknown DaskRunner setting\(s\) \['spare_workers'\]"):
+        ClusterSettings.resolve({"spare_workers": 1})  # removed: no default used it
 
 
 def test_the_base_dask_file_states_the_settings_defaults():
     stated = yaml.safe_load((PROJECT_ROOT / "conf/base/dask.yml").read_text())["dask"]
     defaults = ClusterSettings()
-    for key in ("cluster", "workers", "spare_workers", "own_sessions", "threads_per_worker"):
+    for key in ("cluster", "workers", "threads_per_worker"):
         assert stated[key] == getattr(defaults, key), key
     assert ClusterSettings.resolve(stated) == ClusterSettings.resolve({})
 
@@ -40,8 +39,7 @@ def test_the_base_dask_file_states_the_settings_defaults():
         ({"slurm": {"partition": "gpu"}}, {}, r"dask.yml: unknown DaskRunner slurm setting\(s\) \['partition'\]"),
         ({"slurm": {"minimum_jobs": 5, "maximum_jobs": 2}}, {}, "minimum_jobs \\(5\\) is above slurm.maximum_jobs"),
         ({"slurm": ["gpu"]}, {}, "slurm: expected a mapping"),
-        ({}, {"spare_workers": "-1"}, "--runner-params: DaskRunner spare_workers: expected an integer >= 0, got '-1'"),
-        ({"own_sessions": "yes"}, {}, "dask.yml: DaskRunner own_sessions: expected true or false, got 'yes'"),
+        ({}, {"threads_per_worker": "0"}, "--runner-params: DaskRunner threads_per_worker: expected a positive"),
     ],
 )
 def test_bad_values_are_named_with_their_source(config, overrides, message):

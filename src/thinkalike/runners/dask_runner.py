@@ -7,10 +7,8 @@ dataset that crosses tasks is a saved file, so workers share nothing but the pro
 
 Settings (:mod:`thinkalike.runners.settings`): ``conf/<env>/dask.yml``, overridden by ``--runner-params``:
 ``cluster`` — ``local`` (default: a ``LocalCluster`` of one single-threaded worker process per core, or
-``workers`` of them, in the ``kedro run``'s session; opt-in, since each takes CPU from other processes on a shared
-machine: ``spare_workers`` (default 0) more worker processes, started and given tasks only while processes outside
-the run use the CPU, and ``own_sessions`` (default false), each worker in its own session,
-:mod:`thinkalike.runners.load`; the nodes' own torch / BLAS threads follow the run's thread policy,
+``workers`` of them, in the ``kedro run``'s session, so the run never takes more than the scheduler's fair share of
+a shared machine; the nodes' own torch / BLAS threads follow the run's thread policy,
 :mod:`thinkalike.threads`), ``slurm`` (dask-jobqueue, ``pip install -e ".[slurm]"``) or a scheduler address
 (``tcp://host:8786``). With ``gpu_resources`` on, task groups holding GPU work (nodes tagged ``gpu``) ask for
 ``resources={"GPU": 1}``; a cluster without a GPU worker is an error at start, not a hang.
@@ -44,7 +42,6 @@ from kedro.runner import AbstractRunner
 
 from thinkalike.pipelines.namespaces import GPU_WORK
 from thinkalike.runners.grouping import TaskGroup, in_memory_crossings, task_groups
-from thinkalike.runners.load import OutsideLoad, task_slots
 from thinkalike.runners.processes import (
     FORKSERVER,
     environment_kept,
@@ -88,7 +85,6 @@ class DaskRunner(AbstractRunner):
 
     def __init__(self, is_async: bool = False, **settings: Any) -> None:
         super().__init__(is_async=is_async)
-        self.outside_load: Callable[[], float] | None = None  # cores used outside the run; None: OutsideLoad().cores
         self.overrides = {key: value for key, value in settings.items() if value is not None}
         self.settings = ClusterSettings.resolve(None, self.overrides)
         if _cluster_known_now(self.overrides) == LOCAL:  # the workers' imports run beside Kedro's own start-up
@@ -134,7 +130,7 @@ class DaskRunner(AbstractRunner):
                 _check_gpu_capacity(client, cluster)
             if modules:
                 self._import_on_workers(client, modules)
-            self._schedule(pipeline, catalog, _Schedule(client, self._slots(client, cluster, modules), plan), merges)
+            self._schedule(pipeline, catalog, _Schedule(client, lambda: _cluster_threads(client), plan), merges)
 
     def _schedule(self, pipeline: Pipeline, catalog, schedule: _Schedule, merges: ReportMerges) -> None:
         """Until every task group has run: submits the ready groups, waits for the first running one to finish,
@@ -196,57 +192,6 @@ class DaskRunner(AbstractRunner):
             time.perf_counter() - started,
         )
 
-    def _slots(self, client: Any, cluster: Any, modules: list[str]) -> Callable[[], int]:
-        """How many tasks may run now. A local cluster with spare workers: one per core's worker thread, plus the
-        spare workers' threads while processes outside the run use the CPU (:mod:`thinkalike.runners.load`; each
-        change is logged) — the spare worker processes are started the first time they are wanted, so that on an
-        idle machine the run has one process per core (:meth:`_start_spare_workers`); any other cluster: its worker
-        threads now (:func:`_cluster_threads`)."""
-        settings = self.settings
-        if settings.cluster != LOCAL or not settings.spare_workers:
-            return lambda: _cluster_threads(client)
-        workers, spare = settings.local_workers()
-        base, extra = workers * settings.threads_per_worker, spare * settings.threads_per_worker
-        outside = self.outside_load or OutsideLoad().cores
-        current = [base]
-
-        asked = [False]
-
-        def slots() -> int:
-            cores = outside()
-            allowed = task_slots(base, extra, cores)
-            if allowed != current[0]:
-                self._logger.info(
-                    "DaskRunner: processes outside the run use %.1f core(s): %d tasks at once", cores, allowed
-                )
-                current[0] = allowed
-            if allowed > base and not asked[0]:
-                asked[0] = True
-                self._start_spare_workers(client, cluster, workers + spare)
-                self._import_on_workers(client, modules)
-            return min(allowed, _cluster_threads(client))  # never more tasks than worker threads that exist
-
-        return slots
-
-    def _start_spare_workers(self, client: Any, cluster: Any, total: int, timeout: float = 60.0) -> None:
-        """Scales the local cluster to ``total`` worker processes and waits for them to join (a task handed to Dask
-        before its worker exists would be queued behind a running one); a warning when they do not join within
-        ``timeout`` seconds (the run goes on with the workers it has)."""
-        started = time.perf_counter()
-        cluster.scale(total)
-        try:
-            client.wait_for_workers(total, timeout=timeout)
-        except TimeoutError:
-            self._logger.warning(
-                "DaskRunner: the spare worker processes did not start within %.0f s; going on with %d",
-                timeout,
-                len(client.nthreads()),
-            )
-            return
-        self._logger.info(
-            "DaskRunner: spare worker processes started (%d workers now, %.1f s)", total, time.perf_counter() - started
-        )
-
     @staticmethod
     def _release(group: TaskGroup, catalog) -> None:
         """Drops the driver's cached versions of the task's outputs, before any task that reads them is submitted
@@ -275,7 +220,7 @@ class DaskRunner(AbstractRunner):
 
         settings = self.settings
         if settings.cluster == LOCAL:
-            workers, spare = settings.local_workers()
+            workers = settings.local_workers()
             environment = _local_worker_environment()
             start_forkserver(["distributed", *modules], environment)  # running already when the runner started it
             with (
@@ -291,10 +236,8 @@ class DaskRunner(AbstractRunner):
                 Client(cluster) as client,
             ):
                 self._logger.info(
-                    "DaskRunner: local cluster of %d worker processes (+%d spare, started and given "
-                    "tasks while processes outside the run use the CPU), %d thread(s) each",
+                    "DaskRunner: local cluster of %d worker processes, %d thread(s) each",
                     workers,
-                    spare,
                     settings.threads_per_worker,
                 )
                 yield client, cluster
@@ -311,7 +254,7 @@ class DaskRunner(AbstractRunner):
 class _TaskPlan:
     """What every task submission of a run shares (:meth:`of`): the task groups, the remote hook providers, the
     run's thread policy and log level, the datasets the run produces, each group's priority (the work waiting on
-    it) and resources, and whether each local worker runs in its own session."""
+    it) and resources."""
 
     groups: dict[str, TaskGroup]
     providers: list[RemoteHookProvider]
@@ -320,7 +263,6 @@ class _TaskPlan:
     priority: dict[str, int]
     resources: dict[str, dict[str, int]]
     log_level: int
-    own_sessions: bool
 
     @classmethod
     def of(
@@ -339,7 +281,6 @@ class _TaskPlan:
             priority=_waiting_work(groups),
             resources={name: _resources(group, settings) for name, group in groups.items()},
             log_level=logging.getLogger().getEffectiveLevel(),
-            own_sessions=settings.cluster == LOCAL and settings.own_sessions,
         )
 
     def submit(self, client: Any, catalog, name: str, group: TaskGroup) -> Any:
@@ -356,7 +297,6 @@ class _TaskPlan:
             inputs_made_in_run,
             self.threads,
             self.log_level,
-            self.own_sessions,
             key=f"{_key(name)}-{uuid.uuid4().hex[:8]}",
             priority=self.priority[name],
             resources=self.resources[name] or None,
@@ -366,7 +306,7 @@ class _TaskPlan:
 
 class _Schedule:
     """The state of a run's scheduling: the groups still pending, the running futures (→ group name), the groups
-    and nodes done; ``slots``: how many tasks may run now (:meth:`DaskRunner._slots`)."""
+    and nodes done; ``slots``: how many tasks may run now (the cluster's worker threads)."""
 
     def __init__(self, client: Any, slots: Callable[[], int], plan: _TaskPlan) -> None:
         self.client, self.slots, self.plan = client, slots, plan
@@ -526,7 +466,7 @@ QUIET_CLUSTER_CONFIG = {
 @contextlib.contextmanager
 def _cluster_config(local: bool = False) -> Iterator[None]:
     """Dask's configuration while this runner starts and runs a cluster: :data:`QUIET_CLUSTER_CONFIG` (a local
-    cluster's nannies hand it to their worker processes, spare workers started later included; a dask-jobqueue
+    cluster's nannies hand it to their worker processes; a dask-jobqueue
     cluster's workers read their own configuration on their nodes, so there it reaches the scheduler only) and the
     workers' environment of :func:`_local_worker_environment`; with ``local``, worker processes forked from this
     process's forkserver (:mod:`thinkalike.runners.processes`) instead of spawned. A nanny writes that environment

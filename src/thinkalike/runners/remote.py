@@ -28,7 +28,6 @@ from kedro.pipeline import Node, Pipeline
 from kedro.runner import SequentialRunner
 from pluggy import PluginManager
 
-from thinkalike.runners.load import start_own_session
 from thinkalike.threads import limited_threads
 
 WORKER_LOG_FORMAT = "%(asctime)s %(levelname)-7s [%(processName)s] %(name)s: %(message)s"
@@ -101,18 +100,13 @@ def run_task_group(
     produced_in_run: Iterable[str],
     threads: int | None,
     log_level: int = logging.INFO,
-    own_session: bool = False,
 ) -> TaskReport:
     """Runs ``nodes`` in order in this process, with ``hooks`` registered, and returns their reports.
 
     Outputs of this run read here are loaded at this run's version: the version cache of every input
     that the run writes is released first (a version resolved earlier, before the run wrote it, would be an
     older file). ``threads``: the run's thread policy for torch and the BLAS pools (:mod:`thinkalike.threads`).
-    ``own_session``: this worker process first becomes the leader of its own session
-    (:func:`thinkalike.runners.load.start_own_session`: the CPU shared per process under Linux's autogroup).
     """
-    if own_session:
-        start_own_session()
     _configure_worker_logging(log_level)
     produced = set(produced_in_run)
     for dataset in {name for node in nodes for name in node.inputs} & produced:

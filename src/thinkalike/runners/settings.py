@@ -4,13 +4,6 @@ import here); a setting that cannot be used is one ``Error: …`` line of ``kedr
 ``cluster``: ``local`` (a ``LocalCluster`` on this machine), ``slurm`` (``dask_jobqueue.SLURMCluster``, one worker
 process per job, started and stopped adaptively between ``slurm.minimum_jobs`` and ``slurm.maximum_jobs``), or the
 address of a running scheduler (``tcp://host:8786``). ``workers`` (local; default one per core),
-``spare_workers`` (local; default 0; opt-in: that many worker processes beyond ``workers``, started and given tasks
-only while processes outside the run use the CPU, :mod:`thinkalike.runners.load`; those outside processes then share
-their cores with more of the run's processes and get less of them — measured on 2 cores beside one busy process:
-its share fell from about 99 % of a core to 50 %, where the CPU is shared per process, i.e. with autogroup off or
-with ``own_sessions``), ``own_sessions`` (local; default false; opt-in: each worker process leads its own session,
-so that Linux's autogroup scheduler, which shares the CPU equally between sessions, counts the run as one session per
-worker instead of one — a busy process in another session fell from 98 % of a core to 50 % beside 3 workers),
 ``threads_per_worker`` (default 1), ``gpu_resources``: GPU work (nodes tagged
 ``gpu``: training, extraction, stitching, fine-tuning) asks for ``resources={"GPU": 1}`` and only workers
 advertising a GPU take it (default: on for ``slurm`` when ``slurm.gpus_per_job`` > 0, off elsewhere). ``slurm``:
@@ -66,8 +59,6 @@ class ClusterSettings:
 
     cluster: str = LOCAL
     workers: int | None = None  # None: one per core
-    spare_workers: int = 0  # opt-in: more than the run's fair share of a shared machine's CPU
-    own_sessions: bool = False  # opt-in: the run's workers escape Linux's per-session (autogroup) fairness
     threads_per_worker: int = 1
     gpu_resources: bool = False
     slurm: dict[str, Any] = field(default_factory=lambda: dict(SLURM_DEFAULTS))
@@ -99,7 +90,6 @@ class ClusterSettings:
                 f"address (tcp://host:port), got {cluster!r}"
             )
         workers = _positive(*value("workers"), "workers")
-        spare_workers = _count(*value("spare_workers"), "spare_workers")
         threads = _positive(*value("threads_per_worker"), "threads_per_worker")
         slurm_values, slurm_where = value("slurm", {})
         if not isinstance(slurm_values, Mapping):
@@ -119,11 +109,6 @@ class ClusterSettings:
                 f"{slurm_where}: DaskRunner slurm.minimum_jobs ({slurm['minimum_jobs']}) is "
                 f"above slurm.maximum_jobs ({slurm['maximum_jobs']})"
             )
-        own_sessions, sessions_where = value("own_sessions")
-        if not isinstance(own_sessions, bool):
-            raise ClusterSettingsError(
-                f"{sessions_where}: DaskRunner own_sessions: expected true or false, got {own_sessions!r}"
-            )
         gpu_default = cluster == SLURM and slurm["gpus_per_job"] > 0
         gpu_resources, gpu_where = value("gpu_resources", gpu_default)
         if not isinstance(gpu_resources, bool):
@@ -133,16 +118,14 @@ class ClusterSettings:
         return cls(
             cluster=cluster,
             workers=workers,
-            spare_workers=spare_workers,
-            own_sessions=own_sessions,
             threads_per_worker=threads or 1,
             gpu_resources=gpu_resources,
             slurm=slurm,
         )
 
-    def local_workers(self, cores: int | None = None) -> tuple[int, int]:
-        """A local cluster's worker processes: (one per core or ``workers``, ``spare_workers``)."""
-        return self.workers or cores or os.cpu_count() or 1, self.spare_workers
+    def local_workers(self, cores: int | None = None) -> int:
+        """A local cluster's worker processes: one per core, or ``workers``."""
+        return self.workers or cores or os.cpu_count() or 1
 
     def slurm_cluster_options(self) -> dict[str, Any]:
         """Keyword arguments of a dask-jobqueue cluster class: one worker process per job, the GPU directive and the
