@@ -37,7 +37,11 @@ SECTIONS: list[tuple[type, str, dict[str, str]]] = [
     ),
     (FinetuneConfig, "nli.finetune", {"head_seed": "per copy, from nli.seed", "data_seed": "per copy, from nli.seed"}),
     (MLEMSettings, "mlem.fit", {}),
-    (StitchSettings, "stitching.settings", {}),
+    (
+        StitchSettings,
+        "stitching.settings",
+        {"exclude_special_targets": "stitching.exclude_special_targets, a level up"},
+    ),
     (ScalingSettings, "scaling", {}),
     (PairsConfig, "nli.pairs", {}),
 ]

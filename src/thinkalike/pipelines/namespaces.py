@@ -39,7 +39,6 @@ from thinkalike.pipelines.errors import ParameterError
 
 MODELS = "models"
 CORPUS = "corpus"  # the corpus's nodes: the language, its tokenizer and packed sequences (a box of its own)
-GPU_WORK = "gpu"  # the tag of nodes that train or run models: a cluster run sends them to GPU workers
 
 
 def model_namespace(model: str) -> str:

@@ -40,7 +40,6 @@ from kedro.io import MemoryDataset
 from kedro.pipeline import Node, Pipeline
 from kedro.runner import AbstractRunner
 
-from thinkalike.pipelines.namespaces import GPU_WORK
 from thinkalike.runners.grouping import TaskGroup, in_memory_crossings, task_groups
 from thinkalike.runners.processes import (
     FORKSERVER,
@@ -57,7 +56,7 @@ from thinkalike.runners.remote import (
     task_catalog,
     task_modules,
 )
-from thinkalike.runners.settings import GPU_RESOURCE, LOCAL, SLURM, ClusterSettings, ClusterSettingsError
+from thinkalike.runners.settings import GPU_RESOURCE, GPU_WORK, LOCAL, SLURM, ClusterSettings, ClusterSettingsError
 from thinkalike.threads import thread_policy
 
 

@@ -26,6 +26,8 @@ from click import ClickException
 LOCAL = "local"
 SLURM = "slurm"
 GPU_RESOURCE = "GPU"
+#: The tag of nodes that train or run models: a cluster run with gpu_resources sends them to GPU workers.
+GPU_WORK = "gpu"
 DEFAULT_SLURM_CLASS = "dask_jobqueue.SLURMCluster"
 SLURM_DEFAULTS: dict[str, Any] = {
     "queue": None,

@@ -28,12 +28,12 @@ from thinkalike.pipelines.activations.schema import (
 from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_section
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
-    GPU_WORK,
     model_dataset,
     model_namespace,
     namespaced_node,
 )
 from thinkalike.pipelines.run_settings import RunSettings
+from thinkalike.runners.settings import GPU_WORK
 
 __all__ = ["ExtractionSource", "configured_models", "create_pipeline", "extraction_source", "external_n_ctx"]
 

@@ -39,7 +39,6 @@ from thinkalike.pipelines.embedding import nodes
 from thinkalike.pipelines.embedding.schema import EmbeddingParameters, EmbeddingPlan, plan_embedding
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
-    GPU_WORK,
     group_namespace,
     model_dataset,
     namespaced_node,
@@ -48,6 +47,7 @@ from thinkalike.pipelines.namespaces import (
 from thinkalike.pipelines.parameters import section
 from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import validate_section
+from thinkalike.runners.settings import GPU_WORK
 
 logger = logging.getLogger(__name__)
 

@@ -16,10 +16,11 @@ from kedro.pipeline import Node, Pipeline
 from thinkalike.cka.settings import CKASettings
 from thinkalike.nli.analysis import copy_names
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
-from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, namespaced_node
+from thinkalike.pipelines.namespaces import group_namespace, namespaced_node
 from thinkalike.pipelines.nli import nodes
 from thinkalike.pipelines.nli.schema import NLIParameters, nli_section
 from thinkalike.pipelines.run_settings import RunSettings
+from thinkalike.runners.settings import GPU_WORK
 
 NLI = group_namespace("nli")
 ENCODER = f"{NLI}.encoder"
@@ -33,7 +34,7 @@ ENCODER_WEIGHTS = [f"{ENCODER}.model_weights", f"{ENCODER}.model_config"]  # the
 
 def _node(function, inputs: list[str], outputs: list[str], *, name: str, namespace: str, gpu: bool = False) -> Node:
     """:func:`namespaced_node`, with a single output named as a string (the function returns it bare); ``gpu``:
-    tagged :data:`~thinkalike.pipelines.namespaces.GPU_WORK` (training, fine-tuning, stitching)."""
+    tagged :data:`~thinkalike.runners.settings.GPU_WORK` (training, fine-tuning, stitching)."""
     tags = [GPU_WORK] if gpu else []
     node_inputs = inputs or None  # make_pairs reads no dataset: its settings are bound
     if len(outputs) == 1:

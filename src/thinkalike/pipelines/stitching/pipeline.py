@@ -18,7 +18,7 @@ from kedro.pipeline import Node, Pipeline
 
 from thinkalike.pipelines.activations.schema import zoo_model_names
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
-from thinkalike.pipelines.namespaces import GPU_WORK, group_namespace, model_dataset
+from thinkalike.pipelines.namespaces import group_namespace, model_dataset
 from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.stitching import nodes
 from thinkalike.pipelines.stitching.plan import (
@@ -27,6 +27,7 @@ from thinkalike.pipelines.stitching.plan import (
     stitching_pairs,
 )
 from thinkalike.pipelines.stitching.schema import StitchingParameters, stitching_section
+from thinkalike.runners.settings import GPU_WORK
 
 PAIR_OUTPUTS = ["stitch_table", "stitch_curves", "stitch_phi", "stitch_phi_config", "stitch_eval_split"]
 SUMMARY_OUTPUTS = [

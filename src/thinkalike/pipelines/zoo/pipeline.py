@@ -12,7 +12,6 @@ from kedro.pipeline import Node, Pipeline
 from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_section
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import (
-    GPU_WORK,
     MODELS,
     check_model_names,
     model_dataset,
@@ -23,6 +22,7 @@ from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.schema import validate_section
 from thinkalike.pipelines.zoo import nodes
 from thinkalike.pipelines.zoo.schema import ZooParameters
+from thinkalike.runners.settings import GPU_WORK
 
 OUTPUTS = ["model_weights", "model_config", "training_curve"]
 
