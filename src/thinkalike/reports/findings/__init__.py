@@ -62,6 +62,7 @@ from thinkalike.reports.findings.claims import (
     render_claims,
     single_run,
 )
+from thinkalike.reports.findings.deviations import deviations_table
 from thinkalike.reports.findings.readme import (  # the README region and its digest: this package's API too
     END_MARKER,
     REGENERATE,
@@ -366,6 +367,12 @@ def render_document(document: Mapping[str, Any], outline: ReportOutline) -> str:
         "## The papers' questions",
         render_scorecard(rows).rstrip("\n"),
         wrap(_pilot_sentence(document)),
+        "## Deviations from the papers",
+        wrap(
+            "The set-up of each experiment, the paper's against these replicates' (read from the first replicate's "
+            "saved outputs); how each question's estimand departs from the paper's claim is in its part below."
+        ),
+        deviations_table(first),
         "## Each question's parts",
         wrap(
             "Per part: the effect in each replicate, the mean with its 95 % interval, the 90 % interval (the "
