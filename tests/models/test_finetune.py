@@ -213,8 +213,10 @@ def test_bad_input(encoder, data, tokenizer):
     bad = {**data["train"], "labels": np.full(len(data["train"]["labels"]), 2)}
     with pytest.raises(ValueError, match="label id in 0..1"):
         finetune_classifier(weights, config, bad, "x", LABELS, SETTINGS, "cpu", progress=False)
-    with pytest.raises(ModelSourceError, match="bridge"):
+    with pytest.raises(ModelSourceError, match="no masked-LM class for model_type"):
         classifier_config({"name": "neox", "family": "hf", "hf_config": {}}, "x", LABELS, SETTINGS)
+    with pytest.raises(ModelSourceError, match="needs a 'bridge' or 'hf' zoo encoder"):
+        classifier_config({"name": "m", "family": "mamba"}, "x", LABELS, SETTINGS)
     with pytest.raises(ValueError, match="two distinct labels"):
         classifier_config(config, "x", ["yes"], SETTINGS)
     with pytest.raises(ModelSourceError, match="not a classifier"):

@@ -37,6 +37,12 @@ def _auto_class(objective: str, name: str):
     raise ModelSourceError(f"zoo model {name!r}: objective must be one of {OBJECTIVES}, got {objective!r}")
 
 
+def _token_classifier_class():
+    from transformers import AutoModelForTokenClassification
+
+    return AutoModelForTokenClassification
+
+
 def _lm_class_name(objective: str, model_type: str, name: str) -> str:
     """The name of the transformers class of ``objective``'s language model for ``model_type`` (``gpt_neox``,
     causal: ``GPTNeoXForCausalLM``), from the auto classes' name tables. Asking ``AutoModelForCausalLM``'s mapping
@@ -91,7 +97,9 @@ def build_zoo_module(config: dict, seed: int | None = None) -> torch.nn.Module:
         raise ModelSourceError(f"zoo model {name}: config must be a dict")
     family = config.get("family")
     if family == "hf":
-        auto = _auto_class(objective_of(config), name)
+        # a fine-tuned copy (thinkalike.models.finetune): the per-position class head of transformers' token
+        # classifier, whose logits the copy pools; else the objective's language model
+        auto = _token_classifier_class() if "classifier" in config else _auto_class(objective_of(config), name)
         hf_config = _hf_config(config)
         with _seeded(seed):
             try:

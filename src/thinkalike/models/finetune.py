@@ -50,8 +50,15 @@ from thinkalike.models.zoo import state_dict_for_saving
 
 POOLINGS: tuple[str, ...] = ("mean", "first")
 CLASSIFIER_KEY = "classifier"
-#: State-dict entries of the encoder's LM head, replaced by the class head.
-HEAD_KEYS: tuple[str, ...] = ("unembed.weight", "unembed.bias")
+#: State-dict entries of the class head per zoo family: the bridge's unembedding (the encoder's LM head, replaced),
+#: transformers' token-classification head (``classifier``, new).
+HEAD_KEYS_BY_FAMILY: dict[str, tuple[str, str]] = {
+    "bridge": ("unembed.weight", "unembed.bias"),
+    "hf": ("classifier.weight", "classifier.bias"),
+}
+HEAD_KEYS: tuple[str, ...] = HEAD_KEYS_BY_FAMILY["bridge"]
+#: Dropout settings of transformers' configs, set to 0 in an hf classifier: copies differ only in their two seeds.
+HF_DROPOUTS: tuple[str, ...] = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout")
 
 
 @dataclass(frozen=True)
@@ -106,17 +113,32 @@ def classifier_config(
 ) -> dict[str, Any]:
     """The zoo config of classifier ``name`` fine-tuned from ``encoder_config`` (JSON-serialisable): the
     encoder's with ``d_vocab_out = len(labels)`` and a ``"classifier"`` entry (labels, pooling, base model,
-    the fine-tuning settings with both seeds). Raises :class:`ModelSourceError` for a non-bridge encoder."""
-    if encoder_config.get("family") != "bridge" or not isinstance(encoder_config.get("bridge_config"), Mapping):
+    the fine-tuning settings with both seeds). A ``bridge`` encoder's LM head becomes ``len(labels)`` wide; an
+    ``hf`` encoder (a real checkpoint, e.g. BERT) becomes transformers' token classifier of its model type with
+    every dropout 0. Raises :class:`ModelSourceError` for another family."""
+    family = encoder_config.get("family")
+    settings_key = {"bridge": "bridge_config", "hf": "hf_config"}.get(str(family))
+    if settings_key is None or not isinstance(encoder_config.get(settings_key), Mapping):
         raise ModelSourceError(
-            f"zoo model {encoder_config.get('name')!r}: fine-tuning needs a 'bridge'-family zoo "
-            f"encoder, got family {encoder_config.get('family')!r}"
+            f"zoo model {encoder_config.get('name')!r}: fine-tuning needs a 'bridge' or 'hf' zoo encoder with its "
+            f"{settings_key or 'bridge_config or hf_config'}, got family {family!r}"
         )
     if len(labels) < 2 or len(set(labels)) != len(labels):
         raise ValueError(f"a classifier needs at least two distinct labels, got {list(labels)}")
     config = copy.deepcopy(dict(encoder_config))
     config["name"] = name
-    config["bridge_config"] = {**config["bridge_config"], "d_vocab_out": len(labels)}
+    if family == "bridge":
+        config["bridge_config"] = {**config["bridge_config"], "d_vocab_out": len(labels)}
+    else:
+        hf = dict(config["hf_config"])
+        model_type = str(hf.get("model_type"))
+        config["hf_config"] = {
+            **hf,
+            **dict.fromkeys(HF_DROPOUTS, 0.0),
+            "architectures": [f"{_class_prefix(model_type)}ForTokenClassification"],
+            "id2label": {str(i): label for i, label in enumerate(labels)},
+            "label2id": {label: i for i, label in enumerate(labels)},
+        }
     config[CLASSIFIER_KEY] = {
         "labels": list(labels),
         "pooling": settings.pooling,
@@ -124,6 +146,21 @@ def classifier_config(
         "finetune": asdict(settings),
     }
     return config
+
+
+def _class_prefix(model_type: str) -> str:
+    """The transformers class-name prefix of ``model_type`` (``bert`` → ``Bert``), from its masked-LM class."""
+    from transformers.models.auto import modeling_auto
+
+    masked = modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.get(model_type)
+    if not isinstance(masked, str) or not masked.endswith("ForMaskedLM"):
+        raise ModelSourceError(f"fine-tuning: no masked-LM class for model_type {model_type!r} to classify with")
+    return masked.removesuffix("ForMaskedLM")
+
+
+def head_keys(config: Mapping[str, Any]) -> tuple[str, str]:
+    """The class head's weight and bias keys of a classifier's family (:data:`HEAD_KEYS_BY_FAMILY`)."""
+    return HEAD_KEYS_BY_FAMILY[str(config.get("family"))]
 
 
 def build_classifier(
@@ -138,20 +175,22 @@ def build_classifier(
     from thinkalike.models.architectures import build_zoo_module
 
     config = classifier_config(encoder_config, name, labels, settings)
+    weight_key, bias_key = head_keys(config)
     module = build_zoo_module(config)
     state = module.state_dict()
-    body = {key: value for key, value in encoder_weights.items() if key not in HEAD_KEYS}
-    if set(state) - set(body) != set(HEAD_KEYS) or set(body) - set(state):
+    body = {key: value for key, value in encoder_weights.items() if key not in (weight_key, bias_key)}
+    if config["family"] == "hf":  # the encoder's own LM head (outside its base model: BERT's cls.*) is dropped
+        base = f"{getattr(module, 'base_model_prefix', '')}."
+        body = {key: value for key, value in body.items() if key in state or key.startswith(base)}
+    if set(state) - set(body) != {weight_key, bias_key} or set(body) - set(state):
         raise ModelSourceError(
             f"zoo model {encoder_config.get('name')!r}: its weights do not match its config "
-            f"(missing {sorted(set(state) - set(body) - set(HEAD_KEYS))[:5]}, unexpected "
+            f"(missing {sorted(set(state) - set(body) - {weight_key, bias_key})[:5]}, unexpected "
             f"{sorted(set(body) - set(state))[:5]})"
         )
     generator = torch.Generator().manual_seed(int(settings.head_seed))
-    head = torch.randn(state["unembed.weight"].shape, generator=generator) * settings.head_init_std
-    module.load_state_dict(
-        {**body, "unembed.weight": head, "unembed.bias": torch.zeros_like(state["unembed.bias"])}, strict=True
-    )
+    head = torch.randn(state[weight_key].shape, generator=generator) * settings.head_init_std
+    module.load_state_dict({**body, weight_key: head, bias_key: torch.zeros_like(state[bias_key])}, strict=True)
     return module, config
 
 
@@ -169,11 +208,15 @@ def pool_logits(logits: torch.Tensor, attention_mask: torch.Tensor | None, pooli
 
 
 def _class_logits(
-    module: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, pooling: str
+    module: torch.nn.Module,
+    config: Mapping[str, Any],
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    pooling: str,
 ) -> torch.Tensor:
-    from thinkalike.models.bridge import bridge_logits
+    from thinkalike.models.architectures import zoo_logits
 
-    return pool_logits(bridge_logits(module, input_ids, attention_mask), attention_mask, pooling)
+    return pool_logits(zoo_logits(module, dict(config), input_ids, attention_mask), attention_mask, pooling)
 
 
 def freeze_below(module: torch.nn.Module, n_top: int) -> list[str]:
@@ -242,7 +285,7 @@ def finetune_classifier(
                 order = np.concatenate([order, order_rng.permutation(len(input_ids))])
             index, order = torch.as_tensor(order[: settings.batch_size]), order[settings.batch_size :]
             logits = _class_logits(
-                module, input_ids[index].to(device), attention_mask[index].to(device), settings.pooling
+                module, config, input_ids[index].to(device), attention_mask[index].to(device), settings.pooling
             )
             loss = F.cross_entropy(logits.float(), targets[index].to(device))
             optimiser.zero_grad(set_to_none=True)

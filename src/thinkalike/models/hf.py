@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -109,6 +109,15 @@ _MASKED_MODEL_TYPES = frozenset(
         "megatron-bert",
     }
 )
+
+
+def _token_class_head(module: torch.nn.Module) -> torch.nn.Module | None:
+    """The ``classifier`` linear layer of a transformers token classifier (its logits are per position, like an LM
+    head's over classes), else ``None``."""
+    head = getattr(module, "classifier", None)
+    if type(module).__name__.endswith("ForTokenClassification") and isinstance(head, torch.nn.Linear):
+        return head
+    return None
 
 
 def _get_attr_path(obj: Any, path: str) -> Any:
@@ -177,7 +186,9 @@ class HFModelHandle(ModelHandle):
         self._name_for_errors = f"model {name!r} ({spec}, {type(module).__name__})"
         self.base = getattr(module, "base_model", module)
         self.blocks = self._find_blocks(module)
-        self.output_embeddings = module.get_output_embeddings()
+        # the LM head, or a fine-tuned copy's per-position class head (transformers' *ForTokenClassification)
+        # (None without either: has_unembedding; typed as transformers types get_output_embeddings)
+        self.output_embeddings = cast(torch.nn.Linear, module.get_output_embeddings() or _token_class_head(module))
         self.final_norm_module = self._find_final_norm(module)
         if is_causal is None:
             is_causal = not ("MaskedLM" in type(module).__name__ or self.model_type in _MASKED_MODEL_TYPES)
@@ -297,7 +308,7 @@ class HFModelHandle(ModelHandle):
             or getattr(cfg, "ffn_dim", None)
             or 4 * d_model
         )
-        out = module.get_output_embeddings()
+        out = self.output_embeddings
         d_vocab = int(out.weight.shape[0]) if out is not None else int(cfg.vocab_size)
         return ModelDimensions(
             n_layers=len(self.blocks),

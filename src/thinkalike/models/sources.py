@@ -467,7 +467,12 @@ def _load_zoo(spec, target, options, name, zoo_artifacts, tokenizer, device, dty
             return wrap_classifier(handle, config)
         return handle
     hf_module = cast("PreTrainedModel", module)  # every zoo family but the bridge is a transformers model
-    return _wrap_hf(spec, name, hf_module, tokenizer, is_causal=objective_of(config) == CAUSAL)
+    hf_handle = _wrap_hf(spec, name, hf_module, tokenizer, is_causal=objective_of(config) == CAUSAL)
+    if "classifier" in config:  # a fine-tuned copy of a real encoder: pooled class logits
+        from thinkalike.models.finetune import wrap_classifier
+
+        return wrap_classifier(hf_handle, config)
+    return hf_handle
 
 
 def load_saved_zoo_model(
