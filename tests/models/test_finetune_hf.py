@@ -85,3 +85,46 @@ def test_the_classifier_runs_from_any_layer_as_the_whole_model_does(encoder):
         assert whole.shape == (6, 2)
         for layer in range(LAYERS + 1):
             torch.testing.assert_close(handle.logits_from_layer(streams[layer], layer, ids, mask), whole)
+
+
+def test_a_checkpoint_laid_out_as_minilm_imports_as_an_encoder_the_copies_fine_tune(tmp_path):
+    """A BertModel saved with save_pretrained beside a WordPiece tokenizer (all-MiniLM-L6-v2's layout: no LM head, a
+    pooler): imported, its weights are the base model's under ``bert.`` without the pooler, and a copy fine-tuned
+    from it starts from exactly them."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    from thinkalike.models.encoder_import import import_encoder
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "dog", "cat", "sees", "runs", "a", "bird"]
+    tokenizer = BertTokenizerFast(vocab={word: index for index, word in enumerate(words)})
+    bert = BertModel(
+        BertConfig(
+            vocab_size=len(words),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=32,
+        )
+    )
+    bert.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    weights, config, loaded_tokenizer = import_encoder(f"hf:{tmp_path}", "tiny_minilm")
+    assert config["family"] == "hf" and config["hf_config"]["model_type"] == "bert"
+    assert config["source"] == f"hf:{tmp_path}" and loaded_tokenizer is not None
+    saved = bert.state_dict()
+    assert set(weights) == {f"bert.{key}" for key in saved if not key.startswith("pooler.")}
+    assert all(torch.equal(weights[f"bert.{key}"], saved[key]) for key in saved if not key.startswith("pooler."))
+    encoded = loaded_tokenizer(["the dog sees a cat", "a bird runs"] * 8, padding=True, return_tensors="np")
+    data = {
+        "input_ids": encoded["input_ids"],
+        "attention_mask": encoded["attention_mask"],
+        "labels": np.array([0, 1] * 8),
+    }
+    settings = FinetuneConfig(steps=2, batch_size=8, learning_rate=1e-4, warmup_steps=0, head_init_std=0.02)
+    copy_weights, copy_config, _ = finetune_classifier(
+        weights, config, data, "copy", ["no", "yes"], settings, "cpu", progress=False
+    )
+    assert copy_config["classifier"]["base_model"] == "tiny_minilm"
+    assert set(copy_weights) == set(weights) | {"classifier.weight", "classifier.bias"}
+    assert any(not torch.equal(copy_weights[key], weights[key]) for key in weights)  # the body trains too
