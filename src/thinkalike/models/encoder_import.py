@@ -21,6 +21,28 @@ from thinkalike.models.sources import load_model
 _VOLATILE_CONFIG_KEYS = ("transformers_version", "_name_or_path")
 
 
+def checkpoint_shape(spec: str) -> tuple[int, int]:
+    """``(layers, positions)`` of the masked-LM encoder ``spec`` names, from its config alone (no weights read): the
+    check before a run. A :class:`ModelSourceError` naming the spec for a spec that is no local ``hf:`` / ``packaged:``
+    checkpoint, or a config without those fields."""
+    from transformers import AutoConfig
+
+    from thinkalike.models.sources import check_model_spec, resolve_checkpoint_dir
+
+    check_model_spec(spec)
+    where = resolve_checkpoint_dir(spec)
+    try:
+        config = AutoConfig.from_pretrained(where)
+    except Exception as error:  # noqa: BLE001 - transformers raises many kinds; the message names the spec
+        raise ModelSourceError(
+            f"model spec {spec!r}: cannot read its config ({type(error).__name__}: {error})"
+        ) from None
+    layers, positions = getattr(config, "num_hidden_layers", None), getattr(config, "max_position_embeddings", None)
+    if not isinstance(layers, int) or not isinstance(positions, int):
+        raise ModelSourceError(f"model spec {spec!r}: its config gives no num_hidden_layers / max_position_embeddings")
+    return layers, positions
+
+
 def import_encoder(spec: str, name: str) -> tuple[dict[str, torch.Tensor], dict[str, Any], Any]:
     """``(weights, config, tokenizer)`` of the encoder ``spec`` names (module docstring), on the CPU in float32;
     a :class:`ModelSourceError` naming the spec for a checkpoint that is not a masked-LM encoder."""

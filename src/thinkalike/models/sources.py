@@ -156,6 +156,17 @@ def _resolve_packaged(spec: str, target: str) -> str:
         raise ModelSourceError(str(exc)) from None
 
 
+def resolve_checkpoint_dir(spec: str) -> str:
+    """The local directory or hub id of an ``hf:`` or ``packaged:`` spec (a packaged checkpoint resolved to where it
+    is installed); a :class:`ModelSourceError` naming the spec for another source."""
+    source, target, options = _split(spec)
+    if source == "packaged":
+        return resolve_checkpoint_dir(_resolve_packaged(spec, target))
+    if source != "hf":
+        raise ModelSourceError(f"model spec {spec!r}: expected an hf: or packaged: checkpoint, got source {source!r}")
+    return str(_check_hf(spec, target, options, trusted=False)["path_or_id"])
+
+
 def _looks_like_path(target: str) -> bool:
     return (
         os.path.exists(os.path.expanduser(target))

@@ -32,6 +32,7 @@ from thinkalike.language.nli import (
     mix_rows,
     pack_pairs,
 )
+from thinkalike.models.encoder_import import import_encoder
 from thinkalike.models.finetune import (
     copy_seeds,
     finetune_classifier,
@@ -96,6 +97,16 @@ def make_pairs(*, settings: NLIParameters) -> pd.DataFrame:
     (premise triples joined by ``"; "``, so the table has no list column)."""
     pairs = generate_pairs(settings.pairs_config())
     return pairs.assign(premise_triples=pairs["premise_triples"].map("; ".join))
+
+
+def import_pretrained_encoder(*, settings: NLIParameters):
+    """A real pretrained encoder (``nli.encoder.source``) as the encoder every copy starts from
+    (:func:`thinkalike.models.encoder_import.import_encoder`): its weights, its zoo-style config, an empty
+    pretraining curve (it was pretrained elsewhere) and its own tokenizer, which every copy's node then reads."""
+    weights, config, tokenizer = import_encoder(settings.encoder.source, ENCODER_NAME)
+    logger.info("nli: encoder %s imported (%d tensors)", settings.encoder.source, len(weights))
+    curve = pd.DataFrame(columns=["model", "step", "train_loss", "seconds"])
+    return weights, config, curve, tokenizer
 
 
 def pretrain_encoder(

@@ -18,7 +18,7 @@ from thinkalike.nli.analysis import copy_names
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import group_namespace, namespaced_node
 from thinkalike.pipelines.nli import nodes
-from thinkalike.pipelines.nli.schema import NLIParameters, nli_section
+from thinkalike.pipelines.nli.schema import ZOO_ENCODER, NLIParameters, nli_section
 from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.runners.settings import GPU_WORK
 
@@ -69,12 +69,30 @@ def create_pipeline(run: RunSettings) -> Pipeline:
     )
 
 
+def tokenizer_input(settings: NLIParameters) -> str:
+    """The tokenizer the copies read: the corpus's for the zoo encoder, else the imported checkpoint's own."""
+    return "tokenizer" if settings.encoder.source == ZOO_ENCODER else f"{ENCODER}.tokenizer"
+
+
 def _encoder_nodes(settings: NLIParameters) -> list[Node]:
-    """The pairs (``make_pairs``) and the pretrained encoder every copy starts from (``pretrain_encoder``)."""
+    """The pairs (``make_pairs``) and the encoder every copy starts from: pretrained on the grammar
+    (``pretrain_encoder``) or a real checkpoint imported (``import_pretrained_encoder``)."""
+    pairs = _node(
+        with_fixed_arguments(nodes.make_pairs, settings=settings), [], ["pairs"], name="make_pairs", namespace=NLI
+    )
+    if settings.encoder.source != ZOO_ENCODER:
+        return [
+            pairs,
+            _node(
+                with_fixed_arguments(nodes.import_pretrained_encoder, settings=settings),
+                [],
+                ["model_weights", "model_config", "training_curve", "tokenizer"],
+                name="import_pretrained_encoder",
+                namespace=ENCODER,
+            ),
+        ]
     return [
-        _node(
-            with_fixed_arguments(nodes.make_pairs, settings=settings), [], ["pairs"], name="make_pairs", namespace=NLI
-        ),
+        pairs,
         _node(
             with_fixed_arguments(nodes.pretrain_encoder, settings=settings),
             ["train_sequences", "heldout_sequences", "tokenizer"],
@@ -91,7 +109,7 @@ def _copy_nodes(settings: NLIParameters, names: list[str]) -> list[Node]:
     return [
         _node(
             with_fixed_arguments(nodes.finetune_copy, settings=settings, name=name, index=index),
-            [PAIRS, "tokenizer", *ENCODER_WEIGHTS],
+            [PAIRS, tokenizer_input(settings), *ENCODER_WEIGHTS],
             COPY_OUTPUTS,
             name="finetune_copy",
             namespace=f"{NLI}.{name}",
@@ -115,7 +133,7 @@ def _group_nodes(settings: NLIParameters, names: list[str]) -> list[Node]:
         ),
         _node(
             with_fixed_arguments(nodes.sweep_fractions, settings=settings),
-            [f"{NLI}.groups", "tokenizer", *ENCODER_WEIGHTS],
+            [f"{NLI}.groups", tokenizer_input(settings), *ENCODER_WEIGHTS],
             ["sweep"],
             name="sweep_fractions",
             namespace=NLI,
@@ -131,7 +149,7 @@ def _stitching_nodes(settings: NLIParameters, names: list[str]) -> list[Node]:
     return [
         _node(
             with_fixed_arguments(nodes.stitch_from_copy, settings=settings, model_f=name, names=names),
-            [PAIRS, "tokenizer", *weights, *configs, *predictions],
+            [PAIRS, tokenizer_input(settings), *weights, *configs, *predictions],
             ["identity_stitch_table"],
             name="stitch_from_copy",
             namespace=f"{STITCH}.{name}",
@@ -156,7 +174,7 @@ def _closing_nodes(settings: NLIParameters, cka: CKASettings, names: list[str]) 
         ),
         _node(
             with_fixed_arguments(nodes.compare_copies_cka, settings=settings, cka=cka, names=names),
-            [PAIRS, "tokenizer", f"{NLI}.groups", *weights, *configs],
+            [PAIRS, tokenizer_input(settings), f"{NLI}.groups", *weights, *configs],
             [
                 "cka_tables",
                 "cka_distances",

@@ -43,9 +43,17 @@ class PairTextParameters(_Section):
     hypothesis_mask_probability: float = Field(0.15, ge=0, lt=1)
 
 
-class EncoderParameters(_Section):
-    """``nli.encoder``: the masked encoder every copy starts from (a bridge-family zoo config)."""
+#: ``nli.encoder.source`` of the zoo's own encoder, pretrained on the grammar by the pipeline.
+ZOO_ENCODER = "zoo"
 
+
+class EncoderParameters(_Section):
+    """``nli.encoder``: the masked encoder every copy starts from. ``source``: ``zoo`` (a bridge-family zoo
+    encoder pretrained on the grammar: ``seed``, ``architecture``, ``training``, ``pair_text``) or a real
+    pretrained checkpoint's spec (``packaged:minilm``, ``hf:<dir or id>``: imported as it is, with its own
+    tokenizer; the zoo settings are then not read)."""
+
+    source: str = ZOO_ENCODER
     seed: int = 0
     architecture: dict[str, Any] = Field(default_factory=dict)
     training: dict[str, Any] = Field(default_factory=dict)
@@ -133,17 +141,20 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
         raise ParameterError(
             f"nli.finetune.{key}: the copies' seeds come from nli.seed (copy_seeds), not from nli.finetune"
         )
-    if nli.n_ctx < corpus_n_ctx:
-        raise ParameterError(
-            f"nli.n_ctx: {nli.n_ctx} is shorter than the corpus rows the encoder pretrains on "
-            f"(corpus.n_ctx = {corpus_n_ctx})"
-        )
-    validate_dataclass(TrainingConfig, {**nli.encoder.training, "seed": nli.encoder.seed}, "nli.encoder.training")
-    try:
-        bridge = resolve_bridge_config({**nli.encoder.architecture, "d_vocab": 64, "n_ctx": nli.n_ctx})
-    except (ValueError, TypeError) as error:
-        raise ParameterError(f"nli.encoder.architecture: {error}") from None
-    n_layers = int(bridge["n_layers"])
+    if nli.encoder.source == ZOO_ENCODER:
+        if nli.n_ctx < corpus_n_ctx:
+            raise ParameterError(
+                f"nli.n_ctx: {nli.n_ctx} is shorter than the corpus rows the encoder pretrains on "
+                f"(corpus.n_ctx = {corpus_n_ctx})"
+            )
+        validate_dataclass(TrainingConfig, {**nli.encoder.training, "seed": nli.encoder.seed}, "nli.encoder.training")
+        try:
+            bridge = resolve_bridge_config({**nli.encoder.architecture, "d_vocab": 64, "n_ctx": nli.n_ctx})
+        except (ValueError, TypeError) as error:
+            raise ParameterError(f"nli.encoder.architecture: {error}") from None
+        n_layers = int(bridge["n_layers"])
+    else:
+        n_layers = _checkpoint_layers(nli.encoder.source, nli.n_ctx)
     for fraction in nli.sweep.fractions:
         if not 0.0 <= fraction < 1.0:
             raise ParameterError(
@@ -163,6 +174,20 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
         )
     validate_dataclass(CKASettings, nli.cka, "nli.cka")
     return nli
+
+
+def _checkpoint_layers(spec: str, n_ctx: int) -> int:
+    """A real encoder's layers from its config (no weights read), after its spec and its context are checked."""
+    from thinkalike.models.encoder_import import checkpoint_shape
+    from thinkalike.models.handle import ModelSourceError
+
+    try:
+        layers, positions = checkpoint_shape(spec)
+    except ModelSourceError as error:
+        raise ParameterError(f"nli.encoder.source: {error}") from None
+    if n_ctx > positions:
+        raise ParameterError(f"nli.n_ctx: {n_ctx} is longer than {spec}'s {positions} positions")
+    return layers
 
 
 def nli_section(run: RunSettings) -> NLIParameters | None:

@@ -57,9 +57,11 @@ def _nli(findings: Mapping[str, Any]) -> str | None:
     nli = _section(findings, "nli")
     if not nli or not nli.get("n_copies"):
         return None
+    source = nli.get("encoder_source") or "zoo"
+    encoder = "zoo encoder pretrained on the grammar" if source == "zoo" else f"pretrained checkpoint ({source})"
     return (
         f"{nli['n_copies']} fine-tunes ({_span(nli.get('finetune_steps') or [])} steps) of one "
-        f"{nli.get('encoder_layers', '?')}-layer zoo encoder pretrained on the grammar; the grammar's NLI pairs "
+        f"{nli.get('encoder_layers', '?')}-layer {encoder}; the grammar's NLI pairs "
         f"({nli.get('counterexample_fraction', '?')} of them counterexamples to the overlap heuristic); HANS-style "
         "subcases out of distribution; groups by OOD non-entailed accuracy"
     )

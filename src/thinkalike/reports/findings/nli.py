@@ -94,9 +94,13 @@ def _nli_settings(tables: Mapping[str, Any], nli: Mapping[str, Any]) -> dict[str
     ]
     encoder = tables.get("models.nli.encoder.model_config")
     arch = (encoder.get("bridge_config") or encoder.get("architecture") or {}) if isinstance(encoder, Mapping) else {}
-    result["encoder_layers"] = arch.get("n_layers") or ((nli.get("encoder") or {}).get("architecture") or {}).get(
-        "n_layers"
+    imported = (encoder.get("hf_config") or {}) if isinstance(encoder, Mapping) else {}  # a real checkpoint
+    result["encoder_layers"] = (
+        arch.get("n_layers")
+        or imported.get("num_hidden_layers")
+        or ((nli.get("encoder") or {}).get("architecture") or {}).get("n_layers")
     )
+    result["encoder_source"] = (encoder.get("source") if isinstance(encoder, Mapping) else None) or "zoo"
     curves = table_of(tables, "models.nli.training_curves")
     if curves is not None and "stage" in curves:
         tuned = curves[curves["stage"] == "fine-tuning"]
