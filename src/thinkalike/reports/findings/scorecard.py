@@ -726,6 +726,13 @@ def evaluate(
     per_replicate = [question.effects(f) for f in kept]
     if planned is None or not any(parts.get(name) is not None for parts in per_replicate for name in planned.primary):
         why = f"needs {question.needs}" if question.needs else "not measured"
+        earlier = [question.alternatives(f) for f in kept] if question.alternatives else []
+        if planned is not None and any(value is not None for parts in earlier for value in parts.values()):
+            # the question was asked, by the pilot's estimand: replicates collected before the plan's
+            why = (
+                "these replicates were collected before the plan's estimand and measured only the pilot's; "
+                "new replicates of this column measure it"
+            )
         if planned is None:
             why += " (the plan asks nothing of this column)"
         return {
