@@ -15,7 +15,6 @@ import pytest
 
 from thinkalike.cka.compute import distance_table, intra_blocks
 from thinkalike.findings_cli import write_real_column
-from thinkalike.measures.blocks import DEFAULT_MIN_CONTRAST
 from thinkalike.pipelines.specs import report_outline
 from thinkalike.reports.findings import findings_document, render_document
 from thinkalike.reports.findings.cka import intra_block_findings
@@ -49,7 +48,11 @@ def test_a_models_own_cka_is_cut_into_its_blocks_with_the_contrast_computed_by_h
     assert found["block_contrast"] == pytest.approx(0.7, abs=1e-12)
     flat = np.full((n, n), 0.5)
     np.fill_diagonal(flat, 1.0)
-    assert intra_blocks(_long_table(flat)) == {"block_contrast": pytest.approx(0.0, abs=1e-12), "blocks": ""}
+    assert intra_blocks(_long_table(flat)) == {
+        "block_contrast": pytest.approx(0.0, abs=1e-12),
+        "block_contrast_null": pytest.approx(0.0, abs=1e-12),  # every order of a flat matrix: no blocks either
+        "blocks": "",
+    }
     # the distance table carries them for a model with itself only
     other = _long_table(matrix).assign(model_b="n")
     table = distance_table([_long_table(matrix), other])
@@ -58,15 +61,26 @@ def test_a_models_own_cka_is_cut_into_its_blocks_with_the_contrast_computed_by_h
         and table.loc[1, "blocks"] == ""
         and np.isnan(table.loc[1, "block_contrast"])
     )
-    assert intra_block_findings(table) == {"m": {"n_layers": 8, "contrast": pytest.approx(0.7), "blocks": "0–2, 3–7"}}
+    found = intra_block_findings(table)
+    assert found == {
+        "m": {"n_layers": 8, "contrast": pytest.approx(0.7), "null": found["m"]["null"], "blocks": "0–2, 3–7"}
+    }
+    # the layer-order null of planted consecutive blocks: below the contrast, above 0 (a best split's maximum)
+    assert 0.0 < found["m"]["null"] < found["m"]["contrast"] - 0.2
 
 
 def _real_findings(shift: float) -> dict:
     """One real replicate's findings, shaped as collect_findings makes them, for two rows."""
     return {
-        "cka": {"intra_blocks": {"smollm2": {"n_layers": 31, "contrast": 0.35 + shift, "blocks": "0–3, 4–30"}}},
+        "cka": {
+            "intra_blocks": {"smollm2": {"n_layers": 31, "contrast": 0.35 + shift, "null": 0.1, "blocks": "0–3, 4–30"}}
+        },
         "embedding": {
-            "keep_k": {"V": 49152, "by_k": [{"k": 10, "min_gap": -0.4 + shift}, {"k": 50, "min_gap": shift}]}
+            "keep_k": {
+                "V": 49152,
+                "k_paper": 983,
+                "by_k": [{"k": 10, "min_gap": -0.4 + shift}, {"k": 50, "min_gap": shift}],
+            }
         },
     }
 
@@ -74,26 +88,35 @@ def _real_findings(shift: float) -> dict:
 def test_each_row_gets_a_real_column_by_the_same_rule_and_unaskable_rows_say_what_they_need():
     real = [_real_findings(s) for s in (0.0, 0.01, -0.01)]
     for findings, shift in zip(real, (0.0, 0.01, -0.01)):
-        findings["embedding"]["keep_k"]["by_k"].append({"k": 1000, "min_gap": -0.4 + shift})
+        findings["embedding"]["keep_k"]["by_k"].append(
+            {
+                "k": 1000,
+                "min_gap": -0.4 + shift,
+                "mean_gap_by_distribution": {d: -0.4 + shift for d in ("normal", "ff_values", "residual")},
+                "n_ahead": 0,
+                "n_cases": 3,
+            }
+        )
     rows = scorecard([{}, {}, {}], real)
     by_key = {row["key"]: row for row in rows}
     assert len(rows) == len(QUESTIONS) and all("real" in row for row in rows)
     blocks = by_key["brown_blocks"]["real"]
     part = blocks["parts"]["smollm2"]
-    assert part["effects"] == pytest.approx([0.35 - DEFAULT_MIN_CONTRAST + s for s in (0.0, 0.01, -0.01)])
+    assert part["effects"] == pytest.approx([0.35 - 0.1 + s for s in (0.0, 0.01, -0.01)])  # less its null
     assert part["verdict"] == "reproduced" and blocks["n_replicates"] == 3
     assert blocks["parts"]["minilm"]["why"] == "measured in 0 of 3 replicates"
     assert blocks["verdict_word"] == "partly" and blocks["holm"] == ["smollm2"]  # minilm unmeasured: not all
     keep = by_key["dar_keep_k"]["real"]
-    assert keep["parts"]["k = 1000"]["verdict"] == "opposite"  # −0.4 ± 0.01: its 95 % interval below 0
-    assert keep["parts"]["k = 10"]["verdict"] == "opposite"
+    assert keep["parts"]["normal, k = 1000"]["verdict"] == "opposite"  # −0.4 ± 0.01: its 95 % interval below 0
+    assert keep["parts"]["residual, k = 1000"]["verdict"] == "opposite"
+    assert keep["robustness"]["smallest gap, k = 10 (the pilot's)"]["verdict"] == "opposite"
     assert keep["verdict_word"] == "not reproduced"
     nli = by_key["brown_nli_groups"]["real"]
     assert nli["verdict"].startswith("not testable: needs NLI fine-tunes of one encoder")
     assert by_key["mlem_mamba_position"]["real"]["verdict"].startswith("not testable: needs a Mamba model")
     table = render_scorecard(rows)
     assert "Real checkpoints (SmolLM2-135M-Instruct" in table
-    assert all(line.count(" | ") == 3 for line in table.split("\n") if line.startswith("| ") and "---" not in line)
+    assert all(line.count(" | ") == 4 for line in table.split("\n") if line.startswith("| ") and "---" not in line)
 
 
 def test_without_real_replicates_the_scorecard_has_no_real_column():

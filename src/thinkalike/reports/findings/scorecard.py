@@ -991,8 +991,10 @@ def render_parts(rows: Sequence[Mapping[str, Any]]) -> str:
             "",
             forest_svg(_ordered(row)),
             "",
-            "Each part's replicates (dots), 95 % interval (bar) and mean (tick) in units of its δ; grey: ±δ; the line: "
-            "0, the part's reference. Rows in the table's order.",
+            wrap(
+                "Each part's replicates (dots), 95 % interval (bar) and mean (tick) in units of its δ; grey: ±δ; the "
+                "line: 0, the part's reference. Rows in the table's order."
+            ),
             "",
             "| part | effects | mean [95 %] | 90 % | δ | verdict |",
             "|---|---|---|---|---|---|",
