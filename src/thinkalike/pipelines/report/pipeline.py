@@ -93,7 +93,7 @@ def report_inputs(run: RunSettings) -> list[str]:
 
 
 #: The committed replicates' document (docs/findings.json, read only): its verdicts go beside this run's estimates.
-COMMITTED_FINDINGS = "committed_findings"
+COMMITTED_FINDINGS = f"{group_namespace('report')}.committed_findings"  # inside the report's box in kedro-viz
 
 
 def create_pipeline(run: RunSettings, indexed: Sequence[str] = ()) -> Pipeline:
