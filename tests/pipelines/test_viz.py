@@ -401,6 +401,9 @@ def test_every_dataset_previews_after_a_full_run(browser, tiny_project):
     with static_server(project / "build") as url:
         page = open_graph(browser, url, expand_all=True)
         for name in datasets:
+            if name == "models.report.committed_findings":
+                # read only, docs/findings.json, absent from a test project's copy: kedro-viz has no file to preview
+                continue
             open_dataset(page, name)
             kind = json.loads(
                 (project / "build" / "api" / "nodes" / graph_node(page, name).get_attribute("data-id")).read_text()
