@@ -216,17 +216,24 @@ def log_claim_status(document: dict[str, Any], repo: Path, group: str | None = N
 
 #: ``replicates.column`` of an environment whose replicates answer the scorecard's real-model column (conf/real).
 REAL_COLUMN = "real"
+#: ``replicates.column`` of conf/real_nli: its replicates answer the real-model column's NLI row.
+REAL_NLI_COLUMN = "real_nli"
+#: The key of docs/findings.json that holds each real column's replicates.
+REPLICATES_KEY = {REAL_COLUMN: "real_replicates", REAL_NLI_COLUMN: "real_nli_replicates"}
 
 
 def replicate_column(project: Path, env: str) -> str | None:
     """``replicates.column`` of the environment's parameters: ``real`` when its replicates answer the scorecard's
-    real-model column of docs/findings.json (beside the default run's replicates) rather than make the document;
-    None (the default) otherwise; a ``ValueError`` naming it for another value."""
+    real-model column of docs/findings.json (beside the default run's replicates) rather than make the document,
+    ``real_nli`` when they answer that column's NLI row; None (the default) otherwise; a ``ValueError`` naming it for
+    another value."""
     from thinkalike.pipelines.parameters import configured_parameters
 
     column = (configured_parameters(project, env).get("replicates") or {}).get("column")
-    if column not in (None, REAL_COLUMN):
-        raise ValueError(f"replicates.column (conf/{env}): expected {REAL_COLUMN!r} or null, got {column!r}")
+    if column is not None and column not in REPLICATES_KEY:
+        raise ValueError(
+            f"replicates.column (conf/{env}): expected one of {list(REPLICATES_KEY)} or null, got {column!r}"
+        )
     return column
 
 
@@ -242,7 +249,7 @@ def write_replicate_findings(
     """docs/findings.json (and with ``write`` the region of the page docs/findings.md) from the replicates in
     ``folders``; 0, or 1 when a section could not be collected (then the page is not written)."""
     column = replicate_column(repo, env) if env else None
-    if column == REAL_COLUMN and not (repo / FINDINGS_JSON).is_file():
+    if column in REPLICATES_KEY and not (repo / FINDINGS_JSON).is_file():
         print(
             f"error: the real-model column needs {repo / FINDINGS_JSON} (the default replicates) first", file=sys.stderr
         )
@@ -252,8 +259,8 @@ def write_replicate_findings(
         logger.info("replicate %d: collecting the findings of %s", replicate, folder)
         findings.append(project_findings(folder, env, replicate))
     runs = list(records) if records is not None else [run_record(folder) for folder in folders]
-    if column == REAL_COLUMN:
-        return write_real_column(findings, runs, repo, write)
+    if column in REPLICATES_KEY:
+        return write_real_column(findings, runs, repo, write, REPLICATES_KEY[column])
     comparison = None
     if roundoff is not None:  # a comparison, not a replicate: its seeds are replicate 0's, so it is no new draw
         logger.info("round-off run: collecting the findings of %s", roundoff)
@@ -289,11 +296,16 @@ def write_replicate_findings(
 
 
 def write_real_column(
-    findings: list[dict[str, Any]], runs: Sequence[dict[str, Any] | None], repo: Path, write: bool
+    findings: list[dict[str, Any]],
+    runs: Sequence[dict[str, Any] | None],
+    repo: Path,
+    write: bool,
+    key: str = REPLICATES_KEY[REAL_COLUMN],
 ) -> int:
-    """The real checkpoints' replicates into docs/findings.json (``real_replicates``) and its scorecard's real-model
-    column, the default replicates' findings and claims kept as they are (and with ``write`` the page's region); 0,
-    or 1 when a section could not be collected (nothing is written then)."""
+    """The real checkpoints' replicates into docs/findings.json (``key``: ``real_replicates``, or
+    ``real_nli_replicates`` for conf/real_nli's) and its scorecard's real-model column, the default replicates'
+    findings kept as they are (and with ``write`` the page's region); 0, or 1 when a section could not be collected
+    (nothing is written then)."""
     errors = [e for f in findings for e in collect_errors(f)]
     for error in errors:
         print(f"error: {error}", file=sys.stderr)
@@ -305,9 +317,7 @@ def write_real_column(
         {"replicate": index, "run": run, "findings": found}
         for index, (found, run) in enumerate(zip(findings, runs, strict=True))
     ]
-    document = rederived(
-        {**json.loads(source.read_text(encoding="utf-8")), "real_replicates": entries}, project_outline()
-    )
+    document = rederived({**json.loads(source.read_text(encoding="utf-8")), key: entries}, project_outline())
     write_json(document, source)
     answered = sum(row["real"]["verdict_word"] != "not testable" for row in document["scorecard"])
     print(f"wrote {source}: the scorecard's real-model column from {len(entries)} replicate(s), {answered} rows asked")

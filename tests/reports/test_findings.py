@@ -5,6 +5,7 @@ the default run's (the tiny run's outputs: tests/pipelines/test_findings_tiny_ru
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import math
@@ -103,6 +104,26 @@ def test_the_committed_page_renders_unchanged(tmp_path):
     assert (tmp_path / "docs" / "findings.md").read_text(encoding="utf-8") == FINDINGS_PAGE.read_text(encoding="utf-8")
 
 
+def _no_amendment_touches_the_zoo_column(document, plan) -> None:
+    """The plan the zoo's deciding replicates were collected under (``analysis_plan.earlier``, read from git at its
+    commit) has the same zoo column, question by question, as the plan now: amendments touch only other columns."""
+    from thinkalike.analysis.plan import PLAN_PATH, AnalysisPlan
+
+    earlier = document["analysis_plan"].get("earlier") or []
+    assert bool(earlier) == bool(plan.amendments)  # amended exactly when a plan is named as earlier
+    assert all(a.column != "zoo" for a in plan.amendments)
+    for entry in earlier:
+        shown = subprocess.run(
+            ["git", "show", f"{entry['git_commit']}:{PLAN_PATH}"], cwd=ROOT, capture_output=True, text=True
+        )
+        if shown.returncode != 0:  # a clone without that history: the sha256 alone is the record
+            continue
+        then = AnalysisPlan.model_validate(yaml.safe_load(shown.stdout))
+        assert hashlib.sha256(shown.stdout.encode("utf-8")).hexdigest() == entry["sha256"]
+        for key, question in then.questions.items():
+            assert plan.questions[key].zoo == question.zoo, key
+
+
 def test_findings_json_is_the_scorecard_by_the_committed_plan_and_every_verdict_recomputes():
     """docs/findings.json: no claims; the plan's path and sha256 (the plan in the repository now); ≥ 16 rows whose
     primary parts are the plan's; per part every number and word recomputed from its stored effects and the plan by
@@ -115,8 +136,12 @@ def test_findings_json_is_the_scorecard_by_the_committed_plan_and_every_verdict_
     assert len(replicates) >= 3 and document["git_commit"] and document["command"]
     assert not any(r["run"].get("roundoff") for r in replicates)  # independent draws only
     assert "claims" not in document
-    assert document["analysis_plan"] == {"path": str(PLAN_PATH), "sha256": plan_digest(ROOT / PLAN_PATH)}
+    assert {k: document["analysis_plan"][k] for k in ("path", "sha256")} == {
+        "path": str(PLAN_PATH),
+        "sha256": plan_digest(ROOT / PLAN_PATH),
+    }
     plan = load_plan(ROOT / PLAN_PATH)
+    _no_amendment_touches_the_zoo_column(document, plan)
     rows = document["scorecard"]
     assert len(rows) >= 16
     for row in rows:

@@ -96,12 +96,24 @@ class DecidingRecord(_Strict):
     zoo_replicates: int = Field(ge=2)
 
 
+class Amendment(_Strict):
+    """A change to the plan after the deciding replicates of its ``column`` began: what changed and what data, if
+    any, had been seen (``before``: the data it was fixed before)."""
+
+    date: str
+    question: str
+    column: Column
+    what: str
+    before: str
+
+
 class AnalysisPlan(_Strict):
     """The whole plan (the file's module comment says what each field means)."""
 
     version: int
     pilot: PilotRecord
     deciding: DecidingRecord
+    amendments: tuple[Amendment, ...] = ()
     exclusions: str
     exploratory_rule: str
     gates: dict[str, PlannedGate]

@@ -62,7 +62,7 @@ from thinkalike.reports.findings.claims import (
     render_claims,
     single_run,
 )
-from thinkalike.reports.findings.deviations import deviations_table
+from thinkalike.reports.findings.deviations import amendments_text, deviations_table
 from thinkalike.reports.findings.readme import (  # the README region and its digest: this package's API too
     END_MARKER,
     REGENERATE,
@@ -224,6 +224,7 @@ def findings_document(
     runs: Sequence[Mapping[str, Any] | None] | None = None,
     real: Sequence[Mapping[str, Any]] | None = None,
     with_claims: bool = True,
+    real_nli: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The findings of one or more independent replicates (each :func:`collect_findings`' dict; ``runs``: each
     replicate's run record, :mod:`thinkalike.replicates`) with the papers' scorecard and the merged claims:
@@ -232,19 +233,27 @@ def findings_document(
     one replicate, one margin per replicate, its noise and its status
     (:func:`~thinkalike.reports.findings.claims.merge_claims`). ``real``: the real checkpoints' replicates
     (``{"replicate", "run", "findings"}`` each, ``conf/real``), kept as ``real_replicates`` and answered in the
-    scorecard's real-model column (its rows' ``real``). ``outline``: the report's sections (:func:`claims_of`).
+    scorecard's real-model column (its rows' ``real``); ``real_nli``: conf/real_nli's replicates (fine-tuned copies of
+    one real encoder), kept as ``real_nli_replicates`` and answering that column's NLI row. ``outline``: the report's sections (:func:`claims_of`).
     ``with_claims=False``: the replicates' document (docs/findings.json), which holds the scorecard, its parts and the
     exploratory observations but no claims (descriptive sentences no verdict rests on: one run's report keeps
     them)."""
     runs = list(runs) if runs is not None else [None] * len(replicates)
     real_entries = [dict(entry) for entry in real or []]
+    real_nli_entries = [dict(entry) for entry in real_nli or []]
     plan_file = package_plan_path()
-    rows = scorecard(replicates, [entry["findings"] for entry in real_entries] or None, load_plan(plan_file))
+    rows = scorecard(
+        replicates,
+        [entry["findings"] for entry in real_entries] or None,
+        load_plan(plan_file),
+        [entry["findings"] for entry in real_nli_entries] or None,
+    )
     return {
         "scorecard": rows,
         "exploratory": exploratory(rows),
         "analysis_plan": {"path": str(PLAN_PATH), "sha256": plan_digest(plan_file)},
         **({"real_replicates": real_entries} if real_entries else {}),
+        **({"real_nli_replicates": real_nli_entries} if real_nli_entries else {}),
         **(
             {"claims": merge_claims([single_run(claims_of(findings, outline)) for findings in replicates])}
             if with_claims
@@ -257,9 +266,19 @@ def findings_document(
     }
 
 
+def _first_findings(entries: Sequence[Mapping[str, Any]] | None) -> Mapping[str, Any] | None:
+    return entries[0]["findings"] if entries else None
+
+
+def _nonempty(*blocks: str) -> list[str]:
+    return [block for block in blocks if block.strip()]
+
+
 def rederived(document: Mapping[str, Any], outline: ReportOutline) -> dict[str, Any]:
     """A findings document with its scorecard and claims made again by this code from its replicates' saved
-    findings (a round-off run, which earlier documents counted as a replicate, is left out: it is no new draw)."""
+    findings (a round-off run, which earlier documents counted as a replicate, is left out: it is no new draw).
+    ``analysis_plan`` names the plan it is derived by now; when that plan was amended since (its ``amendments``), its
+    ``earlier`` lists each plan the document was collected under (sha256 and the collecting commit)."""
     kept = [r for r in document["replicates"] if not (r.get("run") or {}).get("roundoff")]
     made = findings_document(
         [r["findings"] for r in kept],
@@ -267,7 +286,15 @@ def rederived(document: Mapping[str, Any], outline: ReportOutline) -> dict[str, 
         [r.get("run") for r in kept],
         document.get("real_replicates"),
         with_claims=False,
+        real_nli=document.get("real_nli_replicates"),
     )
+    before = document.get("analysis_plan") or {}
+    if before.get("sha256") and before["sha256"] != made["analysis_plan"]["sha256"]:
+        # the plan was amended after these replicates were collected: say which plan they were collected under
+        earlier = [*before.get("earlier", []), {"sha256": before["sha256"], "git_commit": document.get("git_commit")}]
+        made["analysis_plan"] = {**made["analysis_plan"], "earlier": earlier}
+    elif before.get("earlier"):
+        made["analysis_plan"] = {**made["analysis_plan"], "earlier": before["earlier"]}
     return {**{k: v for k, v in document.items() if k != "claims"}, **made}
 
 
@@ -372,7 +399,14 @@ def render_document(document: Mapping[str, Any], outline: ReportOutline) -> str:
             "The set-up of each experiment, the paper's against these replicates' (read from the first replicate's "
             "saved outputs); how each question's estimand departs from the paper's claim is in its part below."
         ),
-        deviations_table(first),
+        deviations_table(first, _first_findings(document.get("real_nli_replicates"))),
+        *_nonempty(
+            wrap(
+                amendments_text(
+                    load_plan(package_plan_path()).amendments, (document.get("analysis_plan") or {}).get("earlier", [])
+                )
+            )
+        ),
         "## Each question's parts",
         wrap(
             "Per part: the effect in each replicate, the mean with its 95 % interval, the 90 % interval (the "

@@ -113,11 +113,30 @@ OURS: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
 }
 
 
-def deviations_table(findings: Mapping[str, Any]) -> str:
+def deviations_table(findings: Mapping[str, Any], real_nli: Mapping[str, Any] | None = None) -> str:
     """The Markdown table: one row per experiment, the paper's set-up against this replicate's (``findings``: one
-    replicate's collected findings); "not run" where the replicate has no such section."""
+    replicate's collected findings); "not run" where the replicate has no such section. ``real_nli``: one of
+    conf/real_nli's replicates, whose NLI set-up is a row of its own (the real column's NLI row)."""
     lines = ["| experiment | the paper | ours |", "|---|---|---|"]
     for key, paper in PAPERS.items():
         ours = OURS[key](findings) or "not run in these replicates"
         lines.append(f"| {key.replace('_', '-')} | {paper} | {ours} |")
+        if key == "nli" and real_nli is not None:
+            lines.append(f"| nli (real column) | {paper} | {_nli(real_nli) or 'not run'} |")
     return "\n".join(lines)
+
+
+def amendments_text(amendments: Sequence[Any], earlier: Sequence[Mapping[str, Any]]) -> str:
+    """The plan's amendments in words (each :class:`~thinkalike.analysis.plan.Amendment`) and the plans the document
+    was collected under before them (sha256 and commit); empty without amendments."""
+    if not amendments:
+        return ""
+    said = " ".join(
+        f"{a.date}, {a.question} ({a.column} column): {' '.join(a.what.split())}; fixed before {a.before}."
+        for a in amendments
+    )
+    before = "; ".join(f"sha256 {e['sha256'][:12]}… at commit {str(e.get('git_commit'))[:7]}" for e in earlier)
+    return (
+        f"Amendments to the plan after its deciding replicates began (none changes a column already decided): {said}"
+        + (f" The zoo's deciding replicates were collected under the plan before them ({before})." if before else "")
+    )

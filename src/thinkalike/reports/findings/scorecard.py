@@ -48,6 +48,9 @@ class Question:
     unanswered: str = ""
     needs: str = ""
     alternatives: Callable[[Mapping[str, Any]], Parts] | None = None
+    #: The replicates that answer the row's real column: ``real`` (conf/real's checkpoints) or ``real_nli``
+    #: (conf/real_nli: fine-tuned copies of one real encoder).
+    real_source: str = "real"
 
 
 # ---- effects, one replicate's findings at a time (the plan's estimands: conf/base/analysis_plan.yml) ------------------
@@ -115,7 +118,7 @@ def _nli_later(findings: Mapping[str, Any]) -> Parts:
             parts[f"stitching, layer {int(gap['layer'])} of {int(depth)}"] = as_float(gap.get("means"))
     for gap in (nli.get("cka") or {}).get("gaps") or []:
         if float(gap["layer"]) >= LATER_LAYERS:
-            parts[f"CKA, depth {float(gap['layer'])}"] = as_float(gap.get("means"))
+            parts[f"CKA, depth {round(float(gap['layer']), 3)}"] = as_float(gap.get("means"))
     if all(v is None for v in parts.values()):
         return {}
     return parts
@@ -462,6 +465,7 @@ QUESTIONS: tuple[Question, ...] = (
         "larger ones",
         needs="NLI fine-tunes of one encoder that generalize and that rely on heuristics",
         alternatives=_nli_alternatives,
+        real_source="real_nli",
     ),
     Question(
         "brown_early_layers",
@@ -634,6 +638,12 @@ REAL_CHECKPOINTS = (
     "(distilled, sentence-tuned BERT; 6 blocks, d = 384), python -m thinkalike.replicates --env real"
 )
 
+#: What the real column's NLI row is asked of (conf/real_nli's replicates).
+REAL_NLI_COPIES = (
+    "copies of all-MiniLM-L6-v2 (6 blocks, d = 384) fine-tuned on the grammar's NLI pairs, "
+    "python -m thinkalike.replicates --env real_nli"
+)
+
 #: The word of a one-run answer: estimates, no verdict.
 ONE_RUN = "one run"
 
@@ -803,11 +813,14 @@ def scorecard(
     replicates: Sequence[Mapping[str, Any]],
     real: Sequence[Mapping[str, Any]] | None = None,
     plan: AnalysisPlan | None = None,
+    real_nli: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Every row of :data:`QUESTIONS` evaluated on the replicates' findings by the plan (default: the repository's
     ``conf/base/analysis_plan.yml``): ``key``, ``paper``, ``question``, ``paper_result``, ``measure``, ``figure``,
     ``rule``, ``plan`` (the paper's sentence, location and number) and :func:`evaluate`'s fields. With ``real`` each row
-    also has ``real``: the same row in the real checkpoints' column, by the same rule, with ``checkpoints``."""
+    also has ``real``: the same row in the real checkpoints' column, by the same rule, with ``checkpoints``; a row
+    whose :attr:`Question.real_source` is ``real_nli`` is answered there from ``real_nli`` (conf/real_nli's
+    replicates) instead, when given."""
     plan = plan or load_plan(package_plan_path())
     rows = []
     for question in QUESTIONS:
@@ -823,7 +836,9 @@ def scorecard(
             "plan": planned.paper.model_dump() if planned else None,
             **evaluate(question, replicates, plan),
         }
-        if real:
+        if question.real_source == "real_nli" and real_nli:
+            row["real"] = {**evaluate(question, real_nli, plan, "real"), "checkpoints": REAL_NLI_COPIES}
+        elif real:
             row["real"] = {**evaluate(question, real, plan, "real"), "checkpoints": REAL_CHECKPOINTS}
         rows.append(row)
     return rows
@@ -906,7 +921,12 @@ def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
                 + " | ".join(
                     _cell(c)
                     for c in (
-                        row["question"],
+                        row["question"]
+                        + (
+                            ""
+                            if answer.get("checkpoints", REAL_CHECKPOINTS) == REAL_CHECKPOINTS
+                            else f" (on {answer['checkpoints']})"
+                        ),
                         _verdict_cell(answer),
                         answer["ours"],
                         _primary_forest(answer),
