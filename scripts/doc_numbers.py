@@ -26,7 +26,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,17 +76,41 @@ def latest_default_run(root: Path) -> Path:
 
 #: A saved run of the real checkpoints' environment (``python benchmarks/default_run.py --env real … --json``).
 REAL_RUN_NAME = re.compile(r"real_run-(\d{4}-\d{2}-\d{2})(-[\w-]+)?\.json")
+#: A saved run of the real-encoder NLI environment (``python benchmarks/default_run.py --env real_nli … --json``).
+REAL_NLI_RUN_NAME = re.compile(r"real_nli_run-(\d{4}-\d{2}-\d{2})(-[\w-]+)?\.json")
 REAL_MODELS_PAGE = Path("docs/real-models.md")
 
 
-def latest_real_run(root: Path) -> Path | None:
-    """The newest saved result of the real checkpoints' run (by the date in its name), or None."""
+def latest_real_run(root: Path, name: re.Pattern[str] = REAL_RUN_NAME) -> Path | None:
+    """The newest saved result whose file name matches ``name`` (the real checkpoints' run by default; by the date in
+    its name), or None."""
     found = sorted(
         (match.group(1), path.name, path)
-        for path in (root / RESULTS).glob("real_run-*.json")
-        if (match := REAL_RUN_NAME.fullmatch(path.name))
+        for path in (root / RESULTS).glob("*.json")
+        if (match := name.fullmatch(path.name))
     )
     return found[-1][2] if found else None
+
+
+def _saved_run(root: Path, name: re.Pattern[str], replicates: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The numbers of the newest saved run matching ``name`` (where, when, at which commit, by which command, its
+    idle time and per-pipeline totals) and the run times of ``replicates``; None when none was saved."""
+    path = latest_real_run(root, name)
+    if path is None:
+        return None
+    result = _read(path)
+    provenance = result.get("provenance") or {}
+    return {
+        "file": path.relative_to(root).as_posix(),
+        "date": name.fullmatch(path.name).group(1),  # type: ignore[union-attr]
+        "commit": (provenance.get("git_commit") or "")[:7] or None,
+        "machine": _machine_text(provenance.get("machine") or "a machine"),
+        "cpu_count": result["cpu_count"],
+        "command": "kedro " + " ".join(result["command"][result["command"].index("run") :]),
+        "seconds": result["runs"]["idle"]["process_seconds"],
+        "totals": result["totals"]["idle"],
+        "replicate_seconds": [r["run"]["seconds"] for r in replicates if (r.get("run") or {}).get("seconds")],
+    }
 
 
 def _read(path: Path) -> Any:
@@ -135,24 +159,9 @@ def collect(root: Path) -> dict[str, Any]:
     )
     outside_path = root / OUTSIDE_JSON
     numbers["outside"] = _read(outside_path)["observations"] if outside_path.exists() else []
-    real_path = latest_real_run(root)
-    real = _read(real_path) if real_path is not None else None
-    real_replicates = _read(findings_path).get("real_replicates", []) if findings_path.exists() else []
-    numbers["real"] = (
-        None
-        if real is None
-        else {
-            "file": real_path.relative_to(root).as_posix(),  # type: ignore[union-attr]
-            "date": REAL_RUN_NAME.fullmatch(real_path.name).group(1),  # type: ignore[union-attr]
-            "commit": ((real.get("provenance") or {}).get("git_commit") or "")[:7] or None,
-            "machine": _machine_text((real.get("provenance") or {}).get("machine") or "a machine"),
-            "cpu_count": real["cpu_count"],
-            "command": "kedro " + " ".join(real["command"][real["command"].index("run") :]),
-            "seconds": real["runs"]["idle"]["process_seconds"],
-            "totals": real["totals"]["idle"],
-            "replicate_seconds": [r["run"]["seconds"] for r in real_replicates if (r.get("run") or {}).get("seconds")],
-        }
-    )
+    document = _read(findings_path) if findings_path.exists() else {}
+    numbers["real"] = _saved_run(root, REAL_RUN_NAME, document.get("real_replicates", []))
+    numbers["real_nli"] = _saved_run(root, REAL_NLI_RUN_NAME, document.get("real_nli_replicates", []))
     return numbers
 
 
@@ -226,24 +235,23 @@ def render_default_run_current(numbers: Mapping[str, Any], page: Path) -> str:
     )
 
 
-def render_real_run(numbers: Mapping[str, Any], page: Path) -> str:
-    """The real checkpoints' run (``conf/real``): its time and peak memory idle, per pipeline, on which machine, at
-    which commit, by which command; the range of the real replicates' runs."""
-    real = numbers.get("real")
+def _render_saved_run(real: Mapping[str, Any] | None, env: str, what: str) -> str:
+    """A saved run of ``env`` (:func:`_saved_run`): its time and peak memory idle, per pipeline, on which machine, at
+    which commit, by which command; the range of its replicates' runs (``what`` they answer)."""
     if real is None:
-        return "Not measured yet: no `docs/benchmarks/results/real_run-<date>.json`.\n"
+        return f"Not measured yet: no saved `python benchmarks/default_run.py --env {env} … --json` result.\n"
     peaks = [float(row["peak_rss_mb"]) for row in real["totals"] if not math.isnan(float(row["peak_rss_mb"]))]
     commit = f" at commit {real['commit']}" if real["commit"] else ""
     text = (
         f"`{real['command']}` took **{format_seconds(real['seconds'])}** on {real['cpu_count']} idle CPU cores, "
         f"peak memory {max(peaks) / 1024:.1f} GiB (the largest peak RSS of a pipeline's nodes): measured by "
-        f"`python benchmarks/default_run.py --env real --pipelines … --conditions idle` on {real['date']}{commit}, "
+        f"`python benchmarks/default_run.py --env {env} --pipelines … --conditions idle` on {real['date']}{commit}, "
         f"on {real['machine']} (`{real['file']}`)."
     )
     if real["replicate_seconds"]:
         seconds = real["replicate_seconds"]
         text += (
-            f" The {len(seconds)} replicates behind the scorecard's real-model column took {format_seconds(min(seconds))}"
+            f" The {len(seconds)} replicates behind {what} took {format_seconds(min(seconds))}"
             f" to {format_seconds(max(seconds))} each, beside other work on the same {real['cpu_count']} cores."
         )
     labels = {"(run)": "(start: validation, MLflow run, catalog)", "total": "**run** (run_seconds)"}
@@ -260,11 +268,22 @@ def render_real_run(numbers: Mapping[str, Any], page: Path) -> str:
     return _wrap(text) + "\n\n" + "\n".join(lines) + "\n"
 
 
+def render_real_run(numbers: Mapping[str, Any], page: Path) -> str:
+    """The real checkpoints' run (``conf/real``)."""
+    return _render_saved_run(numbers.get("real"), "real", "the scorecard's real-model column")
+
+
+def render_real_nli_run(numbers: Mapping[str, Any], page: Path) -> str:
+    """The real-encoder NLI run (``conf/real_nli``)."""
+    return _render_saved_run(numbers.get("real_nli"), "real_nli", "the real-model column's NLI row")
+
+
 #: What each region holds: its name → the function that renders it for a page.
 REGIONS: dict[str, Callable[[Mapping[str, Any], Path], str]] = {
     "run-time": render_run_time,
     "default-run-current": render_default_run_current,
     "real-run": render_real_run,
+    "real-nli-run": render_real_nli_run,
 }
 
 

@@ -16,7 +16,9 @@ PAPERS: dict[str, str] = {
     "stitching": "Brown et al. §3: 3- and 4-layer SoLU and GeLU models of Nanda (9.4 M and 13 M parameters) trained "
     "on the Pile; φ a learned linear layer, fitted on the Pile's validation set",
     "nli": "Brown et al. §4: 100 fine-tunes of one pretrained BERT on MNLI (McCoy et al. 2020), differing in head "
-    "initialisation and batch order; HANS lexical overlap out of distribution; the top 10 against the bottom 10",
+    "initialisation and batch order; HANS lexical overlap out of distribution; the top 10 against the bottom 10; "
+    "the copies' MNLI accuracy \"near identical\" (Brown et al. §4), their HANS lexical-overlap non-entailed "
+    "accuracy 0.05–0.55 (McCoy et al. 2020; Brown et al.: \"up to 50 %\")",
     "scaling": "Brown et al. §5: Pythia 70m–6.9b (deduped), trained on the deduplicated Pile",
     "keep_k": "Dar et al. App. A: GPT-2 (V = 50,257), keep-k at k = 1000 (2 % of V) and below",
     "embedding": "Dar et al. §3–4: GPT-2 medium read through its embedding matrix; the fine-tune of 12-layer GPT-2 base "
@@ -35,6 +37,12 @@ def _span(values: Sequence[Any]) -> str:
     if not numbers:
         return "?"
     return str(numbers[0]) if numbers[0] == numbers[-1] else f"{numbers[0]}–{numbers[-1]}"
+
+
+def _proportions(values: Sequence[Any] | None) -> str:
+    """A range of proportions (lowest and highest) to 3 decimals, "?" when not measured."""
+    known = sorted(float(v) for v in values or [] if v is not None)
+    return "?" if not known else f"{known[0]:.3f}–{known[-1]:.3f}"
 
 
 def _stitching(findings: Mapping[str, Any]) -> str | None:
@@ -63,7 +71,8 @@ def _nli(findings: Mapping[str, Any]) -> str | None:
         f"{nli['n_copies']} fine-tunes ({_span(nli.get('finetune_steps') or [])} steps) of one "
         f"{nli.get('encoder_layers', '?')}-layer {encoder}; the grammar's NLI pairs "
         f"({nli.get('counterexample_fraction', '?')} of them counterexamples to the overlap heuristic); HANS-style "
-        "subcases out of distribution; groups by OOD non-entailed accuracy"
+        "subcases out of distribution; groups by OOD non-entailed accuracy; the copies' in-distribution accuracy "
+        f"{_proportions(nli.get('test'))}, their OOD non-entailed accuracy {_proportions(nli.get('ood_non_entailed'))}"
     )
 
 
