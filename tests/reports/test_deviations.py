@@ -23,3 +23,22 @@ def test_ours_is_read_from_the_replicates_findings_and_missing_sections_say_so()
     assert "(V = 394) at k = 8 (2.0 % of V)" in rows["keep-k"]
     assert rows["nli"].endswith("| not run in these replicates |")
     assert rows["mlem"].endswith("| not run in these replicates |")
+
+
+def test_the_real_nli_copies_are_a_row_of_their_own_with_the_copies_accuracies():
+    nli = {
+        "n_copies": 10,
+        "finetune_steps": [150],
+        "encoder_layers": 6,
+        "encoder_source": "packaged:minilm",
+        "counterexample_fraction": 0.1,
+        "test": [0.91, 0.935],
+        "ood_non_entailed": [0.02, 0.4],
+    }
+    lines = deviations_table({}, {"nli": nli}).splitlines()
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[2:]}
+    assert rows["nli"].endswith("| not run in these replicates |")
+    assert "of one 6-layer pretrained checkpoint (packaged:minilm)" in rows["nli (real column)"]
+    assert (
+        "in-distribution accuracy 0.910–0.935, their OOD non-entailed accuracy 0.020–0.400" in rows["nli (real column)"]
+    )

@@ -147,3 +147,63 @@ def test_the_cli_writes_the_real_column_and_keeps_the_default_replicates(tmp_pat
     assert all(row["real"]["n_replicates"] == 2 for row in after["scorecard"])
     page = (tmp_path / "docs" / "findings.md").read_text(encoding="utf-8")
     assert render_document(after, OUTLINE) in page and "Real checkpoints (" in page
+
+
+def _real_nli_findings(offset: float, generalizing_low: float) -> dict:
+    """One conf/real_nli replicate's NLI findings: 6 layers, every layer's stitching and CKA gap, the groups' OOD
+    non-entailed accuracy ranges (generalizing lowest, heuristic highest 0.1)."""
+    stitching = [{"layer": layer, "means": 0.01 * layer + offset} for layer in range(7)]
+    cka = [{"layer": layer / 6, "means": 0.002 * layer + offset} for layer in range(7)]
+    return {
+        "nli": {
+            "encoder_layers": 6,
+            "encoder_source": "packaged:minilm",
+            "n_copies": 10,
+            "finetune_steps": [150],
+            "test": [0.9, 0.95],
+            "ood_non_entailed": [0.05, 0.6],
+            "groups": {"generalizing": [generalizing_low, 0.6], "heuristic": [0.05, 0.1], "k": 3},
+            "stitching": {"gaps": stitching},
+            "cka": {"gaps": cka},
+        }
+    }
+
+
+def test_the_real_nli_replicates_answer_the_nli_row_of_the_real_column_at_its_later_layers():
+    """conf/real_nli's replicates answer the real column's NLI row (and only that row) with the plan's real parts:
+    layers 5 and 6 of 6 and depths 0.833 and 1.0; a gate the groups fail makes it not testable, with its value."""
+    from thinkalike.reports.findings.scorecard import REAL_NLI_COPIES
+
+    differ = [_real_nli_findings(0.001 * i, 0.5) for i in range(3)]
+    rows = {row["key"]: row for row in scorecard([{}, {}], None, None, differ)}
+    answer = rows["brown_nli_groups"]["real"]
+    assert answer["checkpoints"] == REAL_NLI_COPIES
+    assert answer["primary"] == [
+        "stitching, layer 5 of 6",
+        "stitching, layer 6 of 6",
+        "CKA, depth 0.833",
+        "CKA, depth 1.0",
+    ]
+    assert answer["parts"]["stitching, layer 6 of 6"]["effects"] == pytest.approx([0.06, 0.061, 0.062])
+    assert answer["verdict_word"] == "reproduced" and answer["gates"]["nli_groups_differ"]["verdict"] == "passes"
+    assert all("real" not in row for key, row in rows.items() if key != "brown_nli_groups")
+    alike = [_real_nli_findings(0.001 * i, 0.12 + 0.01 * i) for i in range(3)]
+    answer = {row["key"]: row for row in scorecard([{}, {}], None, None, alike)}["brown_nli_groups"]["real"]
+    assert answer["verdict_word"] == "not testable"
+    assert answer["gates"]["nli_groups_differ"]["mean"] == pytest.approx(0.03)
+    assert "nli_groups_differ" in answer["verdict"]
+
+
+def test_the_cli_keeps_real_nli_replicates_beside_the_real_ones(tmp_path):
+    """write_real_column with the real_nli key stores conf/real_nli's replicates as ``real_nli_replicates`` and leaves
+    the default replicates (and any ``real_replicates``) as they were."""
+    shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("site", "*.png"))
+    before = json.loads((tmp_path / "docs" / "findings.json").read_text(encoding="utf-8"))
+    found = [_real_nli_findings(0.001 * i, 0.5) for i in range(2)]
+    assert write_real_column(found, [None, None], tmp_path, False, "real_nli_replicates") == 0
+    after = json.loads((tmp_path / "docs" / "findings.json").read_text(encoding="utf-8"))
+    assert [r["findings"] for r in after["real_nli_replicates"]] == found
+    assert after["replicates"] == before["replicates"]
+    assert after.get("real_replicates") == before.get("real_replicates")
+    row = next(r for r in after["scorecard"] if r["key"] == "brown_nli_groups")
+    assert row["real"]["n_replicates"] == 2

@@ -114,3 +114,14 @@ def test_one_runs_scorecard_shows_its_estimates_beside_the_committed_verdicts_la
     assert lines[3] == "| Q two (B 2021) | not measured: why | — (not in docs/findings.json) | — |"
     assert "commit 0123456789ab" in text and "theirs, not this run's" in text
     assert "committed replicates" not in render_run_beside_committed(run[:0], None)  # none committed: the run alone
+
+
+def test_a_row_whose_n_needed_is_more_than_a_night_of_two_cores_says_so():
+    from thinkalike.reports.findings.scorecard import OVERNIGHT_HOURS, beyond_two_cores
+
+    row = {"n_replicates": 8, "parts": {"a": {"n_needed": 100}, "b": {"n_needed": None}, "c": {}}}
+    said = beyond_two_cores(row, 600.0)
+    assert "about 92 more replicates (n needed up to 100), about 15 h" in said and "--parallel" in said
+    affordable = 8 + int(OVERNIGHT_HOURS * 3600 / 600)  # exactly a night's replicates more
+    assert beyond_two_cores({**row, "parts": {"a": {"n_needed": affordable}}}, 600.0) == ""
+    assert beyond_two_cores(row, None) == ""  # no run time recorded: nothing said

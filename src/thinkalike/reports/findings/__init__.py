@@ -42,6 +42,7 @@ import json
 import logging
 import os
 import platform
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -266,6 +267,12 @@ def findings_document(
     }
 
 
+def _median_seconds(replicates: Sequence[Mapping[str, Any]]) -> float | None:
+    """The replicates' median run time (their run records' ``seconds``), None when none recorded it."""
+    seconds = [float(s) for r in replicates if (s := (r.get("run") or {}).get("seconds"))]
+    return statistics.median(seconds) if seconds else None
+
+
 def _first_findings(entries: Sequence[Mapping[str, Any]] | None) -> Mapping[str, Any] | None:
     return entries[0]["findings"] if entries else None
 
@@ -412,7 +419,7 @@ def render_document(document: Mapping[str, Any], outline: ReportOutline) -> str:
             "Per part: the effect in each replicate, the mean with its 95 % interval, the 90 % interval (the "
             "equivalence test's), δ (the plan's smallest effect of interest) and the verdict; primary parts in bold."
         ),
-        render_parts(rows).rstrip("\n"),
+        render_parts(rows, _median_seconds(replicates)).rstrip("\n"),
         "## Where the findings come from",
         wrap(provenance(document)),
         wrap(render_timing(_most_timed(replicates), outline.pipelines, outline.timing_labels)),

@@ -17,8 +17,8 @@ PAPERS: dict[str, str] = {
     "on the Pile; φ a learned linear layer, fitted on the Pile's validation set",
     "nli": "Brown et al. §4: 100 fine-tunes of one pretrained BERT on MNLI (McCoy et al. 2020), differing in head "
     "initialisation and batch order; HANS lexical overlap out of distribution; the top 10 against the bottom 10; "
-    "the copies' MNLI accuracy \"near identical\" (Brown et al. §4), their HANS lexical-overlap non-entailed "
-    "accuracy 0.05–0.55 (McCoy et al. 2020; Brown et al.: \"up to 50 %\")",
+    'the copies\' MNLI accuracy "near identical" (Brown et al. §4), their HANS lexical-overlap non-entailed '
+    'accuracy 0.05–0.55 (McCoy et al. 2020; Brown et al.: "up to 50 %")',
     "scaling": "Brown et al. §5: Pythia 70m–6.9b (deduped), trained on the deduplicated Pile",
     "keep_k": "Dar et al. App. A: GPT-2 (V = 50,257), keep-k at k = 1000 (2 % of V) and below",
     "embedding": "Dar et al. §3–4: GPT-2 medium read through its embedding matrix; the fine-tune of 12-layer GPT-2 base "

@@ -993,8 +993,32 @@ def _paper_text(row: Mapping[str, Any]) -> str:
     return f"The paper ({paper['location']}): “{paper['sentence']}” (its number: {paper['number']})."
 
 
-def render_parts(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Each question's parts: effect per replicate, mean, 95 % and 90 % intervals, δ, verdict (and the gates)."""
+#: What 2 cores allow: the replicates one such machine runs overnight (hours of its time).
+OVERNIGHT_HOURS = 12.0
+
+
+def beyond_two_cores(row: Mapping[str, Any], replicate_seconds: float | None) -> str:
+    """Where a row's largest ``n_needed`` costs more than :data:`OVERNIGHT_HOURS` of this machine at the replicates'
+    median run time: a sentence saying so and naming what would decide it; empty otherwise."""
+    needed = max((int(part.get("n_needed") or 0) for part in row["parts"].values()), default=0)
+    n = int(row["n_replicates"])
+    if not replicate_seconds or needed <= n:
+        return ""
+    hours = (needed - n) * replicate_seconds / 3600
+    if hours <= OVERNIGHT_HOURS:
+        return ""
+    return (
+        f"Deciding every part would take about {needed - n} more replicates (n needed up to {needed}), about "
+        f"{hours:.0f} h of these 2 cores at the median replicate's {replicate_seconds / 60:.0f} min: more than a "
+        f"night ({OVERNIGHT_HOURS:g} h). A machine with more cores runs them side by side "
+        "(`python -m thinkalike.replicates --count … --parallel …`); conf/gpu's larger sizes, for a GPU, may "
+        "narrow the spread the n needed rests on (not measured yet)."
+    )
+
+
+def render_parts(rows: Sequence[Mapping[str, Any]], replicate_seconds: float | None = None) -> str:
+    """Each question's parts: effect per replicate, mean, 95 % and 90 % intervals, δ, verdict (and the gates);
+    ``replicate_seconds``: the replicates' median run time, for :func:`beyond_two_cores`."""
     blocks = []
     for row in rows:
         if not row["parts"]:
@@ -1045,6 +1069,9 @@ def render_parts(rows: Sequence[Mapping[str, Any]]) -> str:
                 )
                 + " |"
             )
+        beyond = beyond_two_cores(row, replicate_seconds)
+        if beyond:
+            lines += ["", wrap(beyond)]
         for name, gate in (row.get("gates") or {}).items():
             mean = "not measured" if gate["mean"] is None else f"{gate['mean']:.3g}"
             ci = gate.get("ci95")
