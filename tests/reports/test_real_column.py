@@ -153,7 +153,7 @@ def _real_nli_findings(offset: float, generalizing_low: float) -> dict:
     """One conf/real_nli replicate's NLI findings: 6 layers, every layer's stitching and CKA gap, the groups' OOD
     non-entailed accuracy ranges (generalizing lowest, heuristic highest 0.1)."""
     stitching = [{"layer": layer, "means": 0.01 * layer + offset} for layer in range(7)]
-    cka = [{"layer": layer / 6, "means": 0.002 * layer + offset} for layer in range(7)]
+    cka = [{"layer": depth, "means": 0.01 * depth + offset} for depth in (0.0, 0.25, 0.5, 0.75, 1.0)]
     return {
         "nli": {
             "encoder_layers": 6,
@@ -171,7 +171,7 @@ def _real_nli_findings(offset: float, generalizing_low: float) -> dict:
 
 def test_the_real_nli_replicates_answer_the_nli_row_of_the_real_column_at_its_later_layers():
     """conf/real_nli's replicates answer the real column's NLI row (and only that row) with the plan's real parts:
-    layers 5 and 6 of 6 and depths 0.833 and 1.0; a gate the groups fail makes it not testable, with its value."""
+    layers 5 and 6 of 6 and the curves' depths 0.75 and 1.0; a gate the groups fail makes it not testable, with its value."""
     from thinkalike.reports.findings.scorecard import REAL_NLI_COPIES
 
     differ = [_real_nli_findings(0.001 * i, 0.5) for i in range(3)]
@@ -181,9 +181,11 @@ def test_the_real_nli_replicates_answer_the_nli_row_of_the_real_column_at_its_la
     assert answer["primary"] == [
         "stitching, layer 5 of 6",
         "stitching, layer 6 of 6",
-        "CKA, depth 0.833",
+        "CKA, depth 0.75",
         "CKA, depth 1.0",
     ]
+    # every planned part is one the findings produce (a label no run makes would stay empty)
+    assert all(None not in part["effects"] for part in answer["parts"].values())
     assert answer["parts"]["stitching, layer 6 of 6"]["effects"] == pytest.approx([0.06, 0.061, 0.062])
     assert answer["verdict_word"] == "reproduced" and answer["gates"]["nli_groups_differ"]["verdict"] == "passes"
     assert all("real" not in row for key, row in rows.items() if key != "brown_nli_groups")
