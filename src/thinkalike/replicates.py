@@ -56,6 +56,12 @@ logger = logging.getLogger(__name__)
 ENV = "replicates"
 DEFAULT_WORKDIR = Path("data/replicates")
 RUNNER = "thinkalike.runners.DaskRunner"
+#: Where each environment's run time is stated (said before the replicates start).
+COST_SAID = {
+    ENV: "README: about 9–10 min on 2 cores",
+    "real": "docs/real-models.md: about 5 min idle, 10–13 min beside other work, on 2 cores",
+    "real_nli": "docs/real-models.md: about 20 min on 2 idle cores",
+}
 ROUNDOFF = "roundoff"  # the round-off replicate's folder under the work directory
 
 
@@ -203,10 +209,13 @@ def run_replicates(
             todo.append(replicate)
     if todo:
         logger.info(
-            "running %d replicate(s) of the default run, %d at a time: each takes about as long as the default "
-            "run (README: about 9–10 min on 2 cores)",
+            "running %d replicate(s) of conf/%s, %d at a time: each takes about as long as one `kedro run --env %s` "
+            "(%s)",
             len(todo),
+            env,
             parallel,
+            env,
+            COST_SAID.get(env, "its run time is not measured here"),
         )
     with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
         for record in pool.map(lambda r: run_replicate(project, workdir, env, r, extra_environment), todo):

@@ -104,4 +104,6 @@ def test_the_copies_fine_tune_minilm_and_are_stitched_and_compared_layer_by_laye
     assert row["penalty"] == pytest.approx(recomputed, abs=1e-9)
     (report,) = project.glob("data/08_reporting/report.html/*/report.html")
     html = report.read_text(encoding="utf-8")
-    assert "packaged:minilm" in html and "NLI copies: in-distribution and out-of-distribution" in html
+    assert "NLI copies: in-distribution and out-of-distribution" in html
+    # the run's scorecard reads the imported encoder's depth (6), not conf/base's zoo encoder's (4)
+    assert "stitching, layer 6 of 6" in html and "layer 3 of 4" not in html

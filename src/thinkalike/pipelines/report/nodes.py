@@ -13,6 +13,8 @@ from thinkalike.reports.findings.claims import single_run
 from thinkalike.reports.report import IndexedOutput, MissingInput, describe_output, report_html
 
 TITLE = "ThinkAlike: every experiment of the run"
+#: The NLI encoder's config: a table of the report (the encoder's depth and source), not one of the zoo's model configs.
+NLI_ENCODER_CONFIG = "models.nli.encoder.model_config"
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +53,14 @@ def write_report(
         for name in indexed
     ]
     missing = [MissingInput(name, producing_pipeline(name)) for name, value in by_name.items() if value is None]
+    # a zoo model's config goes to model_configs; the NLI encoder's stays a table (its depth and source: a real
+    # checkpoint's is not conf's architecture)
     tables: dict[str, Any] = {
         name: value
         for name, value in by_name.items()
-        if value is not None and name not in figure_names and not name.endswith(".model_config")
+        if value is not None
+        and name not in figure_names
+        and (not name.endswith(".model_config") or name == NLI_ENCODER_CONFIG)
     }
     tables["parameters"] = parameters
     tables["model_configs"] = {
@@ -63,7 +69,7 @@ def write_report(
         if name.endswith(".model_config")
         and name.startswith("models.")
         and value is not None
-        and name != "models.nli.encoder.model_config"
+        and name != NLI_ENCODER_CONFIG
     }
     collected = collect_findings(tables, outline)
     images = {name: by_name.get(name) for name in figure_names}

@@ -296,12 +296,12 @@ def rederived(document: Mapping[str, Any], outline: ReportOutline) -> dict[str, 
         real_nli=document.get("real_nli_replicates"),
     )
     before = document.get("analysis_plan") or {}
-    if before.get("sha256") and before["sha256"] != made["analysis_plan"]["sha256"]:
-        # the plan was amended after these replicates were collected: say which plan they were collected under
-        earlier = [*before.get("earlier", []), {"sha256": before["sha256"], "git_commit": document.get("git_commit")}]
-        made["analysis_plan"] = {**made["analysis_plan"], "earlier": earlier}
-    elif before.get("earlier"):
+    if before.get("earlier"):  # derived again before: the plan it was collected under is named already
         made["analysis_plan"] = {**made["analysis_plan"], "earlier": before["earlier"]}
+    elif before.get("sha256") and before["sha256"] != made["analysis_plan"]["sha256"]:
+        # the plan was amended after these replicates were collected: say which plan they were collected under
+        earlier = [{"sha256": before["sha256"], "git_commit": document.get("git_commit")}]
+        made["analysis_plan"] = {**made["analysis_plan"], "earlier": earlier}
     return {**{k: v for k, v in document.items() if k != "claims"}, **made}
 
 

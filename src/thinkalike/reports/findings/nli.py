@@ -95,12 +95,15 @@ def _nli_settings(tables: Mapping[str, Any], nli: Mapping[str, Any]) -> dict[str
     encoder = tables.get("models.nli.encoder.model_config")
     arch = (encoder.get("bridge_config") or encoder.get("architecture") or {}) if isinstance(encoder, Mapping) else {}
     imported = (encoder.get("hf_config") or {}) if isinstance(encoder, Mapping) else {}  # a real checkpoint
+    configured = nli.get("encoder") or {}
+    source = (encoder.get("source") if isinstance(encoder, Mapping) else None) or configured.get("source") or "zoo"
     result["encoder_layers"] = (
         arch.get("n_layers")
         or imported.get("num_hidden_layers")
-        or ((nli.get("encoder") or {}).get("architecture") or {}).get("n_layers")
+        # without the saved config, conf's architecture is the depth only of the zoo encoder it describes
+        or ((configured.get("architecture") or {}).get("n_layers") if source == "zoo" else None)
     )
-    result["encoder_source"] = (encoder.get("source") if isinstance(encoder, Mapping) else None) or "zoo"
+    result["encoder_source"] = source
     curves = table_of(tables, "models.nli.training_curves")
     if curves is not None and "stage" in curves:
         tuned = curves[curves["stage"] == "fine-tuning"]

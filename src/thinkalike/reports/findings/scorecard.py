@@ -51,6 +51,9 @@ class Question:
     #: The replicates that answer the row's real column: ``real`` (conf/real's checkpoints) or ``real_nli``
     #: (conf/real_nli: fine-tuned copies of one real encoder).
     real_source: str = "real"
+    #: The plan's column a run's findings are answered by (default: the zoo's); e.g. the NLI row of a run whose
+    #: encoder is a real checkpoint is asked by the real column's parts (its depth's later layers).
+    column_of: Callable[[Mapping[str, Any]], Column] | None = None
 
 
 # ---- effects, one replicate's findings at a time (the plan's estimands: conf/base/analysis_plan.yml) ------------------
@@ -122,6 +125,11 @@ def _nli_later(findings: Mapping[str, Any]) -> Parts:
     if all(v is None for v in parts.values()):
         return {}
     return parts
+
+
+def _nli_column(findings: Mapping[str, Any]) -> Column:
+    """The real column for copies of an imported checkpoint (``nli.encoder.source`` not ``zoo``), else the zoo's."""
+    return "zoo" if (_section(findings, "nli").get("encoder_source") or "zoo") == "zoo" else "real"
 
 
 def _nli_alternatives(findings: Mapping[str, Any]) -> Parts:
@@ -466,6 +474,7 @@ QUESTIONS: tuple[Question, ...] = (
         needs="NLI fine-tunes of one encoder that generalize and that rely on heuristics",
         alternatives=_nli_alternatives,
         real_source="real_nli",
+        column_of=_nli_column,
     ),
     Question(
         "brown_early_layers",
@@ -834,7 +843,7 @@ def scorecard(
             "rule": RULE,
             "figure": question.figure,
             "plan": planned.paper.model_dump() if planned else None,
-            **evaluate(question, replicates, plan),
+            **evaluate(question, replicates, plan, _column(question, replicates)),
         }
         if question.real_source == "real_nli" and real_nli:
             row["real"] = {**evaluate(question, real_nli, plan, "real"), "checkpoints": REAL_NLI_COPIES}
@@ -842,6 +851,15 @@ def scorecard(
             row["real"] = {**evaluate(question, real, plan, "real"), "checkpoints": REAL_CHECKPOINTS}
         rows.append(row)
     return rows
+
+
+def _column(question: Question, replicates: Sequence[Mapping[str, Any]]) -> Column:
+    """The plan's column the replicates answer a row by: :attr:`Question.column_of` when every replicate agrees on
+    one, else the zoo's."""
+    if question.column_of is None or not replicates:
+        return "zoo"
+    columns = {question.column_of(findings) for findings in replicates}
+    return columns.pop() if len(columns) == 1 else "zoo"
 
 
 def _ordered(answer: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
