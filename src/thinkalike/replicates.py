@@ -1,5 +1,5 @@
 """``python -m thinkalike.replicates``: the default run's experiments over k independent replicates, and the
-findings that hold in all of them.
+papers' questions decided on them by the analysis plan (conf/base/analysis_plan.yml).
 
 Replicate ``r`` is ``kedro run --env replicates --params replicate=<r>`` (every seed but the data's moved by ``r ×
 1000``: :mod:`thinkalike.replicate_seeds`; replicate 0 is the default run) in its own project folder
@@ -11,22 +11,22 @@ each run's DaskRunner already keeps every core busy, so on a small machine runni
 the same cores). A replicate that finished before (its ``replicate.json``) is read again, not rerun, unless
 ``--rerun``; a replicate that stopped part-way resumes with ``--only-missing-outputs`` (nothing saved is lost).
 
-Then the findings of every replicate are collected from its saved outputs and merged into claims
-(:mod:`thinkalike.reports.findings.claims`): ``docs/findings.json`` (``--repo``) holds each replicate's numbers and
-the claims, each with one margin per replicate and its status; ``--write`` also replaces the README's findings region,
-which states only the claims that hold in every replicate (numbers as ranges over replicates). An MLflow run named
-``replicates`` gets each claim's smallest margin (``claims/<id>``) and status (``holds/<id>``: 1 or 0).
+Then the findings of every replicate are collected from its saved outputs into ``docs/findings.json`` (``--repo``):
+each replicate's numbers and the scorecard, every question's parts decided over the replicates by the plan's rule
+(:mod:`thinkalike.reports.findings.scorecard`, :mod:`thinkalike.analysis.rule`); ``--write`` also rewrites the
+region of ``docs/findings.md``. An MLflow run named ``replicates`` gets the scorecard's verdicts. An environment whose
+``replicates.column`` is ``real`` or ``real_nli`` answers the scorecard's real-model column instead
+(:mod:`thinkalike.findings_cli`).
 
 ``--roundoff`` also runs a *round-off run*: replicate 0's seeds again with another CPU's float kernels
 (:func:`other_kernels`), in ``<workdir>/roundoff``, compared with replicate 0 but not counted as a replicate (its seeds
-are no new draw; earlier versions counted it, so a claim held only if round-off did
-not turn it over either). Thread counts are no such stand-in here (a training loop at 1 and 2 threads gave
-bit-identical weights: torch splits its GEMMs over rows, not over the sums); other kernels are:
+are no new draw). Thread counts are no such stand-in (torch splits its CPU GEMMs over rows, not over the sums, so
+a training loop at 1 and 2 threads gives bit-identical weights); other kernels are:
 ``ATEN_CPU_CAPABILITY=avx2`` (torch's own vectorised kernels for an AVX2 machine instead of AVX-512) with
 ``MKL_CBWR=COMPATIBLE`` (MKL's GEMMs in their portable code path) — what a run on another x86 CPU gets.
 ``--set-env KEY=VALUE`` (repeatable) sets an environment variable for every run.
 
-    python -m thinkalike.replicates --write                 # k = 4 seed replicates: about 4 default runs
+    python -m thinkalike.replicates --write                 # k seed replicates: about k default runs
     python -m thinkalike.findings_cli --replicates data/replicates --roundoff data/replicates/roundoff \
         --write                                             # the docs again, from the saved outputs
 """
