@@ -50,6 +50,9 @@ class Collected:
     def log_table(self, table, artifact_file):
         self.artifacts.append(artifact_file)
 
+    def set_description(self, text):
+        self.description = text
+
     def log_text(self, text, artifact_file):
         self.artifacts.append(artifact_file)
 

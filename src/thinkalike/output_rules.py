@@ -77,6 +77,10 @@ class Recorder(Protocol):
         """Numbers of ``dataset`` that are not run metrics: rows of :data:`DETAILS_ARTIFACT`."""
         ...
 
+    def set_description(self, text: str) -> None:
+        """The run's description (MLflow's ``mlflow.note.content`` tag: the text above a run's page)."""
+        ...
+
 
 @dataclass(frozen=True)
 class SavedOutput:

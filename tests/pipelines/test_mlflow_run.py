@@ -38,6 +38,11 @@ def test_the_tiny_run_logs_few_metrics_in_named_groups_within_their_budgets(tiny
     )
     # the run's cost: per pipeline and for the run
     assert {"cost/total.wall_s", "cost/total.cpu_s", "cost/total.peak_rss_mb", "cost/cka.wall_s"} <= set(metrics)
+    # the run's description is its scorecard in a few lines: estimates, no verdict
+    description = run.data.tags["mlflow.note.content"]
+    assert description.startswith("**Scorecard of this run**") and "no verdict" in description
+    assert 2 <= len(description.splitlines()) <= 20
+    assert not any(word in description for word in ("reproduced", "not testable", "inconclusive"))
 
 
 def test_every_number_besides_the_metrics_is_in_a_logged_table(tiny_project_as_run):

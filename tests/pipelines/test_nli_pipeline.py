@@ -287,6 +287,9 @@ class _Recorder:
     def log_table(self, table, artifact_file):
         self.texts[artifact_file] = table.to_csv(index=False)
 
+    def set_description(self, text):
+        self.description = text
+
     def log_text(self, text, artifact_file):
         self.texts[artifact_file] = text
 

@@ -48,6 +48,8 @@ EXPERIMENT_KIND = "custom_model_development"  # the UI opens on the runs table, 
 HOST_TAG = "thinkalike.host"
 PID_TAG = "thinkalike.pid"
 ARTIFACT_FOLDER = "mlartifacts"
+#: MLflow's tag for a run's description (the markdown shown above its page).
+DESCRIPTION_TAG = "mlflow.note.content"
 #: The tag shared by the runs of one batch of replicates and their ``replicates`` summary run (filter the runs table
 #: with ``tags.`thinkalike.replicate_group` = '<workdir>'``); :mod:`thinkalike.replicates` passes it to each
 #: replicate's ``kedro run`` in the environment variable :data:`REPLICATE_GROUP_VARIABLE`.
@@ -480,6 +482,10 @@ class RunRecorder:
         """A text (markdown report, CSV) as an artifact."""
         self._when_active(artifact_file, lambda client: client.log_text(self.run_id, text, artifact_file))
 
+    def set_description(self, text: str) -> None:
+        """The run's description: MLflow's ``mlflow.note.content`` tag, shown above the run's page."""
+        self._when_active("the run's description", lambda client: client.set_tag(self.run_id, DESCRIPTION_TAG, text))
+
     def log_details(self, metrics: Mapping[str, float], dataset: str) -> None:
         """Numbers of ``dataset`` that are not run metrics, kept for the table :data:`DETAILS_ARTIFACT` (``dataset``,
         ``name``, ``value``) that :meth:`end` logs."""
@@ -556,6 +562,9 @@ class DeferredRecorder:
 
     def log_details(self, metrics: Mapping[str, float], dataset: str) -> None:
         self.calls.append(("log_details", (dict(metrics), dataset)))
+
+    def set_description(self, text: str) -> None:
+        self.calls.append(("set_description", (text,)))
 
     def replay(self, recorder: RunRecorder) -> None:
         """Every kept call, in order, on the driver's ``recorder``."""

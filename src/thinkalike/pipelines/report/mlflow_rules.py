@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from thinkalike.output_rules import OutputRule, Recorder, SavedOutput, metric, named
+from thinkalike.reports.findings.scorecard import scorecard_description
 from thinkalike.reports.findings.scorecard import scorecard_metrics as run_scorecard
 
 
@@ -27,6 +28,7 @@ def _log_report(recorder: Recorder, output: SavedOutput) -> None:
     except ValueError:  # a report without findings (written before they were): no scorecard to log
         return
     recorder.log_metrics(scorecard_metrics(findings), what="scorecard")
+    recorder.set_description(scorecard_description(findings))
 
 
 def _log_claims(recorder: Recorder, output: SavedOutput) -> None:
@@ -36,5 +38,6 @@ def _log_claims(recorder: Recorder, output: SavedOutput) -> None:
 
 
 #: The report, as the artifact ``reports/report.html``, with the scorecard's estimates as metrics
-#: ``scorecard/<row>.<part index>`` (read from the findings the report embeds); the run's claims as an artifact.
+#: ``scorecard/<row>.<part index>`` (read from the findings the report embeds) and as the run's description; the
+#: run's claims as an artifact.
 RULES: tuple[OutputRule, ...] = (named(["report"], _log_report), named(["run_claims"], _log_claims))

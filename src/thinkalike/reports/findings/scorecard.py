@@ -1160,3 +1160,14 @@ def run_estimates(findings: Mapping[str, Any], plan: AnalysisPlan | None = None)
         for name, part in row["parts"].items()
         if part.get("mean") is not None
     }
+
+
+def scorecard_description(findings: Mapping[str, Any]) -> str:
+    """One run's scorecard in a few lines (the MLflow run's description): per question it measured, this run's
+    primary estimates; no verdict (one run has none: the replicates' summary run holds them)."""
+    measured = [row for row in scorecard([findings]) if row["parts"]]
+    lines = [
+        f"**Scorecard of this run** ({len(measured)} of {len(QUESTIONS)} questions measured; estimates, no verdict):"
+    ]
+    lines += [f"- {row['question']}: {row['ours']}" for row in measured]
+    return "\n".join(lines)
