@@ -104,7 +104,19 @@ def import_pretrained_encoder(*, settings: NLIParameters):
     (:func:`thinkalike.models.encoder_import.import_encoder`): its weights, its zoo-style config, an empty
     pretraining curve (it was pretrained elsewhere) and its own tokenizer, which every copy's node then reads."""
     weights, config, tokenizer = import_encoder(settings.encoder.source, ENCODER_NAME)
-    logger.info("nli: encoder %s imported (%d tensors)", settings.encoder.source, len(weights))
+    parameters = sum(int(tensor.numel()) for tensor in weights.values())
+    finetune = settings.finetune_config((0, 0))  # the seeds do not change the amount of work
+    logger.info(
+        "nli: encoder %s imported (%d tensors, %.1f M parameters); next %d fine-tunes of the whole model x %d steps "
+        "of %d pairs, then identity stitching of every ordered pair of copies at each layer and CKA: a real "
+        "encoder's run is tens of minutes on a 2-core CPU (docs/real-models.md states a measured one)",
+        settings.encoder.source,
+        len(weights),
+        parameters / 1e6,
+        settings.n_copies,
+        finetune.steps,
+        finetune.batch_size,
+    )
     curve = pd.DataFrame(columns=["model", "step", "train_loss", "seconds"])
     return weights, config, curve, tokenizer
 
