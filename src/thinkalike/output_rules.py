@@ -10,11 +10,11 @@ rule that matches; the rules of different pipelines match disjoint outputs (test
 the configured pipelines), so their order does not decide anything but for the generic rules first.
 
 A run's *metrics* are the few numbers a reader compares between runs, named ``<group>/<name>`` so that MLflow's UI
-draws one section per group (:data:`GROUP_BUDGETS`): the scorecard, each claim's margin, the run's cost, the zoo's
+draws one section per group (:data:`GROUP_BUDGETS`): the scorecard's estimates, the run's cost, the zoo's
 losses and a handful of summaries per pipeline; :data:`METRIC_BUDGET` bounds them all. Everything else is a table:
 the per-cell values (every layer pair, stitch, MLEM feature × layer) are the catalog's own tables,
-``tables/<dataset>.csv``, and every number a rule computed that is not a run metric — under the metric name it had
-before the groups (``cka.<a>__<b>.mean_matched_cka``, ``timing.cka.seconds`` …) — is a row of the run's
+``tables/<dataset>.csv``, and every number a rule computed that is not a run metric — under a dotted name of its
+own (``cka.<a>__<b>.mean_matched_cka``, ``timing.cka.seconds`` …) — is a row of the run's
 ``tables/metric_details.csv`` (:meth:`Recorder.log_details`, written when the run ends), so nothing is lost.
 """
 
@@ -41,8 +41,7 @@ GROUP_BUDGETS: dict[str, int] = {
     "nli": 15,
     "scaling": 15,
 }
-#: The most metrics one run logs, all groups together (issue 56: ≤ 300 in a default run). Before the claims left the
-#: metrics the default configuration logged 411, 200 of them claims (docs/findings.json's replicate 3, commit e6aebb0).
+#: The most metrics one run logs, all groups together (issue 56: ≤ 300 in a default run).
 METRIC_BUDGET = 300
 #: The run's table of every number a rule computed that is not one of its metrics (:meth:`Recorder.log_details`).
 DETAILS_ARTIFACT = "tables/metric_details.csv"

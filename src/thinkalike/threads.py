@@ -3,10 +3,11 @@ pools of numpy and scipy use.
 
 The zoo's models are tiny: a training step is mostly fixed overhead, and torch's intra-op pool synchronises its
 threads at every operation. With one thread per core, a single other busy process on the machine leaves one of
-the pool's threads waiting for a core at every barrier, and the work slows by an order of magnitude (measured
-here: a 300-step zoo model at 2 threads took 13× longer beside one busy process; at 1 thread the same model
-trained in 18 s at a load average of 7). So the project runs with **one** thread by default: robust, and on an
-idle machine it loses what the second thread gave these tiny operations (measured in ``benchmarks/README.md``).
+the pool's threads waiting for a core at every barrier, and the work slows by an order of magnitude; one thread
+has no barrier to wait at and shares the cores with the other process. So the project runs with **one** thread by
+default: robust, and on an idle machine it loses only what the second thread gave these tiny operations (the
+measurements: ``docs/benchmarks/threads.md``; ``benchmarks/default_run.py`` times the default run idle and beside
+one busy process).
 
 ``THINKALIKE_THREADS`` sets the policy: a positive integer, or ``auto`` (each library's own default, one thread
 per core). A section's own ``threads`` setting (``nli.threads``, ``embedding.threads``) still applies inside its

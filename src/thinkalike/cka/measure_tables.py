@@ -66,7 +66,7 @@ heatmaps leave them blank; the layer-monotonicity grounding test, which needs ev
 is NaN for that model and left out of the mean). After the table's first few pairs, before the rest, one log
 line (``INFO``) gives the grid, the pairs × measures and the time of the whole table estimated from those pairs
 (:func:`thinkalike.measures.layerwise.cost_estimate`), e.g. ``measures m vs m (cka.measures.layers: relative): 31
-layer pairs × 11 measures; the first 5 took 4.2 s, about 28 s in all``.
+layer pairs × 11 measures; the first <k> took <t> s, about <total> in all``.
 
 The summary per pair and measure (:func:`pair_measure_summary`) is the mean over the layers matched by relative
 depth (:func:`thinkalike.measures.distances.match_layers_by_relative_depth`), and for a measure that is a

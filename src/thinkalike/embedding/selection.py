@@ -1,9 +1,9 @@
 """Which blocks and heads the embedding-space readings cover (no Kedro).
 
 Reading every head of a large model is expensive: each head's top pairs of ``E′W_VO E`` and
-``E′W_QK E′ᵀ`` cost a ``V × d_head`` by ``d_head × V`` product scan (about 1.3 s per head and group for
-V = 49k on 2 CPU cores), so a 30-layer, 16-head model would take minutes. The ``auto`` selection keeps
-small models whole and narrows large ones:
+``E′W_QK E′ᵀ`` cost a ``V × d_head`` by ``d_head × V`` product scan (V²·d_head multiply-adds per head and
+group; ``benchmarks/embedding_speed.py`` times one), so a 30-layer, 16-head model would take minutes. The
+``auto`` selection keeps small models whole and narrows large ones:
 
 * blocks: every block of a model with at most ``max_blocks`` blocks, else ``max_blocks`` blocks evenly
   spaced from the first to the last (``numpy.linspace``, rounded, duplicates dropped);

@@ -488,7 +488,7 @@ def encode_pairs(pairs: pd.DataFrame, tokenizer, n_ctx: int) -> dict[str, np.nda
 def _wrapped_pairs(pairs: pd.DataFrame, tokenizer) -> list[tuple[list[int], list[int]]]:
     """Per pair, the wrapped token ids of its premise and of its hypothesis (``<bos> text <eos>`` each)."""
     wrapping = text_wrapping(tokenizer)
-    # ids only: the attention masks and type ids a tokenizer returns by default cost a quarter of the call here
+    # ids only: the attention masks and type ids a tokenizer returns by default would be built for every text, unused
     encode = tokenizer(
         list(pairs["premise"]) + list(pairs["hypothesis"]),
         add_special_tokens=False,

@@ -65,10 +65,8 @@ relabellings of B's preparations (A's L_a and B's L_b preparations are done once
 ``measure_table`` calls, somewhat less for measures whose preparation dominates (RSA, k-NN).
 Memory: A's preparations for all layers at once (``measure_table`` keeps one row's), e.g. an
 n × n mask (k-NN) and an n(n−1)/2 vector (RSA) per layer, plus the P × measures × L_a × L_b null
-values. Measured on one shared core at n = 512, d = 96, 9 × 9 layers (independent Gaussian
-random-walk layers), all eleven measures, P = 10: 17–20 s in all, 1.5–1.75 s per permutation
-against 1.95–2.35 s for the observed table (``measure_table``), i.e. a permutation costs about
-0.77 of a table.
+values. ``benchmarks/measures.py``'s grid mode times one calibration with the configured
+measures and permutations.
 """
 
 from __future__ import annotations

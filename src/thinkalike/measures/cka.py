@@ -36,10 +36,10 @@ Grams, vectors, HSIC formulas, aggregation) are float64. The Gram dtype decides 
   measured 2e-13, at n = 4). Small batches need this: the unbiased HSIC is a difference of
   terms of similar size, and at n = 4 it amplifies float32 Gram rounding (relative 6e-8 per
   entry) to |ΔCKA| ≈ 1e-5 (n = 8: 8e-8, n = 64: 1e-8). Centring in float64 does not help:
-  the error is the Grams' own rounding. Gram work per token grows with n, so float64 below
-  256 tokens costs about what float32 costs at n = 1024 (measured per token, 12×12 layers,
-  d = 768: 0.15 ms at n = 255 in float64, 0.17 ms at n = 1024 in float32; 1.7–2.1× the
-  float32 time at the same small n).
+  the error is the Grams' own rounding. Gram work per token grows with n (n·d multiply-adds
+  per token and Gram), so float64 below 256 tokens costs no more per token than float32 at
+  n = 1024, although float64 costs more than float32 at the same small n
+  (``benchmarks/cka_speed.py`` times the grid).
 - float32 Grams — ≤32-bit input on CPU (or CUDA without TF32) and n ≥ 256, about twice as
   fast as float64 on CPU: the only float32 rounding is that of individual Gram entries.
   |ΔCKA| < 1e-8 on Gaussian-like features: largest 8e-9 over 576 random cases (shared latent
@@ -64,12 +64,12 @@ compared with itself) and P permutations:
 - gram:    n²/2·(La·da + Lb·db) + 2·n²/2·Lt² + P·(G·Lb·n² + 2·La·Lb·n²)
 - feature: 2·n·(La·Lb·da·db + La·da² + Lb·db²) + P·n·La·Lb·da·db
 
-G = :data:`GATHER_COST`: a permuted Gram is a random gather of Lb·n² elements, memory-bound
-(about 5 ns an element against 0.02 ns a multiply-add on one core here: measured 2026-11-26
-at n = 512, 7 × 9 layers of width 80 × 96, where the gram form's 50 permutations took 6.3 s
-a pair against the feature form's 3.0 s before the next change). The feature form's
-permutations run in float32 (``XcᵀP·Yc`` of the centred float64 inputs cast once per batch;
-2.6× faster than float64 here): a shuffled pair's HSIC is a null draw, compared only with the
+G = :data:`GATHER_COST`: a permuted Gram is a random gather of Lb·n² elements, memory-bound,
+so a gathered element takes the time of G multiply-adds of a GEMM, which run from cache
+(``benchmarks/cka_permutations.py`` times the form this cost model picks against the other
+form at the zoo's shapes). The feature form's permutations run in float32 (``XcᵀP·Yc``
+of the centred float64 inputs cast once per batch: one float32 GEMM per permutation instead
+of a float64 one): a shuffled pair's HSIC is a null draw, compared only with the
 observed value, and float32's relative error (~1e-7 of ‖XcᵀYc‖²) is far below the null's
 spread; the observed values stay float64.
 
@@ -105,7 +105,9 @@ ESTIMATORS: tuple[str, ...] = get_args(Estimator)
 FORMS: tuple[str, ...] = get_args(Form)
 MIN_TOKENS = 4
 FLOAT32_GRAMS_FROM = 256  # batches with fewer tokens get float64 Grams (precision: module docstring)
-DEFAULT_BLOCK_ROWS = 256  # 4 blocks at n = 1024: within 3% of the best on 2 CPU cores, fewer ops
+# 4 blocks at n = 1024: a smaller block forms less of its diagonal square's lower half (fewer ops), a larger one makes
+# fewer, larger products (``benchmarks/cka_speed.py`` times the grid)
+DEFAULT_BLOCK_ROWS = 256
 _FEATURE_CHUNK_BYTES = 64 * 2**20
 GATHER_COST = 200  # multiply-adds a gathered Gram element costs (cost model: module docstring)
 _F64 = torch.float64

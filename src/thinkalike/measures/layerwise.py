@@ -35,7 +35,7 @@ enough pairs in its row takes the Gram path (per-layer forms, one inner product 
 pair: :mod:`thinkalike.measures.ridge_gram`). Every value equals the direct computation to rounding
 (``tests/measures/test_shared_work.py``: 1e-9 against the definitions). At 31 × 31 layers of d = 576
 on n = 512 rows what is left per pair is mostly the shape metrics' singular values of an n × n
-matrix (about 30 ms each, two per pair) — ``docs/benchmarks/measures.md``.
+matrix (two per pair, O(n³) each; ``benchmarks/measures.py``'s grid mode times such a table).
 
 Memory. A layer's preparations are dropped after the last row that needs them: model A's after
 its row; model B's (and, comparing a model with itself, every layer's) after the last row with a
@@ -57,10 +57,10 @@ Grid. ``pairs`` limits the table to some layer pairs (the others NaN); ``estimat
 after the first few pairs: the pairs × measures and the whole table's time extrapolated from them
 (:func:`cost_estimate`).
 
-Measured on one (shared) core at n = 512, d = 96, 9 × 9 layers, all eleven measures in one
-table: about 25 ms per layer pair in all (2 s for the table), against about 210–240 ms when
-every pair calls the measure functions; linear_predictivity is about a third of it
-(``benchmarks/measures.py`` gives each measure's time as a ratio to CKA's).
+Preparing each layer once, rather than in every pair's call of the measure functions, is what
+makes a table of all the measures cheap: the per-layer work (centring, decompositions, RDMs) is
+done once per layer instead of twice per pair (``benchmarks/measures.py`` times each measure per
+layer pair as a ratio to CKA's, with ``--direct`` the per-pair calls too).
 
 Self-comparison. ``layers_b=None`` compares model A with itself: each layer is prepared once
 (as x and as y), and for a measure registered as symmetric the pair (i, j) with i > j is not

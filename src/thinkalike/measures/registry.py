@@ -80,7 +80,8 @@ from thinkalike.measures.shape import (
 
 INVARIANCES = frozenset({"orthogonal", "isotropic_scaling", "permutation", "invertible_linear", "translation"})
 KINDS = ("similarity", "distance")
-QUADRATIC_MAX_TOKENS = 2000  # n × n float64 arrays of 32 MB; 0.2–1.5 s per pair on one core at d = 256
+# n × n float64 arrays of 32 MB and O(n²·d) work per pair (``benchmarks/measures.py`` times each measure against CKA)
+QUADRATIC_MAX_TOKENS = 2000
 
 
 def unbiased_cka(x: Any, y: Any) -> float:

@@ -25,7 +25,8 @@ Undefined (NaN with a RuntimeWarning): a token whose features are all equal unde
 Preparation, once per input (:func:`prepare_rsa`, per distance and correlation): the RDM, its
 average ranks for ``"spearman"``, centred and scaled to unit norm. Ranks are computed as
 ``scipy.stats.rankdata`` does (ties get the average of their positions, so the result does
-not depend on the sort), with an unstable sort, about 4× faster than rankdata's. Comparison
+not depend on the sort), so with numpy's default (unstable) sort rather than the stable sort
+``rankdata`` uses. Comparison
 (:func:`rsa_prepared`): one dot product of two n(n − 1)/2 vectors, clipped to [−1, 1] — the
 Pearson correlation that ``spearmanr`` and ``pearsonr`` compute, to rounding.
 Row permutations (the calibration null): ``PreparedRSA.permuted(π)`` is the preparation of X[π]: the

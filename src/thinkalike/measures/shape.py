@@ -56,7 +56,7 @@ which leaves the singular values of the cross product unchanged (X_αᵀY_α = Q
 O(n·min(n, d₁)·min(n, d₂)) plus the singular values of a min(n, d₁) × min(n, d₂) matrix. L is lower
 trapezoidal, so L_xᵀ·(the other side) is a triangular product (BLAS trmm,
 :func:`thinkalike.measures.compact.triangular_cross`): half the multiply-adds of a general one. Equal to
-the direct computation to rounding; inputs with d < n − 1 are computed exactly as before.
+the direct computation to rounding; inputs with d < n − 1 are computed exactly as above.
 
 Row permutations (the calibration null): ``PreparedShape.permuted(π)`` is the preparation of X[π]
 (its basis rows, and its row factor's, permuted; the norm unchanged), without a decomposition.

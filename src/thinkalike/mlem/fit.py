@@ -175,8 +175,8 @@ def heldout_pairs(n: int, m: int, rng: np.random.Generator) -> tuple[np.ndarray,
 
 def neural_distances(vectors: torch.Tensor, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
     """``d_N`` of the pairs: Euclidean distance, min-max scaled over these pairs, squared."""
-    # index_select, not vectors[first]: the same rows, gathered ~4x faster on a CPU (measured 2026-11-27, one
-    # thread: 61-82 µs against 273-357 µs for 1,024 pairs; MLEM gathers fresh pairs at every step)
+    # index_select, not vectors[first]: the same rows through torch's row gather, cheaper on a CPU than the general
+    # advanced-indexing path (MLEM gathers fresh pairs at every step)
     distance = (vectors.index_select(0, first) - vectors.index_select(0, second)).norm(dim=1)
     low, high = distance.min(), distance.max()
     scaled = (distance - low) / (high - low) if high > low else torch.zeros_like(distance)
@@ -305,8 +305,8 @@ def fit_fold(
 def average_ranks(values: torch.Tensor) -> torch.Tensor:
     """1-based ranks of a 1-D tensor, ties given the mean of their ranks — ``scipy.stats.rankdata(values)``
     (method ``average``) computed in torch (float64), on the tensor's device: a sort and its runs of equal values.
-    Written here because scipy's per-call overhead was a fifth of an MLEM fit's time (measured 2026-11-27: 3.8 of
-    18.3 s for neox_8l's 9 layers), and the fit ranks fresh pairs at every step."""
+    Written here because the fit ranks fresh pairs at every step, where scipy's per-call overhead (and, off the CPU,
+    a copy to the host) would be paid each time (``benchmarks/mlem_speed.py`` times a layer's fit)."""
     if values.ndim != 1:
         raise ValueError(f"values: a 1-D tensor is needed, got shape {tuple(values.shape)}")
     ordered, order = torch.sort(values)
@@ -364,8 +364,9 @@ def score_fold(
 def single_threaded(device: torch.device | str) -> Iterator[None]:
     """One intra-op CPU thread inside the block (restored after); nothing changes on an accelerator.
 
-    A step works on small tensors (``pairs_per_step × d``): measured on a 2-core machine under
-    load, gathering 1,024 pairs' distances took 0.2 ms on one thread and 25–40 ms on two.
+    A step works on small tensors (``pairs_per_step × d``), too small to share among threads: a
+    second thread adds its synchronisation to every operation, and waits for a core whenever another
+    process holds one (the thread policy of :mod:`thinkalike.threads`).
     """
     if torch.device(device).type != "cpu":
         yield
@@ -487,7 +488,7 @@ def estimate_cost(
 ) -> CostEstimate:
     """Time ``probe_steps`` training steps and one held-out scoring on the first layer's first fold, and scale them
     to every layer and fold (:class:`CostEstimate`), after two untimed warm-up steps. ``pairs_per_step=None`` is
-    timed at 1,024 pairs (the smallest the estimate gives). Costs about 0.05 s (1,000 stimuli, 1,024 pairs, CPU)."""
+    timed at 1,024 pairs (the smallest the estimate gives). Costs ``probe_steps`` + 2 training steps and one scoring."""
     vectors = next(iter(layer_vectors.values()))
     train, test = next(
         KFold(n_splits=settings.n_folds, shuffle=True, random_state=settings.seed).split(np.arange(features.n_stimuli))
@@ -497,7 +498,7 @@ def estimate_cost(
     data = torch.as_tensor(np.asarray(vectors), dtype=torch.float32, device=device)
     train_features, train_vectors = features.subset(train), data[torch.as_tensor(train, device=device)]
     with single_threaded(device):
-        # untimed warm-up: a process's first step pays one-off initialisation (measured: 60x a step)
+        # untimed warm-up: a process's first step pays one-off initialisation, not a cost to scale to every step
         fit_fold(train_features, train_vectors, replace(probe, max_steps=2), pairs, torch.Generator().manual_seed(0))
         start = time.perf_counter()
         model, steps = fit_fold(

@@ -6,11 +6,11 @@ never ``<unk>``: see :mod:`thinkalike.language.packing`) — are left out before
 are few but can decide CKA: a packed row's first token is ``<bos>``, an attention sink whose
 residual norm is orders of magnitude above the median (25,102 vs a median of 140 at layer 12
 of a Llama), and a handful of such shared outliers make any two layers look alike. With
-``exclude_special_tokens=False`` they are kept (the behaviour of ``token`` pooling before the
-option existed). Index tables have always had the ``is_special`` column; one without it is an
-error (:class:`AlignmentError`), not a silent "no special tokens". Tables packed before
-special ids inside a text were marked flag only the tokens put around texts (the ones that
-matter: a literal ``<bos>`` in a text is rare), and are used as they are.
+``exclude_special_tokens=False`` they are kept. Index tables have always had the
+``is_special`` column; one without it is an error (:class:`AlignmentError`), not a silent
+"no special tokens". Tables packed before special ids inside a text were marked flag only the
+tokens put around texts (the ones that matter: a literal ``<bos>`` in a text is rare), and are
+used as they are.
 
 Pooling (``pooling``):
 

@@ -46,8 +46,8 @@ def _token_classifier_class():
 def _lm_class_name(objective: str, model_type: str, name: str) -> str:
     """The name of the transformers class of ``objective``'s language model for ``model_type`` (``gpt_neox``,
     causal: ``GPTNeoXForCausalLM``), from the auto classes' name tables. Asking ``AutoModelForCausalLM``'s mapping
-    for the class itself imports the architecture's modeling module and transformers' model-loading code (1.8 s for
-    GPT-NeoX in a process that has the project imported), which the parameter check before a run has no use for."""
+    for the class itself imports the architecture's modeling module and transformers' model-loading code, which the
+    parameter check before a run has no use for."""
     from transformers.models.auto import modeling_auto
 
     names = {

@@ -63,8 +63,9 @@ def _check_finite(
 
 
 def to_host(streams: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """``streams`` as ``dtype`` in host memory. From a GPU the copy lands in page-locked memory (measured on an
-    H200, 33 × 8 × 1024 × 4096 float32: 0.08 s, against 1.8 s into ordinary pages); the values are those of
+    """``streams`` as ``dtype`` in host memory. From a GPU the copy lands in page-locked memory, which the GPU
+    writes directly, where a copy into ordinary pages goes through a staging buffer of the driver, chunk by chunk
+    (``benchmarks/gpu_scale.py`` measures extraction to host memory); the values are those of
     ``streams.to("cpu", dtype)``."""
     if streams.is_cuda:
         host = torch.empty(streams.shape, dtype=dtype, pin_memory=True)
@@ -172,9 +173,9 @@ def overlapped_host_copies(
     taken from ``batches`` (``lookahead``: default 1 on a GPU, 0 elsewhere) — that is, after the next forward pass
     has been launched. The order matters: a forward pass that reads a value back to the host (transformers checks
     the attention mask so, before its first block) queues that small copy behind any large copy in flight on the
-    same copy engine. Measured on an H200 (pythia-6.9b shape, 8 × 1,024 tokens, float32 streams): with the copy
-    queued before the next forward pass, 0.273 s a batch — the forward pass (0.205 s with the cast) and the copy
-    (0.070 s) one after the other; queued after it, 0.218 s (0.93× the bare forward pass's speed). The device
+    same copy engine: with the copy queued before the next forward pass, a batch costs the forward pass and the copy
+    one after the other; queued after it, the copy overlaps the forward pass (``benchmarks/gpu_scale.py`` measures
+    extraction against the bare forward pass at Pythia-6.9b's shape). The device
     tensors are held until their copy is done (no allocator reuse under a running copy). The sums are of the values
     before the cast (a NaN or ±Inf of the model), so an overflow of a narrowing cast is checked by the caller on the
     host copy. Elsewhere (CPU) the copy is :func:`to_host`.

@@ -2,11 +2,10 @@
 
 Why it exists: a ``TransformerBridge`` runs every native module through its generalized components
 (hook points, a layer norm written out as ``mean``/``pow``/``div``, masks built per call); on the
-zoo's tiny models that wrapping, not arithmetic, is most of a training step (measured on this
-2-core CPU, 3 layers × 64 wide, 32 × 64 tokens, forward + backward: 71 ms through the bridge, 38 ms
-here; ``benchmarks/native_forward.py``). Training, stitching tails and extraction of zoo models use
-this path; anything it does not cover (hooks a user added, other architectures, left padding) goes
-through the bridge as before.
+zoo's tiny models that wrapping, not arithmetic, is a large share of a training step
+(``benchmarks/native_forward.py`` times both paths on the zoo's shapes). Training, stitching tails and
+extraction of zoo models use this path; anything it does not cover (hooks a user added, other
+architectures, left padding) goes through the bridge.
 
 The computation, for the pre-LN block of ``transformer_lens.model_bridge.sources.native``
 (``x`` the residual stream, ``LN`` a LayerNorm with the block's scale and bias, ε = ``cfg.eps``)::

@@ -420,8 +420,8 @@ def pipeline_totals(table):
 
 def timing_metrics(table) -> dict[str, float]:
     """Every per-pipeline total of a ``run_timings`` table, named ``timing.<pipeline>.<measure>`` and
-    ``timing.total.…`` (MLflow metrics of the runs before the metric groups; now the rows of the run's
-    ``tables/metric_details.csv``, beside the run metrics of :func:`cost_metrics`).
+    ``timing.total.…``: rows of the run's ``tables/metric_details.csv``, beside the run metrics of
+    :func:`cost_metrics`.
 
     ``seconds`` is the time attributed to the pipeline (its nodes' spans; for ``total`` the run's
     wall time), ``node_seconds`` its node functions, ``cpu_seconds``, ``load_seconds``,

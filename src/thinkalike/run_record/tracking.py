@@ -458,8 +458,7 @@ class RunRecorder:
 
     def log_figure(self, figure: Any, artifact_file: str) -> None:
         """A matplotlib figure as a PNG artifact: the bytes the catalog saved (:func:`png_bytes`), not a second
-        rendering (MLflow's ``log_figure`` draws the figure again; measured 2026-11-27 on the tests' tiny conf/test
-        run: 15–17 s outside its nodes with it, 6.5–7 s without, the run 44–50 s against 38–41 s)."""
+        rendering (MLflow's ``log_figure`` draws the figure again, so every figure would be drawn twice)."""
         self.log_image_bytes(png_bytes(figure), artifact_file)
 
     def log_image_bytes(self, image: bytes, artifact_file: str) -> None:

@@ -451,9 +451,8 @@ def _check_gpu_capacity(client, cluster) -> None:
 #: worker's statistical profiler samples each thread's stack every 10 ms (for a dashboard this runner does not start),
 #: every event loop checks its own health every 20 ms (it warns only after 3 s), the memory monitor runs every
 #: 100 ms and the system monitor every 500 ms: each wakes the worker's event-loop thread, which takes the GIL from
-#: the thread computing the node. Measured here (``benchmarks/README.md``, "Dask's periodic work"): a 300-step
-#: training loop in a one-worker ``LocalCluster`` took 12 % more CPU with the defaults than in a forked process,
-#: and the same with these.
+#: the thread computing the node. ``benchmarks/dask_overhead.py`` measures what that costs a node: a training loop
+#: in a one-worker ``LocalCluster`` with Dask's defaults and with these, against the same loop in a forked process.
 QUIET_CLUSTER_CONFIG = {
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
@@ -571,8 +570,8 @@ def _cluster_threads(client: Any) -> int:
     """The threads of the cluster's workers now (an adaptive cluster's grow and shrink): how many tasks run at once.
     The runner keeps every other ready task itself, most downstream work first, and submits one when a task ends:
     a task handed to Dask early is placed on a worker at once (tasks of distinct keys are not queued by the
-    scheduler) and can wait there behind a long one while another worker is idle — measured on the default run: a
-    0.1 s task waited 58 s behind the encoder's pretraining. Before any worker has joined: 1."""
+    scheduler) and can wait there behind a long one while another worker is idle (a short task behind the NLI
+    encoder's pretraining, say). Before any worker has joined: 1."""
     return max(1, sum(client.nthreads().values()))
 
 

@@ -1,8 +1,8 @@
 """How a local cluster's worker processes start: forked from a server that has imported the project once.
 
 Dask spawns each worker as a fresh interpreter by default, so every worker imports torch, transformers and the
-project again (5–7 s of CPU each here) and does so only when the cluster starts — after Kedro has built the
-pipelines, checked the parameters and opened the MLflow run, while the machine's other core sat idle. Python's
+project again (seconds of CPU each) and does so only when the cluster starts — after Kedro has built the
+pipelines, checked the parameters and opened the MLflow run, while the machine's other cores sat idle. Python's
 forkserver (``multiprocessing``'s ``forkserver`` start method, which Dask supports through
 ``distributed.worker.multiprocessing-method``) is a single-threaded process that imports a list of modules once and
 then forks a child for each process asked of it: the DaskRunner starts that server when the runner is made (the
@@ -33,8 +33,8 @@ FORKSERVER = "forkserver"
 DASK_HASH_SEED = "6640"
 
 #: Dask's default environment for a worker process that this project leaves out: setting it turns off glibc's dynamic
-#: mmap threshold, so every tensor buffer over 128 KiB is mapped and unmapped at each training step (measured here:
-#: workers spent 45 % of their time in the kernel, a zoo model trained 2.7× slower than in the driver).
+#: mmap threshold, so every tensor buffer over 128 KiB is mapped and unmapped at each training step: system calls
+#: and fresh zeroed pages, in the kernel, for buffers that glibc would otherwise keep and reuse.
 LEFT_OUT = ("MALLOC_TRIM_THRESHOLD_",)
 
 

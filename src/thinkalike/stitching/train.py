@@ -257,9 +257,9 @@ class LockstepTrainer:
     every seed, :meth:`run` all of them. With one φ it is the plain trainer (:class:`StitchTrainer`).
 
     ``fuse`` (:func:`fuse_seeds`): run g's tail once on the seeds' concatenated micro-batches (on a GPU, where
-    these tiny models are overhead-bound) or once per seed (on a CPU, where a step is compute-bound: fusing two
-    seeds cost 0.85–1.05× their separate steps, ``benchmarks/README.md``). Unfused, every seed's step is
-    exactly its separate training's; fused, to float round-off.
+    these tiny models are overhead-bound) or once per seed (on a CPU, where a step is compute-bound, so fusing
+    saves little; ``benchmarks/stitching_speed.py`` times seeds in lockstep against apart). Unfused, every seed's
+    step is exactly its separate training's; fused, to float round-off.
     """
 
     def __init__(

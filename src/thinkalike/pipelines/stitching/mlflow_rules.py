@@ -3,9 +3,11 @@
 The run's metrics are a handful from ``stitching_penalties``: per kind of stitch, its mean penalty between two
 models and of a model with itself (``stitching/<kind>.penalty_between`` / ``…penalty_self``). Every stitch is a row
 of the tables: each ordered pair's ``stitch_table`` and the summaries ``stitching_penalties`` and ``stitching_curves``
-(every pair's learning curves), as CSV. Each stitch's penalty is also a detail ``<pair>.<kind>.penalty_<layer_f>_<layer_g>``
-(the metric name it had before the run's metrics were grouped); :func:`curve_histories` names the learning curves'
-values as they were once logged (``<pair>.<kind>.<value>_<layer_f>_<layer_g>``, the first φ seed's).
+(every pair's learning curves), as CSV. Each stitch's penalty is also a detail
+``<pair>.<kind>.penalty_<layer_f>_<layer_g>`` (a row of the run's metric details,
+:data:`thinkalike.output_rules.DETAILS_ARTIFACT`); :func:`curve_histories` gives the learning curves' values as
+step-indexed histories named ``<pair>.<kind>.<value>_<layer_f>_<layer_g>`` (the first φ seed's), which these rules do
+not log: the curves are the ``stitching_curves`` table.
 
 With several φ seeds (``stitching.phi_seeds``) the penalty is the table's ``penalty`` column (the first seed's,
 whose evaluation-bootstrap interval is ``ci_low`` / ``ci_high``; the seeds' mean and spread are the
