@@ -314,7 +314,7 @@ def write_real_column(
         return 1
     source = repo / FINDINGS_JSON
     entries = [
-        {"replicate": index, "run": run, "findings": found}
+        {"replicate": (run or {}).get("replicate", index), "run": run, "findings": found}
         for index, (found, run) in enumerate(zip(findings, runs, strict=True))
     ]
     document = rederived({**json.loads(source.read_text(encoding="utf-8")), key: entries}, project_outline())

@@ -896,8 +896,23 @@ def _verdict_cell(answer: Mapping[str, Any]) -> str:
     word = answer["verdict_word"]
     primary = [answer["parts"][p] for p in answer.get("primary") or [] if p in answer["parts"]]
     reproduced = sum(p.get("verdict") == rule.REPRODUCED for p in primary)
+    failed = [
+        (name, gate) for name, gate in (answer.get("gates") or {}).items() if gate.get("verdict") == rule.GATE_FAILS
+    ]
+    if word == rule.NOT_TESTABLE and failed:  # the gate's measured value, not a count of parts nobody could decide
+        return f"**{word}**: " + "; ".join(
+            f"gate `{name}` {_interval_text(gate)} against {gate['threshold']:g}" for name, gate in failed
+        )
     counted = f" ({reproduced} of {len(primary)} primary parts reproduced)" if primary and word != ONE_RUN else ""
     return f"**{word}**{counted}"
+
+
+def _interval_text(gate: Mapping[str, Any]) -> str:
+    """A gate's mean and 95 % interval."""
+    mean, ci = gate.get("mean"), gate.get("ci95")
+    if mean is None:
+        return "not measured"
+    return (f"{mean:.3g}" + (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")).replace("-", "−")
 
 
 def render_scorecard(rows: Sequence[Mapping[str, Any]]) -> str:
