@@ -402,7 +402,9 @@ def test_every_dataset_previews_after_a_full_run(browser, tiny_project):
         page = open_graph(browser, url, expand_all=True)
         for name in datasets:
             if name == "models.report.committed_findings":
-                # read only, docs/findings.json, absent from a test project's copy: kedro-viz has no file to preview
+                # read only, docs/findings.json, absent from a test project's copy: its preview says so
+                open_dataset(page, name)
+                expect(page.locator(PREVIEW_SELECTORS["JSONPreview"])).to_contain_text("Not saved yet")
                 continue
             open_dataset(page, name)
             kind = json.loads(
