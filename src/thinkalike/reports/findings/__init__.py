@@ -277,10 +277,6 @@ def _first_findings(entries: Sequence[Mapping[str, Any]] | None) -> Mapping[str,
     return entries[0]["findings"] if entries else None
 
 
-def _nonempty(*blocks: str) -> list[str]:
-    return [block for block in blocks if block.strip()]
-
-
 def rederived(document: Mapping[str, Any], outline: ReportOutline) -> dict[str, Any]:
     """A findings document with its scorecard and claims made again by this code from its replicates' saved
     findings (a round-off run, which earlier documents counted as a replicate, is left out: it is no new draw).
@@ -397,6 +393,9 @@ def render_document(document: Mapping[str, Any], outline: ReportOutline) -> str:
     first = replicates[0]["findings"]
     word = "replicates" if len(replicates) > 1 else "runs"
     rows = document.get("scorecard") or scorecard([r["findings"] for r in replicates])
+    amended = amendments_text(
+        load_plan(package_plan_path()).amendments, (document.get("analysis_plan") or {}).get("earlier", [])
+    )
     blocks = [
         "## The papers' questions",
         render_scorecard(rows).rstrip("\n"),
@@ -407,13 +406,7 @@ def render_document(document: Mapping[str, Any], outline: ReportOutline) -> str:
             "saved outputs); how each question's estimand departs from the paper's claim is in its part below."
         ),
         deviations_table(first, _first_findings(document.get("real_nli_replicates"))),
-        *_nonempty(
-            wrap(
-                amendments_text(
-                    load_plan(package_plan_path()).amendments, (document.get("analysis_plan") or {}).get("earlier", [])
-                )
-            )
-        ),
+        *([wrap(amended)] if amended else []),
         "## Each question's parts",
         wrap(
             "Per part: the effect in each replicate, the mean with its 95 % interval, the 90 % interval (the "

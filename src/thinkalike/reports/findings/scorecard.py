@@ -1106,10 +1106,10 @@ def render_parts(rows: Sequence[Mapping[str, Any]], replicate_seconds: float | N
         if beyond:
             lines += ["", wrap(beyond)]
         for name, gate in (row.get("gates") or {}).items():
-            mean = "not measured" if gate["mean"] is None else f"{gate['mean']:.3g}"
-            ci = gate.get("ci95")
-            interval = f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else ""
-            lines += ["", wrap(f"Gate `{name}`: {mean}{interval} against {gate['threshold']:g}: {gate['verdict']}.")]
+            lines += [
+                "",
+                wrap(f"Gate `{name}`: {_interval_text(gate)} against {gate['threshold']:g}: {gate['verdict']}."),
+            ]
         robustness = row.get("robustness") or {}
         if robustness:
             lines += ["", "| robustness: the pilot's specification | mean [95 %] | verdict |", "|---|---|---|"]
