@@ -1,5 +1,6 @@
 """One self-contained HTML report of every experiment, from saved outputs only (no Kedro import; recomputes
-nothing), that opens offline in any browser.
+nothing), that opens offline in any browser. Its layout is the template ``report.html.j2`` (each experiment's
+section: ``section.html.j2``; :mod:`thinkalike.reports.templating`).
 
 The page: where its findings come from, a table of contents, the papers' scorecard (its first section: one row per
 question, this run's effect and the verdict, :mod:`thinkalike.reports.findings.scorecard`), then one section per experiment
@@ -20,7 +21,6 @@ are rendered into their section from them when the run ends (:mod:`.run_timings`
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,21 +40,9 @@ from thinkalike.reports.html_blocks import (
 )
 from thinkalike.reports.run_timings import findings_element, timings_section
 from thinkalike.reports.sections import MissingInput, missing_html, section_html
+from thinkalike.reports.templating import render_template
 
 __all__ = ["IndexedOutput", "MissingInput", "describe_output", "report_html"]
-
-_STYLE = """body{font-family:system-ui,sans-serif;max-width:84rem;margin:2rem auto;padding:0 1rem;line-height:1.5;
-color:#1d1d1d}section{scroll-margin-top:1rem}section.experiment{border-top:2px solid #ddd;margin-top:2.5rem}
-nav.contents{background:#f6f8fa;padding:.5rem 1.5rem;border:1px solid #e1e4e8}nav.contents li{margin:.15rem 0}
-.question{background:#f6f8fa;border-left:4px solid #4a7bd0;padding:.5rem .75rem}.made-by{color:#555;font-size:.9rem}
-.reading{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:1.5rem;align-items:start;margin:1.5rem 0}
-.reading.alone{grid-template-columns:minmax(0,1fr)}
-@media (max-width:60rem){.reading{grid-template-columns:minmax(0,1fr)}}
-figure{margin:0}figure img{max-width:100%;height:auto;border:1px solid #ddd}figcaption{color:#444;font-size:.9rem}
-.claims p{margin:.2rem 0 .6rem}code{background:#f3f3f3;padding:0 .2rem}.missing{color:#8a3b00}
-table{border-collapse:collapse;margin:1rem 0}caption{text-align:left;font-weight:600;padding:.2rem 0;white-space:nowrap}
-td,th{border:1px solid #ccc;padding:.2rem .5rem;text-align:left;vertical-align:top}table.numbers td{text-align:right}
-table.wide td:first-child{text-align:left}"""
 
 
 @dataclass(frozen=True)
@@ -102,25 +90,6 @@ def figure_blocks(
     return blocks
 
 
-def _index_html(indexed: Sequence[IndexedOutput]) -> str:
-    rows = "".join(
-        f"<tr><td><code>{html.escape(item.name)}</code></td><td>{html.escape(item.pipeline)}</td>"
-        f"<td>{html.escape(item.holds)}</td></tr>"
-        for item in indexed
-    )
-    return (
-        "<section id='outputs'><h2>Every other output of the run</h2><p>Saved by the pipelines, not shown "
-        "above; each is a catalog dataset (kedro-viz, <code>data/</code>) and is in MLflow where it logs.</p>"
-        f"<table class='index'><tr><th>dataset</th><th>pipeline</th><th>holds</th></tr>{rows}</table></section>"
-    )
-
-
-def _contents(entries: Sequence[tuple[str, str]]) -> str:
-    """The table of contents: a link to each section (anchor, title)."""
-    items = "".join(f"<li><a href='#{anchor}'>{html.escape(title)}</a></li>" for anchor, title in entries)
-    return f"<nav class='contents' id='contents'><h2>Contents</h2><ol>{items}</ol></nav>"
-
-
 def _experiment_html(
     experiment: Experiment,
     findings: Mapping[str, Any],
@@ -142,12 +111,11 @@ def _experiment_html(
 SCORECARD = "scorecard"
 
 
-def scorecard_section(rows: Sequence[Mapping[str, Any]], committed: Mapping[str, Any] | None = None) -> str:
-    """The papers' scorecard as the report's first section: one row per question, this run's estimates beside the
-    committed replicates' verdicts (``committed``: docs/findings.json;
+def scorecard_table(rows: Sequence[Mapping[str, Any]], committed: Mapping[str, Any] | None = None) -> str:
+    """The papers' scorecard, the report's first section, as an HTML table: one row per question, this run's
+    estimates beside the committed replicates' verdicts (``committed``: docs/findings.json;
     :func:`~thinkalike.reports.findings.scorecard.render_run_beside_committed`)."""
-    table = MarkdownIt("commonmark").enable("table").render(render_run_beside_committed(rows, committed))
-    return f"<section id='{SCORECARD}'><h2>The papers' questions</h2>{table}</section>"
+    return MarkdownIt("commonmark").enable("table").render(render_run_beside_committed(rows, committed))
 
 
 def report_html(
@@ -180,24 +148,21 @@ def report_html(
         )
         for experiment in experiments
     ]
-    sections.insert(0, scorecard_section(document["scorecard"], committed))
     contents = [(SCORECARD, "The papers' questions"), *((e.key, e.title) for e in experiments)]
     if unread:
         contents.append(("missing", "Missing inputs"))
-        sections.append(f"<section id='missing'><h2>Missing inputs</h2>{missing_html(unread)}</section>")
     if indexed:
         contents.append(("outputs", "Every other output of the run"))
-        sections.append(_index_html(indexed))
-    head = (
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_STYLE}</style>{plotly_script()}</head>"
+    return render_template(
+        "report.html.j2",
+        title=title,
+        plotly_script=plotly_script(),
+        provenance=markdown_html(provenance(document)),
+        contents=contents,
+        scorecard_anchor=SCORECARD,
+        scorecard=scorecard_table(document["scorecard"], committed),
+        experiments=sections,
+        unread=missing_html(unread) if unread else "",
+        indexed=list(indexed),
+        findings_element=findings_element(findings),
     )
-    body = [
-        f"<body><h1>{html.escape(title)}</h1>",
-        markdown_html(provenance(document)),
-        _contents(contents),
-        *sections,
-        findings_element(findings),
-        "</body></html>",
-    ]
-    return "\n".join([head, *body])

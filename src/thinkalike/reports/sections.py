@@ -25,6 +25,7 @@ from thinkalike.reports.html_blocks import (
     reading,
     sentences_html,
 )
+from thinkalike.reports.templating import render_template
 
 #: A per-pair dataset of a method (``models.cka.<a>__<b>.cka_table``): listed once for all its pairs when missing.
 _PAIR_DATASET = re.compile(r"^(models\.[a-z_]+)\.[^.]+__[^.]+\.([a-z_]+)$")
@@ -80,34 +81,27 @@ def section_html(
     before: str = "",
     after: str = "",
 ) -> str:
-    """The experiment's section: its question, ``missing`` inputs, ``before`` (HTML), each figure of ``figures``
-    (name → its HTML; a figure not there is left out) beside the sentences of the ``claims`` (merged, those that
-    hold) it reads, the sentences no shown figure reads, ``after`` (HTML) and the key numbers."""
+    """The experiment's section, laid out by the template ``section.html.j2``: its question, ``missing`` inputs,
+    ``before`` (HTML), each figure of ``figures`` (name → its HTML; a figure not there is left out) beside the
+    sentences of the ``claims`` (merged, those that hold) it reads, the sentences no shown figure reads, ``after``
+    (HTML) and the key numbers."""
     collected = findings.get(experiment.section)
     not_run = not_run_sentence(experiment.title, collected) if isinstance(collected, Mapping) else None
-    parts = [
-        f"<section id='{experiment.key}' class='experiment'><h2>{html.escape(experiment.title)}</h2>",
-        f"<p class='question'><strong>Question.</strong> {html.escape(experiment.question)}</p>",
-    ]
-    if experiment.pipelines:
-        names = ", ".join(f"<code>{html.escape(name)}</code>" for name in experiment.pipelines)
-        parts.append(
-            f"<p class='made-by'>Made by the pipeline{'s' if len(experiment.pipelines) > 1 else ''} {names}.</p>"
-        )
-    if not_run:
-        parts.append(f"<div class='missing'>{markdown_html(not_run)}</div>")
-    parts += [missing_html(missing), before]
     shown = [figure for figure in experiment.figures if figure.name in figures]
     grouped = claims_by_figure(claims, shown)
-    for figure in shown:
-        parts.append(reading(figures[figure.name], render_claims(grouped.get(figure.name, []), "runs")))
+    readings = [reading(figures[f.name], render_claims(grouped.get(f.name, []), "runs")) for f in shown]
     rest = render_claims(grouped.get(None, []), "runs")
-    if rest:
-        parts.append(sentences_html(rest))
-    elif not claims and not not_run and collected is not None:
-        parts.append("<p>No claim of this section holds in this run.</p>")
-    parts += [after, numbers_table(key_numbers(experiment, findings)), "</section>"]
-    return "\n".join(part for part in parts if part)
+    return render_template(
+        "section.html.j2",
+        key=experiment.key,
+        title=experiment.title,
+        question=experiment.question,
+        pipelines=list(experiment.pipelines),
+        not_run=markdown_html(not_run) if not_run else "",
+        before=[missing_html(missing), before, *readings, sentences_html(rest) if rest else ""],
+        no_claim_holds=not rest and not claims and not not_run and collected is not None,
+        after=[after, numbers_table(key_numbers(experiment, findings))],
+    ).rstrip("\n")
 
 
 def _values_at(findings: Mapping[str, Any], path: str) -> list[Any]:
