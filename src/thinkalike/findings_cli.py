@@ -20,7 +20,9 @@ outputs (the documentation page ``docs/findings.md``).
   them (collects and runs nothing): after the claims or the renderer changed.
 * None of these: one project's latest run as a one-replicate document (as before replicates).
 
-A table never saved (its pipeline was not run) is left out, and its section says so.
+Each section's numbers are the ones its pipeline saved (``<section>_findings``, :func:`saved_sections`); only
+outputs older than those datasets, and the run timings, are collected here. A table never saved (its pipeline was
+not run) is left out, and its section says so.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import Any
 
 from thinkalike.analysis import prediction
 from thinkalike.provenance import git_state, run_record, write_text_atomically
-from thinkalike.reports.experiments import ReportOutline
+from thinkalike.reports.experiments import ReportOutline, findings_dataset
 from thinkalike.reports.findings import (
     END_MARKER,
     START_MARKER,
@@ -140,7 +142,26 @@ def project_findings(project: Path, env: str | None, replicate: int | None = Non
     timings = fullest_run_timings(project)
     if timings is not None:
         tables["run_timings"] = timings
-    return collect_findings(tables, project_outline())
+    return collect_findings(tables, project_outline(), saved_sections(catalog))
+
+
+def saved_sections(catalog: Any) -> dict[str, Any]:
+    """The latest saved numbers of every section its pipeline saves
+    (:func:`~thinkalike.reports.experiments.findings_dataset`); a section never saved (outputs older than those
+    datasets, or its pipeline never ran) is left out, so :func:`collect_findings` collects it from the tables and
+    the log says so."""
+    saved = {}
+    for section in project_outline().saved_sections:
+        value = _load(catalog, findings_dataset(section.section))
+        if value is not None:
+            saved[section.section] = value
+        else:
+            logger.info(
+                "findings: %s collected from its tables (no saved %s)",
+                section.section,
+                findings_dataset(section.section),
+            )
+    return saved
 
 
 def replicate_folders(workdir: Path) -> list[Path]:

@@ -208,3 +208,36 @@ def test_the_claims_command_prints_pure_json_that_can_be_piped(tiny_project):
     assert json.loads(printed.stdout)["claims"]
     tool = subprocess.run([sys.executable, "-m", "json.tool"], input=printed.stdout, capture_output=True, text=True)
     assert tool.returncode == 0
+
+
+def test_each_pipeline_saves_its_sections_numbers_and_the_findings_read_them(tiny_project, tables):
+    """Issue 56 item 8: every section a pipeline declares is saved by that pipeline's ``collect_<section>_findings``
+    node as ``<section>_findings``; the saved numbers are the section collected from the saved tables, and the
+    findings command takes them as saved (the run timings alone are collected at report time)."""
+    from thinkalike.findings_cli import project_findings, saved_sections
+    from thinkalike.reports.findings import collect_section
+
+    project, _ = tiny_project
+    catalog, _ = open_catalog(project, "test")
+    saved = saved_sections(catalog)
+    expected = {section.section for section in OUTLINE.saved_sections}
+    # conf/test scales no family: nothing makes the scaling section's tables, so nothing saves its numbers
+    assert set(saved) == expected - {"scaling"} and "timing" not in expected and {"stitching", "nli"} <= expected
+    for section in OUTLINE.saved_sections:
+        if section.section in saved:
+            assert saved[section.section] == collect_section(section, tables), section.section
+    findings = project_findings(project, "test")
+    assert {name: findings[name] for name in saved} == saved
+    assert missing_tables(findings["scaling"]) == ["scaling_summary"]
+
+
+def test_a_saved_section_is_taken_as_saved_and_never_collected_again():
+    """``collect_findings`` with saved sections collects none of them (their tables are absent here, so collecting
+    would say they are missing); a section never saved (``None``) is collected from the tables, which says so."""
+    names = [section.section for section in OUTLINE.saved_sections]
+    saved = {name: {"saved_marker": index} for index, name in enumerate(names)}
+    saved[names[0]] = None
+    findings = collect_findings({"parameters": {}}, OUTLINE, saved)
+    assert all(findings[name] == {"saved_marker": index} for index, name in enumerate(names) if index)
+    assert missing_tables(findings[names[0]]) and "saved_marker" not in findings[names[0]]
+    assert missing_tables(findings["timing"]) == ["run_timings"]  # the run timings are still collected

@@ -240,6 +240,8 @@ def test_only_missing_outputs_resumes_exactly_what_is_missing(project_copy):
                 "measure_grounding.png",
                 "report.html",
                 "run_claims.json",
+                "findings/cka.json",  # each section's numbers, saved by its pipeline
+                "findings/measures.json",
             )
         ),  # the report reads the CKA outputs
     }, new - downstream

@@ -67,7 +67,11 @@ def _family_project(root: Path) -> Path:
 def test_the_family_is_resolved_and_its_pairs_are_computed(tmp_path):
     project = _family_project(tmp_path)
     built = build_pipelines(configured_parameters(project, "test"))
-    assert len(built["scaling"].nodes) == 1
+    # the summary and the node that saves its section's numbers (scaling_findings)
+    assert [node.name for node in built["scaling"].nodes] == [
+        "models.scaling.summarise_scaling",
+        "models.scaling.collect_scaling_findings",
+    ]
     tables = {name for name in built["scaling"].inputs() if name.endswith("cka_table")}
     assert len(tables) == 4 + 6  # each of the 4 with itself, every pair of them
     assert tables <= set(built["cka"].all_outputs())

@@ -22,6 +22,7 @@ from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.fixed_arguments import with_fixed_arguments
 from thinkalike.pipelines.namespaces import CORPUS, MODELS, group_namespace
 from thinkalike.pipelines.run_settings import RunSettings
+from thinkalike.pipelines.section_findings import section_findings_pipeline
 from thinkalike.pipelines.specs import output_rules, pipeline_specs, viz_groups
 
 logger = logging.getLogger(__name__)
@@ -75,11 +76,16 @@ def build_pipelines(parameters: Mapping[str, Any]) -> dict[str, Pipeline]:
     """Every project pipeline for ``parameters``; ``__default__`` is the sum of all of them.
 
     Per-model and per-pair nodes are namespaced under ``models``
-    (:mod:`thinkalike.pipelines.namespaces`), so Kedro's dotted-name warning has no cause here.
+    (:mod:`thinkalike.pipelines.namespaces`), so Kedro's dotted-name warning has no cause here. Each pipeline that
+    declares report sections also saves their numbers (:mod:`thinkalike.pipelines.section_findings`).
     """
     specs = pipeline_specs()
     run = RunSettings(parameters)  # each section parsed once, for every builder
     built = {name: build_pipeline(name, run) for name in specs}
+    made = set().union(*(pipeline.all_outputs() for pipeline in built.values()))
+    for name, spec in specs.items():  # each pipeline saves its report sections' numbers
+        if spec.report and not has_configuration_error(built[name]):
+            built[name] += section_findings_pipeline(spec, made)
     for name, spec in specs.items():
         if spec.summarises and not has_configuration_error(built[name]):
             others = sum((pipeline for other, pipeline in built.items() if not specs[other].summarises), Pipeline([]))

@@ -81,6 +81,13 @@ class Experiment:
 TIMING = "timing"  # the run-timings section: written when the run ends (:mod:`thinkalike.reports.run_timings`)
 
 
+def findings_dataset(section: str) -> str:
+    """The catalog dataset of one section's collected numbers, ``<section>_findings``: saved by a node of the pipeline
+    that declares the section (:mod:`thinkalike.pipelines.section_findings`) and read by the report and the findings
+    command, which collect nothing themselves."""
+    return f"{section}_findings"
+
+
 @dataclass(frozen=True)
 class RunTables:
     """What a section's ``collect`` reads: the loaded ``tables`` (catalog name → data; any may be missing), the run's
@@ -146,6 +153,12 @@ class ReportOutline:
     def png_figures(self) -> list[Shown]:
         """Every saved PNG the report shows, in order."""
         return [figure for figure in self.figures() if not figure.interactive]
+
+    @property
+    def saved_sections(self) -> tuple[ReportSection, ...]:
+        """The sections whose numbers a pipeline node collects and saves (:func:`findings_dataset`): every section with
+        a ``collect`` but the run's timings, which are saved only when the run ends."""
+        return tuple(section for section in self.sections if section.collect is not None and section.section != TIMING)
 
     def experiment_of(self, name: str) -> Experiment | None:
         """The experiment that reads dataset ``name``: the one that names it, else the first with a pattern that

@@ -54,6 +54,7 @@ SECTIONS = (
             "embedding_key_value_overlap",
             "embedding_token_structure",
             "embedding_finetune_curves",
+            "corpus_statistics",  # the vocabulary's size: keep-k's k / V
         ),
         collect=lambda run: collect_embedding(without_models(run.tables, run.untrained), run.roles),
         claims=claims_embedding,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from thinkalike.pipelines.specs import producing_pipeline, report_outline
+from thinkalike.reports.experiments import findings_dataset
 from thinkalike.reports.findings import claims_of, collect_findings
 from thinkalike.reports.findings.claims import single_run
 from thinkalike.reports.report import IndexedOutput, MissingInput, describe_output, report_html
@@ -46,13 +47,21 @@ def write_report(
         for name, value in zip([*names, *indexed], values, strict=True)
     }
     by_name = {name: read[name] for name in names}
+    # the sections' numbers as their pipelines saved them (None: never saved, as when nothing makes a section's
+    # tables: the section is then collected from them and says they are missing); the timings are collected here
+    saved = {section.section: read.get(findings_dataset(section.section)) for section in outline.saved_sections}
+    saved_names = {findings_dataset(section) for section in saved}
     index = [
         IndexedOutput(
             name, producing_pipeline(name), "never saved" if read[name] is None else describe_output(read[name])
         )
         for name in indexed
     ]
-    missing = [MissingInput(name, producing_pipeline(name)) for name, value in by_name.items() if value is None]
+    missing = [
+        MissingInput(name, producing_pipeline(name))
+        for name, value in by_name.items()
+        if value is None and name not in saved_names
+    ]
     # a zoo model's config goes to model_configs; the NLI encoder's stays a table (its depth and source: a real
     # checkpoint's is not conf's architecture)
     tables: dict[str, Any] = {
@@ -61,6 +70,7 @@ def write_report(
         if value is not None
         and name not in figure_names
         and (not name.endswith(".model_config") or name == NLI_ENCODER_CONFIG)
+        and name not in saved_names
     }
     tables["parameters"] = parameters
     tables["model_configs"] = {
@@ -71,7 +81,7 @@ def write_report(
         and value is not None
         and name != NLI_ENCODER_CONFIG
     }
-    collected = collect_findings(tables, outline)
+    collected = collect_findings(tables, outline, saved)
     images = {name: by_name.get(name) for name in figure_names}
     if missing:
         logger.info(

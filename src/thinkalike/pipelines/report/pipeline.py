@@ -10,7 +10,7 @@ the report lists instead of failing. The run's timings are saved after it, when 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from kedro.pipeline import Node, Pipeline
 
@@ -24,6 +24,7 @@ from thinkalike.pipelines.report import nodes
 from thinkalike.pipelines.run_settings import RunSettings
 from thinkalike.pipelines.scaling.plan import scaling_plan
 from thinkalike.pipelines.specs import report_outline
+from thinkalike.reports.experiments import findings_dataset
 
 NODE_NAME = f"{group_namespace('report')}.write_experiments_report"  # the node's full name
 #: Saved after the last node by the timing hook, so never this run's: the report leaves it out, and the hook renders
@@ -69,9 +70,21 @@ def measures_tables(run: RunSettings) -> list[str]:
     return [pair_dataset(a, b, MEASURES_OUTPUT) for a, b in pairs] if _measured(cka) else []
 
 
+def saved_findings(left_out: Collection[str] = ()) -> list[str]:
+    """Every section's saved numbers (:mod:`thinkalike.pipelines.section_findings`), in the outline's order: the
+    report's findings, collected by the pipelines that make the tables. A section all of whose tables are
+    ``left_out`` (nothing makes them in this configuration, as the scaling summary without a family) gets no node
+    that saves it, so the report does not read it."""
+    return [
+        findings_dataset(section.section)
+        for section in report_outline().saved_sections
+        if any(name not in left_out for name in section.tables)
+    ]
+
+
 def report_inputs(run: RunSettings) -> list[str]:
-    """The catalog datasets the report reads (besides ``parameters``), in the node's order: the tables the
-    pipelines' report sections read (:func:`~thinkalike.pipelines.specs.report_outline`), the zoo's configs, the CKA
+    """The catalog datasets the report reads (besides ``parameters``), in the node's order: each section's saved
+    numbers (:func:`saved_findings`), the tables the pipelines' report sections read (:func:`~thinkalike.pipelines.specs.report_outline`), the zoo's configs, the CKA
     pairs' measures tables (:func:`measures_tables`), the saved PNGs the sections show and the tables their interactive
     figures are drawn from. Without a scaling
     family (:func:`~thinkalike.pipelines.scaling.plan.scaling_plan`) the scaling outputs are left out: nothing makes
@@ -88,7 +101,7 @@ def report_inputs(run: RunSettings) -> list[str]:
     pngs = [f.name for f in outline.png_figures() if (scaling or f.pipeline != "scaling") and f.name not in left_out]
     drawn = [name for figure in outline.figures() for name in figure.drawn_from]
     configs = [model_dataset(model, "model_config") for model in zoo]
-    inputs = tables + configs + measures_tables(run) + pngs
+    inputs = saved_findings(left_out) + tables + configs + measures_tables(run) + pngs
     return inputs + [name for name in dict.fromkeys(drawn) if name not in inputs and name not in left_out]
 
 

@@ -35,7 +35,7 @@ SECTIONS = (
                 KeyNumber("self-stitching floors (nats/token)", ("stitching.self.span",), "+3"),
             ),
         ),
-        tables=("stitching_penalties", "stitching_phis"),
+        tables=("stitching_penalties", "stitching_phis", "zoo_summary"),  # the zoo's: the models' training steps
         collect=lambda run: collect_stitching(run.tables, run.roles, run.parameters),
         claims=claims_stitching,
     ),

@@ -5,10 +5,11 @@ Every function below takes the report's outline (:class:`~thinkalike.reports.exp
 project's from :func:`thinkalike.pipelines.specs.report_outline`): its sections, each declared in the folder of the
 pipeline that makes its outputs, say which tables are read, how each part is collected and which claims it makes.
 
-* :func:`collect_findings` ``(tables, outline) -> dict``: every number the findings quote, from one run's loaded
+* :func:`collect_findings` ``(tables, outline, saved=None) -> dict``: every number the findings quote, from one run's loaded
   tables (catalog name → DataFrame or dict; ``outline.tables`` lists them; ``model_configs`` maps every zoo model to
   its saved ``models.<model>.model_config``; ``parameters`` is the run's parameters), section by section. Plain
-  JSON (NaN is ``None``).
+  JSON (NaN is ``None``). ``saved``: the sections their pipelines already collected and saved
+  (:func:`collect_section`, ``<section>_findings``), taken as they are.
 * :func:`claims_of` ``(findings, outline) -> list[Claim]``: every comparative sentence as a claim
   (:mod:`.claims`: a stable id, the sentence, a margin > 0 exactly when it holds in that run), section by section.
 * :func:`findings_document` ``(replicates) -> dict``: the replicates' findings and their merged claims — one
@@ -51,7 +52,7 @@ from thinkalike.models.sources import is_initialisation
 from thinkalike.models.zoo_record import ZooModel, zoo_model
 from thinkalike.models.zoo_record import family_roles as model_roles
 from thinkalike.models.zoo_record import neox_twins as neox_twins
-from thinkalike.reports.experiments import ReportOutline, RunTables
+from thinkalike.reports.experiments import ReportOutline, ReportSection, RunTables
 from thinkalike.reports.findings.claims import (
     HOLDS,
     MIXED,
@@ -95,6 +96,7 @@ __all__ = [
     "claims_of",
     "collect_errors",
     "collect_findings",
+    "collect_section",
     "findings_document",
     "missing_tables",
     "model_facts",
@@ -127,14 +129,32 @@ def model_facts(tables: Mapping[str, Any]) -> dict[str, ZooModel]:
     return facts
 
 
-def collect_findings(tables: Mapping[str, Any], outline: ReportOutline) -> dict[str, Any]:
-    """Every number of the findings paragraphs, from the loaded tables (module docstring): the machine, the zoo's
-    roles, then each section of ``outline`` collected from the tables (:class:`~thinkalike.reports.experiments.RunTables`:
-    the roles worked out once here); plain JSON."""
-    roles = model_roles(model_facts(tables))
+def _run_tables(tables: Mapping[str, Any]) -> RunTables:
+    """What every section's ``collect`` reads from the loaded ``tables``: the roles worked out once (from the saved
+    model configs, else the parameters' ``zoo.models``) and the untrained controls (the MLEM and embedding findings
+    are about trained models)."""
     parameters = tables.get("parameters") or {}
-    # controls: the MLEM and embedding findings are about trained models
-    run = RunTables(tables, parameters, roles, tuple(untrained_models(parameters)))
+    return RunTables(tables, parameters, model_roles(model_facts(tables)), tuple(untrained_models(parameters)))
+
+
+def collect_section(section: ReportSection, tables: Mapping[str, Any]) -> dict[str, Any]:
+    """One section's numbers from the loaded ``tables`` (``parameters`` among them), as plain JSON (NaN is ``None``;
+    a table without what the section needs gives ``{"error": …}``): what the node of the section's pipeline saves as
+    :func:`~thinkalike.reports.experiments.findings_dataset` (:mod:`thinkalike.pipelines.section_findings`)."""
+    if section.collect is None:
+        raise ValueError(f"report section {section.section!r} collects nothing")
+    return json.loads(json.dumps(jsonable(guarded(section.collect, _run_tables(tables))), allow_nan=False))
+
+
+def collect_findings(
+    tables: Mapping[str, Any], outline: ReportOutline, saved: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Every number of the findings paragraphs (module docstring): the machine, the zoo's roles, then each section of
+    ``outline``. With ``saved`` (section → its saved numbers, ``None``: never saved), a section saved there is taken
+    as saved: nothing is collected again. Every other section is collected from the tables: the run's timings (saved
+    when the run ends), a section none of whose tables this configuration makes (so the section says which are
+    missing), outputs older than the saved sections. Plain JSON."""
+    run = _run_tables(tables)
     findings: dict[str, Any] = {
         "machine": {
             "cpu_count": os.cpu_count(),
@@ -145,10 +165,12 @@ def collect_findings(tables: Mapping[str, Any], outline: ReportOutline) -> dict[
         },
         "literature": LITERATURE,
         "budget_seconds": RUN_BUDGET_SECONDS,
-        "roles": roles,
+        "roles": run.roles,
     }
     for section in outline.sections:
-        if section.collect is not None:
+        if saved is not None and isinstance(saved.get(section.section), Mapping):
+            findings[section.section] = saved[section.section]
+        elif section.collect is not None:
             findings[section.section] = guarded(section.collect, run)
     return json.loads(json.dumps(jsonable(findings), allow_nan=False))
 
