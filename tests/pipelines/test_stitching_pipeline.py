@@ -387,6 +387,22 @@ def test_training_on_train_sequences_keeps_the_evaluation_split():
         token_splits(held, validate_section(StitchingParameters, {"train_source": "everything"}, "stitching"))
 
 
+def test_an_evaluation_fraction_of_one_evaluates_every_held_out_sequence():
+    from thinkalike.pipelines.schema import validate_section
+    from thinkalike.pipelines.stitching.nodes import token_splits
+    from thinkalike.pipelines.stitching.schema import StitchingParameters
+
+    rng = np.random.default_rng(1)
+    held = {"input_ids": rng.integers(0, 50, (40, 8)), "attention_mask": np.ones((40, 8), dtype=np.int64)}
+    training = {"input_ids": rng.integers(50, 99, (100, 8)), "attention_mask": np.ones((100, 8), dtype=np.int64)}
+    options = {"eval_fraction": 1.0, "train_source": "train_sequences"}
+    split = token_splits(held, validate_section(StitchingParameters, options, "stitching"), training)
+    assert np.array_equal(split.eval_ids, np.arange(40)) and len(split.train) == 100
+    assert np.array_equal(split.eval_arrays()["input_ids"], held["input_ids"])
+    with pytest.raises(ParameterError, match=r"^stitching\.eval_fraction: 1 .*train_source: heldout"):
+        validate_stitching({"eval_fraction": 1.0, "train_source": "heldout"}, [])
+
+
 def test_the_gpu_environment_validates_with_the_papers_schedule_and_a_larger_nli():
     from thinkalike.pipelines.parameters import configured_parameters
     from thinkalike.pipelines.stitching.pipeline import create_pipeline

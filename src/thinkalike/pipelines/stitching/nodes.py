@@ -163,12 +163,15 @@ def token_splits(
     training_sequences: dict[str, np.ndarray] | None = None,
 ) -> PairSplit:
     """The evaluation split: ``stitching.eval_fraction`` of the distinct sequences among the first
-    ``stitching.max_sequences`` held-out ones (all when null), drawn with ``stitching.split_seed``. φ trains on
-    the rest of them (``train_source: heldout``) or on the first ``stitching.max_train_sequences`` of
-    ``training_sequences`` (``train_source: train_sequences``)."""
+    ``stitching.max_sequences`` held-out ones (all when null), drawn with ``stitching.split_seed``; 1: every one of
+    them, in order. φ trains on the rest of them (``train_source: heldout``, which needs a fraction below 1) or on
+    the first ``stitching.max_train_sequences`` of ``training_sequences`` (``train_source: train_sequences``)."""
     source = settings.train_source
     held = _first(sequences, settings.max_sequences, "held-out sequences")
-    train_ids, eval_ids = split_indices(held, eval_fraction=settings.eval_fraction, seed=settings.split_seed)
+    if settings.eval_fraction == 1:  # every held-out sequence evaluates (φ trains on the training sequences)
+        train_ids, eval_ids = np.arange(0), np.arange(len(held))
+    else:
+        train_ids, eval_ids = split_indices(held, eval_fraction=settings.eval_fraction, seed=settings.split_seed)
     if source == "heldout":
         train = held.subset(train_ids)
     else:

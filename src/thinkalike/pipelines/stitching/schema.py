@@ -22,7 +22,7 @@ from thinkalike.stitching import StitchConfigError, StitchSettings, phi_seed_lis
 class StitchingParameters(_Section):
     """``stitching``: which ordered zoo-model pairs (``pairs``, ``directions``, ``self_baselines``), layers and stitch
     kinds; the evaluation split (``eval_fraction`` of the distinct sequences among the first ``max_sequences``
-    held-out ones, drawn with ``split_seed``) and φ's training data (``train_source``, ``max_train_sequences``);
+    held-out ones, drawn with ``split_seed``; 1: all of them, with ``train_source: train_sequences`` only) and φ's training data (``train_source``, ``max_train_sequences``);
     ``settings`` are :class:`~thinkalike.stitching.StitchSettings` (validated by building it);
     ``exclude_special_targets``: special tokens are never targets (the section's key, not a setting);
     ``phi_seeds``: a number of φ seeds ≥ 1 or a list of distinct seeds ≥ 0
@@ -34,7 +34,7 @@ class StitchingParameters(_Section):
     layers: Literal["diagonal", "relative", "all"] = "diagonal"
     # pydantic copies a mutable default for each instance
     kinds: list[Literal["identity", "affine", "affine_ln"]] = Field(["affine_ln"], min_length=1)
-    eval_fraction: float = Field(0.2, gt=0, lt=1)
+    eval_fraction: float = Field(0.2, gt=0, le=1)  # 1: every held-out sequence (train_source: train_sequences)
     split_seed: int = 0
     max_sequences: int | None = Field(None, ge=2)
     train_source: Literal["heldout", "train_sequences"] = "heldout"  # φ's training data (evaluation: held-out)
@@ -57,6 +57,11 @@ class StitchingParameters(_Section):
 def validate_stitching(values: Any, zoo_models: list[str]) -> StitchingParameters:
     """The stitching section: its keys, the stitch settings and the pairs (zoo models only, for now)."""
     stitching = validate_section(StitchingParameters, values, "stitching")
+    if stitching.eval_fraction == 1 and stitching.train_source == "heldout":
+        raise ParameterError(
+            "stitching.eval_fraction: 1 evaluates on every held-out sequence and leaves none to train φ on "
+            "(train_source: heldout); use a fraction below 1 or train_source: train_sequences"
+        )
     if "exclude_special_targets" in stitching.settings:
         raise ParameterError(
             "stitching.settings.exclude_special_targets: unknown parameter (set stitching.exclude_special_targets)"

@@ -54,6 +54,9 @@ class Question:
     #: The plan's column a run's findings are answered by (default: the zoo's); e.g. the NLI row of a run whose
     #: encoder is a real checkpoint is asked by the real column's parts (its depth's later layers).
     column_of: Callable[[Mapping[str, Any]], Column] | None = None
+    #: A confound stated beside the verdict (``confound(replicates) -> sentence``, empty when there is none to state),
+    #: e.g. the stitching floors below 0.
+    confound: Callable[[Sequence[Mapping[str, Any]]], str] | None = None
 
 
 # ---- effects, one replicate's findings at a time (the plan's estimands: conf/base/analysis_plan.yml) ------------------
@@ -68,9 +71,13 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _asymmetry_cells(findings: Mapping[str, Any], with_embeddings: bool = False) -> dict[str, float]:
+def _asymmetry_cells(
+    findings: Mapping[str, Any], with_embeddings: bool = False, over_floors: bool = True
+) -> dict[str, float]:
     """Per φ kind, depth and layer cell (post-block cells l ≥ 1 unless ``with_embeddings``): SoLU→GeLU's excess over
-    its floor less GeLU→SoLU's at the transposed cell, averaged over the pairs of different seeds at that depth."""
+    its floor less GeLU→SoLU's at the transposed cell, averaged over the pairs of different seeds at that depth
+    (``over_floors=False``: the raw penalties, P(S→G) − P(G→S), the floors not subtracted)."""
+    value = "excess" if over_floors else "penalty"
     cells: dict[str, list[float]] = {}
     for pair in _section(findings, "stitching").get("solu_gelu") or []:
         if pair.get("same_seed"):
@@ -80,8 +87,8 @@ def _asymmetry_cells(findings: Mapping[str, Any], with_embeddings: bool = False)
             if not entry:
                 continue
             forward, backward = entry["s_to_g"], entry["g_to_s"]
-            reverse = {tuple(layers): e for layers, e in zip(backward["layers"], backward["excess"])}
-            for (lf, lg), excess in zip(forward["layers"], forward["excess"]):
+            reverse = {tuple(layers): e for layers, e in zip(backward["layers"], backward[value])}
+            for (lf, lg), excess in zip(forward["layers"], forward[value]):
                 back = reverse.get((lg, lf))
                 if lf != lg or excess is None or back is None or (lf == 0 and not with_embeddings):
                     continue
@@ -99,13 +106,51 @@ def _asymmetry(findings: Mapping[str, Any]) -> Parts:
 
 
 def _asymmetry_alternatives(findings: Mapping[str, Any]) -> Parts:
-    """The pilot's estimand (the smallest cell, the embeddings' cell included) and the mean with that cell."""
+    """The pilot's estimand (the smallest cell, the embeddings' cell included), the mean with that cell, and the
+    mean over post-block cells of the raw penalties (no floors: what the self-stitch floors add, :func:`_floor_confound`)."""
     cells = _asymmetry_cells(findings, with_embeddings=True)
     values = [v for k, v in cells.items() if k.startswith("affine_ln,")]
+    raw = _asymmetry_cells(findings, over_floors=False)
     return {
         "affine_ln: smallest cell, embeddings included (the pilot's)": min(values) if values else None,
         "affine_ln: mean over cells, embeddings included": _mean(values),
+        "affine_ln: mean over cells, raw penalties (floors not subtracted)": _mean(
+            [v for k, v in raw.items() if k.startswith("affine_ln,")]
+        ),
     }
+
+
+def _floor_confound(replicates: Sequence[Mapping[str, Any]]) -> str:
+    """The self-stitch floors beside the asymmetry's verdict: how many are below 0 (φ trains g's tail further, so a
+    floor below 0 is a stitched model better than g itself: the zoo models are not trained to convergence), and what
+    they add to the affine_ln asymmetry, floor(SoLU) − floor(GeLU) averaged over its post-block cells (the asymmetry
+    over the floors less that of the raw penalties); empty when no replicate has floors."""
+    selves = [_section(f, "stitching").get("self") or {} for f in replicates]
+    counts = [(int(s["n_negative"]), int(s["n"])) for s in selves if s.get("n")]
+    if not counts:
+        return ""
+    added = []
+    for findings in replicates:
+        over = [v for k, v in _asymmetry_cells(findings).items() if k.startswith("affine_ln,")]
+        raw = [v for k, v in _asymmetry_cells(findings, over_floors=False).items() if k.startswith("affine_ln,")]
+        if over and raw:
+            added.append(sum(over) / len(over) - sum(raw) / len(raw))
+    negative = sorted(n for n, _ in counts)
+    totals = sorted({total for _, total in counts})
+    text = (
+        f"Confound: {negative[0]}–{negative[-1]} of {'/'.join(map(str, totals))} self-stitch floors per replicate are "
+        "below 0: φ trains g's tail further (the zoo models are trained for a fixed schedule, not to convergence), so a "
+        "floor is a stitched model better than g itself, and the excesses over the floors carry that."
+    )
+    if added:
+        low, high, mean = (f"{v:+.3g}".replace("-", "−") for v in (min(added), max(added), sum(added) / len(added)))
+        way = "smaller" if sum(added) < 0 else "larger"
+        text += (
+            f" The floors add floor(SoLU) − floor(GeLU) to the asymmetry: on affine_ln's post-block cells {low} to "
+            f"{high} nats/token over the replicates (mean {mean}), so on average they make it {way}; the raw "
+            "penalties' asymmetry, without floors, is a row of the robustness table."
+        )
+    return text
 
 
 def _nli_later(findings: Mapping[str, Any]) -> Parts:
@@ -458,6 +503,7 @@ QUESTIONS: tuple[Question, ...] = (
         _asymmetry,
         alternatives=_asymmetry_alternatives,
         needs="two models alike but for their activation function, SoLU and GeLU, and their stitches",
+        confound=_floor_confound,
     ),
     Question(
         "brown_nli_groups",
@@ -799,6 +845,9 @@ def evaluate(
     row = rule.decide_row({name: results[name] for name in planned.primary})
     answer["holm"] = list(row.holm)
     answer["robustness"] = _robustness(question, kept, planned)
+    confound = question.confound(kept) if question.confound else ""
+    if confound:
+        answer["confound"] = confound
     return {**answer, "verdict": row.text, "verdict_word": row.verdict}
 
 
@@ -1066,6 +1115,7 @@ def render_parts(rows: Sequence[Mapping[str, Any]], replicate_seconds: float | N
                 f"{row.get('scale', 'n/a')}. Verdict: {row['verdict']}."
             ),
             "",
+            *([wrap(row["confound"]), ""] if row.get("confound") else []),
             forest_svg(_ordered(row)),
             "",
             wrap(
