@@ -291,7 +291,7 @@ def test_the_corpus_is_what_it_was_before_the_nli_constructions():
 
 def test_substituted_pairs_replace_one_to_three_slots_and_stay_non_entailed():
     """substituted_slots=3: every substituted hypothesis differs from an entailed triple in 1..3 of its slots, by
-    words absent from the premise, and all three counts occur; 1 keeps the single-slot draws unchanged."""
+    words absent from the premise, and all three counts occur; 3 is the default (conf/base's nli.pairs)."""
     three = generate_pairs(PairsConfig(n_train=300, n_test=10, n_ood_per_subcase=2, substituted_slots=3, seed=2))
     substituted = three[three.variant == "substituted"]
     changed = set()
@@ -304,9 +304,9 @@ def test_substituted_pairs_replace_one_to_three_slots_and_stay_non_entailed():
         assert not set(row.hypothesis.split()) <= premise_words
         assert row.label == "non_entailed"
     assert changed == {1, 2, 3}
-    one = generate_pairs(PairsConfig(n_train=60, n_test=10, n_ood_per_subcase=2, seed=2))
-    default = generate_pairs(PairsConfig(n_train=60, n_test=10, n_ood_per_subcase=2, substituted_slots=1, seed=2))
-    pd.testing.assert_frame_equal(one, default)
+    default = generate_pairs(PairsConfig(n_train=60, n_test=10, n_ood_per_subcase=2, seed=2))
+    stated = generate_pairs(PairsConfig(n_train=60, n_test=10, n_ood_per_subcase=2, substituted_slots=3, seed=2))
+    pd.testing.assert_frame_equal(default, stated)
     with pytest.raises(ValueError, match=r"PairsConfig.substituted_slots must be 1, 2 or 3"):
         PairsConfig(substituted_slots=4)
 

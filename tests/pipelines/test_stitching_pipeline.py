@@ -344,7 +344,12 @@ def test_pipeline_options_add_heatmaps_and_training_sequences():
 
     parameters = {
         "zoo": {"models": {"a": {}, "b": {}}},
-        "stitching": {"pairs": {"explicit": [["a", "b"]]}, "self_baselines": False},
+        "stitching": {
+            "pairs": {"explicit": [["a", "b"]]},
+            "self_baselines": False,
+            "train_source": "heldout",
+            "eval_fraction": 0.3,
+        },
     }
     plain = create_pipeline(RunSettings(parameters))
     assert "train_sequences" not in plain.inputs() and not any("heatmap" in d for d in plain.all_outputs())
@@ -371,7 +376,7 @@ def test_training_on_train_sequences_keeps_the_evaluation_split():
     held = {"input_ids": rng.integers(0, 50, (40, 8)), "attention_mask": np.ones((40, 8), dtype=np.int64)}
     training = {"input_ids": rng.integers(50, 99, (100, 8)), "attention_mask": np.ones((100, 8), dtype=np.int64)}
     options = {"eval_fraction": 0.25, "split_seed": 3}
-    own = token_splits(held, validate_section(StitchingParameters, options, "stitching"))
+    own = token_splits(held, validate_section(StitchingParameters, {**options, "train_source": "heldout"}, "stitching"))
     corpus = token_splits(
         held,
         validate_section(

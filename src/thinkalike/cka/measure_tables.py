@@ -178,7 +178,7 @@ class MeasureSettings:
     remedy_measures: tuple[str, ...] = ("cka", "procrustes")
     remedy_top_dimensions: int = 3
     calibration_measures: tuple[str, ...] = ()
-    calibration_permutations: int = 0
+    calibration_permutations: int = 20
     grounding_components: int = 5
     layers: str = "auto"
 

@@ -31,9 +31,9 @@ class CKASettings:
     estimator: Estimator = "unbiased"
     aggregation: Aggregation = "mean_of_ratios"
     pooling: str = "token"
-    batch_tokens: int = 1024
+    batch_tokens: int = 512
     n_bootstrap: int = 200
-    n_permutations: int = 0
+    n_permutations: int = 50
     confidence: float = 0.95
     seed: int = 0
     skip_constant_layers: bool = False

@@ -120,14 +120,14 @@ class PairsConfig:
     ``seed``: the whole table.
     """
 
-    n_train: int = 2000
+    n_train: int = 20000
     n_test: int = 400
     n_ood_per_subcase: int = 100
-    counterexample_fraction: float = 0.05
+    counterexample_fraction: float = 0.1
     counterexample_subcases: Sequence[str] = ("swap",)  # stored as a tuple
     ood_subcases: Sequence[str] = ("passive", "relative_clause", "preposition", "conjunction")  # stored as a tuple
     p_adjective: float = 0.2
-    substituted_slots: int = 1
+    substituted_slots: int = 3
     seed: int = 0
 
     def __post_init__(self) -> None:

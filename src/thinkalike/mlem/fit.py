@@ -85,13 +85,13 @@ class MLEMSettings:
     (:func:`estimate_pairs_per_step`)."""
 
     interactions: bool = False
-    pairs_per_step: int | None = 2048
+    pairs_per_step: int | None = 1024
     max_steps: int = 1000
     patience: int = 50
     min_improvement: float = 1e-3
     learning_rate: float = 0.1
     weight_decay: float = 0.0
-    rank_strength: float = 4.0
+    rank_strength: float = 1.0
     n_folds: int = 5
     n_permutations: int = 5
     heldout_pairs: int = 4000

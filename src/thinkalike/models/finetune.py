@@ -66,10 +66,10 @@ class FinetuneConfig:
     """Fine-tuning settings of one copy: optimisation, pooling, the class head's init scale and the
     two seeds (``head_seed``: head initialisation; ``data_seed``: order of the training pairs)."""
 
-    steps: int = 150
+    steps: int = 600
     batch_size: int = 32
-    learning_rate: float = 1e-3
-    warmup_steps: int = 15
+    learning_rate: float = 3e-3
+    warmup_steps: int = 60
     weight_decay: float = 0.01
     pooling: str = "mean"
     head_init_std: float = 0.02

@@ -73,11 +73,12 @@ class StitchDivergedError(RuntimeError):
 
 @dataclass(frozen=True)
 class StitchSettings:
-    """Stitching settings (defaults: Brown et al. / tuned-lens).
+    """Stitching settings (defaults: the default run's CPU schedule, conf/base's ``stitching.settings``; conf/gpu
+    sets Brown et al.'s: 2000 steps with 200 of warm-up, 16,384 tokens a step).
 
     ``steps``, ``warmup_steps``, ``lr_scale`` (torch lr = ``lr_scale · (1 − momentum)``), ``momentum``,
     ``weight_decay``, ``clip_grad_norm``: the optimiser (module docstring). ``tokens_per_step``:
-    sequence positions per optimiser step (tuned-lens's default 2**18), run as micro-batches of
+    sequence positions per optimiser step (tuned-lens's default is 2**18), run as micro-batches of
     ``batch_size`` sequences. ``eval_every``: held-out loss every so many steps on the first
     ``curve_eval_batches`` evaluation batches (of ``eval_batch_size`` sequences; the final
     evaluation uses them all). ``init``: φ's initial map (``auto`` | ``identity`` | ``lstsq``, see
@@ -91,19 +92,19 @@ class StitchSettings:
     the ``label`` objective's targets are labels and are never excluded).
     """
 
-    steps: int = 2000
-    warmup_steps: int = 200
+    steps: int = 150
+    warmup_steps: int = 15
     lr_scale: float = 1.0
     momentum: float = 0.9
     weight_decay: float = 1e-3
     clip_grad_norm: float = 1.0
-    tokens_per_step: int = 2**18
-    batch_size: int = 32
-    eval_batch_size: int = 32
-    eval_every: int = 100
-    curve_eval_batches: int = 4
+    tokens_per_step: int = 1024
+    batch_size: int = 16
+    eval_batch_size: int = 4
+    eval_every: int = 25
+    curve_eval_batches: int = 2
     init: str = "auto"
-    init_max_tokens: int = 65536
+    init_max_tokens: int = 8192
     objective: str = "auto"
     mask_probability: float = 0.15
     n_bootstrap: int = 1000

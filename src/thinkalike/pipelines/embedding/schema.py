@@ -63,7 +63,7 @@ class KeepKParameters(_Section):
     distributions: list[Literal["normal", "ff_values", "residual"]] = Field(
         ["normal", "ff_values", "residual"], min_length=1
     )
-    n: int = Field(1000, ge=2)
+    n: int = Field(300, ge=2)
     residual_rows: int = Field(20000, ge=4)
     seed: int = 0
 

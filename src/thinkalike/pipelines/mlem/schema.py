@@ -35,7 +35,7 @@ class MLEMParameters(_Section):
     level: Literal["word", "sentence"] = "word"
     sentence_pooling: Literal["mean", "last"] = "mean"
     features: list[str] | None = None
-    max_stimuli: int | None = Field(None, ge=4)
+    max_stimuli: int | None = Field(1000, ge=4)
     layers: list[typing.Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1)
     rsa_pairs: int = Field(4000, ge=10)
     device: Device | None = None

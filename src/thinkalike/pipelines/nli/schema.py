@@ -37,10 +37,10 @@ class PairTextParameters(_Section):
 
     n_pairs: int = Field(4000, ge=1)
     seed: int = 1
-    share: float = Field(0.5, ge=0, le=1)  # share of the pretraining rows that are pair text
+    share: float = Field(0.75, ge=0, le=1)  # share of the pretraining rows that are pair text
     # masking probability of premise / hypothesis tokens in pair-text rows (corpus rows: training.mask_probability)
-    premise_mask_probability: float = Field(0.15, ge=0, lt=1)
-    hypothesis_mask_probability: float = Field(0.15, ge=0, lt=1)
+    premise_mask_probability: float = Field(0.1, ge=0, lt=1)
+    hypothesis_mask_probability: float = Field(0.5, ge=0, lt=1)
 
 
 #: ``nli.encoder.source`` of the zoo's own encoder, pretrained on the grammar by the pipeline.
@@ -67,15 +67,15 @@ class SweepParameters(_Section):
     fine-tunes, less those at the experiment's own fraction (reused)."""
 
     run: bool = False
-    fractions: list[float] = Field(default_factory=lambda: [0.0, 0.05, 0.1, 0.2], min_length=1)
-    n_copies: int = Field(3, ge=2)
+    fractions: list[float] = Field(default_factory=lambda: [0.0, 0.1, 0.2], min_length=1)
+    n_copies: int = Field(2, ge=2)
 
 
 class NLIStitchingParameters(_Section):
     """``nli.stitching``: identity stitching of every ordered pair of copies."""
 
     layers: list[typing.Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1)  # null: 0..n_layers
-    max_pairs: int | None = Field(None, ge=2)  # per evaluation set (test, ood), stratified; null: all
+    max_pairs: int | None = Field(160, ge=2)  # per evaluation set (test, ood), stratified; null: all
     batch_size: int = Field(32, ge=1)
     n_bootstrap: int = Field(1000, ge=1)
     ci_level: float = Field(0.95, gt=0, lt=1)

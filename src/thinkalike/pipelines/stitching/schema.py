@@ -33,11 +33,11 @@ class StitchingParameters(_Section):
     self_baselines: bool = True
     layers: Literal["diagonal", "relative", "all"] = "diagonal"
     # pydantic copies a mutable default for each instance
-    kinds: list[Literal["identity", "affine", "affine_ln"]] = Field(["affine_ln"], min_length=1)
-    eval_fraction: float = Field(0.2, gt=0, le=1)  # 1: every held-out sequence (train_source: train_sequences)
+    kinds: list[Literal["identity", "affine", "affine_ln"]] = Field(["identity", "affine", "affine_ln"], min_length=1)
+    eval_fraction: float = Field(1.0, gt=0, le=1)  # 1: every held-out sequence (train_source: train_sequences)
     split_seed: int = 0
     max_sequences: int | None = Field(None, ge=2)
-    train_source: Literal["heldout", "train_sequences"] = "heldout"  # φ's training data (evaluation: held-out)
+    train_source: Literal["heldout", "train_sequences"] = "train_sequences"  # φ's training data (evaluation: held-out)
     max_train_sequences: int | None = Field(None, ge=1)
     device: Device | None = None
     progress: bool = False

@@ -34,7 +34,7 @@ MAJORITY = 0.5
 #: The pipeline's defaults (:class:`thinkalike.pipelines.nli.schema.NLIParameters`) where the parameters leave them
 #: out: ``nli.min_spread`` and ``nli.sweep.fractions``.
 DEFAULT_MIN_SPREAD = 0.1
-DEFAULT_SWEEP_FRACTIONS = (0.0, 0.05, 0.1, 0.2)
+DEFAULT_SWEEP_FRACTIONS = (0.0, 0.1, 0.2)
 
 
 RELATION_LABELS = {
