@@ -6,14 +6,19 @@ from __future__ import annotations
 import pytest
 
 from thinkalike.reports.findings.scorecard import (
+    _asymmetry,
+    _asymmetry_alternatives,
+    _asymmetry_within_run,
     _blocks,
     _blocks_alternatives,
+    _floor_confound,
     _keep_k,
     _keep_k_alternatives,
     _spearman,
     _spearman_alternatives,
     _zero_shot,
     _zero_shot_alternatives,
+    scorecard,
 )
 
 
@@ -125,3 +130,71 @@ def test_a_row_whose_n_needed_is_more_than_a_night_of_two_cores_says_so():
     affordable = 8 + int(OVERNIGHT_HOURS * 3600 / 600)  # exactly a night's replicates more
     assert beyond_two_cores({**row, "parts": {"a": {"n_needed": affordable}}}, 600.0) == ""
     assert beyond_two_cores(row, None) == ""  # no run time recorded: nothing said
+
+
+def _stitching_findings() -> dict:
+    """One SoLU/GeLU pair at 2 layers, affine_ln only: per cell [l, l], the penalty, its excess over g's floor and the
+    intervals [low, high, floor low, floor high]; the same-seed control is left out of every estimand."""
+
+    def direction(penalty, floor, half, floor_half):
+        return {
+            "layers": [[0, 0], [1, 1], [2, 2]],
+            "penalty": penalty,
+            "excess": [p - f for p, f in zip(penalty, floor)],
+            "intervals": [[p - half, p + half, f - floor_half, f + floor_half] for p, f in zip(penalty, floor)],
+        }
+
+    pair = {
+        "solu": "s",
+        "gelu": "g",
+        "depth": 2,
+        "kinds": {
+            "affine_ln": {
+                "s_to_g": direction([0.5, 0.30, 0.20], [-0.04, -0.02, -0.01], 0.02, 0.01),
+                "g_to_s": direction([0.4, 0.10, 0.12], [-0.03, -0.03, 0.00], 0.03, 0.01),
+            }
+        },
+    }
+    control = {**pair, "same_seed": True, "solu": "s2"}
+    stitching = {"ci_level": [0.95, 0.95], "solu_gelu": [pair, control], "self": {"n": 6, "n_negative": 5}}
+    return {"stitching": stitching}
+
+
+def test_the_asymmetry_is_read_after_blocks_over_the_floors_and_raw():
+    findings = _stitching_findings()
+    # block 1: (0.30 + 0.02) − (0.10 + 0.03); block 2: (0.20 + 0.01) − (0.12 − 0.00); the embeddings' cell left out
+    assert _asymmetry(findings) == pytest.approx(
+        {
+            "affine_ln, 2 layers, block 1": 0.19,
+            "affine_ln, 2 layers, block 2": 0.09,
+            "affine_ln, mean over cells": 0.14,
+            "affine, mean over cells": None,
+        }
+    )
+    raw = _asymmetry_alternatives(findings)["affine_ln: mean over cells, raw penalties (floors not subtracted)"]
+    assert raw == pytest.approx(((0.30 - 0.10) + (0.20 - 0.12)) / 2)
+
+
+def test_the_floor_confound_counts_floors_below_zero_and_what_they_add():
+    text = _floor_confound([_stitching_findings(), _stitching_findings()])
+    # floor(S) − floor(G) over the post-block cells: ((−0.03 + 0.02) + (0.00 + 0.01)) / 2 = 0
+    assert text.startswith("Confound: 5–5 of 6 self-stitch floors per replicate are below 0")
+    assert "+0 to +0 nats/token" in text
+    assert _floor_confound([{"stitching": {"solu_gelu": []}}]) == ""
+
+
+def test_one_runs_asymmetry_has_a_conservative_within_run_interval():
+    findings = _stitching_findings()
+    within = _asymmetry_within_run(findings)
+    se = 0.02 / 1.959964 + 0.01 / 1.959964 + 0.03 / 1.959964 + 0.01 / 1.959964  # the four standard errors, summed
+    assert within["affine_ln, 2 layers, block 1"] == pytest.approx((0.19 - 1.96 * se, 0.19 + 1.96 * se), rel=1e-4)
+    assert within["affine_ln, mean over cells"] == pytest.approx((0.14 - 1.96 * se, 0.14 + 1.96 * se), rel=1e-4)
+    # the estimate of one run's scorecard carries it; a run saved before the intervals has none
+    (row,) = [row for row in scorecard([findings]) if row["key"] == "brown_solu_gelu"]
+    assert row["parts"]["affine_ln, 2 layers, block 1"]["within_run"] == pytest.approx(
+        list(within["affine_ln, 2 layers, block 1"])
+    )
+    assert "within the run" in row["ours"]
+    for direction in findings["stitching"]["solu_gelu"][0]["kinds"]["affine_ln"].values():
+        del direction["intervals"]
+    assert _asymmetry_within_run(findings) == {}

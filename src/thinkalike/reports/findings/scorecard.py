@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 from thinkalike.analysis import rule
@@ -54,6 +55,9 @@ class Question:
     #: The plan's column a run's findings are answered by (default: the zoo's); e.g. the NLI row of a run whose
     #: encoder is a real checkpoint is asked by the real column's parts (its depth's later layers).
     column_of: Callable[[Mapping[str, Any]], Column] | None = None
+    #: One run's within-run 95 % intervals of its parts (``within_run(findings) -> {part: (low, high)}``, clustered by
+    #: sequence where the method resamples; a part without one is left out): shown beside one run's estimates.
+    within_run: Callable[[Mapping[str, Any]], Intervals] | None = None
     #: A confound stated beside the verdict (``confound(replicates) -> sentence``, empty when there is none to state),
     #: e.g. the stitching floors below 0.
     confound: Callable[[Sequence[Mapping[str, Any]]], str] | None = None
@@ -94,6 +98,61 @@ def _asymmetry_cells(
                     continue
                 cells.setdefault(f"{kind}, {pair['depth']} layers, block {lf}", []).append(float(excess) - float(back))
     return {label: sum(v) / len(v) for label, v in sorted(cells.items())}
+
+
+Intervals = dict[str, tuple[float, float]]
+
+
+def _half_width(low: Any, high: Any, z: float) -> float | None:
+    """A standard error from an interval's ends (``(high − low) / 2z``); None when an end is missing."""
+    if low is None or high is None:
+        return None
+    return (float(high) - float(low)) / (2 * z)
+
+
+def _asymmetry_within_run(findings: Mapping[str, Any]) -> Intervals:
+    """Each asymmetry part's within-run 95 % interval: the estimate ± 1.96 · a bound on its standard error, the sum of
+    the standard errors of the four penalties it is made of (S→G, G's floor, G→S, S's floor), each from its
+    evaluation-bootstrap interval (resampled batches of held-out sequences: clustered by sequence), averaged over the
+    pairs of different seeds and, for a mean over cells, over its cells. A sum of standard errors bounds the standard
+    error of the sum whatever their correlation (the penalties share evaluation sequences), so the interval is
+    conservative; a part whose penalties lack an interval gets none."""
+    stitching = _section(findings, "stitching")
+    level = (stitching.get("ci_level") or [0.95])[0]
+    z = NormalDist().inv_cdf(0.5 + float(level) / 2)
+    bounds: dict[str, list[float]] = {}
+    for pair in stitching.get("solu_gelu") or []:
+        if pair.get("same_seed"):
+            continue
+        for kind in ("affine_ln", "affine"):
+            entry = (pair.get("kinds") or {}).get(kind)
+            if not entry or "intervals" not in entry["s_to_g"] or "intervals" not in entry["g_to_s"]:
+                continue
+            forward, backward = entry["s_to_g"], entry["g_to_s"]
+            reverse = {tuple(layers): ci for layers, ci in zip(backward["layers"], backward["intervals"])}
+            for (lf, lg), ci in zip(forward["layers"], forward["intervals"]):
+                back = reverse.get((lg, lf))
+                if lf != lg or lf == 0 or back is None:
+                    continue
+                errors = [_half_width(ci[0], ci[1], z), _half_width(ci[2], ci[3], z)]
+                errors += [_half_width(back[0], back[1], z), _half_width(back[2], back[3], z)]
+                if any(e is None for e in errors):
+                    continue
+                bounds.setdefault(f"{kind}, {pair['depth']} layers, block {lf}", []).append(
+                    sum(e for e in errors if e is not None)
+                )
+    cell_bounds = {label: sum(v) / len(v) for label, v in bounds.items()}
+    for kind in ("affine_ln", "affine"):
+        of_kind = [v for label, v in cell_bounds.items() if label.startswith(f"{kind},")]
+        if of_kind:
+            cell_bounds[f"{kind}, mean over cells"] = sum(of_kind) / len(of_kind)
+    estimates = _asymmetry(findings)
+    intervals: Intervals = {}
+    for label, bound in cell_bounds.items():
+        estimate = estimates.get(label)
+        if estimate is not None:
+            intervals[label] = (estimate - 1.96 * bound, estimate + 1.96 * bound)
+    return intervals
 
 
 def _asymmetry(findings: Mapping[str, Any]) -> Parts:
@@ -504,6 +563,7 @@ QUESTIONS: tuple[Question, ...] = (
         alternatives=_asymmetry_alternatives,
         needs="two models alike but for their activation function, SoLU and GeLU, and their stitches",
         confound=_floor_confound,
+        within_run=_asymmetry_within_run,
     ),
     Question(
         "brown_nli_groups",
@@ -772,6 +832,9 @@ def _estimate_text(entry: Mapping[str, Any]) -> str:
         return "not measured"
     ci = entry.get("ci95")
     text = f"{mean:+.3g}" + (f" [{ci[0]:+.3g}, {ci[1]:+.3g}]" if ci and ci[0] != ci[1] else "")
+    within = entry.get("within_run")
+    if within and not ci:
+        text += f" [{within[0]:+.3g}, {within[1]:+.3g}] within the run"
     return text.replace("-", "−")
 
 
@@ -841,6 +904,11 @@ def evaluate(
         for g in gates
     }
     if n < 2:
+        within = question.within_run(kept[0]) if question.within_run and kept else {}
+        for name, interval in within.items():
+            if name in parts:
+                parts[name]["within_run"] = [float(interval[0]), float(interval[1])]
+        answer["ours"] = "; ".join(f"{name} {_estimate_text(parts[name])}" for name in planned.primary)
         return {**answer, "verdict": f"{ONE_RUN}: estimates, no verdict", "verdict_word": ONE_RUN}
     row = rule.decide_row({name: results[name] for name in planned.primary})
     answer["holm"] = list(row.holm)

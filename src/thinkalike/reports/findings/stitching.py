@@ -58,6 +58,7 @@ def _direction(cells: pd.DataFrame, f: str, g: str, kind: str) -> dict[str, Any]
     layers, penalties, excess, above, below = [], [], [], 0, 0
     above_gap: list[float] = []
     below_gap: list[float] = []
+    intervals: list[list[float | None]] = []  # each cell's and its floor's interval: [low, high, floor low, floor high]
     for row in rows.sort_values(["layer_f", "layer_g"]).itertuples():
         floor = _cell(cells, g, int(row.layer_g), g, int(row.layer_g), kind)
         layers.append([int(row.layer_f), int(row.layer_g)])
@@ -66,7 +67,11 @@ def _direction(cells: pd.DataFrame, f: str, g: str, kind: str) -> dict[str, Any]
             excess.append(math.nan)
             above_gap.append(math.nan)
             below_gap.append(math.nan)
+            intervals.append([as_float(row.ci_low), as_float(row.ci_high), None, None])
             continue
+        intervals.append(
+            [as_float(row.ci_low), as_float(row.ci_high), as_float(floor["ci_low"]), as_float(floor["ci_high"])]
+        )
         excess.append(float(row.penalty) - float(floor["penalty"]))
         above += bool(row.ci_low > floor["ci_high"])
         below += bool(row.ci_high < floor["ci_low"])
@@ -85,6 +90,9 @@ def _direction(cells: pd.DataFrame, f: str, g: str, kind: str) -> dict[str, Any]
         # (floor's ci_low − ci_high; > 0: below), the margins of the claims (claims_stitching)
         "above_gap": [as_float(v) for v in above_gap],
         "below_gap": [as_float(v) for v in below_gap],
+        # per layer cell: the penalty's evaluation-bootstrap interval (resampled batches of held-out sequences) and
+        # its floor's, [low, high, floor low, floor high] (the within-run interval of the scorecard's asymmetry)
+        "intervals": intervals,
     }
 
 
