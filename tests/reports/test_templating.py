@@ -35,4 +35,9 @@ def test_the_templates_ship_as_package_data():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     package, folder = TEMPLATES
     assert f"{folder}/*.j2" in declared[package]
-    assert {path.name for path in TEMPLATE_DIR.glob("*.j2")} == {"findings.md.j2", "report.html.j2", "section.html.j2"}
+    assert {path.name for path in TEMPLATE_DIR.glob("*.j2")} == {
+        "blocks.html.j2",
+        "findings.md.j2",
+        "report.html.j2",
+        "section.html.j2",
+    }

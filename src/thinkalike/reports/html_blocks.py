@@ -2,19 +2,22 @@
 interactive plotly figure — beside the sentences that read it, and small tables of numbers.
 
 An interactive figure is a ``<div>`` and the script that draws it into the div with the page's one copy of plotly.js
-(:func:`plotly_script`, in the page's head): :func:`plotly_figure` never embeds plotly.js itself.
+(:func:`plotly_script`, in the page's head): :func:`plotly_figure` never embeds plotly.js itself. Each block's markup is
+a macro of ``templates/blocks.html.j2``, which escapes every value but the HTML made here (markdown's, plotly's).
 """
 
 from __future__ import annotations
 
 import base64
-import html
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.offline
 from markdown_it import MarkdownIt
+
+from thinkalike.reports.templating import template_macros
 
 _MARKDOWN = MarkdownIt("commonmark")
 #: Plotly's options for every interactive figure: no link to Plotly's site, no "edit in Chart Studio".
@@ -30,16 +33,12 @@ def markdown_html(text: str) -> str:
 
 def sentences_html(sentences: Sequence[str]) -> str:
     """The sentences of the findings (markdown), one paragraph each, in a ``claims`` block."""
-    return "<div class='claims'>" + "".join(markdown_html(sentence) for sentence in sentences) + "</div>"
+    return str(_blocks().claims([markdown_html(sentence) for sentence in sentences]))
 
 
 def png_figure(caption: str, image: bytes) -> str:
     """A saved PNG, embedded as base64 (the file stands alone), with its caption."""
-    encoded = base64.b64encode(image).decode("ascii")
-    return (
-        f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{encoded}">'
-        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
-    )
+    return str(_blocks().png_figure(caption, base64.b64encode(image).decode("ascii")))
 
 
 def plotly_figure(caption: str, figure: go.Figure, div_id: str) -> str:
@@ -55,44 +54,48 @@ def plotly_figure(caption: str, figure: go.Figure, div_id: str) -> str:
         default_width="100%",
         default_height=f"{height}px",
     )
-    return (
-        f"<figure class='interactive'>{body}<figcaption>{html.escape(caption)} Interactive: hover for the "
-        "values.</figcaption></figure>"
-    )
+    return str(_blocks().interactive_figure(caption, body))
 
 
 def plotly_script() -> str:
     """The one copy of plotly.js the page embeds (offline: nothing is fetched)."""
-    return f"<script type='text/javascript'>{plotly.offline.get_plotlyjs()}</script>"
+    return str(_blocks().script(plotly.offline.get_plotlyjs()))
 
 
 def reading(figure_html: str, sentences: Sequence[str]) -> str:
     """A figure beside the sentences that read it (stacked on a narrow screen)."""
-    if not sentences:
-        return f"<div class='reading alone'>{figure_html}</div>"
-    return f"<div class='reading'>{figure_html}{sentences_html(sentences)}</div>"
+    return str(_blocks().reading(figure_html, sentences_html(sentences) if sentences else ""))
 
 
 def numbers_table(rows: Sequence[tuple[str, str]], caption: str = "Key numbers") -> str:
     """A two-column table of (what, value), the values as written (markdown: inline code); empty when no rows."""
     if not rows:
         return ""
-    body = "".join(
-        f"<tr><th scope='row'>{html.escape(label)}</th><td>{_inline(value)}</td></tr>" for label, value in rows
-    )
-    return f"<table class='numbers'><caption>{html.escape(caption)}</caption>{body}</table>"
+    return str(_blocks().numbers_table([(label, _inline(value)) for label, value in rows], caption))
 
 
 def frame_table(frame: pd.DataFrame, caption: str) -> str:
     """A small data frame as an HTML table (its cells as they print; numbers right-aligned)."""
     if frame.empty:
         return ""
-    head = "".join(f"<th scope='col'>{html.escape(str(column))}</th>" for column in frame.columns)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(value))}</td>" for value in row) + "</tr>"
-        for row in frame.itertuples(index=False)
-    )
-    return f"<table class='numbers wide'><caption>{html.escape(caption)}</caption><tr>{head}</tr>{rows}</table>"
+    rows = [[str(value) for value in row] for row in frame.itertuples(index=False)]
+    return str(_blocks().frame_table([str(column) for column in frame.columns], rows, caption))
+
+
+def missing_block(command: str, items: Sequence[tuple[str, str, int | None]]) -> str:
+    """The inputs never saved: ``items`` (name, its pipeline, its number of pairs or None) and the ``command``'s
+    pipelines (``kedro run --pipelines …``; empty: none known)."""
+    return str(_blocks().missing(command, items))
+
+
+def dimensions_block(sentences: Sequence[str]) -> str:
+    """The measures' dimensions compared: one list item per sentence (markdown, inline)."""
+    return str(_blocks().dimensions([_inline(sentence) for sentence in sentences]))
+
+
+def _blocks() -> Any:
+    """The block macros (``templates/blocks.html.j2``)."""
+    return template_macros("blocks.html.j2")
 
 
 def _inline(text: str) -> str:

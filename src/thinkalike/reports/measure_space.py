@@ -20,7 +20,7 @@ import pandas as pd
 from thinkalike.measures.registry import MEASURES
 from thinkalike.reports.experiments import MEASURE_PAIR_TABLES
 from thinkalike.reports.findings.text import code_text, int_text, list_text
-from thinkalike.reports.html_blocks import markdown_html
+from thinkalike.reports.html_blocks import dimensions_block
 
 CONFIGURED = "configured"  # the variant of the rows every measure is computed on (the grounding controls' differ)
 SPACE_COLUMNS = ("dims_a", "dims_b", "options", "n_tokens")
@@ -158,10 +158,4 @@ def measure_space_html(tables: Mapping[str, Any]) -> str:
     sentences = measure_space_sentences(matching(tables, MEASURE_PAIR_TABLES), tables.get("parameters") or {})
     if not sentences:
         return ""
-    items = "".join(
-        f"<li>{markdown_html(sentence).strip().removeprefix('<p>').removesuffix('</p>')}</li>" for sentence in sentences
-    )
-    return (
-        "<div class='dimensions'><h3>Dimensions compared</h3><p>Where the measures did not compare every "
-        f"dimension of each layer, from the pairs' measures tables:</p><ul>{items}</ul></div>"
-    )
+    return dimensions_block(sentences)

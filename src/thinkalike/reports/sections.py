@@ -4,7 +4,6 @@ numbers (:mod:`thinkalike.reports.experiments`)."""
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from thinkalike.reports.findings.claims import (
 from thinkalike.reports.findings.text import not_run_sentence
 from thinkalike.reports.html_blocks import (
     markdown_html,
+    missing_block,
     numbers_table,
     reading,
     sentences_html,
@@ -45,31 +45,23 @@ def held_claims(claims: Sequence[Claim]) -> list[dict[str, Any]]:
     return merge_claims([single_run(claims)])
 
 
-def _missing_items(missing: Sequence[MissingInput]) -> list[str]:
-    """One list item per missing input; a method's per-pair datasets once, with their number of pairs."""
+def _missing_items(missing: Sequence[MissingInput]) -> list[tuple[str, str, int | None]]:
+    """One item per missing input (name, pipeline, its number of pairs or None); a method's per-pair datasets once,
+    with their number of pairs."""
     items: dict[tuple[str, str], int] = {}
     for entry in missing:
         match = _PAIR_DATASET.match(entry.name)
         name = f"{match.group(1)}.<pair>.{match.group(2)}" if match else entry.name
         items[(name, entry.pipeline)] = items.get((name, entry.pipeline), 0) + 1
-    return [
-        f"<li><code>{html.escape(name)}</code> (pipeline <code>{html.escape(pipeline)}</code>)"
-        + (f", {count} pairs" if "<pair>" in name else "")
-        + "</li>"
-        for (name, pipeline), count in items.items()
-    ]
+    return [(name, pipeline, count if "<pair>" in name else None) for (name, pipeline), count in items.items()]
 
 
 def missing_html(missing: Sequence[MissingInput]) -> str:
     """The inputs never saved, each with the pipeline that makes them (empty when none)."""
     if not missing:
         return ""
-    pipelines = " ".join(dict.fromkeys(m.pipeline for m in missing if m.pipeline != "?"))
-    command = f" (<code>kedro run --pipelines {html.escape(pipelines.replace(' ', ','))}</code>)" if pipelines else ""
-    return (
-        f"<div class='missing'><p>Not in these outputs: their pipelines were not run{command}.</p>"
-        f"<ul>{''.join(_missing_items(missing))}</ul></div>"
-    )
+    pipelines = ",".join(dict.fromkeys(m.pipeline for m in missing if m.pipeline != "?"))
+    return missing_block(pipelines, _missing_items(missing))
 
 
 def section_html(
