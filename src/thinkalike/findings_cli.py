@@ -200,10 +200,10 @@ def log_claim_status(document: dict[str, Any], repo: Path, group: str | None = N
         import mlflow
         import yaml
 
-        from thinkalike.run_record.tracking import REPLICATE_GROUP_TAG, TrackingSettings, anchored_tracking_uri
+        from thinkalike.run_record.tracking import REPLICATE_GROUP_TAG, anchored_tracking_uri, tracking_settings
 
         config = yaml.safe_load((repo / "conf" / "base" / "mlflow.yml").read_text())
-        settings = TrackingSettings.from_config(config)
+        settings = tracking_settings(config)
         if not settings.enabled:
             return
         client = mlflow.MlflowClient(tracking_uri=anchored_tracking_uri(settings.tracking_uri, repo))

@@ -34,6 +34,7 @@ from thinkalike.run_record.tracking import (
     machine_tags,
     runner_name,
     short_commit,
+    tracking_settings,
 )
 from thinkalike.threads import DEFAULT_THREADS, ENVIRONMENT_VARIABLE, limited_threads, thread_policy
 
@@ -175,7 +176,7 @@ class MlflowTrackingHooks:
             config = context.config_loader["mlflow"]
         except (KeyError, MissingConfigException):  # no mlflow.yml in this configuration: the defaults
             config = {}
-        self._settings = TrackingSettings.from_config(config)
+        self._settings = tracking_settings(config)
 
     @hook_impl(trylast=True)
     def before_pipeline_run(self, run_params, pipeline, catalog) -> None:

@@ -95,7 +95,7 @@ def prepare_project(project: Path, folder: Path) -> Path:
     """``folder`` as a project of its own: ``pyproject.toml`` and ``conf/`` (without ``conf/local``) copied fresh
     from ``project`` (its saved ``data/`` kept), and ``conf/local/mlflow.yml`` sending its MLflow runs to
     ``project``'s store."""
-    from thinkalike.run_record.tracking import TrackingSettings, anchored_tracking_uri
+    from thinkalike.run_record.tracking import anchored_tracking_uri, tracking_settings
 
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(project / "pyproject.toml", folder / "pyproject.toml")
@@ -106,7 +106,7 @@ def prepare_project(project: Path, folder: Path) -> Path:
     (folder / "conf" / "local").mkdir()
     (folder / "src").mkdir(exist_ok=True)  # the package is the installed one
     base = yaml.safe_load((project / "conf" / "base" / "mlflow.yml").read_text()) or {}
-    settings = TrackingSettings.from_config(base)
+    settings = tracking_settings(base)
     mlflow = {**base.get("mlflow", {}), "tracking_uri": anchored_tracking_uri(settings.tracking_uri, project)}
     (folder / "conf" / "local" / "mlflow.yml").write_text(yaml.safe_dump({"mlflow": mlflow}, sort_keys=False))
     return folder

@@ -80,7 +80,8 @@ def test_the_family_is_resolved_and_its_pairs_are_computed(tmp_path):
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_the_scaling_node_answers_from_the_saved_cka_tables(tmp_path):
     from thinkalike.pipelines.scaling.plan import scaling_plan
-    from thinkalike.scaling.analysis import ScalingSettings, analyse_family
+    from thinkalike.pipelines.scaling.schema import validate_scaling
+    from thinkalike.scaling.analysis import analyse_family
 
     project = _family_project(tmp_path)
     catalog = run_project(project, pipeline_names=["corpus", "zoo", "activations", "cka", "scaling"])
@@ -102,7 +103,7 @@ def test_the_scaling_node_answers_from_the_saved_cka_tables(tmp_path):
             if catalog.exists(name):
                 tables[(first, second)] = catalog.load(name)
     expected = analyse_family(
-        tables, plan.family, plan.architectures, plan.twins, ScalingSettings.from_parameters(parameters["scaling"])
+        tables, plan.family, plan.architectures, plan.twins, validate_scaling(parameters["scaling"]).settings()
     )
     pd.testing.assert_frame_equal(members, expected.members)
     assert summary["robust_z"] == pytest.approx(expected.summary["robust_z"])

@@ -23,7 +23,7 @@ def test_typed_settings_are_the_ones_membership_and_the_analysis_read():
     section = {"family": ["a", "b", "c"], "twins": {"c": "d"}, "band": [0.5, 0.75], "seed": 3}
     typed = validate_scaling(section)
     assert typed.family_settings() == FamilySettings(("a", "b", "c"), {"c": "d"}, {})
-    assert typed.settings() == ScalingSettings.from_parameters(section)
+    assert typed.settings() == ScalingSettings(band=(0.5, 0.75), seed=3)
     assert ScalingParameters().family == AUTO
 
 

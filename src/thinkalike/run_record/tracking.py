@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from thinkalike.io.figures import rendered_png
 from thinkalike.output_rules import DETAILS_ARTIFACT
 
@@ -61,38 +63,33 @@ class TrackingStoreError(RuntimeError):
     """The MLflow store cannot be used; the message names it."""
 
 
-@dataclass(frozen=True)
-class TrackingSettings:
-    """The ``mlflow`` block of ``conf/<env>/mlflow.yml``."""
+class TrackingSettings(BaseModel):
+    """The ``mlflow`` block of ``conf/<env>/mlflow.yml``: where the runs go (``tracking_uri``, ``experiment``), whether
+    a run records at all (``enabled``), whether an unusable store stops it (``strict``) and how long the store's probe
+    may take (``probe_timeout_s``)."""
 
-    tracking_uri: str = "sqlite:///mlflow.db"
-    experiment: str = "thinkalike"
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    tracking_uri: str = Field("sqlite:///mlflow.db", min_length=1)
+    experiment: str = Field("thinkalike", min_length=1)
     enabled: bool = True
     strict: bool = False
-    probe_timeout_s: float = 5.0
+    probe_timeout_s: float = Field(5.0, gt=0)
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.tracking_uri, str) or not self.tracking_uri:
-            raise ValueError(f"mlflow.tracking_uri must be a non-empty string, got {self.tracking_uri!r}")
-        if not isinstance(self.experiment, str) or not self.experiment:
-            raise ValueError(f"mlflow.experiment must be a non-empty string, got {self.experiment!r}")
-        if not isinstance(self.probe_timeout_s, (int, float)) or self.probe_timeout_s <= 0:
-            raise ValueError(f"mlflow.probe_timeout_s must be a positive number, got {self.probe_timeout_s!r}")
 
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any] | None) -> TrackingSettings:
-        """From the loaded ``mlflow`` config (``{"mlflow": {...}}`` or the block itself)."""
-        block = dict((config or {}).get("mlflow", config or {}))
-        unknown = sorted(set(block) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(
-                f"unknown key(s) {['mlflow.' + k for k in unknown]} in mlflow.yml; "
-                f"known: {sorted(cls.__dataclass_fields__)}"
-            )
-        for key in ("enabled", "strict"):
-            if key in block and not isinstance(block[key], bool):
-                raise ValueError(f"mlflow.{key} must be true or false, got {block[key]!r}")
-        return cls(**block)
+def tracking_settings(config: Mapping[str, Any] | None) -> TrackingSettings:
+    """The loaded ``mlflow`` config (``{"mlflow": {...}}`` or the block itself) as :class:`TrackingSettings`; a
+    ``ValueError`` naming each bad key (``mlflow.<key>: …``, an unknown one as "unknown parameter") otherwise."""
+    block = dict((config or {}).get("mlflow", config or {}))
+    try:
+        return TrackingSettings.model_validate(block)
+    except ValidationError as error:
+        problems = [
+            f"mlflow.{'.'.join(str(part) for part in e['loc'])}: "
+            + ("unknown parameter" if e["type"] == "extra_forbidden" else f"{e['msg']} (got {e['input']!r})")
+            for e in error.errors()
+        ]
+        raise ValueError("; ".join(problems) + " (mlflow.yml)") from None
 
 
 def anchored_tracking_uri(uri: str, project_root: str | Path) -> str:

@@ -31,7 +31,7 @@ pairs' mean intermediate-band CKA, *inconclusive* when only the mean over pairs 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -186,15 +186,6 @@ class ScalingSettings:
                 f"outlier_z > 0, got {self.max_blocks}, {self.n_resamples}, "
                 f"{self.pair_resamples}, {self.null_permutations}, {self.outlier_z}"
             )
-
-    @classmethod
-    def from_parameters(cls, scaling: Mapping[str, Any]) -> ScalingSettings:
-        known = {f.name for f in fields(cls)}
-        values = {key: scaling[key] for key in known if scaling.get(key) is not None}
-        for key in ("early_depths", "band"):
-            if key in values:
-                values[key] = tuple(float(v) for v in values[key])
-        return cls(**values)
 
 
 @dataclass

@@ -4,6 +4,7 @@ names)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -15,25 +16,32 @@ from thinkalike.pipelines.schema import _Section, validate_section
 from thinkalike.scaling.analysis import ScalingSettings
 from thinkalike.scaling.membership import AUTO, FamilySettings
 
+#: The analysis settings' fields (:class:`~thinkalike.scaling.analysis.ScalingSettings`), flat in the section.
+ANALYSIS_FIELDS = {field.name: field for field in dataclasses.fields(ScalingSettings)}
+
+
+def _default(name: str) -> Any:
+    """ScalingSettings' default of field ``name``: the section's fields take it from there (one default)."""
+    return ANALYSIS_FIELDS[name].default
+
 
 class ScalingParameters(_Section):
     """``scaling``: the family, its twins and the shapes of models outside the zoo
-    (:class:`~thinkalike.scaling.membership.FamilySettings`), then the analysis settings
-    (:class:`~thinkalike.scaling.analysis.ScalingSettings`, where their defaults are written: null keeps one)."""
+    (:class:`~thinkalike.scaling.membership.FamilySettings`), then the analysis settings, typed here with
+    :class:`~thinkalike.scaling.analysis.ScalingSettings`' defaults (where they are written) and checked by it."""
 
     family: list[str] | Literal["auto"] = AUTO
     twins: dict[str, str] | Literal["auto"] = AUTO
     architectures: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    # the analysis settings: null (or absent) keeps ScalingSettings' default
-    early_depths: list[float] | None = None
-    band: list[float] | None = None
-    max_blocks: int | None = None
-    min_contrast: float | None = None
-    n_resamples: int | None = None
-    pair_resamples: int | None = None
-    null_permutations: int | None = None
-    seed: int | None = None
-    outlier_z: float | None = None
+    early_depths: tuple[float, ...] = Field(_default("early_depths"), strict=False)  # a YAML list, as a tuple
+    band: tuple[float, float] = Field(_default("band"), strict=False)
+    max_blocks: int = _default("max_blocks")
+    min_contrast: float = _default("min_contrast")
+    n_resamples: int = _default("n_resamples")
+    pair_resamples: int = _default("pair_resamples")
+    null_permutations: int = _default("null_permutations")
+    seed: int = _default("seed")
+    outlier_z: float = _default("outlier_z")
 
     def family_settings(self) -> FamilySettings:
         """The family settings, for :func:`~thinkalike.scaling.membership.plan_family`."""
@@ -41,8 +49,8 @@ class ScalingParameters(_Section):
         return FamilySettings(family, self.twins, self.architectures)
 
     def settings(self) -> ScalingSettings:
-        """The analysis settings (:meth:`~thinkalike.scaling.analysis.ScalingSettings.from_parameters`)."""
-        return ScalingSettings.from_parameters(self.model_dump(exclude={"family", "twins", "architectures"}))
+        """The analysis settings (:class:`~thinkalike.scaling.analysis.ScalingSettings`, which checks them)."""
+        return ScalingSettings(**self.model_dump(include=set(ANALYSIS_FIELDS)))
 
 
 #: The keys of the ``scaling`` section: the family (:func:`~thinkalike.pipelines.scaling.plan.scaling_plan`) and
