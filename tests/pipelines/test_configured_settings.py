@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from thinkalike.cka.settings import CKASettings
 from thinkalike.language.grammar import GrammarConfig
@@ -63,7 +64,8 @@ def base_parameters() -> dict[str, Any]:
 @pytest.mark.parametrize(("settings", "path", "fixed"), SECTIONS, ids=[path for _, path, _ in SECTIONS])
 def test_every_field_the_pipeline_passes_is_written_in_conf_base(base_parameters, settings, path, fixed):
     section = _section(base_parameters, path)
-    missing = [f.name for f in dataclasses.fields(settings) if f.name not in section and f.name not in fixed]
+    names = settings.model_fields if issubclass(settings, BaseModel) else [f.name for f in dataclasses.fields(settings)]
+    missing = [name for name in names if name not in section and name not in fixed]
     assert not missing, f"conf/base {path} does not state {missing} ({settings.__name__}'s code default decides)"
 
 

@@ -462,7 +462,7 @@ def test_saved_phis_reevaluate_to_the_tables_losses(stitched):
         zoo_handle(model, *[stitched.load(name) for name in model_inputs(model)], tokenizer, parameters)
         for model in PAIR
     )
-    settings = StitchSettings.from_dict(config["settings"])
+    settings = StitchSettings.model_validate(config["settings"])
     assert settings.exclude_special_targets and config["phi_seeds"] == [0, 1]
     assert len(table) == 4  # identity and affine_ln at layers (0, 0) and (1, 1); affine_ln twice, one per φ seed
     assert set(config["stitches"]) == {

@@ -70,12 +70,15 @@ def test_unknown_kind(no_forward, gelu32, random_tokens):
 
 
 def test_warmup_not_before_the_end(no_forward, gelu32, random_tokens):
-    with pytest.raises(StitchConfigError, match=r"warmup_steps \(200\) must be in \[0, steps\) with steps = 200"):
+    # the settings' own checks, raised inside pydantic's ValidationError (a ValueError)
+    with pytest.raises(ValueError, match=r"warmup_steps \(200\) must be in \[0, steps\) with steps = 200"):
         stitch(gelu32, gelu32, 1, 1, "affine", *random_tokens, {"steps": 200, "warmup_steps": 200}, progress=False)
-    with pytest.raises(StitchConfigError, match="warmup_steps"):
+    with pytest.raises(ValueError, match="warmup_steps"):
         StitchSettings(steps=10, warmup_steps=11)
-    with pytest.raises(StitchConfigError, match=r"unknown stitching setting\(s\) \['learning_rate'\]"):
-        StitchSettings.from_dict({"learning_rate": 0.1})
+    with pytest.raises(ValueError, match=r"learning_rate\n  Extra inputs are not permitted"):
+        StitchSettings.model_validate({"learning_rate": 0.1})
+    with pytest.raises(ValueError, match=r"steps\n  Input should be a valid integer"):
+        StitchSettings.model_validate({"steps": "150"})
 
 
 def test_overlapping_or_one_sided_inputs(no_forward, gelu32, random_tokens):

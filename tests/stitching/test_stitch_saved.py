@@ -44,7 +44,7 @@ def test_saved_stitches_reevaluate_to_the_same_losses(solu_to_gelu, solu32, gelu
     save_file(state, str(tmp_path / "phi.safetensors"))
     (tmp_path / "phi.json").write_text(json.dumps(config))
     state, config = load_file(str(tmp_path / "phi.safetensors")), json.loads((tmp_path / "phi.json").read_text())
-    settings = StitchSettings.from_dict(config["settings"])
+    settings = StitchSettings.model_validate(config["settings"])
     for result in solu_to_gelu:
         phi_config, phi_state = unpack_stitch(state, config, result.layer_f, result.layer_g, result.kind)
         again = evaluate_saved(
@@ -88,7 +88,7 @@ def test_every_phi_seed_is_saved_and_reevaluates_exactly(solu32, gelu32, random_
     save_file(state, str(tmp_path / "phi.safetensors"))
     (tmp_path / "phi.json").write_text(json.dumps(config))
     state, config = load_file(str(tmp_path / "phi.safetensors")), json.loads((tmp_path / "phi.json").read_text())
-    settings = StitchSettings.from_dict(config["settings"])
+    settings = StitchSettings.model_validate(config["settings"])
     for result in results:
         phi_config, phi_state = unpack_stitch(
             state, config, result.layer_f, result.layer_g, result.kind, result.phi_seed

@@ -392,7 +392,7 @@ def _init_pairs(
 
 
 def _settings(settings: StitchSettings | Mapping[str, Any] | None) -> StitchSettings:
-    return settings if isinstance(settings, StitchSettings) else StitchSettings.from_dict(settings)
+    return settings if isinstance(settings, StitchSettings) else StitchSettings.model_validate(dict(settings or {}))
 
 
 @dataclass(frozen=True)

@@ -41,18 +41,17 @@ and every seed's step is exactly its separate training's.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import operator
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from thinkalike.models.handle import ModelHandle
 from thinkalike.models.training import progress_bar
@@ -71,8 +70,7 @@ class StitchDivergedError(RuntimeError):
     """The stitching loss became NaN/Inf; the message names the pair, the layers and the step."""
 
 
-@dataclass(frozen=True)
-class StitchSettings:
+class StitchSettings(BaseModel):
     """Stitching settings (defaults: the default run's CPU schedule, conf/base's ``stitching.settings``; conf/gpu
     sets Brown et al.'s: 2000 steps with 200 of warm-up, 16,384 tokens a step).
 
@@ -90,7 +88,12 @@ class StitchSettings:
     ``k`` uses ``seed + k``), masking, bootstrap. ``exclude_special_targets``: special tokens are
     never targets, in training or evaluation (:func:`~thinkalike.stitching.data.excluded_target_ids`;
     the ``label`` objective's targets are labels and are never excluded).
+
+    A pydantic model: unknown keys and wrong types are refused (strict: ``steps: "150"`` is not a number), and the
+    checks below raise :class:`StitchConfigError` messages inside pydantic's ``ValidationError`` (a ``ValueError``).
     """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     steps: int = 150
     warmup_steps: int = 15
@@ -113,7 +116,12 @@ class StitchSettings:
     seed: int = 0
     exclude_special_targets: bool = True
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _checked(self) -> StitchSettings:
+        self._check()
+        return self
+
+    def _check(self) -> None:
         positive = {
             "steps": self.steps,
             "tokens_per_step": self.tokens_per_step,
@@ -165,18 +173,9 @@ class StitchSettings:
         """The torch learning rate ``lr_scale · (1 − momentum)``."""
         return self.lr_scale * (1.0 - self.momentum)
 
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any] | None) -> StitchSettings:
-        """From a parameters dict; unknown keys raise :class:`StitchConfigError` naming them."""
-        values = dict(values or {})
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise StitchConfigError(f"unknown stitching setting(s) {unknown}; known: {sorted(known)}")
-        return cls(**values)
-
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Every setting by name (what a saved φ's config records)."""
+        return self.model_dump()
 
 
 def phi_seed_list(phi_seeds: Any) -> tuple[int, ...]:

@@ -8,13 +8,14 @@ nodes (:mod:`thinkalike.pipelines.stitching.nodes`, bound to it) → :mod:`think
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
 
 from thinkalike.pipelines.activations.schema import zoo_model_names
 from thinkalike.pipelines.run_settings import RunSettings
-from thinkalike.pipelines.schema import Device, ParameterError, _Section, validate_dataclass, validate_section
+from thinkalike.pipelines.schema import Device, ParameterError, _Section, validate_section
 from thinkalike.pipelines.stitching.plan import stitching_pairs
 from thinkalike.stitching import StitchConfigError, StitchSettings, phi_seed_list
 
@@ -43,11 +44,11 @@ class StitchingParameters(_Section):
     progress: bool = False
     exclude_special_targets: bool = True
     phi_seeds: Any = 1  # checked by validate_stitching (thinkalike.stitching.phi_seed_list)
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: StitchSettings = Field(default_factory=StitchSettings)
 
     def stitch_settings(self) -> StitchSettings:
-        """:class:`~thinkalike.stitching.StitchSettings` of ``settings`` with ``exclude_special_targets``."""
-        return StitchSettings.from_dict({**self.settings, "exclude_special_targets": self.exclude_special_targets})
+        """``settings`` with the section's ``exclude_special_targets``."""
+        return self.settings.model_copy(update={"exclude_special_targets": self.exclude_special_targets})
 
     def seeds(self) -> tuple[int, ...]:
         """The φ seeds of ``phi_seeds`` (:func:`~thinkalike.stitching.phi_seed_list`)."""
@@ -56,17 +57,17 @@ class StitchingParameters(_Section):
 
 def validate_stitching(values: Any, zoo_models: list[str]) -> StitchingParameters:
     """The stitching section: its keys, the stitch settings and the pairs (zoo models only, for now)."""
+    raw_settings = values.get("settings") if isinstance(values, Mapping) else None
+    if isinstance(raw_settings, Mapping) and "exclude_special_targets" in raw_settings:
+        raise ParameterError(
+            "stitching.settings.exclude_special_targets: unknown parameter (set stitching.exclude_special_targets)"
+        )
     stitching = validate_section(StitchingParameters, values, "stitching")
     if stitching.eval_fraction == 1 and stitching.train_source == "heldout":
         raise ParameterError(
             "stitching.eval_fraction: 1 evaluates on every held-out sequence and leaves none to train φ on "
             "(train_source: heldout); use a fraction below 1 or train_source: train_sequences"
         )
-    if "exclude_special_targets" in stitching.settings:
-        raise ParameterError(
-            "stitching.settings.exclude_special_targets: unknown parameter (set stitching.exclude_special_targets)"
-        )
-    validate_dataclass(StitchSettings, stitching.settings, "stitching.settings")
     try:
         stitching.seeds()
     except StitchConfigError as error:
