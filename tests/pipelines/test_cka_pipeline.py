@@ -469,19 +469,31 @@ def test_calibrated_scores_of_the_pair_against_its_permutation_null(tiny_project
         ({"names": ["angular_shape"], "options": {"angular_shape": {"alpha": 1.5}}}, r"alpha"),
         ({"names": ["rsa"], "options": {"procrustes": {}}}, r"procrustes"),
         ({"names": ["rsa"], "max_tokens": 2}, r"cka.measures.max_tokens"),
-        ({"names": ["rsa"], "tokens": 5}, r"unknown setting"),
-        (
-            {"names": ["rsa"], "layers": "every"},
-            r"^cka.measures.layers: 'every' must be one of diagonal, relative, all, "
-            r"auto$",
-        ),
+        ({"names": ["rsa"], "tokens": 5}, r"^cka\.measures\.tokens: unknown parameter"),
+        ({"names": ["rsa"], "layers": "every"}, r"^cka\.measures\.layers: Input should be 'diagonal', 'relative'"),
+        ({"names": ["rsa"], "remedies": {"measures": ["cka"], "top": 2}}, r"^cka\.measures\.remedies\.top: unknown"),
+        ({"names": ["rsa"], "calibration": {"measures": ["cka"]}}, r"^cka\.measures\.calibration\.measures: \['cka'\]"),
+        ({"names": ["rsa"], "grounding": {"max_components": 1}}, r"^cka\.measures\.grounding\.max_components: 1"),
     ],
 )
 def test_bad_measure_settings_are_named(measures, message):
-    from thinkalike.cka.measure_tables import MeasureSettings
+    from thinkalike.pipelines.cka.schema import measure_settings
 
     with pytest.raises(ValueError, match=message):
-        MeasureSettings.from_parameters(measures)
+        measure_settings(measures)
+
+
+def test_null_blocks_turn_the_remedies_calibration_and_grounding_off():
+    from thinkalike.cka.measure_tables import MeasureSettings
+    from thinkalike.pipelines.cka.schema import measure_settings
+
+    assert measure_settings(None) == MeasureSettings()
+    off = measure_settings({"names": ["cka", "rsa"], "remedies": None, "calibration": None, "grounding": None})
+    assert (off.remedy_measures, off.calibration_measures, off.grounding_components) == ((), (), 0)
+    assert not off.calibrated
+    given = measure_settings({"names": ["cka", "rsa"], "calibration": {"measures": ["rsa"], "n_permutations": 9}})
+    assert given.calibrated and given.calibration_measures == ("rsa",) and given.calibration_permutations == 9
+    assert given.remedy_measures == MeasureSettings().remedy_measures  # a block left out keeps its defaults
 
 
 @pytest.mark.parametrize(
@@ -489,7 +501,7 @@ def test_bad_measure_settings_are_named(measures, message):
     [
         ({"measures": {"names": ["cka", "knn"]}}, r"^cka.measures.*unknown measure 'knn'"),
         ({"measures": {"names": ["cknna"], "max_tokens": 8, "options": {"cknna": {"k": 9}}}}, r"^cka.measures.*k"),
-        ({"measures": {"names": ["cka"], "layers": "some"}}, r"^cka.measures.layers: 'some' must be one of"),
+        ({"measures": {"names": ["cka"], "layers": "some"}}, r"^cka.measures.layers: Input should be 'diagonal'"),
     ],
 )
 def test_bad_measure_settings_fail_at_start_naming_the_parameter(change, message):

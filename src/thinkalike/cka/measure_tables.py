@@ -219,51 +219,6 @@ class MeasureSettings:
             )
         check_measures(list(self.names), self.options, n_tokens=self.max_tokens, where=WHERE)
 
-    @classmethod
-    def from_parameters(cls, parameters: Mapping[str, Any] | None) -> MeasureSettings:
-        """From ``cka.measures`` (absent or null: no measures); a setting not given keeps its field's default."""
-        if not parameters:
-            return cls()
-        if not isinstance(parameters, Mapping):
-            raise ValueError(f"{WHERE}: must be a mapping (names, max_tokens, seed, options), got {parameters!r}")
-        known = [
-            "calibration",
-            "grounding",
-            "layers",
-            "max_tokens",
-            "names",
-            "options",
-            "remedies",
-            "remove_top_dimensions",
-            "seed",
-            "standardise",
-        ]
-        unknown = sorted(set(parameters) - set(known))
-        if unknown:
-            raise ValueError(f"{WHERE}: unknown setting(s) {unknown}; known: {known}")
-        given = {
-            key: parameters[key]
-            for key in ("max_tokens", "seed", "standardise", "remove_top_dimensions", "layers")
-            if key in parameters
-        }
-        if "names" in parameters:
-            names = parameters["names"] or ()
-            if isinstance(names, str) or not isinstance(names, Sequence):
-                raise ValueError(f"{WHERE}.names: must be a list of measure names, got {names!r}")
-            given["names"] = tuple(str(name) for name in names)
-        if "options" in parameters:
-            options = parameters["options"] or {}
-            if not isinstance(options, Mapping) or not all(isinstance(value, Mapping) for value in options.values()):
-                raise ValueError(f"{WHERE}.options: must map measure names to their options, got {options!r}")
-            given["options"] = {name: dict(value) for name, value in options.items()}
-        if "remedies" in parameters:
-            given.update(_remedy_settings(parameters["remedies"]))
-        if "calibration" in parameters:
-            given.update(_calibration_settings(parameters["calibration"]))
-        if "grounding" in parameters:
-            given.update(_grounding_settings(parameters["grounding"]))
-        return cls(**given)
-
     def layer_grid(self, layers_a: int, layers_b: int) -> str:
         """The grid ``layers`` gives for models of ``layers_a`` and ``layers_b`` stored layers (``auto`` resolved:
         ``all`` when both have at most :data:`AUTO_ALL_LAYERS`, else ``relative``)."""
@@ -312,43 +267,6 @@ class MeasureSettings:
         if self.remove_top_dimensions:
             rows = remove_top_dimensions(rows, self.remove_top_dimensions)
         return standardise_dimensions(rows) if self.standardise else rows
-
-
-def _remedy_settings(remedies: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``cka.measures.remedies`` (null: none) as the :class:`MeasureSettings` fields it sets."""
-    if remedies is None:
-        return {"remedy_measures": ()}
-    if not isinstance(remedies, Mapping) or set(remedies) - {"measures", "remove_top_dimensions"}:
-        raise ValueError(f"{WHERE}.remedies: must map measures and remove_top_dimensions, got {remedies!r}")
-    fields: dict[str, Any] = {}
-    if "measures" in remedies:
-        fields["remedy_measures"] = tuple(remedies["measures"])
-    if "remove_top_dimensions" in remedies:
-        fields["remedy_top_dimensions"] = remedies["remove_top_dimensions"]
-    return fields
-
-
-def _calibration_settings(calibration: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``cka.measures.calibration`` (null: none) as the :class:`MeasureSettings` fields it sets."""
-    if not calibration:
-        return {}
-    if not isinstance(calibration, Mapping) or set(calibration) - {"measures", "n_permutations"}:
-        raise ValueError(f"{WHERE}.calibration: must map measures and n_permutations, got {calibration!r}")
-    fields: dict[str, Any] = {}
-    if "measures" in calibration:
-        fields["calibration_measures"] = tuple(calibration["measures"] or ())
-    if "n_permutations" in calibration:
-        fields["calibration_permutations"] = calibration["n_permutations"]
-    return fields
-
-
-def _grounding_settings(grounding: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``cka.measures.grounding`` (null: no controls) as the :class:`MeasureSettings` fields it sets."""
-    if grounding is None:
-        return {"grounding_components": 0}
-    if not isinstance(grounding, Mapping) or set(grounding) - {"max_components"}:
-        raise ValueError(f"{WHERE}.grounding: must map max_components, got {grounding!r}")
-    return {"grounding_components": grounding["max_components"]} if "max_components" in grounding else {}
 
 
 def aligned_rows(

@@ -12,12 +12,13 @@ as :class:`~thinkalike.cka.settings.CKASettings`, ``cka.measures`` as
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field, InstanceOf, field_validator
 
-from thinkalike.cka.measure_tables import MeasureSettings
+from thinkalike.cka.measure_tables import LAYER_GRIDS, WHERE, MeasureSettings
 from thinkalike.cka.settings import CKASettings
 from thinkalike.pipelines.activations.schema import configured_models_of
 from thinkalike.pipelines.cka.pairs import CKAPairs, cka_pairs, parse_pairs
@@ -27,6 +28,84 @@ from thinkalike.pipelines.schema import Device, _Section, validate_dataclass, va
 
 #: The keys of ``cka`` that are not :class:`CKASettings` fields (:class:`CKAParameters`' own).
 CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device", "mode", "measures"})
+
+
+def _measure_default(name: str) -> Any:
+    """MeasureSettings' default of field ``name`` (the section's models take it from there: one default)."""
+    field = {f.name: f for f in dataclasses.fields(MeasureSettings)}[name]
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return field.default
+
+
+class RemediesParameters(_Section):
+    """``cka.measures.remedies``: these measures again, standardised and with the top dimensions removed."""
+
+    measures: list[str] = Field(default_factory=lambda: list(_measure_default("remedy_measures")))
+    remove_top_dimensions: int = _measure_default("remedy_top_dimensions")
+
+
+class CalibrationParameters(_Section):
+    """``cka.measures.calibration``: the measures given a permutation null on pairs of different models."""
+
+    measures: list[str] = Field(default_factory=lambda: list(_measure_default("calibration_measures")))
+    n_permutations: int = _measure_default("calibration_permutations")
+
+
+class GroundingParameters(_Section):
+    """``cka.measures.grounding``: the controls of a model against itself (principal components removed, up to)."""
+
+    max_components: int = _measure_default("grounding_components")
+
+
+class MeasuresParameters(_Section):
+    """``cka.measures``, laid out as its YAML (remedies, calibration, grounding nested; null turns each off): typed here,
+    checked by :class:`~thinkalike.cka.measure_tables.MeasureSettings`, which :meth:`settings` builds."""
+
+    names: list[str] = Field(default_factory=list)
+    max_tokens: int = _measure_default("max_tokens")
+    seed: int = _measure_default("seed")
+    layers: Literal[LAYER_GRIDS] = _measure_default("layers")  # type: ignore[valid-type]
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    standardise: bool = _measure_default("standardise")
+    remove_top_dimensions: int = _measure_default("remove_top_dimensions")
+    remedies: RemediesParameters | None = Field(default_factory=RemediesParameters)
+    calibration: CalibrationParameters | None = Field(default_factory=CalibrationParameters)
+    grounding: GroundingParameters | None = Field(default_factory=GroundingParameters)
+
+    def settings(self) -> MeasureSettings:
+        """The library's settings: the nested blocks' fields flat, a null block off (no remedies, no calibration, no
+        grounding controls)."""
+        remedies, calibration = self.remedies, self.calibration or CalibrationParameters(measures=[])
+        return MeasureSettings(
+            names=tuple(self.names),
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+            options={name: dict(options) for name, options in self.options.items()},
+            standardise=self.standardise,
+            remove_top_dimensions=self.remove_top_dimensions,
+            remedy_measures=tuple(remedies.measures) if remedies else (),
+            remedy_top_dimensions=remedies.remove_top_dimensions
+            if remedies
+            else _measure_default("remedy_top_dimensions"),
+            calibration_measures=tuple(calibration.measures),
+            calibration_permutations=calibration.n_permutations,
+            grounding_components=self.grounding.max_components if self.grounding else 0,
+            layers=self.layers,
+        )
+
+
+def measure_settings(values: Any) -> MeasureSettings:
+    """``cka.measures`` (absent or null: no measures) as :class:`~thinkalike.cka.measure_tables.MeasureSettings`; a
+    :class:`ParameterError` naming the key (``cka.measures.<key>…``) otherwise."""
+    if values is None:
+        return MeasureSettings()
+    parsed = validate_section(MeasuresParameters, values, WHERE)
+    try:
+        return parsed.settings()
+    except ValueError as error:
+        message = str(error)
+        raise ParameterError(message if message.startswith(WHERE) else f"{WHERE}: {message}") from None
 
 
 class CKAParameters(_Section):
@@ -63,11 +142,7 @@ def parse_cka(values: Any) -> CKAParameters:
     if not isinstance(values, Mapping):
         raise ParameterError(f"cka: must be a mapping of settings, got {values!r}")
     estimation = validate_dataclass(CKASettings, values, "cka", ignore=CKA_STRUCTURE_KEYS)
-    try:
-        measures = MeasureSettings.from_parameters(values.get("measures"))
-    except ValueError as error:
-        message = str(error)
-        raise ParameterError(message if message.startswith("cka.measures") else f"cka.measures: {message}") from None
+    measures = measure_settings(values.get("measures"))
     structure = {key: values[key] for key in CKA_STRUCTURE_KEYS - {"measures", "pairs"} if key in values}
     pairs = None if values.get("pairs") is None else parse_pairs(values["pairs"], "cka.pairs")
     parsed = {**structure, "estimation": estimation, "measures": measures, "pairs": pairs}
