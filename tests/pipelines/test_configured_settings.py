@@ -31,11 +31,7 @@ SECTIONS: list[tuple[type, str, dict[str, str]]] = [
     (GrammarConfig, "corpus.grammar", {}),
     (TrainingConfig, "zoo.training", {"seed": "each model's own zoo.models.<m>.seed"}),
     (TrainingConfig, "nli.encoder.training", {"seed": "nli.encoder.seed"}),
-    (
-        FinetuneConfig,
-        "embedding.finetune.settings",
-        {"head_seed": "not configured yet (see the issue's note)", "data_seed": "not configured yet (ditto)"},
-    ),
+    (FinetuneConfig, "embedding.finetune.settings", {}),
     (FinetuneConfig, "nli.finetune", {"head_seed": "per copy, from nli.seed", "data_seed": "per copy, from nli.seed"}),
     (MLEMSettings, "mlem.fit", {}),
     (
