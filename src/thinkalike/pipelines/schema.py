@@ -86,6 +86,15 @@ def validate_section(model: type[BaseModel], values: Any, key: str) -> Any:
         _raise_from(error, key)
 
 
+def dataclass_default(cls: type, name: str) -> Any:
+    """The default of dataclass ``cls``'s field ``name`` (its factory's value when it has one): what a section's typed
+    field takes, so that the default is written once, in the library's settings."""
+    field = {f.name: f for f in dataclasses.fields(cls)}[name]
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return field.default
+
+
 def validate_dataclass(cls: type, values: Any, key: str, *, ignore: frozenset[str] = frozenset()) -> Any:
     """An instance of dataclass ``cls`` from ``values`` with strict types and its own checks.
 

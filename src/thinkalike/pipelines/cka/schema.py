@@ -12,7 +12,6 @@ as :class:`~thinkalike.cka.settings.CKASettings`, ``cka.measures`` as
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -24,7 +23,7 @@ from thinkalike.pipelines.activations.schema import configured_models_of
 from thinkalike.pipelines.cka.pairs import CKAPairs, cka_pairs, parse_pairs
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.run_settings import RunSettings
-from thinkalike.pipelines.schema import Device, _Section, validate_dataclass, validate_section
+from thinkalike.pipelines.schema import Device, _Section, dataclass_default, validate_dataclass, validate_section
 
 #: The keys of ``cka`` that are not :class:`CKASettings` fields (:class:`CKAParameters`' own).
 CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device", "mode", "measures"})
@@ -32,10 +31,7 @@ CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device", "mode", "measures"}
 
 def _measure_default(name: str) -> Any:
     """MeasureSettings' default of field ``name`` (the section's models take it from there: one default)."""
-    field = {f.name: f for f in dataclasses.fields(MeasureSettings)}[name]
-    if field.default_factory is not dataclasses.MISSING:
-        return field.default_factory()
-    return field.default
+    return dataclass_default(MeasureSettings, name)
 
 
 class RemediesParameters(_Section):

@@ -12,17 +12,17 @@ from pydantic import Field
 
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.run_settings import RunSettings
-from thinkalike.pipelines.schema import _Section, validate_section
+from thinkalike.pipelines.schema import _Section, dataclass_default, validate_section
 from thinkalike.scaling.analysis import ScalingSettings
 from thinkalike.scaling.membership import AUTO, FamilySettings
 
 #: The analysis settings' fields (:class:`~thinkalike.scaling.analysis.ScalingSettings`), flat in the section.
-ANALYSIS_FIELDS = {field.name: field for field in dataclasses.fields(ScalingSettings)}
+ANALYSIS_FIELDS = tuple(field.name for field in dataclasses.fields(ScalingSettings))
 
 
 def _default(name: str) -> Any:
     """ScalingSettings' default of field ``name``: the section's fields take it from there (one default)."""
-    return ANALYSIS_FIELDS[name].default
+    return dataclass_default(ScalingSettings, name)
 
 
 class ScalingParameters(_Section):

@@ -15,7 +15,7 @@ MLflow (``scorecard/<row>.<part index>``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -75,35 +75,46 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _asymmetry_cells(
-    findings: Mapping[str, Any], with_embeddings: bool = False, over_floors: bool = True
-) -> dict[str, float]:
-    """Per φ kind, depth and layer cell (post-block cells l ≥ 1 unless ``with_embeddings``): SoLU→GeLU's excess over
-    its floor less GeLU→SoLU's at the transposed cell, averaged over the pairs of different seeds at that depth
-    (``over_floors=False``: the raw penalties, P(S→G) − P(G→S), the floors not subtracted)."""
-    value = "excess" if over_floors else "penalty"
-    cells: dict[str, list[float]] = {}
+def _matched_cells(
+    findings: Mapping[str, Any], value: str, with_embeddings: bool = False
+) -> Iterator[tuple[str, Any, Any]]:
+    """Per SoLU/GeLU pair of different seeds, φ kind and diagonal layer cell (post-block cells l ≥ 1 unless
+    ``with_embeddings``): its label (``<kind>, <depth> layers, block <l>``) and the stored ``value`` (``excess``,
+    ``penalty`` or ``intervals``) of S→G there and of G→S at the transposed cell; cells either direction lacks are
+    left out."""
     for pair in _section(findings, "stitching").get("solu_gelu") or []:
         if pair.get("same_seed"):
             continue
         for kind in ("affine_ln", "affine"):
             entry = (pair.get("kinds") or {}).get(kind)
-            if not entry:
+            if not entry or value not in entry["s_to_g"] or value not in entry["g_to_s"]:
                 continue
             forward, backward = entry["s_to_g"], entry["g_to_s"]
-            reverse = {tuple(layers): e for layers, e in zip(backward["layers"], backward[value])}
-            for (lf, lg), excess in zip(forward["layers"], forward[value]):
+            reverse = {tuple(layers): v for layers, v in zip(backward["layers"], backward[value])}
+            for (lf, lg), there in zip(forward["layers"], forward[value]):
                 back = reverse.get((lg, lf))
-                if lf != lg or excess is None or back is None or (lf == 0 and not with_embeddings):
+                if lf != lg or there is None or back is None or (lf == 0 and not with_embeddings):
                     continue
-                cells.setdefault(f"{kind}, {pair['depth']} layers, block {lf}", []).append(float(excess) - float(back))
+                yield f"{kind}, {pair['depth']} layers, block {lf}", there, back
+
+
+def _asymmetry_cells(
+    findings: Mapping[str, Any], with_embeddings: bool = False, over_floors: bool = True
+) -> dict[str, float]:
+    """Per φ kind, depth and layer cell (:func:`_matched_cells`): SoLU→GeLU's excess over its floor less GeLU→SoLU's
+    at the transposed cell, averaged over the pairs of different seeds at that depth (``over_floors=False``: the raw
+    penalties, P(S→G) − P(G→S), the floors not subtracted)."""
+    cells: dict[str, list[float]] = {}
+    value = "excess" if over_floors else "penalty"
+    for label, there, back in _matched_cells(findings, value, with_embeddings):
+        cells.setdefault(label, []).append(float(there) - float(back))
     return {label: sum(v) / len(v) for label, v in sorted(cells.items())}
 
 
 Intervals = dict[str, tuple[float, float]]
 
 
-def _half_width(low: Any, high: Any, z: float) -> float | None:
+def _standard_error(low: Any, high: Any, z: float) -> float | None:
     """A standard error from an interval's ends (``(high − low) / 2z``); None when an end is missing."""
     if low is None or high is None:
         return None
@@ -121,26 +132,10 @@ def _asymmetry_within_run(findings: Mapping[str, Any]) -> Intervals:
     level = (stitching.get("ci_level") or [0.95])[0]
     z = NormalDist().inv_cdf(0.5 + float(level) / 2)
     bounds: dict[str, list[float]] = {}
-    for pair in stitching.get("solu_gelu") or []:
-        if pair.get("same_seed"):
-            continue
-        for kind in ("affine_ln", "affine"):
-            entry = (pair.get("kinds") or {}).get(kind)
-            if not entry or "intervals" not in entry["s_to_g"] or "intervals" not in entry["g_to_s"]:
-                continue
-            forward, backward = entry["s_to_g"], entry["g_to_s"]
-            reverse = {tuple(layers): ci for layers, ci in zip(backward["layers"], backward["intervals"])}
-            for (lf, lg), ci in zip(forward["layers"], forward["intervals"]):
-                back = reverse.get((lg, lf))
-                if lf != lg or lf == 0 or back is None:
-                    continue
-                errors = [_half_width(ci[0], ci[1], z), _half_width(ci[2], ci[3], z)]
-                errors += [_half_width(back[0], back[1], z), _half_width(back[2], back[3], z)]
-                if any(e is None for e in errors):
-                    continue
-                bounds.setdefault(f"{kind}, {pair['depth']} layers, block {lf}", []).append(
-                    sum(e for e in errors if e is not None)
-                )
+    for label, there, back in _matched_cells(findings, "intervals"):
+        errors = [_standard_error(ends[i], ends[i + 1], z) for ends in (there, back) for i in (0, 2)]
+        if all(e is not None for e in errors):
+            bounds.setdefault(label, []).append(sum(e for e in errors if e is not None))
     cell_bounds = {label: sum(v) / len(v) for label, v in bounds.items()}
     for kind in ("affine_ln", "affine"):
         of_kind = [v for label, v in cell_bounds.items() if label.startswith(f"{kind},")]
