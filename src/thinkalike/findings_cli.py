@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -39,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from thinkalike.analysis import prediction
-from thinkalike.provenance import git_state, run_record, write_text_atomically
+from thinkalike.analysis.plan import PLAN_PATH
+from thinkalike.provenance import file_at_commit, git_state, run_record, write_text_atomically
 from thinkalike.reports.experiments import ReportOutline, findings_dataset
 from thinkalike.reports.findings import (
     END_MARKER,
@@ -179,14 +181,46 @@ def document_of(
     findings: list[dict[str, Any]], runs: list[dict[str, Any] | None], root: Path, command: str
 ) -> dict[str, Any]:
     """docs/findings.json's content: the replicates' findings and claims with the digest, the commit, when they were
-    collected and the command that regenerates them."""
+    collected and the command that regenerates them. The real-model columns' replicates of the document already at
+    ``root`` are kept (they are other draws, of other models), and ``analysis_plan.earlier`` names each plan they
+    were run under that is not the plan now (:func:`plans_run_under`)."""
+    kept = {}
+    source = root / FINDINGS_JSON
+    if source.is_file():
+        before = json.loads(source.read_text(encoding="utf-8"))
+        kept = {key: before[key] for key in REPLICATES_KEY.values() if before.get(key)}
+    made = findings_document(
+        findings,
+        project_outline(),
+        runs,
+        kept.get(REPLICATES_KEY[REAL_COLUMN]),
+        with_claims=False,
+        real_nli=kept.get(REPLICATES_KEY[REAL_NLI_COLUMN]),
+    )
+    earlier = plans_run_under([e for entries in kept.values() for e in entries], root, made["analysis_plan"]["sha256"])
+    if earlier:
+        made["analysis_plan"] = {**made["analysis_plan"], "earlier": earlier}
     return {
-        **findings_document(findings, project_outline(), runs, with_claims=False),
+        **made,
         "source_digest": source_digest(root),
         **git_state(root),
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": command,
     }
+
+
+def plans_run_under(entries: Sequence[dict[str, Any]], root: Path, now: str) -> list[dict[str, str]]:
+    """The analysis plans (sha256 and commit, in order of first use) that the replicates ``entries`` were run under,
+    read from git at each run's ``git_commit``, other than the plan ``now`` (its sha256); a commit git does not have
+    is left out (its run record names it)."""
+    seen: dict[str, dict[str, str]] = {}
+    for entry in entries:
+        commit = (entry.get("run") or {}).get("git_commit")
+        text = file_at_commit(root, commit, PLAN_PATH) if commit else None
+        digest = hashlib.sha256(text).hexdigest() if text is not None else None
+        if digest and digest != now and digest not in seen:
+            seen[digest] = {"git_commit": commit, "sha256": digest}
+    return list(seen.values())
 
 
 def log_claim_status(document: dict[str, Any], repo: Path, group: str | None = None) -> None:

@@ -26,6 +26,17 @@ def git_state(root: Path) -> dict[str, Any]:
         return {"git_commit": None, "git_dirty": None}
 
 
+def file_at_commit(root: Path, commit: str, path: Path) -> bytes | None:
+    """The bytes of ``path`` as committed at ``commit`` in the repository at ``root``; None where git or that commit
+    is not there (a clone without that history)."""
+    try:
+        return subprocess.run(
+            ["git", "-C", str(root), "show", f"{commit}:{path.as_posix()}"], check=True, capture_output=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def write_text_atomically(path: Path, text: str) -> None:
     """``text`` to ``path`` through a temporary file beside it and a rename: never half-written."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -267,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--first",
         type=int,
         default=0,
-        help="the first replicate's number (default 0, the default run's seeds; the plan's deciding ones: 10)",
+        help="the first replicate's number (default 0, the default run's seeds; the plan's deciding ones: deciding.first_replicate of conf/base/analysis_plan.yml)",
     )
     parser.add_argument("--workdir", type=Path, help=f"where the replicates' projects go (default: {DEFAULT_WORKDIR})")
     parser.add_argument("--parallel", type=int, default=1, help="replicates run at once (default 1)")

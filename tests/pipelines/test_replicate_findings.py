@@ -3,6 +3,7 @@ project's saved outputs stand in for replicates)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -44,3 +45,22 @@ def test_replicates_findings_decide_the_scorecard_over_replicates(tiny_project_a
     assert "**Where these findings come from.** 2 independent replicates of the default run" in text
     assert "## Each question's parts" in text and "Unresolved" not in text
     assert "each replicate's `kedro run` took 1 min 0 s, 2 min 0 s in all" in text  # one number when they agree
+
+    # collected again over a document that holds a real-model column: that column's replicates are kept, and the
+    # plan they ran under (at their run's commit, here one whose plan differs) is named as earlier
+    plan = repo / "conf" / "base" / "analysis_plan.yml"
+    now = plan.read_text()
+    plan.write_text(now + "# an earlier wording\n")
+    subprocess.run(["git", "-C", str(repo), "add", "conf/base/analysis_plan.yml"], check=True)
+    git_user = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "-C", str(repo), *git_user, "commit", "-q", "-m", "plan then"], check=True)
+    then = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    plan.write_text(now)
+    real = [{"replicate": 10, "run": {"git_commit": then}, "findings": document["replicates"][0]["findings"]}]
+    (repo / "docs" / "findings.json").write_text(json.dumps({**document, "real_replicates": real}))
+    assert write_replicate_findings(folders, "test", repo, write=False) == 0
+    again = json.loads((repo / "docs" / "findings.json").read_text())
+    assert again["real_replicates"] == real
+    assert again["analysis_plan"]["earlier"] == [
+        {"git_commit": then, "sha256": hashlib.sha256((now + "# an earlier wording\n").encode()).hexdigest()}
+    ]

@@ -106,12 +106,15 @@ def test_the_committed_page_renders_unchanged(tmp_path):
 
 def _no_amendment_touches_the_zoo_column(document, plan) -> None:
     """The plan the zoo's deciding replicates were collected under (``analysis_plan.earlier``, read from git at its
-    commit) has the same zoo column, question by question, as the plan now: amendments touch only other columns."""
+    commit) has the same zoo column, question by question, as the plan now: an amendment of the zoo column changes
+    which replicates decide it, never a question; the zoo's replicates are the plan's deciding ones."""
     from thinkalike.analysis.plan import PLAN_PATH, AnalysisPlan
 
     earlier = document["analysis_plan"].get("earlier") or []
     assert bool(earlier) == bool(plan.amendments)  # amended exactly when a plan is named as earlier
-    assert all(a.column != "zoo" for a in plan.amendments)
+    zoo = [r["replicate"] for r in document["replicates"]]
+    first = plan.deciding.first_replicate
+    assert zoo == list(range(first, first + plan.deciding.zoo_replicates)), zoo
     for entry in earlier:
         shown = subprocess.run(
             ["git", "show", f"{entry['git_commit']}:{PLAN_PATH}"], cwd=ROOT, capture_output=True, text=True

@@ -146,6 +146,7 @@ def amendments_text(amendments: Sequence[Any], earlier: Sequence[Mapping[str, An
     )
     before = "; ".join(f"sha256 {e['sha256'][:12]}… at commit {str(e.get('git_commit'))[:7]}" for e in earlier)
     return (
-        f"Amendments to the plan after its deciding replicates began (none changes a column already decided): {said}"
-        + (f" The zoo's deciding replicates were collected under the plan before them ({before})." if before else "")
+        f"Amendments to the plan after a column's deciding replicates began, each with the data it was fixed "
+        f"before: {said}"
+        + (f" Replicates kept in this document were run under the plans before them ({before})." if before else "")
     )
