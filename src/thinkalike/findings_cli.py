@@ -42,7 +42,7 @@ from typing import Any
 from thinkalike.analysis import prediction
 from thinkalike.analysis.plan import PLAN_PATH
 from thinkalike.provenance import file_at_commit, git_state, run_record, write_text_atomically
-from thinkalike.reports.experiments import ReportOutline, findings_dataset
+from thinkalike.reports.experiments import ReportOutline, estimates_dataset, findings_dataset
 from thinkalike.reports.findings import (
     END_MARKER,
     START_MARKER,
@@ -164,6 +164,24 @@ def saved_sections(catalog: Any) -> dict[str, Any]:
                 findings_dataset(section.section),
             )
     return saved
+
+
+def saved_estimates(catalog: Any) -> dict[str, float] | None:
+    """The run's estimates as its method pipelines saved them (``<section>_estimates``,
+    :func:`~thinkalike.reports.experiments.estimates_dataset`), ``<row key>/<part>`` → estimate; None when a section
+    whose numbers were saved has no saved estimates (outputs older than those datasets)."""
+    estimates: dict[str, float] = {}
+    for section in project_outline().saved_sections:
+        if _load(catalog, findings_dataset(section.section)) is None:
+            continue
+        rows = _load(catalog, estimates_dataset(section.section))
+        if rows is None:
+            logger.info(
+                "estimates: no saved %s; the estimates are made from the findings", estimates_dataset(section.section)
+            )
+            return None
+        estimates |= {f"{row['question']}/{row['part']}": float(row["estimate"]) for row in rows}
+    return estimates
 
 
 def replicate_folders(workdir: Path) -> list[Path]:
@@ -428,13 +446,14 @@ def claims_and_check(project: Path, repo: Path, env: str | None, claims: bool, c
         return 2
     with contextlib.redirect_stdout(sys.stderr):  # Kedro's console handler binds to sys.stdout when it is configured
         findings = project_findings(project, env)
+        estimates = saved_estimates(open_catalog(project, env)[0]) if check else None
     if claims:
         run = single_run(claims_of(findings, project_outline()))
         print(json.dumps({"claims": run}, indent=1, ensure_ascii=False, allow_nan=False))
     if not check:
         return 0
     committed, resolutions = committed_effects(json.loads(source.read_text(encoding="utf-8"))["scorecard"])
-    rows = prediction.check(committed, run_estimates(findings), resolutions)
+    rows = prediction.check(committed, estimates if estimates is not None else run_estimates(findings), resolutions)
     moved = [row for row in rows if row.moved]
     if as_json and not claims:
         print(json.dumps({"checked": [vars(row) for row in rows]}, indent=1, ensure_ascii=False, allow_nan=False))

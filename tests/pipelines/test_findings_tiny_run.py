@@ -231,6 +231,27 @@ def test_each_pipeline_saves_its_sections_numbers_and_the_findings_read_them(tin
     assert missing_tables(findings["scaling"]) == ["scaling_summary"]
 
 
+def test_each_method_pipeline_saves_the_estimates_its_numbers_measure(tiny_project):
+    """Issue 56 item 8: beside its numbers each pipeline saves ``<section>_estimates`` (question, part, estimate,
+    within-run interval); over the run's sections they are the run's estimates made from its findings, each part
+    made by one section."""
+    from thinkalike.findings_cli import project_findings, saved_estimates
+    from thinkalike.reports.experiments import estimates_dataset
+    from thinkalike.reports.findings.scorecard import run_estimates
+
+    project, _ = tiny_project
+    catalog, _ = open_catalog(project, "test")
+    per_section = {
+        s.section: catalog.load(estimates_dataset(s.section)) for s in OUTLINE.saved_sections if s.section != "scaling"
+    }
+    keys = [f"{row['question']}/{row['part']}" for rows in per_section.values() for row in rows]
+    assert len(keys) == len(set(keys))  # each part from one section
+    estimates = saved_estimates(catalog)
+    assert estimates and estimates == run_estimates(project_findings(project, "test"))
+    assert {row["question"] for row in per_section["nli"]} == {"brown_nli_groups"}
+    assert {row["question"] for row in per_section["cka"]} <= {"brown_blocks"}  # conf/test scales no family
+
+
 def test_a_saved_section_is_taken_as_saved_and_never_collected_again():
     """``collect_findings`` with saved sections collects none of them (their tables are absent here, so collecting
     would say they are missing); a section never saved (``None``) is collected from the tables, which says so."""

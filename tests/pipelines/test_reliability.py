@@ -242,6 +242,8 @@ def test_only_missing_outputs_resumes_exactly_what_is_missing(project_copy):
                 "run_claims.json",
                 "findings/cka.json",  # each section's numbers, saved by its pipeline
                 "findings/measures.json",
+                "estimates/cka.json",  # and the estimates those numbers measure
+                "estimates/measures.json",
             )
         ),  # the report reads the CKA outputs
     }, new - downstream

@@ -19,6 +19,7 @@ from thinkalike.reports.findings.scorecard import (
     _zero_shot,
     _zero_shot_alternatives,
     scorecard,
+    section_estimates,
 )
 
 
@@ -195,6 +196,35 @@ def test_one_runs_asymmetry_has_a_conservative_within_run_interval():
         list(within["affine_ln, 2 layers, block 1"])
     )
     assert "within the run" in row["ours"]
+    # the stitching pipeline's saved estimates carry the same interval (the section's numbers and the roles alone)
+    rows = {r["part"]: r for r in section_estimates("stitching", findings["stitching"], {}, ["stitching"])}
+    assert rows["affine_ln, 2 layers, block 1"]["estimate"] == pytest.approx(0.19)
+    assert rows["affine_ln, 2 layers, block 1"]["within_run"] == pytest.approx(
+        list(within["affine_ln, 2 layers, block 1"])
+    )
+    assert section_estimates("cka", {}, {}, ["stitching", "cka"]) == []  # no question reads the CKA numbers first
     for direction in findings["stitching"]["solu_gelu"][0]["kinds"]["affine_ln"].values():
         del direction["intervals"]
     assert _asymmetry_within_run(findings) == {}
+
+
+def test_the_sections_estimates_over_a_run_are_its_estimates():
+    """Each committed replicate's findings (zoo, real, real_nli): every part estimated by exactly one of the sections
+    the run saved, and together the run's estimates made from all its findings; the blocks row is the scaling
+    family's where a run has one, else the CKA section's."""
+    import json
+    from pathlib import Path
+
+    from thinkalike.reports.findings.scorecard import CONTEXT, run_estimates
+
+    document = json.loads((Path(__file__).resolve().parents[2] / "docs" / "findings.json").read_text(encoding="utf-8"))
+    for key in ("replicates", "real_replicates", "real_nli_replicates"):
+        findings = document[key][0]["findings"]
+        saved = [name for name, value in findings.items() if name not in CONTEXT and isinstance(value, dict)]
+        union: dict[str, float] = {}
+        for name in saved:
+            for row in section_estimates(name, findings[name], findings, saved):
+                assert f"{row['question']}/{row['part']}" not in union
+                union[f"{row['question']}/{row['part']}"] = row["estimate"]
+        assert union == run_estimates(findings), key
+        assert union

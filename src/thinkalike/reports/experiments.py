@@ -88,6 +88,13 @@ def findings_dataset(section: str) -> str:
     return f"{section}_findings"
 
 
+def estimates_dataset(section: str) -> str:
+    """The catalog dataset of one method pipeline's per-run estimates, ``<section>_estimates``: every scorecard part
+    that section's numbers measure, with its within-run interval where the method has one
+    (:func:`thinkalike.reports.findings.scorecard.section_estimates`), saved beside :func:`findings_dataset`."""
+    return f"{section}_estimates"
+
+
 @dataclass(frozen=True)
 class RunTables:
     """What a section's ``collect`` reads: the loaded ``tables`` (catalog name → data; any may be missing), the run's

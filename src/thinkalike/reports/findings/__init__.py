@@ -137,6 +137,12 @@ def _run_tables(tables: Mapping[str, Any]) -> RunTables:
     return RunTables(tables, parameters, model_roles(model_facts(tables)), tuple(untrained_models(parameters)))
 
 
+def run_context(tables: Mapping[str, Any]) -> dict[str, Any]:
+    """The findings a question reads besides its method's section (:data:`~thinkalike.reports.findings.scorecard.CONTEXT`):
+    the zoo's roles, from the loaded ``tables``, and the papers' numbers."""
+    return json.loads(json.dumps(jsonable({"roles": _run_tables(tables).roles, "literature": LITERATURE})))
+
+
 def collect_section(section: ReportSection, tables: Mapping[str, Any]) -> dict[str, Any]:
     """One section's numbers from the loaded ``tables`` (``parameters`` among them), as plain JSON (NaN is ``None``;
     a table without what the section needs gives ``{"error": …}``): what the node of the section's pipeline saves as

@@ -61,6 +61,10 @@ class Question:
     #: A confound stated beside the verdict (``confound(replicates) -> sentence``, empty when there is none to state),
     #: e.g. the stitching floors below 0.
     confound: Callable[[Sequence[Mapping[str, Any]]], str] | None = None
+    #: The method sections ``effects`` reads (besides the roles and the papers' numbers), the one preferred first: a
+    #: run's estimates of the row are made by the pipeline of the first of them the run saves
+    #: (:func:`section_estimates`); e.g. the blocks row reads the scaling family, else each model's own CKA matrix.
+    sections: tuple[str, ...] = ()
 
 
 # ---- effects, one replicate's findings at a time (the plan's estimands: conf/base/analysis_plan.yml) ------------------
@@ -556,6 +560,7 @@ QUESTIONS: tuple[Question, ...] = (
         "Stitching",
         _asymmetry,
         alternatives=_asymmetry_alternatives,
+        sections=("stitching",),
         needs="two models alike but for their activation function, SoLU and GeLU, and their stitches",
         confound=_floor_confound,
         within_run=_asymmetry_within_run,
@@ -572,6 +577,7 @@ QUESTIONS: tuple[Question, ...] = (
         _nli_later,
         "the default run's copies are a tiny encoder fine-tuned for 400 steps; conf/gpu's NLI sizes ask it of "
         "larger ones",
+        sections=("nli",),
         needs="NLI fine-tunes of one encoder that generalize and that rely on heuristics",
         alternatives=_nli_alternatives,
         real_source="real_nli",
@@ -585,6 +591,7 @@ QUESTIONS: tuple[Question, ...] = (
         "matched early post-block layers' mean CKA over pairs of members less that of the intermediate band, Fisher z",
         "Scaling family",
         _early,
+        sections=("scaling",),
         needs="a width/depth family of one architecture (the zoo's scaling family; conf/pythia)",
         alternatives=_early_alternatives,
     ),
@@ -597,6 +604,7 @@ QUESTIONS: tuple[Question, ...] = (
         "Scaling family",
         _blocks,
         alternatives=_blocks_alternatives,
+        sections=("scaling", "cka"),
         needs="a model of several layers compared with itself",
     ),
     Question(
@@ -607,6 +615,7 @@ QUESTIONS: tuple[Question, ...] = (
         "slope of mean off-diagonal intra-model CKA against size rank, CKA per member",
         "Scaling family",
         _intra_vs_size,
+        sections=("scaling",),
         needs="a width/depth family of one architecture (the zoo's scaling family; conf/pythia)",
     ),
     Question(
@@ -618,6 +627,7 @@ QUESTIONS: tuple[Question, ...] = (
         "off-trend member (band CKA)",
         "Scaling family",
         _outlier,
+        sections=("scaling",),
         needs="a width/depth family of one architecture (the zoo's scaling family; conf/pythia)",
         alternatives=_outlier_alternatives,
     ),
@@ -630,6 +640,7 @@ QUESTIONS: tuple[Question, ...] = (
         "vectors through the same E, per group, mean over models and layers",
         "Embedding space",
         _token_structure,
+        sections=("embedding",),
         needs="a model whose tokens carry the grammar's parts of speech: a zoo model (its vocabulary is the corpus "
         "tokenizer's); a real tokenizer's tokens are not labelled",
     ),
@@ -643,6 +654,7 @@ QUESTIONS: tuple[Question, ...] = (
         "Embedding space",
         _keep_k,
         alternatives=_keep_k_alternatives,
+        sections=("embedding",),
         needs="a model with an unembedding",
     ),
     Question(
@@ -653,6 +665,7 @@ QUESTIONS: tuple[Question, ...] = (
         "Jaccard of corresponding vectors' top-k tokens less random pairings', mean over models and layers",
         "Embedding space",
         _kv_overlap,
+        sections=("embedding",),
         needs="a model with an unembedding",
     ),
     Question(
@@ -663,6 +676,7 @@ QUESTIONS: tuple[Question, ...] = (
         "per vector group, the share of task tokens among the differences' top tokens less random directions'",
         "Embedding space",
         _finetune,
+        sections=("embedding",),
         needs="a model and its fine-tune on a classification task",
     ),
     Question(
@@ -673,6 +687,7 @@ QUESTIONS: tuple[Question, ...] = (
         "share of layers matched to their counterpart less chance, and less the unprojected share",
         "Embedding space",
         _alignment,
+        sections=("embedding",),
         needs="two models that share one vocabulary (the projection goes through their common embedding space)",
     ),
     Question(
@@ -684,6 +699,7 @@ QUESTIONS: tuple[Question, ...] = (
         "Embedding space",
         _zero_shot,
         alternatives=_zero_shot_alternatives,
+        sections=("embedding",),
         needs="two models that share one vocabulary, one of them with a classifier",
     ),
     Question(
@@ -696,6 +712,7 @@ QUESTIONS: tuple[Question, ...] = (
         _spearman,
         "the zoo's models are d ≤ 96; the paper's are BERT-size (see the real checkpoints' column)",
         alternatives=_spearman_alternatives,
+        sections=("mlem",),
         needs="a model whose layers MLEM fits on labelled sentences",
     ),
     Question(
@@ -706,6 +723,7 @@ QUESTIONS: tuple[Question, ...] = (
         "dominant feature's smallest importance where it tops less the largest runner-up importance",
         "MLEM",
         _dominant,
+        sections=("mlem",),
         needs="a model whose layers MLEM fits on labelled sentences",
     ),
     Question(
@@ -717,6 +735,7 @@ QUESTIONS: tuple[Question, ...] = (
         "over models, and Mamba's",
         "MLEM",
         _feature_vs_rsa,
+        sections=("mlem",),
         needs="a model whose layers MLEM fits on labelled sentences",
     ),
     Question(
@@ -727,6 +746,7 @@ QUESTIONS: tuple[Question, ...] = (
         "word position's importance at Mamba's last layer less the largest other feature's",
         "MLEM",
         _mamba_position,
+        sections=("mlem",),
         needs="a Mamba model",
     ),
 )
@@ -1288,6 +1308,33 @@ def run_estimates(findings: Mapping[str, Any], plan: AnalysisPlan | None = None)
         for name, part in row["parts"].items()
         if part.get("mean") is not None
     }
+
+
+#: The findings every question may read besides its method's section: the zoo's roles and the papers' numbers.
+CONTEXT = ("roles", "literature")
+
+
+def section_estimates(
+    section: str, findings: Mapping[str, Any], context: Mapping[str, Any], saved: Sequence[str], plan=None
+) -> list[dict[str, Any]]:
+    """One method pipeline's per-run estimates: for each question whose first section among ``saved`` (the sections
+    the run saves) is ``section``, each part measured from that section's ``findings`` and the ``context`` (the
+    :data:`CONTEXT` findings) — ``{"question", "part", "estimate", "within_run"}``, the last the part's within-run
+    95 % interval ``[low, high]`` where the method has one, else None. Over a run's sections these are
+    :func:`run_estimates`."""
+    asked = [q for q in QUESTIONS if next((s for s in q.sections if s in saved), None) == section]
+    if not asked:
+        return []
+    rows = {
+        row["key"]: row
+        for row in scorecard([{**{k: context[k] for k in CONTEXT if k in context}, section: findings}], plan=plan)
+    }
+    return [
+        {"question": q.key, "part": name, "estimate": float(part["mean"]), "within_run": part.get("within_run")}
+        for q in asked
+        for name, part in rows[q.key]["parts"].items()
+        if part.get("mean") is not None
+    ]
 
 
 def scorecard_description(findings: Mapping[str, Any]) -> str:
