@@ -233,7 +233,7 @@ def plans_run_under(entries: Sequence[dict[str, Any]], root: Path, now: str) -> 
     is left out (its run record names it)."""
     seen: dict[str, dict[str, str]] = {}
     for entry in entries:
-        commit = (entry.get("run") or {}).get("git_commit")
+        commit = str((entry.get("run") or {}).get("git_commit") or "")
         text = file_at_commit(root, commit, PLAN_PATH) if commit else None
         digest = hashlib.sha256(text).hexdigest() if text is not None else None
         if digest and digest != now and digest not in seen:

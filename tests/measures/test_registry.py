@@ -7,6 +7,7 @@ import pytest
 from scipy.stats import ortho_group
 
 from thinkalike.measures.cka import cka
+from thinkalike.measures.linear_cka import unbiased_cka
 from thinkalike.measures.registry import (
     INVARIANCES,
     MEASURE_NAMES,
@@ -14,7 +15,6 @@ from thinkalike.measures.registry import (
     Measure,
     measure,
     subsample_tokens,
-    unbiased_cka,
 )
 
 N, D = 60, 6

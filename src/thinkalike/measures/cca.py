@@ -87,6 +87,7 @@ from thinkalike.measures.inputs import (
     paired_activations,
     undefined,
 )
+from thinkalike.measures.measure import SHAPE_INVARIANCES, Measure
 
 MIN_TOKENS = 2
 ROWS_PER_DIMENSION = 10  # rows the CCA family needs per canonical dimension (module docstring, "Too few rows")
@@ -315,3 +316,49 @@ def pwcca(x: Any, y: Any, max_dims: int | None = None) -> float:
     most ``max_dims`` principal components)."""
     x_matrix, y_matrix = paired_activations(x, y, measure="pwcca", min_tokens=MIN_TOKENS)
     return pwcca_prepared(prepare_cca(x_matrix, max_dims), prepare_cca(y_matrix, max_dims, name="y"))
+
+
+MEASURES = (
+    Measure(
+        "mean_cca",
+        mean_cca,
+        "similarity",
+        False,
+        SHAPE_INVARIANCES | {"invertible_linear"},
+        "n·d²",
+        True,
+        prepare=prepare_cca,
+        compare=mean_cca_prepared,
+        rows_per_dimension=ROWS_PER_DIMENSION,
+        min_tokens=MIN_TOKENS,
+        order=40,
+    ),
+    Measure(
+        "svcca",
+        svcca,
+        "similarity",
+        False,
+        SHAPE_INVARIANCES,
+        "n·d²",
+        True,
+        prepare=prepare_svcca,
+        compare=svcca_prepared,
+        rows_per_dimension=ROWS_PER_DIMENSION,
+        min_tokens=MIN_TOKENS,
+        order=50,
+    ),
+    Measure(
+        "pwcca",
+        pwcca,
+        "similarity",
+        False,
+        frozenset({"isotropic_scaling", "permutation", "translation"}),
+        "n·d²",
+        False,
+        prepare=prepare_cca,
+        compare=pwcca_prepared,
+        rows_per_dimension=ROWS_PER_DIMENSION,
+        min_tokens=MIN_TOKENS,
+        order=60,
+    ),
+)

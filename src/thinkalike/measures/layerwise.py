@@ -93,8 +93,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from thinkalike.measures import cca, neighbours, predictivity, rsa, shape
-from thinkalike.measures import cka as cka_module
+from thinkalike.measures import neighbours, predictivity, rsa
 from thinkalike.measures.inputs import Layer, checked_matrix
 from thinkalike.measures.registry import MEASURE_NAMES, MEASURES, Measure
 
@@ -103,19 +102,6 @@ logger = logging.getLogger(__name__)
 COLUMNS: tuple[str, ...] = ("measure", "layer_a", "layer_b", "value")
 ESTIMATE_AFTER = 5  # layer pairs timed before measure_table's cost estimate
 _LISTED_PAIRS = 8  # layer pairs named in a re-issued warning
-
-_MIN_TOKENS: dict[str, int] = {
-    "cka": cka_module.MIN_TOKENS,
-    "procrustes": shape.MIN_TOKENS,
-    "angular_shape": shape.MIN_TOKENS,
-    "mean_cca": cca.MIN_TOKENS,
-    "svcca": cca.MIN_TOKENS,
-    "pwcca": cca.MIN_TOKENS,
-    "rsa": rsa.MIN_TOKENS,
-    "mutual_knn": 2,
-    "knn_jaccard": 2,
-    "cknna": neighbours.CKNNA_MIN_TOKENS,
-}
 
 
 # --------------------------------------------------------------------------- checks
@@ -233,7 +219,7 @@ def check_measures(
                     f"{where}.options.{name}.n_folds: {shown} must be ≤ {n_tokens // 2} for "
                     f"{n_tokens} tokens (two tokens per fold at least)"
                 )
-        minimum = _MIN_TOKENS.get(name, 1)
+        minimum = MEASURES[name].min_tokens
         if n_tokens < minimum:
             raise ValueError(f"{where}: {name} needs at least {minimum} tokens; got {n_tokens}")
 

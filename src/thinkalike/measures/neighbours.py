@@ -60,6 +60,7 @@ import numpy as np
 
 from thinkalike.measures.hsic import unbiased_hsic
 from thinkalike.measures.inputs import check_same_tokens, checked_matrix, paired_activations, undefined
+from thinkalike.measures.measure import COSINE_INVARIANCES, QUADRATIC_MAX_TOKENS, Measure
 
 DEFAULT_K = 10  # Huh et al.'s default topk and ReSi's default k
 CKNNA_MIN_K = 2  # with k = 1 the masked matrices of CKNNA have too few entries
@@ -235,3 +236,52 @@ def cknna(x: Any, y: Any, k: int = DEFAULT_K) -> float:
     x_matrix, y_matrix = paired_activations(x, y, measure="cknna", min_tokens=CKNNA_MIN_TOKENS)
     _check_k(k, x_matrix.shape[0], CKNNA_MIN_K)
     return cknna_prepared(prepare_neighbours(x_matrix, k), prepare_neighbours(y_matrix, k, name="y"))
+
+
+#: The fewest rows of mutual k-NN and k-NN Jaccard: a row and one neighbour.
+KNN_MIN_TOKENS = 2
+
+MEASURES = (
+    Measure(
+        "mutual_knn",
+        mutual_knn,
+        "similarity",
+        False,
+        COSINE_INVARIANCES,
+        "n²·d",
+        True,
+        QUADRATIC_MAX_TOKENS,
+        prepare=prepare_neighbours,
+        compare=mutual_knn_prepared,
+        min_tokens=KNN_MIN_TOKENS,
+        order=80,
+    ),
+    Measure(
+        "cknna",
+        cknna,
+        "similarity",
+        False,
+        COSINE_INVARIANCES,
+        "n²·d",
+        False,
+        QUADRATIC_MAX_TOKENS,  # ≈ symmetric
+        prepare=prepare_neighbours,
+        compare=cknna_prepared,
+        min_tokens=CKNNA_MIN_TOKENS,
+        order=90,
+    ),
+    Measure(
+        "knn_jaccard",
+        knn_jaccard,
+        "similarity",
+        False,
+        COSINE_INVARIANCES,
+        "n²·d",
+        True,
+        QUADRATIC_MAX_TOKENS,
+        prepare=prepare_neighbours,
+        compare=knn_jaccard_prepared,
+        min_tokens=KNN_MIN_TOKENS,
+        order=100,
+    ),
+)

@@ -76,6 +76,7 @@ import numpy as np
 from scipy import linalg
 
 from thinkalike.measures.inputs import centred, check_same_tokens, checked_matrix, paired_activations, undefined
+from thinkalike.measures.measure import SHAPE_INVARIANCES, Measure
 from thinkalike.measures.ridge_gram import GramFold, GramTarget, gram_path_pays, loo_forms, residual_form
 
 DEFAULT_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-4, 4, 9))
@@ -312,3 +313,19 @@ def linear_predictivity(
     return linear_predictivity_prepared(
         prepare_predictivity(x_matrix, penalties, n_folds), prepare_predictivity(y_matrix, penalties, n_folds, name="y")
     )
+
+
+MEASURES = (
+    Measure(
+        "linear_predictivity",
+        linear_predictivity,
+        "similarity",
+        False,
+        SHAPE_INVARIANCES,
+        "folds·n·d²",
+        False,
+        prepare=prepare_predictivity,
+        compare=linear_predictivity_prepared,
+        order=110,
+    ),
+)

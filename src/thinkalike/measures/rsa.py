@@ -47,6 +47,7 @@ from scipy.spatial.distance import pdist
 
 from thinkalike.measures.compact import permuted_condensed
 from thinkalike.measures.inputs import check_same_tokens, checked_matrix, paired_activations, undefined
+from thinkalike.measures.measure import QUADRATIC_MAX_TOKENS, Measure
 
 Distance = Literal["correlation", "euclidean"]
 Correlation = Literal["spearman", "pearson"]
@@ -153,3 +154,21 @@ def rsa(x: Any, y: Any, distance: Distance = "correlation", correlation: Correla
     return rsa_prepared(
         prepare_rsa(x_matrix, distance, correlation), prepare_rsa(y_matrix, distance, correlation, name="y")
     )
+
+
+MEASURES = (
+    Measure(
+        "rsa",
+        rsa,
+        "similarity",
+        False,
+        frozenset({"isotropic_scaling", "permutation"}),
+        "n²·d",
+        True,
+        QUADRATIC_MAX_TOKENS,
+        prepare=prepare_rsa,
+        compare=rsa_prepared,
+        min_tokens=MIN_TOKENS,
+        order=70,
+    ),
+)

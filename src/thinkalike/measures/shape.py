@@ -80,6 +80,7 @@ from thinkalike.measures.inputs import (
     paired_activations,
     undefined,
 )
+from thinkalike.measures.measure import SHAPE_INVARIANCES, Measure
 
 MIN_TOKENS = 2
 
@@ -201,3 +202,35 @@ def angular_shape_distance(x: Any, y: Any, alpha: float = 1.0) -> float:
     alpha = _check_alpha(alpha)
     x_matrix, y_matrix = paired_activations(x, y, measure="angular_shape_distance", min_tokens=MIN_TOKENS)
     return angular_shape_prepared(prepare_shape(x_matrix, alpha), prepare_shape(y_matrix, alpha, name="y"))
+
+
+MEASURES = (
+    Measure(
+        "procrustes",
+        procrustes_distance,
+        "distance",
+        True,
+        SHAPE_INVARIANCES,
+        "n·d²",
+        True,
+        prepare=prepare_shape,
+        compare=procrustes_prepared,
+        similarity_of=lambda d: 1.0 - d**2 / 2.0,
+        min_tokens=MIN_TOKENS,
+        order=20,
+    ),
+    Measure(
+        "angular_shape",
+        angular_shape_distance,
+        "distance",
+        True,
+        SHAPE_INVARIANCES,
+        "n·d²",
+        True,
+        prepare=prepare_shape,
+        compare=angular_shape_prepared,
+        similarity_of=np.cos,
+        min_tokens=MIN_TOKENS,
+        order=30,
+    ),
+)

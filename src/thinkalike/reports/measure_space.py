@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from thinkalike.measures.registry import MEASURES
+from thinkalike.measures.registry import MEASURE_NAMES, MEASURES
 from thinkalike.reports.experiments import MEASURE_PAIR_TABLES
 from thinkalike.reports.findings.text import code_text, int_text, list_text
 from thinkalike.reports.html_blocks import dimensions_block
@@ -122,8 +122,11 @@ def left_out_sentences(pair_tables: Sequence[pd.DataFrame], configured: Sequence
 
 
 def configured_measures(parameters: Mapping[str, Any]) -> list[str]:
-    """The measures ``cka.measures.names`` of the run's parameters lists (none when it lists none)."""
+    """The measures ``cka.measures.names`` of the run's parameters lists (none when it lists none; ``all``: every
+    registered one)."""
     names = (((parameters.get("cka") or {}).get("measures") or {}).get("names")) or []
+    if names == "all":
+        return list(MEASURE_NAMES)
     return [str(name) for name in names] if isinstance(names, (list, tuple)) else []
 
 

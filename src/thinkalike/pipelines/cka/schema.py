@@ -19,6 +19,7 @@ from pydantic import Field, InstanceOf, field_validator
 
 from thinkalike.cka.measure_tables import LAYER_GRIDS, WHERE, MeasureSettings
 from thinkalike.cka.settings import CKASettings
+from thinkalike.measures.registry import MEASURE_NAMES
 from thinkalike.pipelines.activations.schema import configured_models_of
 from thinkalike.pipelines.cka.pairs import CKAPairs, cka_pairs, parse_pairs
 from thinkalike.pipelines.errors import ParameterError
@@ -54,11 +55,17 @@ class GroundingParameters(_Section):
     max_components: int = _measure_default("grounding_components")
 
 
+#: ``cka.measures.names: all``: every registered measure.
+ALL_MEASURES = "all"
+
+
 class MeasuresParameters(_Section):
     """``cka.measures``, laid out as its YAML (remedies, calibration, grounding nested; null turns each off): typed here,
     checked by :class:`~thinkalike.cka.measure_tables.MeasureSettings`, which :meth:`settings` builds."""
 
-    names: list[str] = Field(default_factory=list)
+    #: the measures, in the order given, or ``all``: every registered one in the registry's order
+    #: (:data:`~thinkalike.measures.registry.MEASURE_NAMES`, so that a new measure module is in the table by itself)
+    names: list[str] | Literal["all"] = Field(default_factory=list)
     max_tokens: int = _measure_default("max_tokens")
     seed: int = _measure_default("seed")
     layers: Literal[LAYER_GRIDS] = _measure_default("layers")  # type: ignore[valid-type]
@@ -74,7 +81,7 @@ class MeasuresParameters(_Section):
         grounding controls)."""
         remedies, calibration = self.remedies, self.calibration or CalibrationParameters(measures=[])
         return MeasureSettings(
-            names=tuple(self.names),
+            names=MEASURE_NAMES if self.names == ALL_MEASURES else tuple(self.names),
             max_tokens=self.max_tokens,
             seed=self.seed,
             options={name: dict(options) for name, options in self.options.items()},
