@@ -108,3 +108,22 @@ def test_subsample_tokens_is_sorted_seeded_and_without_repeats():
         subsample_tokens(10, 0, seed=0)
     with pytest.raises(ValueError, match="n: 0 must be a positive number of tokens"):
         subsample_tokens(0, 5, seed=0)
+
+
+@pytest.mark.parametrize("name", MEASURE_NAMES)
+def test_the_options_model_is_the_functions_keyword_options_with_their_defaults(name):
+    """Each measure's options model (what a configuration is checked by) has one field per keyword option of its
+    function, with the function's default; and it refuses what the function refuses."""
+    import inspect
+
+    entry = measure(name)
+    keyword = {
+        p.name: p.default for p in list(inspect.signature(entry.function).parameters.values())[2:] if p.name != "name"
+    }
+    model = {key: field.default for key, field in entry.options.model_fields.items()}
+    assert model == keyword
+    if "k" in model:
+        with pytest.raises(ValueError, match="must be an integer"):
+            entry.options.model_validate({"k": 0})
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
+        entry.options.model_validate({"no_such_option": 1})

@@ -74,7 +74,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from scipy import linalg
@@ -87,9 +87,10 @@ from thinkalike.measures.inputs import (
     paired_activations,
     undefined,
 )
-from thinkalike.measures.measure import SHAPE_INVARIANCES, Measure
+from thinkalike.measures.measure import SHAPE_INVARIANCES, Measure, MeasureOptions, is_integer, is_real, option_check
 
 MIN_TOKENS = 2
+DEFAULT_KEEP = 0.99  # SVCCA: the share of each side's variance its SVD keeps (Raghu et al. 2017)
 ROWS_PER_DIMENSION = 10  # rows the CCA family needs per canonical dimension (module docstring, "Too few rows")
 
 
@@ -274,7 +275,7 @@ def variance_subspace(
     return u[:, : k if max_dims is None else min(k, max_dims)]
 
 
-def prepare_svcca(x: Any, keep: float = 0.99, max_dims: int | None = None, *, name: str = "x") -> PreparedSVCCA:
+def prepare_svcca(x: Any, keep: float = DEFAULT_KEEP, max_dims: int | None = None, *, name: str = "x") -> PreparedSVCCA:
     """Centre ``x`` and keep the singular vectors explaining ``keep`` of its variance (at most ``max_dims``),
     once."""
     keep, max_dims = _check_keep(keep), _check_max_dims(max_dims)
@@ -291,7 +292,7 @@ def svcca_prepared(px: PreparedSVCCA, py: PreparedSVCCA) -> float:
     return _mean_correlation(px, py)
 
 
-def svcca(x: Any, y: Any, keep: float = 0.99, max_dims: int | None = None) -> float:
+def svcca(x: Any, y: Any, keep: float = DEFAULT_KEEP, max_dims: int | None = None) -> float:
     """Mean canonical correlation of the subspaces keeping ``keep`` of each input's variance (at most
     ``max_dims`` directions each)."""
     keep = _check_keep(keep)
@@ -318,6 +319,33 @@ def pwcca(x: Any, y: Any, max_dims: int | None = None) -> float:
     return pwcca_prepared(prepare_cca(x_matrix, max_dims), prepare_cca(y_matrix, max_dims, name="y"))
 
 
+def _max_dims_problem(value: Any) -> str | None:
+    if value is None or (is_integer(value) and value >= 1):
+        return None
+    return f"{value!r} must be a positive integer (principal components kept) or null (none dropped)"
+
+
+class CCAOptions(MeasureOptions):
+    """Mean CCA's and PWCCA's options."""
+
+    max_dims: Annotated[int | None, option_check(_max_dims_problem)] = None  # top principal components compared
+
+
+class SVCCAOptions(CCAOptions):
+    """SVCCA's options."""
+
+    keep: Annotated[
+        float,
+        option_check(
+            lambda value: (
+                None
+                if is_real(value) and 0.0 < value <= 1.0
+                else f"{value!r} must be a number in (0, 1] (the fraction of variance kept)"
+            )
+        ),
+    ] = DEFAULT_KEEP
+
+
 MEASURES = (
     Measure(
         "mean_cca",
@@ -329,6 +357,7 @@ MEASURES = (
         True,
         prepare=prepare_cca,
         compare=mean_cca_prepared,
+        options=CCAOptions,
         rows_per_dimension=ROWS_PER_DIMENSION,
         min_tokens=MIN_TOKENS,
         order=40,
@@ -343,6 +372,7 @@ MEASURES = (
         True,
         prepare=prepare_svcca,
         compare=svcca_prepared,
+        options=SVCCAOptions,
         rows_per_dimension=ROWS_PER_DIMENSION,
         min_tokens=MIN_TOKENS,
         order=50,
@@ -357,6 +387,7 @@ MEASURES = (
         False,
         prepare=prepare_cca,
         compare=pwcca_prepared,
+        options=CCAOptions,
         rows_per_dimension=ROWS_PER_DIMENSION,
         min_tokens=MIN_TOKENS,
         order=60,

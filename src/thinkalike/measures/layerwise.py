@@ -82,7 +82,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import numbers
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -91,9 +90,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import ValidationError
 from tqdm.auto import tqdm
 
-from thinkalike.measures import neighbours, predictivity, rsa
+from thinkalike.measures import predictivity
 from thinkalike.measures.inputs import Layer, checked_matrix
 from thinkalike.measures.registry import MEASURE_NAMES, MEASURES, Measure
 
@@ -107,53 +107,19 @@ _LISTED_PAIRS = 8  # layer pairs named in a re-issued warning
 # --------------------------------------------------------------------------- checks
 
 
-def _option_names(entry: Measure) -> tuple[list[str], bool]:
-    """The keyword options of the measure's function (after x and y), and whether it takes **kwargs."""
-    parameters = list(inspect.signature(entry.function).parameters.values())[2:]
-    named = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    return named, any(p.kind is p.VAR_KEYWORD for p in parameters)
+def _options_problem(entry: Measure, given: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first option of ``given`` the measure's options model (:attr:`Measure.options`) refuses, and why."""
+    try:
+        entry.options.model_validate(dict(given))
+    except ValidationError as error:
+        first = error.errors()[0]
+        return str(first["loc"][0]), str(first["msg"]).removeprefix("Value error, ")
+    return None
 
 
 def _effective_options(entry: Measure, given: Mapping[str, Any]) -> dict[str, Any]:
-    """The options the function will run with: those given, then its defaults."""
-    bound = inspect.signature(entry.function).bind_partial(None, None, **given)
-    bound.apply_defaults()
-    return dict(list(bound.arguments.items())[2:])
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-def _value_problem(name: str, key: str, value: Any) -> str | None:
-    """What is wrong with one option value on its own (without the token count), or None."""
-    if key == "k":
-        minimum = neighbours.CKNNA_MIN_K if name == "cknna" else 1
-        if not _is_int(value) or value < minimum:
-            return f"{value!r} must be an integer ≥ {minimum}"
-    elif key == "alpha":
-        if not _is_real(value) or not 0.0 <= value <= 1.0:
-            return f"{value!r} must be a number in [0, 1] (1 = no whitening, 0 = full whitening)"
-    elif key == "keep":
-        if not _is_real(value) or not 0.0 < value <= 1.0:
-            return f"{value!r} must be a number in (0, 1] (the fraction of variance kept)"
-    elif key in ("distance", "correlation"):
-        choices = rsa.DISTANCES if key == "distance" else rsa.CORRELATIONS
-        if value not in choices:
-            return f"{value!r} must be one of {', '.join(choices)}"
-    elif key == "max_dims":
-        if value is not None and (not _is_int(value) or value < 1):
-            return f"{value!r} must be a positive integer (principal components kept) or null (none dropped)"
-    elif key in ("alphas", "n_folds"):
-        try:
-            predictivity._check_options(**{"alphas": predictivity.DEFAULT_ALPHAS, "n_folds": 2, key: value})
-        except (TypeError, ValueError) as error:
-            return str(error).split(": ", 1)[-1]
-    return None
+    """The options the measure will run with: those given, then its options model's defaults."""
+    return {**entry.options().model_dump(), **given}
 
 
 def check_measures(
@@ -166,8 +132,8 @@ def check_measures(
 
     ``measures``: registered names (:data:`~thinkalike.measures.registry.MEASURE_NAMES`), each
     once. ``options[name]``: keyword options of that measure's function, only for listed
-    measures; ``k`` an integer ≥ 1 (cknna: ≥ 2), ``alpha`` in [0, 1], ``keep`` in (0, 1],
-    ``distance``/``correlation`` RSA's choices, ``alphas``/``n_folds`` linear_predictivity's.
+    measures, each checked by the measure's options model (:attr:`~thinkalike.measures.measure.Measure.options`:
+    e.g. ``k`` an integer ≥ 1, cknna's ≥ 2; ``alpha`` in [0, 1]; ``keep`` in (0, 1]).
     With ``n_tokens``, also that every measure has enough tokens and that k (given or the
     default) is < n_tokens and n_folds ≤ n_tokens / 2. Messages start with ``where``, e.g.
     ``cka.measures.options.mutual_knn.k: 600 must be < 512 tokens``.
@@ -192,14 +158,14 @@ def check_measures(
             )
         if not isinstance(given, Mapping):
             raise ValueError(f"{where}.options.{name}: must be a mapping from option to value; got {given!r}")
-        allowed, any_keyword = _option_names(MEASURES[name])
-        for key, value in given.items():
-            if key not in allowed and not any_keyword:
+        allowed = list(MEASURES[name].options.model_fields)
+        for key in given:
+            if key not in allowed:
                 takes = f"its options: {', '.join(allowed)}" if allowed else "it takes no options"
                 raise ValueError(f"{where}.options.{name}.{key}: not an option of {name} ({takes})")
-            problem = _value_problem(name, key, value)
-            if problem is not None:
-                raise ValueError(f"{where}.options.{name}.{key}: {problem}")
+        problem = _options_problem(MEASURES[name], given)
+        if problem is not None:
+            raise ValueError(f"{where}.options.{name}.{problem[0]}: {problem[1]}")
     if n_tokens is None:
         return
     for name in measures:

@@ -34,6 +34,9 @@ y (n × d₂) the same n tokens (numpy arrays or torch tensors). A :class:`Measu
   three k-NN measures at one k) can share its result. Without them, the checked float64
   matrix is prepared and ``function`` compares.
 
+- ``options``: its options model (:class:`MeasureOptions`): one field per keyword option of ``function``, with its
+  type, default and check, so that a configuration's options are checked before anything runs, each bad one named
+  (:func:`thinkalike.measures.layerwise.check_measures`);
 - ``min_tokens``: the fewest rows (tokens) the measure is defined on;
 - ``order``: its place in the registry (the measures table's order, by default): the built-in ones 10, 20, …, 110.
 
@@ -43,11 +46,13 @@ checks every declared invariance and symmetry, and that every undeclared one fai
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 
 from thinkalike.measures.inputs import checked_matrix
 
@@ -59,6 +64,40 @@ SHAPE_INVARIANCES = frozenset({"orthogonal", "isotropic_scaling", "permutation",
 COSINE_INVARIANCES = frozenset({"orthogonal", "isotropic_scaling", "permutation"})
 # n × n float64 arrays of 32 MB and O(n²·d) work per pair (``benchmarks/measures.py`` times each measure against CKA)
 QUADRATIC_MAX_TOKENS = 2000
+
+
+class MeasureOptions(BaseModel):
+    """A measure's keyword options: one field per option, its default the function's (the same constant), its check
+    an :func:`option_check`. This base has none (a measure without options); unknown options are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def option_check(problem: Callable[[Any], str | None]) -> BeforeValidator:
+    """A field check from ``problem(value)``: what is wrong with the value, as ``"<value> must be …"``, or None."""
+
+    def check(value: Any) -> Any:
+        message = problem(value)
+        if message is not None:
+            raise ValueError(message)
+        return value
+
+    return BeforeValidator(check)
+
+
+def is_integer(value: Any) -> bool:
+    """An integer, not a bool (numpy's too)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def is_real(value: Any) -> bool:
+    """A real number, not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def integer_at_least(minimum: int) -> Callable[[Any], str | None]:
+    """The problem of a value that should be an integer ≥ ``minimum``."""
+    return lambda value: None if is_integer(value) and value >= minimum else f"{value!r} must be an integer ≥ {minimum}"
 
 
 def _prepare_matrix(x: Any, *, name: str = "x", **options: Any) -> tuple[np.ndarray, dict[str, Any]]:
@@ -82,6 +121,7 @@ class Measure:
     compare: Callable[[Any, Any], float] | None = None
     similarity_of: Callable[[np.ndarray], np.ndarray] | None = None
     rows_per_dimension: int | None = None
+    options: type[MeasureOptions] = MeasureOptions
     min_tokens: int = 1
     order: int = 1000
 

@@ -54,13 +54,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from thinkalike.measures.hsic import unbiased_hsic
 from thinkalike.measures.inputs import check_same_tokens, checked_matrix, paired_activations, undefined
-from thinkalike.measures.measure import COSINE_INVARIANCES, QUADRATIC_MAX_TOKENS, Measure
+from thinkalike.measures.measure import (
+    COSINE_INVARIANCES,
+    QUADRATIC_MAX_TOKENS,
+    Measure,
+    MeasureOptions,
+    integer_at_least,
+    option_check,
+)
 
 DEFAULT_K = 10  # Huh et al.'s default topk and ReSi's default k
 CKNNA_MIN_K = 2  # with k = 1 the masked matrices of CKNNA have too few entries
@@ -241,6 +248,19 @@ def cknna(x: Any, y: Any, k: int = DEFAULT_K) -> float:
 #: The fewest rows of mutual k-NN and k-NN Jaccard: a row and one neighbour.
 KNN_MIN_TOKENS = 2
 
+
+class NeighbourOptions(MeasureOptions):
+    """Mutual k-NN's and k-NN Jaccard's options."""
+
+    k: Annotated[int, option_check(integer_at_least(1))] = DEFAULT_K  # neighbours per row
+
+
+class CKNNAOptions(MeasureOptions):
+    """CKNNA's options (k ≥ 2: with k = 1 its masked matrices have too few entries)."""
+
+    k: Annotated[int, option_check(integer_at_least(CKNNA_MIN_K))] = DEFAULT_K
+
+
 MEASURES = (
     Measure(
         "mutual_knn",
@@ -253,6 +273,7 @@ MEASURES = (
         QUADRATIC_MAX_TOKENS,
         prepare=prepare_neighbours,
         compare=mutual_knn_prepared,
+        options=NeighbourOptions,
         min_tokens=KNN_MIN_TOKENS,
         order=80,
     ),
@@ -267,6 +288,7 @@ MEASURES = (
         QUADRATIC_MAX_TOKENS,  # ≈ symmetric
         prepare=prepare_neighbours,
         compare=cknna_prepared,
+        options=CKNNAOptions,
         min_tokens=CKNNA_MIN_TOKENS,
         order=90,
     ),
@@ -281,6 +303,7 @@ MEASURES = (
         QUADRATIC_MAX_TOKENS,
         prepare=prepare_neighbours,
         compare=knn_jaccard_prepared,
+        options=NeighbourOptions,
         min_tokens=KNN_MIN_TOKENS,
         order=100,
     ),

@@ -70,13 +70,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from scipy import linalg
 
 from thinkalike.measures.inputs import centred, check_same_tokens, checked_matrix, paired_activations, undefined
-from thinkalike.measures.measure import SHAPE_INVARIANCES, Measure
+from thinkalike.measures.measure import SHAPE_INVARIANCES, Measure, MeasureOptions, option_check
 from thinkalike.measures.ridge_gram import GramFold, GramTarget, gram_path_pays, loo_forms, residual_form
 
 DEFAULT_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-4, 4, 9))
@@ -315,6 +315,26 @@ def linear_predictivity(
     )
 
 
+def _option_problem(key: str) -> Any:
+    """The problem :func:`_check_options` finds with option ``key`` alone (the other at its default)."""
+
+    def problem(value: Any) -> str | None:
+        try:
+            _check_options(**{"alphas": DEFAULT_ALPHAS, "n_folds": DEFAULT_FOLDS, key: value})
+        except (TypeError, ValueError) as error:
+            return str(error).split(": ", 1)[-1]
+        return None
+
+    return option_check(problem)
+
+
+class PredictivityOptions(MeasureOptions):
+    """Linear predictivity's options: the ridge penalties tried (by leave-one-out) and the contiguous folds."""
+
+    alphas: Annotated[tuple[float, ...], _option_problem("alphas")] = DEFAULT_ALPHAS
+    n_folds: Annotated[int, _option_problem("n_folds")] = DEFAULT_FOLDS
+
+
 MEASURES = (
     Measure(
         "linear_predictivity",
@@ -326,6 +346,7 @@ MEASURES = (
         False,
         prepare=prepare_predictivity,
         compare=linear_predictivity_prepared,
+        options=PredictivityOptions,
         order=110,
     ),
 )

@@ -40,19 +40,21 @@ memory per prepared input — subsample tokens for large n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
 from scipy.spatial.distance import pdist
 
 from thinkalike.measures.compact import permuted_condensed
 from thinkalike.measures.inputs import check_same_tokens, checked_matrix, paired_activations, undefined
-from thinkalike.measures.measure import QUADRATIC_MAX_TOKENS, Measure
+from thinkalike.measures.measure import QUADRATIC_MAX_TOKENS, Measure, MeasureOptions, option_check
 
 Distance = Literal["correlation", "euclidean"]
 Correlation = Literal["spearman", "pearson"]
 DISTANCES: tuple[str, ...] = get_args(Distance)
 CORRELATIONS: tuple[str, ...] = get_args(Correlation)
+DEFAULT_DISTANCE: Distance = "correlation"
+DEFAULT_CORRELATION: Correlation = "spearman"
 MIN_TOKENS = 3  # three pairs: the fewest for which a correlation of RDMs can say anything
 
 
@@ -61,7 +63,7 @@ def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
         raise ValueError(f"{name}: {value!r} must be one of {choices}")
 
 
-def rdm(matrix: np.ndarray, distance: Distance = "correlation") -> np.ndarray:
+def rdm(matrix: np.ndarray, distance: Distance = DEFAULT_DISTANCE) -> np.ndarray:
     """Condensed RDM (length n(n − 1)/2) of a float64 (n, d) matrix: ``pdist(matrix, distance)``."""
     _check_choice("distance", distance, DISTANCES)
     return pdist(matrix, metric=distance)
@@ -104,7 +106,7 @@ class PreparedRSA:
 
 
 def prepare_rsa(
-    x: Any, distance: Distance = "correlation", correlation: Correlation = "spearman", *, name: str = "x"
+    x: Any, distance: Distance = DEFAULT_DISTANCE, correlation: Correlation = DEFAULT_CORRELATION, *, name: str = "x"
 ) -> PreparedRSA:
     """The RDM of ``x`` (ranked for Spearman), centred and scaled to unit norm, once."""
     _check_choice("distance", distance, DISTANCES)
@@ -146,7 +148,7 @@ def rsa_prepared(px: PreparedRSA, py: PreparedRSA) -> float:
     return float(np.clip(np.dot(px.unit, py.unit), -1.0, 1.0))
 
 
-def rsa(x: Any, y: Any, distance: Distance = "correlation", correlation: Correlation = "spearman") -> float:
+def rsa(x: Any, y: Any, distance: Distance = DEFAULT_DISTANCE, correlation: Correlation = DEFAULT_CORRELATION) -> float:
     """Spearman (or Pearson) correlation between the RDMs of x and y (module docstring)."""
     _check_choice("distance", distance, DISTANCES)
     _check_choice("correlation", correlation, CORRELATIONS)
@@ -154,6 +156,17 @@ def rsa(x: Any, y: Any, distance: Distance = "correlation", correlation: Correla
     return rsa_prepared(
         prepare_rsa(x_matrix, distance, correlation), prepare_rsa(y_matrix, distance, correlation, name="y")
     )
+
+
+def _one_of(choices: tuple[str, ...]) -> Any:
+    return option_check(lambda value: None if value in choices else f"{value!r} must be one of {', '.join(choices)}")
+
+
+class RSAOptions(MeasureOptions):
+    """RSA's options: the RDMs' distance and the correlation of the two RDMs."""
+
+    distance: Annotated[Distance, _one_of(DISTANCES)] = DEFAULT_DISTANCE
+    correlation: Annotated[Correlation, _one_of(CORRELATIONS)] = DEFAULT_CORRELATION
 
 
 MEASURES = (
@@ -168,6 +181,7 @@ MEASURES = (
         QUADRATIC_MAX_TOKENS,
         prepare=prepare_rsa,
         compare=rsa_prepared,
+        options=RSAOptions,
         min_tokens=MIN_TOKENS,
         order=70,
     ),

@@ -67,7 +67,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from scipy import linalg
@@ -80,9 +80,10 @@ from thinkalike.measures.inputs import (
     paired_activations,
     undefined,
 )
-from thinkalike.measures.measure import SHAPE_INVARIANCES, Measure
+from thinkalike.measures.measure import SHAPE_INVARIANCES, Measure, MeasureOptions, is_real, option_check
 
 MIN_TOKENS = 2
+DEFAULT_ALPHA = 1.0  # no whitening: the angular Procrustes distance
 
 
 def _check_alpha(alpha: float) -> float:
@@ -139,7 +140,7 @@ class PreparedShape:
         return moved
 
 
-def prepare_shape(x: Any, alpha: float = 1.0, *, name: str = "x") -> PreparedShape:
+def prepare_shape(x: Any, alpha: float = DEFAULT_ALPHA, *, name: str = "x") -> PreparedShape:
     """Centre ``x`` (and partially whiten it when α < 1) once, for any number of comparisons."""
     alpha = _check_alpha(alpha)
     given = centred_input(x, name, measure="the shape metrics", min_tokens=MIN_TOKENS)
@@ -193,7 +194,7 @@ def procrustes_distance(x: Any, y: Any) -> float:
     return procrustes_prepared(prepare_shape(x_matrix), prepare_shape(y_matrix, name="y"))
 
 
-def angular_shape_distance(x: Any, y: Any, alpha: float = 1.0) -> float:
+def angular_shape_distance(x: Any, y: Any, alpha: float = DEFAULT_ALPHA) -> float:
     """arccos(‖X_αᵀY_α‖_* / (‖X_α‖_F‖Y_α‖_F)) in [0, π/2]: netrep's ``LinearMetric(alpha)`` angle.
 
     ``alpha`` = 1: Procrustes (rotations only); 0: CCA (any invertible linear map); between:
@@ -202,6 +203,21 @@ def angular_shape_distance(x: Any, y: Any, alpha: float = 1.0) -> float:
     alpha = _check_alpha(alpha)
     x_matrix, y_matrix = paired_activations(x, y, measure="angular_shape_distance", min_tokens=MIN_TOKENS)
     return angular_shape_prepared(prepare_shape(x_matrix, alpha), prepare_shape(y_matrix, alpha, name="y"))
+
+
+class AngularShapeOptions(MeasureOptions):
+    """The angular shape metric's options."""
+
+    alpha: Annotated[
+        float,
+        option_check(
+            lambda value: (
+                None
+                if is_real(value) and 0.0 <= value <= 1.0
+                else f"{value!r} must be a number in [0, 1] (1 = no whitening, 0 = full whitening)"
+            )
+        ),
+    ] = DEFAULT_ALPHA
 
 
 MEASURES = (
@@ -230,6 +246,7 @@ MEASURES = (
         prepare=prepare_shape,
         compare=angular_shape_prepared,
         similarity_of=np.cos,
+        options=AngularShapeOptions,
         min_tokens=MIN_TOKENS,
         order=30,
     ),
