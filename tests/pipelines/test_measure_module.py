@@ -82,7 +82,7 @@ def test_a_toy_measure_module_is_registered_tested_computed_grounded_and_reporte
         timeout=300,
     )
     assert checked.returncode == 0, checked.stdout[-2000:]
-    assert "2 passed" in checked.stdout  # the invariances and the symmetry test, each on toy_rv
+    assert "3 passed" in checked.stdout  # the invariances, the symmetry and the options model, each on toy_rv
 
     ran = subprocess.run(
         [sys.executable, "-m", "kedro", "run", "--env", "test", "--pipelines", "cka,report"],
