@@ -370,29 +370,27 @@ class ReportMerges:
 def jobqueue_cluster(settings: ClusterSettings, logger: logging.Logger) -> Iterator[Any]:
     """The dask-jobqueue cluster of ``settings.slurm`` (``slurm.cluster_class``, default SLURMCluster), adapting
     between ``minimum_jobs`` and ``maximum_jobs``; options its job class does not take are left out and logged."""
-    cluster_class = _import_object(settings.slurm["cluster_class"], "slurm.cluster_class")
+    cluster_class = _import_object(settings.slurm.cluster_class, "slurm.cluster_class")
     options = settings.slurm_cluster_options()
     accepted = _job_options(cluster_class)
     dropped = sorted(set(options) - accepted)
     if dropped:
-        logger.info("DaskRunner: %s jobs take no %s; left out", settings.slurm["cluster_class"], ", ".join(dropped))
+        logger.info("DaskRunner: %s jobs take no %s; left out", settings.slurm.cluster_class, ", ".join(dropped))
     with (
         _cluster_config(),
         cluster_class(
             **{key: value for key, value in options.items() if key in accepted}, silence_logs=logging.WARNING
         ) as cluster,
     ):
-        cluster.adapt(
-            minimum_jobs=int(settings.slurm["minimum_jobs"]), maximum_jobs=int(settings.slurm["maximum_jobs"])
-        )
+        cluster.adapt(minimum_jobs=settings.slurm.minimum_jobs, maximum_jobs=settings.slurm.maximum_jobs)
         logger.info(
             "DaskRunner: %s, %d to %d jobs of %s cores, %s, %d GPU(s) each",
             type(cluster).__name__,
-            settings.slurm["minimum_jobs"],
-            settings.slurm["maximum_jobs"],
-            settings.slurm["cores"],
-            settings.slurm["memory"],
-            settings.slurm["gpus_per_job"],
+            settings.slurm.minimum_jobs,
+            settings.slurm.maximum_jobs,
+            settings.slurm.cores,
+            settings.slurm.memory,
+            settings.slurm.gpus_per_job,
         )
         yield cluster
 

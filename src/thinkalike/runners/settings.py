@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
+from typing import Annotated, Any
 
 from click import ClickException
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 
 LOCAL = "local"
 SLURM = "slurm"
@@ -29,20 +29,6 @@ GPU_RESOURCE = "GPU"
 #: The tag of nodes that train or run models: a cluster run with gpu_resources sends them to GPU workers.
 GPU_WORK = "gpu"
 DEFAULT_SLURM_CLASS = "dask_jobqueue.SLURMCluster"
-SLURM_DEFAULTS: dict[str, Any] = {
-    "queue": None,
-    "account": None,
-    "cores": 4,
-    "memory": "32GB",
-    "walltime": "02:00:00",
-    "gpus_per_job": 1,
-    "job_extra_directives": [],
-    "job_script_prologue": [],
-    "python": None,
-    "minimum_jobs": 0,
-    "maximum_jobs": 4,
-    "cluster_class": DEFAULT_SLURM_CLASS,
-}
 
 
 class ClusterSettingsError(ValueError, ClickException):
@@ -53,77 +39,106 @@ class ClusterSettingsError(ValueError, ClickException):
         ClickException.__init__(self, message)
 
 
-@dataclass(frozen=True)
-class ClusterSettings:
+def _integer(minimum: int, what: str) -> BeforeValidator:
+    """An integer ≥ ``minimum``, also as the digits ``--runner-params`` hands over (``"2"``); never a bool."""
+
+    def check(value: Any) -> int:
+        text = str(value).strip()
+        if isinstance(value, bool) or not text.isdigit() or int(text) < minimum:
+            raise ValueError(f"expected {what}, got {value!r}")
+        return int(text)
+
+    return BeforeValidator(check)
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+def _cluster(value: Any) -> str:
+    cluster = str(value).strip()
+    if cluster not in (LOCAL, SLURM) and "://" not in cluster:
+        raise ValueError(f"expected {LOCAL!r}, {SLURM!r} or a scheduler address (tcp://host:port), got {value!r}")
+    return cluster
+
+
+Positive = Annotated[int, _integer(1, "a positive integer")]
+Count = Annotated[int, _integer(0, "an integer >= 0")]
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SlurmSettings(_Settings):
+    """``slurm``: the jobs of a dask-jobqueue cluster (module docstring)."""
+
+    queue: str | None = None  # the partition
+    account: str | None = None
+    cores: Positive = 4
+    memory: str = "32GB"
+    walltime: str = "02:00:00"
+    gpus_per_job: Count = 1  # → #SBATCH --gres=gpu:<n> and the workers' GPU=<n> resource
+    job_extra_directives: tuple[str, ...] = ()
+    job_script_prologue: tuple[str, ...] = ()  # e.g. module load cuda, source .venv/bin/activate
+    python: str | None = None
+    minimum_jobs: Count = 0
+    maximum_jobs: Positive = 4
+    cluster_class: str = DEFAULT_SLURM_CLASS  # any dask-jobqueue cluster class
+
+    @model_validator(mode="after")
+    def _jobs_in_order(self) -> SlurmSettings:
+        if self.minimum_jobs > self.maximum_jobs:
+            raise ValueError(
+                f"slurm.minimum_jobs ({self.minimum_jobs}) is above slurm.maximum_jobs ({self.maximum_jobs})"
+            )
+        return self
+
+
+class ClusterSettings(_Settings):
     """Resolved DaskRunner settings (see the module docstring). The defaults here are the only ones: what
     :meth:`resolve` uses for a key that neither ``dask.yml`` nor ``--runner-params`` sets (``conf/base/dask.yml``
     states the same values; a test keeps them equal)."""
 
-    cluster: str = LOCAL
-    workers: int | None = None  # None: one per core
-    threads_per_worker: int = 1
-    gpu_resources: bool = False
-    slurm: dict[str, Any] = field(default_factory=lambda: dict(SLURM_DEFAULTS))
+    cluster: Annotated[str, BeforeValidator(_cluster)] = LOCAL
+    workers: Positive | None = None  # None: one per core
+    threads_per_worker: Positive = 1
+    gpu_resources: Annotated[bool, BeforeValidator(_boolean)] = False  # not given: on for slurm with GPU jobs
+    slurm: SlurmSettings = SlurmSettings()
 
     @classmethod
     def resolve(
         cls, config: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None
     ) -> ClusterSettings:
-        """``config`` (dask.yml's ``dask`` mapping) with ``overrides`` (``--runner-params``) on top; every value
-        checked, an error naming the key and its source."""
-        known = {item.name for item in fields(cls)}
+        """``config`` (dask.yml's ``dask`` mapping) with ``overrides`` (``--runner-params``) on top (a null is not
+        set); every value checked, an error naming the key and its source."""
         merged: dict[str, Any] = {}
-        for source, values in (("dask.yml", config or {}), ("--runner-params", overrides or {})):
-            unknown = sorted(set(values) - known)
-            if unknown:
-                raise ClusterSettingsError(f"{source}: unknown DaskRunner setting(s) {unknown}; known: {sorted(known)}")
-            merged.update({key: (value, source) for key, value in values.items() if value is not None})
-
-        defaults = {item.name: item.default for item in fields(cls) if item.default is not MISSING}
-
-        def value(key: str, default: Any = MISSING) -> tuple[Any, str]:
-            return merged.get(key, (defaults[key] if default is MISSING else default, "default"))
-
-        cluster, where = value("cluster")
-        cluster = str(cluster).strip()
-        if cluster not in (LOCAL, SLURM) and "://" not in cluster:
+        source: dict[str, str] = {}
+        for where, values in (("dask.yml", config or {}), ("--runner-params", overrides or {})):
+            _refuse_unknown(values, cls, where, "setting(s)")
+            for key, value in values.items():
+                if value is not None:
+                    merged[key], source[key] = value, where
+        slurm = merged.get("slurm", {})
+        if not isinstance(slurm, Mapping):
+            raise ClusterSettingsError(f"{source['slurm']}: DaskRunner slurm: expected a mapping, got {slurm!r}")
+        _refuse_unknown(slurm, SlurmSettings, source.get("slurm", "default"), "slurm setting(s)")
+        merged["slurm"] = {key: value for key, value in slurm.items() if value is not None}
+        try:
+            settings = cls.model_validate(merged)
+        except ValidationError as error:
+            first = error.errors()[0]
+            key = ".".join(str(part) for part in first["loc"])
+            message = str(first["msg"]).removeprefix("Value error, ")
             raise ClusterSettingsError(
-                f"{where}: DaskRunner cluster: expected {LOCAL!r}, {SLURM!r} or a scheduler "
-                f"address (tcp://host:port), got {cluster!r}"
-            )
-        workers = _positive(*value("workers"), "workers")
-        threads = _positive(*value("threads_per_worker"), "threads_per_worker")
-        slurm_values, slurm_where = value("slurm", {})
-        if not isinstance(slurm_values, Mapping):
-            raise ClusterSettingsError(f"{slurm_where}: DaskRunner slurm: expected a mapping, got {slurm_values!r}")
-        unknown = sorted(set(slurm_values) - set(SLURM_DEFAULTS))
-        if unknown:
-            raise ClusterSettingsError(
-                f"{slurm_where}: unknown DaskRunner slurm setting(s) {unknown}; known: {sorted(SLURM_DEFAULTS)}"
-            )
-        slurm = {**SLURM_DEFAULTS, **{key: item for key, item in slurm_values.items() if item is not None}}
-        for key in ("cores", "maximum_jobs"):
-            _positive(slurm[key], slurm_where, f"slurm.{key}")
-        for key in ("gpus_per_job", "minimum_jobs"):
-            _count(slurm[key], slurm_where, f"slurm.{key}")
-        if slurm["minimum_jobs"] > slurm["maximum_jobs"]:
-            raise ClusterSettingsError(
-                f"{slurm_where}: DaskRunner slurm.minimum_jobs ({slurm['minimum_jobs']}) is "
-                f"above slurm.maximum_jobs ({slurm['maximum_jobs']})"
-            )
-        gpu_default = cluster == SLURM and slurm["gpus_per_job"] > 0
-        gpu_resources, gpu_where = value("gpu_resources", gpu_default)
-        if not isinstance(gpu_resources, bool):
-            raise ClusterSettingsError(
-                f"{gpu_where}: DaskRunner gpu_resources: expected true or false, got {gpu_resources!r}"
-            )
-        return cls(
-            cluster=cluster,
-            workers=workers,
-            threads_per_worker=threads or 1,
-            gpu_resources=gpu_resources,
-            slurm=slurm,
-        )
+                f"{source.get(str(first['loc'][0]), 'default')}: DaskRunner {key}: {message}"
+            ) from None
+        if "gpu_resources" not in merged:
+            gpu = settings.cluster == SLURM and settings.slurm.gpus_per_job > 0
+            settings = settings.model_copy(update={"gpu_resources": gpu})
+        return settings
 
     def local_workers(self, cores: int | None = None) -> int:
         """A local cluster's worker processes: one per core, or ``workers``."""
@@ -133,34 +148,23 @@ class ClusterSettings:
         """Keyword arguments of a dask-jobqueue cluster class: one worker process per job, the GPU directive and the
         worker's ``GPU`` resource when ``slurm.gpus_per_job`` > 0."""
         slurm = self.slurm
-        gpus = int(slurm["gpus_per_job"])
-        directives = list(slurm["job_extra_directives"]) + ([f"--gres=gpu:{gpus}"] if gpus else [])
+        gpus = slurm.gpus_per_job
         options = {
-            "queue": slurm["queue"],
-            "account": slurm["account"],
-            "cores": int(slurm["cores"]),
+            "queue": slurm.queue,
+            "account": slurm.account,
+            "cores": slurm.cores,
             "processes": 1,
-            "memory": str(slurm["memory"]),
-            "walltime": slurm["walltime"],
-            "job_extra_directives": directives,
-            "job_script_prologue": list(slurm["job_script_prologue"]),
+            "memory": slurm.memory,
+            "walltime": slurm.walltime,
+            "job_extra_directives": [*slurm.job_extra_directives, *([f"--gres=gpu:{gpus}"] if gpus else [])],
+            "job_script_prologue": list(slurm.job_script_prologue),
             "worker_extra_args": ["--resources", f"{GPU_RESOURCE}={gpus}"] if gpus else [],
-            "python": slurm["python"],
+            "python": slurm.python,
         }
         return {key: item for key, item in options.items() if item is not None}
 
 
-def _positive(value: Any, where: str, key: str) -> int | None:
-    if value is None:
-        return None
-    text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
-        raise ClusterSettingsError(f"{where}: DaskRunner {key}: expected a positive integer, got {value!r}")
-    return int(text)
-
-
-def _count(value: Any, where: str, key: str) -> int:
-    text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit():
-        raise ClusterSettingsError(f"{where}: DaskRunner {key}: expected an integer >= 0, got {value!r}")
-    return int(text)
+def _refuse_unknown(values: Mapping[str, Any], model: type[BaseModel], where: str, what: str) -> None:
+    unknown = sorted(set(values) - set(model.model_fields))
+    if unknown:
+        raise ClusterSettingsError(f"{where}: unknown DaskRunner {what} {unknown}; known: {sorted(model.model_fields)}")
