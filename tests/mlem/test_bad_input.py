@@ -88,7 +88,7 @@ def test_vectors_and_features_must_have_the_same_stimuli(planted, no_fitting):
         ({"level": "sentence", "features": ["pos"]}, r"mlem.features: unknown sentence-level feature\(s\) \['pos'\]"),
         ({"level": "paragraph"}, r"mlem.level"),
         ({"fit": {"n_fold": 3}}, r"mlem.fit.n_fold: unknown parameter"),
-        ({"fit": {"n_folds": 1}}, r"mlem.fit.n_folds must be >= 2"),
+        ({"fit": {"n_folds": 1}}, r"mlem.fit.n_folds: Input should be greater than or equal to 2 \(got 1\)"),
         ({"fit": {"pairs_per_step": "many"}}, r"mlem.fit.pairs_per_step"),
         ({"max_stimuli": 6, "fit": {"n_folds": 5}}, r"mlem.max_stimuli: 6 stimuli are too few"),
         ({"rsa_pairs": 1}, r"mlem.rsa_pairs"),

@@ -36,11 +36,12 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 from scipy.stats import t as student_t
 from sklearn.model_selection import KFold
 
@@ -79,52 +80,26 @@ PROFILE_COLUMNS = [
 ]
 
 
-@dataclass(frozen=True)
-class MLEMSettings:
+class MLEMSettings(BaseModel):
     """How one layer is fitted and scored (module docstring); ``pairs_per_step=None`` estimates it
-    (:func:`estimate_pairs_per_step`)."""
+    (:func:`estimate_pairs_per_step`). Strict types, unknown settings refused, each bound a field constraint."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     interactions: bool = False
-    pairs_per_step: int | None = 1024
-    max_steps: int = 1000
-    patience: int = 50
-    min_improvement: float = 1e-3
-    learning_rate: float = 0.1
-    weight_decay: float = 0.0
-    rank_strength: float = 1.0
-    n_folds: int = 5
-    n_permutations: int = 5
-    heldout_pairs: int = 4000
-    confidence: float = 0.95
-    correlation_warning: float = 0.5
+    pairs_per_step: int | None = Field(1024, ge=16)  # None: estimated
+    max_steps: int = Field(1000, gt=0)
+    patience: int = Field(50, gt=0)
+    min_improvement: float = Field(1e-3, ge=0)
+    learning_rate: float = Field(0.1, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    rank_strength: float = Field(1.0, gt=0)
+    n_folds: int = Field(5, ge=2)  # held-out scores need a test fold
+    n_permutations: int = Field(5, gt=0)
+    heldout_pairs: int = Field(4000, gt=0)
+    confidence: float = Field(0.95, gt=0, lt=1)
+    correlation_warning: float = Field(0.5, gt=0, le=1)
     seed: int = 0
-
-    def __post_init__(self) -> None:
-        positive = {
-            "max_steps": self.max_steps,
-            "patience": self.patience,
-            "learning_rate": self.learning_rate,
-            "rank_strength": self.rank_strength,
-            "n_permutations": self.n_permutations,
-            "heldout_pairs": self.heldout_pairs,
-        }
-        for name, value in positive.items():
-            if not value > 0:
-                raise ValueError(f"MLEMSettings.{name} must be > 0, got {value!r}")
-        if self.pairs_per_step is not None and self.pairs_per_step < 16:
-            raise ValueError(
-                f"MLEMSettings.pairs_per_step must be >= 16 (or null: estimated), got {self.pairs_per_step}"
-            )
-        if self.n_folds < 2:
-            raise ValueError(
-                f"MLEMSettings.n_folds must be >= 2 (held-out scores need a test fold), got {self.n_folds}"
-            )
-        if not 0 < self.confidence < 1:
-            raise ValueError(f"MLEMSettings.confidence must be in (0, 1), got {self.confidence}")
-        if not 0 < self.correlation_warning <= 1:
-            raise ValueError(f"MLEMSettings.correlation_warning must be in (0, 1], got {self.correlation_warning}")
-        if self.min_improvement < 0 or self.weight_decay < 0:
-            raise ValueError("MLEMSettings.min_improvement and weight_decay must be >= 0")
 
 
 @dataclass
@@ -494,12 +469,18 @@ def estimate_cost(
         KFold(n_splits=settings.n_folds, shuffle=True, random_state=settings.seed).split(np.arange(features.n_stimuli))
     )
     pairs = settings.pairs_per_step or 1024
-    probe = replace(settings, max_steps=probe_steps, patience=probe_steps + 1)
+    probe = settings.model_copy(update={"max_steps": probe_steps, "patience": probe_steps + 1})
     data = torch.as_tensor(np.asarray(vectors), dtype=torch.float32, device=device)
     train_features, train_vectors = features.subset(train), data[torch.as_tensor(train, device=device)]
     with single_threaded(device):
         # untimed warm-up: a process's first step pays one-off initialisation, not a cost to scale to every step
-        fit_fold(train_features, train_vectors, replace(probe, max_steps=2), pairs, torch.Generator().manual_seed(0))
+        fit_fold(
+            train_features,
+            train_vectors,
+            probe.model_copy(update={"max_steps": 2}),
+            pairs,
+            torch.Generator().manual_seed(0),
+        )
         start = time.perf_counter()
         model, steps = fit_fold(
             train_features, train_vectors, probe, pairs, torch.Generator().manual_seed(settings.seed)
@@ -600,4 +581,4 @@ def profile_table(fit: LayerFit, model: str, layer: int, confidence: float = 0.9
 
 def settings_record(settings: MLEMSettings) -> dict[str, object]:
     """The settings as a plain dict (for logs and tables)."""
-    return asdict(settings)
+    return settings.model_dump()

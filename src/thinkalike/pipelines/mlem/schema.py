@@ -21,14 +21,13 @@ from thinkalike.pipelines.schema import (
     Device,
     ParameterError,
     _Section,
-    validate_dataclass,
     validate_section,
 )
 
 
 class MLEMParameters(_Section):
     """``mlem``: which stimuli and features, which layers, how many RSA pairs; ``fit`` is
-    :class:`~thinkalike.mlem.fit.MLEMSettings` (validated by building it)."""
+    :class:`~thinkalike.mlem.fit.MLEMSettings` (a pydantic model, nested as the YAML nests it)."""
 
     stimuli: Literal["corpus", "controlled"] = "corpus"
     categorical_coding: Literal["equality", "indicators"] = "equality"
@@ -40,11 +39,11 @@ class MLEMParameters(_Section):
     rsa_pairs: int = Field(4000, ge=10)
     device: Device | None = None
     progress: bool = True
-    fit: dict[str, Any] = Field(default_factory=dict)
+    fit: MLEMSettings = Field(default_factory=MLEMSettings)
 
     def fit_settings(self) -> MLEMSettings:
         """:class:`~thinkalike.mlem.fit.MLEMSettings` of ``fit`` (its defaults for the settings not given)."""
-        return MLEMSettings(**self.fit)
+        return self.fit
 
 
 def validate_mlem(values: Any, run: RunSettings | None = None) -> MLEMParameters:
@@ -59,7 +58,7 @@ def validate_mlem(values: Any, run: RunSettings | None = None) -> MLEMParameters
         raise ParameterError(f"mlem.layers: each layer once, got {mlem.layers}")
     if run is not None:
         check_against_run(mlem, run)
-    settings = validate_dataclass(MLEMSettings, mlem.fit, "mlem.fit")
+    settings = mlem.fit
     try:
         resolve_features(mlem.level, mlem.features)
     except FeatureError as error:
