@@ -33,11 +33,12 @@ Generation is deterministic: the same seed and :class:`GrammarConfig` give the s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Annotated, TypeVar
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 
 SINGULAR = "sg"
 PLURAL = "pl"
@@ -234,29 +235,27 @@ def coordinate(phrases: Sequence[Sequence[str]]) -> list[str]:
     return words
 
 
-@dataclass(frozen=True)
-class GrammarConfig:
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class GrammarConfig(BaseModel):
     """Probabilities of the grammar's choices (all in [0, 1]).
 
     ``p_attractor`` applies only to subjects without a relative clause; ``p_object_rc`` is the
     share of relative clauses that are object RCs; ``p_the`` the chance of "the" as determiner.
     """
 
-    p_question: float = 0.25
-    p_relative_clause: float = 0.3
-    p_object_rc: float = 0.5
-    p_attractor: float = 0.45
-    p_adjective: float = 0.25
-    p_transitive: float = 0.7
-    p_past: float = 0.3
-    p_plural: float = 0.5
-    p_the: float = 0.5
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    def __post_init__(self) -> None:
-        for field in fields(self):
-            value = getattr(self, field.name)
-            if not 0.0 <= float(value) <= 1.0:
-                raise ValueError(f"GrammarConfig.{field.name} must be in [0, 1], got {value!r}")
+    p_question: Probability = 0.25
+    p_relative_clause: Probability = 0.3
+    p_object_rc: Probability = 0.5
+    p_attractor: Probability = 0.45
+    p_adjective: Probability = 0.25
+    p_transitive: Probability = 0.7
+    p_past: Probability = 0.3
+    p_plural: Probability = 0.5
+    p_the: Probability = 0.5
 
 
 class _Draws:

@@ -18,7 +18,7 @@ from thinkalike.language.grammar import (
 from thinkalike.language.natural_text import PATH_PARAMETER, read_natural_text
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.run_settings import RunSettings
-from thinkalike.pipelines.schema import _Section, validate_dataclass, validate_section
+from thinkalike.pipelines.schema import _Section, validate_section
 
 
 class NaturalTextParameters(_Section):
@@ -59,8 +59,8 @@ class ControlledStimuliParameters(_Section):
 class CorpusParameters(_Section):
     """``corpus``: the grammar language's size and seed, its split, the evaluation texts (``n_evaluation_sentences``
     held-out sentences and at most that many natural-text documents, and the controlled stimuli), the tokenizer's
-    vocabulary and the rows' length ``n_ctx``; ``grammar`` overrides :class:`~thinkalike.language.grammar.GrammarConfig`
-    (checked by building it: :func:`validate_corpus`)."""
+    vocabulary and the rows' length ``n_ctx``; ``grammar`` is :class:`~thinkalike.language.grammar.GrammarConfig` (its
+    probabilities, nested as the YAML nests them)."""
 
     seed: int = 0
     n_sentences: int = Field(8000, ge=10)
@@ -68,21 +68,18 @@ class CorpusParameters(_Section):
     n_evaluation_sentences: int = Field(400, ge=1)
     vocab_size: int = Field(400, ge=32)
     n_ctx: int = Field(64, ge=4)
-    grammar: dict[str, float] = Field(default_factory=dict)
+    grammar: GrammarConfig = Field(default_factory=GrammarConfig)
     natural_text: NaturalTextParameters = Field(default_factory=NaturalTextParameters)
     controlled_stimuli: ControlledStimuliParameters = Field(default_factory=ControlledStimuliParameters)
 
     def grammar_config(self) -> GrammarConfig:
-        """The grammar's :class:`~thinkalike.language.grammar.GrammarConfig`, its defaults overridden by
-        ``grammar``."""
-        return GrammarConfig(**self.grammar)
+        """The grammar's :class:`~thinkalike.language.grammar.GrammarConfig`: ``grammar``."""
+        return self.grammar
 
 
 def validate_corpus(values: Any) -> CorpusParameters:
     """The ``corpus`` section (absent: every default) and its grammar; a :class:`ParameterError` naming the key."""
-    corpus = validate_section(CorpusParameters, values, "corpus")
-    validate_dataclass(GrammarConfig, corpus.grammar, "corpus.grammar")
-    return corpus
+    return validate_section(CorpusParameters, values, "corpus")
 
 
 def corpus_section(run: RunSettings) -> CorpusParameters:
