@@ -302,6 +302,8 @@ def _section_models() -> dict[str, type[BaseModel]]:
 NOT_IN_CONF = {
     "cka.estimation": "the section's flat estimation keys, CKASettings' fields (test_configured_settings)",
     "stitching.settings.exclude_special_targets": "stitching.exclude_special_targets, a level up, sets it",
+    "nli.finetune.head_seed": "set per copy from nli.seed (copy_seeds); refused in nli.finetune",
+    "nli.finetune.data_seed": "set per copy from nli.seed (copy_seeds); refused in nli.finetune",
 }
 
 

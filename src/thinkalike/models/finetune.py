@@ -31,13 +31,13 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from thinkalike.models.handle import ModelHandle, ModelSourceError, default_device
 from thinkalike.models.training import (
@@ -61,10 +61,12 @@ HEAD_KEYS: tuple[str, ...] = HEAD_KEYS_BY_FAMILY["bridge"]
 HF_DROPOUTS: tuple[str, ...] = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout")
 
 
-@dataclass(frozen=True)
-class FinetuneConfig:
+class FinetuneConfig(BaseModel):
     """Fine-tuning settings of one copy: optimisation, pooling, the class head's init scale and the
-    two seeds (``head_seed``: head initialisation; ``data_seed``: order of the training pairs)."""
+    two seeds (``head_seed``: head initialisation; ``data_seed``: order of the training pairs). Strict types, unknown
+    settings refused; the optimisation settings are checked as :class:`TrainingConfig` checks them."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     steps: int = 600
     batch_size: int = 32
@@ -76,13 +78,15 @@ class FinetuneConfig:
     head_seed: int = 0
     data_seed: int = 0
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _check(self) -> FinetuneConfig:
         name = type(self).__name__
         if self.pooling not in POOLINGS:
             raise ValueError(f"{name}.pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.head_init_std <= 0:
             raise ValueError(f"{name}.head_init_std must be > 0, got {self.head_init_std}")
         self.schedule()  # TrainingConfig checks steps, batch_size, warmup_steps, learning_rate, weight_decay
+        return self
 
     def schedule(self) -> TrainingConfig:
         """The optimisation settings as a :class:`TrainingConfig` (for the learning-rate schedule)."""
@@ -143,7 +147,7 @@ def classifier_config(
         "labels": list(labels),
         "pooling": settings.pooling,
         "base_model": encoder_config.get("name"),
-        "finetune": asdict(settings),
+        "finetune": settings.model_dump(),
     }
     return config
 

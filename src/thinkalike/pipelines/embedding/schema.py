@@ -21,7 +21,6 @@ from thinkalike.pipelines.schema import (
     Device,
     ParameterError,
     _Section,
-    validate_dataclass,
     validate_section,
 )
 
@@ -106,12 +105,11 @@ class FinetuneParameters(_Section):
     n_rows: int = Field(10, ge=1)
     n_random: int = Field(50, ge=1)
     seed: int = 0
-    settings: dict[str, Any] = Field(default_factory=dict)  # thinkalike.models.finetune.FinetuneConfig
+    settings: FinetuneConfig = Field(default_factory=FinetuneConfig)
 
     def config(self) -> FinetuneConfig:
-        """The :class:`~thinkalike.models.finetune.FinetuneConfig` of ``settings`` (its own defaults for the rest;
-        :func:`validate_embedding` checks ``settings`` before any node runs)."""
-        return FinetuneConfig(**self.settings)
+        """The :class:`~thinkalike.models.finetune.FinetuneConfig` of ``settings``."""
+        return self.settings
 
 
 class ZeroShotParameters(_Section):
@@ -373,7 +371,6 @@ def validate_embedding(values: Any, run: RunSettings) -> EmbeddingParameters:
         reason = tokenizer_mismatch(first, second, plan.models)
         if reason:
             raise ParameterError(f"embedding.alignment.pairs: {reason}")
-    validate_dataclass(FinetuneConfig, embedding.finetune.settings, "embedding.finetune.settings")
     for tuned, donor in plan.zero_shot:
         reason = tokenizer_mismatch(tuned, donor, plan.models)
         if reason:

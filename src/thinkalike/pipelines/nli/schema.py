@@ -95,7 +95,7 @@ class NLIParameters(_Section):
     progress: bool = True
     pairs: dict[str, Any] = Field(default_factory=dict)
     encoder: EncoderParameters = Field(default_factory=EncoderParameters)
-    finetune: dict[str, Any] = Field(default_factory=dict)
+    finetune: FinetuneConfig = Field(default_factory=FinetuneConfig)  # the copies' seeds come from nli.seed
     sweep: SweepParameters = Field(default_factory=SweepParameters)
     stitching: NLIStitchingParameters = Field(default_factory=NLIStitchingParameters)
     cka: dict[str, Any] = Field(default_factory=dict)
@@ -109,7 +109,7 @@ class NLIParameters(_Section):
         """One copy's fine-tuning: ``nli.finetune`` (defaults: :class:`~thinkalike.models.finetune.FinetuneConfig`'s)
         with that copy's ``(head_seed, data_seed)`` (:func:`~thinkalike.models.finetune.copy_seeds`)."""
         head_seed, data_seed = seeds
-        return FinetuneConfig(**self.finetune, head_seed=head_seed, data_seed=data_seed)
+        return self.finetune.model_copy(update={"head_seed": head_seed, "data_seed": data_seed})
 
     def cka_settings(self) -> CKASettings:
         """``nli.cka`` (defaults: :class:`~thinkalike.cka.settings.CKASettings`'s) with the fields the pipeline fixes
@@ -136,8 +136,7 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
     nli = validate_section(NLIParameters, values, "nli")
     group_size(nli.n_copies, nli.group_size)
     validate_dataclass(PairsConfig, nli.pairs, "nli.pairs")
-    validate_dataclass(FinetuneConfig, nli.finetune, "nli.finetune")
-    for key in SEED_FIELDS & set(nli.finetune):
+    for key in sorted(SEED_FIELDS & nli.finetune.model_fields_set):
         raise ParameterError(
             f"nli.finetune.{key}: the copies' seeds come from nli.seed (copy_seeds), not from nli.finetune"
         )
