@@ -223,12 +223,15 @@ def test_bad_settings_are_refused_with_the_setting_named(settings, message):
 
 
 def test_settings_validate_as_pipeline_parameters():
-    from thinkalike.pipelines.schema import ParameterError, validate_dataclass
+    from thinkalike.pipelines.nli.schema import validate_nli
+    from thinkalike.pipelines.schema import ParameterError
 
-    config = validate_dataclass(PairsConfig, {"ood_subcases": ["passive"], "counterexample_fraction": 0.1}, "nli.pairs")
+    config = validate_nli({"pairs": {"ood_subcases": ["passive"], "counterexample_fraction": 0.1}}).pairs
     assert config.ood_subcases == ("passive",)
-    with pytest.raises(ParameterError, match=r"^nli.pairs.counterexample_fraction must be in \[0, 1\)"):
-        validate_dataclass(PairsConfig, {"counterexample_fraction": 1.0}, "nli.pairs")
+    with pytest.raises(ParameterError, match=r"^nli.pairs.counterexample_fraction must be in \[0, 1\), got 1.0$"):
+        validate_nli({"pairs": {"counterexample_fraction": 1.0}})
+    with pytest.raises(ParameterError, match=r"^nli.pairs.n_trian: unknown parameter"):
+        validate_nli({"pairs": {"n_trian": 10}})
 
 
 def test_encoded_pairs_are_premise_then_hypothesis_each_wrapped():

@@ -54,10 +54,11 @@ OOD non-entailed pair.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from thinkalike.language.grammar import (
     ADJECTIVES,
@@ -105,8 +106,7 @@ _MAX_ATTEMPTS = 1000
 Triple = tuple[str, str, str]  # (agent noun form, verb base form, patient noun form)
 
 
-@dataclass(frozen=True)
-class PairsConfig:
+class PairsConfig(BaseModel):
     """Sizes and make-up of the NLI pair sets (module docstring).
 
     ``n_train`` / ``n_test``: in-distribution pairs; ``n_ood_per_subcase``: non-entailed pairs per
@@ -117,23 +117,25 @@ class PairsConfig:
     ``substituted`` pair replaces 1..``substituted_slots`` of its triple's (agent, verb, patient), the number
     drawn uniformly (1: exactly one word differs from an entailed hypothesis, so the non-entailed pairs are
     one word away from overlap; larger values make "a word not in the premise" a cue of varying strength);
-    ``seed``: the whole table.
+    ``seed``: the whole table. Strict types (a subcase list may be a YAML list), unknown settings refused.
     """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     n_train: int = 20000
     n_test: int = 400
     n_ood_per_subcase: int = 100
     counterexample_fraction: float = 0.1
-    counterexample_subcases: Sequence[str] = ("swap",)  # stored as a tuple
-    ood_subcases: Sequence[str] = ("passive", "relative_clause", "preposition", "conjunction")  # stored as a tuple
+    counterexample_subcases: tuple[str, ...] = Field(("swap",), strict=False)
+    ood_subcases: tuple[str, ...] = Field(("passive", "relative_clause", "preposition", "conjunction"), strict=False)
     p_adjective: float = 0.2
     substituted_slots: int = 3
     seed: int = 0
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _check(self) -> PairsConfig:
         name = type(self).__name__
         for key in ("counterexample_subcases", "ood_subcases"):
-            object.__setattr__(self, key, tuple(getattr(self, key)))
             unknown = [s for s in getattr(self, key) if s not in SUBCASES]
             if unknown:
                 raise ValueError(f"{name}.{key} has unknown subcase(s) {unknown}; known: {list(SUBCASES)}")
@@ -165,11 +167,12 @@ class PairsConfig:
             raise ValueError(
                 f"{name}.substituted_slots must be 1, 2 or 3 (of agent, verb, patient), got {self.substituted_slots}"
             )
+        return self
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
         """The settings' names (the keys of the ``nli.pairs`` parameters)."""
-        return tuple(f.name for f in fields(cls))
+        return tuple(cls.model_fields)
 
 
 # --------------------------------------------------------------------------- premises

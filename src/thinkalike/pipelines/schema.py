@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import typing
 from collections.abc import Mapping
 from typing import Any
@@ -64,14 +65,24 @@ def _message(error: Mapping[str, Any]) -> str:
     message = str(error["msg"]).removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         return "unknown parameter"
-    if "input" in error and error["type"] not in ("missing",):
+    if "input" in error and error["type"] not in ("missing",) and not isinstance(error["input"], Mapping):
         return f"{message} (got {error['input']!r})"
-    return message
+    return message  # a whole settings model's check: its message names the field and the value
+
+
+#: A settings model's own check names its field as ``<Model>.<field> <what is wrong>``.
+_MODEL_FIELD = re.compile(r"^[A-Z]\w*\.(\w+) (.*)$", re.DOTALL)
+
+
+def _problem(prefix: str, error: Mapping[str, Any]) -> str:
+    """``<full key>: <message>``; a model check's ``<Model>.<field> …`` reads ``<full key>.<field> …``."""
+    key, message = _key(prefix, error["loc"]), _message(error)
+    named = _MODEL_FIELD.match(message)
+    return f"{key}.{named.group(1)} {named.group(2)}" if named else f"{key}: {message}"
 
 
 def _raise_from(error: ValidationError, prefix: str) -> None:
-    problems = [f"{_key(prefix, e['loc'])}: {_message(e)}" for e in error.errors()]
-    raise ParameterError("; ".join(problems)) from None
+    raise ParameterError("; ".join(_problem(prefix, e) for e in error.errors())) from None
 
 
 def validate_section(model: type[BaseModel], values: Any, key: str) -> Any:

@@ -93,7 +93,7 @@ class NLIParameters(_Section):
     threads: int | None = Field(None, ge=1)  # null: the run's policy (thinkalike.threads)
     device: Device | None = None
     progress: bool = True
-    pairs: dict[str, Any] = Field(default_factory=dict)
+    pairs: PairsConfig = Field(default_factory=PairsConfig)
     encoder: EncoderParameters = Field(default_factory=EncoderParameters)
     finetune: FinetuneConfig = Field(default_factory=FinetuneConfig)  # the copies' seeds come from nli.seed
     sweep: SweepParameters = Field(default_factory=SweepParameters)
@@ -103,7 +103,7 @@ class NLIParameters(_Section):
     def pairs_config(self, **overrides: Any) -> PairsConfig:
         """The pairs of ``nli.pairs`` (defaults: :class:`~thinkalike.language.nli.PairsConfig`'s), with
         ``overrides`` (the encoder's pair text, a sweep's counterexample fraction)."""
-        return PairsConfig(**{**self.pairs, **overrides})
+        return PairsConfig.model_validate({**self.pairs.model_dump(), **overrides}) if overrides else self.pairs
 
     def finetune_config(self, seeds: tuple[int, int]) -> FinetuneConfig:
         """One copy's fine-tuning: ``nli.finetune`` (defaults: :class:`~thinkalike.models.finetune.FinetuneConfig`'s)
@@ -135,7 +135,6 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
 
     nli = validate_section(NLIParameters, values, "nli")
     group_size(nli.n_copies, nli.group_size)
-    validate_dataclass(PairsConfig, nli.pairs, "nli.pairs")
     for key in sorted(SEED_FIELDS & nli.finetune.model_fields_set):
         raise ParameterError(
             f"nli.finetune.{key}: the copies' seeds come from nli.seed (copy_seeds), not from nli.finetune"
@@ -159,7 +158,7 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
             raise ParameterError(
                 f"nli.sweep.fractions: every counterexample fraction must be in [0, 1), got {fraction}"
             )
-        validate_dataclass(PairsConfig, {**nli.pairs, "counterexample_fraction": fraction}, "nli.pairs")
+        validate_section(PairsConfig, {**nli.pairs.model_dump(), "counterexample_fraction": fraction}, "nli.pairs")
     if nli.stitching.layers is not None:
         beyond = sorted(layer for layer in nli.stitching.layers if layer > n_layers)
         if beyond:
