@@ -304,6 +304,8 @@ NOT_IN_CONF = {
     "stitching.settings.exclude_special_targets": "stitching.exclude_special_targets, a level up, sets it",
     "nli.finetune.head_seed": "set per copy from nli.seed (copy_seeds); refused in nli.finetune",
     "nli.finetune.data_seed": "set per copy from nli.seed (copy_seeds); refused in nli.finetune",
+    "nli.cka.pooling": "fixed by the nli pipeline (token rows of one tokenizer); refused in nli.cka",
+    "nli.cka.exclude_special_tokens": "fixed by the nli pipeline (special tokens left out); refused in nli.cka",
 }
 
 

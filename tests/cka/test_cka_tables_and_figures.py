@@ -177,7 +177,7 @@ def test_skip_constant_layers_setting_is_checked():
     from thinkalike.pipelines.cka.schema import parse_cka
 
     assert parse_cka({"skip_constant_layers": True}).estimation.skip_constant_layers is True
-    with pytest.raises(ValueError, match="cka.skip_constant_layers must be true or false"):
+    with pytest.raises(ValueError, match="skip_constant_layers must be true or false"):
         CKASettings(skip_constant_layers="no")
 
 

@@ -78,7 +78,10 @@ def _problem(prefix: str, error: Mapping[str, Any]) -> str:
     """``<full key>: <message>``; a model check's ``<Model>.<field> …`` reads ``<full key>.<field> …``."""
     key, message = _key(prefix, error["loc"]), _message(error)
     named = _MODEL_FIELD.match(message)
-    return f"{key}.{named.group(1)} {named.group(2)}" if named else f"{key}: {message}"
+    if named is None:
+        return f"{key}: {message}"
+    field, what = named.groups()
+    return f"{key} {what}" if error["loc"] and error["loc"][-1] == field else f"{key}.{field} {what}"
 
 
 def _raise_from(error: ValidationError, prefix: str) -> None:

@@ -24,7 +24,7 @@ from thinkalike.pipelines.activations.schema import configured_models_of
 from thinkalike.pipelines.cka.pairs import CKAPairs, cka_pairs, parse_pairs
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.run_settings import RunSettings
-from thinkalike.pipelines.schema import Device, _Section, dataclass_default, validate_dataclass, validate_section
+from thinkalike.pipelines.schema import Device, _Section, dataclass_default, validate_section
 
 #: The keys of ``cka`` that are not :class:`CKASettings` fields (:class:`CKAParameters`' own).
 CKA_STRUCTURE_KEYS = frozenset({"pairs", "groups", "device", "mode", "measures"})
@@ -144,7 +144,9 @@ def parse_cka(values: Any) -> CKAParameters:
         values = {}
     if not isinstance(values, Mapping):
         raise ParameterError(f"cka: must be a mapping of settings, got {values!r}")
-    estimation = validate_dataclass(CKASettings, values, "cka", ignore=CKA_STRUCTURE_KEYS)
+    estimation = validate_section(
+        CKASettings, {key: value for key, value in values.items() if key not in CKA_STRUCTURE_KEYS}, "cka"
+    )
     measures = measure_settings(values.get("measures"))
     structure = {key: values[key] for key in CKA_STRUCTURE_KEYS - {"measures", "pairs"} if key in values}
     pairs = None if values.get("pairs") is None else parse_pairs(values["pairs"], "cka.pairs")

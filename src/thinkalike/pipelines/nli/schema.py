@@ -98,7 +98,7 @@ class NLIParameters(_Section):
     finetune: FinetuneConfig = Field(default_factory=FinetuneConfig)  # the copies' seeds come from nli.seed
     sweep: SweepParameters = Field(default_factory=SweepParameters)
     stitching: NLIStitchingParameters = Field(default_factory=NLIStitchingParameters)
-    cka: dict[str, Any] = Field(default_factory=dict)
+    cka: CKASettings = Field(default_factory=CKASettings)  # its pooling and special tokens are the pipeline's
 
     def pairs_config(self, **overrides: Any) -> PairsConfig:
         """The pairs of ``nli.pairs`` (defaults: :class:`~thinkalike.language.nli.PairsConfig`'s), with
@@ -114,7 +114,7 @@ class NLIParameters(_Section):
     def cka_settings(self) -> CKASettings:
         """``nli.cka`` (defaults: :class:`~thinkalike.cka.settings.CKASettings`'s) with the fields the pipeline fixes
         (:data:`FIXED_CKA_FIELDS`): token rows, special tokens left out."""
-        return CKASettings(**{**self.cka, "pooling": "token", "exclude_special_tokens": True})
+        return self.cka.model_copy(update={"pooling": "token", "exclude_special_tokens": True})
 
 
 def group_size(n_copies: int, k: int | None) -> int:
@@ -165,12 +165,11 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
             raise ParameterError(
                 f"nli.stitching.layers: the encoder has layers 0..{n_layers} (0 = embeddings), not {beyond}"
             )
-    unknown_fixed = sorted(FIXED_CKA_FIELDS & set(nli.cka))
+    unknown_fixed = sorted(FIXED_CKA_FIELDS & nli.cka.model_fields_set)
     if unknown_fixed:
         raise ParameterError(
             f"nli.cka.{unknown_fixed[0]}: fixed by the nli pipeline (token rows, special tokens left out)"
         )
-    validate_dataclass(CKASettings, nli.cka, "nli.cka")
     return nli
 
 
