@@ -31,7 +31,6 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from thinkalike.models.training import TrainingConfig
 from thinkalike.pipelines.activations.schema import activations_section
 from thinkalike.pipelines.cka.schema import cka_settings
 from thinkalike.pipelines.corpus.schema import corpus_section
@@ -56,7 +55,7 @@ def _corpus(run: RunSettings) -> tuple[Any, ...]:
 
 def _zoo(run: RunSettings) -> tuple[Any, ...]:
     section = validate_zoo(run.raw("zoo"), corpus_section(run))
-    return section.model_dump(exclude={"training"}), TrainingConfig(**section.training)
+    return section.model_dump(exclude={"training"}), section.training
 
 
 def _stitching(run: RunSettings) -> tuple[Any, ...]:
@@ -83,7 +82,7 @@ def _nli(run: RunSettings) -> tuple[Any, ...]:
         section.pairs_config(),
         section.finetune_config((0, 0)),
         section.cka_settings(),
-        TrainingConfig(**section.encoder.training),
+        section.encoder.training,
     )
 
 
@@ -304,6 +303,8 @@ NOT_IN_CONF = {
     "stitching.settings.exclude_special_targets": "stitching.exclude_special_targets, a level up, sets it",
     "nli.finetune.head_seed": "set per copy from nli.seed (copy_seeds); refused in nli.finetune",
     "nli.finetune.data_seed": "set per copy from nli.seed (copy_seeds); refused in nli.finetune",
+    "zoo.training.seed": "each model's own zoo.models.<name>.seed; refused in zoo.training",
+    "nli.encoder.training.seed": "nli.encoder.seed; refused in nli.encoder.training",
     "nli.cka.pooling": "fixed by the nli pipeline (token rows of one tokenizer); refused in nli.cka",
     "nli.cka.exclude_special_tokens": "fixed by the nli pipeline (special tokens left out); refused in nli.cka",
 }

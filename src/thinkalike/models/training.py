@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict, model_validator
 from tqdm import tqdm
 
 from thinkalike.models.zoo_entry import OBJECTIVES
@@ -41,9 +42,10 @@ from thinkalike.models.zoo_entry import OBJECTIVES
 LogitsFn = Callable[[torch.nn.Module, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-@dataclass(frozen=True)
-class TrainingConfig:
-    """Optimisation settings of one zoo model."""
+class TrainingConfig(BaseModel):
+    """Optimisation settings of one zoo model (strict types, unknown settings refused, checked on construction)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     steps: int = 300
     batch_size: int = 16
@@ -55,7 +57,8 @@ class TrainingConfig:
     mask_probability: float = 0.15
     seed: int = 0
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _check(self) -> TrainingConfig:
         if self.steps < 1 or self.batch_size < 1:
             raise ValueError(f"training needs steps >= 1 and batch_size >= 1, got {self.steps}, {self.batch_size}")
         if not 0 <= self.warmup_steps < self.steps:
@@ -68,6 +71,7 @@ class TrainingConfig:
             )
         if not 0 < self.mask_probability < 1:
             raise ValueError(f"mask_probability must be in (0, 1), got {self.mask_probability}")
+        return self
 
 
 _PROGRESS_LABEL: ContextVar[str] = ContextVar("thinkalike_training_label", default="training")

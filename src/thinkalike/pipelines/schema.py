@@ -7,25 +7,25 @@ Each top-level section of ``parameters_<pipeline>.yml`` has its model in its pip
 :class:`~thinkalike.pipelines.activations.schema.ActivationParameters`,
 :class:`~thinkalike.pipelines.stitching.schema.StitchingParameters`, …): a pydantic model of :class:`_Section`
 (strict types: ``"64"`` is not an int; unknown keys are errors), where each setting's default is written. Settings
-that already have a dataclass in the library (``TrainingConfig``, ``GrammarConfig``, ``CKASettings``) are validated
-by building that dataclass (:func:`validate_dataclass`), so its own checks run too. Every error names the
-parameter's full key, e.g. ``activations.batch_size``, ``zoo.models.gelu_2l.training.lr`` or ``cka.pooling``.
+that have a model in the library (``TrainingConfig``, ``GrammarConfig``, ``CKASettings``, ``MLEMSettings``,
+``FinetuneConfig``, ``PairsConfig``: strict pydantic models too) are fields of that type, nested as the YAML nests
+them, so their own checks run when the section is parsed. Every error names the parameter's full key, e.g.
+``activations.batch_size``, ``zoo.models.gelu_2l.training.lr`` or ``cka.pooling``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 import typing
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from thinkalike.pipelines.errors import ParameterError
 
-__all__ = ["Device", "ParameterError", "check_device", "validate_dataclass", "validate_section"]
+__all__ = ["Device", "ParameterError", "check_device", "dataclass_default", "validate_section"]
 
 
 class _Section(BaseModel):
@@ -107,40 +107,3 @@ def dataclass_default(cls: type, name: str) -> Any:
     if field.default_factory is not dataclasses.MISSING:
         return field.default_factory()
     return field.default
-
-
-def validate_dataclass(cls: type, values: Any, key: str, *, ignore: frozenset[str] = frozenset()) -> Any:
-    """An instance of dataclass ``cls`` from ``values`` with strict types and its own checks.
-
-    The field types come from the dataclass's annotations (a strict pydantic model is made from
-    them); unknown keys (other than ``ignore``), wrong types and a ``ValueError`` from the
-    dataclass's ``__post_init__`` are :class:`ParameterError` s naming ``key.<field>``.
-    """
-    if not isinstance(values, Mapping):
-        raise ParameterError(f"{key}: must be a mapping of settings, got {values!r}")
-    chosen = {name: value for name, value in values.items() if name not in ignore}
-    validated = validate_section(_strict_model_of(cls), chosen, key)
-    try:
-        return cls(**{name: getattr(validated, name) for name in chosen})
-    except (ValueError, TypeError) as error:
-        raise ParameterError(_keyed_message(str(error), key, cls)) from None
-
-
-def _keyed_message(message: str, key: str, cls: type) -> str:
-    """``message`` of a dataclass check, led by the full key of the field it names (when it names one)."""
-    first, _, rest = message.partition(" ")
-    field = first.removeprefix(f"{cls.__name__}.").removeprefix(f"{key}.")
-    if field in {f.name for f in dataclasses.fields(cls)}:
-        return f"{key}.{field} {rest}"
-    return f"{key}: {message}"
-
-
-@functools.cache
-def _strict_model_of(cls: type) -> type[BaseModel]:
-    """A strict, extra-forbidding pydantic model with the fields (types, defaults) of dataclass ``cls``."""
-    hints = typing.get_type_hints(cls)
-    fields: dict[str, Any] = {
-        f.name: (hints[f.name], f.default if f.default is not dataclasses.MISSING else ...)
-        for f in dataclasses.fields(cls)
-    }
-    return create_model(f"{cls.__name__}Parameters", __base__=_Section, **fields)

@@ -143,7 +143,7 @@ def pretrain_encoder(
         "objective": "masked",
         "seed": encoder.seed,
         "architecture": dict(encoder.architecture),
-        "training": dict(encoder.training),
+        "training": encoder.training.model_dump(exclude_unset=True, exclude={"seed"}),
     }
     config = zoo_config(ENCODER_NAME, entry, tokenizer, width)
     training = training_config({}, entry)

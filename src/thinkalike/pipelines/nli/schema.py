@@ -22,7 +22,6 @@ from thinkalike.pipelines.schema import (
     Device,
     ParameterError,
     _Section,
-    validate_dataclass,
     validate_section,
 )
 
@@ -56,7 +55,7 @@ class EncoderParameters(_Section):
     source: str = ZOO_ENCODER
     seed: int = 0
     architecture: dict[str, Any] = Field(default_factory=dict)
-    training: dict[str, Any] = Field(default_factory=dict)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)  # its seed is nli.encoder.seed
     pair_text: PairTextParameters = Field(default_factory=PairTextParameters)
 
 
@@ -145,7 +144,8 @@ def validate_nli(values: Any, corpus_n_ctx: int = 64) -> NLIParameters:
                 f"nli.n_ctx: {nli.n_ctx} is shorter than the corpus rows the encoder pretrains on "
                 f"(corpus.n_ctx = {corpus_n_ctx})"
             )
-        validate_dataclass(TrainingConfig, {**nli.encoder.training, "seed": nli.encoder.seed}, "nli.encoder.training")
+        if "seed" in nli.encoder.training.model_fields_set:
+            raise ParameterError("nli.encoder.training.seed: the encoder's seed is nli.encoder.seed")
         try:
             bridge = resolve_bridge_config({**nli.encoder.architecture, "d_vocab": 64, "n_ctx": nli.n_ctx})
         except (ValueError, TypeError) as error:

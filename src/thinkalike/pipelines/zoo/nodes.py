@@ -42,7 +42,7 @@ def train_model(
     rows of ``corpus.n_ctx``); returns weights, config and training curve (logged to MLflow from the curve)."""
     entry = settings.models[model_name].model_dump()
     config = zoo_config(model_name, entry, tokenizer, corpus.n_ctx)
-    training = training_config(settings.training, entry)
+    training = training_config(settings.shared_training(), entry)
     with progress_label(model_name):
         module, curve = train_zoo_model(
             config, training, train_sequences["input_ids"], heldout_sequences["input_ids"], tokenizer, default_device()

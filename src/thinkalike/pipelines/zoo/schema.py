@@ -12,7 +12,7 @@ from thinkalike.models.zoo_entry import DEFAULT_OBJECTIVE, DEFAULT_SEED, Objecti
 from thinkalike.pipelines.corpus.schema import CorpusParameters, corpus_section
 from thinkalike.pipelines.errors import ParameterError
 from thinkalike.pipelines.run_settings import RunSettings
-from thinkalike.pipelines.schema import _Section, validate_dataclass, validate_section
+from thinkalike.pipelines.schema import _Section, validate_section
 
 
 class ZooModelParameters(_Section):
@@ -32,17 +32,24 @@ class ZooParameters(_Section):
     the unigram entropy a model must beat to have learned the language."""
 
     baseline_margin: float = Field(0.30, ge=0, lt=1)
-    training: dict[str, Any] = Field(default_factory=dict)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)  # each model's seed is its own
     models: dict[str, ZooModelParameters] = Field(default_factory=dict)
+
+    def shared_training(self) -> dict[str, Any]:
+        """``zoo.training`` as the mapping each model's own ``training`` overrides (the seed is each model's)."""
+        return self.training.model_dump(exclude={"seed"})
 
 
 def validate_zoo(values: Any, corpus: CorpusParameters, vocab_size: int | None = None) -> ZooParameters:
     """The zoo section; every model's training (defaults + overrides) and architecture are checked."""
     zoo = validate_section(ZooParameters, values, "zoo")
-    validate_dataclass(TrainingConfig, zoo.training, "zoo.training", ignore=frozenset({"seed"}))
+    if "seed" in zoo.training.model_fields_set:
+        raise ParameterError("zoo.training.seed: each model's seed is its own (zoo.models.<name>.seed)")
     for name, model in zoo.models.items():
         key = f"zoo.models.{name}"
-        validate_dataclass(TrainingConfig, {**zoo.training, **model.training, "seed": model.seed}, f"{key}.training")
+        validate_section(
+            TrainingConfig, {**zoo.shared_training(), **model.training, "seed": model.seed}, f"{key}.training"
+        )
         _check_architecture(name, model, corpus.n_ctx, vocab_size or corpus.vocab_size, f"{key}.architecture")
     return zoo
 
