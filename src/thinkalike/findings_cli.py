@@ -200,8 +200,9 @@ def document_of(
 ) -> dict[str, Any]:
     """docs/findings.json's content: the replicates' findings and claims with the digest, the commit, when they were
     collected and the command that regenerates them. The real-model columns' replicates of the document already at
-    ``root`` are kept (they are other draws, of other models), and ``analysis_plan.earlier`` names each plan they
-    were run under that is not the plan now (:func:`plans_run_under`)."""
+    ``root`` are kept (they are other draws, of other models), and ``analysis_plan.earlier`` names each plan that a
+    replicate of the document (these or the kept ones) was run under and that is not the plan now
+    (:func:`plans_run_under`)."""
     kept = {}
     source = root / FINDINGS_JSON
     if source.is_file():
@@ -215,7 +216,8 @@ def document_of(
         with_claims=False,
         real_nli=kept.get(REPLICATES_KEY[REAL_NLI_COLUMN]),
     )
-    earlier = plans_run_under([e for entries in kept.values() for e in entries], root, made["analysis_plan"]["sha256"])
+    run_by = [{"run": run} for run in runs] + [e for entries in kept.values() for e in entries]
+    earlier = plans_run_under(run_by, root, made["analysis_plan"]["sha256"])
     if earlier:
         made["analysis_plan"] = {**made["analysis_plan"], "earlier": earlier}
     return {

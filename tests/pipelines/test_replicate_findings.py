@@ -58,7 +58,9 @@ def test_replicates_findings_decide_the_scorecard_over_replicates(tiny_project_a
     plan.write_text(now)
     real = [{"replicate": 10, "run": {"git_commit": then}, "findings": document["replicates"][0]["findings"]}]
     (repo / "docs" / "findings.json").write_text(json.dumps({**document, "real_replicates": real}))
-    assert write_replicate_findings(folders, "test", repo, write=False) == 0
+    # these replicates ran at that commit too: its plan is named once, for them and the kept column alike
+    runs = [{"seconds": 60.0, "replicate": r, "git_commit": then} for r in range(2)]
+    assert write_replicate_findings(folders, "test", repo, write=False, records=runs) == 0
     again = json.loads((repo / "docs" / "findings.json").read_text())
     assert again["real_replicates"] == real
     assert again["analysis_plan"]["earlier"] == [
